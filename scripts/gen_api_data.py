@@ -1,0 +1,454 @@
+#!/usr/bin/env python3
+"""Generate ``src/gpu2npu/data/torch_npu_<torch_version>.json`` from torch_npu wheels.
+
+What it does, per entry of ``PINNED`` below:
+
+1. ``pip download --no-deps torch-npu==<release> --only-binary=:all:`` for the
+   pinned wheel (CPython 3.11, x86_64; platform tags are taken from the pinned
+   file name) into a cache dir, unless the file is already there.
+2. Verifies the wheel's sha256 against the pinned value and checks that the
+   wheel's METADATA pins the expected torch version.
+3. WITHOUT importing torch_npu (that needs Ascend drivers), reads
+   * its Python sources with ``ast`` (see "Public names" below), and
+   * every ``npu_native_functions*.yaml`` in the wheel (they live in
+     ``torch_npu/csrc/aten/``: ``npu_native_functions.yaml`` and
+     ``npu_native_functions_by_codegen.yaml``).
+4. Writes one JSON file per torch version with ``json.dump(indent=1,
+   sort_keys=True)`` plus a trailing newline: no timestamps, so reruns are
+   byte-identical.
+
+The wheel is only read as data; nothing from it is copied besides API names.
+
+Public names of a module ``M`` (no leading underscore), computed statically:
+  * the strings of ``M.__all__`` (list/tuple literals, ``+=``, ``.extend``,
+    ``.append`` with literals, and ``X.__all__`` of an imported torch_npu module);
+  * names defined at module level (def, class, assignment targets), including
+    inside module-level ``if``/``try``/``with`` blocks;
+  * names imported at module level from torch_npu itself (relative imports or
+    ``torch_npu.*``), except those from ``HELPER_MODULES`` (``pta_error``,
+    ``ErrCode``, ``PathManager``, imported all over the code base).  ``from .x import *`` is resolved to ``x.__all__`` when
+    statically known, else to x's public names (Python's own rule).  Names
+    imported from outside torch_npu (``typing``, ``os``, ``torch``...) are
+    implementation details and are left out unless ``__all__`` lists them;
+  * for a package, its public submodules/subpackages (e.g. ``amp``).
+
+Modules reported: ``torch_npu.npu`` and every public submodule below it
+(recursively), ``torch_npu.profiler``, ``torch_npu.distributed`` and
+``torch_npu.contrib``.
+
+YAML: ``native_functions`` are the aten base names (overload suffix stripped)
+of every list section except ``custom`` and ``symint`` (i.e. ``supported``,
+``autograd``, ``quant``); ``custom_functions`` are the base names of the
+``custom`` section (torch_npu-specific ops such as ``npu_fusion_attention``).
+``symint`` only re-lists names of the other sections (SymInt signatures), so
+it adds no names.  ``yaml_sections`` records, per yaml path inside the wheel,
+which list sections exist.
+
+Usage:
+  python scripts/gen_api_data.py                  # all pinned versions
+  python scripts/gen_api_data.py -v 2.1.0 -v 2.8.0
+  python scripts/gen_api_data.py --cache-dir ~/.cache/torch_npu_wheels
+  python scripts/gen_api_data.py --check          # regenerate to a temp dir,
+                                                  # compare, exit 1 on diff
+Requires pip and PyYAML.  Without --cache-dir each wheel is deleted after
+it has been read.
+
+Updating the table: ``pip index versions torch-npu`` lists releases; pick the
+newest release per torch version, ``pip download`` it as above and put its file
+name and ``sha256sum`` here.  Notes on the current table: torch_npu has no
+2.2.0 release on PyPI (so there is no torch 2.2.0 file); releases from 2.7.1 on
+ship ``manylinux_2_28`` wheels only, older ones ``manylinux_2_17``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import filecmp
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+# torch version -> (torch_npu release, wheel file name, sha256 of that wheel)
+PINNED: dict[str, tuple[str, str, str]] = {
+    "2.1.0": ("2.1.0.post17",
+              "torch_npu-2.1.0.post17-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+              "f0e57c46321fe47e18a0b05115a1e3e38d0741ab67c800ed73de3850abe01083"),
+    "2.3.1": ("2.3.1.post6",
+              "torch_npu-2.3.1.post6-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+              "a9828c330d10aae54cba68c18f42ab5d949df0f44a67adf14e586f913589e641"),
+    "2.4.0": ("2.4.0.post4",
+              "torch_npu-2.4.0.post4-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+              "2981f78e47841d5612b2a94c23f8e7c76ef10d1ace9d36acc6a5a899d833896d"),
+    "2.5.1": ("2.5.1.post1",
+              "torch_npu-2.5.1.post1-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+              "c0ee549621d905f4006b37d9e815fffa15b10cbda3bcdf364daeeb88cd9d21d2"),
+    "2.6.0": ("2.6.0.post5",
+              "torch_npu-2.6.0.post5-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+              "dc35b413cb90fabba9042945793ffebd2d65e530712a3fbf148833b83fa1da48"),
+    "2.7.1": ("2.7.1.post11",
+              "torch_npu-2.7.1.post11-cp311-cp311-manylinux_2_28_x86_64.whl",
+              "a5885ce98844ea2b92df7084ba1a2b411abf31bdfeac0ec12a88415499c181ad"),
+    "2.8.0": ("2.8.0.post5",
+              "torch_npu-2.8.0.post5-cp311-cp311-manylinux_2_28_x86_64.whl",
+              "ae866d77780152cfbff83f9ebd7fe2aceba985949ceceedafca12c075231f3ea"),
+    "2.9.0": ("2.9.0.post9",
+              "torch_npu-2.9.0.post9-cp311-cp311-manylinux_2_28_x86_64.whl",
+              "aac3e1b6a22755731fceceed502c3234cdf0b994c44a3bb1b165c6be7c52efd4"),
+    "2.9.1": ("2.9.1",
+              "torch_npu-2.9.1-cp311-cp311-manylinux_2_28_x86_64.whl",
+              "e9161b177c3fae71c32ab76fc6ed441fb1ed80035da2e623840133f1540db7cd"),
+    "2.10.0": ("2.10.0.post7",
+               "torch_npu-2.10.0.post7-cp311-cp311-manylinux_2_28_x86_64.whl",
+               "e30908176906d894199ab8eb6bb61b26c69768837125c69d028a1deb8b1f22f1"),
+    "2.11.0": ("2.11.0.post3",
+               "torch_npu-2.11.0.post3-cp311-cp311-manylinux_2_28_x86_64.whl",
+               "7489f67010989c56ed39deb6e25cb809c4d2cc99e7cc3426386e044c4ee8b55d"),
+    "2.12.0": ("2.12.0.post3",
+               "torch_npu-2.12.0.post3-cp311-cp311-manylinux_2_28_x86_64.whl",
+               "70776a5afc58c3291efb38bcce8a83284fb3285758bd4472b9d47841788a2be1"),
+    "2.13.0": ("2.13.0",
+               "torch_npu-2.13.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+               "0deb809cf447d3fce636ccfdc9c9f874950f1fe76f18f4aaab31e2d345f7dac0"),
+    "2.14.0": ("2.14.0",
+               "torch_npu-2.14.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+               "7736f7d82cf9f16c7dfc4537f7e7c638153da760273a193455e70857f912189e"),
+}
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO_ROOT / "src" / "gpu2npu" / "data"
+ROOT_PKG = "torch_npu"
+# Packages reported on their own (only the package itself, no submodules).
+EXTRA_MODULES = ("torch_npu.profiler", "torch_npu.distributed", "torch_npu.contrib")
+# Internal helper modules whose names, when imported elsewhere, are not API.
+HELPER_MODULES = {"torch_npu.utils._error_code", "torch_npu.utils._path_manager"}
+YAML_RE = re.compile(r"(^|/)npu_native_functions[^/]*\.ya?ml$")
+
+
+# --------------------------------------------------------------------------
+# Download and verify
+# --------------------------------------------------------------------------
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def fetch_wheel(release: str, filename: str, sha256: str, cache_dir: Path) -> Path:
+    """Return the verified wheel in cache_dir, downloading it with pip if needed."""
+    path = cache_dir / filename
+    if not path.exists():
+        # Wheel file name: name-version-pytag-abitag-platform(.platform)*.whl
+        _name, _ver, pytag, _abi, plat = filename[:-len(".whl")].split("-")
+        pyver = f"{pytag[2]}.{pytag[3:]}"  # cp311 -> 3.11
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
+               f"torch-npu=={release}", "--only-binary=:all:",
+               "--python-version", pyver, "--implementation", "cp", "-d", str(cache_dir)]
+        for p in plat.split("."):
+            cmd += ["--platform", p]
+        print("+", " ".join(cmd), file=sys.stderr)
+        subprocess.run(cmd, check=True)
+        if not path.exists():
+            got = sorted(p.name for p in cache_dir.glob(f"torch_npu-{release}-*.whl"))
+            raise SystemExit(f"pip did not produce {filename} (got {got})")
+    digest = sha256_of(path)
+    if digest != sha256:
+        raise SystemExit(f"sha256 mismatch for {filename}: {digest} != pinned {sha256}")
+    return path
+
+
+def required_torch(zf: zipfile.ZipFile) -> str:
+    """The torch version pinned by the wheel's METADATA (e.g. '2.1.0')."""
+    meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+    for line in zf.read(meta).decode("utf-8").splitlines():
+        m = re.match(r"Requires-Dist:\s*torch\s*\(?\s*==\s*([0-9.]+?)(\.\*|\+\w+)?\s*\)?\s*$", line)
+        if m:
+            return m.group(1)
+    return ""
+
+
+# --------------------------------------------------------------------------
+# Static analysis of the Python sources
+# --------------------------------------------------------------------------
+
+def is_public(name: str) -> bool:
+    return not name.startswith("_")
+
+
+class SourceTree:
+    """The torch_npu Python sources of one wheel, analysed with ast only."""
+
+    def __init__(self, zf: zipfile.ZipFile):
+        self.files: dict[str, str] = {}  # module name -> zip member
+        self.packages: set[str] = set()
+        for n in zf.namelist():
+            if not (n.startswith(ROOT_PKG + "/") and n.endswith(".py")):
+                continue
+            parts = n[:-3].split("/")
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+                self.packages.add(".".join(parts))
+            self.files[".".join(parts)] = n
+        self.zf = zf
+        self._trees: dict[str, ast.Module] = {}
+        self._public: dict[str, set[str]] = {}
+        self._all: dict[str, set[str] | None] = {}
+        self._busy: set[str] = set()  # recursion guard for import cycles
+
+    # -- helpers -----------------------------------------------------------
+    def tree(self, mod: str) -> ast.Module:
+        if mod not in self._trees:
+            src = self.zf.read(self.files[mod]).decode("utf-8", errors="replace")
+            self._trees[mod] = ast.parse(src, filename=self.files[mod])
+        return self._trees[mod]
+
+    def submodules(self, pkg: str) -> set[str]:
+        """Direct submodule/subpackage names of a package."""
+        prefix = pkg + "."
+        return {m[len(prefix):] for m in self.files
+                if m.startswith(prefix) and "." not in m[len(prefix):]}
+
+    def resolve(self, mod: str, node: ast.ImportFrom) -> str | None:
+        """Absolute module name of an ImportFrom, if it is inside torch_npu."""
+        if node.level:
+            base = mod if mod in self.packages else mod.rpartition(".")[0]
+            for _ in range(node.level - 1):
+                base = base.rpartition(".")[0]
+            target = base + ("." + node.module if node.module else "")
+        else:
+            target = node.module or ""
+        if target == ROOT_PKG or target.startswith(ROOT_PKG + "."):
+            return target
+        return None
+
+    @staticmethod
+    def module_level(body):
+        """Module-level statements, descending into if/try/with blocks only."""
+        for stmt in body:
+            yield stmt
+            if isinstance(stmt, ast.If):
+                yield from SourceTree.module_level(stmt.body + stmt.orelse)
+            elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+                handlers = [s for h in stmt.handlers for s in h.body]
+                yield from SourceTree.module_level(stmt.body + handlers + stmt.orelse + stmt.finalbody)
+            elif isinstance(stmt, ast.With):
+                yield from SourceTree.module_level(stmt.body)
+
+    def _strings(self, mod: str, node: ast.AST, aliases: dict[str, str]) -> set[str] | None:
+        """Strings of a list/tuple literal, X.__all__, or a '+' of those."""
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return {e.value for e in node.elts
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left = self._strings(mod, node.left, aliases)
+            right = self._strings(mod, node.right, aliases)
+            if left is not None and right is not None:
+                return left | right
+            return None
+        if (isinstance(node, ast.Attribute) and node.attr == "__all__"
+                and isinstance(node.value, ast.Name) and node.value.id in aliases):
+            return self.exported(aliases[node.value.id])
+        return None
+
+    # -- analysis ----------------------------------------------------------
+    def analyse(self, mod: str) -> None:
+        if mod in self._public or mod in self._busy:
+            return
+        self._busy.add(mod)
+        names: set[str] = set()
+        all_: set[str] | None = None
+        aliases: dict[str, str] = {}  # local name -> internal module it refers to
+        for stmt in self.module_level(self.tree(mod).body):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(stmt.name)
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                for t in targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name) and n.id != "__all__":
+                            names.add(n.id)
+                    if isinstance(t, ast.Name) and t.id == "__all__" and stmt.value is not None:
+                        vals = self._strings(mod, stmt.value, aliases)
+                        if isinstance(stmt, ast.AugAssign):
+                            all_ = (all_ or set()) | (vals or set())
+                        else:
+                            all_ = vals if vals is not None else all_
+            elif (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+                  and isinstance(stmt.value.func, ast.Attribute)
+                  and isinstance(stmt.value.func.value, ast.Name)
+                  and stmt.value.func.value.id == "__all__"
+                  and stmt.value.func.attr in ("append", "extend") and stmt.value.args):
+                arg = stmt.value.args[0]
+                if stmt.value.func.attr == "append":
+                    arg = ast.List(elts=[arg])
+                all_ = (all_ or set()) | (self._strings(mod, arg, aliases) or set())
+            elif isinstance(stmt, ast.Import):
+                for a in stmt.names:
+                    internal = a.name == ROOT_PKG or a.name.startswith(ROOT_PKG + ".")
+                    if a.asname and internal:
+                        names.add(a.asname)
+                        aliases[a.asname] = a.name
+            elif isinstance(stmt, ast.ImportFrom):
+                target = self.resolve(mod, stmt)
+                if target is None:
+                    continue
+                # Error/path helpers (ErrCode, pta_error, PathManager...) imported
+                # everywhere are not API: kept only if __all__ lists them.
+                helper_src = target in HELPER_MODULES
+                for a in stmt.names:
+                    if a.name == "*":
+                        if target in self.files:
+                            names |= self.exported(target)
+                        continue
+                    local = a.asname or a.name
+                    sub = f"{target}.{a.name}"
+                    if sub in self.files:
+                        aliases[local] = sub
+                    if not helper_src:
+                        names.add(local)
+        if mod in self.packages:
+            names |= self.submodules(mod)
+        self._busy.discard(mod)
+        self._all[mod] = all_
+        self._public[mod] = {n for n in names | (all_ or set()) if is_public(n)}
+
+    def exported(self, mod: str) -> set[str]:
+        """What ``from mod import *`` binds: __all__ if static, else public names."""
+        self.analyse(mod)
+        if mod not in self._public:  # import cycle: nothing known yet
+            return set()
+        return set(self._all[mod]) if self._all[mod] is not None else set(self._public[mod])
+
+    def public_names(self, mod: str) -> list[str]:
+        self.analyse(mod)
+        return sorted(self._public.get(mod, set()))
+
+
+def modules_to_report(src: SourceTree) -> list[str]:
+    mods = [m for m in src.files
+            if (m == "torch_npu.npu" or m.startswith("torch_npu.npu."))
+            and all(is_public(p) for p in m.split("."))]
+    mods += [m for m in EXTRA_MODULES if m in src.files]
+    return sorted(set(mods))
+
+
+# --------------------------------------------------------------------------
+# npu_native_functions*.yaml
+# --------------------------------------------------------------------------
+
+def op_base_name(entry) -> str | None:
+    """'add.Tensor' / {'func': 'npu_foo.out(Tensor x) -> Tensor'} -> 'add' / 'npu_foo'."""
+    if isinstance(entry, dict):
+        entry = entry.get("func")
+    if not isinstance(entry, str):
+        return None
+    return entry.split("(", 1)[0].split(".", 1)[0].strip() or None
+
+
+def read_yaml(zf: zipfile.ZipFile):
+    import yaml  # PyYAML; only the generator needs it
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    sections: dict[str, list[str]] = {}
+    native: set[str] = set()
+    custom: set[str] = set()
+    for member in sorted(n for n in zf.namelist() if YAML_RE.search(n)):
+        doc = yaml.load(zf.read(member), Loader=loader) or {}
+        sections[member] = sorted(k for k, v in doc.items() if isinstance(v, list))
+        for key in sections[member]:
+            if key == "symint":  # re-lists names of other sections
+                continue
+            dest = custom if key == "custom" else native
+            dest.update(n for n in map(op_base_name, doc[key]) if n)
+    return sections, sorted(native), sorted(custom)
+
+
+# --------------------------------------------------------------------------
+# Driver
+# --------------------------------------------------------------------------
+
+def build_record(torch_version: str, wheel: Path, sha256: str) -> dict:
+    release = PINNED[torch_version][0]
+    with zipfile.ZipFile(wheel) as zf:
+        pinned_torch = required_torch(zf)
+        if pinned_torch != torch_version:
+            raise SystemExit(f"{wheel.name} requires torch {pinned_torch!r}, table says {torch_version}")
+        src = SourceTree(zf)
+        modules = {m: src.public_names(m) for m in modules_to_report(src)}
+        sections, native, custom = read_yaml(zf)
+    return {
+        "torch_version": torch_version,
+        "torch_npu_version": release,
+        "wheel": wheel.name,
+        "sha256": sha256,
+        "modules": modules,
+        "native_functions": native,
+        "custom_functions": custom,
+        "yaml_sections": sections,
+    }
+
+
+def write_json(record: dict, out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"torch_npu_{record['torch_version']}.json"
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        json.dump(record, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return path
+
+
+def generate(versions: list[str], out_dir: Path, cache_dir: Path | None) -> list[Path]:
+    written = []
+    with tempfile.TemporaryDirectory(prefix="torch_npu_wheels_") as tmp:
+        wheel_dir = cache_dir or Path(tmp)
+        wheel_dir.mkdir(parents=True, exist_ok=True)
+        for tv in versions:
+            release, filename, sha = PINNED[tv]
+            wheel = fetch_wheel(release, filename, sha, wheel_dir)
+            try:
+                written.append(write_json(build_record(tv, wheel, sha), out_dir))
+                print(f"wrote {written[-1]}", file=sys.stderr)
+            finally:
+                if cache_dir is None:
+                    wheel.unlink(missing_ok=True)
+    return written
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-v", "--torch-version", action="append", dest="versions",
+                    help="torch version(s) to generate (default: all pinned)")
+    ap.add_argument("--out-dir", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--cache-dir", type=Path, default=None,
+                    help="keep downloaded wheels here (default: temp dir, deleted)")
+    ap.add_argument("--check", action="store_true",
+                    help="regenerate into a temp dir and compare with --out-dir; exit 1 on difference")
+    args = ap.parse_args(argv)
+    versions = args.versions or list(PINNED)
+    unknown = [v for v in versions if v not in PINNED]
+    if unknown:
+        ap.error(f"no pinned wheel for torch {unknown}; known: {', '.join(PINNED)}")
+    if not args.check:
+        generate(versions, args.out_dir, args.cache_dir)
+        return 0
+    with tempfile.TemporaryDirectory(prefix="gen_api_data_check_") as tmp:
+        fresh = generate(versions, Path(tmp), args.cache_dir)
+        bad = [p.name for p in fresh
+               if not (args.out_dir / p.name).exists()
+               or not filecmp.cmp(p, args.out_dir / p.name, shallow=False)]
+    if bad:
+        print("differs from committed data: " + ", ".join(bad), file=sys.stderr)
+        return 1
+    print(f"OK: {len(fresh)} file(s) identical", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

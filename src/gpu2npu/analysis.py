@@ -1,0 +1,150 @@
+"""After the rules: find every CUDA construct still in the migrated code and say why.
+
+This is the safety net behind SPEC invariant 8: whatever the rules did not (or could not) change
+is either reported here with a tip or is provably device-neutral (`torch.backends.cudnn` flags,
+code inside constructs that already branch on NPU), which goes to the log as a note.  It reads
+the final tree, so it reports exactly what the user gets.
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, QualifiedNameProvider
+
+from .apidata import ApiData
+from .change import Finding, Report
+from .rules import npu_aware
+from .rules.names import DEVICE_STRING, dotted_name, qualified_names, string_text
+from .tips import CUDA_ONLY_PACKAGES, TIPS, migratable_cuda_path, tip_for
+
+RULE = "NPU900"
+DEVICE_NEUTRAL = ("torch.backends.cudnn", "torch.backends.cuda")
+REPORTED_TORCH_NAMES = tuple(key for key in TIPS if key.startswith("torch.") and not key.startswith("torch.cuda"))
+
+
+def _package_of(name: str) -> Optional[str]:
+    for package in CUDA_ONLY_PACKAGES:
+        if name == package or name.startswith(package + "."):
+            return package
+    return None
+
+
+class CudaLeftovers(cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
+
+    def __init__(self, path: str, api: ApiData) -> None:
+        super().__init__()
+        self.path = path
+        self.api = api
+        self.findings: List[Finding] = []
+        self._doc_strings = set()
+
+    def _add(self, node: cst.CSTNode, report: Report, api_name: str, tip: str) -> None:
+        span = self.get_metadata(PositionProvider, node)
+        self.findings.append(Finding(self.path, span.start.line, span.end.line, report, api_name, tip, RULE))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if npu_aware.is_npu_aware(node):
+            text = cst.Module(body=()).code_for_node(node)
+            if "cuda" in text.lower() or "nccl" in text.lower():
+                self._add(node, Report.NOTE, "NPU-aware code", "left as written: it already selects between NPU and CUDA")
+            return False
+        return super().on_visit(node)
+
+    # -- imports ---------------------------------------------------------------------------
+    def visit_Import(self, node: cst.Import) -> bool:
+        for alias in node.names:
+            self._check_imported(node, dotted_name(alias.name) or "")
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        if node.relative or node.module is None:
+            return False
+        module = dotted_name(node.module) or ""
+        if isinstance(node.names, cst.ImportStar):
+            self._check_imported(node, module)
+            return False
+        for alias in node.names:
+            self._check_imported(node, f"{module}.{dotted_name(alias.name)}")
+        return False
+
+    def _check_imported(self, node: cst.CSTNode, name: str) -> None:
+        package = _package_of(name)
+        if package is not None:
+            self._add(node, Report.UNSUPPORTED, name, tip_for(name))
+        elif name.startswith("torch.cuda.") and not migratable_cuda_path(self.api, name.split(".")[2:]):
+            self._add(node, Report.UNSUPPORTED, name, tip_for(name, self.api))
+        elif name.startswith(REPORTED_TORCH_NAMES):
+            self._add(node, Report.UNSUPPORTED, name, tip_for(name))
+
+    # -- names and attributes ----------------------------------------------------------------
+    def _is_chain_top(self, node: cst.CSTNode) -> bool:
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        return not (isinstance(parent, cst.Attribute) and parent.value is node)
+
+    def _is_called(self, node: cst.CSTNode) -> bool:
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        return isinstance(parent, cst.Call) and parent.func is node
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._check_reference(node)
+        if node.attr.value in ("cuda", "is_cuda") and not any(
+            n == "torch.cuda" or n.startswith("torch.cuda.") for n in qualified_names(self, node)
+        ):
+            self._add(node, Report.UNSUPPORTED, f"Tensor.{node.attr.value}", "rewrite as .npu() / .is_npu")
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._check_reference(node)
+
+    def _check_reference(self, node: cst.CSTNode) -> None:
+        if not self._is_chain_top(node):
+            return
+        for name in sorted(qualified_names(self, node)):
+            if name.startswith(DEVICE_NEUTRAL):
+                self._add(node, Report.NOTE, name, "left as is: CUDA backend setting, no effect on NPU")
+                return
+            if name.startswith("torch.cuda."):
+                if not migratable_cuda_path(self.api, name.split(".")[2:]):
+                    self._add(node, Report.UNSUPPORTED, name, tip_for(name, self.api))
+                return
+            if name.startswith(REPORTED_TORCH_NAMES) and (self._is_called(node) or "DataParallel" not in name):
+                self._add(node, Report.UNSUPPORTED, name, tip_for(name))
+                return
+            package = _package_of(name)
+            if package is not None and self._is_called(node):
+                self._add(node, Report.UNSUPPORTED, name, tip_for(name))
+                return
+
+    # -- strings -----------------------------------------------------------------------------
+    def visit_Expr(self, node: cst.Expr) -> None:
+        if isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            self._doc_strings.add(id(node.value))
+
+    def visit_ConcatenatedString(self, node: cst.ConcatenatedString) -> bool:
+        return id(node) not in self._doc_strings
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if id(node) in self._doc_strings:
+            return
+        text = string_text(node)
+        if text is None:
+            return
+        if DEVICE_STRING.match(text):
+            self._add(node, Report.UNSUPPORTED, f"device string {text!r}", 'use "npu" devices on Ascend')
+        elif text.lower() == "nccl" or "cuda:nccl" in text:
+            self._add(node, Report.UNSUPPORTED, f"backend {text!r}", 'use the "hccl" backend on Ascend')
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> bool:
+        if id(node) in self._doc_strings:
+            return False
+        first = node.parts[0] if node.parts else None
+        if isinstance(first, cst.FormattedStringText) and first.value == "cuda:":
+            self._add(node, Report.UNSUPPORTED, "device f-string 'cuda:{...}'", 'use "npu" devices on Ascend')
+        return True
+
+
+def find_leftovers(module: cst.Module, path: str, api: ApiData) -> List[Finding]:
+    visitor = CudaLeftovers(path, api)
+    MetadataWrapper(module, unsafe_skip_copy=True).visit(visitor)
+    return visitor.findings

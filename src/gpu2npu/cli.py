@@ -1,0 +1,124 @@
+"""Command line, compatible with the incumbent's `pytorch_gpu2npu.sh`:
+
+    gpu2npu -i INPUT -o OUTPUT -v TORCH_VERSION
+
+The shell only parses options, calls `project.run` and prints the summary.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__, apidata
+from .project import RunRequest, UsageError, run
+from .reports import console
+from .rules import RULES_BY_CODE
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_PARTIAL = 3
+EXIT_INTERRUPTED = 130
+
+EPILOG = f"""\b
+Exit status:
+  0    every file was migrated (or needed nothing)
+  1    the run failed
+  2    usage error (bad option, missing input, output inside input, output exists); nothing written
+  3    finished, but some files could not be processed (copied unchanged, listed in the log)
+  130  interrupted; nothing half-written is left behind
+\b
+PyTorch versions with API data: {", ".join(apidata.available_versions())}
+"""
+
+
+def _fail(message: str, status: int = EXIT_USAGE) -> None:
+    click.echo(f"gpu2npu: error: {message}", err=True)
+    sys.exit(status)
+
+
+@click.group(
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog=EPILOG,
+)
+@click.option("-i", "--input", "input_path", type=click.Path(path_type=Path), metavar="INPUT",
+              help="Folder of the project to migrate (a single .py file is accepted too).")
+@click.option("-o", "--output", "output_path", type=click.Path(path_type=Path), metavar="OUTPUT",
+              help="Folder that receives INPUT_NAME_msft/ (the migrated copy and its reports); must not lie inside INPUT.")
+@click.option("-v", "--version", "torch_version", metavar="VERSION",
+              help="PyTorch version of the original code; selects what torch_npu provides.")
+@click.option("--force", is_flag=True, help="Replace an existing INPUT_NAME_msft/ (it is kept until the new one is complete).")
+@click.option("--report-dir", type=click.Path(path_type=Path),
+              help="Write the reports and the log here instead of into INPUT_NAME_msft/.")
+@click.version_option(__version__, "-V", "--tool-version", prog_name="gpu2npu")
+@click.pass_context
+def main(ctx, input_path, output_path, torch_version, force, report_dir):
+    """Migrate PyTorch training code written for NVIDIA GPUs (CUDA) to Huawei Ascend NPUs
+    (torch_npu), source to source.
+
+    Writes OUTPUT/INPUT_NAME_msft/: the whole input tree with every .py file migrated and every
+    other file copied byte for byte, plus change_list.csv (every edit), unsupported_api.csv
+    (what has no NPU equivalent, with tips), unknown_api.csv, cuda_op_list.csv (custom CUDA
+    operators), api_performance_advice.csv and the log msFmkTranspltlog.txt.
+
+    Example: gpu2npu -i ./my_project -o ./out -v 2.1.0
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    missing = [flag for flag, value in (("-i/--input", input_path), ("-o/--output", output_path),
+                                        ("-v/--version", torch_version)) if value is None]
+    if missing:
+        _fail(f"missing option {', '.join(missing)} (see gpu2npu --help)")
+    request = RunRequest(input=input_path, output=output_path, version=torch_version, force=force,
+                         report_dir=report_dir)
+    try:
+        result = run(request)
+    except UsageError as error:
+        _fail(str(error))
+    except KeyboardInterrupt:
+        click.echo("gpu2npu: interrupted; nothing was left half-written", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except OSError as error:
+        _fail(f"{error}", EXIT_FAILED)
+
+    titles = {code: rule.summary for code, rule in RULES_BY_CODE.items()}
+    click.echo(console.report_table(result.report_rows))
+    if result.changes:
+        click.echo(console.rule_table(result.changes, titles))
+        click.echo(console.file_table(result.changes))
+    click.echo(
+        f"{result.python_files} Python files: {len(result.migrated)} migrated, {len(result.failed)} could not be "
+        f"processed. Output: {result.target}  Reports: {result.report_folder}"
+    )
+    for path, reason in result.failed:
+        click.echo(f"gpu2npu: warning: {path}: copied unchanged, {reason}", err=True)
+    sys.exit(EXIT_PARTIAL if result.failed else EXIT_OK)
+
+
+@main.command("rules")
+def list_rules():
+    """List every rule: code, fix safety and what it does."""
+    for code, rule in RULES_BY_CODE.items():
+        click.echo(f"{code}  {rule.__name__:<26} {rule.fix_safety:<7} {rule.summary}")
+
+
+@main.command("explain")
+@click.argument("code")
+def explain(code):
+    """Print a rule's description and its before/after examples."""
+    rule = RULES_BY_CODE.get(code.upper())
+    if rule is None:
+        _fail(f"no rule {code}; `gpu2npu rules` lists them")
+    click.echo(f"{rule.code} {rule.__name__} ({rule.fix_safety})\n")
+    click.echo((rule.__doc__ or "").strip() + "\n")
+    for number, example in enumerate(rule.examples, 1):
+        click.echo(f"Example {number}, before:\n{_indent(example.before)}\nafter:\n{_indent(example.after)}")
+    for source in rule.unchanged:
+        click.echo(f"Left unchanged:\n{_indent(source)}")
+
+
+def _indent(text: str) -> str:
+    return "".join(f"    {line}" for line in text.splitlines(keepends=True))

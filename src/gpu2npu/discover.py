@@ -1,0 +1,59 @@
+"""Which files a run sees, in a fixed order, and how each is treated."""
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+PYTHON_SUFFIXES = (".py",)
+CUDA_SOURCE_SUFFIXES = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp")
+
+
+class Kind(str, enum.Enum):
+    PYTHON = "python"  # migrated
+    CUDA_SOURCE = "cuda_source"  # copied, scanned for custom operators
+    OTHER = "other"  # copied byte for byte
+    SYMLINK = "symlink"  # reproduced as a link, never followed
+    DIRECTORY = "directory"  # created (empty folders are kept too)
+
+
+@dataclass(frozen=True)
+class Entry:
+    relative: str  # POSIX-style path below the input root
+    absolute: Path
+    kind: Kind
+
+
+def _kind(path: Path) -> Kind:
+    name = path.name.lower()
+    if name.endswith(PYTHON_SUFFIXES):
+        return Kind.PYTHON
+    if name.endswith(CUDA_SOURCE_SUFFIXES):
+        return Kind.CUDA_SOURCE
+    return Kind.OTHER
+
+
+def walk(root: Path) -> Iterator[Entry]:
+    """Every file, link and folder below `root` (or `root` itself if it is a file), sorted, so
+    that runs are deterministic.  Links are reported as links and never followed, so a link
+    pointing outside the tree or into a loop cannot take the run elsewhere."""
+    if root.is_file():
+        yield Entry(root.name, root, _kind(root))
+        return
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        dirs.sort()
+        base = Path(folder)
+        for name in list(dirs):
+            path = base / name
+            relative = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                dirs.remove(name)
+                yield Entry(relative, path, Kind.SYMLINK)
+            else:
+                yield Entry(relative, path, Kind.DIRECTORY)
+        for name in sorted(files):
+            path = base / name
+            relative = path.relative_to(root).as_posix()
+            yield Entry(relative, path, Kind.SYMLINK if path.is_symlink() else _kind(path))

@@ -1,0 +1,106 @@
+"""One file through the migration: parse -> ordered rules -> analysis -> new text and records.
+
+`migrate_source` is pure (bytes in, `FileResult` out) and never raises for a bad file: a file
+that cannot be decoded or parsed comes back as a failure with its reason, and the run goes on.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence, Type
+
+import libcst as cst
+
+from .analysis import find_leftovers
+from .change import Change, Finding, Operation
+from .linemap import LineMap
+from .rules import SINGLE_CARD_RULES, FileContext, Options, Rule
+
+# A file containing none of these cannot be touched by any rule or reported by the analysis,
+# so it is not parsed at all.
+RELEVANT_WORDS = ("cuda", "CUDA", "nccl", "NCCL", "DataParallel", "DataLoader", "torch_npu", ".to(", "device=",
+                  "apex", "amp_C", "cupy", "pycuda", "pynvml", "nvidia", "GPUtil", "triton", "flash_attn",
+                  "xformers", "bitsandbytes", "tensorrt", "torch2trt")
+
+
+class Status(str, enum.Enum):
+    MIGRATED = "migrated"  # changed
+    UNCHANGED = "unchanged"  # parsed, nothing to change
+    SKIPPED = "skipped"  # nothing relevant in it, not parsed
+    FAILED = "failed"  # could not be decoded or parsed: copied as it is
+
+
+@dataclass
+class FileResult:
+    path: str
+    status: Status
+    output: Optional[bytes] = None  # None: the output is the input, byte for byte
+    changes: List[Change] = field(default_factory=list)
+    findings: List[Finding] = field(default_factory=list)
+    error: str = ""
+
+
+def migrate_source(
+    data: bytes,
+    path: str,
+    options: Options,
+    rules: Sequence[Type[Rule]] = SINGLE_CARD_RULES,
+) -> FileResult:
+    if not any(word.encode() in data for word in RELEVANT_WORDS):
+        return FileResult(path, Status.SKIPPED)
+    try:
+        module = cst.parse_module(data)
+    except cst.ParserSyntaxError as error:
+        return FileResult(path, Status.FAILED, error=f"syntax error at line {error.raw_line}: {error.message}")
+    except (UnicodeDecodeError, LookupError, SyntaxError) as error:
+        return FileResult(path, Status.FAILED, error=f"cannot be decoded: {error}")
+    except RecursionError:
+        return FileResult(path, Status.FAILED, error="nested too deeply to parse")
+    except Exception as error:  # the parser's own failures must not end the run
+        return FileResult(path, Status.FAILED, error=f"cannot be parsed: {type(error).__name__}: {error}")
+    try:
+        return _apply_rules(module, data, path, options, rules)
+    except RecursionError:
+        return FileResult(path, Status.FAILED, error="nested too deeply to migrate")
+
+
+def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, rules) -> FileResult:
+    context = FileContext(path=path, options=options)
+    code = module.code
+    lines = LineMap(len(code.splitlines()))
+    changes: List[Change] = []
+    findings: List[Finding] = []
+    for rule in rules:
+        if not rule.wants(code):
+            continue
+        outcome = rule.run(module, context)
+        for edit in outcome.edits:
+            start = lines.original(edit.start_line) if edit.start_line else 0
+            end = lines.original(edit.end_line) if edit.end_line else 0
+            changes.append(Change(path, start, end, edit.operation, rule.code, edit.message))
+        for finding in outcome.findings:
+            findings.append(_relocate(finding, lines))
+        new_code = outcome.module.code
+        if new_code != code:
+            lines.update(code, new_code)
+            module, code = outcome.module, new_code
+    findings.extend(_relocate(f, lines) for f in find_leftovers(module, path, options.api))
+    if not changes:
+        return FileResult(path, Status.UNCHANGED, findings=sorted(set(findings)))
+    return FileResult(path, Status.MIGRATED, module.bytes, sorted(changes, key=_change_order), sorted(set(findings)))
+
+
+def _relocate(finding: Finding, lines: LineMap) -> Finding:
+    return Finding(
+        finding.file,
+        lines.original(finding.start_line),
+        lines.original(finding.end_line),
+        finding.report,
+        finding.api,
+        finding.tip,
+        finding.rule,
+    )
+
+
+def _change_order(change: Change):
+    return (change.start_line, change.end_line, change.operation != Operation.INSERT)

@@ -1,0 +1,210 @@
+"""A whole run: check the request, migrate every file into a staging folder, write the
+reports, then move the result into place.  Nothing is written before the request is known to
+be valid, and an existing result is never replaced unless asked to (`force`)."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple
+
+from . import __version__, apidata
+from .change import Change, Finding, Report
+from .cuda_ops import custom_operators
+from .discover import Entry, Kind, walk
+from .pipeline import FileResult, Status, migrate_source
+from .reports import csv_reports, log as run_log
+from .rules import RULES_BY_CODE, Options
+
+OUTPUT_SUFFIX = "_msft"
+
+
+class UsageError(Exception):
+    """The request cannot be carried out as given (exit status 2, nothing written)."""
+
+
+@dataclass
+class RunRequest:
+    input: Path
+    output: Path
+    version: str
+    force: bool = False
+    report_dir: Optional[Path] = None
+    suffix: str = OUTPUT_SUFFIX
+
+
+@dataclass
+class RunResult:
+    target: Path
+    report_folder: Path
+    files: int = 0
+    python_files: int = 0
+    migrated: List[str] = field(default_factory=list)
+    failed: List[Tuple[str, str]] = field(default_factory=list)
+    changes: List[Change] = field(default_factory=list)
+    findings: List[Finding] = field(default_factory=list)
+    report_rows: Dict[str, int] = field(default_factory=dict)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.relative_to(folder)
+        return True
+    except ValueError:
+        return False
+
+
+def check_request(request: RunRequest) -> Tuple[Path, Path, Options]:
+    """Validate everything up front; returns (input root, target folder, options)."""
+    source = request.input
+    if not source.exists():
+        raise UsageError(f"input {source} does not exist")
+    if not (source.is_dir() or source.suffix == ".py"):
+        raise UsageError(f"input {source} must be a folder or a .py file")
+    source = source.resolve()
+    try:
+        api = apidata.load(request.version)
+    except apidata.UnknownVersionError as error:
+        raise UsageError(str(error)) from None
+    output = request.output.resolve()
+    folder = source if source.is_dir() else source.parent
+    if source.is_dir() and _inside(output, folder):
+        raise UsageError(f"output {request.output} lies inside the input {request.input}: choose a folder outside it")
+    if output.exists() and not output.is_dir():
+        raise UsageError(f"output {request.output} is not a folder")
+    name = source.name if source.is_dir() else source.stem
+    target = output / f"{name}{request.suffix}"
+    if target.exists() and not request.force:
+        raise UsageError(f"{target} already exists: remove it, choose another output folder, or pass --force to replace it")
+    if request.report_dir is None and source.is_dir():
+        reserved = set(csv_reports.REPORT_NAMES) | {run_log.LOG_NAME}
+        clashes = sorted(entry.name for entry in source.iterdir() if entry.name in reserved)
+        if clashes:
+            raise UsageError(
+                f"the input's top folder holds {', '.join(clashes)}, which a report would overwrite: "
+                "pass --report-dir to write the reports elsewhere"
+            )
+    if request.report_dir is not None and _inside(request.report_dir.resolve(), folder) and source.is_dir():
+        raise UsageError(f"report folder {request.report_dir} lies inside the input: choose a folder outside it")
+    return source, target, Options(api=api)
+
+
+def _copy_entry(entry: Entry, destination: Path) -> None:
+    if entry.kind == Kind.DIRECTORY:
+        destination.mkdir(exist_ok=True)
+        shutil.copymode(entry.absolute, destination)
+    elif entry.kind == Kind.SYMLINK:
+        os.symlink(os.readlink(entry.absolute), destination)
+    else:
+        shutil.copy2(entry.absolute, destination)
+
+
+def _migrate_python(entry: Entry, destination: Path, options: Options) -> FileResult:
+    try:
+        data = entry.absolute.read_bytes()
+    except OSError as error:
+        result = FileResult(entry.relative, Status.FAILED, error=f"cannot be read: {error.strerror or error}")
+        try:
+            shutil.copy2(entry.absolute, destination)
+        except OSError:
+            pass
+        return result
+    result = migrate_source(data, entry.relative, options)
+    if result.output is None:
+        shutil.copy2(entry.absolute, destination)
+    else:
+        destination.write_bytes(result.output)
+        shutil.copymode(entry.absolute, destination)
+    return result
+
+
+def run(request: RunRequest, progress: Callable[[str], None] = lambda message: None) -> RunResult:
+    source, target, options = check_request(request)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    try:
+        result = _run_into(source, staging, target, request, options, progress)
+        _move_into_place(staging, target)
+        if request.report_dir is None:
+            result.report_folder = target
+        return result
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, options: Options, progress) -> RunResult:
+    report_folder = staging if request.report_dir is None else request.report_dir.resolve()
+    report_folder.mkdir(parents=True, exist_ok=True)
+    result = RunResult(target=target, report_folder=report_folder)
+    logger = run_log.open_log(report_folder)
+    cuda_ops: List[Tuple[str, str]] = []
+    try:
+        logger.info(
+            f"gpu2npu {__version__}: migrating {source} for PyTorch {options.api.torch_version} "
+            f"(torch_npu {options.api.torch_npu_version}) into {target}"
+        )
+        for entry in walk(source):
+            destination = staging / entry.relative if source.is_dir() else staging / source.name
+            if entry.kind == Kind.PYTHON:
+                result.files += 1
+                result.python_files += 1
+                outcome = _migrate_python(entry, destination, options)
+                _log_file(logger, outcome)
+                if outcome.status == Status.FAILED:
+                    result.failed.append((outcome.path, outcome.error))
+                elif outcome.status == Status.MIGRATED:
+                    result.migrated.append(outcome.path)
+                result.changes.extend(outcome.changes)
+                result.findings.extend(outcome.findings)
+                progress(entry.relative)
+            else:
+                if entry.kind != Kind.DIRECTORY:
+                    result.files += 1
+                _copy_entry(entry, destination)
+                if entry.kind == Kind.CUDA_SOURCE:
+                    text = entry.absolute.read_bytes().decode("utf-8", errors="replace")
+                    cuda_ops.extend((entry.relative, name) for name in custom_operators(text))
+        for relative, name in cuda_ops:
+            logger.info(f"{relative}: custom CUDA operator {name} needs an NPU implementation")
+        result.report_rows = csv_reports.write_all(report_folder, result.changes, result.findings, cuda_ops)
+        _log_summary(logger, result)
+    finally:
+        run_log.close_log(logger)
+    return result
+
+
+def _move_into_place(staging: Path, target: Path) -> None:
+    if target.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+        os.replace(target, old / target.name)
+        os.replace(staging, target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staging, target)
+
+
+def _log_file(logger, outcome: FileResult) -> None:
+    if outcome.status == Status.FAILED:
+        logger.warning(f"{outcome.path}: copied unchanged, {outcome.error}")
+        return
+    for change in outcome.changes:
+        logger.info(run_log.change_line(change))
+    for finding in outcome.findings:
+        line = run_log.finding_line(finding)
+        if finding.report == Report.UNSUPPORTED:
+            logger.warning(line)
+        else:
+            logger.info(line)
+
+
+def _log_summary(logger, result: RunResult) -> None:
+    logger.info(
+        f"{result.files} files, {result.python_files} Python; {len(result.migrated)} migrated with "
+        f"{len(result.changes)} changes; {len(result.failed)} could not be processed"
+    )
+    for code in sorted({c.rule for c in result.changes}):
+        count = sum(1 for c in result.changes if c.rule == code)
+        logger.info(f"rule {code} ({RULES_BY_CODE[code].__name__}): {count} changes")

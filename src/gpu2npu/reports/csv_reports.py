@@ -1,0 +1,49 @@
+"""The incumbent's CSV reports, with its exact headers (extra columns only after them)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, Iterable, List, Sequence, Tuple
+
+import pandas as pd
+
+from ..change import Change, Finding, Report
+
+CHANGE_LIST = "change_list.csv"
+UNSUPPORTED = "unsupported_api.csv"
+UNKNOWN = "unknown_api.csv"
+CUDA_OPS = "cuda_op_list.csv"
+PERFORMANCE = "api_performance_advice.csv"
+
+CHANGE_COLUMNS = ["File", "Start Line", "End Line", "Operation Type", "Message", "Rule"]
+FINDING_COLUMNS = ["File", "Start Line", "End Line", "OP", "Tips"]
+CUDA_OP_COLUMNS = ["File", "Api"]
+
+FINDING_FILES = {Report.UNSUPPORTED: UNSUPPORTED, Report.UNKNOWN: UNKNOWN, Report.PERFORMANCE: PERFORMANCE}
+REPORT_NAMES = (CHANGE_LIST, UNSUPPORTED, UNKNOWN, CUDA_OPS, PERFORMANCE)
+
+
+def _write(path: Path, columns: Sequence[str], rows: Iterable[Sequence]) -> int:
+    frame = pd.DataFrame(list(rows), columns=list(columns))
+    frame.to_csv(path, index=False, lineterminator="\n")
+    return len(frame)
+
+
+def write_all(
+    folder: Path,
+    changes: Sequence[Change],
+    findings: Sequence[Finding],
+    cuda_ops: Sequence[Tuple[str, str]],
+) -> Dict[str, int]:
+    """Write every CSV report into `folder`; returns {file name: row count}."""
+    counts = {
+        CHANGE_LIST: _write(
+            folder / CHANGE_LIST,
+            CHANGE_COLUMNS,
+            ((c.file, c.start_line, c.end_line, c.operation.value, c.message, c.rule) for c in changes),
+        )
+    }
+    for report, name in FINDING_FILES.items():
+        rows: List[Tuple] = [(f.file, f.start_line, f.end_line, f.api, f.tip) for f in findings if f.report == report]
+        counts[name] = _write(folder / name, FINDING_COLUMNS, rows)
+    counts[CUDA_OPS] = _write(folder / CUDA_OPS, CUDA_OP_COLUMNS, cuda_ops)
+    return counts

@@ -1,0 +1,157 @@
+"""torch.cuda.X -> torch_npu.npu.X, for every X that the chosen torch_npu release provides."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Union
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+
+from ..tips import migratable_cuda_path
+from .base import Example, Rule
+from .names import build_dotted, dotted_name, qualified_names
+
+CUDA = "torch.cuda"
+NPU = "torch_npu.npu"
+
+
+class TorchCudaApiToNpu(Rule):
+    """Calls into `torch.cuda` go to `torch_npu.npu`, which mirrors its API on Ascend.
+
+    Names are resolved, not spelled: `import torch as th; th.cuda.synchronize()`,
+    `from torch import cuda`, `import torch.cuda as tc` and function-local imports are all found.
+    `from torch.cuda[.sub] import name` imports are rewritten in place, so the imported names keep
+    working unchanged below.  What exists on NPU is read from the per-version data; a name that
+    does not exist there is left as it is and listed in unsupported_api.csv.  `torch.cuda.amp`
+    (native mixed precision) is covered here too: it is `torch_npu.npu.amp`.
+    """
+
+    code = "NPU101"
+    summary = "torch.cuda.X -> torch_npu.npu.X where torch_npu provides X"
+    triggers = ("cuda",)
+    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
+    examples = (
+        Example(
+            "import torch\ntorch.cuda.synchronize()\n",
+            "import torch\nimport torch_npu\ntorch_npu.npu.synchronize()\n",
+        ),
+        Example(
+            "import torch as th\nn = th.cuda.device_count()\n",
+            "import torch as th\nimport torch_npu\nn = torch_npu.npu.device_count()\n",
+        ),
+        Example(
+            "import torch\nfrom torch.cuda.amp import autocast, GradScaler\nscaler = GradScaler()\n",
+            # importing torch_npu.npu.amp loads torch_npu: no separate `import torch_npu` needed
+            "import torch\nfrom torch_npu.npu.amp import autocast, GradScaler\nscaler = GradScaler()\n",
+        ),
+        Example(
+            "import torch\nscaler = torch.cuda.amp.GradScaler()\nwith torch.cuda.amp.autocast():\n    pass\n",
+            "import torch\nimport torch_npu\nscaler = torch_npu.npu.amp.GradScaler()\nwith torch_npu.npu.amp.autocast():\n    pass\n",
+        ),
+        Example(
+            "from torch import cuda\nif cuda.is_available():\n    cuda.set_device(0)\n",
+            "import torch_npu\nfrom torch import cuda\nif torch_npu.npu.is_available():\n    torch_npu.npu.set_device(0)\n",
+        ),
+        Example(
+            "def seed_all(seed):\n    import torch\n    torch.cuda.manual_seed_all(seed)\n",
+            "import torch_npu\ndef seed_all(seed):\n    import torch\n    torch_npu.npu.manual_seed_all(seed)\n",
+        ),
+    )
+    unchanged = (
+        "import torch\ntorch.cuda.nvtx.range_push('step')\n",
+        "import torch\n# torch.cuda.synchronize() in a comment\n",
+        "import torch\nimport torch_npu\ntorch_npu.npu.synchronize()\n",
+    )
+
+    # -- use sites ---------------------------------------------------------------------------
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def _cuda_root(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The node of `node`'s chain that *is* the torch.cuda module, if any."""
+        for part in _chain(node):
+            if CUDA in qualified_names(self, part):
+                return part
+        return None
+
+    def _is_chain_top(self, node: cst.CSTNode) -> bool:
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        return not (isinstance(parent, cst.Attribute) and parent.value is node)
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute):
+        return self._rewrite_chain(original_node, updated_node)
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name):
+        return self._rewrite_chain(original_node, updated_node)
+
+    def _rewrite_chain(self, original_node, updated_node):
+        if not self._is_chain_top(original_node):
+            return updated_node
+        root = self._cuda_root(original_node)
+        if root is None:
+            return updated_node
+        originals = _chain(original_node)
+        depth = originals.index(root)  # how many attributes stand above torch.cuda
+        path = [part.attr.value for part in reversed(originals[:depth])]
+        if not migratable_cuda_path(self.context.api, path):
+            return updated_node  # left for the analysis to report, with a tip
+        new_node = _replace_at_depth(updated_node, depth, build_dotted(NPU))
+        old_name = ".".join([CUDA, *path])
+        self.record(original_node, f"change {old_name} to {'.'.join([NPU, *path])}")
+        self.context.needs_torch_npu = True
+        return new_node
+
+    # -- imports -----------------------------------------------------------------------------
+    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):
+        if original_node.relative or original_node.module is None:
+            return updated_node
+        module = dotted_name(original_node.module)
+        if module is None or not (module == CUDA or module.startswith(CUDA + ".")):
+            return updated_node
+        if isinstance(original_node.names, cst.ImportStar):
+            return updated_node
+        prefix = module.split(".")[2:]
+        supported = [a for a in updated_node.names if migratable_cuda_path(self.context.api, prefix + [dotted_name(a.name)])]
+        if len(supported) != len(updated_node.names):
+            return updated_node  # a mixed import stays whole; the analysis names what is missing
+        new_module = ".".join([NPU, *prefix])
+        self.record(original_node, f"change import from {module} to import from {new_module}")
+        return updated_node.with_changes(module=build_dotted(new_module))
+
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import):
+        names = []
+        changed = []
+        for alias in updated_node.names:
+            module = dotted_name(alias.name)
+            if (
+                alias.asname is not None
+                and module is not None
+                and module.startswith(CUDA + ".")
+                and migratable_cuda_path(self.context.api, module.split(".")[2:])
+            ):
+                new_module = ".".join([NPU, *module.split(".")[2:]])
+                names.append(alias.with_changes(name=build_dotted(new_module)))
+                changed.append(f"change import {module} to import {new_module}")
+            else:
+                names.append(alias)
+        if not changed:
+            return updated_node
+        for message in changed:
+            self.record(original_node, message)
+        return updated_node.with_changes(names=names)
+
+
+def _chain(node: cst.CSTNode) -> List[cst.CSTNode]:
+    parts = [node]
+    while isinstance(parts[-1], cst.Attribute):
+        parts.append(parts[-1].value)
+    return parts
+
+
+def _replace_at_depth(node: cst.BaseExpression, depth: int, replacement: cst.BaseExpression):
+    if depth == 0:
+        return replacement.with_changes(lpar=getattr(node, "lpar", ()), rpar=getattr(node, "rpar", ()))
+    assert isinstance(node, cst.Attribute)
+    return node.with_changes(value=_replace_at_depth(node.value, depth - 1, replacement))

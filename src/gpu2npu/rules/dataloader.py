@@ -1,0 +1,170 @@
+"""Training DataLoaders drop their last partial batch on NPU (seed 002, step 10)."""
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+import libcst as cst
+from libcst.metadata import PositionProvider, QualifiedNameProvider
+
+from ..change import Report
+from .base import Example, Rule, code_of
+from .names import qualified_names
+
+DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+_EVAL_WORDS = re.compile(r"(val|valid|validation|test|eval|evaluation|dev|infer|inference|predict)", re.I)
+_TRAIN_WORDS = re.compile(r"train", re.I)
+# torch_npu supports pinned host memory from the 2.1 series on; before that it had to be off.
+PIN_MEMORY_SINCE = (2, 1)
+
+
+class DataLoaderForNpu(Rule):
+    """Ascend compiles one graph per input shape; a short last batch costs a recompilation
+    every epoch, so training loaders get `drop_last=True` (seed 002).
+
+    Only loaders that are clearly for training change (their variable, function or dataset is
+    named for training, or they shuffle).  Evaluation loaders are not edited: dropping samples
+    would change the reported metric; they are listed in api_performance_advice.csv instead, as
+    are loaders whose role cannot be told.  A `drop_last` the code already passes is respected
+    unless it is the literal `False` on a training loader.  `pin_memory=True` stays from torch
+    2.1 on (torch_npu pins host memory); for older versions it becomes False as in seed 002.
+    """
+
+    code = "NPU201"
+    summary = "training DataLoader: drop_last=True (pin_memory=False before torch 2.1)"
+    fix_safety = "unsafe"  # a training epoch sees up to batch_size - 1 fewer samples
+    triggers = ("DataLoader",)
+    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
+    examples = (
+        Example(
+            "import torch\ntrain_loader = torch.utils.data.DataLoader(train_set, batch_size=64, shuffle=True)\n",
+            "import torch\nimport torch_npu\ntrain_loader = torch.utils.data.DataLoader(train_set, batch_size=64, shuffle=True, drop_last=True)\n",
+        ),
+        Example(
+            "from torch.utils.data import DataLoader\nloader = DataLoader(\n    ds,\n    batch_size=8,\n    shuffle=True,\n)\n",
+            "import torch_npu\nfrom torch.utils.data import DataLoader\nloader = DataLoader(\n    ds,\n    batch_size=8,\n    shuffle=True, drop_last=True,\n)\n",
+        ),
+    )
+    unchanged = (
+        "from torch.utils.data import DataLoader\nval_loader = DataLoader(val_set, batch_size=64, shuffle=False)\n",
+        "from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, batch_size=64, shuffle=True, drop_last=args.drop_last)\n",
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._targets: List[str] = []
+        self._functions: List[str] = []
+
+    # The names around a loader say what it is for.
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._targets.append(" ".join(code_of(t.target) for t in node.targets))
+
+    def leave_Assign(self, original_node, updated_node):
+        self._targets.pop()
+        return updated_node
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._targets.append(code_of(node.target))
+
+    def leave_AnnAssign(self, original_node, updated_node):
+        self._targets.pop()
+        return updated_node
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        self._targets.append(code_of(node.key))
+
+    def leave_DictElement(self, original_node, updated_node):
+        self._targets.pop()
+        return updated_node
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions.append(node.name.value)
+
+    def leave_FunctionDef(self, original_node, updated_node):
+        self._functions.pop()
+        return updated_node
+
+    def _role(self, call: cst.Call) -> Optional[str]:
+        """"train", "eval" or None (cannot tell)."""
+        target = self._targets[-1] if self._targets else ""
+        for words in (target, self._functions[-1] if self._functions else ""):
+            if _EVAL_WORDS.search(words) and not _TRAIN_WORDS.search(words):
+                return "eval"
+            if _TRAIN_WORDS.search(words):
+                return "train"
+        dataset = call.args[0].value if call.args and call.args[0].keyword is None else _keyword(call, "dataset")
+        dataset_text = code_of(dataset)
+        if _TRAIN_WORDS.search(dataset_text):
+            return "train"
+        if _EVAL_WORDS.search(dataset_text):
+            return "eval"
+        shuffle = _keyword(call, "shuffle")
+        if shuffle is not None and not (isinstance(shuffle, cst.Name) and shuffle.value == "False"):
+            return "train"
+        return None
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
+        if not (qualified_names(self, original_node.func) & DATALOADERS):
+            return updated_node
+        role = self._role(original_node)
+        args = list(updated_node.args)
+        messages = []
+        if role == "train":
+            drop_last = _keyword(original_node, "drop_last")
+            if drop_last is None:
+                args = _append_keyword(args, "drop_last", cst.Name("True"))
+                messages.append("add drop_last=True to the training DataLoader")
+            elif isinstance(drop_last, cst.Name) and drop_last.value == "False":
+                args = _set_keyword(args, "drop_last", cst.Name("True"))
+                messages.append("change drop_last=False to drop_last=True in the training DataLoader")
+        else:
+            what = "evaluation DataLoader" if role == "eval" else "DataLoader whose role could not be told"
+            self.report(
+                original_node,
+                Report.PERFORMANCE,
+                "torch.utils.data.DataLoader",
+                f"{what} left as is: a last batch of another size makes Ascend compile a new graph; "
+                "drop_last=True would avoid it but changes the samples evaluated"
+                if role == "eval"
+                else f"{what} left as is: if it feeds training, add drop_last=True (fixed shapes on Ascend)",
+            )
+        if self.context.api.version_tuple < PIN_MEMORY_SINCE:
+            pin = _keyword(original_node, "pin_memory")
+            if not (isinstance(pin, cst.Name) and pin.value == "False") and pin is not None:
+                args = _set_keyword(args, "pin_memory", cst.Name("False"))
+                messages.append(f"set pin_memory=False (not supported by torch_npu {self.context.api.torch_npu_version})")
+        if not messages:
+            return updated_node
+        for message in messages:
+            self.record(original_node, message)
+        self.context.needs_torch_npu = True
+        return updated_node.with_changes(args=args)
+
+
+def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def _set_keyword(args: List[cst.Arg], name: str, value: cst.BaseExpression) -> List[cst.Arg]:
+    return [a.with_changes(value=value) if a.keyword is not None and a.keyword.value == name else a for a in args]
+
+
+def _append_keyword(args: List[cst.Arg], name: str, value: cst.BaseExpression) -> List[cst.Arg]:
+    """Add `name=value` after the last argument, on the same line, keeping a trailing comma."""
+    new_arg = cst.Arg(
+        keyword=cst.Name(name),
+        value=value,
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+    if not args:
+        return [new_arg]
+    last = args[-1]
+    # Whatever followed the last argument (a trailing comma, a comment, the newline before the
+    # closing bracket) moves behind the new one, so the layout of the call is kept.
+    separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    new_arg = new_arg.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
+    last = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
+    return [*args[:-1], last, new_arg]

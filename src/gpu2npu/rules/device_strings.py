@@ -1,0 +1,72 @@
+"""Device strings in code: "cuda" -> "npu", "cuda:0" -> "npu:0", f"cuda:{i}" -> f"npu:{i}"."""
+from __future__ import annotations
+
+import libcst as cst
+
+from .base import Example, Rule
+from .names import DEVICE_STRING, DocstringTracker, string_text, with_string_text
+
+
+class CudaDeviceStrings(DocstringTracker, Rule):
+    """String literals that name a CUDA device name the NPU instead.
+
+    Only strings that *are* a device spec change: `"cuda"`, `"cuda:0"`, `"cuda:{}"` (a `.format`
+    template), `"cuda:%d"`, and f-strings `f"cuda:{rank}"`.  That covers `torch.device(...)`,
+    `.to(...)`, `map_location=`, `torch.autocast("cuda")`, argparse defaults and comparisons such
+    as `device.type == "cuda"`, so the code stays consistent with itself.  Prose that merely
+    contains the word ("running on cuda"), docstrings and comments are never touched.
+    """
+
+    code = "NPU103"
+    summary = 'device strings "cuda", "cuda:N", f"cuda:{i}" -> "npu", "npu:N", f"npu:{i}"'
+    triggers = ("cuda",)
+    examples = (
+        Example(
+            'import torch\ndevice = torch.device("cuda:0")\n',
+            'import torch\nimport torch_npu\ndevice = torch.device("npu:0")\n',
+        ),
+        Example(
+            "import torch\nloc = 'cuda:{}'.format(args.gpu)\nckpt = torch.load(path, map_location=loc)\n",
+            "import torch\nimport torch_npu\nloc = 'npu:{}'.format(args.gpu)\nckpt = torch.load(path, map_location=loc)\n",
+        ),
+        Example(
+            'import torch\ndevice = f"cuda:{local_rank}"\nif x.device.type == "cuda":\n    pass\n',
+            'import torch\nimport torch_npu\ndevice = f"npu:{local_rank}"\nif x.device.type == "npu":\n    pass\n',
+        ),
+        Example(
+            'import torch\nwith torch.autocast("cuda", dtype=torch.bfloat16):\n    pass\n',
+            'import torch\nimport torch_npu\nwith torch.autocast("npu", dtype=torch.bfloat16):\n    pass\n',
+        ),
+    )
+    unchanged = (
+        'def f():\n    """Moves the batch to "cuda:0"."""\n    print("running on cuda")\n',
+        "x = b'cuda'\n",
+    )
+
+    def __init__(self, context) -> None:
+        Rule.__init__(self, context)
+        DocstringTracker.__init__(self)
+
+    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString):
+        if self.is_documentation(original_node):
+            return updated_node
+        text = string_text(original_node)
+        if text is None or not DEVICE_STRING.match(text):
+            return updated_node
+        new_text = "npu" + text[len("cuda") :]
+        self.record(original_node, f"change device string {text!r} to {new_text!r}")
+        self.context.needs_torch_npu = True
+        return with_string_text(updated_node, new_text)
+
+    def leave_FormattedString(self, original_node: cst.FormattedString, updated_node: cst.FormattedString):
+        if self.is_documentation(original_node) or "b" in original_node.prefix.lower():
+            return updated_node
+        parts = original_node.parts
+        if not parts or not isinstance(parts[0], cst.FormattedStringText):
+            return updated_node
+        if parts[0].value != "cuda:" or len(parts) != 2 or not isinstance(parts[1], cst.FormattedStringExpression):
+            return updated_node
+        self.record(original_node, "change device f-string 'cuda:{...}' to 'npu:{...}'")
+        self.context.needs_torch_npu = True
+        first = updated_node.parts[0].with_changes(value="npu:")
+        return updated_node.with_changes(parts=(first, *updated_node.parts[1:]))

@@ -1,0 +1,118 @@
+"""`import torch_npu` once, in every file whose migrated code needs it."""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Tuple
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from .base import Example, Rule
+from .names import dotted_name
+from .placement import after_preamble
+
+IMPORT_LINE = "import torch_npu"
+
+
+def _imports_torch(small: cst.BaseSmallStatement, package: str = "torch") -> bool:
+    if isinstance(small, cst.Import):
+        return any((dotted_name(a.name) or "").split(".")[0] == package for a in small.names)
+    if isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
+        return (dotted_name(small.module) or "").split(".")[0] == package
+    return False
+
+
+def _is_plain_import_torch(statement: cst.SimpleStatementLine) -> bool:
+    """`import torch` or `import torch as th`: torch_npu goes right after it."""
+    return all(
+        isinstance(small, cst.Import) and all(dotted_name(a.name) == "torch" for a in small.names)
+        for small in statement.body
+    )
+
+
+class _UsesName(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.imported = False
+        self.used = False
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        self.imported |= _imports_torch(node, self.name)
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        self.imported |= _imports_torch(node, self.name)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.used = True
+
+
+class ImportTorchNpu(Rule):
+    """torch_npu must be imported for the NPU device, `Tensor.npu`, the "hccl" backend and
+    `torch_npu.npu` to exist.  The import goes right after the file's first `import torch` (or
+    just before its first `from torch... import`, so that names torch_npu adds to torch modules
+    can be imported), at the level of that statement; a file that already imports torch_npu
+    anywhere is left alone, so the import is never duplicated.  Runs last: it acts on what the
+    other rules did.
+    """
+
+    code = "NPU001"
+    summary = "import torch_npu after the first torch import of a file that needs NPU"
+    triggers = ()
+    METADATA_DEPENDENCIES = (PositionProvider,)
+    examples = (
+        Example(
+            '"""Trainer."""\nimport os\nimport torch\nx = torch.zeros(1).cuda()\n',
+            '"""Trainer."""\nimport os\nimport torch\nimport torch_npu\nx = torch.zeros(1).npu()\n',
+        ),
+        Example(
+            "import os\nfrom torch import nn\nm = nn.Linear(2, 2).cuda()\n",
+            "import os\nimport torch_npu\nfrom torch import nn\nm = nn.Linear(2, 2).npu()\n",
+        ),
+    )
+    unchanged = (
+        "import torch\nimport torch_npu\nx = x.npu()\n",
+        "try:\n    import torch_npu\nexcept ImportError:\n    torch_npu = None\n",
+    )
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module):
+        usage = _UsesName("torch_npu")
+        updated_node.visit(usage)
+        if usage.imported or not (self.context.needs_torch_npu or usage.used):
+            return updated_node
+        new_line = cst.parse_statement(IMPORT_LINE + updated_node.default_newline)
+        found = _insert_near_torch(list(updated_node.body), list(original_node.body), new_line, self.lines_of)
+        if found is not None:
+            body, anchor = found
+        else:
+            index = after_preamble(original_node.body)
+            body = list(updated_node.body)
+            body.insert(index, new_line)
+            anchor = self.lines_of(original_node.body[index - 1])[1] if index else len(original_node.header)
+        self.record_insert(anchor, f"insert {IMPORT_LINE}")
+        return updated_node.with_changes(body=body)
+
+
+def _insert_near_torch(body: List[cst.CSTNode], originals: Sequence[cst.CSTNode], new_line, lines_of) -> Optional[Tuple]:
+    """Insert next to the first module-level torch import (inside if/try blocks too, never
+    inside functions or classes).  Returns (new body, original line the new one follows)."""
+    for index, (statement, original) in enumerate(zip(body, originals)):
+        if isinstance(statement, cst.SimpleStatementLine):
+            if not any(_imports_torch(small) for small in statement.body):
+                continue
+            if _is_plain_import_torch(statement):
+                body.insert(index + 1, new_line)
+                return body, lines_of(original)[1]
+            # Before a `from torch... import`: the new line takes over the comments and blank
+            # lines above it, so it sits right on top of that import.
+            body[index] = statement.with_changes(leading_lines=())
+            body.insert(index, new_line.with_changes(leading_lines=statement.leading_lines))
+            return body, lines_of(original)[0] - 1
+        if isinstance(statement, (cst.If, cst.Try)) and isinstance(statement.body, cst.IndentedBlock):
+            found = _insert_near_torch(list(statement.body.body), list(original.body.body), new_line, lines_of)
+            if found is not None:
+                new_block_body, anchor = found
+                body[index] = statement.with_changes(body=statement.body.with_changes(body=new_block_body))
+                return body, anchor
+    return None

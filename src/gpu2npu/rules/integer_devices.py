@@ -1,0 +1,202 @@
+"""Integer devices made explicit: x.to(0) -> x.to("npu:0"), device=1 -> device="npu:1"."""
+from __future__ import annotations
+
+from typing import Dict, Optional, Set
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.metadata import PositionProvider, QualifiedNameProvider
+
+from .base import Example, Rule
+from .names import dotted_name, qualified_names
+
+# Methods whose device argument, when an int, means "CUDA device N" in PyTorch.
+DEVICE_METHODS = {"to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
+# Calls that return a device index.
+INDEX_RETURNING = {"current_device", "get_rank", "get_local_rank", "device_count", "get_world_size"}
+
+
+class _IntNames(cst.CSTVisitor):
+    """Which names and `self.x` / `args.x` attributes hold an int wherever they are bound in the
+    file.  A name bound even once to something else (a parameter without an `int` annotation, a
+    loop target, a non-int value) is not an int: we only make explicit what is certain."""
+
+    def __init__(self) -> None:
+        self.values: Dict[str, list] = {}
+        self.not_int: Set[str] = set()
+        self.int_options: Set[str] = set()  # argparse dests declared with type=int
+
+    def _bind(self, target: cst.CSTNode, value: Optional[cst.BaseExpression]) -> None:
+        name = dotted_name(target)
+        if name is None:
+            for sub in _targets(target):
+                self._bind(sub, None)
+            return
+        if value is None:
+            self.not_int.add(name)
+        else:
+            self.values.setdefault(name, []).append(value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind(target.target, node.value if len(node.targets) == 1 else None)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        is_int = isinstance(node.annotation.annotation, cst.Name) and node.annotation.annotation.value == "int"
+        if is_int:
+            self.values.setdefault(dotted_name(node.target) or "", []).append(cst.Integer("0"))
+        else:
+            self._bind(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target, None)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target, None)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._bind(node.target, None)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind(node.asname.name, None)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        annotation = node.annotation.annotation if node.annotation else None
+        if isinstance(annotation, cst.Name) and annotation.value == "int":
+            self.values.setdefault(node.name.value, []).append(cst.Integer("0"))
+        else:
+            self.not_int.add(node.name.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument"):
+            return
+        keywords = {arg.keyword.value: arg.value for arg in node.args if arg.keyword is not None}
+        type_ = keywords.get("type")
+        if not (isinstance(type_, cst.Name) and type_.value == "int"):
+            return
+        # Without an int default (or required=True) the option may be None at run time.
+        required = keywords.get("required")
+        if not isinstance(keywords.get("default"), cst.Integer) and not (
+            isinstance(required, cst.Name) and required.value == "True"
+        ):
+            return
+        dest = keywords.get("dest")
+        if isinstance(dest, cst.SimpleString):
+            self.int_options.add(dest.raw_value)
+            return
+        flags = [a.value.raw_value for a in node.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+        longs = [f for f in flags if f.startswith("--")] or flags
+        if longs:
+            self.int_options.add(longs[0].lstrip("-").replace("-", "_"))
+
+    def is_int(self, expr: cst.BaseExpression, seen: Optional[Set[str]] = None) -> bool:
+        seen = set() if seen is None else seen
+        if isinstance(expr, cst.Integer):
+            return True
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+            return self.is_int(expr.expression, seen)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(
+            expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
+        ):
+            return self.is_int(expr.left, seen) and self.is_int(expr.right, seen)
+        if isinstance(expr, cst.Call):
+            if isinstance(expr.func, cst.Name) and expr.func.value == "int":
+                return True
+            return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in INDEX_RETURNING
+        name = dotted_name(expr)
+        if name is None or name in seen:
+            return False
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+            if expr.attr.value in self.int_options and expr.value.value not in ("self", "cls"):
+                return True
+        if name in self.not_int or name not in self.values:
+            return False
+        seen.add(name)
+        return all(self.is_int(value, seen) for value in self.values[name])
+
+
+def _targets(node: cst.CSTNode):
+    if isinstance(node, (cst.Tuple, cst.List)):
+        for element in node.elements:
+            yield element.value
+    elif isinstance(node, cst.StarredElement):
+        yield node.value
+
+
+class IntegerDevices(Rule):
+    """An integer device means a CUDA device in PyTorch; on Ascend it must say "npu".
+
+    `x.to(0)` and `torch.ones(2, device=1)` fail on NPU (torch reads the int as `cuda:N`).  A
+    literal becomes `"npu:N"`; a name or option that holds an int wherever the file binds it
+    (`local_rank = int(os.environ["LOCAL_RANK"])`, `parser.add_argument("--gpu", type=int)`,
+    a parameter annotated `int`) becomes `f"npu:{name}"`.  Anything that might be a
+    `torch.device` or a string is left alone: no blanket `isinstance` wrapping.
+    """
+
+    code = "NPU104"
+    summary = 'integer devices: x.to(0) -> x.to("npu:0"), device=rank -> device=f"npu:{rank}"'
+    triggers = (".to(", "device=", ".new_", "to_empty")
+    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
+    examples = (
+        Example("import torch\nx = x.to(0)\n", 'import torch\nimport torch_npu\nx = x.to("npu:0")\n'),
+        Example(
+            "import torch\nones = torch.ones(2, device=1)\n",
+            'import torch\nimport torch_npu\nones = torch.ones(2, device="npu:1")\n',
+        ),
+        Example(
+            "import os\nimport torch\nlocal_rank = int(os.environ['LOCAL_RANK'])\nmodel.to(local_rank)\n",
+            "import os\nimport torch\nimport torch_npu\nlocal_rank = int(os.environ['LOCAL_RANK'])\nmodel.to(f\"npu:{local_rank}\")\n",
+        ),
+    )
+    unchanged = (
+        "import torch\nx = x.to(device)\ny = y.to(torch.float16)\n",
+        "import torch\ndef f(d):\n    return t.to(d)\n",
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._ints = _IntNames()
+        node.visit(self._ints)
+
+    def _explicit(self, value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        if isinstance(value, cst.Integer):
+            return cst.SimpleString(f'"npu:{value.value}"')
+        if not self._ints.is_int(value):
+            return None
+        code = cst.Module(body=()).code_for_node(value)
+        if "{" in code or "}" in code or '"' in code:
+            return None
+        return cst.FormattedString(
+            parts=(cst.FormattedStringText("npu:"), cst.FormattedStringExpression(expression=value)),
+        )
+
+    def _is_device_call(self, call: cst.Call) -> bool:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in DEVICE_METHODS:
+            return True
+        return any(name.startswith("torch.") and not name.startswith("torch.cuda") for name in qualified_names(self, func))
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
+        if not self._is_device_call(original_node):
+            return updated_node
+        func = original_node.func
+        positional_device = isinstance(func, cst.Attribute) and func.attr.value in ("to", "to_empty")
+        new_args = list(updated_node.args)
+        changed = False
+        for index, arg in enumerate(original_node.args):
+            is_device = (arg.keyword is not None and arg.keyword.value == "device") or (
+                positional_device and index == 0 and arg.keyword is None and arg.star == ""
+            )
+            if not is_device:
+                continue
+            explicit = self._explicit(arg.value)
+            if explicit is None:
+                continue
+            new_args[index] = new_args[index].with_changes(value=explicit)
+            old = cst.Module(body=()).code_for_node(arg.value)
+            self.record(original_node, f"change integer device {old} to {cst.Module(body=()).code_for_node(explicit)}")
+            changed = True
+        if not changed:
+            return updated_node
+        self.context.needs_torch_npu = True
+        return updated_node.with_changes(args=new_args)

@@ -1,0 +1,84 @@
+"""The NCCL collective backend becomes HCCL, consistently, wherever code names it."""
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+
+from .base import Example, Rule
+from .names import DocstringTracker, qualified_names, string_text, with_string_text
+
+# "cpu:gloo,cuda:nccl" style backend maps (PyTorch >= 2.0).
+_BACKEND_MAP = re.compile(r"^(\w+:\w+,)*\w+:\w+$")
+_STRINGS = {"nccl": "hccl", "NCCL": "HCCL"}
+_NAMES = {
+    "torch.distributed.is_nccl_available": "is_hccl_available",
+    "torch.distributed.Backend.NCCL": "HCCL",
+    "torch.distributed.distributed_c10d.is_nccl_available": "is_hccl_available",
+}
+
+
+class NcclToHccl(DocstringTracker, Rule):
+    """NCCL is CUDA's collective library; Ascend's is HCCL.
+
+    Every spelling changes together, so a script that checks its own choice later
+    (`if args.dist_backend == "nccl":`) keeps working: `init_process_group("nccl")`,
+    `backend="nccl"`, argparse `default="nccl"`, `"cpu:gloo,cuda:nccl"`, `Backend.NCCL` and
+    `is_nccl_available()` (torch_npu registers the "hccl" backend and `is_hccl_available`).
+    """
+
+    code = "NPU105"
+    summary = '"nccl" -> "hccl", Backend.NCCL -> Backend.HCCL, is_nccl_available -> is_hccl_available'
+    triggers = ("nccl", "NCCL")
+    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
+    examples = (
+        Example(
+            "import torch.distributed as dist\ndist.init_process_group(backend='nccl', init_method='env://')\n",
+            "import torch_npu\nimport torch.distributed as dist\ndist.init_process_group(backend='hccl', init_method='env://')\n",
+        ),
+        Example(
+            "import torch\nparser.add_argument('--dist-backend', default='nccl', type=str)\nif args.dist_backend == 'nccl':\n    pass\n",
+            "import torch\nimport torch_npu\nparser.add_argument('--dist-backend', default='hccl', type=str)\nif args.dist_backend == 'hccl':\n    pass\n",
+        ),
+        Example(
+            "import torch.distributed as dist\nif dist.is_nccl_available():\n    backend = dist.Backend.NCCL\n",
+            "import torch_npu\nimport torch.distributed as dist\nif dist.is_hccl_available():\n    backend = dist.Backend.HCCL\n",
+        ),
+    )
+    unchanged = ('print("NCCL timed out, see the NCCL docs")\n',)
+
+    def __init__(self, context) -> None:
+        Rule.__init__(self, context)
+        DocstringTracker.__init__(self)
+
+    def visit_Import(self, node) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node) -> bool:
+        return False
+
+    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString):
+        if self.is_documentation(original_node):
+            return updated_node
+        text = string_text(original_node)
+        if text is None:
+            return updated_node
+        if text in _STRINGS:
+            new_text = _STRINGS[text]
+        elif _BACKEND_MAP.match(text) and "nccl" in text:
+            new_text = text.replace("cuda:nccl", "npu:hccl").replace("nccl", "hccl")
+        else:
+            return updated_node
+        self.record(original_node, f"change backend {text!r} to {new_text!r}")
+        self.context.needs_torch_npu = True
+        return with_string_text(updated_node, new_text)
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute):
+        for name in qualified_names(self, original_node):
+            if name in _NAMES:
+                new_attr = _NAMES[name]
+                self.record(original_node, f"change {name} to {name.rsplit('.', 1)[0]}.{new_attr}")
+                self.context.needs_torch_npu = True
+                return updated_node.with_changes(attr=cst.Name(new_attr))
+        return updated_node

@@ -1,0 +1,72 @@
+"""Where inserted statements go, and on which original line a report says they went."""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Set
+
+import libcst as cst
+
+
+def is_import_line(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
+    )
+
+
+def is_docstring_line(statement: cst.CSTNode) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def is_future_import(statement: cst.CSTNode) -> bool:
+    return is_import_line(statement) and any(
+        isinstance(small, cst.ImportFrom)
+        and isinstance(small.module, cst.Name)
+        and small.module.value == "__future__"
+        for small in statement.body
+    )
+
+
+def after_preamble(body: Sequence[cst.CSTNode]) -> int:
+    """Index of the first statement that may follow new imports: after a module docstring and
+    `from __future__` imports, which must stay first."""
+    index = 0
+    if body and is_docstring_line(body[0]):
+        index = 1
+    while index < len(body) and is_future_import(body[index]):
+        index += 1
+    return index
+
+
+def after_imports(body: Sequence[cst.CSTNode]) -> int:
+    """Index just past the leading run of docstring and import lines."""
+    index = after_preamble(body)
+    while index < len(body) and is_import_line(body[index]):
+        index += 1
+    return index
+
+
+def bound_names(statement: cst.CSTNode) -> Set[str]:
+    """Names an import line binds at module level."""
+    names: Set[str] = set()
+    if not is_import_line(statement):
+        return names
+    for small in statement.body:
+        if isinstance(small.names, cst.ImportStar):
+            continue
+        for alias in small.names:
+            if alias.asname is not None:
+                names.add(alias.asname.name.value)
+            else:
+                node = alias.name
+                while isinstance(node, cst.Attribute):
+                    node = node.value
+                names.add(node.value)
+    return names
+
+
+def header_line_count(module: cst.Module) -> int:
+    return len(module.header)

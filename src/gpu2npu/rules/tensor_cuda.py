@@ -1,0 +1,56 @@
+"""x.cuda(...) -> x.npu(...) and x.is_cuda -> x.is_npu."""
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import PositionProvider, QualifiedNameProvider
+
+from .base import Example, Rule
+from .names import qualified_names
+
+
+class TensorCudaToNpu(Rule):
+    """`.cuda()` on tensors and modules becomes `.npu()` with the same arguments.
+
+    torch_npu adds `Tensor.npu`/`Module.npu` with the signature of `cuda` (device, non_blocking,
+    memory_format), so arguments are kept as written; the incumbent's habit of dropping them
+    (`.cuda(non_blocking=True)` -> `.npu()`) loses overlap of copies and compute.  `x.is_cuda`
+    becomes `x.is_npu`.
+    """
+
+    code = "NPU102"
+    summary = "x.cuda(...) -> x.npu(...), x.is_cuda -> x.is_npu"
+    triggers = (".cuda", "is_cuda")
+    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
+    examples = (
+        Example("import torch\nmodel = Net().cuda()\n", "import torch\nimport torch_npu\nmodel = Net().npu()\n"),
+        Example(
+            "import torch\nimages = images.cuda(args.gpu, non_blocking=True)\n",
+            "import torch\nimport torch_npu\nimages = images.npu(args.gpu, non_blocking=True)\n",
+        ),
+        Example(
+            "import torch\nif x.is_cuda:\n    pass\n",
+            "import torch\nimport torch_npu\nif x.is_npu:\n    pass\n",
+        ),
+    )
+    unchanged = ("import torch\nuse_cuda = args.cuda and torch_available\n",)
+
+    def _is_torch_cuda_module(self, node: cst.Attribute) -> bool:
+        # `torch.cuda` itself (the module) is TorchCudaApiToNpu's business.
+        return any(name == "torch.cuda" or name.startswith("torch.cuda.") for name in qualified_names(self, node))
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
+        func = original_node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
+            return updated_node
+        if self._is_torch_cuda_module(func):
+            return updated_node
+        self.record(original_node, "change .cuda() to .npu()")
+        self.context.needs_torch_npu = True
+        return updated_node.with_changes(func=updated_node.func.with_changes(attr=cst.Name("npu")))
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute):
+        if original_node.attr.value != "is_cuda":
+            return updated_node
+        self.record(original_node, "change .is_cuda to .is_npu")
+        self.context.needs_torch_npu = True
+        return updated_node.with_changes(attr=cst.Name("is_npu"))

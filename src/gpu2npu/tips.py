@@ -1,0 +1,83 @@
+"""Advice for what cannot be migrated automatically: the Tips column of the reports.
+
+These are judgements, not API lists (those are generated, see `apidata`): what a person should
+do when a CUDA construct has no NPU counterpart.  Keys are matched as prefixes of the
+qualified name, longest first.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .apidata import ApiData
+
+# Names torch_npu.npu does provide, but whose behaviour differs enough that a silent rename
+# would hide a problem: they stay as written and are reported.
+NOT_EQUIVALENT = {
+    "get_device_capability": "NPUs have no CUDA compute capability (torch_npu returns None); replace "
+    "capability checks with a fixed choice or torch_npu.npu.is_bf16_supported()",
+}
+
+TIPS = {
+    "torch.cuda.nvtx": "use torch_npu.npu.mstx (mark, range_start/range_end) to annotate NPU profiles",
+    "torch.cuda.CUDAGraph": "use torch_npu.npu.NPUGraph (torch_npu.npu.graph) where available",
+    "torch.cuda.graphs": "use torch_npu.npu.graphs where available",
+    "torch.cuda.comm": "use torch.distributed collectives over HCCL",
+    "torch.cuda.nccl": "use torch.distributed with the hccl backend",
+    "torch.cuda.jiterator": "no NPU equivalent: write the elementwise op with torch operators",
+    "torch.cuda.get_arch_list": "no NPU equivalent: CUDA architectures do not apply",
+    "torch.cuda.cudart": "no NPU equivalent: the CUDA runtime is not present",
+    "torch.cuda.OutOfMemoryError": "catch RuntimeError: torch_npu raises it for out-of-memory",
+    "torch.cuda.is_tf32_supported": "no NPU equivalent: TF32 is a CUDA setting",
+    "torch.utils.cpp_extension.CUDAExtension": "CUDA C++ extensions do not build for Ascend: port the kernels "
+    "to Ascend C custom operators or use torch_npu operators (see cuda_op_list.csv)",
+    "torch.utils.cpp_extension.CUDA_HOME": "no CUDA toolkit on Ascend machines",
+    "torch.utils.cpp_extension.load": "loading .cu sources needs CUDA: port the kernels to Ascend C",
+    "torch.nn.DataParallel": "DataParallel is not supported on NPU: use DistributedDataParallel "
+    "(gpu2npu ... distributed) or run on one NPU",
+    "torch.nn.parallel.data_parallel": "DataParallel is not supported on NPU: call the module directly "
+    "or use DistributedDataParallel",
+    "torch.distributed.is_nccl_available": "use torch.distributed.is_hccl_available (added by torch_npu)",
+    "apex.amp": "install Ascend apex (its amp API matches) or use torch_npu.npu.amp / torch.autocast('npu')",
+    "apex.parallel": "use torch.nn.parallel.DistributedDataParallel with the hccl backend",
+    "apex.optimizers": "Ascend apex provides NpuFused* optimizers; or use torch.optim with foreach/fused off",
+    "apex.normalization": "use torch.nn.LayerNorm (or torch_npu.npu_rms_norm for RMSNorm)",
+    "apex": "NVIDIA apex is CUDA-only: install Ascend apex, or use the torch/torch_npu equivalent",
+    "amp_C": "CUDA-only apex extension: remove it (Ascend apex does not ship amp_C)",
+    "cupy": "CuPy needs CUDA: use torch operators or numpy",
+    "pycuda": "PyCUDA needs CUDA: no NPU equivalent",
+    "pynvml": "NVML is NVIDIA-only: query NPUs with npu-smi or torch_npu.npu.mem_get_info / utilization",
+    "nvidia_smi": "NVML is NVIDIA-only: query NPUs with npu-smi",
+    "GPUtil": "NVIDIA-only: query NPUs with npu-smi or torch_npu.npu APIs",
+    "triton": "Triton kernels target CUDA here: use torch operators or torch_npu fused operators",
+    "flash_attn": "use torch_npu.npu_fusion_attention (or torch.nn.functional.scaled_dot_product_attention)",
+    "xformers": "use torch.nn.functional.scaled_dot_product_attention or torch_npu.npu_fusion_attention",
+    "bitsandbytes": "CUDA-only quantization kernels: no drop-in NPU equivalent",
+    "nvidia.dali": "DALI is CUDA-only: use a torch DataLoader pipeline",
+    "tensorrt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL for inference",
+    "torch2trt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL for inference",
+    "numba.cuda": "numba CUDA kernels do not run on NPU: use torch operators",
+    "Tensor.cuda": "rewrite as .npu() (left because it stands in code already branching on device)",
+}
+
+# Third-party modules that only work with NVIDIA GPUs: importing one is reported.
+CUDA_ONLY_PACKAGES = (
+    "apex", "amp_C", "cupy", "pycuda", "pynvml", "nvidia_smi", "GPUtil", "triton", "flash_attn",
+    "xformers", "bitsandbytes", "nvidia.dali", "tensorrt", "torch2trt", "numba.cuda",
+)
+
+
+def tip_for(name: str, api: Optional[ApiData] = None) -> str:
+    short = name[len("torch.cuda."):] if name.startswith("torch.cuda.") else None
+    if short is not None and short.split(".")[0] in NOT_EQUIVALENT:
+        return NOT_EQUIVALENT[short.split(".")[0]]
+    for key in sorted(TIPS, key=len, reverse=True):
+        if name == key or name.startswith(key + "."):
+            return TIPS[key]
+    if short is not None and api is not None:
+        return f"torch_npu {api.torch_npu_version} has no torch_npu.npu.{short}: no NPU equivalent, rework or guard it"
+    return "no NPU equivalent known"
+
+
+def migratable_cuda_path(api: ApiData, path) -> bool:
+    """Whether torch.cuda.<path> may be renamed to torch_npu.npu.<path>."""
+    return api.npu_has(path) and not (path and path[0] in NOT_EQUIVALENT)
