@@ -33,10 +33,11 @@ def _package_of(name: str) -> Optional[str]:
 class CudaLeftovers(cst.CSTVisitor):
     METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
 
-    def __init__(self, path: str, api: ApiData) -> None:
+    def __init__(self, path: str, api: ApiData, is_guarded) -> None:
         super().__init__()
         self.path = path
         self.api = api
+        self.is_guarded = is_guarded
         self.findings: List[Finding] = []
         self._doc_strings = set()
 
@@ -45,9 +46,8 @@ class CudaLeftovers(cst.CSTVisitor):
         self.findings.append(Finding(self.path, span.start.line, span.end.line, report, api_name, tip, RULE))
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if npu_aware.is_npu_aware(node):
-            text = cst.Module(body=()).code_for_node(node)
-            if "cuda" in text.lower() or "nccl" in text.lower():
+        if isinstance(node, npu_aware.GUARD_TYPES) and self.is_guarded(node, self.get_metadata(PositionProvider, node)):
+            if npu_aware.mentions_cuda(node):
                 self._add(node, Report.NOTE, "NPU-aware code", "left as written: it already selects between NPU and CUDA")
             return False
         return super().on_visit(node)
@@ -89,8 +89,10 @@ class CudaLeftovers(cst.CSTVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._check_reference(node)
+        # `torch.cuda`, `torch.backends.cuda`: modules, judged by name above; a tensor's or a
+        # model's `.cuda` has no resolvable qualified name.
         if node.attr.value in ("cuda", "is_cuda") and not any(
-            n == "torch.cuda" or n.startswith("torch.cuda.") for n in qualified_names(self, node)
+            n.startswith("torch.") for n in qualified_names(self, node)
         ):
             self._add(node, Report.UNSUPPORTED, f"Tensor.{node.attr.value}", "rewrite as .npu() / .is_npu")
 
@@ -144,7 +146,8 @@ class CudaLeftovers(cst.CSTVisitor):
         return True
 
 
-def find_leftovers(module: cst.Module, path: str, api: ApiData) -> List[Finding]:
-    visitor = CudaLeftovers(path, api)
-    MetadataWrapper(module, unsafe_skip_copy=True).visit(visitor)
+def find_leftovers(wrapper: MetadataWrapper, path: str, api: ApiData, is_guarded) -> List[Finding]:
+    """`is_guarded(node, position)` tells whether a node is an NPU-aware construct."""
+    visitor = CudaLeftovers(path, api, is_guarded)
+    wrapper.visit(visitor)
     return visitor.findings

@@ -10,11 +10,13 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Type
 
 import libcst as cst
+from libcst.metadata import MetadataWrapper
 
 from .analysis import find_leftovers
 from .change import Change, Finding, Operation
 from .linemap import LineMap
-from .rules import SINGLE_CARD_RULES, FileContext, Options, Rule
+from .rules import SINGLE_CARD_RULES, FileContext, Options, Rule, npu_aware
+from .rules.batch import run_batch
 
 # A file containing none of these cannot be touched by any rule or reported by the analysis,
 # so it is not parsed at all.
@@ -51,7 +53,7 @@ def migrate_source(
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as error:
-        return FileResult(path, Status.FAILED, error=f"syntax error at line {error.raw_line}: {error.message}")
+        return FileResult(path, Status.FAILED, error=f"syntax error at line {error.raw_line}, column {error.raw_column + 1}: not valid Python 3")
     except (UnicodeDecodeError, LookupError, SyntaxError) as error:
         return FileResult(path, Status.FAILED, error=f"cannot be decoded: {error}")
     except RecursionError:
@@ -65,29 +67,30 @@ def migrate_source(
 
 
 def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, rules) -> FileResult:
-    context = FileContext(path=path, options=options)
     code = module.code
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    guarded = npu_aware.guarded_spans(wrapper)
+    context = FileContext(path=path, options=options, guarded=guarded)
+    outcome = run_batch([rule for rule in rules if rule.wants(code)], wrapper, context)
+    changes = [
+        Change(path, edit.start_line, edit.end_line, edit.operation, code_, edit.message)
+        for code_, edit in outcome.edits
+    ]
+    findings: List[Finding] = list(outcome.findings)
+    new_code = outcome.module.code
     lines = LineMap(len(code.splitlines()))
-    changes: List[Change] = []
-    findings: List[Finding] = []
-    for rule in rules:
-        if not rule.wants(code):
-            continue
-        outcome = rule.run(module, context)
-        for edit in outcome.edits:
-            start = lines.original(edit.start_line) if edit.start_line else 0
-            end = lines.original(edit.end_line) if edit.end_line else 0
-            changes.append(Change(path, start, end, edit.operation, rule.code, edit.message))
-        for finding in outcome.findings:
-            findings.append(_relocate(finding, lines))
-        new_code = outcome.module.code
-        if new_code != code:
-            lines.update(code, new_code)
-            module, code = outcome.module, new_code
-    findings.extend(_relocate(f, lines) for f in find_leftovers(module, path, options.api))
+    if new_code != code:
+        lines.update(code, new_code)
+        wrapper = MetadataWrapper(outcome.module, unsafe_skip_copy=True)
+
+    def is_guarded(node, position) -> bool:
+        return context.is_guarded(node, position.start.line, position.end.line)
+
+    context.original_line = lines.original
+    findings.extend(_relocate(f, lines) for f in find_leftovers(wrapper, path, options.api, is_guarded))
     if not changes:
         return FileResult(path, Status.UNCHANGED, findings=sorted(set(findings)))
-    return FileResult(path, Status.MIGRATED, module.bytes, sorted(changes, key=_change_order), sorted(set(findings)))
+    return FileResult(path, Status.MIGRATED, outcome.module.bytes, sorted(changes, key=_change_order), sorted(set(findings)))
 
 
 def _relocate(finding: Finding, lines: LineMap) -> Finding:

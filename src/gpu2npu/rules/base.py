@@ -8,10 +8,9 @@ order or in parallel.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, List, Optional, Sequence, Tuple
+from typing import Callable, ClassVar, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
-import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..apidata import ApiData
@@ -44,8 +43,17 @@ class FileContext:
 
     path: str
     options: Options
+    # NPU-aware constructs of the original file, as (node type, first line, last line).
+    guarded: FrozenSet = frozenset()
+    # Maps a line of the tree a rule is given back to the original file.
+    original_line: Callable[[int], int] = lambda line: line
     # Set by rules that make the file depend on torch_npu at run time (read by ImportTorchNpu).
     needs_torch_npu: bool = False
+    # ids of statements that rules inserted (see placement.pair_with_originals).
+    inserted: Set[int] = field(default_factory=set)
+
+    def is_guarded(self, node: cst.CSTNode, start: int, end: int) -> bool:
+        return (type(node).__name__, self.original_line(start), self.original_line(end)) in self.guarded
 
     @property
     def api(self) -> ApiData:
@@ -69,7 +77,7 @@ class RuleOutcome:
     findings: List[Finding] = field(default_factory=list)
 
 
-class Rule(m.MatcherDecoratableTransformer):
+class Rule(cst.CSTTransformer):
     """Base class of every rewrite rule.
 
     Subclasses set `code` (stable, shown in reports and `gpu2npu explain`), `summary`, `triggers`
@@ -83,7 +91,7 @@ class Rule(m.MatcherDecoratableTransformer):
     fix_safety: ClassVar[str] = "safe"
     triggers: ClassVar[Tuple[str, ...]] = ()
     examples: ClassVar[Tuple[Example, ...]] = ()
-    # Sources this rule must leave exactly as they are.
+    # Sources on which this rule must make no edit (other rules may).
     unchanged: ClassVar[Tuple[str, ...]] = ()
 
     METADATA_DEPENDENCIES: ClassVar[Sequence] = (PositionProvider,)
@@ -109,8 +117,9 @@ class Rule(m.MatcherDecoratableTransformer):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         visit_children = super().on_visit(node)
-        if visit_children and npu_aware.is_npu_aware(node):
-            return False
+        if visit_children and isinstance(node, npu_aware.GUARD_TYPES) and self.context.guarded:
+            if self.context.is_guarded(node, *self.lines_of(node)):
+                return False
         return visit_children
 
     # -- recording -------------------------------------------------------------------------------

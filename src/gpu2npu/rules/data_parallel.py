@@ -8,7 +8,7 @@ from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from .base import Example, Rule, code_of
 from .names import qualified_names
-from .placement import after_imports, bound_names
+from .placement import after_imports, bound_names, line_before, pair_with_originals
 
 DATA_PARALLEL = {
     "torch.nn.DataParallel",
@@ -51,7 +51,7 @@ class DataParallelToSingleNpu(Rule):
     examples = (
         Example(
             "import torch\nfrom torch import nn\n\nmodel = nn.DataParallel(model).cuda()\n",
-            "import torch\nimport torch_npu\nfrom torch import nn\n"
+            "import torch\nimport torch_npu\nfrom torch import nn\n\n"
             + WRAPPER_SOURCE.format(name=WRAPPER, base="nn.DataParallel")
             + "\nmodel = SingleNpuDataParallel(model).npu()\n",
         ),
@@ -95,8 +95,10 @@ class DataParallelToSingleNpu(Rule):
                 index = max(index, position + 1)
         source = WRAPPER_SOURCE.format(name=WRAPPER, base=base_code)
         class_def = cst.parse_module(source, config=updated_node.config_for_parsing).body[0]
-        class_def = class_def.with_changes(leading_lines=[cst.EmptyLine()])
+        class_def = class_def.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+        pairs = pair_with_originals(body, original_node.body, self.context.inserted)
+        anchor = line_before(pairs, index, self.lines_of, len(original_node.header))
         body.insert(index, class_def)
-        anchor = self.lines_of(original_node.body[index - 1])[1] if index > 0 else len(original_node.header)
+        self.context.inserted.add(id(class_def))
         self.record_insert(anchor, f"insert class {WRAPPER}({base_code}) for single-NPU runs")
         return updated_node.with_changes(body=body)

@@ -8,7 +8,7 @@ from libcst.metadata import PositionProvider
 
 from .base import Example, Rule
 from .names import dotted_name
-from .placement import after_preamble
+from .placement import after_preamble, line_before, pair_with_originals
 
 IMPORT_LINE = "import torch_npu"
 
@@ -30,17 +30,24 @@ def _is_plain_import_torch(statement: cst.SimpleStatementLine) -> bool:
 
 
 class _UsesName(cst.CSTVisitor):
+    """Whether a package is loaded by some import (`loaded`), whether its name is bound
+    (`bound`: `import torch_npu`, not `from torch_npu.npu import amp`) and used (`used`)."""
+
     def __init__(self, name: str) -> None:
         self.name = name
-        self.imported = False
+        self.loaded = False
+        self.bound = False
         self.used = False
 
     def visit_Import(self, node: cst.Import) -> bool:
-        self.imported |= _imports_torch(node, self.name)
+        self.loaded |= _imports_torch(node, self.name)
+        for alias in node.names:
+            binds = dotted_name(alias.asname.name) if alias.asname else (dotted_name(alias.name) or "").split(".")[0]
+            self.bound |= binds == self.name
         return False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        self.imported |= _imports_torch(node, self.name)
+        self.loaded |= _imports_torch(node, self.name)
         return False
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -73,44 +80,58 @@ class ImportTorchNpu(Rule):
     )
     unchanged = (
         "import torch\nimport torch_npu\nx = x.npu()\n",
+        "# a config module: the training script that reads it imports torch_npu\ndevice = 'cuda:0'\n",
         "try:\n    import torch_npu\nexcept ImportError:\n    torch_npu = None\n",
     )
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module):
         usage = _UsesName("torch_npu")
         updated_node.visit(usage)
-        if usage.imported or not (self.context.needs_torch_npu or usage.used):
+        torch_usage = _UsesName("torch")
+        updated_node.visit(torch_usage)
+        # A file that never imports torch (a config module naming a device) relies on the
+        # process having loaded torch_npu elsewhere; it only needs the import to use the name.
+        needs_load = self.context.needs_torch_npu and torch_usage.loaded and not usage.loaded
+        if not (needs_load or (usage.used and not usage.bound)):
             return updated_node
         new_line = cst.parse_statement(IMPORT_LINE + updated_node.default_newline)
-        found = _insert_near_torch(list(updated_node.body), list(original_node.body), new_line, self.lines_of)
+        self.context.inserted.add(id(new_line))
+        found = _insert_near_torch(updated_node.body, original_node.body, new_line, self)
         if found is not None:
             body, anchor = found
         else:
-            index = after_preamble(original_node.body)
             body = list(updated_node.body)
+            pairs = pair_with_originals(body, original_node.body, self.context.inserted)
+            index = after_preamble(body)
+            anchor = line_before(pairs, index, self.lines_of, len(original_node.header))
             body.insert(index, new_line)
-            anchor = self.lines_of(original_node.body[index - 1])[1] if index else len(original_node.header)
         self.record_insert(anchor, f"insert {IMPORT_LINE}")
         return updated_node.with_changes(body=body)
 
 
-def _insert_near_torch(body: List[cst.CSTNode], originals: Sequence[cst.CSTNode], new_line, lines_of) -> Optional[Tuple]:
+def _insert_near_torch(updated_body, original_body, new_line, rule: Rule) -> Optional[Tuple]:
     """Insert next to the first module-level torch import (inside if/try blocks too, never
     inside functions or classes).  Returns (new body, original line the new one follows)."""
-    for index, (statement, original) in enumerate(zip(body, originals)):
+    pairs = pair_with_originals(updated_body, original_body, rule.context.inserted)
+    body = list(updated_body)
+    for index, (statement, original) in enumerate(pairs):
+        if original is None:
+            continue
         if isinstance(statement, cst.SimpleStatementLine):
             if not any(_imports_torch(small) for small in statement.body):
                 continue
             if _is_plain_import_torch(statement):
                 body.insert(index + 1, new_line)
-                return body, lines_of(original)[1]
+                return body, rule.lines_of(original)[1]
             # Before a `from torch... import`: the new line takes over the comments and blank
             # lines above it, so it sits right on top of that import.
             body[index] = statement.with_changes(leading_lines=())
-            body.insert(index, new_line.with_changes(leading_lines=statement.leading_lines))
-            return body, lines_of(original)[0] - 1
+            placed = new_line.with_changes(leading_lines=statement.leading_lines)
+            rule.context.inserted.add(id(placed))
+            body.insert(index, placed)
+            return body, rule.lines_of(original)[0] - 1
         if isinstance(statement, (cst.If, cst.Try)) and isinstance(statement.body, cst.IndentedBlock):
-            found = _insert_near_torch(list(statement.body.body), list(original.body.body), new_line, lines_of)
+            found = _insert_near_torch(statement.body.body, original.body.body, new_line, rule)
             if found is not None:
                 new_block_body, anchor = found
                 body[index] = statement.with_changes(body=statement.body.with_changes(body=new_block_body))

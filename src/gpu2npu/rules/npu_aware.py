@@ -10,13 +10,19 @@ A project that was made to run on both devices keeps its CUDA branch on purpose:
 On an Ascend machine `torch.cuda.is_available()` is False, so such a CUDA branch is dead code there
 and device-neutral.  Constructs that mention NPU (a name containing "npu", an "npu"/"hccl" string)
 in an `if`/`elif` test, a conditional expression, a boolean expression or a collection literal are
-treated as NPU-aware as a whole.
+treated as NPU-aware as a whole, and so are the `if` statements beside an NPU-aware one in the
+same block (`if device == "npu": ...` followed by `if device == "cuda": ...`).
+
+The decision is made once, on the original file (`guarded_spans`): what the rules write
+themselves ("npu", torch_npu.npu) must not make later rules believe the user wrote it.
 """
 from __future__ import annotations
 
 import re
+from typing import FrozenSet, Set, Tuple
 
 import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 _NPU_STRING = re.compile(r"^(npu(:.*)?|hccl|HCCL)$")
 
@@ -79,3 +85,43 @@ def is_npu_aware(node: cst.CSTNode) -> bool:
     if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
         return any(_string_value(el.value) is not None and mentions_npu(el.value) for el in node.elements)
     return False
+
+
+GUARD_TYPES = (cst.If, cst.IfExp, cst.BooleanOperation, cst.Tuple, cst.List, cst.Set)
+Span = Tuple[str, int, int]
+
+
+def mentions_cuda(node: cst.CSTNode) -> bool:
+    text = cst.Module(body=()).code_for_node(node).lower()
+    return "cuda" in text or "nccl" in text
+
+
+class _Guards(cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self) -> None:
+        self.spans: Set[Span] = set()
+
+    def _add(self, node: cst.CSTNode) -> None:
+        position = self.get_metadata(PositionProvider, node)
+        self.spans.add((type(node).__name__, position.start.line, position.end.line))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        body = getattr(node, "body", None)
+        if isinstance(node, (cst.Module, cst.IndentedBlock)) and isinstance(body, (list, tuple)):
+            ifs = [statement for statement in body if isinstance(statement, cst.If)]
+            if any(is_npu_aware(statement) for statement in ifs):
+                for statement in ifs:
+                    if mentions_cuda(statement.test):
+                        self._add(statement)
+        if isinstance(node, GUARD_TYPES) and is_npu_aware(node):
+            self._add(node)
+            return False
+        return True
+
+
+def guarded_spans(wrapper: MetadataWrapper) -> FrozenSet[Span]:
+    """(node type, first line, last line) of every NPU-aware construct of the original file."""
+    guards = _Guards()
+    wrapper.visit(guards)
+    return frozenset(guards.spans)

@@ -70,3 +70,20 @@ def bound_names(statement: cst.CSTNode) -> Set[str]:
 
 def header_line_count(module: cst.Module) -> int:
     return len(module.header)
+
+
+def pair_with_originals(updated_body: Sequence[cst.CSTNode], original_body: Sequence[cst.CSTNode], inserted: Set[int]):
+    """Pair each statement of an updated block with the original statement it came from (None
+    for statements a rule inserted, whose ids are in `inserted`).  Rules edit statements in
+    place and only insertions add new ones, so the rest correspond one to one, in order."""
+    originals = iter(original_body)
+    return [(statement, None if id(statement) in inserted else next(originals, None)) for statement in updated_body]
+
+
+def line_before(pairs, index: int, lines_of, header_lines: int) -> int:
+    """The original line after which a statement inserted at `index` of a block stands: the
+    last line of the nearest original statement above it."""
+    for _, original in reversed(pairs[:index]):
+        if original is not None:
+            return lines_of(original)[1]
+    return header_lines
