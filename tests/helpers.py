@@ -1,0 +1,98 @@
+"""Shared by the tests: migrate a fixture, and check the SPEC section 6 invariants on a result."""
+from __future__ import annotations
+
+import ast
+import csv
+import difflib
+import os
+from pathlib import Path
+from typing import Dict, List
+
+from click.testing import CliRunner
+
+from gpu2npu.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures" / "cuda_scripts"
+EXPECTED = ROOT / "fixtures" / "expected"
+REPORT_FILES = {
+    "change_list.csv",
+    "unsupported_api.csv",
+    "unknown_api.csv",
+    "cuda_op_list.csv",
+    "api_performance_advice.csv",
+    "msFmkTranspltlog.txt",
+}
+
+
+def fixture_names() -> List[str]:
+    return sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
+
+
+def run_cli(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def migrate(source: Path, out: Path, version: str = "2.1.0", *extra: str) -> Path:
+    result = run_cli("-i", str(source), "-o", str(out), "-v", version, *extra)
+    assert result.exit_code in (0, 3), result.output
+    name = source.name if source.is_dir() else source.stem
+    return out / f"{name}_msft"
+
+
+def tree_files(root: Path) -> Dict[str, Path]:
+    files = {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = Path(folder) / name
+            files[path.relative_to(root).as_posix()] = path
+    return files
+
+
+def read_csv(path: Path) -> List[Dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def parses(data: bytes) -> bool:
+    try:
+        ast.parse(data)
+        return True
+    except (SyntaxError, ValueError):
+        return False
+
+
+def _blank(lines: List[bytes], first: int, last: int) -> bool:
+    """Whether original lines first..last (1-based, inclusive) are all blank."""
+    return all(not lines[i - 1].strip() for i in range(first, last + 1))
+
+
+def unexplained_differences(before: bytes, after: bytes, rows: List[Dict[str, str]]) -> List[str]:
+    """Differences between two versions of a file that no change_list row accounts for, and
+    rows that account for no difference.  Empty when the report is the exact story of the diff."""
+    old = before.splitlines(keepends=True)
+    new = after.splitlines(keepends=True)
+    modified = [(int(r["Start Line"]), int(r["End Line"])) for r in rows if r["Operation Type"] in ("MODIFY", "DELETE")]
+    inserts = [int(r["Start Line"]) for r in rows if r["Operation Type"] == "INSERT"]
+    problems = []
+    changed_lines = set()
+    insert_points = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        for line in range(i1 + 1, i2 + 1):
+            changed_lines.add(line)
+            if not any(start <= line <= end for start, end in modified):
+                problems.append(f"line {line} changed without a MODIFY/DELETE row: {old[line - 1]!r}")
+        if j2 - j1 > i2 - i1:  # lines were added here
+            insert_points.append(i1 if tag == "insert" else i2)
+            near = [a for a in inserts if _blank(old, min(a, insert_points[-1]) + 1, max(a, insert_points[-1]))]
+            if not near:
+                problems.append(f"lines added after line {insert_points[-1]} without an INSERT row")
+    for start, end in modified:
+        if not any(start <= line <= end for line in changed_lines):
+            problems.append(f"MODIFY row {start}-{end} but those lines did not change")
+    for anchor in inserts:
+        if not any(_blank(old, min(anchor, p) + 1, max(anchor, p)) for p in insert_points):
+            problems.append(f"INSERT row after line {anchor} but nothing was added there")
+    return problems

@@ -1,0 +1,87 @@
+"""SPEC section 6 invariants, checked on every fixture project."""
+import shutil
+
+import pytest
+
+from helpers import (
+    FIXTURES,
+    REPORT_FILES,
+    fixture_names,
+    migrate,
+    parses,
+    read_csv,
+    tree_files,
+    unexplained_differences,
+)
+
+
+@pytest.fixture(scope="module")
+def migrated_fixtures(tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    return {name: migrate(FIXTURES / name, out) for name in fixture_names()}
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_every_file_kept_and_non_python_byte_identical(name, migrated_fixtures):
+    source = tree_files(FIXTURES / name)
+    output = tree_files(migrated_fixtures[name])
+    assert set(source) <= set(output)
+    assert set(output) - set(source) <= REPORT_FILES
+    for relative, path in source.items():
+        if not relative.endswith(".py"):
+            assert output[relative].read_bytes() == path.read_bytes(), relative
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_output_parses_and_diff_is_the_change_list(name, migrated_fixtures):
+    target = migrated_fixtures[name]
+    rows = read_csv(target / "change_list.csv")
+    failed = {line.split(": copied unchanged")[0].split("] ")[-1]
+              for line in (target / "msFmkTranspltlog.txt").read_text().splitlines() if "copied unchanged" in line}
+    for relative, path in tree_files(FIXTURES / name).items():
+        if not relative.endswith(".py"):
+            continue
+        before = path.read_bytes()
+        after = (target / relative).read_bytes()
+        if not parses(before):
+            assert relative in failed, f"{relative} does not parse but is not reported"
+            assert after == before
+            continue
+        assert parses(after), relative
+        file_rows = [row for row in rows if row["File"] == relative]
+        assert unexplained_differences(before, after, file_rows) == [], relative
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_migrating_the_output_again_changes_nothing(name, migrated_fixtures, tmp_path):
+    first = migrated_fixtures[name]
+    copy = tmp_path / name
+    shutil.copytree(first, copy, symlinks=True)
+    for report in REPORT_FILES:
+        (copy / report).unlink(missing_ok=True)
+    second = migrate(copy, tmp_path / "again")
+    assert read_csv(second / "change_list.csv") == []
+    for relative, path in tree_files(copy).items():
+        assert (second / relative).read_bytes() == path.read_bytes(), relative
+
+
+def test_unparseable_file_is_copied_and_reported(migrated_fixtures):
+    target = migrated_fixtures["multi_module_package"]
+    legacy = "mypkg/legacy_py2.py"
+    assert (target / legacy).read_bytes() == (FIXTURES / "multi_module_package" / legacy).read_bytes()
+    log = (target / "msFmkTranspltlog.txt").read_text()
+    assert f"{legacy}: copied unchanged, syntax error at line" in log
+
+
+def test_encodings_and_line_endings_are_kept(migrated_fixtures):
+    source = FIXTURES / "multi_module_package" / "mypkg" / "utils"
+    target = migrated_fixtures["multi_module_package"] / "mypkg" / "utils"
+    bom = (target / "bom.py").read_bytes()
+    assert bom.startswith(b"\xef\xbb\xbf") and b".npu()" in bom
+    crlf = (target / "crlf_helpers.py").read_bytes()
+    assert crlf.count(b"\r\n") == crlf.count(b"\n") and b"import torch_npu\r\n" in crlf
+    latin = (target / "latin.py").read_bytes()
+    original = (source / "latin.py").read_bytes()
+    assert b".npu()" in latin
+    # every non-ASCII byte of the original survives in its latin-1 form
+    assert [b for b in latin if b > 127] == [b for b in original if b > 127]

@@ -1,0 +1,51 @@
+"""Every rule's documented examples are tests: the same text `gpu2npu explain` prints."""
+import pytest
+
+from gpu2npu import apidata
+from gpu2npu.pipeline import migrate_source
+from gpu2npu.rules import SINGLE_CARD_RULES, Options
+
+from helpers import parses
+
+OPTIONS = Options(api=apidata.load("2.1.0"))
+
+EXAMPLES = [
+    pytest.param(rule, example, id=f"{rule.code}-{number}")
+    for rule in SINGLE_CARD_RULES
+    for number, example in enumerate(rule.examples, 1)
+]
+UNCHANGED = [
+    pytest.param(rule, source, id=f"{rule.code}-unchanged-{number}")
+    for rule in SINGLE_CARD_RULES
+    for number, source in enumerate(rule.unchanged, 1)
+]
+
+
+def migrated(source: str):
+    result = migrate_source(source.encode(), "example.py", OPTIONS)
+    return (result.output or source.encode()).decode(), result
+
+
+def test_every_rule_documents_itself():
+    codes = [rule.code for rule in SINGLE_CARD_RULES]
+    assert len(codes) == len(set(codes))
+    for rule in SINGLE_CARD_RULES:
+        assert rule.code and rule.summary and rule.__doc__, rule
+        assert rule.examples, f"{rule.code} has no example"
+        assert rule.fix_safety in ("safe", "unsafe")
+
+
+@pytest.mark.parametrize("rule, example", EXAMPLES)
+def test_example(rule, example):
+    output, result = migrated(example.before)
+    assert output == example.after
+    assert any(change.rule == rule.code for change in result.changes), "the example does not exercise its rule"
+    assert parses(output.encode())
+    again, second = migrated(output)
+    assert again == output and not second.changes, "migrating the result again must change nothing"
+
+
+@pytest.mark.parametrize("rule, source", UNCHANGED)
+def test_unchanged(rule, source):
+    _, result = migrated(source)
+    assert not [change for change in result.changes if change.rule == rule.code]
