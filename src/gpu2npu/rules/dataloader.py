@@ -25,8 +25,8 @@ class DataLoaderForNpu(Rule):
     Only loaders that are clearly for training change (their variable, function or dataset is
     named for training, or they shuffle).  Evaluation loaders are not edited: dropping samples
     would change the reported metric; they are listed in api_performance_advice.csv instead, as
-    are loaders whose role cannot be told.  A `drop_last` the code already passes is respected
-    unless it is the literal `False` on a training loader.  `pin_memory=True` stays from torch
+    are loaders whose role cannot be told.  A `drop_last` the code already passes is the author's
+    choice and is kept (and reported when it is not True).  `pin_memory=True` stays from torch
     2.1 on (torch_npu pins host memory); for older versions it becomes False as in seed 002.
     """
 
@@ -48,6 +48,7 @@ class DataLoaderForNpu(Rule):
     unchanged = (
         "from torch.utils.data import DataLoader\nval_loader = DataLoader(val_set, batch_size=64, shuffle=False)\n",
         "from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, batch_size=64, shuffle=True, drop_last=args.drop_last)\n",
+        "from torch.utils.data import DataLoader\ndata_loader_train = DataLoader(ds, batch_size=64, drop_last=False)\n",
     )
 
     def __init__(self, context) -> None:
@@ -114,9 +115,16 @@ class DataLoaderForNpu(Rule):
             if drop_last is None:
                 args = _append_keyword(args, "drop_last", cst.Name("True"))
                 messages.append("add drop_last=True to the training DataLoader")
-            elif isinstance(drop_last, cst.Name) and drop_last.value == "False":
-                args = _set_keyword(args, "drop_last", cst.Name("True"))
-                messages.append("change drop_last=False to drop_last=True in the training DataLoader")
+            elif not (isinstance(drop_last, cst.Name) and drop_last.value == "True"):
+                # An explicit choice (a literal False, or an expression) is the author's: a
+                # "train" loader may well feed feature extraction, where every sample counts.
+                self.report(
+                    original_node,
+                    Report.PERFORMANCE,
+                    "torch.utils.data.DataLoader",
+                    f"training DataLoader keeps drop_last={code_of(drop_last)} as written: a last batch of "
+                    "another size makes Ascend compile a new graph; use drop_last=True if no sample may be missed",
+                )
         else:
             what = "evaluation DataLoader" if role == "eval" else "DataLoader whose role could not be told"
             self.report(

@@ -21,12 +21,10 @@ def _imports_torch(small: cst.BaseSmallStatement, package: str = "torch") -> boo
     return False
 
 
-def _is_plain_import_torch(statement: cst.SimpleStatementLine) -> bool:
-    """`import torch` or `import torch as th`: torch_npu goes right after it."""
-    return all(
-        isinstance(small, cst.Import) and all(dotted_name(a.name) == "torch" for a in small.names)
-        for small in statement.body
-    )
+def _is_plain_import(statement: cst.SimpleStatementLine) -> bool:
+    """`import torch`, `import torch as th`, `import os, torch`: torch_npu goes right after it.
+    (Before a `from torch.x import name` instead, in case torch_npu adds that name.)"""
+    return all(isinstance(small, cst.Import) for small in statement.body)
 
 
 class _UsesName(cst.CSTVisitor):
@@ -120,7 +118,7 @@ def _insert_near_torch(updated_body, original_body, new_line, rule: Rule) -> Opt
         if isinstance(statement, cst.SimpleStatementLine):
             if not any(_imports_torch(small) for small in statement.body):
                 continue
-            if _is_plain_import_torch(statement):
+            if _is_plain_import(statement):
                 body.insert(index + 1, new_line)
                 return body, rule.lines_of(original)[1]
             # Before a `from torch... import`: the new line takes over the comments and blank

@@ -35,7 +35,7 @@ class NcclToHccl(DocstringTracker, Rule):
     examples = (
         Example(
             "import torch.distributed as dist\ndist.init_process_group(backend='nccl', init_method='env://')\n",
-            "import torch_npu\nimport torch.distributed as dist\ndist.init_process_group(backend='hccl', init_method='env://')\n",
+            "import torch.distributed as dist\nimport torch_npu\ndist.init_process_group(backend='hccl', init_method='env://')\n",
         ),
         Example(
             "import torch\nparser.add_argument('--dist-backend', default='nccl', type=str)\nif args.dist_backend == 'nccl':\n    pass\n",
@@ -43,7 +43,7 @@ class NcclToHccl(DocstringTracker, Rule):
         ),
         Example(
             "import torch.distributed as dist\nif dist.is_nccl_available():\n    backend = dist.Backend.NCCL\n",
-            "import torch_npu\nimport torch.distributed as dist\nif dist.is_hccl_available():\n    backend = dist.Backend.HCCL\n",
+            "import torch.distributed as dist\nimport torch_npu\nif dist.is_hccl_available():\n    backend = dist.Backend.HCCL\n",
         ),
     )
     unchanged = ('print("NCCL timed out, see the NCCL docs")\n',)

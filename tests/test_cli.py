@@ -1,0 +1,143 @@
+"""The command line: options, errors, exit statuses, what gets written."""
+import subprocess
+import sys
+
+from helpers import FIXTURES, migrate, read_csv, run_cli, tree_files
+
+FIXTURE = FIXTURES / "single_gpu_loop"
+
+
+def test_help_lists_options_and_exit_statuses():
+    result = run_cli("--help")
+    assert result.exit_code == 0
+    for text in ("-i, --input", "-o, --output", "-v, --version", "--force", "Exit status", "2.1.0", "2.8.0"):
+        assert text in result.output
+
+
+def test_short_help_flag():
+    assert run_cli("-h").exit_code == 0
+
+
+def test_migration_writes_tree_and_reports(tmp_path):
+    result = run_cli("-i", str(FIXTURE), "-o", str(tmp_path), "-v", "2.8.0")
+    assert result.exit_code == 0, result.output
+    target = tmp_path / "single_gpu_loop_msft"
+    for report in ("change_list.csv", "unsupported_api.csv", "unknown_api.csv", "cuda_op_list.csv",
+                   "msFmkTranspltlog.txt"):
+        assert (target / report).is_file(), report
+    assert (target / "change_list.csv").read_text().splitlines()[0].startswith(
+        "File,Start Line,End Line,Operation Type,Message"
+    )
+    assert (target / "unsupported_api.csv").read_text().splitlines()[0] == "File,Start Line,End Line,OP,Tips"
+    assert (target / "cuda_op_list.csv").read_text().splitlines()[0] == "File,Api"
+    assert "change_list.csv" in result.output and "migrated" in result.output
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "staging folder left behind"
+
+
+def _nothing_written(tmp_path):
+    return list(tmp_path.iterdir()) == []
+
+
+def test_unknown_version_is_a_usage_error(tmp_path):
+    out = tmp_path / "out"
+    result = run_cli("-i", str(FIXTURE), "-o", str(out), "-v", "9.9.9")
+    assert result.exit_code == 2
+    assert "no API data for PyTorch 9.9.9" in result.output and "2.1.0" in result.output
+    assert not out.exists()
+
+
+def test_missing_input_is_a_usage_error(tmp_path):
+    result = run_cli("-i", str(tmp_path / "nope"), "-o", str(tmp_path / "out"), "-v", "2.1.0")
+    assert result.exit_code == 2 and "does not exist" in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_options_are_named(tmp_path):
+    result = run_cli("-i", str(FIXTURE))
+    assert result.exit_code == 2 and "-o/--output" in result.output and "-v/--version" in result.output
+
+
+def test_output_inside_input_is_refused(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "a.py").write_text("x = y.cuda()\n")
+    result = run_cli("-i", str(project), "-o", str(project / "out"), "-v", "2.1.0")
+    assert result.exit_code == 2 and "inside the input" in result.output
+    assert sorted(p.name for p in project.iterdir()) == ["a.py"]
+
+
+def test_existing_output_needs_force(tmp_path):
+    target = migrate(FIXTURE, tmp_path)
+    marker = target / "marker.txt"
+    marker.write_text("mine")
+    result = run_cli("-i", str(FIXTURE), "-o", str(tmp_path), "-v", "2.1.0")
+    assert result.exit_code == 2 and "--force" in result.output
+    assert marker.read_text() == "mine"
+    result = run_cli("-i", str(FIXTURE), "-o", str(tmp_path), "-v", "2.1.0", "--force")
+    assert result.exit_code == 0
+    assert not marker.exists() and (target / "train.py").is_file()
+
+
+def test_report_name_collision_stops_before_writing(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    (project / "change_list.csv").write_text("the user's own file\n")
+    out = tmp_path / "out"
+    result = run_cli("-i", str(project), "-o", str(out), "-v", "2.1.0")
+    assert result.exit_code == 2 and "--report-dir" in result.output
+    assert not out.exists()
+    reports = tmp_path / "reports"
+    result = run_cli("-i", str(project), "-o", str(out), "-v", "2.1.0", "--report-dir", str(reports))
+    assert result.exit_code == 0, result.output
+    assert (out / "proj_msft" / "change_list.csv").read_text() == "the user's own file\n"
+    assert read_csv(reports / "change_list.csv")
+
+
+def test_single_file_input(tmp_path):
+    script = tmp_path / "solo.py"
+    script.write_text("import torch\nx = torch.ones(2).cuda()\n")
+    result = run_cli("-i", str(script), "-o", str(tmp_path / "out"), "-v", "2.1.0")
+    assert result.exit_code == 0, result.output
+    migrated = tmp_path / "out" / "solo_msft" / "solo.py"
+    assert migrated.read_text() == "import torch\nimport torch_npu\nx = torch.ones(2).npu()\n"
+
+
+def test_unparseable_file_gives_partial_status(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "ok.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
+    (project / "old.py").write_text('print "cuda"\n')
+    result = run_cli("-i", str(project), "-o", str(tmp_path / "out"), "-v", "2.1.0")
+    assert result.exit_code == 3
+    assert "old.py: copied unchanged" in result.output
+    assert (tmp_path / "out" / "proj_msft" / "old.py").read_text() == 'print "cuda"\n'
+
+
+def test_file_modes_and_symlinks_are_kept(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    script = project / "run.py"
+    script.write_text("#!/usr/bin/env python\nimport torch\nx = torch.ones(1).cuda()\n")
+    script.chmod(0o755)
+    (project / "link.py").symlink_to("run.py")
+    target = migrate(project, tmp_path / "out")
+    assert (target / "run.py").stat().st_mode & 0o777 == 0o755
+    assert (target / "link.py").is_symlink() and (target / "link.py").readlink().as_posix() == "run.py"
+
+
+def test_rules_and_explain():
+    listing = run_cli("rules")
+    assert listing.exit_code == 0 and "NPU101" in listing.output and "unsafe" in listing.output
+    explained = run_cli("explain", "npu103")
+    assert explained.exit_code == 0 and 'torch.device("npu:0")' in explained.output
+    assert run_cli("explain", "XYZ").exit_code == 2
+
+
+def test_python_dash_m_without_a_terminal(tmp_path):
+    command = [sys.executable, "-m", "gpu2npu", "-i", str(FIXTURE), "-o", str(tmp_path), "-v", "2.1.0"]
+    first = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    again = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 2 and "already exists" in again.stderr  # no prompt, a clear message
+    assert set(tree_files(tmp_path / "single_gpu_loop_msft")) >= set(tree_files(FIXTURE))

@@ -1,0 +1,186 @@
+"""(source, expected) pairs beyond the rules' own examples: placement, names, guards, analysis."""
+import pytest
+
+from gpu2npu import apidata
+from gpu2npu.change import Report
+from gpu2npu.cuda_ops import custom_operators
+from gpu2npu.linemap import LineMap
+from gpu2npu.pipeline import Status, migrate_source
+from gpu2npu.rules import Options
+
+OPTIONS = Options(api=apidata.load("2.1.0"))
+
+
+def migrate(source: str):
+    result = migrate_source(source.encode(), "f.py", OPTIONS)
+    return (result.output or source.encode()).decode(), result
+
+
+REWRITES = [
+    pytest.param(
+        '"""Doc."""\nfrom __future__ import annotations\nx = y.cuda()\nimport torch\n',
+        '"""Doc."""\nfrom __future__ import annotations\nx = y.npu()\nimport torch\nimport torch_npu\n',
+        id="after the first import torch, even late in the file",
+    ),
+    pytest.param(
+        "try:\n    import torch\nexcept ImportError:\n    torch = None\nx = torch.zeros(1).cuda()\n",
+        "try:\n    import torch\n    import torch_npu\nexcept ImportError:\n    torch = None\nx = torch.zeros(1).npu()\n",
+        id="import inside try keeps to its block",
+    ),
+    pytest.param(
+        "import os\n\n# model code\nfrom torch import nn\nm = nn.Linear(1, 1).cuda()\n",
+        "import os\n\n# model code\nimport torch_npu\nfrom torch import nn\nm = nn.Linear(1, 1).npu()\n",
+        id="before a from-import, below its comment",
+    ),
+    pytest.param(
+        "import torch\r\nx = torch.zeros(1).cuda()\r\n",
+        "import torch\r\nimport torch_npu\r\nx = torch.zeros(1).npu()\r\n",
+        id="CRLF kept for inserted lines",
+    ),
+    pytest.param(
+        "import torch\ndef f(gpu: int):\n    return t.to(gpu)\n",
+        'import torch\nimport torch_npu\ndef f(gpu: int):\n    return t.to(f"npu:{gpu}")\n',
+        id="int-annotated parameter",
+    ),
+    pytest.param(
+        "import argparse, torch\np = argparse.ArgumentParser()\np.add_argument('--local-rank', type=int, default=0)\n"
+        "args = p.parse_args()\nx = t.to(args.local_rank)\n",
+        "import argparse, torch\nimport torch_npu\np = argparse.ArgumentParser()\np.add_argument('--local-rank', type=int, default=0)\n"
+        'args = p.parse_args()\nx = t.to(f"npu:{args.local_rank}")\n',
+        id="argparse int option with a default",
+    ),
+    pytest.param(
+        "import torch\nif torch.cuda.is_available():\n    pass\nfrom torch.cuda.amp import autocast\n",
+        "import torch\nimport torch_npu\nif torch_npu.npu.is_available():\n    pass\nfrom torch_npu.npu.amp import autocast\n",
+        id="name use bound by import torch_npu",
+    ),
+    pytest.param(
+        "import torch.distributed as dist\ndist.init_process_group(backend='cpu:gloo,cuda:nccl')\n",
+        "import torch.distributed as dist\nimport torch_npu\ndist.init_process_group(backend='cpu:gloo,npu:hccl')\n",
+        id="backend map",
+    ),
+    pytest.param(
+        "import torch\nx = torch.zeros(1, device='cuda' if ok else 'cpu')\n",
+        "import torch\nimport torch_npu\nx = torch.zeros(1, device='npu' if ok else 'cpu')\n",
+        id="conditional device string",
+    ),
+]
+
+
+@pytest.mark.parametrize("source, expected", REWRITES)
+def test_rewrite(source, expected):
+    output, _ = migrate(source)
+    assert output == expected
+    assert migrate(output)[1].changes == []
+
+
+UNCHANGED = [
+    pytest.param("import torch\nx = t.to(args.gpu)\n", id="argparse option that may be None"),
+    pytest.param("import argparse\np.add_argument('--gpu', type=int)\nx = t.to(args.gpu)\n", id="int option without default"),
+    pytest.param("def f():\n    '''cuda'''\n    return 1\n", id="docstring"),
+    pytest.param(
+        "import torch\nif hasattr(torch, 'npu') and torch.npu.is_available():\n    d = 'npu'\n"
+        "elif torch.cuda.is_available():\n    d = 'cuda'\n",
+        id="NPU-aware if/elif chain",
+    ),
+    pytest.param(
+        "def module_for(kind):\n    if kind == 'npu':\n        return torch.npu\n    if kind == 'cuda':\n        return torch.cuda\n",
+        id="sibling if beside an NPU-aware one",
+    ),
+    pytest.param("import torch\nbackend = 'hccl' if device == 'npu' else 'nccl'\n", id="NPU-aware conditional"),
+    pytest.param("print('cuda is not available, falling back to cpu')\n", id="prose"),
+]
+
+
+@pytest.mark.parametrize("source", UNCHANGED)
+def test_unchanged(source):
+    output, result = migrate(source)
+    assert output == source and result.changes == []
+
+
+def test_guarded_cuda_is_noted_not_reported():
+    source = "import torch\nd = 'npu' if torch.npu.is_available() else 'cuda'\n"
+    _, result = migrate(source)
+    assert [f.report for f in result.findings] == [Report.NOTE]
+
+
+def test_unsupported_torch_cuda_names_are_left_and_reported():
+    source = "import torch\nfrom torch.cuda import nvtx, synchronize\ncap = torch.cuda.get_device_capability()\nnvtx.range_push('x')\n"
+    output, result = migrate(source)
+    assert "from torch.cuda import nvtx, synchronize" in output  # a mixed import stays whole
+    assert "torch.cuda.get_device_capability()" in output
+    unsupported = {(f.start_line, f.api) for f in result.findings if f.report == Report.UNSUPPORTED}
+    assert (2, "torch.cuda.nvtx") in unsupported
+    assert (3, "torch.cuda.get_device_capability") in unsupported
+    assert (4, "torch.cuda.nvtx.range_push") in unsupported
+    tips = " ".join(f.tip for f in result.findings)
+    assert "mstx" in tips and "capability" in tips
+
+
+def test_findings_use_original_line_numbers_after_insertions():
+    source = "import torch\nfrom torch import nn\nm = nn.DataParallel(net).cuda()\ntorch.cuda.nvtx.range_pop()\n"
+    output, result = migrate(source)
+    assert output.count("\n") > source.count("\n")
+    assert [(f.start_line, f.api) for f in result.findings if f.report == Report.UNSUPPORTED] == [
+        (4, "torch.cuda.nvtx.range_pop")
+    ]
+
+
+def test_dataloader_roles():
+    source = (
+        "from torch.utils.data import DataLoader\n"
+        "train_loader = DataLoader(train_set, batch_size=8, shuffle=True)\n"
+        "val_loader = DataLoader(val_set, batch_size=8)\n"
+        "loader = DataLoader(ds, batch_size=8)\n"
+        "train_feats = DataLoader(train_set, batch_size=8, drop_last=False)\n"
+    )
+    output, result = migrate(source)
+    assert "train_loader = DataLoader(train_set, batch_size=8, shuffle=True, drop_last=True)" in output
+    assert "val_loader = DataLoader(val_set, batch_size=8)\n" in output
+    assert "drop_last=False)" in output
+    advice = sorted(f.start_line for f in result.findings if f.report == Report.PERFORMANCE)
+    assert advice == [3, 4, 5]
+
+
+def test_pin_memory_off_before_torch_2_1():
+    old = Options(api=apidata.ApiData("1.11.0", "1.11.0", OPTIONS.api.modules, frozenset()))
+    source = "from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, shuffle=True, pin_memory=True)\n"
+    result = migrate_source(source.encode(), "f.py", old)
+    assert b"pin_memory=False" in result.output and b"drop_last=True" in result.output
+
+
+def test_syntax_error_is_a_result_not_an_exception():
+    result = migrate_source(b"print 'cuda'\n", "old.py", OPTIONS)
+    assert result.status == Status.FAILED and "syntax error at line 1" in result.error
+
+
+def test_undecodable_file_is_a_result():
+    result = migrate_source(b"x = 'cuda'\n\xff\xfe = 1\n", "bad.py", OPTIONS)
+    assert result.status == Status.FAILED
+
+
+def test_file_without_anything_relevant_is_not_parsed():
+    assert migrate_source(b"def f(:\n", "noise.py", OPTIONS).status == Status.SKIPPED
+
+
+def test_custom_operators_from_cpp():
+    source = """
+    // m.def("commented_out", &f);
+    PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+      m.def("fused_forward", &fused_forward, "doc");
+      m.def("fused_backward", &fused_backward);
+    }
+    TORCH_LIBRARY(myops, lib) {
+      lib.def("gelu_fast(Tensor x) -> Tensor");
+    }
+    TORCH_LIBRARY_IMPL(myops, CUDA, lib) {
+      lib.impl("gelu_fast", &gelu_fast_cuda);
+    }
+    """
+    assert custom_operators(source) == ["fused_forward", "fused_backward", "gelu_fast"]
+
+
+def test_line_map_follows_insertions():
+    lines = LineMap(3)
+    lines.update("a\nb\nc\n", "a\nnew\nb\nc\n")
+    assert [lines.original(n) for n in (1, 2, 3, 4)] == [1, 1, 2, 3]
