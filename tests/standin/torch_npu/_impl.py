@@ -1,0 +1,377 @@
+"""Implementation of the ``torch_npu.npu`` functions on a CPU-only machine.
+
+Everything here is deliberately trivial: the "NPU" is the CPU.  The NPU random
+generator is a separate CPU generator that nothing draws from, exactly like
+``torch.cuda.manual_seed`` on a machine without CUDA: seeding the NPU never
+changes the numbers that CPU (= stand-in NPU) tensors get.
+"""
+
+import os
+import time
+
+import torch
+
+from ._device import npu_index
+
+_state = {"device": 0}
+_npu_gen = torch._C.Generator()  # CPU generator standing for the NPU's; never used by ops
+_rng_all = {}
+
+
+# -- device management ------------------------------------------------------
+def is_available():
+    return True
+
+
+def is_initialized():
+    return True
+
+
+def init():
+    return None
+
+
+def device_count():
+    try:
+        return int(os.environ.get("STANDIN_NPU_COUNT", "1"))
+    except ValueError:
+        return 1
+
+
+def current_device():
+    return _state["device"]
+
+
+def _check_index(idx):
+    n = device_count()
+    if not 0 <= idx < n:
+        raise RuntimeError(
+            f"Invalid device ID {idx}: the stand-in has {n} NPU(s) "
+            "(set STANDIN_NPU_COUNT to pretend more)"
+        )
+    return idx
+
+
+def set_device(device):
+    idx = npu_index(device, default=None)
+    if idx is None:  # "npu" without an index: keep the current device
+        return
+    _state["device"] = _check_index(idx)
+
+
+class device:
+    """Context manager that changes the current NPU (``torch.npu.device(1)``)."""
+
+    def __init__(self, device):
+        self.idx = npu_index(device, default=-1) if device is not None else -1
+        self.prev_idx = -1
+
+    def __enter__(self):
+        self.prev_idx = _state["device"]
+        if self.idx is not None and self.idx >= 0:
+            set_device(self.idx)
+        return self
+
+    def __exit__(self, *exc):
+        _state["device"] = self.prev_idx
+        return False
+
+
+class device_of(device):
+    def __init__(self, obj):
+        super().__init__(current_device() if isinstance(obj, torch.Tensor) else -1)
+
+
+def synchronize(device=None):
+    return None
+
+
+def get_device_name(device=None):
+    return "Ascend910B (CPU stand-in)"
+
+
+class _DeviceProperties:
+    def __init__(self):
+        self.name = get_device_name()
+        self.total_memory = 64 * 1024**3
+        self.major = 0
+        self.minor = 0
+        self.multi_processor_count = 1
+
+    def __repr__(self):
+        return (f"_NPUDeviceProperties(name='{self.name}', "
+                f"total_memory={self.total_memory // 1024**2}MB)")
+
+
+def get_device_properties(device=None):
+    return _DeviceProperties()
+
+
+def get_device_capability(device=None):
+    return None
+
+
+def is_bf16_supported(*args, **kwargs):
+    return True
+
+
+def utilization(device=None):
+    return 0
+
+
+def ipc_collect():
+    return None
+
+
+def set_compile_mode(jit_compile=False):
+    return None
+
+
+def is_jit_compile_false():
+    return True
+
+
+def set_option(option):
+    return None
+
+
+# -- memory: the stand-in owns no device memory ---------------------------------
+def empty_cache():
+    return None
+
+
+def memory_allocated(device=None):
+    return 0
+
+
+def max_memory_allocated(device=None):
+    return 0
+
+
+def memory_reserved(device=None):
+    return 0
+
+
+def max_memory_reserved(device=None):
+    return 0
+
+
+memory_cached = memory_reserved
+max_memory_cached = max_memory_reserved
+
+
+def reset_peak_memory_stats(device=None):
+    return None
+
+
+def reset_max_memory_allocated(device=None):
+    return None
+
+
+def reset_max_memory_cached(device=None):
+    return None
+
+
+def reset_accumulated_memory_stats(device=None):
+    return None
+
+
+def memory_stats(device=None):
+    return {}
+
+
+def memory_summary(device=None, abbreviated=False):
+    return "NPU stand-in: no device memory is used (tensors live on the CPU).\n"
+
+
+def mem_get_info(device=None):
+    total = get_device_properties().total_memory
+    return (total, total)
+
+
+def set_per_process_memory_fraction(fraction, device=None):
+    return None
+
+
+# -- random numbers ---------------------------------------------------------------
+def manual_seed(seed):
+    _npu_gen.manual_seed(int(seed))
+
+
+def manual_seed_all(seed):
+    _npu_gen.manual_seed(int(seed))
+
+
+def seed():
+    _npu_gen.seed()
+
+
+def seed_all():
+    _npu_gen.seed()
+
+
+def initial_seed():
+    return _npu_gen.initial_seed()
+
+
+def get_rng_state(device="npu"):
+    return _npu_gen.get_state()
+
+
+def set_rng_state(new_state, device="npu"):
+    _npu_gen.set_state(new_state)
+
+
+def get_rng_state_all():
+    return [get_rng_state() for _ in range(device_count())]
+
+
+def set_rng_state_all(new_states):
+    for s in new_states:
+        set_rng_state(s)
+
+
+# -- streams and events: everything is synchronous --------------------------------
+class Stream:
+    def __init__(self, device=None, priority=0, **kwargs):
+        self.device = torch.device("npu", current_device() if device is None
+                                   else npu_index(device, current_device()))
+        self.priority = priority
+
+    def wait_stream(self, stream):
+        return None
+
+    def wait_event(self, event):
+        return None
+
+    def record_event(self, event=None):
+        event = Event() if event is None else event
+        event.record(self)
+        return event
+
+    def query(self):
+        return True
+
+    def synchronize(self):
+        return None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __repr__(self):
+        return f"<torch_npu.npu.Stream device={self.device} (CPU stand-in)>"
+
+
+class Event:
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        self.enable_timing = enable_timing
+        self._t = None
+
+    def record(self, stream=None):
+        self._t = time.perf_counter()
+
+    def wait(self, stream=None):
+        return None
+
+    def query(self):
+        return True
+
+    def synchronize(self):
+        return None
+
+    def elapsed_time(self, end_event):
+        if self._t is None or end_event._t is None:
+            raise RuntimeError("Both events must be recorded before elapsed_time")
+        return (end_event._t - self._t) * 1000.0
+
+
+_default_stream = {}
+_current_stream = {}
+
+
+def default_stream(device=None):
+    idx = current_device() if device is None else npu_index(device, current_device())
+    return _default_stream.setdefault(idx, Stream(idx))
+
+
+def current_stream(device=None):
+    idx = current_device() if device is None else npu_index(device, current_device())
+    return _current_stream.get(idx) or default_stream(idx)
+
+
+def set_stream(stream):
+    if stream is not None:
+        _current_stream[stream.device.index] = stream
+
+
+class StreamContext:
+    def __init__(self, stream):
+        self.stream = stream
+        self.prev = None
+
+    def __enter__(self):
+        if self.stream is not None:
+            self.prev = current_stream(self.stream.device)
+            set_stream(self.stream)
+        return self.stream
+
+    def __exit__(self, *exc):
+        if self.stream is not None:
+            set_stream(self.prev)
+        return False
+
+
+def stream(stream):
+    return StreamContext(stream)
+
+
+# -- autocast state queries -------------------------------------------------------
+def get_amp_supported_dtype():
+    return [torch.float16, torch.bfloat16]
+
+
+def is_autocast_enabled():
+    return torch.is_autocast_enabled("cpu")
+
+
+def set_autocast_enabled(enabled):
+    torch.set_autocast_enabled("cpu", enabled)
+
+
+def get_autocast_dtype():
+    return torch.get_autocast_dtype("cpu")
+
+
+def set_autocast_dtype(dtype):
+    torch.set_autocast_dtype("cpu", dtype)
+
+
+# -- misc configuration namespaces ------------------------------------------------
+class _Flags:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    def __repr__(self):
+        return f"<stand-in flags {self.__dict__}>"
+
+
+config = _Flags(allow_internal_format=False)
+matmul = _Flags(allow_hf32=False, allow_tf32=False)
+conv = _Flags(allow_hf32=True, allow_tf32=True)
+
+# legacy typed constructors: the NPU tensor types are the CPU ones here
+FloatTensor = torch.FloatTensor
+DoubleTensor = torch.DoubleTensor
+HalfTensor = torch.HalfTensor
+BFloat16Tensor = torch.BFloat16Tensor
+ByteTensor = torch.ByteTensor
+CharTensor = torch.CharTensor
+ShortTensor = torch.ShortTensor
+IntTensor = torch.IntTensor
+LongTensor = torch.LongTensor
+BoolTensor = torch.BoolTensor
+
+

@@ -1,0 +1,42 @@
+"""``torch_npu.npu.amp`` stand-in: autocast / GradScaler that run the CPU versions.
+
+* ``autocast(enabled=True, dtype=None, cache_enabled=True)`` is
+  ``torch.autocast("cpu", ...)`` (dtype None -> CPU's default, bfloat16).
+  With ``STANDIN_AUTOCAST=off`` every NPU autocast is disabled instead.
+* ``GradScaler(...)`` is ``torch.amp.GradScaler("cpu", ...)``; with
+  ``enabled=False`` it is an exact pass-through.
+"""
+
+import torch as _torch
+from torch.amp.autocast_mode import autocast as _autocast_base
+
+from .. import _names
+
+__all__ = ["autocast", "GradScaler", "custom_fwd", "custom_bwd"]
+
+
+class autocast(_autocast_base):
+    def __init__(self, enabled=True, dtype=None, cache_enabled=True):
+        super().__init__("npu", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+
+class GradScaler(_torch.amp.GradScaler):
+    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
+                 growth_interval=2000, enabled=True, dynamic=True):
+        super().__init__("npu", init_scale=init_scale, growth_factor=growth_factor,
+                         backoff_factor=backoff_factor, growth_interval=growth_interval,
+                         enabled=enabled)
+        if not dynamic:  # static loss scale: never grows nor backs off
+            self._growth_factor = 1.0
+            self._backoff_factor = 1.0
+
+
+def custom_fwd(fwd=None, *, cast_inputs=None):
+    return _torch.amp.custom_fwd(fwd, device_type="npu", cast_inputs=cast_inputs)
+
+
+def custom_bwd(bwd=None):
+    return _torch.amp.custom_bwd(bwd, device_type="npu")
+
+
+_names.apply_filter(__name__, globals())
