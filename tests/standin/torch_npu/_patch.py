@@ -64,9 +64,8 @@ def _patch_factories():
     torch.set_default_device = set_default_device
 
 
-def _patch_tensor():
-    T = torch.Tensor
-    orig_to = T.to
+def _mapped_to(orig_to):
+    """`Tensor.to`/`Module.to` that send an NPU device (or a bare index) to the CPU."""
 
     @functools.wraps(orig_to)
     def to(self, *args, **kwargs):
@@ -75,6 +74,15 @@ def _patch_tensor():
         if "device" in kwargs:
             map_kwargs(kwargs)
         return orig_to(self, *args, **kwargs)
+
+    return to
+
+
+def _patch_tensor():
+    T = torch.Tensor
+    orig_to = T.to
+
+    to = _mapped_to(orig_to)
 
     def npu(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
         """Stand-in ``Tensor.npu``: the NPU is the CPU, so this is ``.to("cpu")``."""
@@ -113,13 +121,7 @@ def _patch_module():
     orig_to = M.to
     orig_to_empty = M.to_empty
 
-    @functools.wraps(orig_to)
-    def to(self, *args, **kwargs):
-        if args and is_npu_or_index(args[0]):
-            args = (CPU,) + args[1:]
-        if "device" in kwargs:
-            map_kwargs(kwargs)
-        return orig_to(self, *args, **kwargs)
+    to = _mapped_to(orig_to)
 
     def npu(self, device=None):
         """Stand-in ``Module.npu``: parameters already live on the (CPU) NPU."""
