@@ -1,24 +1,20 @@
 """Training DataLoaders drop their last partial batch on NPU (seed 002, step 10)."""
 from __future__ import annotations
 
-import re
-from typing import List, Optional
 
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from ..change import Report
 from .base import Example, Rule, code_of
+from .loaders import DATALOADERS, LoaderRoles, append_keyword, keyword_value, set_keyword
 from .names import qualified_names
 
-DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
-_EVAL_WORDS = re.compile(r"(val|valid|validation|test|eval|evaluation|dev|infer|inference|predict)", re.I)
-_TRAIN_WORDS = re.compile(r"train", re.I)
 # torch_npu supports pinned host memory from the 2.1 series on; before that it had to be off.
 PIN_MEMORY_SINCE = (2, 1)
 
 
-class DataLoaderForNpu(Rule):
+class DataLoaderForNpu(LoaderRoles, Rule):
     """Ascend compiles one graph per input shape; a short last batch costs a recompilation
     every epoch, so training loaders get `drop_last=True` (seed 002).
 
@@ -51,69 +47,16 @@ class DataLoaderForNpu(Rule):
         "from torch.utils.data import DataLoader\ndata_loader_train = DataLoader(ds, batch_size=64, drop_last=False)\n",
     )
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self._targets: List[str] = []
-        self._functions: List[str] = []
-
-    # The names around a loader say what it is for.
-    def visit_Assign(self, node: cst.Assign) -> None:
-        self._targets.append(" ".join(code_of(t.target) for t in node.targets))
-
-    def leave_Assign(self, original_node, updated_node):
-        self._targets.pop()
-        return updated_node
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._targets.append(code_of(node.target))
-
-    def leave_AnnAssign(self, original_node, updated_node):
-        self._targets.pop()
-        return updated_node
-
-    def visit_DictElement(self, node: cst.DictElement) -> None:
-        self._targets.append(code_of(node.key))
-
-    def leave_DictElement(self, original_node, updated_node):
-        self._targets.pop()
-        return updated_node
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._functions.append(node.name.value)
-
-    def leave_FunctionDef(self, original_node, updated_node):
-        self._functions.pop()
-        return updated_node
-
-    def _role(self, call: cst.Call) -> Optional[str]:
-        """"train", "eval" or None (cannot tell)."""
-        target = self._targets[-1] if self._targets else ""
-        for words in (target, self._functions[-1] if self._functions else ""):
-            if _EVAL_WORDS.search(words) and not _TRAIN_WORDS.search(words):
-                return "eval"
-            if _TRAIN_WORDS.search(words):
-                return "train"
-        dataset = call.args[0].value if call.args and call.args[0].keyword is None else _keyword(call, "dataset")
-        dataset_text = code_of(dataset)
-        if _TRAIN_WORDS.search(dataset_text):
-            return "train"
-        if _EVAL_WORDS.search(dataset_text):
-            return "eval"
-        shuffle = _keyword(call, "shuffle")
-        if shuffle is not None and not (isinstance(shuffle, cst.Name) and shuffle.value == "False"):
-            return "train"
-        return None
-
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
         if not (qualified_names(self, original_node.func) & DATALOADERS):
             return updated_node
-        role = self._role(original_node)
+        role = self.role(original_node)
         args = list(updated_node.args)
         messages = []
         if role == "train":
-            drop_last = _keyword(original_node, "drop_last")
+            drop_last = keyword_value(original_node, "drop_last")
             if drop_last is None:
-                args = _append_keyword(args, "drop_last", cst.Name("True"))
+                args = append_keyword(args, "drop_last", cst.Name("True"))
                 messages.append("add drop_last=True to the training DataLoader")
             elif not (isinstance(drop_last, cst.Name) and drop_last.value == "True"):
                 # An explicit choice (a literal False, or an expression) is the author's: a
@@ -137,9 +80,9 @@ class DataLoaderForNpu(Rule):
                 else f"{what} left as is: if it feeds training, add drop_last=True (fixed shapes on Ascend)",
             )
         if self.context.api.version_tuple < PIN_MEMORY_SINCE:
-            pin = _keyword(original_node, "pin_memory")
+            pin = keyword_value(original_node, "pin_memory")
             if not (isinstance(pin, cst.Name) and pin.value == "False") and pin is not None:
-                args = _set_keyword(args, "pin_memory", cst.Name("False"))
+                args = set_keyword(args, "pin_memory", cst.Name("False"))
                 messages.append(f"set pin_memory=False (not supported by torch_npu {self.context.api.torch_npu_version})")
         if not messages:
             return updated_node
@@ -147,32 +90,3 @@ class DataLoaderForNpu(Rule):
             self.record(original_node, message)
         self.context.needs_torch_npu = True
         return updated_node.with_changes(args=args)
-
-
-def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None
-
-
-def _set_keyword(args: List[cst.Arg], name: str, value: cst.BaseExpression) -> List[cst.Arg]:
-    return [a.with_changes(value=value) if a.keyword is not None and a.keyword.value == name else a for a in args]
-
-
-def _append_keyword(args: List[cst.Arg], name: str, value: cst.BaseExpression) -> List[cst.Arg]:
-    """Add `name=value` after the last argument, on the same line, keeping a trailing comma."""
-    new_arg = cst.Arg(
-        keyword=cst.Name(name),
-        value=value,
-        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
-    )
-    if not args:
-        return [new_arg]
-    last = args[-1]
-    # Whatever followed the last argument (a trailing comma, a comment, the newline before the
-    # closing bracket) moves behind the new one, so the layout of the call is kept.
-    separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    new_arg = new_arg.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
-    last = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
-    return [*args[:-1], last, new_arg]
