@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from . import __version__, apidata
-from .project import RunRequest, UsageError, run
+from .project import DistributedRequest, RunRequest, UsageError, run
 from .reports import console
 from .rules import RULES_BY_CODE
 
@@ -68,12 +68,16 @@ def main(ctx, input_path, output_path, torch_version, force, report_dir):
     """
     if ctx.invoked_subcommand is not None:
         return
-    missing = [flag for flag, value in (("-i/--input", input_path), ("-o/--output", output_path),
-                                        ("-v/--version", torch_version)) if value is None]
+    _migrate(ctx.params)
+
+
+def _migrate(params, distributed: DistributedRequest = None) -> None:
+    missing = [flag for flag, key in (("-i/--input", "input_path"), ("-o/--output", "output_path"),
+                                      ("-v/--version", "torch_version")) if params[key] is None]
     if missing:
         _fail(f"missing option {', '.join(missing)} (see gpu2npu --help)")
-    request = RunRequest(input=input_path, output=output_path, version=torch_version, force=force,
-                         report_dir=report_dir)
+    request = RunRequest(input=params["input_path"], output=params["output_path"], version=params["torch_version"],
+                         force=params["force"], report_dir=params["report_dir"], distributed=distributed)
     try:
         result = run(request)
     except UsageError as error:
@@ -96,6 +100,31 @@ def main(ctx, input_path, output_path, torch_version, force, report_dir):
     for path, reason in result.failed:
         click.echo(f"gpu2npu: warning: {path}: copied unchanged, {reason}", err=True)
     sys.exit(EXIT_PARTIAL if result.failed else EXIT_OK)
+
+
+@main.command("distributed")
+@click.option("-m", "--main", "main_file", required=True, type=click.Path(path_type=Path),
+              help="The training entry file (inside INPUT); it initialises the process group.")
+@click.option("-t", "--target_model", "--target-model", "target", default="model", show_default=True,
+              help="Variable holding the model in the main file (dotted names such as self.model allowed).")
+@click.option("--split-batch", is_flag=True,
+              help="Divide training batch sizes by the number of processes, keeping the global batch (seed 002).")
+@click.pass_context
+def distributed(ctx, main_file, target, split_batch):
+    """Convert a single-card script into a multi-card one: one process per NPU, DDP over HCCL.
+
+    Options of the migration (-i, -o, -v, ...) come before `distributed`:
+
+        gpu2npu -i PROJECT -o OUT -v 2.1.0 distributed -m train.py -t model
+
+    Writes OUT/PROJECT_msft_multi/ with run_distributed_npu.sh, which starts one process per NPU
+    (NPUS=0,1,... bash run_distributed_npu.sh [script arguments]).  The main file initialises the
+    HCCL process group (unless the project already does), the model is wrapped in
+    DistributedDataParallel, training DataLoaders get a DistributedSampler that keeps their
+    shuffle setting and set_epoch is called every epoch.  Only for scripts that load data with
+    torch.utils.data.DataLoader.
+    """
+    _migrate(ctx.parent.params, DistributedRequest(main=main_file, target=target, split_batch=split_batch))
 
 
 @main.command("rules")

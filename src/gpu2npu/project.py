@@ -4,6 +4,7 @@ be valid, and an existing result is never replaced unless asked to (`force`)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -16,13 +17,25 @@ from .cuda_ops import custom_operators
 from .discover import Entry, Kind, walk
 from .pipeline import FileResult, Status, migrate_source
 from .reports import csv_reports, log as run_log
-from .rules import RULES_BY_CODE, Options
+from .launcher import LAUNCHER_NAME, launcher_script
+from .rules import DISTRIBUTED_RULES, RULES_BY_CODE, SINGLE_CARD_RULES, DistributedSettings, Options
 
 OUTPUT_SUFFIX = "_msft"
+MULTI_SUFFIX = "_msft_multi"
+TARGET_PATTERN = re.compile(r"^([a-zA-Z_]\w*\.)*([a-zA-Z_]\w*)$")
+INIT_CALL = re.compile(rb"\binit_process_group\s*\(")
+SPAWN_CALL = re.compile(r"\b(mp|multiprocessing)\.(spawn|start_processes)\s*\(")
 
 
 class UsageError(Exception):
     """The request cannot be carried out as given (exit status 2, nothing written)."""
+
+
+@dataclass
+class DistributedRequest:
+    main: Path  # the training entry file, inside the input
+    target: str = "model"
+    split_batch: bool = False
 
 
 @dataclass
@@ -32,7 +45,11 @@ class RunRequest:
     version: str
     force: bool = False
     report_dir: Optional[Path] = None
-    suffix: str = OUTPUT_SUFFIX
+    distributed: Optional[DistributedRequest] = None
+
+    @property
+    def suffix(self) -> str:
+        return OUTPUT_SUFFIX if self.distributed is None else MULTI_SUFFIX
 
 
 @dataclass
@@ -88,7 +105,41 @@ def check_request(request: RunRequest) -> Tuple[Path, Path, Options]:
             )
     if request.report_dir is not None and _inside(request.report_dir.resolve(), folder) and source.is_dir():
         raise UsageError(f"report folder {request.report_dir} lies inside the input: choose a folder outside it")
-    return source, target, Options(api=api)
+    settings = None if request.distributed is None else _check_distributed(request.distributed, source)
+    return source, target, Options(api=api, distributed=settings)
+
+
+def _check_distributed(request: DistributedRequest, source: Path) -> DistributedSettings:
+    if not source.is_dir():
+        raise UsageError("distributed needs a project folder as input (-i)")
+    main = request.main if request.main.is_absolute() else source / request.main
+    if not main.is_file() and (Path.cwd() / request.main).is_file():
+        main = Path.cwd() / request.main
+    main = main.resolve()
+    if not main.is_file() or main.suffix != ".py":
+        raise UsageError(f"distributed -m {request.main}: no such .py file in {source}")
+    if not _inside(main, source):
+        raise UsageError(f"distributed -m {request.main}: the main file must lie inside the input {source}")
+    if not TARGET_PATTERN.match(request.target):
+        raise UsageError(f"distributed -t {request.target}: not a variable name (e.g. model or self.model)")
+    assignment = re.compile(rf"^\s*{re.escape(request.target)}\s*(:[^=]+)?=[^=]", re.M)
+    if not assignment.search(main.read_text(encoding="utf-8", errors="replace")):
+        raise UsageError(
+            f"distributed -t {request.target}: {main.relative_to(source)} never assigns {request.target}; "
+            "name the variable that holds the model"
+        )
+    main_text = main.read_text(encoding="utf-8", errors="replace")
+    spawns = bool(SPAWN_CALL.search(main_text))
+    initialises = any(
+        INIT_CALL.search(entry.absolute.read_bytes()) for entry in walk(source) if entry.kind == Kind.PYTHON
+    )
+    return DistributedSettings(
+        main_file=main.relative_to(source).as_posix(),
+        target=request.target,
+        split_batch=request.split_batch,
+        project_initialises=initialises,
+        main_spawns=spawns,
+    )
 
 
 def _copy_entry(entry: Entry, destination: Path) -> None:
@@ -111,7 +162,8 @@ def _migrate_python(entry: Entry, destination: Path, options: Options) -> FileRe
         except OSError:
             pass
         return result
-    result = migrate_source(data, entry.relative, options)
+    rules = SINGLE_CARD_RULES if options.distributed is None else DISTRIBUTED_RULES
+    result = migrate_source(data, entry.relative, options, rules)
     if result.output is None:
         shutil.copy2(entry.absolute, destination)
     else:
@@ -169,11 +221,34 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
                     cuda_ops.extend((entry.relative, name) for name in custom_operators(text))
         for relative, name in cuda_ops:
             logger.info(f"{relative}: custom CUDA operator {name} needs an NPU implementation")
+        if options.distributed is not None:
+            _write_launcher(staging, options.distributed, logger)
         result.report_rows = csv_reports.write_all(report_folder, result.changes, result.findings, cuda_ops)
         _log_summary(logger, result)
     finally:
         run_log.close_log(logger)
     return result
+
+
+def _write_launcher(staging: Path, settings: DistributedSettings, logger) -> None:
+    launcher = staging / LAUNCHER_NAME
+    if launcher.exists():
+        launcher = staging / f"gpu2npu_{LAUNCHER_NAME}"
+    launcher.write_text(launcher_script(settings.main_file, settings.main_spawns), encoding="utf-8")
+    launcher.chmod(0o750)
+    logger.info(
+        f"wrote {launcher.name}: NPUS=0,1,... bash {launcher.name} [arguments of {settings.main_file}] "
+        "starts one process per NPU (or use torchrun --nproc_per_node=N)"
+    )
+    logger.info(
+        "batch size: every process uses the batch size it is given, so the global batch is the number of "
+        "NPUs times larger than on one card" + ("" if settings.split_batch else
+        "; pass --split-batch to divide training batch sizes by the number of processes (seed 002)")
+    )
+    if settings.main_spawns:
+        logger.info(f"{settings.main_file} starts its own processes: {launcher.name} runs it once on the NPUs in NPUS")
+    if settings.project_initialises:
+        logger.info("the project initialises its process group itself: that call was migrated, none was added")
 
 
 def _move_into_place(staging: Path, target: Path) -> None:

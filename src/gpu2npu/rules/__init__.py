@@ -15,7 +15,11 @@ from __future__ import annotations
 
 from typing import Dict, Tuple, Type
 
-from .base import Example, FileContext, Options, Rule
+from .base import DistributedSettings, Example, FileContext, Options, Rule
+from .ddp_data_parallel import DataParallelRemoved
+from .ddp_init import InitHcclProcessGroup
+from .ddp_model import WrapModelInDdp
+from .ddp_sampler import DistributedSamplerForLoaders
 from .cuda_api import TorchCudaApiToNpu
 from .data_parallel import DataParallelToSingleNpu
 from .dataloader import DataLoaderForNpu
@@ -38,6 +42,34 @@ SINGLE_CARD_RULES: Tuple[Type[Rule], ...] = (
     ImportTorchNpu,
 )
 
-RULES_BY_CODE: Dict[str, Type[Rule]] = {rule.code: rule for rule in SINGLE_CARD_RULES}
+# `distributed`: one process per NPU.  DataParallel is removed instead of replaced, loaders get
+# a DistributedSampler after DataLoaderForNpu has made them drop their last batch, the model
+# wrap and the process-group initialisation insert statements, and ImportTorchNpu still runs
+# last because the inserted code uses torch_npu.
+DISTRIBUTED_RULES: Tuple[Type[Rule], ...] = (
+    NcclToHccl,
+    CudaDeviceStrings,
+    VisibleDevicesEnv,
+    TorchCudaApiToNpu,
+    TensorCudaToNpu,
+    IntegerDevices,
+    DataLoaderForNpu,
+    DistributedSamplerForLoaders,
+    DataParallelRemoved,
+    WrapModelInDdp,
+    InitHcclProcessGroup,
+    ImportTorchNpu,
+)
 
-__all__ = ["Example", "FileContext", "Options", "Rule", "SINGLE_CARD_RULES", "RULES_BY_CODE"]
+RULES_BY_CODE: Dict[str, Type[Rule]] = {rule.code: rule for rule in SINGLE_CARD_RULES + DISTRIBUTED_RULES}
+
+__all__ = [
+    "DistributedSettings",
+    "Example",
+    "FileContext",
+    "Options",
+    "Rule",
+    "SINGLE_CARD_RULES",
+    "DISTRIBUTED_RULES",
+    "RULES_BY_CODE",
+]

@@ -30,11 +30,23 @@ class Example:
     after: str
 
 
+@dataclass(frozen=True)
+class DistributedSettings:
+    """What `gpu2npu ... distributed` was asked to do."""
+
+    main_file: str  # path of the entry file below the input root (POSIX style)
+    target: str = "model"  # variable holding the model, dotted names allowed
+    split_batch: bool = False  # divide training batch sizes by the number of processes
+    project_initialises: bool = False  # some file already calls init_process_group
+    main_spawns: bool = False  # the main file starts its own processes (torch.multiprocessing.spawn)
+
+
 @dataclass
 class Options:
     """Run-wide choices that rules read."""
 
     api: ApiData
+    distributed: Optional[DistributedSettings] = None
 
 
 @dataclass

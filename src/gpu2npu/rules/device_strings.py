@@ -14,7 +14,8 @@ class CudaDeviceStrings(DocstringTracker, Rule):
     template), `"cuda:%d"`, and f-strings `f"cuda:{rank}"`.  That covers `torch.device(...)`,
     `.to(...)`, `map_location=`, `torch.autocast("cuda")`, argparse defaults and comparisons such
     as `device.type == "cuda"`, so the code stays consistent with itself.  Prose that merely
-    contains the word ("running on cuda"), docstrings and comments are never touched.
+    contains the word ("running on cuda"), docstrings and comments are never touched.  Under
+    `distributed` a fixed index ("cuda:0") becomes plain "npu", the NPU of the process.
     """
 
     code = "NPU103"
@@ -54,6 +55,9 @@ class CudaDeviceStrings(DocstringTracker, Rule):
         if text is None or not DEVICE_STRING.match(text):
             return updated_node
         new_text = "npu" + text[len("cuda") :]
+        if self.context.options.distributed is not None and text[len("cuda:"):].isdigit():
+            # One process per NPU: a fixed index would put every process on the same NPU.
+            new_text = "npu"
         self.record(original_node, f"change device string {text!r} to {new_text!r}")
         self.context.needs_torch_npu = True
         return with_string_text(updated_node, new_text)

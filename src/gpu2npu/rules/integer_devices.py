@@ -160,6 +160,8 @@ class IntegerDevices(Rule):
 
     def _explicit(self, value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         if isinstance(value, cst.Integer):
+            if self.context.options.distributed is not None:
+                return cst.SimpleString('"npu"')  # one process per NPU: its own device
             return cst.SimpleString(f'"npu:{value.value}"')
         if not self._ints.is_int(value):
             return None

@@ -1,0 +1,60 @@
+"""distributed: the main file joins the HCCL process group, unless the project already does."""
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from .base import Rule
+from .placement import after_imports, bound_names, line_before, pair_with_originals
+
+COMMENT = (
+    "# One process per NPU: run_distributed_npu.sh sets RANK_ID, RANK_SIZE and DEVICE_ID, torchrun sets",
+    "# RANK, WORLD_SIZE and LOCAL_RANK.",
+)
+INIT_BLOCK = '''\
+NPU_DEVICE_ID = int(os.environ.get("LOCAL_RANK", os.environ.get("DEVICE_ID", "0")))
+torch_npu.npu.set_device(NPU_DEVICE_ID)
+torch.distributed.init_process_group(
+    "hccl",
+    rank=int(os.environ.get("RANK", os.environ.get("RANK_ID", "0"))),
+    world_size=int(os.environ.get("WORLD_SIZE", os.environ.get("RANK_SIZE", "1"))),
+)
+'''
+
+
+class InitHcclProcessGroup(Rule):
+    """The main file (`distributed -m`) sets its NPU and initialises the HCCL process group from
+    the launcher's environment, right after its imports.  If any file of the project already
+    calls `init_process_group`, nothing is inserted: that call is migrated (nccl -> hccl) and
+    never duplicated.
+    """
+
+    code = "NPU304"
+    summary = "distributed: initialise the HCCL process group in the main file (unless the script does)"
+    triggers = ()
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module):
+        settings = self.context.options.distributed
+        if self.context.path != settings.main_file or settings.project_initialises:
+            return updated_node
+        body = list(updated_node.body)
+        names = set()
+        for statement in body:
+            names |= bound_names(statement)
+        new = list(cst.parse_module(INIT_BLOCK, config=updated_node.config_for_parsing).body)
+        comment = [cst.EmptyLine(comment=cst.Comment(line)) for line in COMMENT]
+        new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), *comment])
+        if "os" not in names:
+            new.insert(0, cst.parse_statement("import os" + updated_node.default_newline))
+        if "torch" not in names:
+            new.insert(0, cst.parse_statement("import torch" + updated_node.default_newline))
+        pairs = pair_with_originals(body, original_node.body, self.context.inserted)
+        index = after_imports(body)
+        anchor = line_before(pairs, index, self.lines_of, len(original_node.header))
+        for statement in new:
+            self.context.inserted.add(id(statement))
+        body[index:index] = new
+        self.record_insert(anchor, "insert HCCL process-group initialisation (one process per NPU)")
+        self.context.needs_torch_npu = True
+        return updated_node.with_changes(body=body)

@@ -1,0 +1,161 @@
+"""distributed: the target model moves to its NPU and is wrapped in DistributedDataParallel."""
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from ..change import Report
+from .base import Rule, code_of
+from .names import dotted_name
+from .placement import bound_names
+
+DDP = "torch.nn.parallel.DistributedDataParallel"
+# Assignments that only move or re-wrap the model: the wrap goes after the one that builds it.
+_NOT_A_BUILD = ("npu", "cuda", "to", "half", "float", "DataParallel", "DistributedDataParallel", "DDP")
+CHECKPOINT_METHODS = ("state_dict", "load_state_dict")
+
+
+def _builds_target(statement: cst.CSTNode, target: str) -> bool:
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return False
+    small = statement.body[0]
+    if isinstance(small, cst.Assign):
+        if len(small.targets) != 1 or dotted_name(small.targets[0].target) != target:
+            return False
+        value = small.value
+    elif isinstance(small, cst.AnnAssign) and small.value is not None and dotted_name(small.target) == target:
+        value = small.value
+    else:
+        return False
+    if isinstance(value, cst.Name) and value.value == "None":
+        return False
+    if isinstance(value, cst.Call):
+        func = value.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+        if name in _NOT_A_BUILD:
+            return False
+    return True
+
+
+class _FindBuild(cst.CSTVisitor):
+    """Where the target is first built: (the enclosing function or None, that statement)."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.functions: List[Optional[cst.FunctionDef]] = [None]
+        self.found: Optional[Tuple[Optional[cst.FunctionDef], cst.CSTNode]] = None
+
+    def visit_FunctionDef(self, node) -> bool:
+        self.functions.append(node)
+        return self.found is None
+
+    def leave_FunctionDef(self, node) -> None:
+        self.functions.pop()
+
+    def visit_SimpleStatementLine(self, node) -> bool:
+        if self.found is None and _builds_target(node, self.target):
+            self.found = (self.functions[-1], node)
+        return False
+
+
+class WrapModelInDdp(Rule):
+    """In the main file, right after the statement that builds the target model (`-t`, default
+    `model`; `self.model` works too), the model moves to this process's NPU and is wrapped:
+
+        model = Net()
+        model = model.npu()
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[torch_npu.npu.current_device()])
+
+    Checkpoints keep their format: `model.state_dict()` / `model.load_state_dict(...)` after the
+    wrap (and in functions that receive the model as a parameter) go through `model.module`, so
+    files written by the original script load, and files written now load in the original.
+    A script that already wraps its model in DDP is left to do so.
+    """
+
+    code = "NPU303"
+    summary = "distributed: move the target model to its NPU and wrap it in DistributedDataParallel"
+    triggers = ()
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        settings = context.options.distributed
+        self.target = settings.target
+        self.root = self.target.split(".")[0]
+        self.active = context.path == settings.main_file
+        self.build = None
+        self.build_line = 0
+        self.functions: List[Optional[cst.FunctionDef]] = [None]
+        self.params: List[set] = [set()]
+
+    def visit_Module(self, node: cst.Module) -> None:
+        if not self.active:
+            return
+        if "DistributedDataParallel" in node.code or "DDP(" in node.code:
+            self.active = False
+            return
+        if "torch" not in _module_names(node):
+            self.report(node, Report.UNSUPPORTED, DDP, "the main file does not `import torch`: wrap the model in "
+                        "DistributedDataParallel by hand")
+            self.active = False
+            return
+        finder = _FindBuild(self.target)
+        node.visit(finder)
+        if finder.found is None:
+            self.active = False
+            return
+        self.build = finder.found
+        self.build_line = self.lines_of(finder.found[1])[1]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.append(node)
+        self.params.append({p.name.value for p in node.params.params} | {p.name.value for p in node.params.kwonly_params})
+
+    def leave_FunctionDef(self, original_node, updated_node):
+        self.functions.pop()
+        self.params.pop()
+        return updated_node
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        if not self.active or self.build is None or original_node is not self.build[1]:
+            return updated_node
+        lines = [
+            f"{self.target} = {self.target}.npu()",
+            f"{self.target} = {DDP}({self.target}, device_ids=[torch_npu.npu.current_device()])",
+        ]
+        new = [cst.parse_statement(line + "\n") for line in lines]
+        for statement in new:
+            self.context.inserted.add(id(statement))
+        self.record_insert(self.build_line, f"insert {self.target}.npu() and the DistributedDataParallel wrap")
+        self.context.needs_torch_npu = True
+        return cst.FlattenSentinel([updated_node, *new])
+
+    def _sees_wrapped_model(self, line: int) -> bool:
+        function = self.functions[-1]
+        if function is self.build[0]:
+            return line > self.build_line
+        if self.root == "self":
+            return True
+        return self.root in self.params[-1]
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
+        if not self.active or self.build is None:
+            return updated_node
+        func = original_node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in CHECKPOINT_METHODS):
+            return updated_node
+        if dotted_name(func.value) != self.target or not self._sees_wrapped_model(self.lines_of(original_node)[0]):
+            return updated_node
+        self.record(original_node, f"change {self.target}.{func.attr.value} to {self.target}.module.{func.attr.value} "
+                    "(checkpoint keys as in the original)")
+        new_value = cst.parse_expression(f"{self.target}.module")
+        return updated_node.with_changes(func=updated_node.func.with_changes(value=new_value))
+
+
+def _module_names(module: cst.Module) -> set:
+    names = set()
+    for statement in module.body:
+        names |= bound_names(statement)
+    return names
