@@ -1,35 +1,42 @@
 """Every rule's documented examples are tests: the same text `gpu2npu explain` prints."""
+import dataclasses
+
 import pytest
 
 from gpu2npu import apidata
 from gpu2npu.pipeline import migrate_source
-from gpu2npu.rules import SINGLE_CARD_RULES, Options
+from gpu2npu.rules import DISTRIBUTED_RULES, RULES_BY_CODE, SINGLE_CARD_RULES, Options
 
 from helpers import parses
 
 OPTIONS = Options(api=apidata.load("2.1.0"))
 
+ALL_RULES = list(RULES_BY_CODE.values())
 EXAMPLES = [
     pytest.param(rule, example, id=f"{rule.code}-{number}")
-    for rule in SINGLE_CARD_RULES
+    for rule in ALL_RULES
     for number, example in enumerate(rule.examples, 1)
 ]
 UNCHANGED = [
     pytest.param(rule, source, id=f"{rule.code}-unchanged-{number}")
-    for rule in SINGLE_CARD_RULES
+    for rule in ALL_RULES
     for number, source in enumerate(rule.unchanged, 1)
 ]
 
 
-def migrated(source: str):
-    result = migrate_source(source.encode(), "example.py", OPTIONS)
+def migrated(source: str, distributed=None):
+    if distributed is None:
+        result = migrate_source(source.encode(), "example.py", OPTIONS)
+    else:
+        options = Options(api=OPTIONS.api, distributed=distributed)
+        result = migrate_source(source.encode(), "example.py", options, DISTRIBUTED_RULES)
     return (result.output or source.encode()).decode(), result
 
 
 def test_every_rule_documents_itself():
-    codes = [rule.code for rule in SINGLE_CARD_RULES]
+    codes = [rule.code for rule in ALL_RULES]
     assert len(codes) == len(set(codes))
-    for rule in SINGLE_CARD_RULES:
+    for rule in ALL_RULES:
         assert rule.code and rule.summary and rule.__doc__, rule
         assert rule.examples, f"{rule.code} has no example"
         assert rule.fix_safety in ("safe", "unsafe")
@@ -37,11 +44,13 @@ def test_every_rule_documents_itself():
 
 @pytest.mark.parametrize("rule, example", EXAMPLES)
 def test_example(rule, example):
-    output, result = migrated(example.before)
+    output, result = migrated(example.before, example.distributed)
     assert output == example.after
     assert any(change.rule == rule.code for change in result.changes), "the example does not exercise its rule"
     assert parses(output.encode())
-    again, second = migrated(output)
+    # On a second run the output's own init_process_group call is the project's.
+    settings = example.distributed and dataclasses.replace(example.distributed, project_initialises=True)
+    again, second = migrated(output, settings)
     assert again == output and not second.changes, "migrating the result again must change nothing"
 
 

@@ -6,6 +6,7 @@ The shell only parses options, calls `project.run` and prints the summary.
 """
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 
@@ -142,9 +143,10 @@ def explain(code):
     if rule is None:
         _fail(f"no rule {code}; `gpu2npu rules` lists them")
     click.echo(f"{rule.code} {rule.__name__} ({rule.fix_safety})\n")
-    click.echo((rule.__doc__ or "").strip() + "\n")
+    click.echo(inspect.cleandoc(rule.__doc__ or "") + "\n")
     for number, example in enumerate(rule.examples, 1):
-        click.echo(f"Example {number}, before:\n{_indent(example.before)}\nafter:\n{_indent(example.after)}")
+        mode = " (gpu2npu ... distributed -m example.py)" if example.distributed else ""
+        click.echo(f"Example {number}{mode}, before:\n{_indent(example.before)}\nafter:\n{_indent(example.after)}")
     for source in rule.unchanged:
         click.echo(f"Left unchanged:\n{_indent(source)}")
 

@@ -48,7 +48,8 @@ def migrate_source(
     options: Options,
     rules: Sequence[Type[Rule]] = SINGLE_CARD_RULES,
 ) -> FileResult:
-    if not any(word.encode() in data for word in RELEVANT_WORDS):
+    is_main = options.distributed is not None and path == options.distributed.main_file
+    if not is_main and not any(word.encode() in data for word in RELEVANT_WORDS):
         return FileResult(path, Status.SKIPPED)
     try:
         module = cst.parse_module(data)

@@ -22,12 +22,14 @@ from . import npu_aware
 class Example:
     """A before/after pair: documentation, and a test run by the suite.
 
-    `after` is what the whole single-card migration makes of `before` (all rules, not only this
-    one), because that is what a user sees.
+    `after` is what the whole migration makes of `before` (all rules, not only this one),
+    because that is what a user sees: the single-card migration, or `distributed` when
+    `distributed` is given (the example file is then the main file).
     """
 
     before: str
     after: str
+    distributed: Optional["DistributedSettings"] = None
 
 
 @dataclass(frozen=True)

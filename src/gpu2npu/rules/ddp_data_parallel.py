@@ -5,7 +5,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from ..change import Operation
-from .base import Rule, code_of
+from .base import DistributedSettings, Example, Rule, code_of
 from .data_parallel import DATA_PARALLEL
 from .names import qualified_names
 
@@ -20,6 +20,14 @@ class DataParallelRemoved(Rule):
     summary = "distributed: nn.DataParallel(model) -> model (wrapped in DDP instead)"
     triggers = ("DataParallel",)
     METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
+    examples = (
+        Example(
+            "import torch\nfrom torch import nn\nmodel = nn.DataParallel(model).cuda()\n"
+            "model.features = nn.DataParallel(model.features)\n",
+            "import torch\nimport torch_npu\nfrom torch import nn\nmodel = model.npu()\n",
+            distributed=DistributedSettings(main_file="example.py", project_initialises=True),
+        ),
+    )
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self._edits_before_statement = len(self.edits)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from .base import Rule
+from .base import DistributedSettings, Example, Rule
 from .placement import after_imports, bound_names, line_before, pair_with_originals
 
 COMMENT = (
@@ -33,6 +33,15 @@ class InitHcclProcessGroup(Rule):
     summary = "distributed: initialise the HCCL process group in the main file (unless the script does)"
     triggers = ()
     METADATA_DEPENDENCIES = (PositionProvider,)
+    examples = (
+        Example(
+            "import torch\nmodel = Net()\n",
+            "import torch\nimport torch_npu\nimport os\n\n" + "\n".join(COMMENT) + "\n" + INIT_BLOCK
+            + "model = Net()\nmodel = model.npu()\n"
+            "model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[torch_npu.npu.current_device()])\n",
+            distributed=DistributedSettings(main_file="example.py"),
+        ),
+    )
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module):
         settings = self.context.options.distributed

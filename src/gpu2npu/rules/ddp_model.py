@@ -7,7 +7,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from ..change import Report
-from .base import Rule, code_of
+from .base import DistributedSettings, Example, Rule, code_of
 from .names import dotted_name
 from .placement import bound_names
 
@@ -78,6 +78,17 @@ class WrapModelInDdp(Rule):
     summary = "distributed: move the target model to its NPU and wrap it in DistributedDataParallel"
     triggers = ()
     METADATA_DEPENDENCIES = (PositionProvider,)
+    examples = (
+        Example(
+            "import torch\ndef main():\n    model = Net()\n    train(model)\n"
+            "def train(model):\n    torch.save(model.state_dict(), 'last.pt')\n",
+            "import torch\nimport torch_npu\ndef main():\n    model = Net()\n    model = model.npu()\n"
+            "    model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[torch_npu.npu.current_device()])\n"
+            "    train(model)\ndef train(model):\n    torch.save(model.module.state_dict(), 'last.pt')\n",
+            distributed=DistributedSettings(main_file="example.py", project_initialises=True),
+        ),
+    )
+    unchanged = ()
 
     def __init__(self, context) -> None:
         super().__init__(context)

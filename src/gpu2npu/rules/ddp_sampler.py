@@ -7,11 +7,12 @@ import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from ..change import Report
-from .base import Example, Rule, code_of
+from .base import DistributedSettings, Example, Rule, code_of
 from .loaders import DATALOADERS, LoaderRoles, append_keyword, keyword_value, set_keyword
 from .names import dotted_name, qualified_names
 
 SAMPLER = "torch.utils.data.distributed.DistributedSampler"
+EXAMPLE_SETTINGS = DistributedSettings(main_file="example.py", project_initialises=True)
 
 
 class DistributedSamplerForLoaders(LoaderRoles, Rule):
@@ -31,7 +32,18 @@ class DistributedSamplerForLoaders(LoaderRoles, Rule):
     summary = "distributed: DistributedSampler (keeping shuffle) + set_epoch for training DataLoaders"
     triggers = ("DataLoader",)
     METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
-    examples = ()
+    examples = (
+        Example(
+            "import torch\nfrom torch.utils.data import DataLoader\n"
+            "train_loader = DataLoader(train_set, batch_size=32, shuffle=True)\n"
+            "for epoch in range(10):\n    train(train_loader)\n",
+            "import torch\nimport torch_npu\nfrom torch.utils.data import DataLoader\n"
+            "train_loader = DataLoader(train_set, batch_size=32, shuffle=False, drop_last=True, "
+            "sampler=torch.utils.data.distributed.DistributedSampler(train_set, shuffle=True))\n"
+            "for epoch in range(10):\n    train_loader.sampler.set_epoch(epoch)\n    train(train_loader)\n",
+            distributed=EXAMPLE_SETTINGS,
+        ),
+    )
 
     def __init__(self, context) -> None:
         super().__init__(context)
