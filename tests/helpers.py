@@ -22,6 +22,7 @@ REPORT_FILES = {
     "cuda_op_list.csv",
     "api_performance_advice.csv",
     "msFmkTranspltlog.txt",
+    "run_distributed_npu.sh",
 }
 
 
@@ -33,11 +34,28 @@ def run_cli(*args: str):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
+# Fixtures converted by `distributed` in the tests: fixture -> (main file, model variable).
+DISTRIBUTED_CASES = {
+    "single_card_for_multi": ("train.py", "model"),
+    "single_gpu_loop": ("train.py", "model"),
+    "data_parallel": ("train_dp.py", "model"),
+    "ddp_spawn_imagenet": ("main.py", "model"),
+}
+
+
+def distributed_args(name: str) -> List[str]:
+    main_file, target = DISTRIBUTED_CASES[name]
+    return ["distributed", "-m", main_file, "-t", target]
+
+
 def migrate(source: Path, out: Path, version: str = "2.1.0", *extra: str) -> Path:
-    result = run_cli("-i", str(source), "-o", str(out), "-v", version, *extra)
+    """Run the CLI; `extra` may end with a `distributed ...` subcommand."""
+    options = [a for a in extra if a != "distributed"] if "distributed" not in extra else list(extra[: extra.index("distributed")])
+    subcommand = list(extra[extra.index("distributed"):]) if "distributed" in extra else []
+    result = run_cli("-i", str(source), "-o", str(out), "-v", version, *options, *subcommand)
     assert result.exit_code in (0, 3), result.output
     name = source.name if source.is_dir() else source.stem
-    return out / f"{name}_msft"
+    return out / f"{name}{'_msft_multi' if subcommand else '_msft'}"
 
 
 def tree_files(root: Path) -> Dict[str, Path]:
@@ -67,6 +85,15 @@ def _blank(lines: List[bytes], first: int, last: int) -> bool:
     return all(not lines[i - 1].strip() for i in range(first, last + 1))
 
 
+def _near(lines: List[bytes], anchor: int, first: int, last: int) -> bool:
+    """Whether an INSERT anchored after line `anchor` can explain lines added between original
+    lines `first` and `last` (difflib may shift an insertion across blank lines)."""
+    if first <= anchor <= last:
+        return True
+    low, high = (anchor, first) if anchor < first else (last, anchor)
+    return _blank(lines, low + 1, high)
+
+
 def unexplained_differences(before: bytes, after: bytes, rows: List[Dict[str, str]]) -> List[str]:
     """Differences between two versions of a file that no change_list row accounts for, and
     rows that account for no difference.  Empty when the report is the exact story of the diff."""
@@ -84,15 +111,15 @@ def unexplained_differences(before: bytes, after: bytes, rows: List[Dict[str, st
             changed_lines.add(line)
             if not any(start <= line <= end for start, end in modified):
                 problems.append(f"line {line} changed without a MODIFY/DELETE row: {old[line - 1]!r}")
-        if j2 - j1 > i2 - i1:  # lines were added here
-            insert_points.append(i1 if tag == "insert" else i2)
-            near = [a for a in inserts if _blank(old, min(a, insert_points[-1]) + 1, max(a, insert_points[-1]))]
+        if j2 - j1 > i2 - i1:  # lines were added here (within a replaced run: anywhere in it)
+            insert_points.append((i1, i2))
+            near = [a for a in inserts if _near(old, a, i1, i2)]
             if not near:
-                problems.append(f"lines added after line {insert_points[-1]} without an INSERT row")
+                problems.append(f"lines added after line {i1} without an INSERT row")
     for start, end in modified:
         if not any(start <= line <= end for line in changed_lines):
             problems.append(f"MODIFY row {start}-{end} but those lines did not change")
     for anchor in inserts:
-        if not any(_blank(old, min(anchor, p) + 1, max(anchor, p)) for p in insert_points):
+        if not any(_near(old, anchor, i1, i2) for i1, i2 in insert_points):
             problems.append(f"INSERT row after line {anchor} but nothing was added there")
     return problems

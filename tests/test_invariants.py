@@ -4,7 +4,9 @@ import shutil
 import pytest
 
 from helpers import (
+    DISTRIBUTED_CASES,
     FIXTURES,
+    distributed_args,
     REPORT_FILES,
     fixture_names,
     migrate,
@@ -15,16 +17,25 @@ from helpers import (
 )
 
 
+# Every fixture migrated for one card, and the distributed cases converted for several.
+CASES = [(name, False) for name in fixture_names()] + [(name, True) for name in sorted(DISTRIBUTED_CASES)]
+CASE_IDS = [f"{name}{'-distributed' if multi else ''}" for name, multi in CASES]
+
+
+def _mode(name, multi):
+    return distributed_args(name) if multi else []
+
+
 @pytest.fixture(scope="module")
 def migrated_fixtures(tmp_path_factory):
     out = tmp_path_factory.mktemp("out")
-    return {name: migrate(FIXTURES / name, out) for name in fixture_names()}
+    return {(name, multi): migrate(FIXTURES / name, out, "2.1.0", *_mode(name, multi)) for name, multi in CASES}
 
 
-@pytest.mark.parametrize("name", fixture_names())
-def test_every_file_kept_and_non_python_byte_identical(name, migrated_fixtures):
+@pytest.mark.parametrize("name, multi", CASES, ids=CASE_IDS)
+def test_every_file_kept_and_non_python_byte_identical(name, multi, migrated_fixtures):
     source = tree_files(FIXTURES / name)
-    output = tree_files(migrated_fixtures[name])
+    output = tree_files(migrated_fixtures[name, multi])
     assert set(source) <= set(output)
     assert set(output) - set(source) <= REPORT_FILES
     for relative, path in source.items():
@@ -32,9 +43,9 @@ def test_every_file_kept_and_non_python_byte_identical(name, migrated_fixtures):
             assert output[relative].read_bytes() == path.read_bytes(), relative
 
 
-@pytest.mark.parametrize("name", fixture_names())
-def test_output_parses_and_diff_is_the_change_list(name, migrated_fixtures):
-    target = migrated_fixtures[name]
+@pytest.mark.parametrize("name, multi", CASES, ids=CASE_IDS)
+def test_output_parses_and_diff_is_the_change_list(name, multi, migrated_fixtures):
+    target = migrated_fixtures[name, multi]
     rows = read_csv(target / "change_list.csv")
     failed = {line.split(": copied unchanged")[0].split("] ")[-1]
               for line in (target / "msFmkTranspltlog.txt").read_text().splitlines() if "copied unchanged" in line}
@@ -52,21 +63,21 @@ def test_output_parses_and_diff_is_the_change_list(name, migrated_fixtures):
         assert unexplained_differences(before, after, file_rows) == [], relative
 
 
-@pytest.mark.parametrize("name", fixture_names())
-def test_migrating_the_output_again_changes_nothing(name, migrated_fixtures, tmp_path):
-    first = migrated_fixtures[name]
+@pytest.mark.parametrize("name, multi", CASES, ids=CASE_IDS)
+def test_migrating_the_output_again_changes_nothing(name, multi, migrated_fixtures, tmp_path):
+    first = migrated_fixtures[name, multi]
     copy = tmp_path / name
     shutil.copytree(first, copy, symlinks=True)
     for report in REPORT_FILES:
         (copy / report).unlink(missing_ok=True)
-    second = migrate(copy, tmp_path / "again")
+    second = migrate(copy, tmp_path / "again", "2.1.0", *_mode(name, multi))
     assert read_csv(second / "change_list.csv") == []
     for relative, path in tree_files(copy).items():
         assert (second / relative).read_bytes() == path.read_bytes(), relative
 
 
 def test_unparseable_file_is_copied_and_reported(migrated_fixtures):
-    target = migrated_fixtures["multi_module_package"]
+    target = migrated_fixtures["multi_module_package", False]
     legacy = "mypkg/legacy_py2.py"
     assert (target / legacy).read_bytes() == (FIXTURES / "multi_module_package" / legacy).read_bytes()
     log = (target / "msFmkTranspltlog.txt").read_text()
@@ -75,7 +86,7 @@ def test_unparseable_file_is_copied_and_reported(migrated_fixtures):
 
 def test_encodings_and_line_endings_are_kept(migrated_fixtures):
     source = FIXTURES / "multi_module_package" / "mypkg" / "utils"
-    target = migrated_fixtures["multi_module_package"] / "mypkg" / "utils"
+    target = migrated_fixtures["multi_module_package", False] / "mypkg" / "utils"
     bom = (target / "bom.py").read_bytes()
     assert bom.startswith(b"\xef\xbb\xbf") and b".npu()" in bom
     crlf = (target / "crlf_helpers.py").read_bytes()

@@ -45,6 +45,9 @@ class DataParallelRemoved(Rule):
         del self.edits[self._edits_before_statement:]
         self.record(original_node, f"delete {code_of(small.targets[0].target)} = DataParallel(...): one process per NPU",
                     Operation.DELETE)
+        if any(line.comment is not None for line in original_node.leading_lines):
+            # The comments above it stay, over a `pass`.
+            return cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=updated_node.leading_lines)
         return cst.RemoveFromParent()
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
