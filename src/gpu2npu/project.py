@@ -139,6 +139,7 @@ def _check_distributed(request: DistributedRequest, source: Path) -> Distributed
         split_batch=request.split_batch,
         project_initialises=initialises,
         main_spawns=spawns,
+        guard_saves=not initialises,
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Dict, Tuple, Type
 
 from .base import DistributedSettings, Example, FileContext, Options, Rule
+from .ddp_checkpoint import SaveOnRankZero
 from .ddp_data_parallel import DataParallelRemoved
 from .ddp_init import InitHcclProcessGroup
 from .ddp_model import WrapModelInDdp
@@ -57,6 +58,7 @@ DISTRIBUTED_RULES: Tuple[Type[Rule], ...] = (
     DistributedSamplerForLoaders,
     DataParallelRemoved,
     WrapModelInDdp,
+    SaveOnRankZero,
     InitHcclProcessGroup,
     ImportTorchNpu,
 )

@@ -41,6 +41,8 @@ class DistributedSettings:
     split_batch: bool = False  # divide training batch sizes by the number of processes
     project_initialises: bool = False  # some file already calls init_process_group
     main_spawns: bool = False  # the main file starts its own processes (torch.multiprocessing.spawn)
+    # Checkpoints need a rank-0 guard: where gpu2npu adds the process group (the script had none).
+    guard_saves: bool = False
 
 
 @dataclass
