@@ -54,7 +54,9 @@ class SaveOnRankZero(Rule):
             return updated_node
         if any("rank" in condition for condition in self._conditions):
             return updated_node  # already decided who saves
-        self.record(original_node, "save only on rank 0 (every process holds the same weights)")
+        start, _ = self.lines_of(original_node)
+        self.record_insert(start - 1, f"insert `if {GUARD}:` (every process holds the same weights)")
+        self.record(original_node, "indent torch.save(...) under the rank-0 guard")
         guarded = cst.If(
             test=cst.parse_expression(GUARD),
             body=cst.IndentedBlock(body=[updated_node.with_changes(leading_lines=())]),
