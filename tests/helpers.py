@@ -43,6 +43,16 @@ DISTRIBUTED_CASES = {
 }
 
 
+# Fixtures migrated with -s in the tests.
+SPECIFY_DEVICE_CASES = ["aliased_imports", "ddp_spawn_imagenet", "single_gpu_loop"]
+
+
+def mode_args(name: str, mode: str) -> List[str]:
+    """CLI arguments for a fixture in a mode: "single", "distributed" or "specify"."""
+    return {"single": [], "distributed": distributed_args(name) if mode == "distributed" else [],
+            "specify": ["-s"]}[mode]
+
+
 def distributed_args(name: str) -> List[str]:
     main_file, target = DISTRIBUTED_CASES[name]
     return ["distributed", "-m", main_file, "-t", target]
@@ -50,7 +60,7 @@ def distributed_args(name: str) -> List[str]:
 
 def migrate(source: Path, out: Path, version: str = "2.1.0", *extra: str) -> Path:
     """Run the CLI; `extra` may end with a `distributed ...` subcommand."""
-    options = [a for a in extra if a != "distributed"] if "distributed" not in extra else list(extra[: extra.index("distributed")])
+    options = list(extra) if "distributed" not in extra else list(extra[: extra.index("distributed")])
     subcommand = list(extra[extra.index("distributed"):]) if "distributed" in extra else []
     result = run_cli("-i", str(source), "-o", str(out), "-v", version, *options, *subcommand)
     assert result.exit_code in (0, 3), result.output

@@ -1,5 +1,6 @@
 """Golden trees: each fixture's whole migrated output, reports included, as reviewed by a person
-(fixtures/expected/<fixture>/; `distributed` conversions in fixtures/expected/distributed/).
+(fixtures/expected/<fixture>/; `distributed` conversions in fixtures/expected/distributed/, -s
+migrations in fixtures/expected/specify_device/).
 
 `pytest tests/test_golden.py --update-goldens` rewrites fixtures/expected/ from the current
 output; read `git diff fixtures/expected` before committing it.  The log is left out of the
@@ -10,24 +11,36 @@ import shutil
 
 import pytest
 
-from helpers import DISTRIBUTED_CASES, EXPECTED, FIXTURES, distributed_args, fixture_names, migrate, tree_files
+from helpers import (
+    DISTRIBUTED_CASES,
+    EXPECTED,
+    FIXTURES,
+    SPECIFY_DEVICE_CASES,
+    fixture_names,
+    migrate,
+    mode_args,
+    tree_files,
+)
 
 LOG = "msFmkTranspltlog.txt"
 LOG_LINE = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} \[(INFO|WARNING|ERROR)\] .+$")
 
 
-CASES = [pytest.param(name, False, id=name) for name in fixture_names()] + [
-    pytest.param(name, True, id=f"{name}-distributed") for name in sorted(DISTRIBUTED_CASES)
-]
+CASES = (
+    [pytest.param(name, "single", id=name) for name in fixture_names()]
+    + [pytest.param(name, "distributed", id=f"{name}-distributed") for name in sorted(DISTRIBUTED_CASES)]
+    + [pytest.param(name, "specify", id=f"{name}-specify") for name in SPECIFY_DEVICE_CASES]
+)
+FOLDERS = {"single": EXPECTED, "distributed": EXPECTED / "distributed", "specify": EXPECTED / "specify_device"}
 
 
-@pytest.mark.parametrize("name, multi", CASES)
-def test_golden_tree(name, multi, tmp_path, update_goldens):
-    target = migrate(FIXTURES / name, tmp_path, "2.1.0", *(distributed_args(name) if multi else []))
+@pytest.mark.parametrize("name, mode", CASES)
+def test_golden_tree(name, mode, tmp_path, update_goldens):
+    target = migrate(FIXTURES / name, tmp_path, "2.1.0", *mode_args(name, mode))
     log = (target / LOG).read_text(encoding="utf-8")
     assert all(LOG_LINE.match(line) for line in log.splitlines()), "log lines must follow the incumbent's format"
     (target / LOG).unlink()
-    expected = EXPECTED / "distributed" / name if multi else EXPECTED / name
+    expected = FOLDERS[mode] / name
     if update_goldens:
         shutil.rmtree(expected, ignore_errors=True)
         shutil.copytree(target, expected, symlinks=True)

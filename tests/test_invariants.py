@@ -6,7 +6,8 @@ import pytest
 from helpers import (
     DISTRIBUTED_CASES,
     FIXTURES,
-    distributed_args,
+    SPECIFY_DEVICE_CASES,
+    mode_args,
     REPORT_FILES,
     fixture_names,
     migrate,
@@ -17,25 +18,30 @@ from helpers import (
 )
 
 
-# Every fixture migrated for one card, and the distributed cases converted for several.
-CASES = [(name, False) for name in fixture_names()] + [(name, True) for name in sorted(DISTRIBUTED_CASES)]
-CASE_IDS = [f"{name}{'-distributed' if multi else ''}" for name, multi in CASES]
+# Every fixture migrated for one card, the distributed cases converted for several, and the
+# -s cases.  The second item is the mode: "single", "distributed" or "specify".
+CASES = (
+    [(name, "single") for name in fixture_names()]
+    + [(name, "distributed") for name in sorted(DISTRIBUTED_CASES)]
+    + [(name, "specify") for name in SPECIFY_DEVICE_CASES]
+)
+CASE_IDS = [name if mode == "single" else f"{name}-{mode}" for name, mode in CASES]
 
 
-def _mode(name, multi):
-    return distributed_args(name) if multi else []
+def _mode(name, mode):
+    return mode_args(name, mode)
 
 
 @pytest.fixture(scope="module")
 def migrated_fixtures(tmp_path_factory):
-    out = tmp_path_factory.mktemp("out")
-    return {(name, multi): migrate(FIXTURES / name, out, "2.1.0", *_mode(name, multi)) for name, multi in CASES}
+    outs = {mode: tmp_path_factory.mktemp(mode) for mode in ("single", "distributed", "specify")}
+    return {(name, mode): migrate(FIXTURES / name, outs[mode], "2.1.0", *_mode(name, mode)) for name, mode in CASES}
 
 
-@pytest.mark.parametrize("name, multi", CASES, ids=CASE_IDS)
-def test_every_file_kept_and_non_python_byte_identical(name, multi, migrated_fixtures):
+@pytest.mark.parametrize("name, mode", CASES, ids=CASE_IDS)
+def test_every_file_kept_and_non_python_byte_identical(name, mode, migrated_fixtures):
     source = tree_files(FIXTURES / name)
-    output = tree_files(migrated_fixtures[name, multi])
+    output = tree_files(migrated_fixtures[name, mode])
     assert set(source) <= set(output)
     assert set(output) - set(source) <= REPORT_FILES
     for relative, path in source.items():
@@ -43,9 +49,9 @@ def test_every_file_kept_and_non_python_byte_identical(name, multi, migrated_fix
             assert output[relative].read_bytes() == path.read_bytes(), relative
 
 
-@pytest.mark.parametrize("name, multi", CASES, ids=CASE_IDS)
-def test_output_parses_and_diff_is_the_change_list(name, multi, migrated_fixtures):
-    target = migrated_fixtures[name, multi]
+@pytest.mark.parametrize("name, mode", CASES, ids=CASE_IDS)
+def test_output_parses_and_diff_is_the_change_list(name, mode, migrated_fixtures):
+    target = migrated_fixtures[name, mode]
     rows = read_csv(target / "change_list.csv")
     failed = {line.split(": copied unchanged")[0].split("] ")[-1]
               for line in (target / "msFmkTranspltlog.txt").read_text().splitlines() if "copied unchanged" in line}
@@ -63,21 +69,21 @@ def test_output_parses_and_diff_is_the_change_list(name, multi, migrated_fixture
         assert unexplained_differences(before, after, file_rows) == [], relative
 
 
-@pytest.mark.parametrize("name, multi", CASES, ids=CASE_IDS)
-def test_migrating_the_output_again_changes_nothing(name, multi, migrated_fixtures, tmp_path):
-    first = migrated_fixtures[name, multi]
+@pytest.mark.parametrize("name, mode", CASES, ids=CASE_IDS)
+def test_migrating_the_output_again_changes_nothing(name, mode, migrated_fixtures, tmp_path):
+    first = migrated_fixtures[name, mode]
     copy = tmp_path / name
     shutil.copytree(first, copy, symlinks=True)
     for report in REPORT_FILES:
         (copy / report).unlink(missing_ok=True)
-    second = migrate(copy, tmp_path / "again", "2.1.0", *_mode(name, multi))
+    second = migrate(copy, tmp_path / "again", "2.1.0", *_mode(name, mode))
     assert read_csv(second / "change_list.csv") == []
     for relative, path in tree_files(copy).items():
         assert (second / relative).read_bytes() == path.read_bytes(), relative
 
 
 def test_unparseable_file_is_copied_and_reported(migrated_fixtures):
-    target = migrated_fixtures["multi_module_package", False]
+    target = migrated_fixtures["multi_module_package", "single"]
     legacy = "mypkg/legacy_py2.py"
     assert (target / legacy).read_bytes() == (FIXTURES / "multi_module_package" / legacy).read_bytes()
     log = (target / "msFmkTranspltlog.txt").read_text()
@@ -86,7 +92,7 @@ def test_unparseable_file_is_copied_and_reported(migrated_fixtures):
 
 def test_encodings_and_line_endings_are_kept(migrated_fixtures):
     source = FIXTURES / "multi_module_package" / "mypkg" / "utils"
-    target = migrated_fixtures["multi_module_package", False] / "mypkg" / "utils"
+    target = migrated_fixtures["multi_module_package", "single"] / "mypkg" / "utils"
     bom = (target / "bom.py").read_bytes()
     assert bom.startswith(b"\xef\xbb\xbf") and b".npu()" in bom
     crlf = (target / "crlf_helpers.py").read_bytes()

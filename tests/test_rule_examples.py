@@ -5,7 +5,7 @@ import pytest
 
 from gpu2npu import apidata
 from gpu2npu.pipeline import migrate_source
-from gpu2npu.rules import DISTRIBUTED_RULES, RULES_BY_CODE, SINGLE_CARD_RULES, Options
+from gpu2npu.rules import RULES_BY_CODE, Options, rules_for
 
 from helpers import parses
 
@@ -24,12 +24,9 @@ UNCHANGED = [
 ]
 
 
-def migrated(source: str, distributed=None):
-    if distributed is None:
-        result = migrate_source(source.encode(), "example.py", OPTIONS)
-    else:
-        options = Options(api=OPTIONS.api, distributed=distributed)
-        result = migrate_source(source.encode(), "example.py", options, DISTRIBUTED_RULES)
+def migrated(source: str, distributed=None, specify_device=None):
+    options = Options(api=OPTIONS.api, distributed=distributed, specify_device=specify_device)
+    result = migrate_source(source.encode(), "example.py", options, rules_for(options))
     return (result.output or source.encode()).decode(), result
 
 
@@ -44,13 +41,13 @@ def test_every_rule_documents_itself():
 
 @pytest.mark.parametrize("rule, example", EXAMPLES)
 def test_example(rule, example):
-    output, result = migrated(example.before, example.distributed)
+    output, result = migrated(example.before, example.distributed, example.specify_device)
     assert output == example.after
     assert any(change.rule == rule.code for change in result.changes), "the example does not exercise its rule"
     assert parses(output.encode())
     # On a second run the output's own init_process_group call is the project's.
     settings = example.distributed and dataclasses.replace(example.distributed, project_initialises=True)
-    again, second = migrated(output, settings)
+    again, second = migrated(output, settings, example.specify_device)
     assert again == output and not second.changes, "migrating the result again must change nothing"
 
 

@@ -51,12 +51,14 @@ def _fail(message: str, status: int = EXIT_USAGE) -> None:
               help="Folder that receives INPUT_NAME_msft/ (the migrated copy and its reports); must not lie inside INPUT.")
 @click.option("-v", "--version", "torch_version", metavar="VERSION",
               help="PyTorch version of the original code; selects what torch_npu provides.")
+@click.option("-s", "--specify-device", is_flag=True,
+              help="The NPU comes from the DEVICE_ID environment variable at run time (default 0), set once per program.")
 @click.option("--force", is_flag=True, help="Replace an existing INPUT_NAME_msft/ (it is kept until the new one is complete).")
 @click.option("--report-dir", type=click.Path(path_type=Path),
               help="Write the reports and the log here instead of into INPUT_NAME_msft/.")
 @click.version_option(__version__, "-V", "--tool-version", prog_name="gpu2npu")
 @click.pass_context
-def main(ctx, input_path, output_path, torch_version, force, report_dir):
+def main(ctx, input_path, output_path, torch_version, specify_device, force, report_dir):
     """Migrate PyTorch training code written for NVIDIA GPUs (CUDA) to Huawei Ascend NPUs
     (torch_npu), source to source.
 
@@ -78,7 +80,8 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
     if missing:
         _fail(f"missing option {', '.join(missing)} (see gpu2npu --help)")
     request = RunRequest(input=params["input_path"], output=params["output_path"], version=params["torch_version"],
-                         force=params["force"], report_dir=params["report_dir"], distributed=distributed)
+                         force=params["force"], report_dir=params["report_dir"], distributed=distributed,
+                         specify_device=params["specify_device"])
     try:
         result = run(request)
     except UsageError as error:

@@ -48,8 +48,11 @@ def migrate_source(
     options: Options,
     rules: Sequence[Type[Rule]] = SINGLE_CARD_RULES,
 ) -> FileResult:
-    is_main = options.distributed is not None and path == options.distributed.main_file
-    if not is_main and not any(word.encode() in data for word in RELEVANT_WORDS):
+    # Files that receive start-up code are migrated whatever they contain.
+    starts_program = (options.distributed is not None and path == options.distributed.main_file) or (
+        options.specify_device is not None and path in options.specify_device.entry_files
+    )
+    if not starts_program and not any(word.encode() in data for word in RELEVANT_WORDS):
         return FileResult(path, Status.SKIPPED)
     try:
         module = cst.parse_module(data)

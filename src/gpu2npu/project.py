@@ -18,12 +18,13 @@ from .discover import Entry, Kind, walk
 from .pipeline import FileResult, Status, migrate_source
 from .reports import csv_reports, log as run_log
 from .launcher import LAUNCHER_NAME, launcher_script
-from .rules import DISTRIBUTED_RULES, RULES_BY_CODE, SINGLE_CARD_RULES, DistributedSettings, Options
+from .rules import RULES_BY_CODE, DistributedSettings, Options, SpecifyDeviceSettings, rules_for
 
 OUTPUT_SUFFIX = "_msft"
 MULTI_SUFFIX = "_msft_multi"
 TARGET_PATTERN = re.compile(r"^([a-zA-Z_]\w*\.)*([a-zA-Z_]\w*)$")
 INIT_CALL = re.compile(rb"\binit_process_group\s*\(")
+MAIN_GUARD = re.compile(rb"""__name__\s*==\s*['"]__main__['"]""")
 SPAWN_CALL = re.compile(r"\b(mp|multiprocessing)\.(spawn|start_processes)\s*\(")
 
 
@@ -46,6 +47,7 @@ class RunRequest:
     force: bool = False
     report_dir: Optional[Path] = None
     distributed: Optional[DistributedRequest] = None
+    specify_device: bool = False
 
     @property
     def suffix(self) -> str:
@@ -106,7 +108,17 @@ def check_request(request: RunRequest) -> Tuple[Path, Path, Options]:
     if request.report_dir is not None and _inside(request.report_dir.resolve(), folder) and source.is_dir():
         raise UsageError(f"report folder {request.report_dir} lies inside the input: choose a folder outside it")
     settings = None if request.distributed is None else _check_distributed(request.distributed, source)
-    return source, target, Options(api=api, distributed=settings)
+    specify = _specify_device(source) if request.specify_device and settings is None else None
+    return source, target, Options(api=api, distributed=settings, specify_device=specify)
+
+
+def _specify_device(source: Path) -> SpecifyDeviceSettings:
+    """-s sets the device once per program: in the files that start one."""
+    python = [entry for entry in walk(source) if entry.kind == Kind.PYTHON]
+    entries = frozenset(entry.relative for entry in python if MAIN_GUARD.search(entry.absolute.read_bytes()))
+    if not entries:
+        entries = frozenset(entry.relative for entry in python if "/" not in entry.relative)
+    return SpecifyDeviceSettings(entry_files=entries)
 
 
 def _check_distributed(request: DistributedRequest, source: Path) -> DistributedSettings:
@@ -163,8 +175,7 @@ def _migrate_python(entry: Entry, destination: Path, options: Options) -> FileRe
         except OSError:
             pass
         return result
-    rules = SINGLE_CARD_RULES if options.distributed is None else DISTRIBUTED_RULES
-    result = migrate_source(data, entry.relative, options, rules)
+    result = migrate_source(data, entry.relative, options, rules_for(options))
     if result.output is None:
         shutil.copy2(entry.absolute, destination)
     else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Dict, Tuple, Type
 
-from .base import DistributedSettings, Example, FileContext, Options, Rule
+from .base import DistributedSettings, Example, FileContext, Options, Rule, SpecifyDeviceSettings
 from .ddp_checkpoint import SaveOnRankZero
 from .ddp_data_parallel import DataParallelRemoved
 from .ddp_init import InitHcclProcessGroup
@@ -28,6 +28,7 @@ from .device_strings import CudaDeviceStrings
 from .import_torch_npu import ImportTorchNpu
 from .integer_devices import IntegerDevices
 from .nccl_backend import NcclToHccl
+from .specify_device import DeviceFromEnvironment
 from .tensor_cuda import TensorCudaToNpu
 from .visible_devices import VisibleDevicesEnv
 
@@ -63,7 +64,23 @@ DISTRIBUTED_RULES: Tuple[Type[Rule], ...] = (
     ImportTorchNpu,
 )
 
-RULES_BY_CODE: Dict[str, Type[Rule]] = {rule.code: rule for rule in SINGLE_CARD_RULES + DISTRIBUTED_RULES}
+# `-s`: single-card rules, with the device set once from DEVICE_ID (before ImportTorchNpu, whose
+# import the inserted set_device call needs).
+SPECIFY_DEVICE_RULES: Tuple[Type[Rule], ...] = (*SINGLE_CARD_RULES[:-1], DeviceFromEnvironment, ImportTorchNpu)
+
+
+def rules_for(options: Options) -> Tuple[Type[Rule], ...]:
+    """The ordered rules for a run's options (`distributed` includes `-s`'s device handling)."""
+    if options.distributed is not None:
+        return DISTRIBUTED_RULES
+    if options.specify_device is not None:
+        return SPECIFY_DEVICE_RULES
+    return SINGLE_CARD_RULES
+
+
+RULES_BY_CODE: Dict[str, Type[Rule]] = {
+    rule.code: rule for rule in SINGLE_CARD_RULES + DISTRIBUTED_RULES + SPECIFY_DEVICE_RULES
+}
 
 __all__ = [
     "DistributedSettings",
@@ -73,5 +90,8 @@ __all__ = [
     "Rule",
     "SINGLE_CARD_RULES",
     "DISTRIBUTED_RULES",
+    "SPECIFY_DEVICE_RULES",
+    "SpecifyDeviceSettings",
+    "rules_for",
     "RULES_BY_CODE",
 ]

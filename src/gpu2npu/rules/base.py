@@ -23,13 +23,15 @@ class Example:
     """A before/after pair: documentation, and a test run by the suite.
 
     `after` is what the whole migration makes of `before` (all rules, not only this one),
-    because that is what a user sees: the single-card migration, or `distributed` when
-    `distributed` is given (the example file is then the main file).
+    because that is what a user sees: the single-card migration, `distributed` when
+    `distributed` is given (the example file is then the main file), `-s` when
+    `specify_device` is.
     """
 
     before: str
     after: str
     distributed: Optional["DistributedSettings"] = None
+    specify_device: Optional["SpecifyDeviceSettings"] = None
 
 
 @dataclass(frozen=True)
@@ -45,12 +47,26 @@ class DistributedSettings:
     guard_saves: bool = False
 
 
+@dataclass(frozen=True)
+class SpecifyDeviceSettings:
+    """What `-s/--specify-device` was asked to do: the NPU comes from DEVICE_ID at run time."""
+
+    # Files that start a program (`if __name__ == "__main__":`): the device is set there, once.
+    entry_files: FrozenSet[str] = frozenset()
+
+
 @dataclass
 class Options:
     """Run-wide choices that rules read."""
 
     api: ApiData
     distributed: Optional[DistributedSettings] = None
+    specify_device: Optional[SpecifyDeviceSettings] = None
+
+    @property
+    def device_per_process(self) -> bool:
+        """Each process uses one NPU, set at start-up: device expressions name no index."""
+        return self.distributed is not None or self.specify_device is not None
 
 
 @dataclass

@@ -5,7 +5,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from .base import DistributedSettings, Example, Rule
-from .placement import after_imports, bound_names, line_before, pair_with_originals
+from .placement import insert_after_imports
 
 COMMENT = (
     "# One process per NPU: run_distributed_npu.sh sets RANK_ID, RANK_SIZE and DEVICE_ID, torchrun sets",
@@ -47,23 +47,5 @@ class InitHcclProcessGroup(Rule):
         settings = self.context.options.distributed
         if self.context.path != settings.main_file or settings.project_initialises:
             return updated_node
-        body = list(updated_node.body)
-        names = set()
-        for statement in body:
-            names |= bound_names(statement)
-        new = list(cst.parse_module(INIT_BLOCK, config=updated_node.config_for_parsing).body)
-        comment = [cst.EmptyLine(comment=cst.Comment(line)) for line in COMMENT]
-        new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), *comment])
-        if "os" not in names:
-            new.insert(0, cst.parse_statement("import os" + updated_node.default_newline))
-        if "torch" not in names:
-            new.insert(0, cst.parse_statement("import torch" + updated_node.default_newline))
-        pairs = pair_with_originals(body, original_node.body, self.context.inserted)
-        index = after_imports(body)
-        anchor = line_before(pairs, index, self.lines_of, len(original_node.header))
-        for statement in new:
-            self.context.inserted.add(id(statement))
-        body[index:index] = new
-        self.record_insert(anchor, "insert HCCL process-group initialisation (one process per NPU)")
-        self.context.needs_torch_npu = True
-        return updated_node.with_changes(body=body)
+        return insert_after_imports(self, original_node, updated_node, INIT_BLOCK, COMMENT,
+                                    "insert HCCL process-group initialisation (one process per NPU)")

@@ -15,7 +15,8 @@ class CudaDeviceStrings(DocstringTracker, Rule):
     `.to(...)`, `map_location=`, `torch.autocast("cuda")`, argparse defaults and comparisons such
     as `device.type == "cuda"`, so the code stays consistent with itself.  Prose that merely
     contains the word ("running on cuda"), docstrings and comments are never touched.  Under
-    `distributed` a fixed index ("cuda:0") becomes plain "npu", the NPU of the process.
+    `distributed` and `-s` a fixed index ("cuda:0") becomes plain "npu", the NPU of the process;
+    with `-s` so do templates and f-strings, whose index the DEVICE_ID variable now decides.
     """
 
     code = "NPU103"
@@ -55,8 +56,12 @@ class CudaDeviceStrings(DocstringTracker, Rule):
         if text is None or not DEVICE_STRING.match(text):
             return updated_node
         new_text = "npu" + text[len("cuda") :]
-        if self.context.options.distributed is not None and text[len("cuda:"):].isdigit():
+        index = text[len("cuda:"):]
+        if self.context.options.device_per_process and index.isdigit():
             # One process per NPU: a fixed index would put every process on the same NPU.
+            new_text = "npu"
+        elif self.context.options.specify_device is not None and index.startswith("{"):
+            # -s: 'cuda:{}'.format(i) names the DEVICE_ID NPU; 'npu'.format(i) is just 'npu'.
             new_text = "npu"
         self.record(original_node, f"change device string {text!r} to {new_text!r}")
         self.context.needs_torch_npu = True
@@ -70,7 +75,11 @@ class CudaDeviceStrings(DocstringTracker, Rule):
             return updated_node
         if parts[0].value != "cuda:" or len(parts) != 2 or not isinstance(parts[1], cst.FormattedStringExpression):
             return updated_node
-        self.record(original_node, "change device f-string 'cuda:{...}' to 'npu:{...}'")
         self.context.needs_torch_npu = True
+        if self.context.options.specify_device is not None:
+            self.record(original_node, "change device f-string 'cuda:{...}' to 'npu' (-s: the DEVICE_ID NPU)")
+            quote = original_node.start.lstrip("rRfFbBuU")
+            return cst.SimpleString(f"{quote}npu{original_node.end}")
+        self.record(original_node, "change device f-string 'cuda:{...}' to 'npu:{...}'")
         first = updated_node.parts[0].with_changes(value="npu:")
         return updated_node.with_changes(parts=(first, *updated_node.parts[1:]))

@@ -160,11 +160,13 @@ class IntegerDevices(Rule):
 
     def _explicit(self, value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         if isinstance(value, cst.Integer):
-            if self.context.options.distributed is not None:
-                return cst.SimpleString('"npu"')  # one process per NPU: its own device
+            if self.context.options.device_per_process:
+                return cst.SimpleString('"npu"')  # the process's own NPU, set at start-up
             return cst.SimpleString(f'"npu:{value.value}"')
         if not self._ints.is_int(value):
             return None
+        if self.context.options.specify_device is not None:
+            return cst.SimpleString('"npu"')  # -s: the NPU named by DEVICE_ID
         code = cst.Module(body=()).code_for_node(value)
         if "{" in code or "}" in code or '"' in code:
             return None

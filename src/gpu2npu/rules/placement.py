@@ -87,3 +87,29 @@ def line_before(pairs, index: int, lines_of, header_lines: int) -> int:
         if original is not None:
             return lines_of(original)[1]
     return header_lines
+
+
+def insert_after_imports(rule, original_module: cst.Module, updated_module: cst.Module, source: str,
+                         comment: Sequence[str], message: str) -> cst.Module:
+    """Insert the statements of `source` after the module's leading imports, preceded by a blank
+    line and `comment` lines, importing `os` and `torch` first if the module does not; the
+    insertion is recorded on `rule` as one INSERT."""
+    body = list(updated_module.body)
+    names: Set[str] = set()
+    for statement in body:
+        names |= bound_names(statement)
+    new = list(cst.parse_module(source, config=updated_module.config_for_parsing).body)
+    comments = [cst.EmptyLine(comment=cst.Comment(line)) for line in comment]
+    new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), *comments])
+    for module in ("os", "torch"):
+        if module not in names:
+            new.insert(0, cst.parse_statement(f"import {module}" + updated_module.default_newline))
+    pairs = pair_with_originals(body, original_module.body, rule.context.inserted)
+    index = after_imports(body)
+    anchor = line_before(pairs, index, rule.lines_of, header_line_count(original_module))
+    for statement in new:
+        rule.context.inserted.add(id(statement))
+    body[index:index] = new
+    rule.record_insert(anchor, message)
+    rule.context.needs_torch_npu = True
+    return updated_module.with_changes(body=body)

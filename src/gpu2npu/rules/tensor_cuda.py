@@ -46,7 +46,24 @@ class TensorCudaToNpu(Rule):
             return updated_node
         self.record(original_node, "change .cuda() to .npu()")
         self.context.needs_torch_npu = True
-        return updated_node.with_changes(func=updated_node.func.with_changes(attr=cst.Name("npu")))
+        updated_node = updated_node.with_changes(func=updated_node.func.with_changes(attr=cst.Name("npu")))
+        if self.context.options.specify_device is not None:
+            updated_node = self._without_device_argument(original_node, updated_node)
+        return updated_node
+
+    def _without_device_argument(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        """-s: the process's NPU is already set from DEVICE_ID, so `.npu(idx)` loses `idx`;
+        keyword arguments such as `non_blocking=True` stay."""
+        args = list(updated_node.args)
+        index = next((i for i, a in enumerate(args) if (a.keyword is None and not a.star) or
+                      (a.keyword is not None and a.keyword.value == "device")), None)
+        if index is None:
+            return updated_node
+        del args[index]
+        if args:
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        self.record(original_node, "drop the device argument of .npu(): -s sets the NPU from DEVICE_ID")
+        return updated_node.with_changes(args=args)
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute):
         if original_node.attr.value != "is_cuda":
