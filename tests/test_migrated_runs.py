@@ -70,3 +70,25 @@ def test_standin_hides_names_torch_npu_lacks(tmp_path):
     script.write_text("import torch\nimport torch_npu\ntorch_npu.npu.nvtx.range_push('x')\n")
     result = run_script(script, [], cwd=tmp_path, env_extra={"STANDIN_TORCH_NPU_DATA": str(data_file("2.1.0"))})
     assert result.returncode != 0 and "nvtx" in result.stderr
+
+
+@pytest.mark.parametrize("device_id", ["0", "1"])
+def test_specify_device_migration_runs_on_device_id(device_id, tmp_path):
+    """-s: the migrated script takes its NPU from DEVICE_ID and trains as the original does."""
+    source = FIXTURES / "single_gpu_loop"
+    args = ["--steps", STEPS]
+    original = run_script(source / "train.py", args, cwd=tmp_path, use_standin=False)
+    target = migrate(source, tmp_path / "out", "2.1.0", "-s")
+    assert 'os.environ.get("DEVICE_ID", "0")' in (target / "train.py").read_text()
+    env = {"DEVICE_ID": device_id, "STANDIN_NPU_COUNT": "2", "STANDIN_TORCH_NPU_DATA": str(data_file("2.1.0"))}
+    migrated = run_script(target / "train.py", args, cwd=tmp_path, env_extra=env)
+    assert migrated.returncode == 0, migrated.stderr
+    assert parse_losses(migrated.stdout) == pytest.approx(parse_losses(original.stdout), rel=1e-6, abs=1e-7)
+    assert "on npu" in migrated.stderr
+
+
+def test_specify_device_rejects_a_device_that_is_not_there(tmp_path):
+    target = migrate(FIXTURES / "single_gpu_loop", tmp_path / "out", "2.1.0", "-s")
+    env = {"DEVICE_ID": "3", "STANDIN_NPU_COUNT": "2"}
+    result = run_script(target / "train.py", ["--steps", 1], cwd=tmp_path, env_extra=env)
+    assert result.returncode != 0  # set_device(3) on a 2-NPU machine: DEVICE_ID is really used

@@ -90,18 +90,19 @@ def line_before(pairs, index: int, lines_of, header_lines: int) -> int:
 
 
 def insert_after_imports(rule, original_module: cst.Module, updated_module: cst.Module, source: str,
-                         comment: Sequence[str], message: str) -> cst.Module:
+                         comment: Sequence[str], message: str, needs: Sequence[str] = ("os", "torch")) -> cst.Module:
     """Insert the statements of `source` after the module's leading imports, preceded by a blank
-    line and `comment` lines, importing `os` and `torch` first if the module does not; the
-    insertion is recorded on `rule` as one INSERT."""
+    line and `comment` lines (if any), importing the modules in `needs` first if the module does
+    not; the insertion is recorded on `rule` as one INSERT."""
     body = list(updated_module.body)
     names: Set[str] = set()
     for statement in body:
         names |= bound_names(statement)
     new = list(cst.parse_module(source, config=updated_module.config_for_parsing).body)
-    comments = [cst.EmptyLine(comment=cst.Comment(line)) for line in comment]
-    new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), *comments])
-    for module in ("os", "torch"):
+    if comment:
+        comments = [cst.EmptyLine(comment=cst.Comment(line)) for line in comment]
+        new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), *comments])
+    for module in needs:
         if module not in names:
             new.insert(0, cst.parse_statement(f"import {module}" + updated_module.default_newline))
     pairs = pair_with_originals(body, original_module.body, rule.context.inserted)

@@ -1,14 +1,17 @@
 """-s/--specify-device: the NPU comes from DEVICE_ID at run time, set once per program."""
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from ..change import Operation
 from .base import Example, Rule, SpecifyDeviceSettings, code_of
 from .names import qualified_names
-from .placement import insert_after_imports
+from .placement import bound_names, insert_after_imports, pair_with_originals
 
+MAIN_TEST = re.compile(r'^(__name__=="__main__"|"__main__"==__name__)$')
 SET_DEVICE = ("torch.cuda.set_device", "torch_npu.npu.set_device", "torch.npu.set_device")
 COMMENT = ("# -s: this process runs on the NPU named by the DEVICE_ID environment variable (default 0).",)
 SOURCE = 'torch_npu.npu.set_device(int(os.environ.get("DEVICE_ID", "0")))\n'
@@ -17,8 +20,10 @@ SOURCE = 'torch_npu.npu.set_device(int(os.environ.get("DEVICE_ID", "0")))\n'
 class DeviceFromEnvironment(Rule):
     """With `-s`, the NPU a process uses is chosen when it starts, from `DEVICE_ID` (default 0).
 
-    Each file that starts a program (`if __name__ == "__main__":`; without any, the files at the
-    top of the project) sets the device once, right after its imports.  Device expressions then
+    Each file that starts a program sets the device once, as the first statement of its
+    `if __name__ == "__main__":` block (after the module's own top-level code, which may set
+    ASCEND_RT_VISIBLE_DEVICES); a project without such a block sets it after the imports of
+    the files at its top.  Device expressions then
     name no index: `"cuda:1"` and `.to(1)` become `"npu"`, `.cuda(args.gpu, non_blocking=True)`
     becomes `.npu(non_blocking=True)` (keyword arguments are kept), and the script's own
     `torch.cuda.set_device(...)` statements go, as they would move the process elsewhere.
@@ -32,8 +37,8 @@ class DeviceFromEnvironment(Rule):
         Example(
             "import torch\n\ndef main(args):\n    torch.cuda.set_device(args.gpu)\n"
             "    x = batch.cuda(args.gpu, non_blocking=True)\n\nif __name__ == \"__main__\":\n    main(parse())\n",
-            "import torch\nimport torch_npu\nimport os\n\n" + COMMENT[0] + "\n" + SOURCE
-            + "\ndef main(args):\n    x = batch.npu(non_blocking=True)\n\nif __name__ == \"__main__\":\n    main(parse())\n",
+            "import torch\nimport torch_npu\nimport os\n\ndef main(args):\n    x = batch.npu(non_blocking=True)\n\n"
+            "if __name__ == \"__main__\":\n    " + COMMENT[0] + "\n    " + SOURCE + "    main(parse())\n",
             specify_device=SpecifyDeviceSettings(entry_files=frozenset({"example.py"})),
         ),
     )
@@ -57,5 +62,33 @@ class DeviceFromEnvironment(Rule):
             return updated_node
         if "DEVICE_ID" in original_node.code:
             return updated_node  # the device is read from DEVICE_ID already
-        return insert_after_imports(self, original_node, updated_node, SOURCE, COMMENT,
-                                    "insert torch_npu.npu.set_device from DEVICE_ID (-s)")
+        pairs = pair_with_originals(updated_node.body, original_node.body, self.context.inserted)
+        guard = next((index for index, (statement, original) in enumerate(pairs)
+                      if original is not None and _is_main_guard(statement)), None)
+        if guard is None:
+            return insert_after_imports(self, original_node, updated_node, SOURCE, COMMENT,
+                                        "insert torch_npu.npu.set_device from DEVICE_ID (-s)", needs=("os",))
+        # First thing when the program starts, after the module's own top-level code (which may
+        # set ASCEND_RT_VISIBLE_DEVICES, read before the device is opened).
+        statement, original = pairs[guard]
+        call = cst.parse_statement(SOURCE).with_changes(
+            leading_lines=[cst.EmptyLine(indent=True, comment=cst.Comment(line)) for line in COMMENT]
+        )
+        self.context.inserted.add(id(call))
+        block = statement.body.with_changes(body=(call, *statement.body.body))
+        body = list(updated_node.body)
+        body[guard] = statement.with_changes(body=block)
+        self.record_insert(self.lines_of(original)[0], "insert torch_npu.npu.set_device from DEVICE_ID (-s)")
+        self.context.needs_torch_npu = True
+        module = updated_node.with_changes(body=body)
+        if "os" not in {name for st in body for name in bound_names(st)}:
+            module = insert_after_imports(self, original_node, module, "import os\n", (), "insert import os", needs=())
+        return module
+
+
+def _is_main_guard(statement: cst.CSTNode) -> bool:
+    return (
+        isinstance(statement, cst.If)
+        and isinstance(statement.body, cst.IndentedBlock)
+        and MAIN_TEST.match(code_of(statement.test).replace("'", '"').replace(" ", "")) is not None
+    )
