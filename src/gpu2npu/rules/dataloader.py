@@ -7,7 +7,7 @@ from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from ..change import Report
 from .base import Example, Rule, code_of
-from .loaders import DATALOADERS, LoaderRoles, append_keyword, keyword_value, set_keyword
+from .loaders import DATALOADERS, LoaderRoles, append_keyword, has_double_star, keyword_value, set_keyword
 from .names import qualified_names
 
 # torch_npu supports pinned host memory from the 2.1 series on; before that it had to be off.
@@ -51,6 +51,11 @@ class DataLoaderForNpu(LoaderRoles, Rule):
         if not (qualified_names(self, original_node.func) & DATALOADERS):
             return updated_node
         role = self.role(original_node)
+        if role == "train" and has_double_star(original_node):
+            self.report(original_node, Report.PERFORMANCE, "torch.utils.data.DataLoader",
+                        "training DataLoader with **kwargs left as is (adding drop_last could clash with them): "
+                        "make sure drop_last=True is among them (fixed shapes on Ascend)")
+            return updated_node
         args = list(updated_node.args)
         messages = []
         if role == "train":

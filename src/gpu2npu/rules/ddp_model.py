@@ -31,11 +31,20 @@ def _builds_target(statement: cst.CSTNode, target: str) -> bool:
         return False
     if isinstance(value, cst.Name) and value.value == "None":
         return False
-    if isinstance(value, cst.Call):
+    # `model = model.cuda()` or `model = DataParallel(model)` move or wrap what is already built;
+    # `model = Net().to(device)` builds it.
+    while isinstance(value, cst.Call):
         func = value.func
         name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
-        if name in _NOT_A_BUILD:
+        if name not in _NOT_A_BUILD:
+            return True
+        inner = func.value if isinstance(func, cst.Attribute) and name not in ("DataParallel", "DistributedDataParallel", "DDP") else (
+            value.args[0].value if value.args else None)
+        if inner is None:
+            return True
+        if dotted_name(inner) == target:
             return False
+        value = inner
     return True
 
 
@@ -115,6 +124,9 @@ class WrapModelInDdp(Rule):
         finder = _FindBuild(self.target)
         node.visit(finder)
         if finder.found is None:
+            self.report(node, Report.UNSUPPORTED, DDP,
+                        f"no statement that builds {self.target} was found: move it to its NPU and wrap it in "
+                        f"{DDP}(..., device_ids=[torch_npu.npu.current_device()]) by hand")
             self.active = False
             return
         self.build = finder.found

@@ -8,7 +8,7 @@ from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from ..change import Report
 from .base import DistributedSettings, Example, Rule, code_of
-from .loaders import DATALOADERS, LoaderRoles, append_keyword, keyword_value, set_keyword
+from .loaders import DATALOADERS, LoaderRoles, append_keyword, has_double_star, keyword_value, set_keyword
 from .names import dotted_name, qualified_names
 
 SAMPLER = "torch.utils.data.distributed.DistributedSampler"
@@ -65,6 +65,11 @@ class DistributedSamplerForLoaders(LoaderRoles, Rule):
         if not (qualified_names(self, original_node.func) & DATALOADERS) or self.role(original_node) != "train":
             return updated_node
         if keyword_value(original_node, "sampler") is not None or keyword_value(original_node, "batch_sampler") is not None:
+            return updated_node
+        if has_double_star(original_node):
+            self.report(original_node, Report.UNSUPPORTED, "torch.utils.data.DataLoader",
+                        f"training DataLoader with **kwargs: pass sampler={SAMPLER}(dataset, shuffle=...) and take "
+                        "shuffle out of the keyword arguments, so each NPU process gets its share")
             return updated_node
         dataset = original_node.args[0].value if original_node.args and original_node.args[0].keyword is None else keyword_value(original_node, "dataset")
         if dataset is None or dotted_name(dataset) is None:

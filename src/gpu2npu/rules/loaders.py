@@ -76,6 +76,11 @@ class LoaderRoles:
         return self._targets[-1] if self._targets else ""
 
 
+def has_double_star(call: cst.Call) -> bool:
+    """`DataLoader(ds, **kwargs)`: which keywords it passes cannot be known from the source."""
+    return any(arg.star == "**" for arg in call.args)
+
+
 def keyword_value(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == name:
