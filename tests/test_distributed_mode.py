@@ -107,3 +107,10 @@ def test_saves_already_guarded_by_rank_stay():
     source = "import torch\nmodel = Net()\nif args.rank == 0:\n    torch.save(model.state_dict(), 'a.pt')\n"
     output, _ = convert(source)
     assert "get_rank() == 0" not in output
+
+
+def test_modelarts_flag_is_refused_clearly(tmp_path):
+    result = run_cli("-i", str(FIXTURES / "single_card_for_multi"), "-o", str(tmp_path / "out"), "-v", "2.1.0",
+                     "-m", "distributed", "-m", "train.py")
+    assert result.exit_code == 2 and "after the word distributed" in result.output
+    assert not (tmp_path / "out").exists()

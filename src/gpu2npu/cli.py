@@ -53,12 +53,14 @@ def _fail(message: str, status: int = EXIT_USAGE) -> None:
               help="PyTorch version of the original code; selects what torch_npu provides.")
 @click.option("-s", "--specify-device", is_flag=True,
               help="The NPU comes from the DEVICE_ID environment variable at run time (default 0), set once per program.")
+@click.option("-m", "--modelarts", is_flag=True,
+              help="(Before `distributed`.) Route file paths through ModelArts; not available yet in this version.")
 @click.option("--force", is_flag=True, help="Replace an existing INPUT_NAME_msft/ (it is kept until the new one is complete).")
 @click.option("--report-dir", type=click.Path(path_type=Path),
               help="Write the reports and the log here instead of into INPUT_NAME_msft/.")
 @click.version_option(__version__, "-V", "--tool-version", prog_name="gpu2npu")
 @click.pass_context
-def main(ctx, input_path, output_path, torch_version, specify_device, force, report_dir):
+def main(ctx, input_path, output_path, torch_version, specify_device, modelarts, force, report_dir):
     """Migrate PyTorch training code written for NVIDIA GPUs (CUDA) to Huawei Ascend NPUs
     (torch_npu), source to source.
 
@@ -75,6 +77,9 @@ def main(ctx, input_path, output_path, torch_version, specify_device, force, rep
 
 
 def _migrate(params, distributed: DistributedRequest = None) -> None:
+    if params["modelarts"]:
+        _fail("-m/--modelarts (ModelArts path routing) is not available in this version; "
+              "to name the main file of `distributed`, put -m after the word distributed")
     missing = [flag for flag, key in (("-i/--input", "input_path"), ("-o/--output", "output_path"),
                                       ("-v/--version", "torch_version")) if params[key] is None]
     if missing:
