@@ -140,7 +140,7 @@ def distributed(ctx, main_file, target, split_batch):
 def list_rules():
     """List every rule: code, fix safety and what it does."""
     for code, rule in RULES_BY_CODE.items():
-        click.echo(f"{code}  {rule.__name__:<26} {rule.fix_safety:<7} {rule.summary}")
+        click.echo(f"{code}  {rule.__name__:<29} {rule.fix_safety:<7} {rule.summary}")
 
 
 @main.command("explain")
