@@ -74,6 +74,39 @@ def test_rewrite(source, expected):
     assert migrate(output)[1].changes == []
 
 
+NPU_BRANCHES = [
+    pytest.param(
+        "import torch\nif device == 'npu':\n    x = x.cuda()\nelse:\n    x = x.cuda()\n",
+        "import torch\nimport torch_npu\nif device == 'npu':\n    x = x.npu()\nelse:\n    x = x.cuda()\n",
+        id="the branch an NPU test selects runs on NPU: migrated; its else is not",
+    ),
+    pytest.param(
+        "import torch\nif not is_npu:\n    torch.cuda.synchronize()\nelif torch.cuda.is_available():\n    y = 'cuda'\n",
+        "import torch\nif not is_npu:\n    torch.cuda.synchronize()\nelif torch.cuda.is_available():\n    y = 'cuda'\n",
+        id="negated NPU test and CUDA branch stay",
+    ),
+    pytest.param(
+        "import torch\nd = 'cuda' if not use_npu else 'npu'\n",
+        "import torch\nd = 'cuda' if not use_npu else 'npu'\n",
+        id="conditional expression with a negated NPU test",
+    ),
+]
+
+
+@pytest.mark.parametrize("source, expected", NPU_BRANCHES)
+def test_npu_branches(source, expected):
+    output, _ = migrate(source)
+    assert output == expected
+
+
+def test_cuda_code_in_an_npu_branch_is_reported():
+    source = "import torch\nif x.is_npu:\n    torch.cuda.nvtx.range_push('a')\n"
+    _, result = migrate(source)
+    assert [(f.start_line, f.report) for f in result.findings if f.api.startswith("torch.cuda")] == [
+        (3, Report.UNSUPPORTED)
+    ]
+
+
 UNCHANGED = [
     pytest.param("import torch\nx = t.to(args.gpu)\n", id="argparse option that may be None"),
     pytest.param("import argparse\np.add_argument('--gpu', type=int)\nx = t.to(args.gpu)\n", id="int option without default"),

@@ -33,11 +33,11 @@ def _package_of(name: str) -> Optional[str]:
 class CudaLeftovers(cst.CSTVisitor):
     METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
 
-    def __init__(self, path: str, api: ApiData, is_guarded) -> None:
+    def __init__(self, path: str, api: ApiData, context) -> None:
         super().__init__()
         self.path = path
         self.api = api
-        self.is_guarded = is_guarded
+        self.context = context
         self.findings: List[Finding] = []
         self._doc_strings = set()
 
@@ -46,7 +46,10 @@ class CudaLeftovers(cst.CSTVisitor):
         self.findings.append(Finding(self.path, span.start.line, span.end.line, report, api_name, tip, RULE))
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, npu_aware.GUARD_TYPES) and self.is_guarded(node, self.get_metadata(PositionProvider, node)):
+        if self.context.might_be_guarded(node):
+            position = self.get_metadata(PositionProvider, node)
+            if not self.context.is_guarded(node, position.start.line, position.end.line):
+                return super().on_visit(node)
             if npu_aware.mentions_cuda(node):
                 self._add(node, Report.NOTE, "NPU-aware code", "left as written: it already selects between NPU and CUDA")
             return False
@@ -146,8 +149,8 @@ class CudaLeftovers(cst.CSTVisitor):
         return True
 
 
-def find_leftovers(wrapper: MetadataWrapper, path: str, api: ApiData, is_guarded) -> List[Finding]:
-    """`is_guarded(node, position)` tells whether a node is an NPU-aware construct."""
-    visitor = CudaLeftovers(path, api, is_guarded)
+def find_leftovers(wrapper: MetadataWrapper, path: str, api: ApiData, context) -> List[Finding]:
+    """`context` (a FileContext) tells which nodes are left as written on purpose (NPU-aware)."""
+    visitor = CudaLeftovers(path, api, context)
     wrapper.visit(visitor)
     return visitor.findings

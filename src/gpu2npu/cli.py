@@ -13,9 +13,10 @@ from pathlib import Path
 import click
 
 from . import __version__, apidata
+from .check import check_paths, rule_descriptions
 from .project import DistributedRequest, RunRequest, UsageError, run
-from .reports import console
-from .rules import RULES_BY_CODE
+from .reports import check_formats, console
+from .rules import RULES_BY_CODE, Options
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -134,6 +135,39 @@ def distributed(ctx, main_file, target, split_batch):
     torch.utils.data.DataLoader.
     """
     _migrate(ctx.parent.params, DistributedRequest(main=main_file, target=target, split_batch=split_batch))
+
+
+@main.command("check")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-v", "--version", "torch_version", default=None, metavar="VERSION",
+              help="PyTorch version whose torch_npu release decides what is unsupported (default: the newest).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "sarif"]), default="text",
+              show_default=True, help="How findings are printed.")
+def check(paths, torch_version, output_format):
+    """Report CUDA-only code in PATHS (files or folders) without changing anything.
+
+    Exit status 0 when no CUDA-only construct is found, 1 when findings remain, 2 on a usage
+    error.  For CI and pre-commit: `gpu2npu check src/ --format sarif > gpu2npu.sarif`.
+    """
+    version = torch_version or apidata.available_versions()[-1]
+    try:
+        options = Options(api=apidata.load(version))
+    except apidata.UnknownVersionError as error:
+        _fail(str(error))
+    missing = [str(path) for path in paths if not path.exists()]
+    if missing:
+        _fail(f"no such file or folder: {', '.join(missing)}")
+    result = check_paths(paths, options)
+    if output_format == "json":
+        click.echo(check_formats.as_json(result.findings), nl=False)
+    elif output_format == "sarif":
+        click.echo(check_formats.as_sarif(result.findings, rule_descriptions()), nl=False)
+    else:
+        click.echo(check_formats.as_text(result.findings), nl=False)
+        click.echo(f"{len(result.findings)} findings in {result.files} Python files", err=True)
+    for problem in result.unreadable:
+        click.echo(f"gpu2npu: warning: not checked: {problem}", err=True)
+    sys.exit(1 if result.findings else 0)
 
 
 @main.command("rules")

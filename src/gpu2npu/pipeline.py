@@ -87,11 +87,8 @@ def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, r
         lines.update(code, new_code)
         wrapper = MetadataWrapper(outcome.module, unsafe_skip_copy=True)
 
-    def is_guarded(node, position) -> bool:
-        return context.is_guarded(node, position.start.line, position.end.line)
-
     context.original_line = lines.original
-    findings.extend(_relocate(f, lines) for f in find_leftovers(wrapper, path, options.api, is_guarded))
+    findings.extend(_relocate(f, lines) for f in find_leftovers(wrapper, path, options.api, context))
     if not changes:
         return FileResult(path, Status.UNCHANGED, findings=sorted(set(findings)))
     return FileResult(path, Status.MIGRATED, outcome.module.bytes, sorted(changes, key=_change_order), sorted(set(findings)))

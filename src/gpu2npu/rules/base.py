@@ -84,6 +84,12 @@ class FileContext:
     # ids of statements that rules inserted (see placement.pair_with_originals).
     inserted: Set[int] = field(default_factory=set)
 
+    def __post_init__(self) -> None:
+        self.guarded_types = npu_aware.guarded_types(self.guarded)
+
+    def might_be_guarded(self, node: cst.CSTNode) -> bool:
+        return type(node).__name__ in self.guarded_types
+
     def is_guarded(self, node: cst.CSTNode, start: int, end: int) -> bool:
         return (type(node).__name__, self.original_line(start), self.original_line(end)) in self.guarded
 
@@ -149,10 +155,18 @@ class Rule(cst.CSTTransformer):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         visit_children = super().on_visit(node)
-        if visit_children and isinstance(node, npu_aware.GUARD_TYPES) and self.context.guarded:
+        if visit_children and self.context.might_be_guarded(node):
             if self.context.is_guarded(node, *self.lines_of(node)):
+                self._guarded_node = node
                 return False
         return visit_children
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):
+        # A guarded node is left as written: not even its own leave_ method runs.
+        if original_node is getattr(self, "_guarded_node", None):
+            self._guarded_node = None
+            return updated_node
+        return super().on_leave(original_node, updated_node)
 
     # -- recording -------------------------------------------------------------------------------
     def lines_of(self, original_node: cst.CSTNode) -> Tuple[int, int]:

@@ -1,0 +1,59 @@
+"""Renderings of `gpu2npu check` findings: text (one per line), JSON, SARIF 2.1.0."""
+from __future__ import annotations
+
+import json
+from typing import Dict, Sequence
+
+from .. import __version__
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def as_text(findings: Sequence) -> str:
+    return "".join(f"{f.path}:{f.start_line}: {f.rule} {f.message}\n" for f in findings)
+
+
+def as_json(findings: Sequence) -> str:
+    rows = [
+        {"path": f.path, "start_line": f.start_line, "end_line": f.end_line, "rule": f.rule,
+         "level": f.level, "message": f.message}
+        for f in findings
+    ]
+    return json.dumps({"findings": rows, "count": len(rows)}, indent=2) + "\n"
+
+
+def as_sarif(findings: Sequence, rules: Dict[str, str]) -> str:
+    used = sorted({f.rule for f in findings} | set(rules))
+    log = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "gpu2npu",
+                        "version": __version__,
+                        "informationUri": "https://pypi.org/project/gpu2npu/",
+                        "rules": [{"id": code, "shortDescription": {"text": rules.get(code, code)}} for code in used],
+                    }
+                },
+                "results": [
+                    {
+                        "ruleId": f.rule,
+                        "level": f.level,
+                        "message": {"text": f.message},
+                        "locations": [
+                            {
+                                "physicalLocation": {
+                                    "artifactLocation": {"uri": f.path},
+                                    "region": {"startLine": max(f.start_line, 1), "endLine": max(f.end_line, f.start_line, 1)},
+                                }
+                            }
+                        ],
+                    }
+                    for f in findings
+                ],
+            }
+        ],
+    }
+    return json.dumps(log, indent=2) + "\n"

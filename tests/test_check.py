@@ -1,0 +1,64 @@
+"""`gpu2npu check`: right on both sides, with exit statuses and machine-readable output."""
+import json
+
+import pytest
+
+from helpers import FIXTURES, fixture_names, migrate, read_csv, run_cli
+
+# Fixtures with nothing CUDA-only to find: code that already handles NPU.
+CLEAN = {"npu_aware"}
+
+
+@pytest.mark.parametrize("name", sorted(set(fixture_names()) - CLEAN))
+def test_flags_the_original_and_only_known_unsupported_after_migration(name, tmp_path):
+    before = run_cli("check", "-v", "2.1.0", "--format", "json", str(FIXTURES / name))
+    assert before.exit_code == 1
+    assert json.loads(before.stdout)["count"] > 0
+    target = migrate(FIXTURES / name, tmp_path)
+    after = run_cli("check", "-v", "2.1.0", "--format", "json", str(target))
+    findings = json.loads(after.stdout)["findings"]
+    assert all(f["rule"] == "NPU900" for f in findings), findings
+    # Lines differ (the output has inserted lines; the report speaks of the input's), the API not.
+    reported = {(row["File"], row["OP"]) for row in read_csv(target / "unsupported_api.csv")}
+    for finding in findings:
+        relative = finding["path"][len(str(target)) + 1:]
+        assert (relative, finding["message"].split(" has no NPU equivalent")[0]) in reported, finding
+    assert after.exit_code == (1 if findings else 0)
+
+
+def test_clean_code_exits_zero(tmp_path):
+    result = run_cli("check", str(FIXTURES / "npu_aware"))
+    assert result.exit_code == 0 and result.stdout == ""
+
+
+def test_text_output_names_file_line_and_rule():
+    result = run_cli("check", "-v", "2.1.0", str(FIXTURES / "single_gpu_loop" / "train.py"))
+    assert result.exit_code == 1
+    first = result.output.splitlines()[0]
+    assert first.startswith(f"{FIXTURES / 'single_gpu_loop' / 'train.py'}:") and " NPU10" in first
+
+
+def test_sarif_is_well_formed():
+    result = run_cli("check", "-v", "2.1.0", "--format", "sarif", str(FIXTURES / "nanogpt_style"))
+    log = json.loads(result.stdout)
+    assert log["version"] == "2.1.0" and len(log["runs"]) == 1
+    run = log["runs"][0]
+    rule_ids = {rule["id"] for rule in run["tool"]["driver"]["rules"]}
+    assert run["results"] and all(r["ruleId"] in rule_ids for r in run["results"])
+    location = run["results"][0]["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"].endswith(".py") and location["region"]["startLine"] >= 1
+    assert {r["level"] for r in run["results"]} <= {"error", "warning"}
+
+
+@pytest.mark.parametrize("args", [["check"], ["check", "nowhere"], ["check", "-v", "0.0.1", "."], ["check", "--format", "xml", "."]])
+def test_usage_errors_exit_two(args):
+    assert run_cli(*args).exit_code == 2
+
+
+def test_check_writes_nothing(tmp_path):
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "a.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    result = run_cli("check", str(project))
+    assert result.exit_code == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["p"] and [p.name for p in project.iterdir()] == ["a.py"]
