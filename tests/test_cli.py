@@ -1,6 +1,9 @@
 """The command line: options, errors, exit statuses, what gets written."""
+import shutil
 import subprocess
 import sys
+
+import pytest
 
 from helpers import FIXTURES, migrate, read_csv, run_cli, tree_files
 
@@ -141,3 +144,21 @@ def test_python_dash_m_without_a_terminal(tmp_path):
     again = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     assert again.returncode == 2 and "already exists" in again.stderr  # no prompt, a clear message
     assert set(tree_files(tmp_path / "single_gpu_loop_msft")) >= set(tree_files(FIXTURE))
+
+
+@pytest.mark.skipif(shutil.which("patch") is None, reason="needs the patch program")
+def test_diff_previews_exactly_the_migration_and_writes_nothing(tmp_path):
+    project = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "aliased_imports", project)
+    before = {p: p.read_bytes() for p in project.rglob("*")  if p.is_file()}
+    result = run_cli("-i", str(project), "-v", "2.1.0", "--diff")
+    assert result.exit_code == 0
+    assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["proj"]
+    patch = tmp_path / "changes.diff"
+    patch.write_text(result.stdout)
+    applied = subprocess.run(["patch", "-p1", "-s", "-i", str(patch)], cwd=project, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stderr
+    target = migrate(FIXTURES / "aliased_imports", tmp_path / "out")
+    for relative in ("bench.py", "launch.py"):
+        assert (project / relative).read_bytes() == (target / relative).read_bytes()

@@ -14,7 +14,7 @@ import click
 
 from . import __version__, apidata
 from .check import check_paths, rule_descriptions
-from .project import DistributedRequest, RunRequest, UsageError, run
+from .project import DistributedRequest, RunRequest, UsageError, preview, run
 from .reports import check_formats, console
 from .rules import RULES_BY_CODE, Options
 
@@ -56,12 +56,14 @@ def _fail(message: str, status: int = EXIT_USAGE) -> None:
               help="The NPU comes from the DEVICE_ID environment variable at run time (default 0), set once per program.")
 @click.option("-m", "--modelarts", is_flag=True,
               help="(Before `distributed`.) Route file paths through ModelArts; not available yet in this version.")
+@click.option("--diff", "show_diff", is_flag=True,
+              help="Print the unified diff of what would change and write nothing (-o is not needed).")
 @click.option("--force", is_flag=True, help="Replace an existing INPUT_NAME_msft/ (it is kept until the new one is complete).")
 @click.option("--report-dir", type=click.Path(path_type=Path),
               help="Write the reports and the log here instead of into INPUT_NAME_msft/.")
 @click.version_option(__version__, "-V", "--tool-version", prog_name="gpu2npu")
 @click.pass_context
-def main(ctx, input_path, output_path, torch_version, specify_device, modelarts, force, report_dir):
+def main(ctx, input_path, output_path, torch_version, specify_device, modelarts, show_diff, force, report_dir):
     """Migrate PyTorch training code written for NVIDIA GPUs (CUDA) to Huawei Ascend NPUs
     (torch_npu), source to source.
 
@@ -81,13 +83,17 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
     if params["modelarts"]:
         _fail("-m/--modelarts (ModelArts path routing) is not available in this version; "
               "to name the main file of `distributed`, put -m after the word distributed")
-    missing = [flag for flag, key in (("-i/--input", "input_path"), ("-o/--output", "output_path"),
-                                      ("-v/--version", "torch_version")) if params[key] is None]
+    required = [("-i/--input", "input_path"), ("-v/--version", "torch_version")]
+    if not params["show_diff"]:
+        required.insert(1, ("-o/--output", "output_path"))
+    missing = [flag for flag, key in required if params[key] is None]
     if missing:
         _fail(f"missing option {', '.join(missing)} (see gpu2npu --help)")
     request = RunRequest(input=params["input_path"], output=params["output_path"], version=params["torch_version"],
                          force=params["force"], report_dir=params["report_dir"], distributed=distributed,
                          specify_device=params["specify_device"])
+    if params["show_diff"]:
+        _print_preview(request)
     try:
         result = run(request)
     except UsageError as error:
@@ -110,6 +116,22 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
     for path, reason in result.failed:
         click.echo(f"gpu2npu: warning: {path}: copied unchanged, {reason}", err=True)
     sys.exit(EXIT_PARTIAL if result.failed else EXIT_OK)
+
+
+def _print_preview(request: RunRequest) -> None:
+    changed = failed = 0
+    try:
+        for path, diff, error in preview(request):
+            if diff is None:
+                failed += 1
+                click.echo(f"gpu2npu: warning: {path}: would be copied unchanged, {error}", err=True)
+            else:
+                changed += 1
+                click.echo(diff, nl=False)
+    except UsageError as error:
+        _fail(str(error))
+    click.echo(f"{changed} files would change; nothing was written", err=True)
+    sys.exit(EXIT_PARTIAL if failed else EXIT_OK)
 
 
 @main.command("distributed")

@@ -3,13 +3,14 @@ reports, then move the result into place.  Nothing is written before the request
 be valid, and an existing result is never replaced unless asked to (`force`)."""
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from . import __version__, apidata
 from .change import Change, Finding, Report
@@ -75,8 +76,9 @@ def _inside(path: Path, folder: Path) -> bool:
         return False
 
 
-def check_request(request: RunRequest) -> Tuple[Path, Path, Options]:
-    """Validate everything up front; returns (input root, target folder, options)."""
+def check_request(request: RunRequest, writes: bool = True) -> Tuple[Path, Path, Options]:
+    """Validate everything up front; returns (input root, target folder, options).  With
+    `writes` False (a preview) the output folder is not looked at."""
     source = request.input
     if not source.exists():
         raise UsageError(f"input {source} does not exist")
@@ -87,8 +89,12 @@ def check_request(request: RunRequest) -> Tuple[Path, Path, Options]:
         api = apidata.load(request.version)
     except apidata.UnknownVersionError as error:
         raise UsageError(str(error)) from None
-    output = request.output.resolve()
     folder = source if source.is_dir() else source.parent
+    if not writes:
+        settings = None if request.distributed is None else _check_distributed(request.distributed, source)
+        specify = _specify_device(source) if request.specify_device and settings is None else None
+        return source, source, Options(api=api, distributed=settings, specify_device=specify)
+    output = request.output.resolve()
     if source.is_dir() and _inside(output, folder):
         raise UsageError(f"output {request.output} lies inside the input {request.input}: choose a folder outside it")
     if output.exists() and not output.is_dir():
@@ -240,6 +246,24 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
     finally:
         run_log.close_log(logger)
     return result
+
+
+def preview(request: RunRequest) -> Iterator[Tuple[str, str]]:
+    """`--diff`: (path, unified diff, "") for every Python file the migration would change and
+    (path, None, reason) for one that could not be processed; nothing is written."""
+    source, _, options = check_request(request, writes=False)
+    for entry in walk(source):
+        if entry.kind != Kind.PYTHON:
+            continue
+        data = entry.absolute.read_bytes()
+        result = migrate_source(data, entry.relative, options, rules_for(options))
+        if result.status == Status.FAILED:
+            yield entry.relative, None, result.error
+        elif result.output is not None:
+            before = data.decode("utf-8", errors="replace").splitlines(keepends=True)
+            after = result.output.decode("utf-8", errors="replace").splitlines(keepends=True)
+            diff = difflib.unified_diff(before, after, f"a/{entry.relative}", f"b/{entry.relative}")
+            yield entry.relative, "".join(line if line.endswith("\n") else line + "\n" for line in diff), ""
 
 
 def _write_launcher(staging: Path, settings: DistributedSettings, logger) -> None:
