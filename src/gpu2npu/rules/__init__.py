@@ -16,14 +16,14 @@ from __future__ import annotations
 from typing import Dict, Tuple, Type
 
 from .base import DistributedSettings, Example, FileContext, Options, Rule, SpecifyDeviceSettings
+from .cuda_api import TorchCudaApiToNpu
+from .data_parallel import DataParallelToSingleNpu
+from .dataloader import DataLoaderForNpu
 from .ddp_checkpoint import SaveOnRankZero
 from .ddp_data_parallel import DataParallelRemoved
 from .ddp_init import InitHcclProcessGroup
 from .ddp_model import WrapModelInDdp
 from .ddp_sampler import DistributedSamplerForLoaders
-from .cuda_api import TorchCudaApiToNpu
-from .data_parallel import DataParallelToSingleNpu
-from .dataloader import DataLoaderForNpu
 from .device_strings import CudaDeviceStrings
 from .import_torch_npu import ImportTorchNpu
 from .integer_devices import IntegerDevices
@@ -32,7 +32,8 @@ from .specify_device import DeviceFromEnvironment
 from .tensor_cuda import TensorCudaToNpu
 from .visible_devices import VisibleDevicesEnv
 
-SINGLE_CARD_RULES: Tuple[Type[Rule], ...] = (
+# What every mode starts with: the rewrites of CUDA names, strings and devices, then the loaders.
+COMMON_RULES: Tuple[Type[Rule], ...] = (
     NcclToHccl,
     CudaDeviceStrings,
     VisibleDevicesEnv,
@@ -40,22 +41,16 @@ SINGLE_CARD_RULES: Tuple[Type[Rule], ...] = (
     TensorCudaToNpu,
     IntegerDevices,
     DataLoaderForNpu,
-    DataParallelToSingleNpu,
-    ImportTorchNpu,
 )
+
+SINGLE_CARD_RULES: Tuple[Type[Rule], ...] = (*COMMON_RULES, DataParallelToSingleNpu, ImportTorchNpu)
 
 # `distributed`: one process per NPU.  DataParallel is removed instead of replaced, loaders get
 # a DistributedSampler after DataLoaderForNpu has made them drop their last batch, the model
 # wrap and the process-group initialisation insert statements, and ImportTorchNpu still runs
 # last because the inserted code uses torch_npu.
 DISTRIBUTED_RULES: Tuple[Type[Rule], ...] = (
-    NcclToHccl,
-    CudaDeviceStrings,
-    VisibleDevicesEnv,
-    TorchCudaApiToNpu,
-    TensorCudaToNpu,
-    IntegerDevices,
-    DataLoaderForNpu,
+    *COMMON_RULES,
     DistributedSamplerForLoaders,
     DataParallelRemoved,
     WrapModelInDdp,

@@ -8,6 +8,7 @@ from ..change import Operation
 from .base import DistributedSettings, Example, Rule, code_of
 from .data_parallel import DATA_PARALLEL
 from .names import qualified_names
+from .placement import remove_statement
 
 
 class DataParallelRemoved(Rule):
@@ -45,10 +46,7 @@ class DataParallelRemoved(Rule):
         del self.edits[self._edits_before_statement:]
         self.record(original_node, f"delete {code_of(small.targets[0].target)} = DataParallel(...): one process per NPU",
                     Operation.DELETE)
-        if any(line.comment is not None for line in original_node.leading_lines):
-            # The comments above it stay, over a `pass`.
-            return cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=updated_node.leading_lines)
-        return cst.RemoveFromParent()
+        return remove_statement(original_node, updated_node)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
         if not (qualified_names(self, original_node.func) & DATA_PARALLEL):

@@ -114,3 +114,11 @@ def insert_after_imports(rule, original_module: cst.Module, updated_module: cst.
     rule.record_insert(anchor, message)
     rule.context.needs_torch_npu = True
     return updated_module.with_changes(body=body)
+
+
+def remove_statement(original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+    """What replaces a deleted statement: nothing, or `pass` under the comments that stood above
+    it, so that no comment is lost (libcst writes `pass` itself for a block left empty)."""
+    if any(line.comment is not None for line in original.leading_lines):
+        return cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=updated.leading_lines)
+    return cst.RemoveFromParent()

@@ -9,7 +9,7 @@ from libcst.metadata import PositionProvider, QualifiedNameProvider
 from ..change import Operation
 from .base import Example, Rule, SpecifyDeviceSettings, code_of
 from .names import qualified_names
-from .placement import bound_names, insert_after_imports, pair_with_originals
+from .placement import bound_names, insert_after_imports, pair_with_originals, remove_statement
 
 MAIN_TEST = re.compile(r'^(__name__=="__main__"|"__main__"==__name__)$')
 SET_DEVICE = ("torch.cuda.set_device", "torch_npu.npu.set_device", "torch.npu.set_device")
@@ -53,9 +53,7 @@ class DeviceFromEnvironment(Rule):
             return updated_node  # already reads DEVICE_ID (a migrated file)
         self.record(original_node, "delete set_device(...): -s sets the NPU from DEVICE_ID at start-up",
                     Operation.DELETE)
-        if any(line.comment is not None for line in original_node.leading_lines):
-            return cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=updated_node.leading_lines)
-        return cst.RemoveFromParent()
+        return remove_statement(original_node, updated_node)
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module):
         if self.context.path not in self.context.options.specify_device.entry_files:
