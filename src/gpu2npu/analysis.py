@@ -137,6 +137,8 @@ class CudaLeftovers(cst.CSTVisitor):
             return
         if DEVICE_STRING.match(text):
             self._add(node, Report.UNSUPPORTED, f"device string {text!r}", 'use "npu" devices on Ascend')
+        elif text.startswith("torch.cuda.") and text.endswith("Tensor"):
+            self._add(node, Report.UNSUPPORTED, f"tensor type {text!r}", "use the torch.npu tensor types on Ascend")
         elif text.lower() == "nccl" or "cuda:nccl" in text:
             self._add(node, Report.UNSUPPORTED, f"backend {text!r}", 'use the "hccl" backend on Ascend')
 

@@ -1,10 +1,14 @@
 """Device strings in code: "cuda" -> "npu", "cuda:0" -> "npu:0", f"cuda:{i}" -> f"npu:{i}"."""
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from .base import Example, Rule
 from .names import DEVICE_STRING, DocstringTracker, string_text, with_string_text
+
+TENSOR_TYPE_STRING = re.compile(r"^torch\.cuda\.[A-Z][A-Za-z0-9]*Tensor$")
 
 
 class CudaDeviceStrings(DocstringTracker, Rule):
@@ -13,7 +17,8 @@ class CudaDeviceStrings(DocstringTracker, Rule):
     Only strings that *are* a device spec change: `"cuda"`, `"cuda:0"`, `"cuda:{}"` (a `.format`
     template), `"cuda:%d"`, and f-strings `f"cuda:{rank}"`.  That covers `torch.device(...)`,
     `.to(...)`, `map_location=`, `torch.autocast("cuda")`, argparse defaults and comparisons such
-    as `device.type == "cuda"`, so the code stays consistent with itself.  Prose that merely
+    as `device.type == "cuda"`, so the code stays consistent with itself.  Tensor type names
+    (`'torch.cuda.FloatTensor'`) become `'torch.npu.FloatTensor'`.  Prose that merely
     contains the word ("running on cuda"), docstrings and comments are never touched.  Under
     `distributed` and `-s` a fixed index ("cuda:0") becomes plain "npu", the NPU of the process;
     with `-s` so do templates and f-strings, whose index the DEVICE_ID variable now decides.
@@ -36,6 +41,10 @@ class CudaDeviceStrings(DocstringTracker, Rule):
             'import torch\nimport torch_npu\ndevice = f"npu:{local_rank}"\nif x.device.type == "npu":\n    pass\n',
         ),
         Example(
+            "import torch\ntorch.set_default_tensor_type('torch.cuda.FloatTensor')\n",
+            "import torch\nimport torch_npu\ntorch.set_default_tensor_type('torch.npu.FloatTensor')\n",
+        ),
+        Example(
             'import torch\nwith torch.autocast("cuda", dtype=torch.bfloat16):\n    pass\n',
             'import torch\nimport torch_npu\nwith torch.autocast("npu", dtype=torch.bfloat16):\n    pass\n',
         ),
@@ -53,6 +62,13 @@ class CudaDeviceStrings(DocstringTracker, Rule):
         if self.is_documentation(original_node):
             return updated_node
         text = string_text(original_node)
+        if text is not None and TENSOR_TYPE_STRING.match(text):
+            # 'torch.cuda.FloatTensor' (set_default_tensor_type, x.type(...)) names a CUDA type;
+            # torch_npu registers the same types as torch.npu.*.
+            new_text = "torch.npu." + text[len("torch.cuda."):]
+            self.record(original_node, f"change tensor type {text!r} to {new_text!r}")
+            self.context.needs_torch_npu = True
+            return with_string_text(updated_node, new_text)
         if text is None or not DEVICE_STRING.match(text):
             return updated_node
         new_text = "npu" + text[len("cuda") :]
