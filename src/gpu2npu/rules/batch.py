@@ -9,7 +9,7 @@ stops looking there.  Positions are those of the original file, so no line mappi
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Type
+from typing import List, Optional, Sequence, Type
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper

@@ -1,7 +1,7 @@
 """torch.cuda.X -> torch_npu.npu.X, for every X that the chosen torch_npu release provides."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Union
+from typing import List, Optional
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider

@@ -7,7 +7,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from ..change import Report
-from .base import DistributedSettings, Example, Rule, code_of
+from .base import DistributedSettings, Example, Rule
 from .names import dotted_name
 from .placement import bound_names
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Dict, Optional, Set
 
 import libcst as cst
-import libcst.matchers as m
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from .base import Example, Rule

@@ -17,14 +17,6 @@ def qualified_names(rule: cst.MetadataDependent, node: cst.CSTNode) -> Set[str]:
     return {name.name for name in names}
 
 
-def resolves_to(rule: cst.MetadataDependent, node: cst.CSTNode, targets: Iterable[str]) -> Optional[str]:
-    found = qualified_names(rule, node)
-    for target in targets:
-        if target in found:
-            return target
-    return None
-
-
 def dotted_name(node: cst.CSTNode) -> Optional[str]:
     """`a.b.c` for a chain of Names/Attributes, None for anything else."""
     if isinstance(node, cst.Name):
@@ -41,14 +33,6 @@ def build_dotted(name: str) -> cst.BaseExpression:
     for part in parts[1:]:
         expr = cst.Attribute(value=expr, attr=cst.Name(part))
     return expr
-
-
-def chain_parts(node: cst.CSTNode) -> List[cst.CSTNode]:
-    """The nodes of an attribute chain from the outermost down to its root Name."""
-    parts = [node]
-    while isinstance(parts[-1], cst.Attribute):
-        parts.append(parts[-1].value)
-    return parts
 
 
 def string_text(node: cst.SimpleString) -> Optional[str]:

@@ -1,7 +1,7 @@
 """Where inserted statements go, and on which original line a report says they went."""
 from __future__ import annotations
 
-from typing import Optional, Sequence, Set
+from typing import Sequence, Set
 
 import libcst as cst
 
