@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable, List, Optional, Set
+from typing import Optional, Set
 
 import libcst as cst
 from libcst.metadata import QualifiedNameProvider
