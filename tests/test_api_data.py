@@ -248,3 +248,15 @@ def test_generator_yaml():
                         ["autograd", "custom", "supported", "symint"]}
     assert native == ["add", "copy_", "matmul"]
     assert custom == ["npu_bar", "npu_foo"]
+
+
+def test_torch_ops_file_is_reproducible():
+    """scripts/gen_torch_ops.py --check regenerates torch_ops.json from the installed torch."""
+    pytest.importorskip("torchgen")
+    pytest.importorskip("yaml")
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "gen_torch_ops.py"
+    result = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

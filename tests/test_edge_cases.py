@@ -217,3 +217,25 @@ def test_line_map_follows_insertions():
     lines = LineMap(3)
     lines.update("a\nb\nc\n", "a\nnew\nb\nc\n")
     assert [lines.original(n) for n in (1, 2, 3, 4)] == [1, 1, 2, 3]
+
+
+def test_operators_without_an_npu_kernel_are_reported():
+    source = (
+        "import torch\nimport torch.nn.functional as F\n"
+        "a = torch.heaviside(x, v)\n"  # CUDA kernel, none in torch_npu 2.1
+        "b = torch.matmul(x, v)\n"  # composite: runs through mm/bmm on NPU
+        "c = F.layer_norm(x, (4,))\n"  # composite over native_layer_norm, which the NPU has
+        "d = torch.cumsum(x, 0)\n"  # NPU kernel
+    )
+    _, result = migrate(source)
+    reported = [(f.start_line, f.api) for f in result.findings if f.report == Report.UNSUPPORTED]
+    assert reported == [(3, "torch.heaviside")]
+    assert "aten::heaviside" in result.findings[0].tip
+
+
+def test_aten_names_of_torch_namespaces():
+    assert apidata.aten_name("torch.linalg.svd") == "linalg_svd"
+    assert apidata.aten_name("torch.fft.rfft") == "fft_rfft"
+    assert apidata.aten_name("torch.nn.functional.gelu") == "gelu"
+    assert apidata.aten_name("torch.heaviside") == "heaviside"
+    assert apidata.aten_name("numpy.heaviside") is None

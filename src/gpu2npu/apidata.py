@@ -25,6 +25,7 @@ class ApiData:
     torch_npu_version: str
     modules: Mapping[str, frozenset]
     native_functions: frozenset
+    custom_functions: frozenset = frozenset()
 
     @property
     def version_tuple(self) -> tuple:
@@ -73,4 +74,59 @@ def load(version: str) -> ApiData:
         torch_npu_version=raw["torch_npu_version"],
         modules={name: frozenset(names) for name, names in raw["modules"].items()},
         native_functions=frozenset(raw.get("native_functions", ())),
+        custom_functions=frozenset(raw.get("custom_functions", ())),
     )
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_ops() -> frozenset:
+    """ATen operators that need a device kernel of their own (data/torch_ops.json)."""
+    resource = resources.files(DATA_PACKAGE).joinpath("torch_ops.json")
+    return frozenset(json.loads(resource.read_text(encoding="utf-8"))["kernel_ops"])
+
+
+# Python namespaces whose functions are ATen operators named with a prefix.
+_OP_PREFIXES = (("torch.nn.functional.", ""), ("torch.fft.", "fft_"), ("torch.linalg.", "linalg_"),
+                ("torch.special.", "special_"), ("torch.", ""))
+
+
+def aten_name(qualified: str):
+    """The ATen operator a torch function call runs (`torch.linalg.svd` -> `linalg_svd`), or None."""
+    for prefix, op_prefix in _OP_PREFIXES:
+        if qualified.startswith(prefix):
+            rest = qualified[len(prefix):]
+            return op_prefix + rest if rest.isidentifier() else None
+    return None
+
+
+def lacks_npu_kernel(api: ApiData, qualified: str):
+    """The ATen operator behind `qualified` when it needs a device kernel that this torch_npu
+    release does not list (an in-place `op_` counts as present when `op` is); else None."""
+    op = aten_name(qualified)
+    if op is None or op not in kernel_ops():
+        return None
+    known = api.native_functions | api.custom_functions
+    if op in known or (op.endswith("_") and op[:-1] in known):
+        return None
+    return op
+
+
+_MISSING: dict = {}
+
+
+def ops_without_npu_kernel(api: ApiData) -> frozenset:
+    """Names (without namespace prefix) whose call this release cannot run on the NPU."""
+    key = (api.torch_version, api.torch_npu_version)
+    if key not in _MISSING:
+        _MISSING[key] = _ops_without_npu_kernel(api)
+    return _MISSING[key]
+
+
+def _ops_without_npu_kernel(api: ApiData) -> frozenset:
+    known = api.native_functions | api.custom_functions
+    missing = {op for op in kernel_ops() if op not in known and not (op.endswith("_") and op[:-1] in known)}
+    names = set(missing)
+    for _, op_prefix in _OP_PREFIXES:
+        if op_prefix:
+            names |= {op[len(op_prefix):] for op in missing if op.startswith(op_prefix)}
+    return frozenset(names)

@@ -6,12 +6,15 @@ that cannot be decoded or parsed comes back as a failure with its reason, and th
 from __future__ import annotations
 
 import enum
+import functools
+import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Type
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
+from . import apidata
 from .analysis import find_leftovers
 from .change import Change, Finding, Operation
 from .linemap import LineMap
@@ -23,6 +26,21 @@ from .rules.batch import run_batch
 RELEVANT_WORDS = ("cuda", "CUDA", "nccl", "NCCL", "DataParallel", "DataLoader", "torch_npu", ".to(", "device=",
                   "apex", "amp_C", "cupy", "pycuda", "pynvml", "nvidia", "GPUtil", "triton", "flash_attn",
                   "xformers", "bitsandbytes", "tensorrt", "torch2trt")
+
+
+@functools.lru_cache(maxsize=None)
+def _pattern_for(names: frozenset) -> "re.Pattern":
+    return re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\s*\(")
+
+
+def _missing_ops_pattern(api) -> "re.Pattern":
+    return _pattern_for(apidata.ops_without_npu_kernel(api))
+
+
+def _relevant(data: bytes, api) -> bool:
+    """Whether anything in the file could be changed or reported: CUDA words, or a call of an
+    operator this torch_npu release has no kernel for."""
+    return any(word.encode() in data for word in RELEVANT_WORDS) or _missing_ops_pattern(api).search(data) is not None
 
 
 class Status(str, enum.Enum):
@@ -52,7 +70,7 @@ def migrate_source(
     starts_program = (options.distributed is not None and path == options.distributed.main_file) or (
         options.specify_device is not None and path in options.specify_device.entry_files
     )
-    if not starts_program and not any(word.encode() in data for word in RELEVANT_WORDS):
+    if not starts_program and not _relevant(data, options.api):
         return FileResult(path, Status.SKIPPED)
     try:
         module = cst.parse_module(data)

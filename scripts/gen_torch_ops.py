@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Write src/gpu2npu/data/torch_ops.json: the ATen operators that need a device kernel.
+
+An operator that PyTorch implements once for every device (CompositeImplicitAutograd: no
+dispatch entry; or CompositeExplicitAutograd) runs on an NPU through the operators it is made
+of.  One with its own CUDA kernel (a `CUDA` dispatch key, or a structured kernel) needs an NPU
+kernel too; whether torch_npu has one is in the per-version torch_npu_<v>.json files.  This list
+is read from the `native_functions.yaml` that the torch wheel ships in `torchgen/packaged`
+(the installed torch by default), never typed by hand.
+
+    python scripts/gen_torch_ops.py [--yaml PATH] [--check]
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+OUT = Path(__file__).resolve().parent.parent / "src" / "gpu2npu" / "data" / "torch_ops.json"
+COMPOSITE = {"CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional"}
+
+
+def _installed_yaml() -> Path:
+    import torchgen  # ships with the torch wheel
+
+    return Path(torchgen.__file__).parent / "packaged" / "ATen" / "native" / "native_functions.yaml"
+
+
+def _torch_version(path: Path) -> str:
+    try:
+        import torch
+
+        return torch.__version__.split("+")[0]
+    except ImportError:
+        return "unknown"
+
+
+def kernel_ops(entries) -> list:
+    """Base names of operators with a dense CUDA (or structured) kernel and no composite form."""
+    needs, composite = set(), set()
+    for entry in entries:
+        name = entry["func"].split("(")[0].split(".")[0]
+        keys = set()
+        for key in (entry.get("dispatch") or {}):
+            keys.update(part.strip() for part in key.split(","))
+        if "structured_delegate" in entry or entry.get("structured"):
+            keys.add("CUDA")
+        if not keys:
+            keys.add("CompositeImplicitAutograd")
+        if keys & COMPOSITE:
+            composite.add(name)
+        if "CUDA" in keys:
+            needs.add(name)
+    return sorted(needs - composite)
+
+
+def build(yaml_path: Path) -> str:
+    raw = yaml_path.read_bytes()
+    data = {
+        "torch_version": _torch_version(yaml_path),
+        "source": "torchgen/packaged/ATen/native/native_functions.yaml",
+        "sha256": hashlib.sha256(raw).hexdigest(),
+        "kernel_ops": kernel_ops(yaml.safe_load(raw)),
+    }
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--yaml", type=Path, default=None, help="native_functions.yaml (default: installed torch's)")
+    parser.add_argument("--check", action="store_true", help="compare with the committed file instead of writing")
+    args = parser.parse_args()
+    text = build(args.yaml or _installed_yaml())
+    if args.check:
+        same = OUT.read_text(encoding="utf-8") == text
+        print("OK: torch_ops.json is up to date" if same else "DIFFERENT: rerun without --check")
+        return 0 if same else 1
+    OUT.write_text(text, encoding="utf-8")
+    print(f"wrote {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
