@@ -114,3 +114,20 @@ def test_modelarts_flag_is_refused_clearly(tmp_path):
                      "-m", "distributed", "-m", "train.py")
     assert result.exit_code == 2 and "after the word distributed" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_model_built_in_both_branches_is_wrapped_after_the_if():
+    source = ("import torch\ndef main(args):\n    if args.pretrained:\n        model = A(pretrained=True)\n"
+              "    else:\n        model = A()\n    train(model)\n")
+    output, _ = convert(source)
+    lines = output.splitlines()
+    assert output.count("DistributedDataParallel(") == 1
+    wrap = next(i for i, line in enumerate(lines) if "DistributedDataParallel(" in line)
+    assert lines[wrap - 1] == "    model = model.npu()" and lines[wrap - 2] == "        model = A()"
+    assert lines[wrap + 1] == "    train(model)"
+
+
+def test_model_built_in_the_main_block_is_wrapped_there():
+    source = "import torch\nif __name__ == '__main__':\n    model = Net()\n    for epoch in range(3):\n        train(model)\n"
+    output, _ = convert(source)
+    assert "    model = Net()\n    model = model.npu()\n    model = torch.nn.parallel.DistributedDataParallel(" in output

@@ -239,3 +239,14 @@ def test_aten_names_of_torch_namespaces():
     assert apidata.aten_name("torch.nn.functional.gelu") == "gelu"
     assert apidata.aten_name("torch.heaviside") == "heaviside"
     assert apidata.aten_name("numpy.heaviside") is None
+
+
+def test_a_defect_in_a_rule_costs_one_file_not_the_run(monkeypatch):
+    from gpu2npu.rules.tensor_cuda import TensorCudaToNpu
+
+    def broken(self, original_node, updated_node):
+        raise ValueError("boom")
+
+    monkeypatch.setattr(TensorCudaToNpu, "leave_Call", broken)
+    result = migrate_source(b"import torch\nx = y.cuda()\n", "f.py", OPTIONS)
+    assert result.status == Status.FAILED and "internal error" in result.error and "boom" in result.error

@@ -86,6 +86,9 @@ def migrate_source(
         return _apply_rules(module, data, path, options, rules)
     except RecursionError:
         return FileResult(path, Status.FAILED, error="nested too deeply to migrate")
+    except Exception as error:  # a defect of ours must cost one file, not the run
+        return FileResult(path, Status.FAILED,
+                          error=f"internal error while migrating ({type(error).__name__}: {error}); please report it")
 
 
 def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, rules) -> FileResult:

@@ -7,7 +7,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from ..change import Report
-from .base import DistributedSettings, Example, Rule
+from .base import DistributedSettings, Example, Rule, code_of
 from .names import dotted_name
 from .placement import bound_names
 
@@ -48,25 +48,51 @@ def _builds_target(statement: cst.CSTNode, target: str) -> bool:
     return True
 
 
-class _FindBuild(cst.CSTVisitor):
-    """Where the target is first built: (the enclosing function or None, that statement)."""
-
+class _ContainsBuild(cst.CSTVisitor):
     def __init__(self, target: str) -> None:
         self.target = target
-        self.functions: List[Optional[cst.FunctionDef]] = [None]
-        self.found: Optional[Tuple[Optional[cst.FunctionDef], cst.CSTNode]] = None
+        self.found = False
 
     def visit_FunctionDef(self, node) -> bool:
-        self.functions.append(node)
-        return self.found is None
+        return False
 
-    def leave_FunctionDef(self, node) -> None:
-        self.functions.pop()
+    def visit_ClassDef(self, node) -> bool:
+        return False
 
     def visit_SimpleStatementLine(self, node) -> bool:
-        if self.found is None and _builds_target(node, self.target):
-            self.found = (self.functions[-1], node)
+        self.found |= _builds_target(node, self.target)
         return False
+
+
+def _runs_its_body_once(statement) -> bool:
+    if isinstance(statement, cst.With):
+        return isinstance(statement.body, cst.IndentedBlock)
+    if isinstance(statement, cst.If) and statement.orelse is None and isinstance(statement.body, cst.IndentedBlock):
+        test = code_of(statement.test).replace("'", '"').replace(" ", "")
+        return test in ('__name__=="__main__"', '"__main__"==__name__')
+    return False
+
+
+def _find_build(statements, target: str, function=None):
+    """(enclosing function or None, statement after which the model exists): the first
+    statement of a function's (or the module's) own body that builds the target, or contains the
+    statement that does (`if pretrained: model = A() else: model = B()`: after the whole `if`)."""
+    for statement in statements:
+        if isinstance(statement, cst.FunctionDef):
+            found = _find_build(statement.body.body, target, statement)
+        elif isinstance(statement, cst.ClassDef):
+            found = _find_build(statement.body.body, target, function)
+        elif _runs_its_body_once(statement):
+            # `if __name__ == "__main__":` and `with ...:` bodies run straight through: the wrap
+            # goes right after the build inside them.
+            found = _find_build(statement.body.body, target, function)
+        else:
+            finder = _ContainsBuild(target)
+            statement.visit(finder)
+            found = (function, statement) if finder.found else None
+        if found is not None:
+            return found
+    return None
 
 
 class WrapModelInDdp(Rule):
@@ -121,16 +147,15 @@ class WrapModelInDdp(Rule):
                         "DistributedDataParallel by hand")
             self.active = False
             return
-        finder = _FindBuild(self.target)
-        node.visit(finder)
-        if finder.found is None:
+        found = _find_build(node.body, self.target)
+        if found is None:
             self.report(node, Report.UNSUPPORTED, DDP,
                         f"no statement that builds {self.target} was found: move it to its NPU and wrap it in "
                         f"{DDP}(..., device_ids=[torch_npu.npu.current_device()]) by hand")
             self.active = False
             return
-        self.build = finder.found
-        self.build_line = self.lines_of(finder.found[1])[1]
+        self.build = found
+        self.build_line = self.lines_of(found[1])[1]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node)
@@ -141,7 +166,8 @@ class WrapModelInDdp(Rule):
         self.params.pop()
         return updated_node
 
-    def leave_SimpleStatementLine(self, original_node, updated_node):
+    def on_leave(self, original_node, updated_node):
+        updated_node = super().on_leave(original_node, updated_node)
         if not self.active or self.build is None or original_node is not self.build[1]:
             return updated_node
         lines = [
