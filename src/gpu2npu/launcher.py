@@ -11,27 +11,30 @@ TEMPLATE = """\
 #
 #   NPUS=0,1,2,3 bash {name} [arguments of {main}...]
 #
-# NPUS        comma-separated NPU ids to use (default: 0,1,2,3,4,5,6,7)
+# NPUS        comma-separated NPU ids to use (default: 0,1,2,3,4,5,6,7); only these are visible
+#             to the processes (ASCEND_RT_VISIBLE_DEVICES), which number them 0, 1, ...
 # PYTHON      interpreter (default: python3)
 # MASTER_ADDR / MASTER_PORT   rendezvous address (default: 127.0.0.1:29688)
-# Each process gets DEVICE_ID (its NPU) and RANK_ID (its rank), RANK_SIZE is the number of NPUs;
-# its output goes to output_npu_<DEVICE_ID>.log in the current folder.  Every process receives
-# the batch size you pass: the global batch is RANK_SIZE times larger than on one card.
+# Process i gets RANK_ID=RANK=LOCAL_RANK=DEVICE_ID=i and RANK_SIZE=WORLD_SIZE=<number of NPUs>
+# (both the Ascend and the torchrun names, so scripts reading either work); its output goes to
+# output_npu_<NPU id>.log in the current folder.  Every process receives the batch size you
+# pass: the global batch is RANK_SIZE times larger than on one card.
 #
 # The same with torchrun (it sets RANK, WORLD_SIZE and LOCAL_RANK, which the script also reads):
-#   torchrun --nproc_per_node=<number of NPUs> {main} [arguments...]
+#   ASCEND_RT_VISIBLE_DEVICES=0,1,2,3 torchrun --nproc_per_node=4 {main} [arguments...]
 set -u
 here="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
 export MASTER_ADDR="${{MASTER_ADDR:-127.0.0.1}}"
 export MASTER_PORT="${{MASTER_PORT:-29688}}"
 export HCCL_WHITELIST_DISABLE=1
-IFS=',' read -r -a devices <<< "${{NPUS:-0,1,2,3,4,5,6,7}}"
-export RANK_SIZE="${{#devices[@]}}"
+export ASCEND_RT_VISIBLE_DEVICES="${{NPUS:-0,1,2,3,4,5,6,7}}"
+IFS=',' read -r -a devices <<< "$ASCEND_RT_VISIBLE_DEVICES"
+export RANK_SIZE="${{#devices[@]}}" WORLD_SIZE="${{#devices[@]}}"
 python="${{PYTHON:-python3}}"
 
 pids=()
 for rank in "${{!devices[@]}}"; do
-    DEVICE_ID="${{devices[$rank]}}" RANK_ID="$rank" \\
+    DEVICE_ID="$rank" RANK_ID="$rank" RANK="$rank" LOCAL_RANK="$rank" \\
         "$python" -u "$here/"{main_quoted} "$@" > "output_npu_${{devices[$rank]}}.log" 2>&1 &
     pids+=("$!")
 done
