@@ -162,3 +162,18 @@ def test_diff_previews_exactly_the_migration_and_writes_nothing(tmp_path):
     target = migrate(FIXTURES / "aliased_imports", tmp_path / "out")
     for relative in ("bench.py", "launch.py"):
         assert (project / relative).read_bytes() == (target / relative).read_bytes()
+
+
+def test_output_is_the_same_whatever_the_number_of_processes(tmp_path):
+    project = tmp_path / "all_fixtures"
+    shutil.copytree(FIXTURES, project, symlinks=True)  # more Python files than PARALLEL_FROM
+    serial = migrate(project, tmp_path / "j1", "2.1.0", "-j", "1")
+    parallel = migrate(project, tmp_path / "j2", "2.1.0", "-j", "2")
+    one, two = tree_files(serial), tree_files(parallel)
+    assert sorted(one) == sorted(two) and len([p for p in one if p.endswith(".py")]) >= 16
+    for relative in one:
+        if relative == "msFmkTranspltlog.txt":
+            strip = lambda text: [line[20:] for line in text.splitlines()[1:]]  # noqa: E731 (times, paths)
+            assert strip(one[relative].read_text()) == strip(two[relative].read_text())
+        else:
+            assert one[relative].read_bytes() == two[relative].read_bytes(), relative

@@ -56,6 +56,8 @@ def _fail(message: str, status: int = EXIT_USAGE) -> None:
               help="The NPU comes from the DEVICE_ID environment variable at run time (default 0), set once per program.")
 @click.option("-m", "--modelarts", is_flag=True,
               help="(Before `distributed`.) Route file paths through ModelArts; not available yet in this version.")
+@click.option("-j", "--jobs", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Worker processes (0: one per core); output and reports are the same for any number.")
 @click.option("--diff", "show_diff", is_flag=True,
               help="Print the unified diff of what would change and write nothing (-o is not needed).")
 @click.option("--force", is_flag=True, help="Replace an existing INPUT_NAME_msft/ (it is kept until the new one is complete).")
@@ -63,7 +65,7 @@ def _fail(message: str, status: int = EXIT_USAGE) -> None:
               help="Write the reports and the log here instead of into INPUT_NAME_msft/.")
 @click.version_option(__version__, "-V", "--tool-version", prog_name="gpu2npu")
 @click.pass_context
-def main(ctx, input_path, output_path, torch_version, specify_device, modelarts, show_diff, force, report_dir):
+def main(ctx, input_path, output_path, torch_version, specify_device, modelarts, jobs, show_diff, force, report_dir):
     """Migrate PyTorch training code written for NVIDIA GPUs (CUDA) to Huawei Ascend NPUs
     (torch_npu), source to source.
 
@@ -91,7 +93,7 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
         _fail(f"missing option {', '.join(missing)} (see gpu2npu --help)")
     request = RunRequest(input=params["input_path"], output=params["output_path"], version=params["torch_version"],
                          force=params["force"], report_dir=params["report_dir"], distributed=distributed,
-                         specify_device=params["specify_device"])
+                         specify_device=params["specify_device"], jobs=params["jobs"])
     if params["show_diff"]:
         _print_preview(request)
     try:

@@ -4,13 +4,14 @@ be valid, and an existing result is never replaced unless asked to (`force`)."""
 from __future__ import annotations
 
 import difflib
+import multiprocessing
 import os
 import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from . import __version__, apidata
 from .change import Change, Finding, Report
@@ -49,6 +50,7 @@ class RunRequest:
     report_dir: Optional[Path] = None
     distributed: Optional[DistributedRequest] = None
     specify_device: bool = False
+    jobs: int = 0  # worker processes; 0: one per core
 
     @property
     def suffix(self) -> str:
@@ -171,23 +173,55 @@ def _copy_entry(entry: Entry, destination: Path) -> None:
         shutil.copy2(entry.absolute, destination)
 
 
-def _migrate_python(entry: Entry, destination: Path, options: Options) -> FileResult:
+def _migrate_entry(entry: Entry, options: Options) -> FileResult:
+    """Read and migrate one Python file (in a worker process when running in parallel)."""
     try:
         data = entry.absolute.read_bytes()
     except OSError as error:
-        result = FileResult(entry.relative, Status.FAILED, error=f"cannot be read: {error.strerror or error}")
+        return FileResult(entry.relative, Status.FAILED, error=f"cannot be read: {error.strerror or error}")
+    return migrate_source(data, entry.relative, options, rules_for(options))
+
+
+def _write_python(entry: Entry, destination: Path, result: FileResult) -> None:
+    if result.output is None:
         try:
             shutil.copy2(entry.absolute, destination)
-        except OSError:
-            pass
-        return result
-    result = migrate_source(data, entry.relative, options, rules_for(options))
-    if result.output is None:
-        shutil.copy2(entry.absolute, destination)
+        except OSError as error:
+            if result.status != Status.FAILED:
+                raise
+            result.error += f"; not copied either: {error.strerror or error}"
     else:
         destination.write_bytes(result.output)
         shutil.copymode(entry.absolute, destination)
-    return result
+
+
+_WORKER_OPTIONS: Optional[Options] = None
+
+
+def _init_worker(options: Options) -> None:
+    global _WORKER_OPTIONS
+    _WORKER_OPTIONS = options
+
+
+def _work(entry: Entry) -> FileResult:
+    return _migrate_entry(entry, _WORKER_OPTIONS)
+
+
+# Below this many Python files, starting worker processes costs more than it saves.
+PARALLEL_FROM = 16
+
+
+def migrate_all(entries: Sequence[Entry], options: Options, jobs: int) -> Iterator[FileResult]:
+    """FileResults in the order of `entries`, whatever the number of processes, so that output
+    and reports are identical with -j 1 and -j N."""
+    jobs = jobs or os.cpu_count() or 1
+    if jobs <= 1 or len(entries) < PARALLEL_FROM:
+        for entry in entries:
+            yield _migrate_entry(entry, options)
+        return
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    with context.Pool(jobs, initializer=_init_worker, initargs=(options,)) as pool:
+        yield from pool.imap(_work, entries, chunksize=4)
 
 
 def run(request: RunRequest, progress: Callable[[str], None] = lambda message: None) -> RunResult:
@@ -216,27 +250,32 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             f"gpu2npu {__version__}: migrating {source} for PyTorch {options.api.torch_version} "
             f"(torch_npu {options.api.torch_npu_version}) into {target}"
         )
-        for entry in walk(source):
-            destination = staging / entry.relative if source.is_dir() else staging / source.name
+        def destination_of(entry: Entry) -> Path:
+            return staging / entry.relative if source.is_dir() else staging / source.name
+
+        python: List[Entry] = []
+        for entry in walk(source):  # folders come before what they hold
             if entry.kind == Kind.PYTHON:
+                python.append(entry)
+                continue
+            if entry.kind != Kind.DIRECTORY:
                 result.files += 1
-                result.python_files += 1
-                outcome = _migrate_python(entry, destination, options)
-                _log_file(logger, outcome)
-                if outcome.status == Status.FAILED:
-                    result.failed.append((outcome.path, outcome.error))
-                elif outcome.status == Status.MIGRATED:
-                    result.migrated.append(outcome.path)
-                result.changes.extend(outcome.changes)
-                result.findings.extend(outcome.findings)
-                progress(entry.relative)
-            else:
-                if entry.kind != Kind.DIRECTORY:
-                    result.files += 1
-                _copy_entry(entry, destination)
-                if entry.kind == Kind.CUDA_SOURCE:
-                    text = entry.absolute.read_bytes().decode("utf-8", errors="replace")
-                    cuda_ops.extend((entry.relative, name) for name in custom_operators(text))
+            _copy_entry(entry, destination_of(entry))
+            if entry.kind == Kind.CUDA_SOURCE:
+                text = entry.absolute.read_bytes().decode("utf-8", errors="replace")
+                cuda_ops.extend((entry.relative, name) for name in custom_operators(text))
+        for entry, outcome in zip(python, migrate_all(python, options, request.jobs)):
+            result.files += 1
+            result.python_files += 1
+            _write_python(entry, destination_of(entry), outcome)
+            _log_file(logger, outcome)
+            if outcome.status == Status.FAILED:
+                result.failed.append((outcome.path, outcome.error))
+            elif outcome.status == Status.MIGRATED:
+                result.migrated.append(outcome.path)
+            result.changes.extend(outcome.changes)
+            result.findings.extend(outcome.findings)
+            progress(entry.relative)
         for relative, name in cuda_ops:
             logger.info(f"{relative}: custom CUDA operator {name} needs an NPU implementation")
         if options.distributed is not None:
