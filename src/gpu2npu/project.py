@@ -91,11 +91,15 @@ def check_request(request: RunRequest, writes: bool = True) -> Tuple[Path, Path,
         api = apidata.load(request.version)
     except apidata.UnknownVersionError as error:
         raise UsageError(str(error)) from None
+    target = _check_output(request, source) if writes else source
+    settings = None if request.distributed is None else _check_distributed(request.distributed, source)
+    specify = _specify_device(source) if request.specify_device and settings is None else None
+    return source, target, Options(api=api, distributed=settings, specify_device=specify)
+
+
+def _check_output(request: RunRequest, source: Path) -> Path:
+    """The folder the run will write (OUTPUT/<name>_msft), once nothing stands in its way."""
     folder = source if source.is_dir() else source.parent
-    if not writes:
-        settings = None if request.distributed is None else _check_distributed(request.distributed, source)
-        specify = _specify_device(source) if request.specify_device and settings is None else None
-        return source, source, Options(api=api, distributed=settings, specify_device=specify)
     output = request.output.resolve()
     if source.is_dir() and _inside(output, folder):
         raise UsageError(f"output {request.output} lies inside the input {request.input}: choose a folder outside it")
@@ -115,9 +119,7 @@ def check_request(request: RunRequest, writes: bool = True) -> Tuple[Path, Path,
             )
     if request.report_dir is not None and _inside(request.report_dir.resolve(), folder) and source.is_dir():
         raise UsageError(f"report folder {request.report_dir} lies inside the input: choose a folder outside it")
-    settings = None if request.distributed is None else _check_distributed(request.distributed, source)
-    specify = _specify_device(source) if request.specify_device and settings is None else None
-    return source, target, Options(api=api, distributed=settings, specify_device=specify)
+    return target
 
 
 def _specify_device(source: Path) -> SpecifyDeviceSettings:
@@ -142,13 +144,13 @@ def _check_distributed(request: DistributedRequest, source: Path) -> Distributed
         raise UsageError(f"distributed -m {request.main}: the main file must lie inside the input {source}")
     if not TARGET_PATTERN.match(request.target):
         raise UsageError(f"distributed -t {request.target}: not a variable name (e.g. model or self.model)")
+    main_text = main.read_text(encoding="utf-8", errors="replace")
     assignment = re.compile(rf"^\s*{re.escape(request.target)}\s*(:[^=]+)?=[^=]", re.M)
-    if not assignment.search(main.read_text(encoding="utf-8", errors="replace")):
+    if not assignment.search(main_text):
         raise UsageError(
             f"distributed -t {request.target}: {main.relative_to(source)} never assigns {request.target}; "
             "name the variable that holds the model"
         )
-    main_text = main.read_text(encoding="utf-8", errors="replace")
     spawns = bool(SPAWN_CALL.search(main_text))
     initialises = any(
         INIT_CALL.search(entry.absolute.read_bytes()) for entry in walk(source) if entry.kind == Kind.PYTHON
