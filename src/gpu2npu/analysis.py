@@ -15,7 +15,7 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 from .apidata import ApiData, lacks_npu_kernel
 from .change import Finding, Report
 from .rules import npu_aware
-from .rules.names import DEVICE_STRING, dotted_name, qualified_names, string_text
+from .rules.names import DEVICE_STRING, DocstringTracker, dotted_name, qualified_names, string_text
 from .tips import CUDA_ONLY_PACKAGES, TIPS, migratable_cuda_path, tip_for
 
 RULE = "NPU900"
@@ -30,16 +30,16 @@ def _package_of(name: str) -> Optional[str]:
     return None
 
 
-class CudaLeftovers(cst.CSTVisitor):
+class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
     METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
 
     def __init__(self, path: str, api: ApiData, context) -> None:
-        super().__init__()
+        cst.CSTVisitor.__init__(self)
+        DocstringTracker.__init__(self)
         self.path = path
         self.api = api
         self.context = context
         self.findings: List[Finding] = []
-        self._doc_strings = set()
 
     def _add(self, node: cst.CSTNode, report: Report, api_name: str, tip: str) -> None:
         span = self.get_metadata(PositionProvider, node)
@@ -133,16 +133,9 @@ class CudaLeftovers(cst.CSTVisitor):
                           "CPU at best): replace it or move it off the hot path")
                 return
 
-    # -- strings -----------------------------------------------------------------------------
-    def visit_Expr(self, node: cst.Expr) -> None:
-        if isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-            self._doc_strings.add(id(node.value))
-
-    def visit_ConcatenatedString(self, node: cst.ConcatenatedString) -> bool:
-        return id(node) not in self._doc_strings
-
+    # -- strings (documentation excluded: DocstringTracker) ------------------------------------
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if id(node) in self._doc_strings:
+        if self.is_documentation(node):
             return
         text = string_text(node)
         if text is None:
@@ -155,7 +148,7 @@ class CudaLeftovers(cst.CSTVisitor):
             self._add(node, Report.UNSUPPORTED, f"backend {text!r}", 'use the "hccl" backend on Ascend')
 
     def visit_FormattedString(self, node: cst.FormattedString) -> bool:
-        if id(node) in self._doc_strings:
+        if self.is_documentation(node):
             return False
         first = node.parts[0] if node.parts else None
         if isinstance(first, cst.FormattedStringText) and first.value == "cuda:":

@@ -8,7 +8,7 @@ from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from .base import Example, Rule, code_of
 from .names import qualified_names
-from .placement import after_imports, bound_names, line_before, pair_with_originals
+from .placement import after_imports, bound_names, line_before, module_names, pair_with_originals
 
 DATA_PARALLEL = {
     "torch.nn.DataParallel",
@@ -66,8 +66,7 @@ class DataParallelToSingleNpu(Rule):
         self._module_names = set()
 
     def visit_Module(self, node: cst.Module) -> None:
-        for statement in node.body:
-            self._module_names |= bound_names(statement)
+        self._module_names = module_names(node.body)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
         if not (qualified_names(self, original_node.func) & DATA_PARALLEL):

@@ -1,15 +1,15 @@
 """distributed: the target model moves to its NPU and is wrapped in DistributedDataParallel."""
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import List, Optional
 
 import libcst as cst
 from libcst.metadata import PositionProvider
 
 from ..change import Report
-from .base import DistributedSettings, Example, Rule, code_of
+from .base import DistributedSettings, Example, Rule
 from .names import dotted_name
-from .placement import bound_names
+from .placement import is_main_guard, module_names
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
 # Assignments that only move or re-wrap the model: the wrap goes after the one that builds it.
@@ -67,10 +67,7 @@ class _ContainsBuild(cst.CSTVisitor):
 def _runs_its_body_once(statement) -> bool:
     if isinstance(statement, cst.With):
         return isinstance(statement.body, cst.IndentedBlock)
-    if isinstance(statement, cst.If) and statement.orelse is None and isinstance(statement.body, cst.IndentedBlock):
-        test = code_of(statement.test).replace("'", '"').replace(" ", "")
-        return test in ('__name__=="__main__"', '"__main__"==__name__')
-    return False
+    return is_main_guard(statement)
 
 
 def _find_build(statements, target: str, function=None):
@@ -142,7 +139,7 @@ class WrapModelInDdp(Rule):
         if "DistributedDataParallel" in node.code or "DDP(" in node.code:
             self.active = False
             return
-        if "torch" not in _module_names(node):
+        if "torch" not in module_names(node.body):
             self.report(node, Report.UNSUPPORTED, DDP, "the main file does not `import torch`: wrap the model in "
                         "DistributedDataParallel by hand")
             self.active = False
@@ -202,9 +199,3 @@ class WrapModelInDdp(Rule):
         new_value = cst.parse_expression(f"{self.target}.module")
         return updated_node.with_changes(func=updated_node.func.with_changes(value=new_value))
 
-
-def _module_names(module: cst.Module) -> set:
-    names = set()
-    for statement in module.body:
-        names |= bound_names(statement)
-    return names

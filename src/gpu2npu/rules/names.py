@@ -47,7 +47,7 @@ def with_string_text(node: cst.SimpleString, text: str) -> cst.SimpleString:
 
 
 class DocstringTracker:
-    """Mixin for transformers: knows which strings stand alone as statements (docstrings and
+    """Mixin for rules and the analysis: knows which strings stand alone as statements (docstrings and
     string "comments"), which are documentation and are never rewritten."""
 
     def __init__(self) -> None:

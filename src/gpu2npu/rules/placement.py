@@ -68,6 +68,25 @@ def bound_names(statement: cst.CSTNode) -> Set[str]:
     return names
 
 
+def module_names(body: Sequence[cst.CSTNode]) -> Set[str]:
+    """Names the import lines of a block bind."""
+    names: Set[str] = set()
+    for statement in body:
+        names |= bound_names(statement)
+    return names
+
+
+_MAIN_TESTS = ('__name__=="__main__"', '"__main__"==__name__')
+
+
+def is_main_guard(statement: cst.CSTNode) -> bool:
+    """`if __name__ == "__main__":` (either quote, either order, no elif/else)."""
+    if not (isinstance(statement, cst.If) and statement.orelse is None and isinstance(statement.body, cst.IndentedBlock)):
+        return False
+    test = cst.Module(body=()).code_for_node(statement.test).replace("'", '"').replace(" ", "")
+    return test in _MAIN_TESTS
+
+
 def header_line_count(module: cst.Module) -> int:
     return len(module.header)
 
@@ -95,9 +114,7 @@ def insert_after_imports(rule, original_module: cst.Module, updated_module: cst.
     line and `comment` lines (if any), importing the modules in `needs` first if the module does
     not; the insertion is recorded on `rule` as one INSERT."""
     body = list(updated_module.body)
-    names: Set[str] = set()
-    for statement in body:
-        names |= bound_names(statement)
+    names = module_names(body)
     new = list(cst.parse_module(source, config=updated_module.config_for_parsing).body)
     if comment:
         comments = [cst.EmptyLine(comment=cst.Comment(line)) for line in comment]

@@ -1,17 +1,14 @@
 """-s/--specify-device: the NPU comes from DEVICE_ID at run time, set once per program."""
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from ..change import Operation
 from .base import Example, Rule, SpecifyDeviceSettings, code_of
 from .names import qualified_names
-from .placement import bound_names, insert_after_imports, pair_with_originals, remove_statement
+from .placement import insert_after_imports, is_main_guard, module_names, pair_with_originals, remove_statement
 
-MAIN_TEST = re.compile(r'^(__name__=="__main__"|"__main__"==__name__)$')
 SET_DEVICE = ("torch.cuda.set_device", "torch_npu.npu.set_device", "torch.npu.set_device")
 COMMENT = ("# -s: this process runs on the NPU named by the DEVICE_ID environment variable (default 0).",)
 SOURCE = 'torch_npu.npu.set_device(int(os.environ.get("DEVICE_ID", "0")))\n'
@@ -62,7 +59,7 @@ class DeviceFromEnvironment(Rule):
             return updated_node  # the device is read from DEVICE_ID already
         pairs = pair_with_originals(updated_node.body, original_node.body, self.context.inserted)
         guard = next((index for index, (statement, original) in enumerate(pairs)
-                      if original is not None and _is_main_guard(statement)), None)
+                      if original is not None and is_main_guard(statement)), None)
         if guard is None:
             return insert_after_imports(self, original_node, updated_node, SOURCE, COMMENT,
                                         "insert torch_npu.npu.set_device from DEVICE_ID (-s)", needs=("os",))
@@ -79,14 +76,7 @@ class DeviceFromEnvironment(Rule):
         self.record_insert(self.lines_of(original)[0], "insert torch_npu.npu.set_device from DEVICE_ID (-s)")
         self.context.needs_torch_npu = True
         module = updated_node.with_changes(body=body)
-        if "os" not in {name for st in body for name in bound_names(st)}:
+        if "os" not in module_names(body):
             module = insert_after_imports(self, original_node, module, "import os\n", (), "insert import os", needs=())
         return module
 
-
-def _is_main_guard(statement: cst.CSTNode) -> bool:
-    return (
-        isinstance(statement, cst.If)
-        and isinstance(statement.body, cst.IndentedBlock)
-        and MAIN_TEST.match(code_of(statement.test).replace("'", '"').replace(" ", "")) is not None
-    )
