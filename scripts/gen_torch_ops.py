@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Write src/gpu2npu/data/torch_ops.json: the ATen operators that need a device kernel.
+"""Write src/gpu2npu/data/torch_ops.json: the ATen operators that need a device kernel, which of
+them are also Tensor methods, and the names of PyTorch's public Python API.
 
 An operator that PyTorch implements once for every device (CompositeImplicitAutograd: no
 dispatch entry; or CompositeExplicitAutograd) runs on an NPU through the operators it is made
 of.  One with its own CUDA kernel (a `CUDA` dispatch key, or a structured kernel) needs an NPU
 kernel too; whether torch_npu has one is in the per-version torch_npu_<v>.json files.  This list
 is read from the `native_functions.yaml` that the torch wheel ships in `torchgen/packaged`
-(the installed torch by default), never typed by hand.
+(the installed torch by default), never typed by hand.  The API names are those of the installed
+torch's public modules (`dir()` of each module in API_MODULES, and every module path of the
+package), so a `torch.*` call that is in none of them can be reported as unknown.
 
     python scripts/gen_torch_ops.py [--yaml PATH] [--check]
 """
@@ -58,13 +61,55 @@ def kernel_ops(entries) -> list:
     return sorted(needs - composite)
 
 
+def method_ops(entries) -> list:
+    """Base names of operators that are also Tensor methods (`variants: function, method`)."""
+    names = set()
+    for entry in entries:
+        variants = {part.strip() for part in str(entry.get("variants", "function")).split(",")}
+        if "method" in variants:
+            names.add(entry["func"].split("(")[0].split(".")[0])
+    return sorted(names)
+
+
+# Public modules whose names are listed one by one; deeper modules are known by path only.
+API_MODULES = (
+    "torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.utils", "torch.nn.parallel",
+    "torch.linalg", "torch.fft", "torch.special", "torch.distributed", "torch.optim",
+    "torch.optim.lr_scheduler", "torch.utils", "torch.utils.data", "torch.utils.checkpoint", "torch.amp",
+    "torch.autograd", "torch.distributions", "torch.backends", "torch.testing", "torch.hub", "torch.jit",
+    "torch.onnx", "torch.profiler", "torch.multiprocessing", "torch.random", "torch.overrides",
+)
+
+
+def public_api() -> dict:
+    import importlib
+    import pkgutil
+    import warnings
+
+    import torch
+
+    warnings.simplefilter("ignore")  # deprecation notices of torch's own modules while walking them
+    modules = sorted(
+        info.name for info in pkgutil.walk_packages(torch.__path__, "torch.", onerror=lambda name: None)
+        if ".test" not in info.name and "._" not in info.name
+    )
+    names = {}
+    for module_name in API_MODULES:
+        module = importlib.import_module(module_name)
+        names[module_name] = sorted(n for n in dir(module) if not n.startswith("_"))
+    return {"modules": ["torch", *modules], "names": names}
+
+
 def build(yaml_path: Path) -> str:
     raw = yaml_path.read_bytes()
+    entries = yaml.safe_load(raw)
     data = {
         "torch_version": _torch_version(yaml_path),
         "source": "torchgen/packaged/ATen/native/native_functions.yaml",
         "sha256": hashlib.sha256(raw).hexdigest(),
-        "kernel_ops": kernel_ops(yaml.safe_load(raw)),
+        "kernel_ops": kernel_ops(entries),
+        "method_ops": method_ops(entries),
+        "api": public_api(),
     }
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 

@@ -12,7 +12,7 @@ from typing import List, Optional
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
-from .apidata import ApiData, lacks_npu_kernel
+from .apidata import ApiData
 from .change import Finding, Report
 from .rules import npu_aware
 from .rules.names import DEVICE_STRING, DocstringTracker, dotted_name, qualified_names, string_text
@@ -119,18 +119,6 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
             package = _package_of(name)
             if package is not None and self._is_called(node):
                 self._add(node, Report.UNSUPPORTED, name, tip_for(name))
-                return
-
-    # -- operators without an NPU kernel ------------------------------------------------------
-    def visit_Call(self, node: cst.Call) -> None:
-        for name in qualified_names(self, node.func):
-            if not name.startswith("torch.") or name.startswith("torch.cuda"):
-                continue
-            op = lacks_npu_kernel(self.api, name)
-            if op is not None:
-                self._add(node.func, Report.UNSUPPORTED, name,
-                          f"aten::{op} has no NPU kernel in torch_npu {self.api.torch_npu_version} (it runs on the "
-                          "CPU at best): replace it or move it off the hot path")
                 return
 
     # -- strings (documentation excluded: DocstringTracker) ------------------------------------

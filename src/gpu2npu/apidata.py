@@ -130,3 +130,57 @@ def _ops_without_npu_kernel(api: ApiData) -> frozenset:
         if op_prefix:
             names |= {op[len(op_prefix):] for op in missing if op.startswith(op_prefix)}
     return frozenset(names)
+
+
+@functools.lru_cache(maxsize=None)
+def _torch_ops_file() -> dict:
+    resource = resources.files(DATA_PACKAGE).joinpath("torch_ops.json")
+    return json.loads(resource.read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=None)
+def _public_api():
+    api = _torch_ops_file()["api"]
+    return frozenset(api["modules"]), {module: frozenset(names) for module, names in api["names"].items()}
+
+
+@functools.lru_cache(maxsize=4096)
+def torch_api_knows(qualified: str) -> bool:
+    """Whether `torch.a.b...` is a name of PyTorch's public API (data/torch_ops.json "api").
+
+    The deepest known module of the path decides: where its names are listed the next part must
+    be one of them; below a module whose names are not listed (or below a listed name: a class's
+    methods) everything is taken as known.  Private names (`torch._C...`) are not public API.
+    """
+    parts = qualified.split(".")
+    if any(part.startswith("_") and not part.startswith("__") for part in parts):
+        return False
+    modules, names = _public_api()
+    depth = max(i for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in modules or i == 1)
+    module = ".".join(parts[:depth])
+    if module not in modules or depth == len(parts):
+        return module in modules
+    listed = names.get(module)
+    return listed is None or parts[depth] in listed
+
+
+# Methods that Python's own containers and strings have too: on an object of unknown type such a
+# call says nothing about tensors.
+_BUILTIN_METHODS = frozenset(
+    name for kind in (list, dict, set, str, bytes, int, float, tuple) for name in dir(kind)
+)
+
+
+@functools.lru_cache(maxsize=None)
+def _method_ops() -> frozenset:
+    return frozenset(
+        op for op in _torch_ops_file()["method_ops"] if not op.startswith("_") and op not in _BUILTIN_METHODS
+    )
+
+
+def method_lacks_npu_kernel(api: ApiData, method: str):
+    """For `x.method(...)` with `x` of unknown type: the ATen operator without an NPU kernel in
+    this release that the call runs if `x` is a tensor, else None."""
+    if method not in _method_ops():
+        return None
+    return lacks_npu_kernel(api, f"torch.{method}")

@@ -5,6 +5,7 @@ that cannot be decoded or parsed comes back as a failure with its reason, and th
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import re
@@ -14,15 +15,15 @@ from typing import List, Optional, Sequence, Type
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from . import apidata
+from . import apidata, partial, scan
 from .analysis import find_leftovers
 from .change import Change, Finding, Operation
 from .linemap import LineMap
-from .rules import SINGLE_CARD_RULES, FileContext, Options, Rule, npu_aware
+from .rules import COMMON_RULES, SINGLE_CARD_RULES, FileContext, Options, Rule, npu_aware
 from .rules.batch import run_batch
 
-# A file containing none of these cannot be touched by any rule or reported by the analysis,
-# so it is not parsed at all.
+# When Python's `ast` cannot read a file (newer syntax, broken code), a file containing none of
+# these cannot be touched by any rule or reported by the analysis, so it is not parsed at all.
 RELEVANT_WORDS = ("cuda", "CUDA", "nccl", "NCCL", "DataParallel", "DataLoader", "torch_npu", ".to(", "device=",
                   "apex", "amp_C", "cupy", "pycuda", "pynvml", "nvidia", "GPUtil", "triton", "flash_attn",
                   "xformers", "bitsandbytes", "tensorrt", "torch2trt")
@@ -70,8 +71,26 @@ def migrate_source(
     starts_program = (options.distributed is not None and path == options.distributed.main_file) or (
         options.specify_device is not None and path in options.specify_device.entry_files
     )
-    if not starts_program and not _relevant(data, options.api):
+    tree = scan.parse(data)
+    api_rows: List[Finding] = []
+    if tree is not None:
+        file_scan = scan.FileScan(tree)
+        api_rows = scan.api_findings(file_scan, path, options.api)
+        if not starts_program and not _needs_rewrite(file_scan, data, rules):
+            return FileResult(path, Status.UNCHANGED, findings=sorted(set(api_rows)))
+    elif not starts_program and not _relevant(data, options.api):
         return FileResult(path, Status.SKIPPED)
+    result = None
+    if tree is not None and not starts_program and options.distributed is None and options.specify_device is None:
+        result = _migrate_cut(data, tree, file_scan, path, options, rules)
+    if result is None:
+        result = _migrate_whole(data, path, options, rules)
+    if api_rows and result.status != Status.FAILED:
+        result.findings = sorted(set(result.findings) | set(api_rows))
+    return result
+
+
+def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Type[Rule]]) -> FileResult:
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as error:
@@ -89,6 +108,44 @@ def migrate_source(
     except Exception as error:  # a defect of ours must cost one file, not the run
         return FileResult(path, Status.FAILED,
                           error=f"internal error while migrating ({type(error).__name__}: {error}); please report it")
+
+
+def _migrate_cut(data: bytes, tree, file_scan: "scan.FileScan", path: str, options: Options,
+                 rules: Sequence[Type[Rule]]) -> Optional[FileResult]:
+    """A large file migrated through its relevant top-level statements only (see `partial`);
+    None when the file is not cut, or the cut run did not come back clean."""
+    reduction = partial.reduce(data, tree, file_scan.relevant_lines())
+    if reduction is None:
+        return None
+    result = _migrate_whole(reduction.source.encode("utf-8"), path, options, rules)
+    if result.status == Status.FAILED:
+        return None
+    output = None
+    if result.output is not None:
+        output = partial.expand(data, reduction, result.output.decode("utf-8"))
+        if output is None:
+            return None
+
+    def line(number: int) -> int:
+        return partial.original_line(reduction, number)
+
+    result.output = output
+    result.changes = [
+        dataclasses.replace(c, start_line=line(c.start_line), end_line=line(c.end_line)) for c in result.changes
+    ]
+    result.findings = [
+        dataclasses.replace(f, start_line=line(f.start_line), end_line=line(f.end_line)) for f in result.findings
+    ]
+    return result
+
+
+def _needs_rewrite(file_scan: "scan.FileScan", data: bytes, rules: Sequence[Type[Rule]]) -> bool:
+    """Whether the file must go through libcst: the ast scan's generous test for the rules every
+    mode runs, and the text triggers of the mode-specific rules (distributed, -s)."""
+    if file_scan.needs_rewrite():
+        return True
+    common = set(COMMON_RULES) | set(SINGLE_CARD_RULES)
+    return any(trigger.encode() in data for rule in rules if rule not in common for trigger in rule.triggers)
 
 
 def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, rules) -> FileResult:

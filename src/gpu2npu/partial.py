@@ -1,0 +1,144 @@
+"""Large files with a few CUDA spots: migrate only the top-level statements that matter.
+
+A 4,000-line library module that calls `torch.cuda.is_available()` in one function costs as
+much to run through libcst as any other 4,000 lines, yet the rules can only change the
+statements the ast scan flagged (`FileScan.relevant_lines`).  So such a file is cut at its
+top-level statements: the ones holding a flagged line, together with every top-level statement
+that is not a function or class (imports and module-level bindings: the context rules read),
+are joined into a smaller module; the others are left out.  The smaller module is migrated as a
+whole file would be, and each kept statement's text is put back in its place.
+
+Kept statements are separated by marker comment lines: no rule edits comments, and lines a rule
+inserts after a statement stay before the next marker, so they go back with that statement.
+
+Only files where this is plainly sound are cut: UTF-8 without BOM, `\\n` line endings, a final
+newline, and no DataLoader (whether a loader trains or evaluates is read from its uses
+anywhere in the file).
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+# Below this many lines a whole-file migration is cheap enough.
+PARTIAL_FROM_LINES = 600
+# Nor is cutting worth it when more than this share of the lines must be kept.
+PARTIAL_MAX_SHARE = 0.5
+MARKER = "# gpu2npu: statement boundary {}"
+_MARKER_LINE = re.compile(r"^# gpu2npu: statement boundary (\d+)\n", re.MULTILINE)
+_WHOLE_FILE_WORDS = (b"DataLoader",)
+
+
+@dataclass
+class Reduction:
+    source: str  # the smaller module
+    spans: List[Tuple[int, int]]  # original (first, last) line, 1-based, of each kept statement
+    origin: List[int]  # origin[k]: original line of line k + 1 of `source` (markers: the line above)
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _statement_spans(body: Sequence[ast.stmt]) -> List[Tuple[int, int, Optional[ast.stmt]]]:
+    """(first line, last line, statement) of each statement of a block; statements sharing a
+    line (`a = 1; b = 2`) are merged and then carry no single statement (None)."""
+    spans: List[Tuple[int, int, Optional[ast.stmt]]] = []
+    for node in body:
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+        last = node.end_lineno or node.lineno
+        if spans and first <= spans[-1][1]:
+            previous = spans.pop()
+            spans.append((previous[0], max(last, previous[1]), None))
+        else:
+            spans.append((first, last, node))
+    return spans
+
+
+def _kept_spans(body: Sequence[ast.stmt], relevant: Sequence[int]) -> List[Tuple[int, int]]:
+    """Line spans to keep of a module's or class's body: every statement that is not a function
+    or class, and the functions and classes holding a relevant line, classes cut further."""
+    kept: List[Tuple[int, int]] = []
+    for first, last, node in _statement_spans(body):
+        if node is not None and not isinstance(node, _DEFINITIONS):
+            kept.append((first, last))
+        elif not _any_between(relevant, first, last):
+            continue
+        elif isinstance(node, ast.ClassDef):
+            body_first = min([node.body[0].lineno] + [d.lineno for d in getattr(node.body[0], "decorator_list", ())])
+            inner = _kept_spans(node.body, relevant) if body_first > node.lineno else []
+            if not inner or _any_between(relevant, first, body_first - 1):
+                kept.append((first, last))
+            else:
+                kept.append((first, body_first - 1))
+                kept.extend(inner)
+        else:
+            kept.append((first, last))
+    return kept
+
+
+def reduce(data: bytes, tree: ast.Module, relevant_lines: Sequence[int]) -> Optional[Reduction]:
+    """The smaller module for `data`, or None when cutting does not pay or is not plainly sound."""
+    if data.startswith(b"\xef\xbb\xbf") or b"\r" in data or not data.endswith(b"\n"):
+        return None
+    if any(word in data for word in _WHOLE_FILE_WORDS):
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = text.split("\n")[:-1]
+    if len(lines) < PARTIAL_FROM_LINES or any(_MARKER_LINE.match(line + "\n") for line in lines):
+        return None
+    relevant = sorted(set(relevant_lines))
+    kept = _kept_spans(tree.body, relevant)
+    if sum(last - first + 1 for first, last in kept) > len(lines) * PARTIAL_MAX_SHARE:
+        return None  # most of the file is needed anyway
+    parts: List[str] = []
+    origin: List[int] = []
+    # The lines before the first statement carry the encoding cookie and shebang, if any.
+    head = kept[0][0] - 1 if kept else 0
+    parts.extend(line + "\n" for line in lines[:head])
+    origin.extend(range(1, head + 1))
+    for index, (first, last) in enumerate(kept):
+        parts.append(MARKER.format(index) + "\n")
+        origin.append(first - 1)
+        parts.extend(line + "\n" for line in lines[first - 1 : last])
+        origin.extend(range(first, last + 1))
+    return Reduction("".join(parts), kept, origin)
+
+
+def _any_between(sorted_lines: Sequence[int], first: int, last: int) -> bool:
+    import bisect
+
+    index = bisect.bisect_left(sorted_lines, first)
+    return index < len(sorted_lines) and sorted_lines[index] <= last
+
+
+def expand(data: bytes, reduction: Reduction, migrated: str) -> Optional[bytes]:
+    """The whole file with each kept statement replaced by its migrated text, or None when the
+    markers did not survive the migration intact (then the caller migrates the whole file)."""
+    pieces = _MARKER_LINE.split(migrated)
+    # pieces: [head, "0", text0, "1", text1, ...]
+    if len(pieces) != 2 * len(reduction.spans) + 1:
+        return None
+    if [int(p) for p in pieces[1::2]] != list(range(len(reduction.spans))):
+        return None
+    lines = data.decode("utf-8").split("\n")[:-1]
+    head = reduction.spans[0][0] - 1 if reduction.spans else 0
+    out: List[str] = [pieces[0]]
+    cursor = head
+    for (first, last), text in zip(reduction.spans, pieces[2::2]):
+        out.extend(line + "\n" for line in lines[cursor : first - 1])
+        out.append(text)
+        cursor = last
+    out.extend(line + "\n" for line in lines[cursor:])
+    return "".join(out).encode("utf-8")
+
+
+def original_line(reduction: Reduction, line: int) -> int:
+    """Original line of line `line` (1-based) of the smaller module."""
+    if line <= 0 or not reduction.origin:
+        return 0
+    return reduction.origin[min(line, len(reduction.origin)) - 1]

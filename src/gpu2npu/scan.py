@@ -1,0 +1,274 @@
+"""What Python's own `ast` can tell about a file, at a tenth of the cost of a libcst parse.
+
+Most files of a real repository mention no CUDA at all: they move tensors with `.to(device)` and
+call `torch.*` operators.  For those a full libcst parse, rewrite and re-print is wasted, yet they
+still need the API analysis (operators without an NPU kernel, unknown `torch.*` names).  So every
+file is first read with `ast`:
+
+- `needs_rewrite` is a deliberately generous test: True whenever any rule *might* edit the file
+  (a CUDA/NCCL word in code, a DataLoader or DataParallel, a possibly-integer device argument, a
+  CUDA-only package).  Only those files go through libcst, where the rules decide exactly.
+  Comments and docstrings cannot make a file need rewriting: no rule edits them.
+- `api_findings` resolves every call's name through the file's imports (`import torch as th`,
+  `from torch import nn`, function-local imports) and reports, for the chosen torch_npu release,
+  operators with no NPU kernel (unsupported_api.csv) and `torch.*` names or Tensor methods whose
+  NPU support the data cannot decide (unknown_api.csv).
+
+The scan reads the original text, so its line numbers are those of the input file.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Set
+
+from . import apidata
+from .change import Finding, Report
+from .tips import CUDA_ONLY_PACKAGES
+
+RULE = "NPU900"
+
+# Words in identifiers or (non-documentation) strings that some rule or the leftover analysis
+# acts on.  Compared case-insensitively.
+REWRITE_WORDS = ("cuda", "nccl", "dataparallel", "data_parallel", "dataloader", "cpp_extension", "torch_npu")
+# Methods whose first argument is a device, and calls returning a device index (as in NPU104).
+DEVICE_METHODS = {"to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
+INDEX_RETURNING = {"current_device", "get_rank", "get_local_rank", "device_count", "get_world_size"}
+_PACKAGE_ROOTS = tuple(package.split(".")[0] for package in CUDA_ONLY_PACKAGES)
+
+
+def parse(data: bytes) -> Optional[ast.Module]:
+    """The ast of `data`, or None when this Python cannot parse it (libcst may still)."""
+    try:
+        return ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _documentation(tree: ast.Module) -> Set[int]:
+    """ids of strings standing alone as statements (docstrings, string "comments")."""
+    ids: Set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, (ast.Constant, ast.JoinedStr)):
+            ids.add(id(node.value))
+            if isinstance(node.value, ast.JoinedStr):
+                ids.update(id(part) for part in node.value.values)
+    return ids
+
+
+class FileScan:
+    """One pass over the tree collecting imports, calls and the words rules look for."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.aliases: Dict[str, Set[str]] = {}  # local name -> qualified names it may stand for
+        self.calls: List[ast.Call] = []
+        self.word_lines: List[int] = []  # lines of identifiers/strings holding a REWRITE_WORD
+        self.package_lines: List[int] = []  # lines importing a CUDA-only package
+        self._bindings: Dict[str, List[ast.AST]] = {}  # dotted target -> values bound to it
+        self._int_options: Set[str] = set()  # argparse dests declared type=int
+        documentation = _documentation(tree)
+        for node in ast.walk(tree):
+            self._visit(node, documentation)
+
+    # -- collection --------------------------------------------------------------------------
+    def _word(self, text: str, node: ast.AST) -> None:
+        lowered = text.lower()
+        if any(word in lowered for word in REWRITE_WORDS):
+            self.word_lines.append(node.lineno)
+
+    def _visit(self, node: ast.AST, documentation: Set[int]) -> None:
+        if isinstance(node, ast.Name):
+            self._word(node.id, node)
+        elif isinstance(node, ast.Attribute):
+            self._word(node.attr, node)
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, str) and id(node) not in documentation:
+                self._word(node.value, node)
+        elif isinstance(node, ast.Call):
+            self.calls.append(node)
+            self._argparse_int(node)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                self._word(alias.name, node)
+                self._cuda_package(alias.name, node)
+                if alias.asname:
+                    self.aliases.setdefault(alias.asname, set()).add(alias.name)
+                else:
+                    root = alias.name.split(".")[0]
+                    self.aliases.setdefault(root, set()).add(root)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0 and node.module:
+                self._word(node.module, node)
+                self._cuda_package(node.module, node)
+                for alias in node.names:
+                    self._word(alias.name, node)
+                    if alias.name != "*":
+                        self.aliases.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                self._bind(target, node.value)
+        elif isinstance(node, ast.AnnAssign):
+            is_int = isinstance(node.annotation, ast.Name) and node.annotation.id == "int"
+            self._bind(node.target, ast.Constant(0) if is_int else node.value)
+        elif isinstance(node, ast.arg):
+            if isinstance(node.annotation, ast.Name) and node.annotation.id == "int":
+                self._bind(ast.Name(node.arg), ast.Constant(0))
+        elif isinstance(node, ast.keyword) and node.arg:
+            self._word(node.arg, node)
+
+    def _cuda_package(self, module: str, node: ast.AST) -> None:
+        if module.split(".")[0] in _PACKAGE_ROOTS:
+            self.package_lines.append(node.lineno)
+
+    def _bind(self, target: ast.AST, value: Optional[ast.AST]) -> None:
+        name = _dotted(target)
+        if name is not None and value is not None:
+            self._bindings.setdefault(name, []).append(value)
+
+    def _argparse_int(self, call: ast.Call) -> None:
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"):
+            return
+        keywords = {k.arg: k.value for k in call.keywords if k.arg}
+        type_ = keywords.get("type")
+        if not (isinstance(type_, ast.Name) and type_.id == "int"):
+            return
+        dest = keywords.get("dest")
+        if isinstance(dest, ast.Constant) and isinstance(dest.value, str):
+            self._int_options.add(dest.value)
+        for arg in call.args:
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                self._int_options.add(arg.value.lstrip("-").replace("-", "_"))
+
+    # -- questions ---------------------------------------------------------------------------
+    def qualified(self, node: ast.AST) -> Set[str]:
+        """Fully qualified names `node` (a Name/Attribute chain) may stand for through imports."""
+        name = _dotted(node)
+        if name is None:
+            return set()
+        root, _, rest = name.partition(".")
+        targets = self.aliases.get(root)
+        if not targets:
+            return set()
+        return {f"{target}.{rest}" if rest else target for target in targets}
+
+    def _possibly_int(self, expr: ast.AST, seen: Set[str]) -> bool:
+        """Generous version of NPU104's "holds an int wherever the file binds it": one int-like
+        binding is enough here, since the rule itself makes the exact decision."""
+        if isinstance(expr, ast.Constant):
+            return isinstance(expr.value, int) and not isinstance(expr.value, bool)
+        if isinstance(expr, ast.UnaryOp):
+            return self._possibly_int(expr.operand, seen)
+        if isinstance(expr, ast.BinOp):
+            return self._possibly_int(expr.left, seen) and self._possibly_int(expr.right, seen)
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            return (isinstance(func, ast.Name) and func.id == "int") or (
+                isinstance(func, ast.Attribute) and func.attr in INDEX_RETURNING
+            )
+        name = _dotted(expr)
+        if name is None or name in seen:
+            return False
+        if isinstance(expr, ast.Attribute) and expr.attr in self._int_options:
+            return True
+        seen.add(name)
+        return any(self._possibly_int(value, seen) for value in self._bindings.get(name, ()))
+
+    def integer_device_lines(self) -> List[int]:
+        """Lines of calls whose device argument might be an int."""
+        lines = []
+        for call in self.calls:
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr in ("to", "to_empty") and call.args:
+                if self._possibly_int(call.args[0], set()):
+                    lines.append(call.lineno)
+                    continue
+            if any(k.arg == "device" and self._possibly_int(k.value, set()) for k in call.keywords):
+                lines.append(call.lineno)
+        return lines
+
+    def relevant_lines(self) -> List[int]:
+        """Lines where a rule might edit or the leftover analysis might report something."""
+        return sorted(set(self.word_lines) | set(self.package_lines) | set(self.integer_device_lines()))
+
+    def needs_rewrite(self) -> bool:
+        """False only when no rule could change the file and the leftover analysis has nothing
+        to report in it."""
+        return bool(self.word_lines or self.package_lines or self.integer_device_lines())
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def api_findings(scan: FileScan, path: str, api: apidata.ApiData) -> List[Finding]:
+    """unsupported_api.csv / unknown_api.csv rows for the calls of one file."""
+    findings: List[Finding] = []
+    for call in scan.calls:
+        names = sorted(scan.qualified(call.func))
+        finding = None
+        for name in names:
+            finding = _judge_torch_call(call, name, path, api)
+            if finding is not None:
+                break
+        if finding is None and not names and isinstance(call.func, ast.Attribute):
+            finding = _judge_method_call(call, path, api)
+        if finding is not None:
+            findings.append(finding)
+    return findings
+
+
+def _row(call: ast.Call, path: str, report: Report, api_name: str, tip: str) -> Finding:
+    func = call.func
+    return Finding(path, func.lineno, func.end_lineno or func.lineno, report, api_name, tip, RULE)
+
+
+def _judge_torch_call(call: ast.Call, name: str, path: str, api: apidata.ApiData) -> Optional[Finding]:
+    if not name.startswith("torch.") or name.startswith(("torch.cuda.", "torch.npu.")):
+        # torch.cuda is the rules' and the leftover analysis' business; torch.npu is torch_npu's own
+        return None
+    op = apidata.lacks_npu_kernel(api, name)
+    if op is not None:
+        return _row(call, path, Report.UNSUPPORTED, name,
+                    f"aten::{op} has no NPU kernel in torch_npu {api.torch_npu_version} (it runs on the "
+                    "CPU at best): replace it or move it off the hot path")
+    if name.startswith("torch.ops."):
+        return _judge_dispatcher_op(call, name, path, api)
+    if not apidata.torch_api_knows(name):
+        return _row(call, path, Report.UNKNOWN, name,
+                    "not in PyTorch's public API lists: check that it exists for this torch version "
+                    "and runs on NPU")
+    return None
+
+
+def _judge_dispatcher_op(call: ast.Call, name: str, path: str, api: apidata.ApiData) -> Optional[Finding]:
+    parts = name.split(".")
+    if len(parts) < 4:
+        return None
+    namespace, op = parts[2], parts[3]
+    if namespace == "aten":
+        missing = apidata.lacks_npu_kernel(api, f"torch.{op}")
+        if missing is None:
+            return None
+        return _row(call, path, Report.UNSUPPORTED, name,
+                    f"aten::{missing} has no NPU kernel in torch_npu {api.torch_npu_version}")
+    if namespace == "npu":
+        return None
+    return _row(call, path, Report.UNKNOWN, name,
+                f"custom operator namespace '{namespace}': it runs on NPU only if its library registers "
+                "an NPU (PrivateUse1) kernel")
+
+
+def _judge_method_call(call: ast.Call, path: str, api: apidata.ApiData) -> Optional[Finding]:
+    method = call.func.attr  # type: ignore[attr-defined]
+    op = apidata.method_lacks_npu_kernel(api, method)
+    if op is None:
+        return None
+    return _row(call, path, Report.UNKNOWN, f"Tensor.{method}",
+                f"if the receiver is a tensor: aten::{op} has no NPU kernel in torch_npu "
+                f"{api.torch_npu_version} (it runs on the CPU at best)")
+
