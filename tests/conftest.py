@@ -12,3 +12,12 @@ def pytest_addoption(parser):
 @pytest.fixture
 def update_goldens(request):
     return request.config.getoption("--update-goldens")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_result_cache(tmp_path_factory):
+    """Command-line runs keep their per-file results in a cache; the tests' runs use their own
+    folder, never the user's."""
+    import os
+
+    os.environ["GPU2NPU_CACHE_DIR"] = str(tmp_path_factory.mktemp("gpu2npu-cache"))

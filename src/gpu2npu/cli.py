@@ -12,10 +12,11 @@ from pathlib import Path
 
 import click
 
-from . import __version__, apidata
+from . import __version__, apidata, cache
 from .check import check_paths, rule_descriptions
 from .project import DistributedRequest, RunRequest, UsageError, preview, run
 from .reports import check_formats, console
+from .reports.progress import ProgressLine
 from .rules import RULES_BY_CODE, Options
 
 EXIT_OK = 0
@@ -58,6 +59,10 @@ def _fail(message: str, status: int = EXIT_USAGE) -> None:
               help="(Before `distributed`.) Route file paths through ModelArts; not available yet in this version.")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=0, show_default=True,
               help="Worker processes (0: one per core); output and reports are the same for any number.")
+@click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
+              help="Where per-file results are kept so that a re-run redoes only what changed "
+                   "(default: $GPU2NPU_CACHE_DIR, else ~/.cache/gpu2npu). Never inside the output.")
+@click.option("--no-cache", is_flag=True, help="Migrate every file afresh and keep no results.")
 @click.option("--diff", "show_diff", is_flag=True,
               help="Print the unified diff of what would change and write nothing (-o is not needed).")
 @click.option("--force", is_flag=True, help="Replace an existing INPUT_NAME_msft/ (it is kept until the new one is complete).")
@@ -65,7 +70,8 @@ def _fail(message: str, status: int = EXIT_USAGE) -> None:
               help="Write the reports and the log here instead of into INPUT_NAME_msft/.")
 @click.version_option(__version__, "-V", "--tool-version", prog_name="gpu2npu")
 @click.pass_context
-def main(ctx, input_path, output_path, torch_version, specify_device, modelarts, jobs, show_diff, force, report_dir):
+def main(ctx, input_path, output_path, torch_version, specify_device, modelarts, jobs, cache_dir, no_cache, show_diff,
+         force, report_dir):
     """Migrate PyTorch training code written for NVIDIA GPUs (CUDA) to Huawei Ascend NPUs
     (torch_npu), source to source.
 
@@ -93,11 +99,16 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
         _fail(f"missing option {', '.join(missing)} (see gpu2npu --help)")
     request = RunRequest(input=params["input_path"], output=params["output_path"], version=params["torch_version"],
                          force=params["force"], report_dir=params["report_dir"], distributed=distributed,
-                         specify_device=params["specify_device"], jobs=params["jobs"])
+                         specify_device=params["specify_device"], jobs=params["jobs"],
+                         cache_dir=None if params["no_cache"] else (params["cache_dir"] or cache.default_folder()))
     if params["show_diff"]:
         _print_preview(request)
+    progress = ProgressLine()
     try:
-        result = run(request)
+        try:
+            result = run(request, progress)
+        finally:
+            progress.close()  # before any message, so that none lands on the progress line
     except UsageError as error:
         _fail(str(error))
     except KeyboardInterrupt:

@@ -11,9 +11,10 @@ whole file would be, and each kept statement's text is put back in its place.
 Kept statements are separated by marker comment lines: no rule edits comments, and lines a rule
 inserts after a statement stay before the next marker, so they go back with that statement.
 
-Only files where this is plainly sound are cut: UTF-8 without BOM, `\\n` line endings, a final
-newline, and no DataLoader (whether a loader trains or evaluates is read from its uses
-anywhere in the file).
+Only files where this is plainly sound are cut: UTF-8 without BOM, `\\n` line endings and a
+final newline.  What the single-card rules read beyond the statement they edit is module-level
+(imports, bindings) or enclosing (the function and assignment around a DataLoader), and both are
+kept; the distributed and `-s` modes, which reason across the whole file, never cut.
 """
 from __future__ import annotations
 
@@ -28,7 +29,6 @@ PARTIAL_FROM_LINES = 600
 PARTIAL_MAX_SHARE = 0.5
 MARKER = "# gpu2npu: statement boundary {}"
 _MARKER_LINE = re.compile(r"^# gpu2npu: statement boundary (\d+)\n", re.MULTILINE)
-_WHOLE_FILE_WORDS = (b"DataLoader",)
 
 
 @dataclass
@@ -81,8 +81,6 @@ def _kept_spans(body: Sequence[ast.stmt], relevant: Sequence[int]) -> List[Tuple
 def reduce(data: bytes, tree: ast.Module, relevant_lines: Sequence[int]) -> Optional[Reduction]:
     """The smaller module for `data`, or None when cutting does not pay or is not plainly sound."""
     if data.startswith(b"\xef\xbb\xbf") or b"\r" in data or not data.endswith(b"\n"):
-        return None
-    if any(word in data for word in _WHOLE_FILE_WORDS):
         return None
     try:
         text = data.decode("utf-8")

@@ -4,6 +4,7 @@ be valid, and an existing result is never replaced unless asked to (`force`)."""
 from __future__ import annotations
 
 import difflib
+import gc
 import multiprocessing
 import os
 import re
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from . import __version__, apidata
+from . import __version__, apidata, cache
 from .change import Change, Finding, Report
 from .cuda_ops import custom_operators
 from .discover import Entry, Kind, walk
@@ -51,6 +52,7 @@ class RunRequest:
     distributed: Optional[DistributedRequest] = None
     specify_device: bool = False
     jobs: int = 0  # worker processes; 0: one per core
+    cache_dir: Optional[Path] = None  # per-file results kept here between runs; None: no cache
 
     @property
     def suffix(self) -> str:
@@ -68,6 +70,7 @@ class RunResult:
     changes: List[Change] = field(default_factory=list)
     findings: List[Finding] = field(default_factory=list)
     report_rows: Dict[str, int] = field(default_factory=dict)
+    cache_hits: int = 0  # Python files whose result was read back from the cache
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -119,6 +122,11 @@ def _check_output(request: RunRequest, source: Path) -> Path:
             )
     if request.report_dir is not None and _inside(request.report_dir.resolve(), folder) and source.is_dir():
         raise UsageError(f"report folder {request.report_dir} lies inside the input: choose a folder outside it")
+    if request.cache_dir is not None:
+        cache_dir = request.cache_dir.resolve()
+        if (source.is_dir() and _inside(cache_dir, folder)) or _inside(cache_dir, target):
+            raise UsageError(f"cache folder {request.cache_dir} lies inside the input or the output: "
+                             "choose a folder outside both (or --no-cache)")
     return target
 
 
@@ -175,13 +183,15 @@ def _copy_entry(entry: Entry, destination: Path) -> None:
         shutil.copy2(entry.absolute, destination)
 
 
-def _migrate_entry(entry: Entry, options: Options) -> FileResult:
-    """Read and migrate one Python file (in a worker process when running in parallel)."""
+def _migrate_entry(entry: Entry, options: Options, salt: Optional[str] = None):
+    """Read and migrate one Python file (in a worker process when running in parallel); with a
+    cache salt, also the cache key of the bytes actually migrated."""
     try:
         data = entry.absolute.read_bytes()
     except OSError as error:
-        return FileResult(entry.relative, Status.FAILED, error=f"cannot be read: {error.strerror or error}")
-    return migrate_source(data, entry.relative, options, rules_for(options))
+        return None, FileResult(entry.relative, Status.FAILED, error=f"cannot be read: {error.strerror or error}")
+    result = migrate_source(data, entry.relative, options, rules_for(options))
+    return (cache.key_for(salt, entry.relative, data) if salt else None), result
 
 
 def _write_python(entry: Entry, destination: Path, result: FileResult) -> None:
@@ -198,35 +208,65 @@ def _write_python(entry: Entry, destination: Path, result: FileResult) -> None:
 
 
 _WORKER_OPTIONS: Optional[Options] = None
+_WORKER_SALT: Optional[str] = None
 
 
-def _init_worker(options: Options) -> None:
-    global _WORKER_OPTIONS
-    _WORKER_OPTIONS = options
+def _init_worker(options: Options, salt: Optional[str]) -> None:
+    global _WORKER_OPTIONS, _WORKER_SALT
+    _WORKER_OPTIONS, _WORKER_SALT = options, salt
+    # Workers never return to the prompt: the few objects they keep for good need no collector
+    # passes over the millions of short-lived syntax-tree nodes.
+    gc.freeze()
 
 
-def _work(entry: Entry) -> FileResult:
-    return _migrate_entry(entry, _WORKER_OPTIONS)
+def _work(entry: Entry):
+    return _migrate_entry(entry, _WORKER_OPTIONS, _WORKER_SALT)
 
 
-# Below this many Python files, starting worker processes costs more than it saves.
+# Below this many Python files to migrate, starting worker processes costs more than it saves.
 PARALLEL_FROM = 16
 
 
-def migrate_all(entries: Sequence[Entry], options: Options, jobs: int) -> Iterator[FileResult]:
+def migrate_all(entries: Sequence[Entry], options: Options, jobs: int,
+                results: Optional[cache.ResultCache] = None) -> Iterator[FileResult]:
     """FileResults in the order of `entries`, whatever the number of processes, so that output
-    and reports are identical with -j 1 and -j N."""
+    and reports are identical with -j 1 and -j N.  With a cache, files whose bytes and options
+    were seen before are read back instead of migrated."""
+    cached: List[Optional[FileResult]] = []
+    for entry in entries:
+        hit = None
+        if results is not None:
+            try:
+                hit = results.get(results.key(entry.relative, entry.absolute.read_bytes()))
+            except OSError:
+                hit = None  # migrated (and its read error reported) like any other miss
+        cached.append(hit)
+    misses = [entry for entry, hit in zip(entries, cached) if hit is None]
+    salt = results.salt if results is not None else None
+    computed = _compute(misses, options, jobs, salt)
+    for hit in cached:
+        if hit is not None:
+            yield hit
+            continue
+        key, result = next(computed)
+        if key is not None and results is not None:
+            results.put(key, result)
+        yield result
+
+
+def _compute(entries: Sequence[Entry], options: Options, jobs: int, salt: Optional[str]):
     jobs = jobs or os.cpu_count() or 1
     if jobs <= 1 or len(entries) < PARALLEL_FROM:
         for entry in entries:
-            yield _migrate_entry(entry, options)
+            yield _migrate_entry(entry, options, salt)
         return
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with context.Pool(jobs, initializer=_init_worker, initargs=(options,)) as pool:
-        yield from pool.imap(_work, entries, chunksize=4)
+    with context.Pool(jobs, initializer=_init_worker, initargs=(options, salt)) as pool:
+        yield from pool.imap(_work, entries, chunksize=2)
 
 
-def run(request: RunRequest, progress: Callable[[str], None] = lambda message: None) -> RunResult:
+def run(request: RunRequest, progress: Callable[[int, int], None] = lambda done, total: None) -> RunResult:
+    """Migrate the project; `progress(done, total)` is called after each Python file."""
     source, target, options = check_request(request)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
@@ -266,7 +306,10 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             if entry.kind == Kind.CUDA_SOURCE:
                 text = entry.absolute.read_bytes().decode("utf-8", errors="replace")
                 cuda_ops.extend((entry.relative, name) for name in custom_operators(text))
-        for entry, outcome in zip(python, migrate_all(python, options, request.jobs)):
+        results = None
+        if request.cache_dir is not None:
+            results = cache.ResultCache(request.cache_dir, cache.salt_for(options))
+        for done, (entry, outcome) in enumerate(zip(python, migrate_all(python, options, request.jobs, results)), 1):
             result.files += 1
             result.python_files += 1
             _write_python(entry, destination_of(entry), outcome)
@@ -277,7 +320,13 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
                 result.migrated.append(outcome.path)
             result.changes.extend(outcome.changes)
             result.findings.extend(outcome.findings)
-            progress(entry.relative)
+            progress(done, len(python))
+        if results is not None:
+            results.close()
+            result.cache_hits = results.hits
+            if results.problem:
+                logger.warning(results.problem)
+            logger.info(f"cache {results.folder}: {results.hits} files read back, {results.misses} migrated")
         for relative, name in cuda_ops:
             logger.info(f"{relative}: custom CUDA operator {name} needs an NPU implementation")
         if options.distributed is not None:

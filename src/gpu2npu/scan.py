@@ -66,15 +66,22 @@ class FileScan:
         self.package_lines: List[int] = []  # lines importing a CUDA-only package
         self._bindings: Dict[str, List[ast.AST]] = {}  # dotted target -> values bound to it
         self._int_options: Set[str] = set()  # argparse dests declared type=int
+        self._flagged_names: Set[str] = set()  # local names imported from flagged modules
         documentation = _documentation(tree)
         for node in ast.walk(tree):
             self._visit(node, documentation)
+        if self._flagged_names:  # their uses may be edited or reported too (amp.scale_loss, nvtx.range_push)
+            self.package_lines.extend(
+                node.lineno for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id in self._flagged_names
+            )
 
     # -- collection --------------------------------------------------------------------------
-    def _word(self, text: str, node: ast.AST) -> None:
+    def _word(self, text: str, node: ast.AST) -> bool:
         lowered = text.lower()
         if any(word in lowered for word in REWRITE_WORDS):
             self.word_lines.append(node.lineno)
+            return True
+        return False
 
     def _visit(self, node: ast.AST, documentation: Set[int]) -> None:
         if isinstance(node, ast.Name):
@@ -89,19 +96,22 @@ class FileScan:
             self._argparse_int(node)
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                self._word(alias.name, node)
-                self._cuda_package(alias.name, node)
+                flagged = self._word(alias.name, node) | self._cuda_package(alias.name, node)
                 if alias.asname:
                     self.aliases.setdefault(alias.asname, set()).add(alias.name)
+                    if flagged:
+                        self._flagged_names.add(alias.asname)
                 else:
                     root = alias.name.split(".")[0]
                     self.aliases.setdefault(root, set()).add(root)
+                    if root in _PACKAGE_ROOTS:
+                        self._flagged_names.add(root)
         elif isinstance(node, ast.ImportFrom):
             if node.level == 0 and node.module:
-                self._word(node.module, node)
-                self._cuda_package(node.module, node)
+                flagged_module = self._word(node.module, node) | self._cuda_package(node.module, node)
                 for alias in node.names:
-                    self._word(alias.name, node)
+                    if (self._word(alias.name, node) or flagged_module) and alias.name != "*":
+                        self._flagged_names.add(alias.asname or alias.name)
                     if alias.name != "*":
                         self.aliases.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
         elif isinstance(node, ast.Assign):
@@ -116,9 +126,11 @@ class FileScan:
         elif isinstance(node, ast.keyword) and node.arg:
             self._word(node.arg, node)
 
-    def _cuda_package(self, module: str, node: ast.AST) -> None:
+    def _cuda_package(self, module: str, node: ast.AST) -> bool:
         if module.split(".")[0] in _PACKAGE_ROOTS:
             self.package_lines.append(node.lineno)
+            return True
+        return False
 
     def _bind(self, target: ast.AST, value: Optional[ast.AST]) -> None:
         name = _dotted(target)

@@ -1,0 +1,86 @@
+"""The content-hash cache: a re-run reads results back instead of migrating, and gives exactly
+the same tree and reports; a changed file, option or tool misses; a broken cache costs nothing
+but time."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gpu2npu import cache
+from gpu2npu.project import RunRequest, UsageError, run
+
+from helpers import FIXTURES, tree_files
+
+PROJECT = "multi_module_package"
+
+
+def _run(source: Path, out: Path, cache_dir: Path, version: str = "2.1.0", jobs: int = 1):
+    return run(RunRequest(input=source, output=out, version=version, force=True, cache_dir=cache_dir, jobs=jobs))
+
+
+def _snapshot(root: Path):
+    return {name: path.read_bytes() for name, path in tree_files(root).items() if not name.startswith("msFmkTranspltlog")}
+
+
+@pytest.fixture
+def project(tmp_path):
+    source = tmp_path / "src" / PROJECT
+    shutil.copytree(FIXTURES / PROJECT, source, symlinks=True)
+    return source
+
+
+def test_a_rerun_reads_every_file_back_and_writes_the_same_tree(project, tmp_path):
+    cold = _run(project, tmp_path / "cold", tmp_path / "cache")
+    cold_tree = _snapshot(cold.target)
+    warm = _run(project, tmp_path / "warm", tmp_path / "cache")
+    assert cold.cache_hits == 0 and warm.cache_hits == warm.python_files > 0
+    assert _snapshot(warm.target) == cold_tree
+    uncached = _run(project, tmp_path / "plain", None)
+    assert _snapshot(uncached.target) == cold_tree
+
+
+def test_a_changed_file_is_migrated_again_and_nothing_else(project, tmp_path):
+    _run(project, tmp_path / "out", tmp_path / "cache")
+    changed = sorted(project.rglob("*.py"))[0]
+    changed.write_bytes(changed.read_bytes() + b"\nimport torch\nx = torch.cuda.device_count()\n")
+    again = _run(project, tmp_path / "out", tmp_path / "cache")
+    assert again.cache_hits == again.python_files - 1
+    migrated = (again.target / changed.relative_to(project)).read_bytes()
+    assert migrated.endswith(b"x = torch_npu.npu.device_count()\n")
+
+
+def test_other_options_or_another_tool_miss(project, tmp_path, monkeypatch):
+    _run(project, tmp_path / "out", tmp_path / "cache", version="2.1.0")
+    assert _run(project, tmp_path / "out", tmp_path / "cache", version="2.8.0").cache_hits == 0
+    assert _run(project, tmp_path / "out", tmp_path / "cache", version="2.1.0").cache_hits > 0
+    monkeypatch.setattr(cache, "code_fingerprint", lambda: "another build of the tool")
+    assert _run(project, tmp_path / "out", tmp_path / "cache", version="2.1.0").cache_hits == 0
+
+
+def test_a_damaged_cache_is_reported_and_the_run_goes_on(project, tmp_path):
+    cache_dir = tmp_path / "cache"
+    cache_dir.mkdir()
+    (cache_dir / cache.FILE_NAME).write_bytes(b"this is not a database" * 100)
+    result = _run(project, tmp_path / "out", cache_dir)
+    assert result.cache_hits == 0 and len(result.failed) == 1  # the Python 2 file, as without a cache
+    log = (result.target / "msFmkTranspltlog.txt").read_text()
+    assert "not used" in log and str(cache_dir) in log
+
+
+def test_the_cache_may_not_live_in_the_input_or_output(project, tmp_path):
+    with pytest.raises(UsageError, match="cache folder"):
+        _run(project, tmp_path / "out", project / ".cache")
+    with pytest.raises(UsageError, match="cache folder"):
+        _run(project, tmp_path / "out", tmp_path / "out" / f"{PROJECT}_msft" / "c")
+
+
+def test_parallel_workers_fill_the_cache_with_the_same_results(project, tmp_path, monkeypatch):
+    import gpu2npu.project as project_module
+
+    monkeypatch.setattr(project_module, "PARALLEL_FROM", 1)
+    cold = _run(project, tmp_path / "cold", tmp_path / "cache", jobs=2)
+    warm = _run(project, tmp_path / "warm", tmp_path / "cache", jobs=1)
+    assert warm.cache_hits == warm.python_files
+    assert _snapshot(warm.target) == _snapshot(cold.target)
