@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Speed of a migration against a bare libcst baseline, measured in one go on the same tree.
+
+    python benchmarks/bench.py TREE [-j 2] [-v 2.1.0]
+
+Runs, one after the other:
+  1. baseline: libcst `parse_module` + code generation of every .py file of TREE, with the same
+     number of processes (the least any libcst-based tool must pay);
+  2. cold:     `gpu2npu -i TREE ...` with an empty cache;
+  3. warm:     the same command again (unchanged tree, cache filled by the cold run);
+and prints the wall times, the ratios cold/baseline and warm/baseline, and the peak memory of
+each run (resident memory of all its processes together, sampled every 20 ms).
+
+The figures of the speed targets were taken on transformers 5.23.0 (2,860 files):
+    pip download --no-deps transformers==5.23.0 -d /tmp/tf
+    python -m zipfile -e /tmp/tf/transformers-5.23.0-py3-none-any.whl /tmp/tf/tree
+    python benchmarks/bench.py /tmp/tf/tree/transformers -j 2
+Nothing here fails on time: it measures and prints.
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+
+def _parse_and_print(path: str) -> int:
+    import libcst
+
+    try:
+        return len(libcst.parse_module(Path(path).read_bytes()).code)
+    except Exception:  # files libcst cannot read count as read
+        return 0
+
+
+def _baseline(files, jobs: int) -> None:
+    if jobs <= 1:
+        for path in files:
+            _parse_and_print(path)
+        return
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        for _ in pool.imap_unordered(_parse_and_print, files, chunksize=4):
+            pass
+
+
+def _tree_rss(root_pid: int) -> int:
+    """Resident bytes of `root_pid` and all its descendants."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(entry))
+        except OSError:
+            continue
+    total, stack = 0, [root_pid]
+    while stack:
+        pid = stack.pop()
+        stack.extend(children.get(pid, ()))
+        try:
+            with open(f"/proc/{pid}/statm") as statm:
+                total += int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except OSError:
+            continue
+    return total
+
+
+class PeakMemory:
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, _tree_rss(self.pid))
+            time.sleep(0.02)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _timed_child(argv) -> tuple:
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    with PeakMemory(process.pid) as memory:
+        _, err = process.communicate()
+    elapsed = time.perf_counter() - started
+    if process.returncode not in (0, 3):
+        sys.exit(f"command failed ({process.returncode}): {' '.join(argv)}\n{err.decode(errors='replace')}")
+    return elapsed, memory.peak
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("tree", type=Path)
+    parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument("-v", "--version", default="2.1.0")
+    args = parser.parse_args()
+    files = sorted(str(p) for p in args.tree.rglob("*.py") if p.is_file() and not p.is_symlink())
+    print(f"tree: {args.tree} ({len(files)} Python files), {args.jobs} processes")
+
+    work = Path(tempfile.mkdtemp(prefix="gpu2npu-bench-"))
+    try:
+        baseline_argv = [sys.executable, __file__, "--baseline-only", str(args.tree), str(args.jobs)]
+        baseline, baseline_peak = _timed_child(baseline_argv)
+        command = [sys.executable, "-m", "gpu2npu", "-i", str(args.tree), "-o", str(work / "out"), "-v", args.version,
+                   "-j", str(args.jobs), "--cache-dir", str(work / "cache"), "--force"]
+        cold, cold_peak = _timed_child(command)
+        warm, warm_peak = _timed_child(command)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    def row(name, seconds, peak):
+        return f"{name:<9} {seconds:8.1f} s  {seconds / baseline:6.3f} x baseline  peak {peak / 2**20:7.0f} MiB"
+
+    print(row("baseline", baseline, baseline_peak))
+    print(row("cold", cold, cold_peak))
+    print(row("warm", warm, warm_peak))
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--baseline-only":
+        tree, jobs = Path(sys.argv[2]), int(sys.argv[3])
+        _baseline(sorted(str(p) for p in tree.rglob("*.py") if p.is_file() and not p.is_symlink()), jobs)
+        sys.exit(0)
+    sys.exit(main())
