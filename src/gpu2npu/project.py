@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from . import __version__, apidata
+from . import __version__, apidata, rule_file
 from .change import Change, Finding, Report
 from .cuda_ops import custom_operators
 from .discover import Entry, Kind, walk
@@ -51,6 +51,8 @@ class RunRequest:
     distributed: Optional[DistributedRequest] = None
     specify_device: bool = False
     jobs: int = 0  # worker processes; 0: one per core
+    rule_file: Optional[Path] = None  # -r: the user's rules (JSON)
+    modelarts: bool = False  # -m: route file paths through ModelArtsPathManager
 
     @property
     def suffix(self) -> str:
@@ -91,10 +93,17 @@ def check_request(request: RunRequest, writes: bool = True) -> Tuple[Path, Path,
         api = apidata.load(request.version)
     except apidata.UnknownVersionError as error:
         raise UsageError(str(error)) from None
+    custom_rules = None
+    if request.rule_file is not None:
+        try:
+            custom_rules = rule_file.load(request.rule_file)
+        except rule_file.RuleFileError as error:
+            raise UsageError(str(error)) from None
     target = _check_output(request, source) if writes else source
     settings = None if request.distributed is None else _check_distributed(request.distributed, source)
     specify = _specify_device(source) if request.specify_device and settings is None else None
-    return source, target, Options(api=api, distributed=settings, specify_device=specify)
+    return source, target, Options(api=api, distributed=settings, specify_device=specify,
+                                   custom_rules=custom_rules, modelarts=request.modelarts)
 
 
 def _check_output(request: RunRequest, source: Path) -> Path:

@@ -17,6 +17,7 @@ from typing import Dict, Tuple, Type
 
 from .base import DistributedSettings, Example, FileContext, Options, Rule, SpecifyDeviceSettings
 from .cuda_api import TorchCudaApiToNpu
+from .custom import CUSTOM_RULES
 from .data_parallel import DataParallelToSingleNpu
 from .dataloader import DataLoaderForNpu
 from .ddp_checkpoint import SaveOnRankZero
@@ -73,8 +74,9 @@ def rules_for(options: Options) -> Tuple[Type[Rule], ...]:
     return SINGLE_CARD_RULES
 
 
+# -r: the user's rules run before all of these, in a pass of their own (see custom.py).
 RULES_BY_CODE: Dict[str, Type[Rule]] = {
-    rule.code: rule for rule in SINGLE_CARD_RULES + DISTRIBUTED_RULES + SPECIFY_DEVICE_RULES
+    rule.code: rule for rule in CUSTOM_RULES + SINGLE_CARD_RULES + DISTRIBUTED_RULES + SPECIFY_DEVICE_RULES
 }
 
 __all__ = [
