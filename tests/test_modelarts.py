@@ -174,3 +174,53 @@ def test_migrated_job_downloads_inputs_and_uploads_outputs_with_moxing(tmp_path)
     uploaded = obs / "bucket" / "job" / "output"
     assert json.loads((uploaded / "metrics.json").read_text())["steps"] == STEPS
     assert not (target / "output").exists()  # written to the cache, not next to the script
+
+
+def _fake_modelarts_env(tmp_path, obs):
+    base = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [FAKE_MOXING, os.environ.get("PYTHONPATH")])))
+    return standin_env({"FAKE_OBS_ROOT": obs, "FAKE_MOXING_LOG": tmp_path / "moxing.jsonl",
+                        "MODELARTS_CACHE_DIR": tmp_path / "cache"}, use_standin=False, base=base)
+
+
+MANAGER_CHECKS = """
+import io, os, pathlib
+from ascend_modelarts_function import ModelArtsPathManager
+manager = ModelArtsPathManager()
+assert manager is ModelArtsPathManager()
+cache = os.environ["MODELARTS_CACHE_DIR"]
+mapped = manager.get_path("./data/shard_a.csv")
+assert mapped == os.path.join(cache, "input", "0", "data", "shard_a.csv"), mapped
+assert open(mapped).read().startswith("a,b,c,y")
+assert manager.get_path(mapped) == mapped  # a mapped path is not mapped again
+assert manager.get_path(pathlib.Path("data")) == pathlib.Path(cache, "input", "0", "data")
+assert manager.get_path("./data_other/x") == "./data_other/x"  # a prefix of a name is not a folder
+buffer = io.BytesIO()
+assert manager.get_path(buffer) is buffer and manager.get_path(3) == 3 and manager.get_path(b"data") == b"data"
+assert manager.get_path("output/m.pt") == os.path.join(cache, "output", "0", "output", "m.pt")
+print("checked")
+"""
+
+
+def test_path_manager_maps_only_what_the_config_lists(tmp_path):
+    target = migrate(JOB, tmp_path / "out", "2.1.0", "-m")
+    (target / PACKAGE_NAME / "path_mapping_config.py").write_text(MAPPING)
+    shutil.copytree(target / "data", tmp_path / "obs" / "bucket" / "job" / "data")
+    result = subprocess.run([sys.executable, "-c", MANAGER_CHECKS], cwd=target, text=True, capture_output=True,
+                            env=_fake_modelarts_env(tmp_path, tmp_path / "obs"), timeout=120)
+    assert result.returncode == 0 and "checked" in result.stdout, result.stderr
+
+
+def test_processes_of_one_launch_download_once(tmp_path):
+    target = migrate(JOB, tmp_path / "out", "2.1.0", "-m")
+    (target / PACKAGE_NAME / "path_mapping_config.py").write_text(MAPPING)
+    shutil.copytree(target / "data", tmp_path / "obs" / "bucket" / "job" / "data")
+    env = _fake_modelarts_env(tmp_path, tmp_path / "obs")
+    script = ("from ascend_modelarts_function import ModelArtsPathManager\n"
+              "print(open(ModelArtsPathManager().get_path('data/shard_b.csv')).readline().strip())\n")
+    processes = [subprocess.Popen([sys.executable, "-c", script], cwd=target, env=dict(env, RANK_ID=str(rank)),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in range(3)]
+    outputs = [process.communicate(timeout=120) for process in processes]
+    assert all(process.returncode == 0 for process in processes), outputs
+    assert all(out.strip() == "a,b,c,y" for out, _ in outputs)
+    calls = [json.loads(line) for line in (tmp_path / "moxing.jsonl").read_text().splitlines()]
+    assert [c["call"] for c in calls] == ["copy_parallel"]  # one download, and nothing to upload
