@@ -98,8 +98,8 @@ def test_args_by_position_and_by_keyword():
     source = ("import torch as th\na = th.load(p, 'cuda:0')\nb = th.load(p, map_location=dev, weights_only=True)\n"
               "c = th.load(p)\nd = th.load(p, *rest)\n")
     output, result = migrated(source, rules)
-    assert output == ("import torch as th\na = th.load(p, 'cpu')\nb = th.load(p, map_location='cpu', weights_only=True)\n"
-                      "c = th.load(p)\nd = th.load(p, *rest)\n")
+    assert output == ("import torch as th\na = th.load(p, 'cpu')\n"
+                      "b = th.load(p, map_location='cpu', weights_only=True)\nc = th.load(p)\nd = th.load(p, *rest)\n")
     assert [(c.start_line, c.rule) for c in result.changes] == [(2, "NPU701"), (3, "NPU701")]
     assert "change argument at position 1 of torch.load to 'cpu' (-r ArgsModifyRule[0])" in result.changes[0].message
     assert "argument map_location" in result.changes[1].message

@@ -95,7 +95,8 @@ _INDEX = (lambda value: isinstance(value, int) and not isinstance(value, bool) a
           "a whole number >= 0 (-1: not given)")
 _NAME = (lambda value: isinstance(value, str) and IDENTIFIER.match(value) is not None and not keyword.iskeyword(value),
          "a Python name such as map_location")
-_DOTTED_NAME = (lambda value: isinstance(value, str) and DOTTED.match(value) is not None, "a dotted name such as torch.load")
+_DOTTED_NAME = (lambda value: isinstance(value, str) and DOTTED.match(value) is not None,
+                "a dotted name such as torch.load")
 
 SCHEMA: Dict[str, Tuple[Dict[str, tuple], Tuple[str, ...]]] = {
     "ArgsModifyRule": (
@@ -203,7 +204,8 @@ def _args_entry(label: str, entry: Dict[str, Any]) -> ArgsModify:
         try:
             cst.parse_expression(new)
         except Exception:  # libcst's parser errors: the text is not an expression
-            raise RuleFileError(f"{label}: field 'arg_new' must be a Python expression, not {json.dumps(new)}") from None
+            message = f"{label}: field 'arg_new' must be a Python expression, not {json.dumps(new)}"
+            raise RuleFileError(message) from None
     return ArgsModify(entry["func_name"], new, index, word, label)
 
 

@@ -9,7 +9,7 @@ resolve them afresh.  Names are resolved like everywhere else: with `import torc
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Sequence, Set, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, QualifiedNameSource
@@ -103,7 +103,8 @@ class CustomArgs(Rule):
         if _same_expression(code_of(args[index].value), entry.arg_new):
             return call  # already migrated
         args[index] = args[index].with_changes(value=cst.parse_expression(entry.arg_new.strip()))
-        self.record(original_node, f"change argument {where} of {entry.func_name} to {entry.arg_new.strip()} {_label(entry)}")
+        new = entry.arg_new.strip()
+        self.record(original_node, f"change argument {where} of {entry.func_name} to {new} {_label(entry)}")
         return call.with_changes(args=args)
 
 
@@ -148,7 +149,8 @@ class CustomFuncName(Rule):
         Example(
             "from mylib.ops import fused_adam\nopt = fused_adam(params)\n",
             "from mylib.ops import fused_adam\nimport npu_ops\nopt = npu_ops.adam(params)\n",
-            custom_rules=_rules({"FuncNameModifyRule": [{"old_name": "mylib.ops.fused_adam", "new_name": "npu_ops.adam"}]}),
+            custom_rules=_rules({"FuncNameModifyRule": [
+                {"old_name": "mylib.ops.fused_adam", "new_name": "npu_ops.adam"}]}),
         ),
     )
 
@@ -225,7 +227,8 @@ class CustomModuleName(Rule):
     examples = (
         Example(
             "import mylib as ml\nfrom mylib.legacy import helper\nfrom mylib import legacy\nml.legacy.run()\n",
-            "import mylib as ml\nfrom mylib.modern import helper\nfrom mylib import modern as legacy\nml.modern.run()\n",
+            "import mylib as ml\nfrom mylib.modern import helper\nfrom mylib import modern as legacy\n"
+            "ml.modern.run()\n",
             custom_rules=_rules({"ModuleNameModifyRule": [
                 {"old_name": "legacy", "new_name": "modern", "parent_module": "mylib"}]}),
         ),
@@ -295,7 +298,8 @@ def apply_custom_rules(module: cst.Module, path: str, options: Options) -> Tuple
     """The user's rules on one file, in a traversal of their own: (new module, (code, edit)
     pairs in the file's own line numbers)."""
     rules = options.custom_rules
-    wanted = [rule for rule, entries in zip(CUSTOM_RULES, (rules.args, rules.func_names, rules.module_names)) if entries]
+    kinds = (rules.args, rules.func_names, rules.module_names)
+    wanted = [rule for rule, entries in zip(CUSTOM_RULES, kinds) if entries]
     code = module.code
     if not wanted or not any(word in code for word in rules.words()):
         return module, []

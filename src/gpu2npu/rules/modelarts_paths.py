@@ -111,7 +111,6 @@ class ModelArtsPaths(Rule):
             modelarts=True,
         ),
     )
-    unchanged = ("import torch\nimport io\nbuffer = io.BytesIO()\ntorch.save(state, buffer)\n",)
 
     def __init__(self, context) -> None:
         super().__init__(context)
