@@ -47,10 +47,17 @@ DISTRIBUTED_CASES = {
 SPECIFY_DEVICE_CASES = ["aliased_imports", "ddp_spawn_imagenet", "single_gpu_loop"]
 
 
+# Fixtures migrated with -m (ModelArts) in the tests, and the files that mode adds.
+MODELARTS_CASES = ["modelarts_job", "multi_module_package"]
+MODELARTS_FILES = {
+    f"ascend_modelarts_function/{name}" for name in ("__init__.py", "modelarts_path_manager.py", "path_mapping_config.py")
+}
+
+
 def mode_args(name: str, mode: str) -> List[str]:
-    """CLI arguments for a fixture in a mode: "single", "distributed" or "specify"."""
+    """CLI arguments for a fixture in a mode: "single", "distributed", "specify" or "modelarts"."""
     return {"single": [], "distributed": distributed_args(name) if mode == "distributed" else [],
-            "specify": ["-s"]}[mode]
+            "specify": ["-s"], "modelarts": ["-m"]}[mode]
 
 
 def distributed_args(name: str) -> List[str]:

@@ -109,13 +109,6 @@ def test_saves_already_guarded_by_rank_stay():
     assert "get_rank() == 0" not in output
 
 
-def test_modelarts_flag_is_refused_clearly(tmp_path):
-    result = run_cli("-i", str(FIXTURES / "single_card_for_multi"), "-o", str(tmp_path / "out"), "-v", "2.1.0",
-                     "-m", "distributed", "-m", "train.py")
-    assert result.exit_code == 2 and "after the word distributed" in result.output
-    assert not (tmp_path / "out").exists()
-
-
 def test_model_built_in_both_branches_is_wrapped_after_the_if():
     source = ("import torch\ndef main(args):\n    if args.pretrained:\n        model = A(pretrained=True)\n"
               "    else:\n        model = A()\n    train(model)\n")

@@ -1,6 +1,6 @@
 """Golden trees: each fixture's whole migrated output, reports included, as reviewed by a person
 (fixtures/expected/<fixture>/; `distributed` conversions in fixtures/expected/distributed/, -s
-migrations in fixtures/expected/specify_device/).
+migrations in fixtures/expected/specify_device/, -m ones in fixtures/expected/modelarts/).
 
 `pytest tests/test_golden.py --update-goldens` rewrites fixtures/expected/ from the current
 output; read `git diff fixtures/expected` before committing it.  The log is left out of the
@@ -30,8 +30,10 @@ CASES = (
     [pytest.param(name, "single", id=name) for name in fixture_names()]
     + [pytest.param(name, "distributed", id=f"{name}-distributed") for name in sorted(DISTRIBUTED_CASES)]
     + [pytest.param(name, "specify", id=f"{name}-specify") for name in SPECIFY_DEVICE_CASES]
+    + [pytest.param("modelarts_job", "modelarts", id="modelarts_job-modelarts")]
 )
-FOLDERS = {"single": EXPECTED, "distributed": EXPECTED / "distributed", "specify": EXPECTED / "specify_device"}
+FOLDERS = {"single": EXPECTED, "distributed": EXPECTED / "distributed", "specify": EXPECTED / "specify_device",
+           "modelarts": EXPECTED / "modelarts"}
 
 
 @pytest.mark.parametrize("name, mode", CASES)

@@ -6,6 +6,8 @@ import pytest
 from helpers import (
     DISTRIBUTED_CASES,
     FIXTURES,
+    MODELARTS_CASES,
+    MODELARTS_FILES,
     SPECIFY_DEVICE_CASES,
     mode_args,
     REPORT_FILES,
@@ -24,6 +26,7 @@ CASES = (
     [(name, "single") for name in fixture_names()]
     + [(name, "distributed") for name in sorted(DISTRIBUTED_CASES)]
     + [(name, "specify") for name in SPECIFY_DEVICE_CASES]
+    + [(name, "modelarts") for name in MODELARTS_CASES]
 )
 CASE_IDS = [name if mode == "single" else f"{name}-{mode}" for name, mode in CASES]
 
@@ -34,7 +37,7 @@ def _mode(name, mode):
 
 @pytest.fixture(scope="module")
 def migrated_fixtures(tmp_path_factory):
-    outs = {mode: tmp_path_factory.mktemp(mode) for mode in ("single", "distributed", "specify")}
+    outs = {mode: tmp_path_factory.mktemp(mode) for mode in ("single", "distributed", "specify", "modelarts")}
     return {(name, mode): migrate(FIXTURES / name, outs[mode], "2.1.0", *_mode(name, mode)) for name, mode in CASES}
 
 
@@ -43,7 +46,7 @@ def test_every_file_kept_and_non_python_byte_identical(name, mode, migrated_fixt
     source = tree_files(FIXTURES / name)
     output = tree_files(migrated_fixtures[name, mode])
     assert set(source) <= set(output)
-    assert set(output) - set(source) <= REPORT_FILES
+    assert set(output) - set(source) <= REPORT_FILES | (MODELARTS_FILES if mode == "modelarts" else set())
     for relative, path in source.items():
         if not relative.endswith(".py"):
             assert output[relative].read_bytes() == path.read_bytes(), relative

@@ -7,6 +7,7 @@ The shell only parses options, calls `project.run` and prints the summary.
 from __future__ import annotations
 
 import inspect
+import json
 import sys
 from pathlib import Path
 
@@ -55,8 +56,12 @@ def _fail(message: str, status: int = EXIT_USAGE) -> None:
               help="PyTorch version of the original code; selects what torch_npu provides.")
 @click.option("-s", "--specify-device", is_flag=True,
               help="The NPU comes from the DEVICE_ID environment variable at run time (default 0), set once per program.")
+@click.option("-r", "--rule", "rule_file", type=click.Path(path_type=Path), metavar="FILE",
+              help="Custom rules (JSON, the incumbent's schema: ArgsModifyRule, FuncNameModifyRule, "
+                   "ModuleNameModifyRule), applied before the built-in rules; see `gpu2npu explain NPU701`.")
 @click.option("-m", "--modelarts", is_flag=True,
-              help="(Before `distributed`.) Route file paths through ModelArts; not available yet in this version.")
+              help="(Before `distributed`.) The migrated script can run on ModelArts: writes "
+                   "ascend_modelarts_function/ and routes file paths through its ModelArtsPathManager.")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=0, show_default=True,
               help="Worker processes (0: one per core); output and reports are the same for any number.")
 @click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
@@ -70,8 +75,8 @@ def _fail(message: str, status: int = EXIT_USAGE) -> None:
               help="Write the reports and the log here instead of into INPUT_NAME_msft/.")
 @click.version_option(__version__, "-V", "--tool-version", prog_name="gpu2npu")
 @click.pass_context
-def main(ctx, input_path, output_path, torch_version, specify_device, modelarts, jobs, cache_dir, no_cache, show_diff,
-         force, report_dir):
+def main(ctx, input_path, output_path, torch_version, specify_device, rule_file, modelarts, jobs, cache_dir, no_cache,
+         show_diff, force, report_dir):
     """Migrate PyTorch training code written for NVIDIA GPUs (CUDA) to Huawei Ascend NPUs
     (torch_npu), source to source.
 
@@ -88,9 +93,6 @@ def main(ctx, input_path, output_path, torch_version, specify_device, modelarts,
 
 
 def _migrate(params, distributed: DistributedRequest = None) -> None:
-    if params["modelarts"]:
-        _fail("-m/--modelarts (ModelArts path routing) is not available in this version; "
-              "to name the main file of `distributed`, put -m after the word distributed")
     required = [("-i/--input", "input_path"), ("-v/--version", "torch_version")]
     if not params["show_diff"]:
         required.insert(1, ("-o/--output", "output_path"))
@@ -100,6 +102,7 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
     request = RunRequest(input=params["input_path"], output=params["output_path"], version=params["torch_version"],
                          force=params["force"], report_dir=params["report_dir"], distributed=distributed,
                          specify_device=params["specify_device"], jobs=params["jobs"],
+                         rule_file=params["rule_file"], modelarts=params["modelarts"],
                          cache_dir=None if params["no_cache"] else (params["cache_dir"] or cache.default_folder()))
     if params["show_diff"]:
         _print_preview(request)
@@ -223,7 +226,11 @@ def explain(code):
     click.echo(inspect.cleandoc(rule.__doc__ or "") + "\n")
     for number, example in enumerate(rule.examples, 1):
         mode = " (gpu2npu ... distributed -m example.py)" if example.distributed else ""
+        mode += " (gpu2npu -m ...)" if example.modelarts else ""
+        mode += " (gpu2npu -r rules.json ...)" if example.custom_rules is not None else ""
         click.echo(f"Example {number}{mode}, before:\n{_indent(example.before)}\nafter:\n{_indent(example.after)}")
+        if example.custom_rules is not None:
+            click.echo(f"rules.json:\n{_indent(json.dumps(example.custom_rules.to_data()))}\n")
     for source in rule.unchanged:
         click.echo(f"Left unchanged:\n{_indent(source)}")
 

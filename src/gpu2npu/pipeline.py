@@ -21,6 +21,7 @@ from .change import Change, Finding, Operation
 from .linemap import LineMap
 from .rules import COMMON_RULES, SINGLE_CARD_RULES, FileContext, Options, Rule, npu_aware
 from .rules.batch import run_batch
+from .rules.custom import apply_custom_rules
 
 # When Python's `ast` cannot read a file (newer syntax, broken code), a file containing none of
 # these cannot be touched by any rule or reported by the analysis, so it is not parsed at all.
@@ -71,17 +72,21 @@ def migrate_source(
     starts_program = (options.distributed is not None and path == options.distributed.main_file) or (
         options.specify_device is not None and path in options.specify_device.entry_files
     )
+    # -m wraps file paths, which any file may use; -r rules name their own functions.
+    for_options = options.modelarts or (
+        options.custom_rules is not None and any(word.encode() in data for word in options.custom_rules.words())
+    )
     tree = scan.parse(data)
     api_rows: List[Finding] = []
     if tree is not None:
         file_scan = scan.FileScan(tree)
         api_rows = scan.api_findings(file_scan, path, options.api)
-        if not starts_program and not _needs_rewrite(file_scan, data, rules):
+        if not starts_program and not for_options and not _needs_rewrite(file_scan, data, rules):
             return FileResult(path, Status.UNCHANGED, findings=sorted(set(api_rows)))
-    elif not starts_program and not _relevant(data, options.api):
+    elif not starts_program and not for_options and not _relevant(data, options.api):
         return FileResult(path, Status.SKIPPED)
     result = None
-    if tree is not None and not starts_program and options.distributed is None and options.specify_device is None:
+    if tree is not None and not starts_program and _may_cut(options):
         result = _migrate_cut(data, tree, file_scan, path, options, rules)
     if result is None:
         result = _migrate_whole(data, path, options, rules)
@@ -108,6 +113,14 @@ def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Typ
     except Exception as error:  # a defect of ours must cost one file, not the run
         return FileResult(path, Status.FAILED,
                           error=f"internal error while migrating ({type(error).__name__}: {error}); please report it")
+
+
+def _may_cut(options: Options) -> bool:
+    """Only the plain single-card rules are known to read no more than `partial` keeps; the
+    modes and optional rules (distributed, -s, -m, -r, -a, -sim) see whole files."""
+    return (options.distributed is None and options.specify_device is None and not options.modelarts
+            and options.custom_rules is None and not getattr(options, "amp_model", None)
+            and not getattr(options, "similar", False))
 
 
 def _migrate_cut(data: bytes, tree, file_scan: "scan.FileScan", path: str, options: Options,
@@ -150,23 +163,33 @@ def _needs_rewrite(file_scan: "scan.FileScan", data: bytes, rules: Sequence[Type
 
 def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, rules) -> FileResult:
     code = module.code
+    lines = LineMap(len(code.splitlines()))  # the built-in rules' input -> the original file
+    changes: List[Change] = []
+    if options.custom_rules is not None:
+        # -r: the user's rules first, in a pass of their own; the built-in rules then resolve
+        # names in its output, and their lines are mapped back through `lines`.
+        module, custom_edits = apply_custom_rules(module, path, options)
+        changes = [Change(path, e.start_line, e.end_line, e.operation, code_, e.message) for code_, e in custom_edits]
+        lines.update(code, module.code)
+        code = module.code
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     guarded = npu_aware.guarded_spans(wrapper)
     context = FileContext(path=path, options=options, guarded=guarded)
     outcome = run_batch([rule for rule in rules if rule.wants(code)], wrapper, context)
-    changes = [
-        Change(path, edit.start_line, edit.end_line, edit.operation, code_, edit.message)
+    changes += [
+        Change(path, lines.original(edit.start_line), lines.original(edit.end_line), edit.operation, code_, edit.message)
         for code_, edit in outcome.edits
     ]
-    findings: List[Finding] = list(outcome.findings)
+    findings: List[Finding] = [_relocate(finding, lines) for finding in outcome.findings]
     new_code = outcome.module.code
-    lines = LineMap(len(code.splitlines()))
+    stage = LineMap(len(code.splitlines()))  # the output -> the built-in rules' input
     if new_code != code:
-        lines.update(code, new_code)
+        stage.update(code, new_code)
         wrapper = MetadataWrapper(outcome.module, unsafe_skip_copy=True)
 
-    context.original_line = lines.original
-    findings.extend(_relocate(f, lines) for f in find_leftovers(wrapper, path, options.api, context))
+    context.original_line = stage.original
+    leftovers = find_leftovers(wrapper, path, options.api, context)
+    findings.extend(_relocate(_relocate(f, stage), lines) for f in leftovers)
     if not changes:
         return FileResult(path, Status.UNCHANGED, findings=sorted(set(findings)))
     return FileResult(path, Status.MIGRATED, outcome.module.bytes, sorted(changes, key=_change_order), sorted(set(findings)))

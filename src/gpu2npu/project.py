@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from . import __version__, apidata, cache
+from . import __version__, apidata, cache, modelarts_package, rule_file
 from .change import Change, Finding, Report
 from .cuda_ops import custom_operators
 from .discover import Entry, Kind, walk
@@ -53,6 +53,8 @@ class RunRequest:
     specify_device: bool = False
     jobs: int = 0  # worker processes; 0: one per core
     cache_dir: Optional[Path] = None  # per-file results kept here between runs; None: no cache
+    rule_file: Optional[Path] = None  # -r: the user's rules (JSON)
+    modelarts: bool = False  # -m: route file paths through ModelArtsPathManager
 
     @property
     def suffix(self) -> str:
@@ -94,10 +96,20 @@ def check_request(request: RunRequest, writes: bool = True) -> Tuple[Path, Path,
         api = apidata.load(request.version)
     except apidata.UnknownVersionError as error:
         raise UsageError(str(error)) from None
+    custom_rules = None
+    if request.rule_file is not None:
+        try:
+            custom_rules = rule_file.load(request.rule_file)
+        except rule_file.RuleFileError as error:
+            raise UsageError(str(error)) from None
+    package = source / modelarts_package.PACKAGE_NAME
+    if request.modelarts and source.is_dir() and package.exists() and not package.is_dir():
+        raise UsageError(f"-m writes the folder {modelarts_package.PACKAGE_NAME}/, but the input holds a file {package}")
     target = _check_output(request, source) if writes else source
     settings = None if request.distributed is None else _check_distributed(request.distributed, source)
     specify = _specify_device(source) if request.specify_device and settings is None else None
-    return source, target, Options(api=api, distributed=settings, specify_device=specify)
+    return source, target, Options(api=api, distributed=settings, specify_device=specify,
+                                   custom_rules=custom_rules, modelarts=request.modelarts)
 
 
 def _check_output(request: RunRequest, source: Path) -> Path:
@@ -331,6 +343,8 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             logger.info(f"{relative}: custom CUDA operator {name} needs an NPU implementation")
         if options.distributed is not None:
             _write_launcher(staging, options.distributed, logger)
+        if options.modelarts:
+            _write_modelarts_package(staging, logger)
         result.report_rows = csv_reports.write_all(report_folder, result.changes, result.findings, cuda_ops)
         _log_summary(logger, result)
     finally:
@@ -375,6 +389,16 @@ def _write_launcher(staging: Path, settings: DistributedSettings, logger) -> Non
         logger.info(f"{settings.main_file} starts its own processes: {launcher.name} runs it once on the NPUs in NPUS")
     if settings.project_initialises:
         logger.info("the project initialises its process group itself: that call was migrated, none was added")
+
+
+def _write_modelarts_package(staging: Path, logger) -> None:
+    if not modelarts_package.write_package(staging):
+        logger.info(f"{modelarts_package.PACKAGE_NAME}/ is in the input already: kept as it is")
+        return
+    logger.info(
+        f"wrote {modelarts_package.PACKAGE_NAME}/: before training on ModelArts, list in its path_mapping_config.py "
+        "the local paths to download from and upload to object storage; run the scripts from this folder"
+    )
 
 
 def _move_into_place(staging: Path, target: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Dict, Tuple, Type
 
 from .base import DistributedSettings, Example, FileContext, Options, Rule, SpecifyDeviceSettings
 from .cuda_api import TorchCudaApiToNpu
+from .custom import CUSTOM_RULES
 from .data_parallel import DataParallelToSingleNpu
 from .dataloader import DataLoaderForNpu
 from .ddp_checkpoint import SaveOnRankZero
@@ -27,6 +28,7 @@ from .ddp_sampler import DistributedSamplerForLoaders
 from .device_strings import CudaDeviceStrings
 from .import_torch_npu import ImportTorchNpu
 from .integer_devices import IntegerDevices
+from .modelarts_paths import ModelArtsPaths
 from .nccl_backend import NcclToHccl
 from .specify_device import DeviceFromEnvironment
 from .tensor_cuda import TensorCudaToNpu
@@ -67,14 +69,22 @@ SPECIFY_DEVICE_RULES: Tuple[Type[Rule], ...] = (*SINGLE_CARD_RULES[:-1], DeviceF
 def rules_for(options: Options) -> Tuple[Type[Rule], ...]:
     """The ordered rules for a run's options (`distributed` includes `-s`'s device handling)."""
     if options.distributed is not None:
-        return DISTRIBUTED_RULES
-    if options.specify_device is not None:
-        return SPECIFY_DEVICE_RULES
-    return SINGLE_CARD_RULES
+        rules = DISTRIBUTED_RULES
+    elif options.specify_device is not None:
+        rules = SPECIFY_DEVICE_RULES
+    else:
+        rules = SINGLE_CARD_RULES
+    if options.modelarts:
+        # -m: after every other rewrite of a call (it wraps the arguments they leave), before
+        # ImportTorchNpu, which places itself relative to the final imports.
+        rules = (*rules[:-1], ModelArtsPaths, rules[-1])
+    return rules
 
 
+# -r: the user's rules run before all of these, in a pass of their own (see custom.py).
 RULES_BY_CODE: Dict[str, Type[Rule]] = {
-    rule.code: rule for rule in SINGLE_CARD_RULES + DISTRIBUTED_RULES + SPECIFY_DEVICE_RULES
+    rule.code: rule
+    for rule in CUSTOM_RULES + SINGLE_CARD_RULES + DISTRIBUTED_RULES + SPECIFY_DEVICE_RULES + (ModelArtsPaths,)
 }
 
 __all__ = [

@@ -8,7 +8,7 @@ order or in parallel.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Callable, ClassVar, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -16,6 +16,9 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from ..apidata import ApiData
 from ..change import Finding, Operation, Report
 from . import npu_aware
+
+if TYPE_CHECKING:
+    from ..rule_file import CustomRules
 
 
 @dataclass(frozen=True)
@@ -25,13 +28,15 @@ class Example:
     `after` is what the whole migration makes of `before` (all rules, not only this one),
     because that is what a user sees: the single-card migration, `distributed` when
     `distributed` is given (the example file is then the main file), `-s` when
-    `specify_device` is.
+    `specify_device` is, `-r` with these rules when `custom_rules` is, `-m` when `modelarts` is.
     """
 
     before: str
     after: str
     distributed: Optional["DistributedSettings"] = None
     specify_device: Optional["SpecifyDeviceSettings"] = None
+    custom_rules: Optional["CustomRules"] = None
+    modelarts: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,8 @@ class Options:
     api: ApiData
     distributed: Optional[DistributedSettings] = None
     specify_device: Optional[SpecifyDeviceSettings] = None
+    custom_rules: Optional["CustomRules"] = None  # -r: the user's rules, run before the built-in ones
+    modelarts: bool = False  # -m: file paths go through ModelArtsPathManager
 
     @property
     def device_per_process(self) -> bool:

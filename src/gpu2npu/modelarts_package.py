@@ -1,0 +1,25 @@
+"""-m/--modelarts: the ascend_modelarts_function/ package written at the top of the output.
+
+Its files are kept as source in gpu2npu/generated/ (so the tests run them) and copied byte for
+byte; the tool never imports them.  A migrated tree that already holds the package (a second
+migration, or one whose path_mapping_config.py the user filled in) keeps its own.
+"""
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+PACKAGE_NAME = "ascend_modelarts_function"
+FILES = ("__init__.py", "modelarts_path_manager.py", "path_mapping_config.py")
+SOURCE = "gpu2npu.generated"  # importing it runs nothing (a docstring)
+
+
+def write_package(root: Path) -> bool:
+    """Write the package into `root`; False when `root` holds one already (it is kept)."""
+    folder = root / PACKAGE_NAME
+    if folder.exists():
+        return False
+    folder.mkdir()
+    for name in FILES:
+        (folder / name).write_bytes((resources.files(SOURCE) / PACKAGE_NAME / name).read_bytes())
+    return True
