@@ -212,3 +212,16 @@ def test_broken_notebook_is_copied_the_run_goes_on_and_exits_3(tmp_path):
     assert "[WARNING] broken.ipynb: copied unchanged, not valid notebook JSON" in log
     assert any(row["File"] == "fit_line.ipynb" for row in read_csv(target / "change_list.csv"))
     assert "broken.ipynb: copied unchanged" in result.output
+
+
+def test_notebooks_get_the_single_card_migration_in_every_mode(tmp_path):
+    """A notebook runs in one kernel: `distributed` does not give its loaders a DistributedSampler."""
+    project = tmp_path / "p"
+    shutil.copytree(FIXTURES / "single_card_for_multi", project)
+    cells = ("code", "import torch\nfrom torch.utils.data import DataLoader\n"
+                     "loader = DataLoader(list(range(8)), batch_size=2, shuffle=True)\nx = torch.ones(1).cuda()")
+    (project / "explore.ipynb").write_bytes(encode(notebook(cells)))
+    result = run_cli("-i", str(project), "-o", str(tmp_path / "out"), "-v", "2.1.0", "distributed", "-m", "train.py")
+    assert result.exit_code == 0, result.output
+    text = sources((tmp_path / "out" / "p_msft_multi" / "explore.ipynb").read_bytes())[0]
+    assert "x = torch.ones(1).npu()" in text and "Sampler" not in text and "drop_last=True" in text

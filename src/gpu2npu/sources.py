@@ -17,7 +17,10 @@ ALL_RULES_BY_CODE = {**RULES_BY_CODE, **SCRIPT_RULES_BY_CODE}
 
 def migrate_file(kind: Kind, data: bytes, path: str, options: Options) -> FileResult:
     if kind == Kind.NOTEBOOK:
-        return migrate_notebook(data, path, options, rules_for(options))
+        # A notebook runs in one kernel on one card, never under the multi-NPU launcher or with
+        # DEVICE_ID set: it gets the single-card migration whatever the mode.
+        single_card = Options(api=options.api)
+        return migrate_notebook(data, path, single_card, rules_for(single_card))
     if kind == Kind.LAUNCH_SCRIPT:
         return migrate_script(data, path)
     return migrate_source(data, path, options, rules_for(options))

@@ -74,11 +74,6 @@ def code_matches(pattern: "re.Pattern", line: ScannedLine):
         yield match, line.in_literal(match.start())
 
 
-def word(name: str) -> "re.Pattern":
-    """`name` as a whole word of a command line (not part of a longer name or path)."""
-    return re.compile(rf"(?<![\w./-]){re.escape(name)}(?![\w-])")
-
-
 PREFIX_COMMANDS = ("sudo", "time", "nohup", "exec", "env", "watch", "timeout", "stdbuf", "command")
 ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=\S*$")
 

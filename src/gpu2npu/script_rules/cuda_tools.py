@@ -24,14 +24,18 @@ VARIABLE_TIPS = {
     "CUDA_PATH": "no CUDA toolkit on Ascend machines",
 }
 GENERIC_VARIABLE_TIP = "CUDA setting: no effect on Ascend"
+GPU_RESOURCE = re.compile(r"(?<![\w.-])nvidia\.com/gpu(?![\w-])")
+GPU_RESOURCE_TIP = ("NVIDIA device-plugin resource: on an Ascend cluster request the resource its Ascend device "
+                    "plugin registers (e.g. huawei.com/Ascend910)")
 TOOLS = re.compile(r"(?<![\w./-])(?:[\w.~-]*/)*(" + "|".join(re.escape(t) for t in TOOL_TIPS) + r")(?![\w-])")
 # Handled by their own rules: CUDA_VISIBLE_DEVICES (NPU501).
 VARIABLES = re.compile(r"(?<![\w])(?:PYTORCH_)?CUDA_(?!VISIBLE_DEVICES\b)[A-Z0-9_]+(?![\w])")
 
 
 class CudaToolsAndSettings(ScriptRule):
-    """CUDA's compiler, profilers and debuggers, and `CUDA_*` environment variables, have no
-    counterpart that takes the same arguments or values on Ascend.
+    """CUDA's compiler, profilers and debuggers, `CUDA_*` environment variables and the
+    `nvidia.com/gpu` resource of Kubernetes jobs have no counterpart that takes the same
+    arguments or values on Ascend.
 
     They are left as written and reported with what to use instead: msprof or
     `torch_npu.profiler` for nsys/nvprof/ncu, `ASCEND_LAUNCH_BLOCKING` for
@@ -41,12 +45,14 @@ class CudaToolsAndSettings(ScriptRule):
 
     code = "NPU590"
     summary = "launch scripts: nvcc, nsys, CUDA_LAUNCH_BLOCKING, ... reported (no Ascend equivalent)"
-    triggers = (*TOOL_TIPS, "CUDA_")
+    triggers = (*TOOL_TIPS, "CUDA_", "nvidia.com/gpu")
     examples = (
         ScriptExample("nvcc --version\n", "nvcc --version\n", reported=("nvcc",)),
         ScriptExample("CUDA_LAUNCH_BLOCKING=1 nsys profile python train.py\n",
                       "CUDA_LAUNCH_BLOCKING=1 nsys profile python train.py\n",
                       reported=("CUDA_LAUNCH_BLOCKING", "nsys")),
+        ScriptExample("resources:\n  limits:\n    nvidia.com/gpu: 8\n", "resources:\n  limits:\n    nvidia.com/gpu: 8\n",
+                      path="job.yaml", reported=("nvidia.com/gpu",)),
     )
     unchanged = ("# nvcc is not needed\n",)
 
@@ -55,4 +61,5 @@ class CudaToolsAndSettings(ScriptRule):
         reports = [LineReport(Report.UNSUPPORTED, m.group(1), TOOL_TIPS[m.group(1)]) for m in TOOLS.finditer(line.code)]
         reports += [LineReport(Report.UNSUPPORTED, m.group(0), VARIABLE_TIPS.get(m.group(0), GENERIC_VARIABLE_TIP))
                     for m in VARIABLES.finditer(line.code)]
+        reports += [LineReport(Report.UNSUPPORTED, m.group(0), GPU_RESOURCE_TIP) for m in GPU_RESOURCE.finditer(line.code)]
         return [], reports

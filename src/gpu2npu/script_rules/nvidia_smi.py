@@ -6,9 +6,12 @@ import re
 from ..change import Report
 from .base import LITERAL_TIP, LineEdit, LineReport, ScriptExample, ScriptRule, in_command_position
 
-PATTERN = re.compile(r"(?<![\w.-])((?:[\w.~-]*/)+)?nvidia-smi(?![\w-])")
+# `-` may stand before it (a Makefile recipe's ignore-errors prefix); whether it is the command
+# run is decided by `in_command_position`.
+PATTERN = re.compile(r"(?<![\w.])((?:[\w.~-]*/)+)?nvidia-smi(?![\w-])")
 # What may follow a command that runs with no arguments and writes to the terminal or a file.
-ENDS_COMMAND = re.compile(r"\s*($|;|&&|\|\||&(?!&)|\)|`|\}|>|2>|\")")
+# A closing quote, bracket or comma ends a YAML scalar (`- run: 'nvidia-smi'`, `[nvidia-smi]`).
+ENDS_COMMAND = re.compile(r"\s*($|;|&&|\|\||&(?!&)|\)|`|\}|>|2>|[\"'\],])")
 PIPED = re.compile(r"\s*\|(?!\|)")
 QUERY_TIP = ("no npu-smi equivalent for this form: npu-smi info -t <type> -i <npu id> queries one value "
              "(e.g. -t usages for memory and utilisation), with a different output format")

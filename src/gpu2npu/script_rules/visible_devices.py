@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 from ..change import Report
-from .base import LITERAL_TIP, LineEdit, LineReport, ScriptExample, ScriptRule, code_matches, word
+import re
+
+from .base import LITERAL_TIP, LineEdit, LineReport, ScriptExample, ScriptRule, code_matches
 
 CUDA_VARIABLE = "CUDA_VISIBLE_DEVICES"
 NPU_VARIABLE = "ASCEND_RT_VISIBLE_DEVICES"
-PATTERN = word(CUDA_VARIABLE)
+# A variable name: `$`, `-` (a Makefile recipe prefix) or punctuation may stand before it.
+PATTERN = re.compile(rf"(?<!\w){CUDA_VARIABLE}(?!\w)")
 
 
 class VisibleDevicesVariable(ScriptRule):
