@@ -225,3 +225,12 @@ def test_notebooks_get_the_single_card_migration_in_every_mode(tmp_path):
     assert result.exit_code == 0, result.output
     text = sources((tmp_path / "out" / "p_msft_multi" / "explore.ipynb").read_bytes())[0]
     assert "x = torch.ones(1).npu()" in text and "Sampler" not in text and "drop_last=True" in text
+
+
+def test_lines_of_a_multi_line_string_are_not_magics():
+    cell = 'import torch\nusage = """\n%d runs on cuda\n!nvidia-smi shows the cards\n"""\nx = torch.ones(1).cuda()\n!nvidia-smi'
+    result = run(encode(notebook(("code", cell))))
+    assert sources(result.output)[0] == cell.replace("x = torch.ones(1).cuda()\n!nvidia-smi",
+                                                     "x = torch.ones(1).npu()\n!npu-smi info").replace(
+        "import torch\n", "import torch\nimport torch_npu\n", 1)
+    assert not [f for f in result.findings if f.rule == "NPU602"]

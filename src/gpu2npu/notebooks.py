@@ -20,8 +20,10 @@ is copied byte for byte.
 """
 from __future__ import annotations
 
+import io
 import json
 import re
+import tokenize
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type
 
@@ -176,35 +178,63 @@ def _is_python(text: str) -> bool:
         return False
 
 
+def _ipython_lines(bodies: List[str]) -> Dict[int, str]:
+    """{line index: "cell" | "line" | "continued"} for the lines of a cell that are IPython, not
+    Python: a first-line cell magic, magic and shell lines, and the lines a trailing backslash
+    continues them onto.  A line that lies inside a multi-line Python string is text, whatever
+    it starts with."""
+    found: Dict[int, str] = {}
+    continued = False
+    for index, body in enumerate(bodies):
+        if continued:
+            found[index] = "continued"
+        elif index == 0 and CELL_MAGIC.match(body):
+            found[index] = "cell"
+        elif _is_magic(body):
+            found[index] = "line"
+        continued = index in found and body.endswith("\\")
+    inside = _inside_strings(bodies, found)
+    return {index: kind for index, kind in found.items() if index not in inside}
+
+
+def _inside_strings(bodies: List[str], ipython: Dict[int, str]) -> set:
+    """Indices of lines that continue a multi-line string literal, found by tokenizing the cell
+    with its IPython lines blanked (tokenizing reads text; nothing is run)."""
+    text = "".join("pass\n" if index in ipython else body + "\n" for index, body in enumerate(bodies))
+    inside = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.STRING and token.end[0] > token.start[0]:
+                inside.update(range(token.start[0], token.end[0]))  # 0-based indices of rows 2..end
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return set()
+    return inside
+
+
 def _python_cell(number: int, text: str, path: str, records: Records, next_id: List[int]) -> PythonCell:
     lines = text.splitlines(keepends=True)
+    bodies = [line.rstrip("\r\n") for line in lines]
     masked: List[str] = []
     magics: Dict[int, str] = {}
-    continued = False
-    for index, line in enumerate(lines):
-        body = line.rstrip("\r\n")
-        ending = line[len(body):]
-        cell_magic = CELL_MAGIC.match(body) if index == 0 else None
-        if continued or cell_magic is not None or _is_magic(body):
-            if cell_magic is not None:
-                _report_magic(f"%%{cell_magic.group('name')}", body, number, 1, 1, path, records)
-                new = body
-            elif continued:
-                new = body  # the rest of a magic continued with a backslash
-            else:
-                new = _magic_line(body, number, index + 1, path, records)
-            placeholder_id = next_id[0]
-            next_id[0] += 1
-            magics[placeholder_id] = new + ending
-            indent = re.match(r"[ \t]*", body).group(0)
-            if continued:
-                masked.append(f"{indent}# gpu2npu:magic:{placeholder_id}\n")
-            else:
-                masked.append(f"{indent}pass  # gpu2npu:magic:{placeholder_id}\n")
-            continued = body.endswith("\\")
-        else:
+    ipython = _ipython_lines(bodies)
+    for index, (line, body) in enumerate(zip(lines, bodies)):
+        kind = ipython.get(index)
+        if kind is None:
             masked.append(line if line.endswith("\n") else line + "\n")
-            continued = False
+            continue
+        if kind == "cell":
+            _report_magic(f"%%{CELL_MAGIC.match(body).group('name')}", body, number, 1, 1, path, records)
+            new = body
+        elif kind == "continued":
+            new = body  # the rest of a magic continued with a backslash
+        else:
+            new = _magic_line(body, number, index + 1, path, records)
+        placeholder_id = next_id[0]
+        next_id[0] += 1
+        magics[placeholder_id] = new + line[len(body):]
+        indent = re.match(r"[ \t]*", body).group(0)
+        statement = "# " if kind == "continued" else "pass  # "
+        masked.append(f"{indent}{statement}gpu2npu:magic:{placeholder_id}\n")
     return PythonCell(number, lines, masked, magics)
 
 
