@@ -140,3 +140,66 @@ def unexplained_differences(before: bytes, after: bytes, rows: List[Dict[str, st
         if not any(_near(old, anchor, i1, i2) for i1, i2 in insert_points):
             problems.append(f"INSERT row after line {anchor} but nothing was added there")
     return problems
+
+
+def migrated_kind(relative: str) -> str:
+    """"python", "notebook", "launch_script" or "" (copied byte for byte) for a file of a fixture."""
+    from gpu2npu.discover import Kind, kind_of
+
+    kind = kind_of(Path(relative))
+    return {Kind.PYTHON: "python", Kind.NOTEBOOK: "notebook", Kind.LAUNCH_SCRIPT: "launch_script"}.get(kind, "")
+
+
+def cell_rows(rows: List[Dict[str, str]], number: int) -> List[Dict[str, str]]:
+    """The change_list rows of a notebook's cell `number` (their messages start `cell N: `)."""
+    return [row for row in rows if row["Message"].startswith(f"cell {number}: ")]
+
+
+def _cell_text(cell: dict) -> bytes:
+    """A cell's source as file text: its last line ended like the others (Jupyter stores it
+    without a newline, so a line inserted after it gives it one, which is not an edit of it)."""
+    source = cell["source"]
+    text = source if isinstance(source, str) else "".join(source)
+    return (text if not text or text.endswith("\n") else text + "\n").encode("utf-8")
+
+
+def notebook_differences(before: bytes, after: bytes, rows: List[Dict[str, str]]) -> List[str]:
+    """`unexplained_differences` for a notebook, cell by cell: outside the sources of code
+    cells nothing may differ, and each code cell's change is exactly its rows."""
+    import json
+
+    old, new = json.loads(before), json.loads(after)
+    problems = []
+    if {k: v for k, v in old.items() if k != "cells"} != {k: v for k, v in new.items() if k != "cells"}:
+        problems.append("notebook metadata changed")
+    if len(old["cells"]) != len(new["cells"]):
+        return problems + ["number of cells changed"]
+    for number, (a, b) in enumerate(zip(old["cells"], new["cells"]), 1):
+        if {k: v for k, v in a.items() if k != "source"} != {k: v for k, v in b.items() if k != "source"}:
+            problems.append(f"cell {number}: something besides the source changed")
+        if a["cell_type"] != "code" and a["source"] != b["source"]:
+            problems.append(f"cell {number}: a {a['cell_type']} cell changed")
+        if a["cell_type"] == "code":
+            problems += [f"cell {number}: {p}" for p in unexplained_differences(_cell_text(a), _cell_text(b), cell_rows(rows, number))]
+    numbers = {int(row["Message"].split(":")[0].split()[1]) for row in rows}
+    problems += [f"rows for cell {n}, which is not a code cell" for n in numbers
+                 if n > len(old["cells"]) or old["cells"][n - 1]["cell_type"] != "code"]
+    return problems
+
+
+def notebook_cells_parse(data: bytes) -> bool:
+    """Whether every Python code cell parses once IPython lines (`!cmd`, `%magic`, `%%magic`
+    cells) are blanked out; shell and other cell-magic cells are not Python."""
+    import json
+    import re
+
+    for cell in json.loads(data)["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        text = _cell_text(cell).decode("utf-8")
+        if text.startswith("%%") and not re.match(r"%%(time|timeit|capture|prun)\b", text):
+            continue
+        lines = [re.sub(r"^(\s*)(%|!).*$", r"\1pass", line) for line in text.splitlines()]
+        if not parses("\n".join(lines).encode()):
+            return False
+    return True

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Iterable, List, Sequence
 
 from .change import Report
-from .discover import Kind, walk
-from .pipeline import Status, migrate_source
-from .rules import RULES_BY_CODE, Options
+from .discover import Kind, kind_of, walk
+from .pipeline import Status
+from .rules import Options
+from .sources import ALL_RULES_BY_CODE, MIGRATED_KINDS, migrate_file
 
 # Rules whose edits do not mean "CUDA-only code is here".
 NOT_FINDINGS = {"NPU001", "NPU201"}
@@ -38,28 +39,31 @@ class CheckResult:
     unreadable: List[str]
 
 
-def _python_files(paths: Sequence[Path]) -> Iterable[tuple]:
+def _checked_files(paths: Sequence[Path]) -> Iterable[tuple]:
+    """(absolute path, shown path, kind) of the Python files, notebooks and launch scripts; a
+    file named on the command line is checked as Python unless it is a notebook or launch script."""
     for path in paths:
         if path.is_file():
-            yield path, path.as_posix()
+            kind = kind_of(path)
+            yield path, path.as_posix(), kind if kind in MIGRATED_KINDS else Kind.PYTHON
             continue
         for entry in walk(path):
-            if entry.kind == Kind.PYTHON:
-                yield entry.absolute, (path / entry.relative).as_posix()
+            if entry.kind in MIGRATED_KINDS:
+                yield entry.absolute, (path / entry.relative).as_posix(), entry.kind
 
 
 def check_paths(paths: Sequence[Path], options: Options) -> CheckResult:
     findings: List[CheckFinding] = []
     unreadable: List[str] = []
     files = 0
-    for absolute, shown in _python_files(paths):
+    for absolute, shown, kind in _checked_files(paths):
         files += 1
         try:
             data = absolute.read_bytes()
         except OSError as error:
             unreadable.append(f"{shown}: {error.strerror or error}")
             continue
-        result = migrate_source(data, shown, options)
+        result = migrate_file(kind, data, shown, options)
         if result.status == Status.FAILED:
             unreadable.append(f"{shown}: {result.error}")
             continue
@@ -75,6 +79,6 @@ def check_paths(paths: Sequence[Path], options: Options) -> CheckResult:
 
 
 def rule_descriptions() -> dict:
-    descriptions = {code: rule.summary for code, rule in RULES_BY_CODE.items() if code not in NOT_FINDINGS}
+    descriptions = {code: rule.summary for code, rule in ALL_RULES_BY_CODE.items() if code not in NOT_FINDINGS}
     descriptions[UNSUPPORTED_RULE] = "CUDA construct with no NPU equivalent for the chosen torch_npu release"
     return descriptions

@@ -18,7 +18,8 @@ from .check import check_paths, rule_descriptions
 from .project import DistributedRequest, RunRequest, UsageError, preview, run
 from .reports import check_formats, console
 from .reports.progress import ProgressLine
-from .rules import RULES_BY_CODE, Options
+from .rules import Options
+from .sources import ALL_RULES_BY_CODE
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -120,13 +121,14 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
     except OSError as error:
         _fail(f"{error}", EXIT_FAILED)
 
-    titles = {code: rule.summary for code, rule in RULES_BY_CODE.items()}
+    titles = {code: rule.summary for code, rule in ALL_RULES_BY_CODE.items()}
     click.echo(console.report_table(result.report_rows))
     if result.changes:
         click.echo(console.rule_table(result.changes, titles))
         click.echo(console.file_table(result.changes))
     click.echo(
-        f"{result.python_files} Python files: {len(result.migrated)} migrated, {len(result.failed)} could not be "
+        f"{result.python_files} Python files, {result.script_files} notebooks and launch scripts: "
+        f"{len(result.migrated)} migrated, {len(result.failed)} could not be "
         f"processed. Output: {result.target}  Reports: {result.report_folder}"
     )
     for path, reason in result.failed:
@@ -202,7 +204,7 @@ def check(paths, torch_version, output_format):
         click.echo(check_formats.as_sarif(result.findings, rule_descriptions()), nl=False)
     else:
         click.echo(check_formats.as_text(result.findings), nl=False)
-        click.echo(f"{len(result.findings)} findings in {result.files} Python files", err=True)
+        click.echo(f"{len(result.findings)} findings in {result.files} files", err=True)
     for problem in result.unreadable:
         click.echo(f"gpu2npu: warning: not checked: {problem}", err=True)
     sys.exit(1 if result.findings else 0)
@@ -211,7 +213,7 @@ def check(paths, torch_version, output_format):
 @main.command("rules")
 def list_rules():
     """List every rule: code, fix safety and what it does."""
-    for code, rule in RULES_BY_CODE.items():
+    for code, rule in ALL_RULES_BY_CODE.items():
         click.echo(f"{code}  {rule.__name__:<29} {rule.fix_safety:<7} {rule.summary}")
 
 
@@ -219,20 +221,31 @@ def list_rules():
 @click.argument("code")
 def explain(code):
     """Print a rule's description and its before/after examples."""
-    rule = RULES_BY_CODE.get(code.upper())
+    rule = ALL_RULES_BY_CODE.get(code.upper())
     if rule is None:
         _fail(f"no rule {code}; `gpu2npu rules` lists them")
     click.echo(f"{rule.code} {rule.__name__} ({rule.fix_safety})\n")
     click.echo(inspect.cleandoc(rule.__doc__ or "") + "\n")
     for number, example in enumerate(rule.examples, 1):
         mode = " (gpu2npu ... distributed -m example.py)" if example.distributed else ""
-        mode += " (gpu2npu -m ...)" if example.modelarts else ""
-        mode += " (gpu2npu -r rules.json ...)" if example.custom_rules is not None else ""
-        click.echo(f"Example {number}{mode}, before:\n{_indent(example.before)}\nafter:\n{_indent(example.after)}")
-        if example.custom_rules is not None:
+        mode += " (gpu2npu -m ...)" if getattr(example, "modelarts", False) else ""
+        mode += " (gpu2npu -r rules.json ...)" if getattr(example, "custom_rules", None) is not None else ""
+        where = _example_file(example)
+        click.echo(f"Example {number}{mode}{where}, before:\n{_indent(example.before)}\nafter:\n{_indent(example.after)}")
+        if getattr(example, "custom_rules", None) is not None:
             click.echo(f"rules.json:\n{_indent(json.dumps(example.custom_rules.to_data()))}\n")
+        for name in getattr(example, "reported", ()):
+            click.echo(f"reported: {name}")
     for source in rule.unchanged:
         click.echo(f"Left unchanged:\n{_indent(source)}")
+
+
+def _example_file(example) -> str:
+    """Where a launch-script or notebook example stands (Python examples are a .py file)."""
+    path = getattr(example, "path", None)
+    if path is None:
+        return ""
+    return " (a code cell of a notebook)" if path.endswith(".ipynb") else f" ({path})"
 
 
 def _indent(text: str) -> str:

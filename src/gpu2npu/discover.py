@@ -7,12 +7,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from .shell_syntax import dialect_for
+
 PYTHON_SUFFIXES = (".py",)
 CUDA_SOURCE_SUFFIXES = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp")
+NOTEBOOK_SUFFIXES = (".ipynb",)
 
 
 class Kind(str, enum.Enum):
     PYTHON = "python"  # migrated
+    NOTEBOOK = "notebook"  # code cells migrated, the rest kept
+    LAUNCH_SCRIPT = "launch_script"  # shell script, Makefile, YAML job file: line rules
     CUDA_SOURCE = "cuda_source"  # copied, scanned for custom operators
     OTHER = "other"  # copied byte for byte
     SYMLINK = "symlink"  # reproduced as a link, never followed
@@ -30,9 +35,17 @@ def _kind(path: Path) -> Kind:
     name = path.name.lower()
     if name.endswith(PYTHON_SUFFIXES):
         return Kind.PYTHON
+    if name.endswith(NOTEBOOK_SUFFIXES):
+        return Kind.NOTEBOOK
+    if dialect_for(name) is not None:
+        return Kind.LAUNCH_SCRIPT
     if name.endswith(CUDA_SOURCE_SUFFIXES):
         return Kind.CUDA_SOURCE
     return Kind.OTHER
+
+
+def kind_of(path: Path) -> Kind:
+    return _kind(path)
 
 
 def walk(root: Path) -> Iterator[Entry]:

@@ -18,10 +18,11 @@ from . import __version__, apidata, cache, modelarts_package, rule_file
 from .change import Change, Finding, Report
 from .cuda_ops import custom_operators
 from .discover import Entry, Kind, walk
-from .pipeline import FileResult, Status, migrate_source
+from .pipeline import FileResult, Status
 from .reports import csv_reports, log as run_log
 from .launcher import LAUNCHER_NAME, launcher_script
-from .rules import RULES_BY_CODE, DistributedSettings, Options, SpecifyDeviceSettings, rules_for
+from .rules import DistributedSettings, Options, SpecifyDeviceSettings
+from .sources import ALL_RULES_BY_CODE, MIGRATED_KINDS, migrate_file
 
 OUTPUT_SUFFIX = "_msft"
 MULTI_SUFFIX = "_msft_multi"
@@ -67,6 +68,7 @@ class RunResult:
     report_folder: Path
     files: int = 0
     python_files: int = 0
+    script_files: int = 0  # notebooks and launch scripts
     migrated: List[str] = field(default_factory=list)
     failed: List[Tuple[str, str]] = field(default_factory=list)
     changes: List[Change] = field(default_factory=list)
@@ -196,13 +198,13 @@ def _copy_entry(entry: Entry, destination: Path) -> None:
 
 
 def _migrate_entry(entry: Entry, options: Options, salt: Optional[str] = None):
-    """Read and migrate one Python file (in a worker process when running in parallel); with a
-    cache salt, also the cache key of the bytes actually migrated."""
+    """Read and migrate one Python file, notebook or launch script (in a worker process when
+    running in parallel); with a cache salt, also the cache key of the bytes actually migrated."""
     try:
         data = entry.absolute.read_bytes()
     except OSError as error:
         return None, FileResult(entry.relative, Status.FAILED, error=f"cannot be read: {error.strerror or error}")
-    result = migrate_source(data, entry.relative, options, rules_for(options))
+    result = migrate_file(entry.kind, data, entry.relative, options)
     return (cache.key_for(salt, entry.relative, data) if salt else None), result
 
 
@@ -309,7 +311,7 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
 
         python: List[Entry] = []
         for entry in walk(source):  # folders come before what they hold
-            if entry.kind == Kind.PYTHON:
+            if entry.kind in MIGRATED_KINDS:
                 python.append(entry)
                 continue
             if entry.kind != Kind.DIRECTORY:
@@ -323,7 +325,10 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             results = cache.ResultCache(request.cache_dir, cache.salt_for(options))
         for done, (entry, outcome) in enumerate(zip(python, migrate_all(python, options, request.jobs, results)), 1):
             result.files += 1
-            result.python_files += 1
+            if entry.kind == Kind.PYTHON:
+                result.python_files += 1
+            else:
+                result.script_files += 1
             _write_python(entry, destination_of(entry), outcome)
             _log_file(logger, outcome)
             if outcome.status == Status.FAILED:
@@ -353,14 +358,14 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
 
 
 def preview(request: RunRequest) -> Iterator[Tuple[str, str]]:
-    """`--diff`: (path, unified diff, "") for every Python file the migration would change and
+    """`--diff`: (path, unified diff, "") for every file the migration would change and
     (path, None, reason) for one that could not be processed; nothing is written."""
     source, _, options = check_request(request, writes=False)
     for entry in walk(source):
-        if entry.kind != Kind.PYTHON:
+        if entry.kind not in MIGRATED_KINDS:
             continue
         data = entry.absolute.read_bytes()
-        result = migrate_source(data, entry.relative, options, rules_for(options))
+        result = migrate_file(entry.kind, data, entry.relative, options)
         if result.status == Status.FAILED:
             yield entry.relative, None, result.error
         elif result.output is not None:
@@ -427,9 +432,10 @@ def _log_file(logger, outcome: FileResult) -> None:
 
 def _log_summary(logger, result: RunResult) -> None:
     logger.info(
-        f"{result.files} files, {result.python_files} Python; {len(result.migrated)} migrated with "
+        f"{result.files} files, {result.python_files} Python, {result.script_files} notebooks and launch scripts; "
+        f"{len(result.migrated)} migrated with "
         f"{len(result.changes)} changes; {len(result.failed)} could not be processed"
     )
     for code in sorted({c.rule for c in result.changes}):
         count = sum(1 for c in result.changes if c.rule == code)
-        logger.info(f"rule {code} ({RULES_BY_CODE[code].__name__}): {count} changes")
+        logger.info(f"rule {code} ({ALL_RULES_BY_CODE[code].__name__}): {count} changes")

@@ -1,0 +1,65 @@
+"""CUDA tools and CUDA_* settings in launch scripts: reported, with what to use on Ascend."""
+from __future__ import annotations
+
+import re
+
+from ..change import Report
+from .base import LineReport, ScriptExample, ScriptRule
+
+TOOL_TIPS = {
+    "nvcc": "no NPU equivalent: CUDA kernels do not build for Ascend; port them to Ascend C custom operators "
+    "(see cuda_op_list.csv)",
+    "nvprof": "profile on Ascend with msprof or torch_npu.profiler",
+    "nsys": "profile on Ascend with msprof or torch_npu.profiler",
+    "ncu": "profile on Ascend with msprof or torch_npu.profiler",
+    "cuda-memcheck": "no NPU equivalent (CUDA debugging tool)",
+    "compute-sanitizer": "no NPU equivalent (CUDA debugging tool)",
+    "cuda-gdb": "no NPU equivalent (CUDA debugging tool)",
+    "nvidia-docker": "no NPU equivalent: Ascend containers use the Ascend Docker runtime with the NPU devices mounted",
+}
+VARIABLE_TIPS = {
+    "CUDA_LAUNCH_BLOCKING": "on Ascend, ASCEND_LAUNCH_BLOCKING=1 makes NPU operators run synchronously",
+    "PYTORCH_CUDA_ALLOC_CONF": "torch_npu reads PYTORCH_NPU_ALLOC_CONF; check which options your release supports",
+    "CUDA_HOME": "no CUDA toolkit on Ascend machines",
+    "CUDA_PATH": "no CUDA toolkit on Ascend machines",
+}
+GENERIC_VARIABLE_TIP = "CUDA setting: no effect on Ascend"
+GPU_RESOURCE = re.compile(r"(?<![\w.-])nvidia\.com/gpu(?![\w-])")
+GPU_RESOURCE_TIP = ("NVIDIA device-plugin resource: on an Ascend cluster request the resource its Ascend device "
+                    "plugin registers (e.g. huawei.com/Ascend910)")
+TOOLS = re.compile(r"(?<![\w./-])(?:[\w.~-]*/)*(" + "|".join(re.escape(t) for t in TOOL_TIPS) + r")(?![\w-])")
+# Handled by their own rules: CUDA_VISIBLE_DEVICES (NPU501).
+VARIABLES = re.compile(r"(?<![\w])(?:PYTORCH_)?CUDA_(?!VISIBLE_DEVICES\b)[A-Z0-9_]+(?![\w])")
+
+
+class CudaToolsAndSettings(ScriptRule):
+    """CUDA's compiler, profilers and debuggers, `CUDA_*` environment variables and the
+    `nvidia.com/gpu` resource of Kubernetes jobs have no counterpart that takes the same
+    arguments or values on Ascend.
+
+    They are left as written and reported with what to use instead: msprof or
+    `torch_npu.profiler` for nsys/nvprof/ncu, `ASCEND_LAUNCH_BLOCKING` for
+    `CUDA_LAUNCH_BLOCKING`, `PYTORCH_NPU_ALLOC_CONF` for `PYTORCH_CUDA_ALLOC_CONF`, Ascend C
+    custom operators for kernels built with nvcc.
+    """
+
+    code = "NPU590"
+    summary = "launch scripts: nvcc, nsys, CUDA_LAUNCH_BLOCKING, ... reported (no Ascend equivalent)"
+    triggers = (*TOOL_TIPS, "CUDA_", "nvidia.com/gpu")
+    examples = (
+        ScriptExample("nvcc --version\n", "nvcc --version\n", reported=("nvcc",)),
+        ScriptExample("CUDA_LAUNCH_BLOCKING=1 nsys profile python train.py\n",
+                      "CUDA_LAUNCH_BLOCKING=1 nsys profile python train.py\n",
+                      reported=("CUDA_LAUNCH_BLOCKING", "nsys")),
+        ScriptExample("resources:\n  limits:\n    nvidia.com/gpu: 8\n", "resources:\n  limits:\n    nvidia.com/gpu: 8\n",
+                      path="job.yaml", reported=("nvidia.com/gpu",)),
+    )
+    unchanged = ("# nvcc is not needed\n",)
+
+    @classmethod
+    def apply(cls, line, dialect):
+        reports = [LineReport(Report.UNSUPPORTED, m.group(1), TOOL_TIPS[m.group(1)]) for m in TOOLS.finditer(line.code)]
+        reports += [LineReport(Report.UNSUPPORTED, m.group(0), VARIABLE_TIPS.get(m.group(0), GENERIC_VARIABLE_TIP))
+                    for m in VARIABLES.finditer(line.code)]
+        reports += [LineReport(Report.UNSUPPORTED, m.group(0), GPU_RESOURCE_TIP) for m in GPU_RESOURCE.finditer(line.code)]
+        return [], reports

@@ -1,0 +1,118 @@
+"""Launch scripts: shell, Makefiles and YAML job files, rewritten line by line."""
+import shutil
+import subprocess
+
+import pytest
+
+from gpu2npu.discover import Kind, kind_of
+from gpu2npu.launch_scripts import migrate_script
+from gpu2npu.pipeline import Status
+from gpu2npu.shell_syntax import Dialect, scan
+
+from helpers import FIXTURES, migrate, run_cli, tree_files
+
+
+def rewritten(text: str, path: str = "run.sh") -> str:
+    result = migrate_script(text.encode(), path)
+    return text if result.output is None else result.output.decode()
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("train.sh", Kind.LAUNCH_SCRIPT), ("x/run.BASH", Kind.LAUNCH_SCRIPT), ("Makefile", Kind.LAUNCH_SCRIPT),
+    ("rules.mk", Kind.LAUNCH_SCRIPT), ("job.yml", Kind.LAUNCH_SCRIPT), ("conf.yaml", Kind.LAUNCH_SCRIPT),
+    ("nb.ipynb", Kind.NOTEBOOK), ("notes.txt", Kind.OTHER), ("train.py", Kind.PYTHON),
+])
+def test_which_files_are_launch_scripts(name, kind):
+    from pathlib import Path
+
+    assert kind_of(Path(name)) == kind
+
+
+@pytest.mark.parametrize("source, expected", [
+    # comments are prose: untouched
+    ("echo hi  # CUDA_VISIBLE_DEVICES=0\n", "echo hi  # CUDA_VISIBLE_DEVICES=0\n"),
+    # `$#` and `${#a[@]}` are not comments
+    ("n=$#; m=${#a[@]} CUDA_VISIBLE_DEVICES=0 x\n", "n=$#; m=${#a[@]} ASCEND_RT_VISIBLE_DEVICES=0 x\n"),
+    ('echo "# $CUDA_VISIBLE_DEVICES"\n', 'echo "# $ASCEND_RT_VISIBLE_DEVICES"\n'),
+    ("python run.py --backend=nccl --dist-backend 'nccl'\n", "python run.py --backend=hccl --dist-backend 'hccl'\n"),
+    ("python run.py --backend NCCL\n", "python run.py --backend HCCL\n"),
+    ("echo backend nccl is fast\n", "echo backend nccl is fast\n"),
+    ("sudo nvidia-smi; (nvidia-smi) && echo ok\n", "sudo npu-smi info; (npu-smi info) && echo ok\n"),
+    ("which nvidia-smi\n", "which nvidia-smi\n"),
+    ("x=$(nvidia-smi -L | wc -l)\n", "x=$(nvidia-smi -L | wc -l)\n"),
+    ("/usr/bin/nvidia-smi\n", "/usr/bin/nvidia-smi\n"),
+    ("echo 'CUDA_VISIBLE_DEVICES'\n", "echo 'CUDA_VISIBLE_DEVICES'\n"),
+    ("cat <<'EOF'\nCUDA_VISIBLE_DEVICES=1\nEOF\nCUDA_VISIBLE_DEVICES=2 x\n", "cat <<'EOF'\nCUDA_VISIBLE_DEVICES=1\nEOF\nASCEND_RT_VISIBLE_DEVICES=2 x\n"),
+    ("python -c '\nimport os\nos.environ[\"CUDA_VISIBLE_DEVICES\"]\n'\n", "python -c '\nimport os\nos.environ[\"CUDA_VISIBLE_DEVICES\"]\n'\n"),
+])
+def test_shell(source, expected):
+    assert rewritten(source) == expected
+
+
+def test_literals_and_non_commands_are_reported():
+    result = migrate_script(b"which nvidia-smi\ncat <<EOF\nexport CUDA_VISIBLE_DEVICES=1\nEOF\nnvidia-smi | grep MiB\n", "a.sh")
+    assert {(f.start_line, f.api) for f in result.findings} == {(1, "nvidia-smi"), (3, "CUDA_VISIBLE_DEVICES"), (5, "nvidia-smi")}
+
+
+def test_makefile_and_yaml_syntax():
+    make = "X = 1 # CUDA_VISIBLE_DEVICES\nrun:\n\t@nvidia-smi  # show the cards\n\t-CUDA_VISIBLE_DEVICES=$(G) python t.py --backend $(B)\n"
+    assert rewritten(make, "Makefile") == (
+        "X = 1 # CUDA_VISIBLE_DEVICES\nrun:\n\t@npu-smi info  # show the cards\n\t-ASCEND_RT_VISIBLE_DEVICES=$(G) python t.py --backend $(B)\n")
+    yaml = "env: {CUDA_VISIBLE_DEVICES: '0'}  # CUDA_VISIBLE_DEVICES\nnote: \"a # b nccl\"\nsteps:\n  - nvidia-smi\n  - run: 'nvidia-smi'\n"
+    assert rewritten(yaml, "ci.yml") == (
+        "env: {ASCEND_RT_VISIBLE_DEVICES: '0'}  # CUDA_VISIBLE_DEVICES\nnote: \"a # b nccl\"\nsteps:\n  - npu-smi info\n  - run: 'npu-smi info'\n")
+
+
+def test_scanner_carries_quotes_and_heredocs_across_lines():
+    lines = ["echo 'a", "b' c # d", "cat <<-END", "\tx", "\tEND", "y # z"]
+    scanned = list(scan(lines, Dialect.SHELL))
+    assert [line.code for line in scanned] == ["echo 'a", "b' c ", "cat <<-END", "\tx", "\tEND", "y "]
+    assert scanned[0].literal == [(5, 7)] and scanned[1].literal == [(0, 2)] and scanned[3].literal == [(0, 2)]
+
+
+def test_line_endings_and_undecodable_bytes_are_kept():
+    data = b"# caf\xe9 (latin-1)\r\nexport CUDA_VISIBLE_DEVICES=0\r\nnvidia-smi\r\necho done"
+    result = migrate_script(data, "a.sh")
+    assert result.output == b"# caf\xe9 (latin-1)\r\nexport ASCEND_RT_VISIBLE_DEVICES=0\r\nnpu-smi info\r\necho done"
+    assert [(c.start_line, c.rule) for c in result.changes] == [(2, "NPU501"), (3, "NPU502")]
+
+
+def test_binary_and_irrelevant_files_are_not_touched():
+    assert migrate_script(b"CUDA_VISIBLE_DEVICES=0\0\x01", "blob.sh").status == Status.SKIPPED
+    assert migrate_script(b"echo hello\n", "a.sh").status == Status.SKIPPED
+
+
+def test_idempotent_on_the_fixture(tmp_path):
+    first = migrate(FIXTURES / "notebook_and_scripts", tmp_path / "one")
+    for name in ("train.sh", "Makefile", "config.yaml"):
+        again = migrate_script((first / name).read_bytes(), name)
+        assert not again.changes and again.output is None, name
+
+
+def test_check_reports_notebooks_and_launch_scripts(tmp_path):
+    result = run_cli("check", "-v", "2.1.0", str(FIXTURES / "notebook_and_scripts"))
+    assert result.exit_code == 1
+    text = result.stdout
+    for expected in ("train.sh:4", "NPU501", "Makefile:10", "NPU502", "fit_line.ipynb:", "NPU601", "NPU101", "NPU900"):
+        assert expected in text, expected
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "run.sh").write_text("echo hi\n")
+    assert run_cli("check", str(project)).exit_code == 0
+
+
+@pytest.mark.skipif(shutil.which("patch") is None, reason="needs the patch program")
+def test_diff_covers_notebooks_and_scripts(tmp_path):
+    project = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "notebook_and_scripts", project)
+    result = run_cli("-i", str(project), "-v", "2.1.0", "--diff")
+    assert result.exit_code == 0
+    for name in ("fit_line.ipynb", "train.sh", "Makefile", "config.yaml"):
+        assert f"+++ b/{name}" in result.stdout
+    patch = tmp_path / "changes.diff"
+    patch.write_text(result.stdout)
+    applied = subprocess.run(["patch", "-p1", "-s", "-i", str(patch)], cwd=project, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stderr
+    target = migrate(FIXTURES / "notebook_and_scripts", tmp_path / "out")
+    for relative, path in tree_files(project).items():
+        assert path.read_bytes() == (target / relative).read_bytes(), relative
