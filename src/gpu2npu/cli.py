@@ -54,6 +54,12 @@ def _fail(message: str, status: int = EXIT_USAGE) -> None:
               help="PyTorch version of the original code; selects what torch_npu provides.")
 @click.option("-s", "--specify-device", is_flag=True,
               help="The NPU comes from the DEVICE_ID environment variable at run time (default 0), set once per program.")
+@click.option("-a", "--amp-model", "amp_model", metavar="MODEL_VAR",
+              help="Convert the native AMP (autocast, GradScaler) that trains MODEL_VAR (self.model allowed) to "
+                   "Ascend apex amp (amp.initialize O2, amp.scale_loss).")
+@click.option("-sim", "--similar", is_flag=True,
+              help="Replace calls of APIs this torch_npu release cannot run with NPU-friendly equivalents from a "
+                   "generated ascend_function/ package.")
 @click.option("-m", "--modelarts", is_flag=True,
               help="(Before `distributed`.) Route file paths through ModelArts; not available yet in this version.")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=0, show_default=True,
@@ -65,7 +71,8 @@ def _fail(message: str, status: int = EXIT_USAGE) -> None:
               help="Write the reports and the log here instead of into INPUT_NAME_msft/.")
 @click.version_option(__version__, "-V", "--tool-version", prog_name="gpu2npu")
 @click.pass_context
-def main(ctx, input_path, output_path, torch_version, specify_device, modelarts, jobs, show_diff, force, report_dir):
+def main(ctx, input_path, output_path, torch_version, specify_device, amp_model, similar, modelarts, jobs, show_diff,
+         force, report_dir):
     """Migrate PyTorch training code written for NVIDIA GPUs (CUDA) to Huawei Ascend NPUs
     (torch_npu), source to source.
 
@@ -93,7 +100,8 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
         _fail(f"missing option {', '.join(missing)} (see gpu2npu --help)")
     request = RunRequest(input=params["input_path"], output=params["output_path"], version=params["torch_version"],
                          force=params["force"], report_dir=params["report_dir"], distributed=distributed,
-                         specify_device=params["specify_device"], jobs=params["jobs"])
+                         specify_device=params["specify_device"], jobs=params["jobs"],
+                         amp_model=params["amp_model"], similar=params["similar"])
     if params["show_diff"]:
         _print_preview(request)
     try:
@@ -211,7 +219,9 @@ def explain(code):
     click.echo(f"{rule.code} {rule.__name__} ({rule.fix_safety})\n")
     click.echo(inspect.cleandoc(rule.__doc__ or "") + "\n")
     for number, example in enumerate(rule.examples, 1):
-        mode = " (gpu2npu ... distributed -m example.py)" if example.distributed else ""
+        mode = (" (gpu2npu ... distributed -m example.py)" if example.distributed else
+                f" (gpu2npu ... -a {example.amp_model})" if example.amp_model else
+                " (gpu2npu ... -sim)" if example.similar else "")
         click.echo(f"Example {number}{mode}, before:\n{_indent(example.before)}\nafter:\n{_indent(example.after)}")
     for source in rule.unchanged:
         click.echo(f"Left unchanged:\n{_indent(source)}")

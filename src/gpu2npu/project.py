@@ -51,6 +51,8 @@ class RunRequest:
     distributed: Optional[DistributedRequest] = None
     specify_device: bool = False
     jobs: int = 0  # worker processes; 0: one per core
+    amp_model: Optional[str] = None  # -a: convert native AMP of this model to Ascend apex amp
+    similar: bool = False  # -sim: unsupported APIs go to the generated ascend_function package
 
     @property
     def suffix(self) -> str:
@@ -94,7 +96,29 @@ def check_request(request: RunRequest, writes: bool = True) -> Tuple[Path, Path,
     target = _check_output(request, source) if writes else source
     settings = None if request.distributed is None else _check_distributed(request.distributed, source)
     specify = _specify_device(source) if request.specify_device and settings is None else None
-    return source, target, Options(api=api, distributed=settings, specify_device=specify)
+    if request.amp_model is not None:
+        _check_amp_model(request, source)
+    return source, target, Options(api=api, distributed=settings, specify_device=specify,
+                                   amp_model=request.amp_model, similar=request.similar)
+
+
+def _check_amp_model(request: RunRequest, source: Path) -> None:
+    """-a names the model whose optimizer the GradScaler steps: a name no file builds an
+    optimizer from is a mistake, caught before anything is written."""
+    model = request.amp_model
+    if not TARGET_PATTERN.match(model):
+        raise UsageError(f"-a {model}: not a variable name (e.g. model or self.model)")
+    if request.distributed is not None:
+        raise UsageError("-a cannot be combined with distributed yet: amp.initialize must run before the "
+                         "DistributedDataParallel wrap, which gpu2npu does not order yet; migrate with -a alone, "
+                         "or convert AMP by hand")
+    parameters = re.compile(rb"\b" + re.escape(model.encode()) + rb"\s*\.\s*parameters\s*\(\s*\)")
+    python = [entry for entry in walk(source) if entry.kind == Kind.PYTHON]
+    if not any(parameters.search(entry.absolute.read_bytes()) for entry in python):
+        raise UsageError(
+            f"-a {model}: no Python file builds an optimizer from {model}.parameters(); "
+            "name the variable that holds the model (e.g. -a net or -a self.model)"
+        )
 
 
 def _check_output(request: RunRequest, source: Path) -> Path:

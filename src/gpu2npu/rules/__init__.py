@@ -7,6 +7,9 @@ Order matters where one rule's output is another's input:
   resolved as modules before any `.cuda` attribute is renamed.
 - IntegerDevices runs after the string rules: the strings it writes ("npu:0") are already in
   the target form and must not be seen as device strings to migrate.
+- ApexAmp (-a) takes the GradScaler and autocast constructs it converts whole
+  (`FileContext.claimed`), so TorchCudaApiToNpu and CudaDeviceStrings leave them alone; it runs
+  after them so that everything else on those lines is already migrated.
 - DataParallelToSingleNpu inserts a class after the imports; ImportTorchNpu runs last because
   it acts on what every other rule did (`FileContext.needs_torch_npu`) and places itself
   relative to the final import block.
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 from typing import Dict, Tuple, Type
 
+from .apex_amp import ApexAmp
 from .base import DistributedSettings, Example, FileContext, Options, Rule, SpecifyDeviceSettings
 from .cuda_api import TorchCudaApiToNpu
 from .data_parallel import DataParallelToSingleNpu
@@ -64,17 +68,28 @@ DISTRIBUTED_RULES: Tuple[Type[Rule], ...] = (
 SPECIFY_DEVICE_RULES: Tuple[Type[Rule], ...] = (*SINGLE_CARD_RULES[:-1], DeviceFromEnvironment, ImportTorchNpu)
 
 
+# Rules of options that combine with every mode; they run after the common rules, before the
+# mode's own insertions and ImportTorchNpu.
+OPTIONAL_RULES: Tuple[Type[Rule], ...] = (ApexAmp,)
+
+
 def rules_for(options: Options) -> Tuple[Type[Rule], ...]:
     """The ordered rules for a run's options (`distributed` includes `-s`'s device handling)."""
     if options.distributed is not None:
-        return DISTRIBUTED_RULES
-    if options.specify_device is not None:
-        return SPECIFY_DEVICE_RULES
-    return SINGLE_CARD_RULES
+        rules = DISTRIBUTED_RULES
+    elif options.specify_device is not None:
+        rules = SPECIFY_DEVICE_RULES
+    else:
+        rules = SINGLE_CARD_RULES
+    extra = tuple(rule for rule, wanted in ((ApexAmp, options.amp_model is not None),) if wanted)
+    if not extra:
+        return rules
+    common = len(COMMON_RULES)
+    return (*rules[:common], *extra, *rules[common:])
 
 
 RULES_BY_CODE: Dict[str, Type[Rule]] = {
-    rule.code: rule for rule in SINGLE_CARD_RULES + DISTRIBUTED_RULES + SPECIFY_DEVICE_RULES
+    rule.code: rule for rule in SINGLE_CARD_RULES + DISTRIBUTED_RULES + SPECIFY_DEVICE_RULES + OPTIONAL_RULES
 }
 
 __all__ = [
