@@ -23,6 +23,7 @@ REPORT_FILES = {
     "api_performance_advice.csv",
     "msFmkTranspltlog.txt",
     "run_distributed_npu.sh",
+    "ascend_function/__init__.py",  # -sim
 }
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from . import __version__, apidata
+from . import __version__, apidata, similar
 from .change import Change, Finding, Report
 from .cuda_ops import custom_operators
 from .discover import Entry, Kind, walk
@@ -98,8 +98,25 @@ def check_request(request: RunRequest, writes: bool = True) -> Tuple[Path, Path,
     specify = _specify_device(source) if request.specify_device and settings is None else None
     if request.amp_model is not None:
         _check_amp_model(request, source)
+    if request.similar and source.is_dir():
+        _check_similar_package(source)
     return source, target, Options(api=api, distributed=settings, specify_device=specify,
                                    amp_model=request.amp_model, similar=request.similar)
+
+
+def _check_similar_package(source: Path) -> None:
+    """-sim writes ascend_function/ at the top of the output: an input folder of that name must be
+    one gpu2npu wrote (a migrated tree migrated again), never the project's own."""
+    existing = source / similar.PACKAGE
+    if not (existing.exists() or existing.is_symlink()):
+        return
+    files = sorted(p.relative_to(existing).as_posix() for p in existing.rglob("*")
+                   if p.is_file() and "__pycache__" not in p.parts) if existing.is_dir() else []
+    ours = files == ["__init__.py"] and (existing / "__init__.py").read_text(
+        encoding="utf-8", errors="replace") == similar.package_text()
+    if not ours:
+        raise UsageError(f"-sim writes {similar.PACKAGE}/ into the output, but the input already has its own "
+                         f"{existing}: rename it, or migrate without -sim")
 
 
 def _check_amp_model(request: RunRequest, source: Path) -> None:
@@ -306,6 +323,11 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             logger.info(f"{relative}: custom CUDA operator {name} needs an NPU implementation")
         if options.distributed is not None:
             _write_launcher(staging, options.distributed, logger)
+        if options.similar:
+            similar.write_package(staging)
+            used = sorted({c.file for c in result.changes if c.rule == "NPU252"})
+            logger.info(f"wrote {similar.PACKAGE}/ (-sim): equivalents of {', '.join(sorted(similar.equivalents()))}; "
+                        f"used by {len(used)} files")
         result.report_rows = csv_reports.write_all(report_folder, result.changes, result.findings, cuda_ops)
         _log_summary(logger, result)
     finally:
