@@ -122,8 +122,9 @@ def unexplained_differences(before: bytes, after: bytes, rows: List[Dict[str, st
             changed_lines.add(line)
             if not any(start <= line <= end for start, end in modified):
                 problems.append(f"line {line} changed without a MODIFY/DELETE row: {old[line - 1]!r}")
+        if j2 > j1:  # new lines are written here: an INSERT may stand anywhere in the run
+            insert_points.append((i1, i2))  # (a deletion in the same run can hide its count)
         if j2 - j1 > i2 - i1:  # lines were added here (within a replaced run: anywhere in it)
-            insert_points.append((i1, i2))
             near = [a for a in inserts if _near(old, a, i1, i2)]
             if not near:
                 problems.append(f"lines added after line {i1} without an INSERT row")

@@ -41,8 +41,11 @@ def fmin(input, other):
 
 
 def hypot(input, other):
-    """torch.hypot: sqrt(input**2 + other**2) without overflow in between (float16 included);
-    infinite if either is infinite."""
+    """torch.hypot: sqrt(input**2 + other**2) without overflow in between; infinite if either
+    is infinite.  Half-precision inputs are computed in float32 and rounded once, as torch does."""
+    dtype = torch.result_type(input, other)
+    if dtype in (torch.float16, torch.bfloat16):
+        return hypot(input.float(), other.float()).to(dtype)
     a, b = torch.abs(input), torch.abs(other)
     big, small = torch.maximum(a, b), torch.minimum(a, b)
     ratio = small / torch.where(big == 0, torch.ones_like(big), big)
