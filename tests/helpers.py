@@ -47,11 +47,16 @@ DISTRIBUTED_CASES = {
 # Fixtures migrated with -s in the tests.
 SPECIFY_DEVICE_CASES = ["aliased_imports", "ddp_spawn_imagenet", "single_gpu_loop"]
 
+# Fixtures migrated with -a model, and with -sim.
+AMP_CASES = ["native_amp", "apex_amp"]
+SIMILAR_CASES = ["similar_ops", "nanogpt_style"]
+
 
 def mode_args(name: str, mode: str) -> List[str]:
-    """CLI arguments for a fixture in a mode: "single", "distributed" or "specify"."""
+    """CLI arguments for a fixture in a mode: "single", "distributed", "specify", "amp" (-a model)
+    or "similar" (-sim)."""
     return {"single": [], "distributed": distributed_args(name) if mode == "distributed" else [],
-            "specify": ["-s"]}[mode]
+            "specify": ["-s"], "amp": ["-a", "model"], "similar": ["-sim"]}[mode]
 
 
 def distributed_args(name: str) -> List[str]:

@@ -4,7 +4,9 @@ import shutil
 import pytest
 
 from helpers import (
+    AMP_CASES,
     DISTRIBUTED_CASES,
+    SIMILAR_CASES,
     FIXTURES,
     SPECIFY_DEVICE_CASES,
     mode_args,
@@ -24,6 +26,8 @@ CASES = (
     [(name, "single") for name in fixture_names()]
     + [(name, "distributed") for name in sorted(DISTRIBUTED_CASES)]
     + [(name, "specify") for name in SPECIFY_DEVICE_CASES]
+    + [(name, "amp") for name in AMP_CASES]
+    + [(name, "similar") for name in SIMILAR_CASES]
 )
 CASE_IDS = [name if mode == "single" else f"{name}-{mode}" for name, mode in CASES]
 
@@ -34,7 +38,7 @@ def _mode(name, mode):
 
 @pytest.fixture(scope="module")
 def migrated_fixtures(tmp_path_factory):
-    outs = {mode: tmp_path_factory.mktemp(mode) for mode in ("single", "distributed", "specify")}
+    outs = {mode: tmp_path_factory.mktemp(mode) for mode in ("single", "distributed", "specify", "amp", "similar")}
     return {(name, mode): migrate(FIXTURES / name, outs[mode], "2.1.0", *_mode(name, mode)) for name, mode in CASES}
 
 

@@ -15,6 +15,7 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 from .apidata import ApiData, lacks_npu_kernel
 from .change import Finding, Report
 from .rules import npu_aware
+from .similar import equivalents
 from .rules.names import DEVICE_STRING, DocstringTracker, dotted_name, qualified_names, string_text
 from .tips import CUDA_ONLY_PACKAGES, TIPS, migratable_cuda_path, tip_for
 
@@ -136,9 +137,17 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
                 continue
             op = lacks_npu_kernel(self.api, name)
             if op is not None:
+                equivalent = equivalents().get(name)
+                if equivalent is None:
+                    remedy = "replace it or move it off the hot path"
+                elif self.context.options.similar:  # -sim left it: an argument the equivalent lacks
+                    remedy = (f"call ascend_function.{equivalent.function} (an exact NPU equivalent) without the "
+                              "arguments it does not take, e.g. out=")
+                else:
+                    remedy = f"gpu2npu -sim calls ascend_function.{equivalent.function}, an exact NPU equivalent"
                 self._add(node.func, Report.UNSUPPORTED, name,
                           f"aten::{op} has no NPU kernel in torch_npu {self.api.torch_npu_version} (it runs on the "
-                          "CPU at best): replace it or move it off the hot path")
+                          f"CPU at best): {remedy}")
                 return
 
     # -- strings (documentation excluded: DocstringTracker) ------------------------------------

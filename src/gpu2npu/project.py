@@ -112,8 +112,8 @@ def _check_similar_package(source: Path) -> None:
         return
     files = sorted(p.relative_to(existing).as_posix() for p in existing.rglob("*")
                    if p.is_file() and "__pycache__" not in p.parts) if existing.is_dir() else []
-    ours = files == ["__init__.py"] and (existing / "__init__.py").read_text(
-        encoding="utf-8", errors="replace") == similar.package_text()
+    ours = existing.is_dir() and (files == [] or files == ["__init__.py"] and (existing / "__init__.py").read_text(
+        encoding="utf-8", errors="replace") == similar.package_text())
     if not ours:
         raise UsageError(f"-sim writes {similar.PACKAGE}/ into the output, but the input already has its own "
                          f"{existing}: rename it, or migrate without -sim")
