@@ -169,3 +169,17 @@ def test_the_projects_own_ascend_function_folder_is_not_overwritten(tmp_path):
     result = run_cli("-i", str(project), "-o", str(tmp_path / "out"), "-v", "2.1.0", "-sim")
     assert result.exit_code == 2 and "already has its own" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_explain_lists_every_covered_api():
+    result = run_cli("explain", "NPU252")
+    assert result.exit_code == 0
+    for api, name in af.REPLACES.items():
+        assert f"{api} -> ascend_function.{name}" in result.output
+
+
+@pytest.mark.parametrize("flag", ["-sim", "--similar"])
+def test_both_spellings_parse(flag, tmp_path):
+    result = run_cli("-i", str(FIXTURES / "similar_ops"), "-o", str(tmp_path), "-v", "2.8.0", flag)
+    assert result.exit_code == 0, result.output
+    assert "ascend_function.heaviside(" in (tmp_path / "similar_ops_msft" / "losses" / "robust.py").read_text()

@@ -10,7 +10,7 @@ Order matters where one rule's output is another's input:
 - ApexAmp (-a) takes the GradScaler and autocast constructs it converts whole
   (`FileContext.claimed`), so TorchCudaApiToNpu and CudaDeviceStrings leave them alone; it runs
   after them so that everything else on those lines is already migrated.
-- UnsupportedApiToAscendFunction (-sim) rewrites calls of torch APIs that no other rule touches.
+- AscendFunctionEquivalents (-sim) rewrites calls of torch APIs that no other rule touches.
 - DataParallelToSingleNpu inserts a class after the imports; ImportTorchNpu runs last because
   it acts on what every other rule did (`FileContext.needs_torch_npu`) and places itself
   relative to the final import block.
@@ -33,7 +33,7 @@ from .device_strings import CudaDeviceStrings
 from .import_torch_npu import ImportTorchNpu
 from .integer_devices import IntegerDevices
 from .nccl_backend import NcclToHccl
-from .similar_api import UnsupportedApiToAscendFunction
+from .similar_api import AscendFunctionEquivalents
 from .specify_device import DeviceFromEnvironment
 from .tensor_cuda import TensorCudaToNpu
 from .visible_devices import VisibleDevicesEnv
@@ -72,7 +72,7 @@ SPECIFY_DEVICE_RULES: Tuple[Type[Rule], ...] = (*SINGLE_CARD_RULES[:-1], DeviceF
 
 # Rules of options that combine with every mode; they run after the common rules, before the
 # mode's own insertions and ImportTorchNpu.
-OPTIONAL_RULES: Tuple[Type[Rule], ...] = (ApexAmp, UnsupportedApiToAscendFunction)
+OPTIONAL_RULES: Tuple[Type[Rule], ...] = (ApexAmp, AscendFunctionEquivalents)
 
 
 def rules_for(options: Options) -> Tuple[Type[Rule], ...]:
@@ -83,7 +83,7 @@ def rules_for(options: Options) -> Tuple[Type[Rule], ...]:
         rules = SPECIFY_DEVICE_RULES
     else:
         rules = SINGLE_CARD_RULES
-    wanted = {ApexAmp: options.amp_model is not None, UnsupportedApiToAscendFunction: options.similar}
+    wanted = {ApexAmp: options.amp_model is not None, AscendFunctionEquivalents: options.similar}
     extra = tuple(rule for rule in OPTIONAL_RULES if wanted[rule])
     if not extra:
         return rules

@@ -461,8 +461,8 @@ class ApexAmp(Rule):
         return None
 
     def _block_of(self, statement):
-        parent = self.get_metadata(ParentNodeProvider, statement, None)
-        return parent
+        """The block (IndentedBlock or Module) a statement stands in."""
+        return self.get_metadata(ParentNodeProvider, statement, None)
 
     def _common_statement(self, statements):
         """The innermost statement holding every assignment of the optimizer (if/else branches)."""
@@ -502,11 +502,7 @@ class ApexAmp(Rule):
             else:
                 self.report(clip, Report.UNSUPPORTED, "torch.nn.utils.clip_grad_norm_",
                             f"-a {self.model}: under apex O2 the optimizer steps float32 master weights: clip "
-                            f"{self.plan_amp(plan)}.master_params(optimizer) instead of {self.model}.parameters()")
-
-    @staticmethod
-    def plan_amp(plan: _Plan) -> str:
-        return plan.amp
+                            f"{plan.amp}.master_params(optimizer) instead of {self.model}.parameters()")
 
     # -- rewriting ---------------------------------------------------------------------------
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):

@@ -24,7 +24,7 @@ def _bootstrap(path: str) -> str:
     return f"sys.path.append({folder})\nimport {PACKAGE}\n"
 
 
-class UnsupportedApiToAscendFunction(Rule):
+class AscendFunctionEquivalents(Rule):
     """`-sim`: a call of a torch API that the chosen torch_npu release has no NPU kernel for, and
     that the generated `ascend_function` package has an exact equivalent of, calls the equivalent
     instead: `torch.heaviside(x, v)` becomes `ascend_function.heaviside(x, v)`, arguments kept.
@@ -33,9 +33,6 @@ class UnsupportedApiToAscendFunction(Rule):
     `-v` are rewritten; a call with arguments the equivalent does not take (`out=`) is left and
     reported.  The file gets `import ascend_function`, after a line that puts the output's top
     folder on sys.path, so the import works from files at any depth.
-
-    Covered: torch.heaviside, torch.fmax, torch.fmin, torch.hypot, torch.lcm,
-    torch.special.entr, torch.nonzero_static, torch.nn.functional.huber_loss.
     """
 
     code = "NPU252"
@@ -93,6 +90,11 @@ class UnsupportedApiToAscendFunction(Rule):
                                       f"insert import {PACKAGE} (and its folder on sys.path)", needs=("sys", "os"))
         self.context.needs_torch_npu = needs_torch_npu
         return module
+
+
+# `gpu2npu explain NPU252` lists what the generated package covers, read from the package itself.
+AscendFunctionEquivalents.__doc__ += "\n    Covered:\n" + "".join(
+    f"    - {api} -> {PACKAGE}.{equivalent.function}\n" for api, equivalent in equivalents().items())
 
 
 def _imports_package(module: cst.Module) -> bool:
