@@ -23,6 +23,7 @@ REPORT_FILES = {
     "api_performance_advice.csv",
     "msFmkTranspltlog.txt",
     "run_distributed_npu.sh",
+    "ascend_function/__init__.py",  # -sim
 }
 
 
@@ -46,6 +47,10 @@ DISTRIBUTED_CASES = {
 # Fixtures migrated with -s in the tests.
 SPECIFY_DEVICE_CASES = ["aliased_imports", "ddp_spawn_imagenet", "single_gpu_loop"]
 
+# Fixtures migrated with -a model, and with -sim.
+AMP_CASES = ["native_amp", "apex_amp"]
+SIMILAR_CASES = ["similar_ops", "nanogpt_style"]
+
 
 # Fixtures migrated with -m (ModelArts) in the tests, and the files that mode adds.
 MODELARTS_CASES = ["modelarts_job", "multi_module_package"]
@@ -55,9 +60,10 @@ MODELARTS_FILES = {
 
 
 def mode_args(name: str, mode: str) -> List[str]:
-    """CLI arguments for a fixture in a mode: "single", "distributed", "specify" or "modelarts"."""
+    """CLI arguments for a fixture in a mode: "single", "distributed", "specify", "modelarts" (-m),
+    "amp" (-a model) or "similar" (-sim)."""
     return {"single": [], "distributed": distributed_args(name) if mode == "distributed" else [],
-            "specify": ["-s"], "modelarts": ["-m"]}[mode]
+            "specify": ["-s"], "modelarts": ["-m"], "amp": ["-a", "model"], "similar": ["-sim"]}[mode]
 
 
 def distributed_args(name: str) -> List[str]:
@@ -128,8 +134,9 @@ def unexplained_differences(before: bytes, after: bytes, rows: List[Dict[str, st
             changed_lines.add(line)
             if not any(start <= line <= end for start, end in modified):
                 problems.append(f"line {line} changed without a MODIFY/DELETE row: {old[line - 1]!r}")
+        if j2 > j1:  # new lines are written here: an INSERT may stand anywhere in the run
+            insert_points.append((i1, i2))  # (a deletion in the same run can hide its count)
         if j2 - j1 > i2 - i1:  # lines were added here (within a replaced run: anywhere in it)
-            insert_points.append((i1, i2))
             near = [a for a in inserts if _near(old, a, i1, i2)]
             if not near:
                 problems.append(f"lines added after line {i1} without an INSERT row")

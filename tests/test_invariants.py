@@ -4,7 +4,9 @@ import shutil
 import pytest
 
 from helpers import (
+    AMP_CASES,
     DISTRIBUTED_CASES,
+    SIMILAR_CASES,
     FIXTURES,
     MODELARTS_CASES,
     MODELARTS_FILES,
@@ -30,6 +32,8 @@ CASES = (
     + [(name, "distributed") for name in sorted(DISTRIBUTED_CASES)]
     + [(name, "specify") for name in SPECIFY_DEVICE_CASES]
     + [(name, "modelarts") for name in MODELARTS_CASES]
+    + [(name, "amp") for name in AMP_CASES]
+    + [(name, "similar") for name in SIMILAR_CASES]
 )
 CASE_IDS = [name if mode == "single" else f"{name}-{mode}" for name, mode in CASES]
 
@@ -40,7 +44,8 @@ def _mode(name, mode):
 
 @pytest.fixture(scope="module")
 def migrated_fixtures(tmp_path_factory):
-    outs = {mode: tmp_path_factory.mktemp(mode) for mode in ("single", "distributed", "specify", "modelarts")}
+    outs = {mode: tmp_path_factory.mktemp(mode)
+            for mode in ("single", "distributed", "specify", "modelarts", "amp", "similar")}
     return {(name, mode): migrate(FIXTURES / name, outs[mode], "2.1.0", *_mode(name, mode)) for name, mode in CASES}
 
 

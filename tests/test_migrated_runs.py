@@ -92,3 +92,32 @@ def test_specify_device_rejects_a_device_that_is_not_there(tmp_path):
     env = {"DEVICE_ID": "3", "STANDIN_NPU_COUNT": "2"}
     result = run_script(target / "train.py", ["--steps", 1], cwd=tmp_path, env_extra=env)
     assert result.returncode != 0  # set_device(3) on a 2-NPU machine: DEVICE_ID is really used
+
+
+@pytest.mark.parametrize("amp_flag", ["--amp", "--no-amp"])
+def test_apex_amp_migration_trains_like_the_original(amp_flag, tmp_path):
+    """-a model: the migrated script trains through apex amp (stand-in: tests/standin/apex,
+    which scales the loss by 2**16 and unscales the gradients, exactly, and casts nothing), so
+    its losses are those of the original on the CPU; its checkpoint holds the amp state."""
+    import torch
+
+    source = FIXTURES / "native_amp"
+    args = ["--steps", STEPS, amp_flag, "--log-every", 3]
+    original = run_script(source / "train_amp.py", args, cwd=tmp_path, use_standin=False)
+    assert original.returncode == 0, original.stderr
+    target = migrate(source, tmp_path / "out", "2.8.0", "-a", "model")
+    assert "amp.initialize(model, optimizer" in (target / "train_amp.py").read_text()
+    env = {"STANDIN_TORCH_NPU_DATA": str(data_file("2.8.0"))}
+    checkpoint = tmp_path / "last.pt"
+    migrated = run_script(target / "train_amp.py", [*args, "--save", checkpoint], cwd=tmp_path, env_extra=env)
+    assert migrated.returncode == 0, migrated.stderr
+    expected = parse_losses(original.stdout)
+    assert len(expected) == STEPS
+    assert parse_losses(migrated.stdout) == pytest.approx(expected, rel=1e-6, abs=1e-7)
+    state = torch.load(checkpoint)
+    assert "scaler" not in state
+    if amp_flag == "--amp":  # AMP on: the scale apex used is logged and saved
+        assert state["amp"] == {"loss_scaler0": {"loss_scale": 2.0 ** 16, "unskipped": STEPS}}
+        assert "scale=65536.0" in migrated.stderr
+    else:
+        assert state["amp"] == {}

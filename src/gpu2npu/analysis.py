@@ -23,6 +23,10 @@ DEVICE_NEUTRAL = ("torch.backends.cudnn", "torch.backends.cuda")
 REPORTED_TORCH_NAMES = tuple(key for key in TIPS if key.startswith("torch.") and not key.startswith("torch.cuda"))
 
 
+def _is_apex_amp(name: str) -> bool:
+    return name == "apex.amp" or name.startswith("apex.amp.")
+
+
 def _package_of(name: str) -> Optional[str]:
     for package in CUDA_ONLY_PACKAGES:
         if name == package or name.startswith(package + "."):
@@ -40,6 +44,8 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
         self.api = api
         self.context = context
         self.findings: List[Finding] = []
+        # -a: apex amp is what the user asked for (Ascend apex provides it), not a leftover.
+        self.wants_apex_amp = context.options.amp_model is not None
 
     def _add(self, node: cst.CSTNode, report: Report, api_name: str, tip: str) -> None:
         span = self.get_metadata(PositionProvider, node)
@@ -74,7 +80,9 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
 
     def _check_imported(self, node: cst.CSTNode, name: str) -> None:
         package = _package_of(name)
-        if package is not None:
+        if self.wants_apex_amp and _is_apex_amp(name):
+            self._add(node, Report.NOTE, name, "-a: needs Ascend apex installed (its amp API is NVIDIA apex's)")
+        elif package is not None:
             self._add(node, Report.UNSUPPORTED, name, tip_for(name))
         elif name.startswith("torch.cuda.") and not migratable_cuda_path(self.api, name.split(".")[2:]):
             self._add(node, Report.UNSUPPORTED, name, tip_for(name, self.api))
@@ -117,7 +125,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
                 self._add(node, Report.UNSUPPORTED, name, tip_for(name))
                 return
             package = _package_of(name)
-            if package is not None and self._is_called(node):
+            if package is not None and self._is_called(node) and not (self.wants_apex_amp and _is_apex_amp(name)):
                 self._add(node, Report.UNSUPPORTED, name, tip_for(name))
                 return
 

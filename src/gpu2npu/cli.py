@@ -60,6 +60,12 @@ def _fail(message: str, status: int = EXIT_USAGE) -> None:
 @click.option("-r", "--rule", "rule_file", type=click.Path(path_type=Path), metavar="FILE",
               help="Custom rules (JSON, the incumbent's schema: ArgsModifyRule, FuncNameModifyRule, "
                    "ModuleNameModifyRule), applied before the built-in rules; see `gpu2npu explain NPU701`.")
+@click.option("-a", "--amp-model", "amp_model", metavar="MODEL_VAR",
+              help="Convert the native AMP (autocast, GradScaler) that trains MODEL_VAR (self.model allowed) to "
+                   "Ascend apex amp (amp.initialize O2, amp.scale_loss).")
+@click.option("-sim", "--similar", is_flag=True,
+              help="Replace calls of APIs this torch_npu release cannot run with NPU-friendly equivalents from a "
+                   "generated ascend_function/ package.")
 @click.option("-m", "--modelarts", is_flag=True,
               help="(Before `distributed`.) The migrated script can run on ModelArts: writes "
                    "ascend_modelarts_function/ and routes file paths through its ModelArtsPathManager.")
@@ -76,8 +82,8 @@ def _fail(message: str, status: int = EXIT_USAGE) -> None:
               help="Write the reports and the log here instead of into INPUT_NAME_msft/.")
 @click.version_option(__version__, "-V", "--tool-version", prog_name="gpu2npu")
 @click.pass_context
-def main(ctx, input_path, output_path, torch_version, specify_device, rule_file, modelarts, jobs, cache_dir, no_cache,
-         show_diff, force, report_dir):
+def main(ctx, input_path, output_path, torch_version, specify_device, rule_file, amp_model, similar, modelarts,
+         jobs, cache_dir, no_cache, show_diff, force, report_dir):
     """Migrate PyTorch training code written for NVIDIA GPUs (CUDA) to Huawei Ascend NPUs
     (torch_npu), source to source.
 
@@ -104,6 +110,7 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
                          force=params["force"], report_dir=params["report_dir"], distributed=distributed,
                          specify_device=params["specify_device"], jobs=params["jobs"],
                          rule_file=params["rule_file"], modelarts=params["modelarts"],
+                         amp_model=params["amp_model"], similar=params["similar"],
                          cache_dir=None if params["no_cache"] else (params["cache_dir"] or cache.default_folder()))
     if params["show_diff"]:
         _print_preview(request)
@@ -227,7 +234,9 @@ def explain(code):
     click.echo(f"{rule.code} {rule.__name__} ({rule.fix_safety})\n")
     click.echo(inspect.cleandoc(rule.__doc__ or "") + "\n")
     for number, example in enumerate(rule.examples, 1):
-        mode = " (gpu2npu ... distributed -m example.py)" if example.distributed else ""
+        mode = (" (gpu2npu ... distributed -m example.py)" if example.distributed else
+                f" (gpu2npu ... -a {example.amp_model})" if getattr(example, "amp_model", None) else
+                " (gpu2npu ... -sim)" if getattr(example, "similar", False) else "")
         mode += " (gpu2npu -m ...)" if getattr(example, "modelarts", False) else ""
         mode += " (gpu2npu -r rules.json ...)" if getattr(example, "custom_rules", None) is not None else ""
         where = _example_file(example)

@@ -80,7 +80,7 @@ def migrate_source(
     api_rows: List[Finding] = []
     if tree is not None:
         file_scan = scan.FileScan(tree)
-        api_rows = scan.api_findings(file_scan, path, options.api)
+        api_rows = scan.api_findings(file_scan, path, options.api, options.similar)
         if not starts_program and not for_options and not _needs_rewrite(file_scan, data, rules):
             return FileResult(path, Status.UNCHANGED, findings=sorted(set(api_rows)))
     elif not starts_program and not for_options and not _relevant(data, options.api):
@@ -91,8 +91,20 @@ def migrate_source(
     if result is None:
         result = _migrate_whole(data, path, options, rules)
     if api_rows and result.status != Status.FAILED:
-        result.findings = sorted(set(result.findings) | set(api_rows))
+        result.findings = sorted(set(result.findings) | set(_still_called(api_rows, result.changes)))
     return result
+
+
+# Rules that replace the callee of a call: an API row of the original on a line they edited no
+# longer describes the output (-sim's equivalents, -r FuncNameModifyRule).
+CALL_REPLACING_RULES = ("NPU252", "NPU702")
+
+
+def _still_called(api_rows: List[Finding], changes: List[Change]) -> List[Finding]:
+    replaced = [(c.start_line, c.end_line) for c in changes if c.rule in CALL_REPLACING_RULES]
+    if not replaced:
+        return api_rows
+    return [row for row in api_rows if not any(first <= row.start_line <= last for first, last in replaced)]
 
 
 def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Type[Rule]]) -> FileResult:

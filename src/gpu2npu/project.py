@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from . import __version__, apidata, cache, modelarts_package, rule_file
+from . import __version__, apidata, cache, modelarts_package, rule_file, similar
 from .change import Change, Finding, Report
 from .cuda_ops import custom_operators
 from .discover import Entry, Kind, walk
@@ -56,6 +56,8 @@ class RunRequest:
     cache_dir: Optional[Path] = None  # per-file results kept here between runs; None: no cache
     rule_file: Optional[Path] = None  # -r: the user's rules (JSON)
     modelarts: bool = False  # -m: route file paths through ModelArtsPathManager
+    amp_model: Optional[str] = None  # -a: convert native AMP of this model to Ascend apex amp
+    similar: bool = False  # -sim: unsupported APIs go to the generated ascend_function package
 
     @property
     def suffix(self) -> str:
@@ -110,8 +112,47 @@ def check_request(request: RunRequest, writes: bool = True) -> Tuple[Path, Path,
     target = _check_output(request, source) if writes else source
     settings = None if request.distributed is None else _check_distributed(request.distributed, source)
     specify = _specify_device(source) if request.specify_device and settings is None else None
+    if request.amp_model is not None:
+        _check_amp_model(request, source)
+    if request.similar and source.is_dir():
+        _check_similar_package(source)
     return source, target, Options(api=api, distributed=settings, specify_device=specify,
-                                   custom_rules=custom_rules, modelarts=request.modelarts)
+                                   custom_rules=custom_rules, modelarts=request.modelarts,
+                                   amp_model=request.amp_model, similar=request.similar)
+
+
+def _check_similar_package(source: Path) -> None:
+    """-sim writes ascend_function/ at the top of the output: an input folder of that name must be
+    one gpu2npu wrote (a migrated tree migrated again), never the project's own."""
+    existing = source / similar.PACKAGE
+    if not (existing.exists() or existing.is_symlink()):
+        return
+    files = sorted(p.relative_to(existing).as_posix() for p in existing.rglob("*")
+                   if p.is_file() and "__pycache__" not in p.parts) if existing.is_dir() else []
+    ours = existing.is_dir() and (files == [] or files == ["__init__.py"] and (existing / "__init__.py").read_text(
+        encoding="utf-8", errors="replace") == similar.package_text())
+    if not ours:
+        raise UsageError(f"-sim writes {similar.PACKAGE}/ into the output, but the input already has its own "
+                         f"{existing}: rename it, or migrate without -sim")
+
+
+def _check_amp_model(request: RunRequest, source: Path) -> None:
+    """-a names the model whose optimizer the GradScaler steps: a name no file builds an
+    optimizer from is a mistake, caught before anything is written."""
+    model = request.amp_model
+    if not TARGET_PATTERN.match(model):
+        raise UsageError(f"-a {model}: not a variable name (e.g. model or self.model)")
+    if request.distributed is not None:
+        raise UsageError("-a cannot be combined with distributed yet: amp.initialize must run before the "
+                         "DistributedDataParallel wrap, which gpu2npu does not order yet; migrate with -a alone, "
+                         "or convert AMP by hand")
+    parameters = re.compile(rb"\b" + re.escape(model.encode()) + rb"\s*\.\s*parameters\s*\(\s*\)")
+    python = [entry for entry in walk(source) if entry.kind == Kind.PYTHON]
+    if not any(parameters.search(entry.absolute.read_bytes()) for entry in python):
+        raise UsageError(
+            f"-a {model}: no Python file builds an optimizer from {model}.parameters(); "
+            "name the variable that holds the model (e.g. -a net or -a self.model)"
+        )
 
 
 def _check_output(request: RunRequest, source: Path) -> Path:
@@ -350,6 +391,11 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             _write_launcher(staging, options.distributed, logger)
         if options.modelarts:
             _write_modelarts_package(staging, logger)
+        if options.similar:
+            similar.write_package(staging)
+            used = sorted({c.file for c in result.changes if c.rule == "NPU252"})
+            logger.info(f"wrote {similar.PACKAGE}/ (-sim): equivalents of {', '.join(sorted(similar.equivalents()))}; "
+                        f"used by {len(used)} files")
         result.report_rows = csv_reports.write_all(report_folder, result.changes, result.findings, cuda_ops)
         _log_summary(logger, result)
     finally:

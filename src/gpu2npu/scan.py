@@ -23,6 +23,7 @@ from typing import Dict, List, Optional, Set
 
 from . import apidata
 from .change import Finding, Report
+from .similar import equivalents
 from .tips import CUDA_ONLY_PACKAGES
 
 RULE = "NPU900"
@@ -217,14 +218,15 @@ def _dotted(node: ast.AST) -> Optional[str]:
     return None
 
 
-def api_findings(scan: FileScan, path: str, api: apidata.ApiData) -> List[Finding]:
-    """unsupported_api.csv / unknown_api.csv rows for the calls of one file."""
+def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool = False) -> List[Finding]:
+    """unsupported_api.csv / unknown_api.csv rows for the calls of one file; `similar`: the run
+    has -sim (which rewrites the calls it has an equivalent for, so the tip differs)."""
     findings: List[Finding] = []
     for call in scan.calls:
         names = sorted(scan.qualified(call.func))
         finding = None
         for name in names:
-            finding = _judge_torch_call(call, name, path, api)
+            finding = _judge_torch_call(call, name, path, api, similar)
             if finding is not None:
                 break
         if finding is None and not names and isinstance(call.func, ast.Attribute):
@@ -239,7 +241,7 @@ def _row(call: ast.Call, path: str, report: Report, api_name: str, tip: str) -> 
     return Finding(path, func.lineno, func.end_lineno or func.lineno, report, api_name, tip, RULE)
 
 
-def _judge_torch_call(call: ast.Call, name: str, path: str, api: apidata.ApiData) -> Optional[Finding]:
+def _judge_torch_call(call: ast.Call, name: str, path: str, api: apidata.ApiData, similar: bool) -> Optional[Finding]:
     if not name.startswith("torch.") or name.startswith(("torch.cuda.", "torch.npu.")):
         # torch.cuda is the rules' and the leftover analysis' business; torch.npu is torch_npu's own
         return None
@@ -247,7 +249,7 @@ def _judge_torch_call(call: ast.Call, name: str, path: str, api: apidata.ApiData
     if op is not None:
         return _row(call, path, Report.UNSUPPORTED, name,
                     f"aten::{op} has no NPU kernel in torch_npu {api.torch_npu_version} (it runs on the "
-                    "CPU at best): replace it or move it off the hot path")
+                    f"CPU at best): {_remedy(name, similar)}")
     if name.startswith("torch.ops."):
         return _judge_dispatcher_op(call, name, path, api)
     if not apidata.torch_api_knows(name):
@@ -255,6 +257,16 @@ def _judge_torch_call(call: ast.Call, name: str, path: str, api: apidata.ApiData
                     "not in PyTorch's public API lists: check that it exists for this torch version "
                     "and runs on NPU")
     return None
+
+
+def _remedy(name: str, similar: bool) -> str:
+    equivalent = equivalents().get(name)
+    if equivalent is None:
+        return "replace it or move it off the hot path"
+    if similar:  # -sim left the call: it passes an argument the equivalent does not take
+        return (f"call ascend_function.{equivalent.function} (an exact NPU equivalent) without the "
+                "arguments it does not take, e.g. out=")
+    return f"gpu2npu -sim calls ascend_function.{equivalent.function}, an exact NPU equivalent"
 
 
 def _judge_dispatcher_op(call: ast.Call, name: str, path: str, api: apidata.ApiData) -> Optional[Finding]:

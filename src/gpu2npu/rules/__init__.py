@@ -7,6 +7,10 @@ Order matters where one rule's output is another's input:
   resolved as modules before any `.cuda` attribute is renamed.
 - IntegerDevices runs after the string rules: the strings it writes ("npu:0") are already in
   the target form and must not be seen as device strings to migrate.
+- ApexAmp (-a) takes the GradScaler and autocast constructs it converts whole
+  (`FileContext.claimed`), so TorchCudaApiToNpu and CudaDeviceStrings leave them alone; it runs
+  after them so that everything else on those lines is already migrated.
+- AscendFunctionEquivalents (-sim) rewrites calls of torch APIs that no other rule touches.
 - DataParallelToSingleNpu inserts a class after the imports; ImportTorchNpu runs last because
   it acts on what every other rule did (`FileContext.needs_torch_npu`) and places itself
   relative to the final import block.
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 from typing import Dict, Tuple, Type
 
+from .apex_amp import ApexAmp
 from .base import DistributedSettings, Example, FileContext, Options, Rule, SpecifyDeviceSettings
 from .cuda_api import TorchCudaApiToNpu
 from .custom import CUSTOM_RULES
@@ -30,6 +35,7 @@ from .import_torch_npu import ImportTorchNpu
 from .integer_devices import IntegerDevices
 from .modelarts_paths import ModelArtsPaths
 from .nccl_backend import NcclToHccl
+from .similar_api import AscendFunctionEquivalents
 from .specify_device import DeviceFromEnvironment
 from .tensor_cuda import TensorCudaToNpu
 from .visible_devices import VisibleDevicesEnv
@@ -66,6 +72,11 @@ DISTRIBUTED_RULES: Tuple[Type[Rule], ...] = (
 SPECIFY_DEVICE_RULES: Tuple[Type[Rule], ...] = (*SINGLE_CARD_RULES[:-1], DeviceFromEnvironment, ImportTorchNpu)
 
 
+# Rules of options that combine with every mode; they run after the common rules, before the
+# mode's own insertions and ImportTorchNpu.
+OPTIONAL_RULES: Tuple[Type[Rule], ...] = (ApexAmp, AscendFunctionEquivalents)
+
+
 def rules_for(options: Options) -> Tuple[Type[Rule], ...]:
     """The ordered rules for a run's options (`distributed` includes `-s`'s device handling)."""
     if options.distributed is not None:
@@ -74,6 +85,11 @@ def rules_for(options: Options) -> Tuple[Type[Rule], ...]:
         rules = SPECIFY_DEVICE_RULES
     else:
         rules = SINGLE_CARD_RULES
+    wanted = {ApexAmp: options.amp_model is not None, AscendFunctionEquivalents: options.similar}
+    extra = tuple(rule for rule in OPTIONAL_RULES if wanted[rule])
+    if extra:
+        common = len(COMMON_RULES)
+        rules = (*rules[:common], *extra, *rules[common:])
     if options.modelarts:
         # -m: after every other rewrite of a call (it wraps the arguments they leave), before
         # ImportTorchNpu, which places itself relative to the final imports.
@@ -84,7 +100,8 @@ def rules_for(options: Options) -> Tuple[Type[Rule], ...]:
 # -r: the user's rules run before all of these, in a pass of their own (see custom.py).
 RULES_BY_CODE: Dict[str, Type[Rule]] = {
     rule.code: rule
-    for rule in CUSTOM_RULES + SINGLE_CARD_RULES + DISTRIBUTED_RULES + SPECIFY_DEVICE_RULES + (ModelArtsPaths,)
+    for rule in CUSTOM_RULES + SINGLE_CARD_RULES + DISTRIBUTED_RULES + SPECIFY_DEVICE_RULES + OPTIONAL_RULES
+    + (ModelArtsPaths,)
 }
 
 __all__ = [

@@ -8,7 +8,7 @@ order or in parallel.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, ClassVar, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Callable, ClassVar, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -37,6 +37,8 @@ class Example:
     specify_device: Optional["SpecifyDeviceSettings"] = None
     custom_rules: Optional["CustomRules"] = None
     modelarts: bool = False
+    amp_model: Optional[str] = None  # `-a MODEL_VAR`
+    similar: bool = False  # `-sim`
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,10 @@ class Options:
     specify_device: Optional[SpecifyDeviceSettings] = None
     custom_rules: Optional["CustomRules"] = None  # -r: the user's rules, run before the built-in ones
     modelarts: bool = False  # -m: file paths go through ModelArtsPathManager
+    # `-a MODEL_VAR`: native AMP of this model becomes Ascend apex AMP (dotted names allowed).
+    amp_model: Optional[str] = None
+    # `-sim`: calls of unsupported APIs go to the generated ascend_function package.
+    similar: bool = False
 
     @property
     def device_per_process(self) -> bool:
@@ -90,6 +96,9 @@ class FileContext:
     needs_torch_npu: bool = False
     # ids of statements that rules inserted (see placement.pair_with_originals).
     inserted: Set[int] = field(default_factory=set)
+    # ids of original nodes a rule takes whole (its code): the other rules leave them alone, so
+    # that two rules never rewrite the same construct two ways (see apex_amp).
+    claimed: Dict[int, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.guarded_types = npu_aware.guarded_types(self.guarded)
@@ -161,6 +170,9 @@ class Rule(cst.CSTTransformer):
         return RuleOutcome(new_module, rule.edits, rule.findings)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.context.claimed.get(id(node), self.code) != self.code:
+            self._guarded_node = node  # another rule replaces this node whole
+            return False
         visit_children = super().on_visit(node)
         if visit_children and self.context.might_be_guarded(node):
             if self.context.is_guarded(node, *self.lines_of(node)):

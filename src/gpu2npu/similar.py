@@ -1,0 +1,55 @@
+"""-sim: the generated `ascend_function` package, read from our own template.
+
+`ascend_function_template.py` is the package's text, written verbatim into the output; this
+module reads it as data (it imports torch, and the tool never imports what it writes) to learn
+which torch APIs it replaces and which arguments each equivalent accepts.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+from dataclasses import dataclass
+from importlib import resources
+from typing import Dict, FrozenSet
+
+PACKAGE = "ascend_function"
+TEMPLATE = "ascend_function_template.py"
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    api: str  # the torch API replaced, e.g. torch.heaviside
+    function: str  # its name in ascend_function
+    positional: int  # how many arguments may be passed by position
+    keywords: FrozenSet[str]  # the argument names
+
+
+@functools.lru_cache(maxsize=None)
+def package_text() -> str:
+    return resources.files("gpu2npu").joinpath(TEMPLATE).read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=None)
+def equivalents() -> Dict[str, Equivalent]:
+    """torch API -> its equivalent, from the template's REPLACES table and signatures."""
+    tree = ast.parse(package_text())
+    replaces: Dict[str, str] = {}
+    functions = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "REPLACES" for t in node.targets):
+            replaces = ast.literal_eval(node.value)
+        elif isinstance(node, ast.FunctionDef):
+            functions[node.name] = node.args
+    result = {}
+    for api, name in replaces.items():
+        args = functions[name]
+        positional = [a.arg for a in args.posonlyargs + args.args]
+        result[api] = Equivalent(api, name, len(positional), frozenset(positional + [a.arg for a in args.kwonlyargs]))
+    return result
+
+
+def write_package(root) -> None:
+    """Write ascend_function/__init__.py under `root` (a pathlib.Path)."""
+    folder = root / PACKAGE
+    folder.mkdir(exist_ok=True)
+    (folder / "__init__.py").write_text(package_text(), encoding="utf-8", newline="\n")

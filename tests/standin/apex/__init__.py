@@ -1,0 +1,1 @@
+"""CPU stand-in for Ascend apex (test use only): just `apex.amp`, see amp.py."""
