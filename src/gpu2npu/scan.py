@@ -45,17 +45,6 @@ def parse(data: bytes) -> Optional[ast.Module]:
         return None
 
 
-def _documentation(tree: ast.Module) -> Set[int]:
-    """ids of strings standing alone as statements (docstrings, string "comments")."""
-    ids: Set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Expr) and isinstance(node.value, (ast.Constant, ast.JoinedStr)):
-            ids.add(id(node.value))
-            if isinstance(node.value, ast.JoinedStr):
-                ids.update(id(part) for part in node.value.values)
-    return ids
-
-
 class FileScan:
     """One pass over the tree collecting imports, calls and the words rules look for."""
 
@@ -68,8 +57,14 @@ class FileScan:
         self._bindings: Dict[str, List[ast.AST]] = {}  # dotted target -> values bound to it
         self._int_options: Set[str] = set()  # argparse dests declared type=int
         self._flagged_names: Set[str] = set()  # local names imported from flagged modules
-        documentation = _documentation(tree)
+        # Strings standing alone as statements (docstrings, string "comments") are documentation;
+        # ast.walk yields a statement before its value, so they are known when reached.
+        documentation: Set[int] = set()
         for node in ast.walk(tree):
+            if isinstance(node, ast.Expr) and isinstance(node.value, (ast.Constant, ast.JoinedStr)):
+                documentation.add(id(node.value))
+                if isinstance(node.value, ast.JoinedStr):
+                    documentation.update(id(part) for part in node.value.values)
             self._visit(node, documentation)
         if self._flagged_names:  # their uses may be edited or reported too (amp.scale_loss, nvtx.range_push)
             self.package_lines.extend(
