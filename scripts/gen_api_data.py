@@ -33,8 +33,9 @@ Public names of a module ``M`` (no leading underscore), computed statically:
   * for a package, its public submodules/subpackages (e.g. ``amp``).
 
 Modules reported: ``torch_npu.npu`` and every public submodule below it
-(recursively), ``torch_npu.profiler``, ``torch_npu.distributed`` and
-``torch_npu.contrib``.
+(recursively), ``torch_npu.profiler``, ``torch_npu.distributed``, ``torch_npu.contrib``
+with its ``function`` and ``module`` packages (fused replacements that the affinity advice
+names) and ``torch_npu.optim`` (the fused optimizers).
 
 YAML: ``native_functions`` are the aten base names (overload suffix stripped)
 of every list section except ``custom`` and ``symint`` (i.e. ``supported``,
@@ -124,7 +125,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "src" / "gpu2npu" / "data"
 ROOT_PKG = "torch_npu"
 # Packages reported on their own (only the package itself, no submodules).
-EXTRA_MODULES = ("torch_npu.profiler", "torch_npu.distributed", "torch_npu.contrib")
+EXTRA_MODULES = ("torch_npu.profiler", "torch_npu.distributed", "torch_npu.contrib",
+                 "torch_npu.contrib.function", "torch_npu.contrib.module", "torch_npu.optim")
 # Internal helper modules whose names, when imported elsewhere, are not API.
 HELPER_MODULES = {"torch_npu.utils._error_code", "torch_npu.utils._path_manager"}
 YAML_RE = re.compile(r"(^|/)npu_native_functions[^/]*\.ya?ml$")
