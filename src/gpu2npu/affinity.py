@@ -86,10 +86,11 @@ class Names:
                 else:
                     top = alias.name.split(".")[0]
                     self.aliases[top] = top
-        elif node.module and not node.level:
+        else:  # a relative import keeps its dots: it never resolves to torch
+            module = "." * node.level + (node.module or "")
             for alias in node.names:
                 if alias.name != "*":
-                    self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                    self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
 
     def qualified(self, expr) -> Optional[str]:
         """`th.nn.functional.softmax` -> "torch.nn.functional.softmax"; None when the leftmost
@@ -463,6 +464,9 @@ class _Detector:
                 first, second = assign.targets[0].elts
                 halves[first.id] = (0, chunk)
                 halves[second.id] = (1, chunk)
+                continue
+            for name in _target_names(assign):  # a half changed after the split (clamped...)
+                halves.pop(name, None)
 
         def silu_input(node):
             if self.match.function_call(node, SILU) and node.args:
@@ -478,10 +482,8 @@ class _Detector:
                 continue
             for activated, other in ((node.left, node.right), (node.right, node.left)):
                 gate = silu_input(activated)
-                if gate is None or not isinstance(other, (ast.Call, ast.Name, ast.Subscript)):
+                if gate is None:
                     continue
-                if ast.dump(gate) == ast.dump(other):
-                    continue  # x * silu(x) is not a gated unit
                 if (isinstance(gate, ast.Name) and isinstance(other, ast.Name) and gate.id in halves
                         and other.id in halves and halves[gate.id][1] is halves[other.id][1]
                         and halves[gate.id][0] == 0 and halves[other.id][0] == 1):
@@ -490,11 +492,15 @@ class _Detector:
                            f"torch_npu.npu_swiglu(x, dim=d) computes silu(first half) * second half of x in one "
                            "kernel (same split as chunk(2, dim=d)); check the dim and the dtype")
                     start = min(chunk.lineno, node.lineno)
-                else:
+                elif isinstance(gate, ast.Call) and isinstance(other, ast.Call) and ast.dump(gate) != ast.dump(other):
+                    # silu(gate_proj(x)) * up_proj(x); a gate on some other value (Mamba's gated
+                    # norm, a scale) is not the feed-forward that npu_swiglu fuses
                     tip = (f"SwiGLU in {scope.name}: torch_npu.npu_swiglu(x, dim=-1) computes silu(first half) * "
                            "second half of x in one kernel; with separate gate and up projections, fuse them into "
                            "one Linear whose output is [gate, up] (concatenate the weights when loading checkpoints)")
                     start = node.lineno
+                else:
+                    continue
                 self.add(start, _end(node), "NPU803", Report.AFFINITY, "special", "silu(gate) * up", replacement, tip)
                 break
 
@@ -514,9 +520,12 @@ class _Detector:
     # NPU804
     def attention(self, scope: Scope) -> None:
         replacement = "torch_npu.npu_fusion_attention"
+        sdpa_native = "scaled_dot_product_attention" in self.api.native_functions
         if "softmax" not in scope.words or self.already_uses(scope, replacement) or self.already_uses(
                 scope, "npu_prompt_flash_attention"):
             return
+        if sdpa_native and "scaled_dot_product_attention" in scope.words:
+            return  # the written-out attention is the fallback of an SDPA call, which the NPU takes
         match = self.match
         transposed_names: Set[str] = set()
         score_names: Dict[str, int] = {}  # names holding q @ k^T (or something computed from it) -> its line
@@ -578,7 +587,9 @@ class _Detector:
                      f"attention written out in {scope.name}: torch_npu.npu_fusion_attention(q, k, v, head_num, "
                      "input_layout='BNSD', scale=..., atten_mask=..., keep_prob=1 - dropout) runs it as one "
                      "flash-attention kernel and returns a tuple (use [0]); its atten_mask is boolean with True = "
-                     "masked out (not an additive -inf mask); for inference only, npu_prompt_flash_attention")
+                     "masked out (not an additive -inf mask); for inference only, npu_prompt_flash_attention"
+                     + (f"; or call torch.nn.functional.scaled_dot_product_attention, which torch_npu "
+                        f"{self.api.torch_npu_version} implements with its own kernel" if sdpa_native else ""))
 
     def _is_einsum(self, node) -> bool:
         return isinstance(node, ast.Call) and self.match.names.qualified(node.func) == "torch.einsum"
@@ -624,7 +635,7 @@ class _Detector:
         accepted = self.api.optimizer_signatures.get(replacement, ())
         extra = [k.arg for k in call.keywords if k.arg is not None and k.arg not in accepted]
         if accepted and not any(p.startswith("**") for p in accepted) and extra:
-            drop = "; it takes no " + ", ".join(extra) + ": leave them out"
+            drop = "; it takes no " + ", ".join(extra) + (": leave it out" if len(extra) == 1 else ": leave them out")
         else:
             drop = ""
         self.add(call.lineno, _end(call), "NPU805", Report.PERFORMANCE, "torch", qualified, replacement,
