@@ -503,3 +503,9 @@ def test_check_ignores_advice(tmp_path):
     model.write_text(NANOGPT_ATTENTION + "import torch\nopt = torch.optim.AdamW(p)\n", encoding="utf-8")
     result = check_paths([model], Options(api=API))
     assert result.findings == [] and result.files == 1
+
+
+def test_explain_knows_the_advice_codes():
+    from helpers import run_cli
+    result = run_cli("explain", "NPU801")
+    assert result.exit_code == 0 and "torch_npu.npu_rms_norm" in result.output

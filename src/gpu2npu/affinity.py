@@ -24,9 +24,10 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
+from .affinity_facts import (FileFacts, Matcher, Scope, argument, collect, end_line, int_value, int_values,
+                             mentions, target_names)
 from .apidata import ApiData
 from .change import Finding, Report
 
@@ -55,7 +56,6 @@ FUSED_OPTIMIZERS = {
 }
 SOFTMAX = {"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"}
 SILU = {"torch.nn.functional.silu"}
-MATMUL = {"torch.matmul", "torch.bmm", "torch.einsum"}
 RSQRT = {"torch.rsqrt"}
 SQRT = {"torch.sqrt"}
 ROI_ALIGN = {"torchvision.ops.roi_align", "torchvision.ops.RoIAlign", "torchvision.ops.roi_align.roi_align",
@@ -66,293 +66,6 @@ SDPA = "torch.nn.functional.scaled_dot_product_attention"
 CALLED_NAMES = ({q.rsplit(".", 1)[1] for q in (*FUSED_OPTIMIZERS, *ROI_ALIGN, *TORCH_RMS_NORM, SDPA)} | {"roll"})
 NUMPY_LIKE = ("numpy", "cv2", "PIL", "pandas", "scipy")
 HOST_METHODS = ("numpy", "copy", "astype", "tolist")  # methods of arrays, not of tensors
-
-
-# -- names ----------------------------------------------------------------------------------
-
-class Names:
-    """What the imports of one file bind: `import torch as th`, `from torch import nn`,
-    `import torch.nn.functional as F`, `from torch.nn import functional as F`.  Function-local
-    imports count for the whole file (a name is rarely imported as two different things)."""
-
-    def __init__(self) -> None:
-        self.aliases: Dict[str, str] = {}
-
-    def add(self, node) -> None:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    self.aliases[alias.asname] = alias.name
-                else:
-                    top = alias.name.split(".")[0]
-                    self.aliases[top] = top
-        else:  # a relative import keeps its dots: it never resolves to torch
-            module = "." * node.level + (node.module or "")
-            for alias in node.names:
-                if alias.name != "*":
-                    self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
-
-    def qualified(self, expr) -> Optional[str]:
-        """`th.nn.functional.softmax` -> "torch.nn.functional.softmax"; None when the leftmost
-        name is not an import (a local variable, `self`)."""
-        parts = []
-        while isinstance(expr, ast.Attribute):
-            parts.append(expr.attr)
-            expr = expr.value
-        if not isinstance(expr, ast.Name):
-            return None
-        base = self.aliases.get(expr.id)
-        if base is None:
-            return None
-        return ".".join([base] + parts[::-1])
-
-    def imports(self, package: str) -> bool:
-        return any(q == package or q.startswith(package + ".") for q in self.aliases.values())
-
-
-# -- one traversal ----------------------------------------------------------------------------
-
-@dataclass
-class Scope:
-    """The code of one function (or of the module's top level), nested functions excluded."""
-
-    name: str
-    class_name: str = ""  # the class this function is a method of
-    calls: List[ast.Call] = field(default_factory=list)
-    binops: List[ast.BinOp] = field(default_factory=list)
-    assigns: List[ast.AST] = field(default_factory=list)  # Assign/AnnAssign/AugAssign, in source order
-    mask_stores: List[ast.Assign] = field(default_factory=list)  # x[...] = <number>
-    words: Set[str] = field(default_factory=set)  # every Name id and attribute name used
-
-
-@dataclass
-class FileFacts:
-    names: Names
-    scopes: List[Scope]
-    functions: List[Tuple[str, ast.AST]]  # (qualified name, FunctionDef)
-    classes: List[Tuple[str, ast.ClassDef]]
-    silu_attributes: Dict[str, Set[str]]  # class -> attributes of self holding nn.SiLU()
-
-    @property
-    def function_nodes(self) -> Dict[str, ast.AST]:
-        return dict(self.functions)
-
-
-# Fields that never hold code worth visiting (ctx and operator singletons, names, flags).
-_NOT_CODE = {"ctx", "op", "id", "attr", "arg", "kind", "type_comment", "level", "module", "asname", "conversion",
-             "is_async", "names", "decorator_list", "returns", "type_params"}
-_FIELDS: Dict[type, Tuple[str, ...]] = {ast.Constant: ()}
-
-
-def _code_fields(kind: type) -> Tuple[str, ...]:
-    fields = _FIELDS.get(kind)
-    if fields is None:
-        fields = _FIELDS[kind] = tuple(name for name in getattr(kind, "_fields", ()) if name not in _NOT_CODE)
-    return fields
-
-
-def _is_number(node) -> bool:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
-    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
-
-
-def _collect(tree: ast.Module) -> FileFacts:
-    """One pass over the tree, sorting what the detectors look at by scope.  It is the hot loop of
-    the advice (every file goes through it), hence the hand-rolled traversal."""
-    names = Names()
-    top = Scope("<module>")
-    facts = FileFacts(names, [top], [], [], {})
-    # bodies still to visit: (statements, their scope, qualified-name prefix, class owning them directly)
-    bodies: List[Tuple[list, Scope, str, str]] = [(tree.body, top, "", "")]
-    while bodies:
-        statements, scope, prefix, owner = bodies.pop()
-        words = scope.words
-        stack = list(statements)
-        while stack:
-            node = stack.pop()
-            kind = type(node)
-            if kind is ast.Name:
-                words.add(node.id)
-                continue
-            if kind is ast.Attribute:
-                words.add(node.attr)
-            elif kind is ast.Call:
-                scope.calls.append(node)
-            elif kind is ast.BinOp:
-                scope.binops.append(node)
-            elif kind is ast.Assign:
-                scope.assigns.append(node)
-                if len(node.targets) == 1 and type(node.targets[0]) is ast.Subscript and _is_number(node.value):
-                    scope.mask_stores.append(node)
-            elif kind is ast.AugAssign or kind is ast.AnnAssign:
-                scope.assigns.append(node)
-            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-                qualified = f"{prefix}{node.name}"
-                facts.functions.append((qualified, node))
-                inner = Scope(qualified, owner)
-                facts.scopes.append(inner)
-                bodies.append((node.body, inner, f"{qualified}.", ""))
-                continue
-            elif kind is ast.ClassDef:
-                qualified = f"{prefix}{node.name}"
-                facts.classes.append((qualified, node))
-                bodies.append((node.body, scope, f"{qualified}.", qualified))
-                continue
-            elif kind is ast.Import or kind is ast.ImportFrom:
-                names.add(node)
-                continue
-            for name in _code_fields(kind):
-                value = getattr(node, name, None)
-                if type(value) is list:
-                    stack.extend(value)
-                elif isinstance(value, ast.AST):
-                    stack.append(value)
-    for scope in facts.scopes:
-        scope.assigns.sort(key=lambda node: (node.lineno, node.col_offset))
-    return facts
-
-
-# -- small matchers ---------------------------------------------------------------------------
-
-def _int(node) -> Optional[int]:
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        value = _int(node.operand)
-        return None if value is None else -value
-    return None
-
-
-def _ints(node) -> Optional[Tuple[int, ...]]:
-    if isinstance(node, (ast.Tuple, ast.List)):
-        values = tuple(_int(element) for element in node.elts)
-        return None if None in values else values
-    value = _int(node)
-    return None if value is None else (value,)
-
-
-def _argument(call: ast.Call, index: int, keyword: str):
-    for item in call.keywords:
-        if item.arg == keyword:
-            return item.value
-    if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
-        return call.args[index]
-    return None
-
-
-class Matcher:
-    """Questions about expressions of one file, answered with its imports."""
-
-    def __init__(self, names: Names) -> None:
-        self.names = names
-
-    def function_call(self, node, qualified: Set[str]) -> bool:
-        return isinstance(node, ast.Call) and self.names.qualified(node.func) in qualified
-
-    def method_call(self, node, method: str) -> Optional[ast.AST]:
-        """The receiver of `<receiver>.method(...)` when the receiver is a value, not a module."""
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method
-                and self.names.qualified(node.func) is None):
-            return node.func.value
-        return None
-
-    def operand_of(self, node, functions: Set[str], method: str):
-        """The tensor operand of `torch.f(x, ...)` or of `x.f(...)`, else None."""
-        if self.function_call(node, functions):
-            return node.args[0] if node.args else _argument(node, 0, "input")
-        return self.method_call(node, method)
-
-    def squared(self, node):
-        """x for x.pow(2), torch.pow(x, 2), x ** 2, x.square(), torch.square(x), x * x."""
-        if isinstance(node, ast.BinOp):
-            if isinstance(node.op, ast.Pow) and _int(node.right) == 2:
-                return node.left
-            if isinstance(node.op, ast.Mult) and ast.dump(node.left) == ast.dump(node.right):
-                return node.left
-            return None
-        if not isinstance(node, ast.Call):
-            return None
-        receiver = self.method_call(node, "pow")
-        if receiver is not None and node.args and _int(node.args[0]) == 2:
-            return receiver
-        if self.function_call(node, {"torch.pow"}) and len(node.args) == 2 and _int(node.args[1]) == 2:
-            return node.args[0]
-        return self.operand_of(node, {"torch.square"}, "square")
-
-    def mean_of_square(self, node):
-        """x for a mean of x squared over the last dimension, else None."""
-        if not isinstance(node, ast.Call):
-            return None
-        receiver = self.method_call(node, "mean")
-        if receiver is not None:
-            dim = _argument(node, 0, "dim")
-        elif self.function_call(node, {"torch.mean"}) and node.args:
-            receiver, dim = node.args[0], _argument(node, 1, "dim")
-        else:
-            return None
-        if dim is None or _ints(dim) != (-1,):
-            return None
-        return self.squared(receiver)
-
-    def transposed(self, node) -> bool:
-        """k.transpose(-2, -1), k.transpose(2, 3), torch.transpose(k, -1, -2), k.mT, k.permute(0, 1, 3, 2)."""
-        if isinstance(node, ast.Attribute) and node.attr == "mT" and self.names.qualified(node) is None:
-            return True
-        if not isinstance(node, ast.Call):
-            return False
-        if self.method_call(node, "transpose") is not None:
-            dims = tuple(_int(a) for a in node.args)
-        elif self.function_call(node, {"torch.transpose"}):
-            dims = tuple(_int(a) for a in node.args[1:])
-        elif self.method_call(node, "permute") is not None:
-            order = tuple(_int(a) for a in node.args) if len(node.args) > 1 else _ints(node.args[0]) if node.args else None
-            return bool(order) and None not in order and len(order) >= 3 and order[-1] < order[-2]
-        else:
-            return False
-        return len(dims) == 2 and None not in dims and dims[0] != dims[1]
-
-    def product_operands(self, node) -> Optional[List[ast.AST]]:
-        """The operands of a matrix product: a @ b, torch.matmul/bmm(a, b), a.matmul(b), einsum."""
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-            return [node.left, node.right]
-        if not isinstance(node, ast.Call):
-            return None
-        qualified = self.names.qualified(node.func)
-        if qualified == "torch.einsum":
-            return list(node.args[1:])
-        if qualified in MATMUL:
-            return list(node.args[:2])
-        for method in ("matmul", "bmm"):
-            receiver = self.method_call(node, method)
-            if receiver is not None and node.args:
-                return [receiver, node.args[0]]
-        return None
-
-
-def _contains(node, wanted) -> bool:
-    return any(wanted(sub) for sub in ast.walk(node))
-
-
-def _mentions(node, names: Set[str]) -> bool:
-    return bool(names) and any(isinstance(sub, ast.Name) and sub.id in names for sub in ast.walk(node))
-
-
-def _targets(assign) -> List[ast.AST]:
-    return assign.targets if isinstance(assign, ast.Assign) else [assign.target]
-
-
-def _target_names(assign) -> Set[str]:
-    found = set()
-    for target in _targets(assign):
-        for sub in ast.walk(target):
-            if isinstance(sub, ast.Name):
-                found.add(sub.id)
-    return found
-
-
-def _end(node) -> int:
-    return getattr(node, "end_lineno", None) or node.lineno
 
 
 # -- the detectors ----------------------------------------------------------------------------
@@ -389,9 +102,9 @@ class _Detector:
             if value is None:
                 continue
             if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Sub):
-                centered |= _target_names(assign)
+                centered |= target_names(assign)
             line = self._mean_square_line(value, centered, mean_squares)
-            for name in _target_names(assign):
+            for name in target_names(assign):
                 if line is not None:
                     mean_squares[name] = line
                 else:
@@ -407,7 +120,7 @@ class _Detector:
             line = self._mean_square_line(root, centered, mean_squares)
             if line is None:
                 continue
-            self.add(min(line, node.lineno), _end(node), "NPU801", Report.AFFINITY, "special",
+            self.add(min(line, node.lineno), end_line(node), "NPU801", Report.AFFINITY, "special",
                      "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight", replacement,
                      f"RMSNorm written out in {scope.name}: torch_npu.npu_rms_norm(x, weight, epsilon=eps) computes "
                      "it in one kernel and returns (y, rstd): use [0]; check the dtype it returns for fp16/bf16 "
@@ -420,7 +133,7 @@ class _Detector:
             squared = self.match.mean_of_square(sub)
             if squared is None:
                 continue
-            if (isinstance(squared, ast.BinOp) and isinstance(squared.op, ast.Sub)) or _mentions(squared, centered):
+            if (isinstance(squared, ast.BinOp) and isinstance(squared.op, ast.Sub)) or mentions(squared, centered):
                 continue
             return sub.lineno
         return None
@@ -445,7 +158,7 @@ class _Detector:
                 continue
             if not any(rotates(side) for product in (node.left, node.right) for side in (product.left, product.right)):
                 continue
-            self.add(node.lineno, _end(node), "NPU802", Report.AFFINITY, "special",
+            self.add(node.lineno, end_line(node), "NPU802", Report.AFFINITY, "special",
                      "x * cos + rotate_half(x) * sin", replacement,
                      f"rotary position embedding in {scope.name}: torch_npu.npu_rotary_mul(x, cos, sin) applies it "
                      "in one kernel; x, cos and sin must be 4-D with cos/sin broadcastable to x (e.g. [B, S, 1, D] "
@@ -465,7 +178,7 @@ class _Detector:
                 halves[first.id] = (0, chunk)
                 halves[second.id] = (1, chunk)
                 continue
-            for name in _target_names(assign):  # a half changed after the split (clamped...)
+            for name in target_names(assign):  # a half changed after the split (clamped...)
                 halves.pop(name, None)
 
         def silu_input(node):
@@ -501,7 +214,7 @@ class _Detector:
                     start = node.lineno
                 else:
                     continue
-                self.add(start, _end(node), "NPU803", Report.AFFINITY, "special", "silu(gate) * up", replacement, tip)
+                self.add(start, end_line(node), "NPU803", Report.AFFINITY, "special", "silu(gate) * up", replacement, tip)
                 break
 
     def _two_way_split(self, assign) -> Optional[ast.Call]:
@@ -511,9 +224,9 @@ class _Detector:
                 and all(isinstance(e, ast.Name) for e in assign.targets[0].elts)):
             return None
         call = assign.value
-        if self.match.method_call(call, "chunk") is not None and call.args and _int(call.args[0]) == 2:
+        if self.match.method_call(call, "chunk") is not None and call.args and int_value(call.args[0]) == 2:
             return call
-        if self.match.function_call(call, {"torch.chunk"}) and len(call.args) >= 2 and _int(call.args[1]) == 2:
+        if self.match.function_call(call, {"torch.chunk"}) and len(call.args) >= 2 and int_value(call.args[1]) == 2:
             return call
         return None
 
@@ -544,7 +257,7 @@ class _Detector:
 
         def softmax_input(node):
             if match.function_call(node, SOFTMAX):
-                return node.args[0] if node.args else _argument(node, 0, "input")
+                return node.args[0] if node.args else argument(node, 0, "input")
             return match.method_call(node, "softmax")
 
         def probs_line(node) -> Optional[int]:
@@ -562,7 +275,7 @@ class _Detector:
             value = assign.value
             if value is None:
                 continue
-            targets = _target_names(assign)
+            targets = target_names(assign)
             if match.transposed(value):
                 transposed_names |= targets
             probs = probs_line(value)
@@ -582,7 +295,7 @@ class _Detector:
             if not lines or node.lineno in seen:
                 continue
             seen.add(node.lineno)
-            self.add(min(lines[0], node.lineno), _end(node), "NPU804", Report.AFFINITY, "special",
+            self.add(min(lines[0], node.lineno), end_line(node), "NPU804", Report.AFFINITY, "special",
                      "softmax(q @ k^T * scale + mask) @ v", replacement,
                      f"attention written out in {scope.name}: torch_npu.npu_fusion_attention(q, k, v, head_num, "
                      "input_layout='BNSD', scale=..., atten_mask=..., keep_prob=1 - dropout) runs it as one "
@@ -612,19 +325,19 @@ class _Detector:
             elif qualified == "torch.roll":
                 self._roll(call, scope, qualified, 1)
             elif qualified in ROI_ALIGN:
-                self.add(call.lineno, _end(call), "NPU810", Report.AFFINITY, "torchvision", qualified,
+                self.add(call.lineno, end_line(call), "NPU810", Report.AFFINITY, "torchvision", qualified,
                          "torch_npu.contrib.module.ROIAlign",
                          "torchvision's RoIAlign has no NPU kernel; torch_npu.contrib.module.ROIAlign(output_size, "
                          "spatial_scale, sampling_ratio, aligned=...) runs torch_npu.npu_roi_align: its aligned "
                          "defaults to True (torchvision: False), so pass it explicitly; results differ slightly")
             elif qualified in TORCH_RMS_NORM and not ({"rms_norm", "_fused_rms_norm"} & self.api.native_functions):
-                self.add(call.lineno, _end(call), "NPU811", Report.AFFINITY, "torch", qualified,
+                self.add(call.lineno, end_line(call), "NPU811", Report.AFFINITY, "torch", qualified,
                          "torch_npu.npu_rms_norm",
                          f"torch_npu {self.api.torch_npu_version} has no kernel of its own for rms_norm (it runs as "
                          "separate pow/mean/rsqrt/mul ops): torch_npu.npu_rms_norm(x, weight, epsilon=eps)[0] is one "
                          "kernel; it normalises over the trailing dimensions of weight's shape")
             elif qualified == SDPA and "scaled_dot_product_attention" not in self.api.native_functions:
-                self.add(call.lineno, _end(call), "NPU804", Report.AFFINITY, "torch", qualified,
+                self.add(call.lineno, end_line(call), "NPU804", Report.AFFINITY, "torch", qualified,
                          "torch_npu.npu_fusion_attention",
                          f"torch_npu {self.api.torch_npu_version} runs scaled_dot_product_attention as separate ops: "
                          "torch_npu.npu_fusion_attention(q, k, v, head_num, input_layout='BNSD', scale=...)[0] is "
@@ -638,20 +351,20 @@ class _Detector:
             drop = "; it takes no " + ", ".join(extra) + (": leave it out" if len(extra) == 1 else ": leave them out")
         else:
             drop = ""
-        self.add(call.lineno, _end(call), "NPU805", Report.PERFORMANCE, "torch", qualified, replacement,
+        self.add(call.lineno, end_line(call), "NPU805", Report.PERFORMANCE, "torch", qualified, replacement,
                  f"{replacement} updates all parameters in a few fused kernels instead of several ops per "
                  f"tensor (same hyperparameters{drop}); parameters must be float32 or float16 (not bfloat16) "
                  "and are combined into contiguous buffers at the first step, so build it after the model is on "
                  "the NPU; clip gradients with optimizer.clip_grad_norm_fused_(max_norm)")
 
     def _roll(self, call: ast.Call, scope: Scope, name: str, shift_index: int) -> None:
-        shifts = _argument(call, shift_index, "shifts")
-        dims = _argument(call, shift_index + 1, "dims")
-        if not (isinstance(shifts, ast.Tuple) and len(shifts.elts) == 2 and dims is not None and _ints(dims) == (1, 2)):
+        shifts = argument(call, shift_index, "shifts")
+        dims = argument(call, shift_index + 1, "dims")
+        if not (isinstance(shifts, ast.Tuple) and len(shifts.elts) == 2 and dims is not None and int_values(dims) == (1, 2)):
             return
         if "torch_npu" in scope.words:
             return
-        self.add(call.lineno, _end(call), "NPU806", Report.AFFINITY, "torch", "torch.roll",
+        self.add(call.lineno, end_line(call), "NPU806", Report.AFFINITY, "torch", "torch.roll",
                  "torch_npu.contrib.function.roll",
                  f"swin-style shifted window in {scope.name}: torch_npu.contrib.function.roll(x, shifts, dims) does "
                  "the roll of a 4-D [N, H, W, C] tensor over dims (1, 2) with a cached index_select, faster on NPU; "
@@ -668,16 +381,16 @@ class _Detector:
             value = assign.value
             if value is None:
                 continue
-            targets = _target_names(assign)
+            targets = target_names(assign)
             if self._is_condition(value, conditions):
                 conditions |= targets
-            if self._host_value(value) or _mentions(value, host_arrays):
+            if self._host_value(value) or mentions(value, host_arrays):
                 host_arrays |= targets
         for assign in scope.mask_stores:
             target = assign.targets[0]
-            if not self._is_condition(target.slice, conditions) or _mentions(target.value, host_arrays):
+            if not self._is_condition(target.slice, conditions) or mentions(target.value, host_arrays):
                 continue
-            self.add(assign.lineno, _end(assign), "NPU807", Report.AFFINITY, "special", "input[condition] = value",
+            self.add(assign.lineno, end_line(assign), "NPU807", Report.AFFINITY, "special", "input[condition] = value",
                      "torch_npu.contrib.function.npu_fast_condition_index_put",
                      f"boolean-mask assignment in {scope.name}: on NPU it becomes a nonzero (a result of data-"
                      "dependent shape, which synchronises with the host) plus an index_put; "
@@ -713,12 +426,12 @@ class _Detector:
             return set()
         found = set()
         arguments = function.args
-        for argument in arguments.posonlyargs + arguments.args + arguments.kwonlyargs:
-            annotation = argument.annotation
+        for parameter in arguments.posonlyargs + arguments.args + arguments.kwonlyargs:
+            annotation = parameter.annotation
             if annotation is not None and any(
                     (self.facts.names.qualified(sub) or "").split(".")[0] in NUMPY_LIKE
                     for sub in ast.walk(annotation) if isinstance(sub, (ast.Name, ast.Attribute))):
-                found.add(argument.arg)
+                found.add(parameter.arg)
         return found
 
     # NPU808, NPU809: user classes and functions torch_npu.contrib has fast versions of
@@ -770,7 +483,7 @@ class _Detector:
 
 def find_affinity(tree: ast.Module, path: str, api: ApiData) -> List[Finding]:
     """Advice for one parsed file: fused torch_npu replacements that exist in `api`'s release."""
-    facts = _collect(tree)
+    facts = collect(tree)
     detector = _Detector(facts, path, api)
     detector.silu_attributes()
     rotate_names = detector.rotate_names()
