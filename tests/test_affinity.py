@@ -66,7 +66,7 @@ RMS_NORMS = [
 
 @pytest.mark.parametrize("code, span", RMS_NORMS)
 def test_rms_norm_found_with_its_lines(code, span):
-    found = advice(code, rule="NPU801")
+    found = advice(code, rule="NPU951")
     assert [(f.start_line, f.end_line) for f in found] == [span]
     assert found[0].report == Report.AFFINITY and found[0].replacement == "torch_npu.npu_rms_norm"
     assert found[0].api_type == "special" and "[0]" in found[0].tip
@@ -111,7 +111,7 @@ RMS_NEAR_MISSES = [
 
 @pytest.mark.parametrize("code", RMS_NEAR_MISSES)
 def test_rms_norm_near_misses(code):
-    assert advice(code, rule="NPU801") == []
+    assert advice(code, rule="NPU951") == []
 
 
 def test_torch_rms_norm_module_points_to_the_fused_kernel():
@@ -121,7 +121,7 @@ def test_torch_rms_norm_module_points_to_the_fused_kernel():
     norm = nn.RMSNorm(512)
     y = F.rms_norm(x, (512,))
     """
-    found = advice(code, rule="NPU811")
+    found = advice(code, rule="NPU961")
     assert [(f.start_line, f.api, f.api_type) for f in found] == [
         (3, "torch.nn.RMSNorm", "torch"), (4, "torch.nn.functional.rms_norm", "torch")]
 
@@ -146,8 +146,8 @@ def apply_rotary_pos_emb(q, k, cos, sin):
 
 
 def test_rotary_found_for_each_application():
-    assert lines(ROTARY, "NPU802") == [(9, 9), (10, 12)]
-    assert all(f.replacement == "torch_npu.npu_rotary_mul" for f in advice(ROTARY, rule="NPU802"))
+    assert lines(ROTARY, "NPU952") == [(9, 9), (10, 12)]
+    assert all(f.replacement == "torch_npu.npu_rotary_mul" for f in advice(ROTARY, rule="NPU952"))
 
 
 def test_rotary_with_rotate_half_imported_or_named_otherwise():
@@ -166,8 +166,8 @@ def test_rotary_with_rotate_half_imported_or_named_otherwise():
         def forward(self, x, cos, sin):
             return (x * cos) + (self._swap(x) * sin)
     """
-    assert lines(imported, "NPU802") == [(4, 4)]
-    assert lines(renamed, "NPU802") == [(7, 7)]
+    assert lines(imported, "NPU952") == [(4, 4)]
+    assert lines(renamed, "NPU952") == [(7, 7)]
 
 
 @pytest.mark.parametrize("body", [
@@ -176,11 +176,11 @@ def test_rotary_with_rotate_half_imported_or_named_otherwise():
 ])
 def test_rotary_near_misses_other_layouts(body):
     code = f"import torch\ndef rotate_half(x):\n    {body}\ndef apply(q, cos, sin):\n    return q * cos + rotate_half(q) * sin\n"
-    assert advice(code, rule="NPU802") == []
+    assert advice(code, rule="NPU952") == []
 
 
 def test_sum_of_products_without_rotation_is_not_rotary():
-    assert advice("import torch\ndef lerp(a, b, w):\n    return a * (1 - w) + b * w\n", rule="NPU802") == []
+    assert advice("import torch\ndef lerp(a, b, w):\n    return a * (1 - w) + b * w\n", rule="NPU952") == []
 
 
 # -- SwiGLU ----------------------------------------------------------------------------------------
@@ -193,7 +193,7 @@ def test_swiglu_with_two_projections_function_style():
         def forward(self, x):
             return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
     """
-    found = advice(code, rule="NPU803")
+    found = advice(code, rule="NPU953")
     assert [(f.start_line, f.end_line) for f in found] == [(5, 5)]
     assert "one Linear" in found[0].tip and found[0].replacement == "torch_npu.npu_swiglu"
 
@@ -210,7 +210,7 @@ def test_swiglu_with_an_nn_silu_module():
         def forward(self, x):
             return self.w2(self.act(self.w1(x)) * self.w3(x))
     """
-    assert lines(code, "NPU803") == [(9, 9)]
+    assert lines(code, "NPU953") == [(9, 9)]
 
 
 @pytest.mark.parametrize("split", ["x.chunk(2, dim=-1)", "torch.chunk(x, 2, dim=-1)"])
@@ -222,7 +222,7 @@ def test_swiglu_on_the_halves_of_one_tensor_spans_the_split(split):
         gate, up = {split}
         return F.silu(gate) * up
     """
-    found = advice(code, rule="NPU803")
+    found = advice(code, rule="NPU953")
     assert [(f.start_line, f.end_line) for f in found] == [(4, 5)]
     assert "two halves of one tensor" in found[0].tip
 
@@ -238,7 +238,7 @@ def test_swiglu_on_the_halves_of_one_tensor_spans_the_split(split):
 ])
 def test_swiglu_near_misses(expression):
     code = f"import torch\nimport torch.nn.functional as F\nclass M:\n    def forward(self, x):\n        return {expression}\n"
-    assert advice(code, rule="NPU803") == []
+    assert advice(code, rule="NPU953") == []
 
 
 def test_clamped_halves_are_not_plain_swiglu():
@@ -249,7 +249,7 @@ def test_clamped_halves_are_not_plain_swiglu():
         gate = gate.clamp(max=limit)
         return F.silu(gate) * up
     """
-    assert advice(code, rule="NPU803") == []
+    assert advice(code, rule="NPU953") == []
 
 
 # -- attention -------------------------------------------------------------------------------------
@@ -271,7 +271,7 @@ class CausalSelfAttention(nn.Module):
 
 
 def test_attention_over_several_statements_spans_qk_to_pv():
-    found = advice(NANOGPT_ATTENTION, rule="NPU804")
+    found = advice(NANOGPT_ATTENTION, rule="NPU954")
     assert [(f.start_line, f.end_line) for f in found] == [(7, 11)]
     assert found[0].replacement == "torch_npu.npu_fusion_attention"
     assert "True = masked out" in found[0].tip and "scaled_dot_product_attention" in found[0].tip
@@ -300,7 +300,7 @@ def test_attention_over_several_statements_spans_qk_to_pv():
      """, (3, 5)),
 ])
 def test_attention_spellings(code, span):
-    assert lines(code, "NPU804") == [span]
+    assert lines(code, "NPU954") == [span]
 
 
 @pytest.mark.parametrize("code", [
@@ -316,14 +316,14 @@ def test_attention_spellings(code, span):
     "    return F.softmax(q @ k.transpose(-2, -1), dim=-1) @ v\n",
 ])
 def test_attention_near_misses(code):
-    assert advice(code, rule="NPU804") == []
+    assert advice(code, rule="NPU954") == []
 
 
 def test_sdpa_is_advised_only_for_a_release_without_its_own_kernel():
     code = "import torch.nn.functional as F\ny = F.scaled_dot_product_attention(q, k, v)\n"
-    assert advice(code, rule="NPU804") == []  # every release we know implements it
+    assert advice(code, rule="NPU954") == []  # every release we know implements it
     without = dataclasses.replace(API, native_functions=API.native_functions - {"scaled_dot_product_attention"})
-    assert [(f.start_line, f.api) for f in advice(code, without, "NPU804")] == [
+    assert [(f.start_line, f.api) for f in advice(code, without, "NPU954")] == [
         (2, "torch.nn.functional.scaled_dot_product_attention")]
 
 
@@ -336,7 +336,7 @@ def test_sdpa_is_advised_only_for_a_release_without_its_own_kernel():
     ("from torch import optim\nopt = optim.RMSprop(params)\n", "torch.optim.RMSprop", "NpuFusedRMSprop"),
 ])
 def test_optimizers_get_their_fused_counterpart(code, api_name, fused):
-    found = advice(code, rule="NPU805")
+    found = advice(code, rule="NPU955")
     assert [(f.start_line, f.report, f.api, f.replacement) for f in found] == [
         (2, Report.PERFORMANCE, api_name, f"torch_npu.optim.{fused}")]
     assert "bfloat16" in found[0].tip
@@ -344,7 +344,7 @@ def test_optimizers_get_their_fused_counterpart(code, api_name, fused):
 
 def test_optimizer_keywords_the_fused_class_lacks_are_named():
     code = "import torch\nopt = torch.optim.AdamW(p, lr=1e-3, fused=True, foreach=False, weight_decay=0.1)\n"
-    tip = advice(code, rule="NPU805")[0].tip
+    tip = advice(code, rule="NPU955")[0].tip
     assert "takes no fused, foreach" in tip and "weight_decay" not in tip.split("takes no")[1].split(":")[0]
 
 
@@ -354,7 +354,7 @@ def test_optimizer_keywords_the_fused_class_lacks_are_named():
     "import torch\nsched = torch.optim.lr_scheduler.StepLR(opt, 30)\n",
 ])
 def test_optimizer_near_misses(code):
-    assert advice(code, rule="NPU805") == []
+    assert advice(code, rule="NPU955") == []
 
 
 # -- torch_npu.contrib replacements -------------------------------------------------------------
@@ -368,7 +368,7 @@ def test_swin_roll_and_its_near_misses():
         other = torch.roll(x, shifts=1, dims=0)
         cols = torch.roll(x, shifts=(s, s), dims=(2, 3))
     """
-    assert lines(code, "NPU806") == [(3, 3), (4, 4)]
+    assert lines(code, "NPU956") == [(3, 3), (4, 4)]
 
 
 CONDITION_PUTS = """\
@@ -391,13 +391,13 @@ def clean(x, labels: np.ndarray, scores):
 
 
 def test_condition_index_put_on_tensors_only():
-    found = advice(CONDITION_PUTS, rule="NPU807")
+    found = advice(CONDITION_PUTS, rule="NPU957")
     assert [(f.start_line, f.api) for f in found] == [(5, "input[condition] = value"), (7, "input[condition] = value")]
     assert found[0].replacement == "torch_npu.contrib.function.npu_fast_condition_index_put"
 
 
 def test_condition_index_put_needs_torch_in_the_file():
-    assert advice("def f(a):\n    a[a < 0] = 0\n", rule="NPU807") == []
+    assert advice("def f(a):\n    a[a < 0] = 0\n", rule="NPU957") == []
 
 
 def test_user_definitions_and_torchvision_roi_align():
@@ -414,10 +414,10 @@ def test_user_definitions_and_torchvision_roi_align():
     """
     found = advice(code)
     assert [(f.rule, f.start_line, f.api_type, f.api, f.replacement) for f in found] == [
-        ("NPU808", 4, "class", "DropPath", "torch_npu.contrib.module.NpuDropPath"),
-        ("NPU809", 6, "function", "multiclass_nms", "torch_npu.contrib.function.npu_multiclass_nms"),
-        ("NPU810", 8, "torchvision", "torchvision.ops.RoIAlign", "torch_npu.contrib.module.ROIAlign"),
-        ("NPU810", 9, "torchvision", "torchvision.ops.roi_align", "torch_npu.contrib.module.ROIAlign"),
+        ("NPU958", 4, "class", "DropPath", "torch_npu.contrib.module.NpuDropPath"),
+        ("NPU959", 6, "function", "multiclass_nms", "torch_npu.contrib.function.npu_multiclass_nms"),
+        ("NPU960", 8, "torchvision", "torchvision.ops.RoIAlign", "torch_npu.contrib.module.ROIAlign"),
+        ("NPU960", 9, "torchvision", "torchvision.ops.roi_align", "torch_npu.contrib.module.ROIAlign"),
     ]
     assert "enable_droppath_ensemble" in found[0].tip and "aligned" in found[2].tip
 
@@ -443,7 +443,7 @@ class DropPath(torch.nn.Module):
 def test_every_suggestion_exists_in_the_chosen_release(version):
     api = apidata.load(version)
     found = advice(EVERYTHING, api)
-    assert {f.rule for f in found} >= {"NPU801", "NPU802", "NPU803", "NPU804", "NPU805", "NPU806", "NPU807", "NPU808"}
+    assert {f.rule for f in found} >= {"NPU951", "NPU952", "NPU953", "NPU954", "NPU955", "NPU956", "NPU957", "NPU958"}
     assert all(api.has(f.replacement) for f in found)
 
 
@@ -454,8 +454,8 @@ def test_nothing_is_suggested_that_the_release_lacks():
         modules={name: names for name, names in API.modules.items() if name != "torch_npu.optim"},
     )
     rules = {f.rule for f in advice(EVERYTHING, lacking)}
-    assert "NPU803" not in rules and "NPU801" not in rules and "NPU805" not in rules
-    assert {"NPU802", "NPU804"} <= rules
+    assert "NPU953" not in rules and "NPU951" not in rules and "NPU955" not in rules
+    assert {"NPU952", "NPU954"} <= rules
 
 
 # -- reports and the pipeline ----------------------------------------------------------------------
@@ -507,5 +507,5 @@ def test_check_ignores_advice(tmp_path):
 
 def test_explain_knows_the_advice_codes():
     from helpers import run_cli
-    result = run_cli("explain", "NPU801")
+    result = run_cli("explain", "NPU951")
     assert result.exit_code == 0 and "torch_npu.npu_rms_norm" in result.output

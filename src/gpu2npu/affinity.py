@@ -33,17 +33,17 @@ from .change import Finding, Report
 
 # Rule codes of the advice (the Finding.rule field), with what each one finds.
 ADVICE = {
-    "NPU801": "hand-written RMSNorm -> torch_npu.npu_rms_norm",
-    "NPU802": "rotary embedding with rotate_half -> torch_npu.npu_rotary_mul",
-    "NPU803": "silu(gate) * up -> torch_npu.npu_swiglu",
-    "NPU804": "softmax(q @ k^T) @ v attention -> torch_npu.npu_fusion_attention",
-    "NPU805": "torch optimizer -> torch_npu.optim fused optimizer",
-    "NPU806": "swin-style torch.roll -> torch_npu.contrib.function.roll",
-    "NPU807": "x[condition] = value -> torch_npu.contrib.function.npu_fast_condition_index_put",
-    "NPU808": "DropPath -> torch_npu.contrib.module.NpuDropPath",
-    "NPU809": "multiclass_nms -> torch_npu.contrib.function.npu_multiclass_nms",
-    "NPU810": "torchvision RoIAlign -> torch_npu.contrib.module.ROIAlign",
-    "NPU811": "torch RMSNorm -> torch_npu.npu_rms_norm",
+    "NPU951": "hand-written RMSNorm -> torch_npu.npu_rms_norm",
+    "NPU952": "rotary embedding with rotate_half -> torch_npu.npu_rotary_mul",
+    "NPU953": "silu(gate) * up -> torch_npu.npu_swiglu",
+    "NPU954": "softmax(q @ k^T) @ v attention -> torch_npu.npu_fusion_attention",
+    "NPU955": "torch optimizer -> torch_npu.optim fused optimizer",
+    "NPU956": "swin-style torch.roll -> torch_npu.contrib.function.roll",
+    "NPU957": "x[condition] = value -> torch_npu.contrib.function.npu_fast_condition_index_put",
+    "NPU958": "DropPath -> torch_npu.contrib.module.NpuDropPath",
+    "NPU959": "multiclass_nms -> torch_npu.contrib.function.npu_multiclass_nms",
+    "NPU960": "torchvision RoIAlign -> torch_npu.contrib.module.ROIAlign",
+    "NPU961": "torch RMSNorm -> torch_npu.npu_rms_norm",
 }
 
 # torch optimizers with a fused counterpart in torch_npu.optim.
@@ -89,7 +89,7 @@ class _Detector:
         """Code that already calls the fused API (an NPU branch next to the generic one)."""
         return replacement.rsplit(".", 1)[-1] in scope.words
 
-    # NPU801
+    # NPU951
     def rms_norm(self, scope: Scope) -> None:
         replacement = "torch_npu.npu_rms_norm"
         if not ({"rsqrt", "sqrt"} & scope.words and "mean" in scope.words) or self.already_uses(scope, replacement):
@@ -120,7 +120,7 @@ class _Detector:
             line = self._mean_square_line(root, centered, mean_squares)
             if line is None:
                 continue
-            self.add(min(line, node.lineno), end_line(node), "NPU801", Report.AFFINITY, "special",
+            self.add(min(line, node.lineno), end_line(node), "NPU951", Report.AFFINITY, "special",
                      "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight", replacement,
                      f"RMSNorm written out in {scope.name}: torch_npu.npu_rms_norm(x, weight, epsilon=eps) computes "
                      "it in one kernel and returns (y, rstd): use [0]; check the dtype it returns for fp16/bf16 "
@@ -138,7 +138,7 @@ class _Detector:
             return sub.lineno
         return None
 
-    # NPU802
+    # NPU952
     def rotary(self, scope: Scope, rotate_names: Set[str]) -> None:
         replacement = "torch_npu.npu_rotary_mul"
         if not (rotate_names & scope.words) or self.already_uses(scope, replacement):
@@ -158,13 +158,13 @@ class _Detector:
                 continue
             if not any(rotates(side) for product in (node.left, node.right) for side in (product.left, product.right)):
                 continue
-            self.add(node.lineno, end_line(node), "NPU802", Report.AFFINITY, "special",
+            self.add(node.lineno, end_line(node), "NPU952", Report.AFFINITY, "special",
                      "x * cos + rotate_half(x) * sin", replacement,
                      f"rotary position embedding in {scope.name}: torch_npu.npu_rotary_mul(x, cos, sin) applies it "
                      "in one kernel; x, cos and sin must be 4-D with cos/sin broadcastable to x (e.g. [B, S, 1, D] "
                      "or [1, S, 1, D] for a [B, S, N, D] x), and rotate_half's half-split layout is its default mode")
 
-    # NPU803
+    # NPU953
     def swiglu(self, scope: Scope) -> None:
         replacement = "torch_npu.npu_swiglu"
         silu_attributes = self.facts.silu_attributes.get(scope.class_name, set())
@@ -214,7 +214,7 @@ class _Detector:
                     start = node.lineno
                 else:
                     continue
-                self.add(start, end_line(node), "NPU803", Report.AFFINITY, "special", "silu(gate) * up", replacement, tip)
+                self.add(start, end_line(node), "NPU953", Report.AFFINITY, "special", "silu(gate) * up", replacement, tip)
                 break
 
     def _two_way_split(self, assign) -> Optional[ast.Call]:
@@ -230,7 +230,7 @@ class _Detector:
             return call
         return None
 
-    # NPU804
+    # NPU954
     def attention(self, scope: Scope) -> None:
         replacement = "torch_npu.npu_fusion_attention"
         sdpa_native = "scaled_dot_product_attention" in self.api.native_functions
@@ -295,7 +295,7 @@ class _Detector:
             if not lines or node.lineno in seen:
                 continue
             seen.add(node.lineno)
-            self.add(min(lines[0], node.lineno), end_line(node), "NPU804", Report.AFFINITY, "special",
+            self.add(min(lines[0], node.lineno), end_line(node), "NPU954", Report.AFFINITY, "special",
                      "softmax(q @ k^T * scale + mask) @ v", replacement,
                      f"attention written out in {scope.name}: torch_npu.npu_fusion_attention(q, k, v, head_num, "
                      "input_layout='BNSD', scale=..., atten_mask=..., keep_prob=1 - dropout) runs it as one "
@@ -307,7 +307,7 @@ class _Detector:
     def _is_einsum(self, node) -> bool:
         return isinstance(node, ast.Call) and self.match.names.qualified(node.func) == "torch.einsum"
 
-    # NPU805, NPU806, NPU810, NPU811 and scaled_dot_product_attention: calls of known APIs
+    # NPU955, NPU956, NPU960, NPU961 and scaled_dot_product_attention: calls of known APIs
     def api_calls(self, scope: Scope) -> None:
         names = self.facts.names
         for call in scope.calls:
@@ -325,19 +325,19 @@ class _Detector:
             elif qualified == "torch.roll":
                 self._roll(call, scope, qualified, 1)
             elif qualified in ROI_ALIGN:
-                self.add(call.lineno, end_line(call), "NPU810", Report.AFFINITY, "torchvision", qualified,
+                self.add(call.lineno, end_line(call), "NPU960", Report.AFFINITY, "torchvision", qualified,
                          "torch_npu.contrib.module.ROIAlign",
                          "torchvision's RoIAlign has no NPU kernel; torch_npu.contrib.module.ROIAlign(output_size, "
                          "spatial_scale, sampling_ratio, aligned=...) runs torch_npu.npu_roi_align: its aligned "
                          "defaults to True (torchvision: False), so pass it explicitly; results differ slightly")
             elif qualified in TORCH_RMS_NORM and not ({"rms_norm", "_fused_rms_norm"} & self.api.native_functions):
-                self.add(call.lineno, end_line(call), "NPU811", Report.AFFINITY, "torch", qualified,
+                self.add(call.lineno, end_line(call), "NPU961", Report.AFFINITY, "torch", qualified,
                          "torch_npu.npu_rms_norm",
                          f"torch_npu {self.api.torch_npu_version} has no kernel of its own for rms_norm (it runs as "
                          "separate pow/mean/rsqrt/mul ops): torch_npu.npu_rms_norm(x, weight, epsilon=eps)[0] is one "
                          "kernel; it normalises over the trailing dimensions of weight's shape")
             elif qualified == SDPA and "scaled_dot_product_attention" not in self.api.native_functions:
-                self.add(call.lineno, end_line(call), "NPU804", Report.AFFINITY, "torch", qualified,
+                self.add(call.lineno, end_line(call), "NPU954", Report.AFFINITY, "torch", qualified,
                          "torch_npu.npu_fusion_attention",
                          f"torch_npu {self.api.torch_npu_version} runs scaled_dot_product_attention as separate ops: "
                          "torch_npu.npu_fusion_attention(q, k, v, head_num, input_layout='BNSD', scale=...)[0] is "
@@ -351,7 +351,7 @@ class _Detector:
             drop = "; it takes no " + ", ".join(extra) + (": leave it out" if len(extra) == 1 else ": leave them out")
         else:
             drop = ""
-        self.add(call.lineno, end_line(call), "NPU805", Report.PERFORMANCE, "torch", qualified, replacement,
+        self.add(call.lineno, end_line(call), "NPU955", Report.PERFORMANCE, "torch", qualified, replacement,
                  f"{replacement} updates all parameters in a few fused kernels instead of several ops per "
                  f"tensor (same hyperparameters{drop}); parameters must be float32 or float16 (not bfloat16) "
                  "and are combined into contiguous buffers at the first step, so build it after the model is on "
@@ -364,13 +364,13 @@ class _Detector:
             return
         if "torch_npu" in scope.words:
             return
-        self.add(call.lineno, end_line(call), "NPU806", Report.AFFINITY, "torch", "torch.roll",
+        self.add(call.lineno, end_line(call), "NPU956", Report.AFFINITY, "torch", "torch.roll",
                  "torch_npu.contrib.function.roll",
                  f"swin-style shifted window in {scope.name}: torch_npu.contrib.function.roll(x, shifts, dims) does "
                  "the roll of a 4-D [N, H, W, C] tensor over dims (1, 2) with a cached index_select, faster on NPU; "
                  "it requires exactly that layout and two shifts")
 
-    # NPU807
+    # NPU957
     def condition_index_put(self, scope: Scope) -> None:
         if not scope.mask_stores or not self.facts.names.imports("torch"):
             return
@@ -390,7 +390,7 @@ class _Detector:
             target = assign.targets[0]
             if not self._is_condition(target.slice, conditions) or mentions(target.value, host_arrays):
                 continue
-            self.add(assign.lineno, end_line(assign), "NPU807", Report.AFFINITY, "special", "input[condition] = value",
+            self.add(assign.lineno, end_line(assign), "NPU957", Report.AFFINITY, "special", "input[condition] = value",
                      "torch_npu.contrib.function.npu_fast_condition_index_put",
                      f"boolean-mask assignment in {scope.name}: on NPU it becomes a nonzero (a result of data-"
                      "dependent shape, which synchronises with the host) plus an index_put; "
@@ -434,18 +434,18 @@ class _Detector:
                 found.add(parameter.arg)
         return found
 
-    # NPU808, NPU809: user classes and functions torch_npu.contrib has fast versions of
+    # NPU958, NPU959: user classes and functions torch_npu.contrib has fast versions of
     def definitions(self) -> None:
         for qualified, node in self.facts.classes:
             if node.name == "DropPath":
-                self.add(node.lineno, node.lineno, "NPU808", Report.AFFINITY, "class", qualified,
+                self.add(node.lineno, node.lineno, "NPU958", Report.AFFINITY, "class", qualified,
                          "torch_npu.contrib.module.NpuDropPath",
                          "torch_npu.contrib.module.NpuDropPath(drop_prob) draws its random masks ahead of time on a "
                          "side stream; it drops nothing unless NpuDropPath.enable_droppath_ensemble(model) is called "
                          "once on the model, and it does not support dynamic shapes")
         for qualified, node in self.facts.functions:
             if node.name == "multiclass_nms":
-                self.add(node.lineno, node.lineno, "NPU809", Report.AFFINITY, "function", qualified,
+                self.add(node.lineno, node.lineno, "NPU959", Report.AFFINITY, "function", qualified,
                          "torch_npu.contrib.function.npu_multiclass_nms",
                          "torch_npu.contrib.function.npu_multiclass_nms(multi_bboxes, multi_scores, score_thr, "
                          "nms_thr, max_num) runs the NMS on the NPU; it takes nms_thr as a float, pads its output to "
