@@ -33,8 +33,10 @@ Public names of a module ``M`` (no leading underscore), computed statically:
   * for a package, its public submodules/subpackages (e.g. ``amp``).
 
 Modules reported: ``torch_npu.npu`` and every public submodule below it
-(recursively), ``torch_npu.profiler``, ``torch_npu.distributed`` and
-``torch_npu.contrib``.
+(recursively), ``torch_npu.profiler``, ``torch_npu.distributed``, ``torch_npu.contrib``
+with its ``function`` and ``module`` packages (fused replacements that the affinity advice
+names) and ``torch_npu.optim`` (the fused optimizers).  ``optimizer_signatures`` holds the
+``__init__`` parameter names of each torch_npu.optim class (``**name`` for a ``**kwargs``).
 
 YAML: ``native_functions`` are the aten base names (overload suffix stripped)
 of every list section except ``custom`` and ``symint`` (i.e. ``supported``,
@@ -124,7 +126,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "src" / "gpu2npu" / "data"
 ROOT_PKG = "torch_npu"
 # Packages reported on their own (only the package itself, no submodules).
-EXTRA_MODULES = ("torch_npu.profiler", "torch_npu.distributed", "torch_npu.contrib")
+EXTRA_MODULES = ("torch_npu.profiler", "torch_npu.distributed", "torch_npu.contrib",
+                 "torch_npu.contrib.function", "torch_npu.contrib.module", "torch_npu.optim")
 # Internal helper modules whose names, when imported elsewhere, are not API.
 HELPER_MODULES = {"torch_npu.utils._error_code", "torch_npu.utils._path_manager"}
 YAML_RE = re.compile(r"(^|/)npu_native_functions[^/]*\.ya?ml$")
@@ -340,6 +343,28 @@ def modules_to_report(src: SourceTree) -> list[str]:
     return sorted(set(mods))
 
 
+OPTIM_PACKAGE = "torch_npu.optim"
+
+
+def optimizer_signatures(src: SourceTree) -> dict[str, list[str]]:
+    """Parameter names of each public optimizer class's ``__init__`` in torch_npu.optim, so that
+    advice can tell which keywords of a torch optimizer the fused one does not take."""
+    public = set(src.public_names(OPTIM_PACKAGE)) if OPTIM_PACKAGE in src.files else set()
+    signatures: dict[str, list[str]] = {}
+    for mod in sorted(m for m in src.files if m.startswith(OPTIM_PACKAGE + ".")):
+        for stmt in src.tree(mod).body:
+            if not (isinstance(stmt, ast.ClassDef) and stmt.name in public):
+                continue
+            for item in stmt.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    args = item.args
+                    names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs][1:]
+                    if args.kwarg is not None:
+                        names.append("**" + args.kwarg.arg)
+                    signatures[f"{OPTIM_PACKAGE}.{stmt.name}"] = names
+    return signatures
+
+
 # --------------------------------------------------------------------------
 # npu_native_functions*.yaml
 # --------------------------------------------------------------------------
@@ -382,6 +407,7 @@ def build_record(torch_version: str, wheel: Path, sha256: str) -> dict:
             raise SystemExit(f"{wheel.name} requires torch {pinned_torch!r}, table says {torch_version}")
         src = SourceTree(zf)
         modules = {m: src.public_names(m) for m in modules_to_report(src)}
+        signatures = optimizer_signatures(src)
         sections, native, custom = read_yaml(zf)
     return {
         "torch_version": torch_version,
@@ -391,6 +417,7 @@ def build_record(torch_version: str, wheel: Path, sha256: str) -> dict:
         "modules": modules,
         "native_functions": native,
         "custom_functions": custom,
+        "optimizer_signatures": signatures,
         "yaml_sections": sections,
     }
 

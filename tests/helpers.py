@@ -21,6 +21,7 @@ REPORT_FILES = {
     "unknown_api.csv",
     "cuda_op_list.csv",
     "api_performance_advice.csv",
+    "affinity_api_call.csv",
     "msFmkTranspltlog.txt",
     "run_distributed_npu.sh",
     "ascend_function/__init__.py",  # -sim

@@ -25,12 +25,13 @@ FILES = sorted(DATA_DIR.glob("torch_npu_*.json"))
 
 SCHEMA_KEYS = {
     "torch_version", "torch_npu_version", "wheel", "sha256", "modules",
-    "native_functions", "custom_functions", "yaml_sections",
+    "native_functions", "custom_functions", "optimizer_signatures", "yaml_sections",
 }
 REQUIRED_MODULES = {
     "torch_npu.npu", "torch_npu.npu.amp", "torch_npu.npu.random",
     "torch_npu.npu.memory", "torch_npu.npu.streams", "torch_npu.profiler",
-    "torch_npu.distributed", "torch_npu.contrib",
+    "torch_npu.distributed", "torch_npu.contrib", "torch_npu.contrib.function",
+    "torch_npu.contrib.module", "torch_npu.optim",
 }
 # Present in every pinned release.
 NPU_PRESENT = {
@@ -113,6 +114,10 @@ def test_schema(record):
     assert isinstance(rec["modules"], dict)
     assert REQUIRED_MODULES <= set(rec["modules"])
     assert rec["yaml_sections"], "no npu_native_functions*.yaml recorded"
+    signatures = rec["optimizer_signatures"]
+    assert "torch_npu.optim.NpuFusedAdamW" in signatures
+    assert all(name.startswith("torch_npu.optim.") and params and params[0] == "params"
+               for name, params in signatures.items() if not name.endswith("OptimizerBase"))
     for member, sections in rec["yaml_sections"].items():
         assert member.startswith("torch_npu/") and member.endswith(".yaml")
         assert "supported" in sections and "custom" in sections

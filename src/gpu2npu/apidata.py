@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Mapping, Sequence
 
@@ -26,6 +26,8 @@ class ApiData:
     modules: Mapping[str, frozenset]
     native_functions: frozenset
     custom_functions: frozenset = frozenset()
+    # torch_npu.optim class -> the parameter names of its __init__ ("**name" for **kwargs)
+    optimizer_signatures: Mapping[str, tuple] = field(default_factory=dict)
 
     @property
     def version_tuple(self) -> tuple:
@@ -51,6 +53,14 @@ class ApiData:
     def module_has(self, module: str, name: str) -> bool:
         return name in self.modules.get(module, frozenset())
 
+    def has(self, qualified: str) -> bool:
+        """Whether this release provides `qualified`: a name of one of the listed torch_npu
+        modules, or a `torch_npu.<op>` custom operator (torch_npu binds those at top level)."""
+        module, _, name = qualified.rpartition(".")
+        if module == "torch_npu":
+            return name in self.custom_functions
+        return self.module_has(module, name)
+
 
 def available_versions() -> list:
     names = [
@@ -75,6 +85,7 @@ def load(version: str) -> ApiData:
         modules={name: frozenset(names) for name, names in raw["modules"].items()},
         native_functions=frozenset(raw.get("native_functions", ())),
         custom_functions=frozenset(raw.get("custom_functions", ())),
+        optimizer_signatures={name: tuple(params) for name, params in raw.get("optimizer_signatures", {}).items()},
     )
 
 

@@ -24,6 +24,7 @@ class Report(str, enum.Enum):
     UNSUPPORTED = "unsupported"  # unsupported_api.csv: exists on CUDA, not on NPU for this version
     UNKNOWN = "unknown"  # unknown_api.csv: NPU support cannot be decided from the data
     PERFORMANCE = "performance"  # api_performance_advice.csv: runs, but a human should decide
+    AFFINITY = "affinity"  # affinity_api_call.csv: a torch_npu fused API can replace this code
     NOTE = "note"  # the run log only: left unchanged on purpose, no action needed
 
 
@@ -54,3 +55,7 @@ class Finding:
     api: str
     tip: str
     rule: str = ""
+    # Advice only: the kind of code found (the incumbent's Api Type: torch, special, class,
+    # function...) and the torch_npu API that can replace it.
+    api_type: str = ""
+    replacement: str = ""

@@ -3,7 +3,8 @@
 A finding is either something the migration would change (each edit of a rule that replaces a
 CUDA-only construct) or a CUDA construct the migration cannot change (unsupported on NPU).  Edits
 that are advice rather than CUDA (a training DataLoader's drop_last) or consequences of others
-(`import torch_npu`) are not findings.
+(`import torch_npu`) are not findings, and neither is advice (api_performance_advice.csv,
+affinity_api_call.csv): a faster NPU API is not a CUDA-only construct.
 """
 from __future__ import annotations
 

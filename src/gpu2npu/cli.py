@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from . import __version__, apidata, cache
+from .affinity import ADVICE
 from .check import check_paths, rule_descriptions
 from .project import DistributedRequest, RunRequest, UsageError, preview, run
 from .reports import check_formats, console
@@ -229,6 +230,10 @@ def list_rules():
 def explain(code):
     """Print a rule's description and its before/after examples."""
     rule = ALL_RULES_BY_CODE.get(code.upper())
+    if rule is None and code.upper() in ADVICE:
+        click.echo(f"{code.upper()} advice, never an edit (affinity_api_call.csv / api_performance_advice.csv): "
+                   f"{ADVICE[code.upper()]}")
+        return
     if rule is None:
         _fail(f"no rule {code}; `gpu2npu rules` lists them")
     click.echo(f"{rule.code} {rule.__name__} ({rule.fix_safety})\n")

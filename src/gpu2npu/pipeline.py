@@ -16,6 +16,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from . import apidata, partial, scan
+from .affinity import advice_for_source
 from .analysis import find_leftovers
 from .change import Change, Finding, Operation
 from .linemap import LineMap
@@ -68,6 +69,18 @@ def migrate_source(
     options: Options,
     rules: Sequence[Type[Rule]] = SINGLE_CARD_RULES,
 ) -> FileResult:
+    tree = scan.parse(data)
+    result = _migrate_source(data, tree, path, options, rules)
+    # Advice (fused torch_npu APIs) concerns files with nothing to migrate too: model code
+    # rarely mentions CUDA.  It reads the input, so its line numbers are the original ones.
+    if result.status != Status.FAILED and tree is not None:
+        advice = advice_for_source(data, path, options.api, tree)
+        if advice:
+            result.findings = sorted(set(result.findings) | set(advice))
+    return result
+
+
+def _migrate_source(data: bytes, tree, path: str, options: Options, rules: Sequence[Type[Rule]]) -> FileResult:
     # Files that receive start-up code are migrated whatever they contain.
     starts_program = (options.distributed is not None and path == options.distributed.main_file) or (
         options.specify_device is not None and path in options.specify_device.entry_files
@@ -76,7 +89,6 @@ def migrate_source(
     for_options = options.modelarts or (
         options.custom_rules is not None and any(word.encode() in data for word in options.custom_rules.words())
     )
-    tree = scan.parse(data)
     api_rows: List[Finding] = []
     if tree is not None:
         file_scan = scan.FileScan(tree)
@@ -208,15 +220,8 @@ def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, r
 
 
 def _relocate(finding: Finding, lines: LineMap) -> Finding:
-    return Finding(
-        finding.file,
-        lines.original(finding.start_line),
-        lines.original(finding.end_line),
-        finding.report,
-        finding.api,
-        finding.tip,
-        finding.rule,
-    )
+    return dataclasses.replace(finding, start_line=lines.original(finding.start_line),
+                               end_line=lines.original(finding.end_line))
 
 
 def _change_order(change: Change):

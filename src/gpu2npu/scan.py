@@ -19,6 +19,7 @@ The scan reads the original text, so its line numbers are those of the input fil
 from __future__ import annotations
 
 import ast
+import warnings
 from typing import Dict, List, Optional, Set
 
 from . import apidata
@@ -40,7 +41,9 @@ _PACKAGE_ROOTS = tuple(package.split(".")[0] for package in CUDA_ONLY_PACKAGES)
 def parse(data: bytes) -> Optional[ast.Module]:
     """The ast of `data`, or None when this Python cannot parse it (libcst may still)."""
     try:
-        return ast.parse(data)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes in the user's strings are not our report
+            return ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

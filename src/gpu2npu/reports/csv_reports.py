@@ -13,13 +13,16 @@ UNSUPPORTED = "unsupported_api.csv"
 UNKNOWN = "unknown_api.csv"
 CUDA_OPS = "cuda_op_list.csv"
 PERFORMANCE = "api_performance_advice.csv"
+AFFINITY = "affinity_api_call.csv"
 
 CHANGE_COLUMNS = ["File", "Start Line", "End Line", "Operation Type", "Message", "Rule"]
 FINDING_COLUMNS = ["File", "Start Line", "End Line", "OP", "Tips"]
 CUDA_OP_COLUMNS = ["File", "Api"]
+# The incumbent's six columns, then what to check before replacing.
+AFFINITY_COLUMNS = ["File", "Start Line", "End Line", "Api Type", "Api Call Name", "Affinity Api Name", "Tips"]
 
 FINDING_FILES = {Report.UNSUPPORTED: UNSUPPORTED, Report.UNKNOWN: UNKNOWN, Report.PERFORMANCE: PERFORMANCE}
-REPORT_NAMES = (CHANGE_LIST, UNSUPPORTED, UNKNOWN, CUDA_OPS, PERFORMANCE)
+REPORT_NAMES = (CHANGE_LIST, UNSUPPORTED, UNKNOWN, CUDA_OPS, PERFORMANCE, AFFINITY)
 
 
 def _write(path: Path, columns: Sequence[str], rows: Iterable[Sequence]) -> int:
@@ -46,4 +49,10 @@ def write_all(
         rows: List[Tuple] = [(f.file, f.start_line, f.end_line, f.api, f.tip) for f in findings if f.report == report]
         counts[name] = _write(folder / name, FINDING_COLUMNS, rows)
     counts[CUDA_OPS] = _write(folder / CUDA_OPS, CUDA_OP_COLUMNS, cuda_ops)
+    counts[AFFINITY] = _write(
+        folder / AFFINITY,
+        AFFINITY_COLUMNS,
+        ((f.file, f.start_line, f.end_line, f.api_type, f.api, f.replacement, f.tip)
+         for f in findings if f.report == Report.AFFINITY),
+    )
     return counts

@@ -39,7 +39,7 @@ def change_line(change: Change) -> str:
 
 def finding_line(finding: Finding) -> str:
     kind = {Report.UNSUPPORTED: "UNSUPPORTED", Report.UNKNOWN: "UNKNOWN", Report.PERFORMANCE: "SUGGESTION",
-            Report.NOTE: "NOTE"}[finding.report]
+            Report.AFFINITY: "SUGGESTION", Report.NOTE: "NOTE"}[finding.report]
     return (
         f"{finding.file} line: {finding.start_line} ~ {finding.end_line} "
         f"Operation Type: {kind} Message: {finding.api}: {finding.tip}"
