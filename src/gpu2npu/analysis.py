@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import List, Optional
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, QualifiedNameProvider
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from .apidata import ApiData
 from .change import Finding, Report
 from .rules import npu_aware
-from .rules.names import DEVICE_STRING, DocstringTracker, dotted_name, qualified_names, string_text
+from .rules.names import DEVICE_STRING, ImportAliases, DocstringTracker, dotted_name, qualified_names, string_text
 from .tips import CUDA_ONLY_PACKAGES, TIPS, migratable_cuda_path, tip_for
 
 RULE = "NPU900"
@@ -35,7 +35,7 @@ def _package_of(name: str) -> Optional[str]:
 
 
 class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
 
     def __init__(self, path: str, api: ApiData, context) -> None:
         cst.CSTVisitor.__init__(self)
@@ -155,5 +155,6 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
 def find_leftovers(wrapper: MetadataWrapper, path: str, api: ApiData, context) -> List[Finding]:
     """`context` (a FileContext) tells which nodes are left as written on purpose (NPU-aware)."""
     visitor = CudaLeftovers(path, api, context)
+    visitor.import_aliases = ImportAliases.of(wrapper.module)  # of the output: its imports changed
     wrapper.visit(visitor)
     return visitor.findings

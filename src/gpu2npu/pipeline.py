@@ -23,6 +23,7 @@ from .linemap import LineMap
 from .rules import COMMON_RULES, SINGLE_CARD_RULES, FileContext, Options, Rule, npu_aware
 from .rules.batch import run_batch
 from .rules.custom import apply_custom_rules
+from .rules.names import ImportAliases
 
 # When Python's `ast` cannot read a file (newer syntax, broken code), a file containing none of
 # these cannot be touched by any rule or reported by the analysis, so it is not parsed at all.
@@ -198,7 +199,7 @@ def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, r
         code = module.code
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     guarded = npu_aware.guarded_spans(wrapper)
-    context = FileContext(path=path, options=options, guarded=guarded)
+    context = FileContext(path=path, options=options, guarded=guarded, import_aliases=ImportAliases.of(module))
     outcome = run_batch([rule for rule in rules if rule.wants(code)], wrapper, context)
     changes += [
         Change(path, lines.original(edit.start_line), lines.original(edit.end_line), edit.operation, code_, edit.message)

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from ..change import Operation, Report
 from .base import Edit, Example, Rule
@@ -211,7 +211,7 @@ class ApexAmp(Rule):
     summary = "-a: native AMP of the model (autocast, GradScaler) -> Ascend apex amp"
     fix_safety = "unsafe"
     triggers = ("GradScaler",)
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
     examples = (
         Example(
             "import torch\n"

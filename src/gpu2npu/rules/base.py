@@ -99,6 +99,9 @@ class FileContext:
     # ids of original nodes a rule takes whole (its code): the other rules leave them alone, so
     # that two rules never rewrite the same construct two ways (see apex_amp).
     claimed: Dict[int, str] = field(default_factory=dict)
+    # Local name -> qualified names, from the imports of the tree the rules are given
+    # (names.ImportAliases); None: resolve names with libcst's scope analysis.
+    import_aliases: Optional[Dict[str, Set[str]]] = None
 
     def __post_init__(self) -> None:
         self.guarded_types = npu_aware.guarded_types(self.guarded)
@@ -155,6 +158,10 @@ class Rule(cst.CSTTransformer):
         self.context = context
         self.edits: List[Edit] = []
         self.findings: List[Finding] = []
+
+    @property
+    def import_aliases(self) -> Optional[Dict[str, Set[str]]]:
+        return self.context.import_aliases
 
     # -- running ---------------------------------------------------------------------------------
     @classmethod

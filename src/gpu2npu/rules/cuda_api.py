@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from ..tips import migratable_cuda_path
 from .base import Example, Rule
@@ -28,7 +28,7 @@ class TorchCudaApiToNpu(Rule):
     code = "NPU101"
     summary = "torch.cuda.X -> torch_npu.npu.X where torch_npu provides X"
     triggers = ("cuda",)
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
     examples = (
         Example(
             "import torch\ntorch.cuda.synchronize()\n",

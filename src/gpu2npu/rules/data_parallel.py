@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Optional
 
 import libcst as cst
-from libcst.metadata import PositionProvider, QualifiedNameProvider
+from libcst.metadata import PositionProvider
 
 from .base import Example, Rule, code_of
 from .names import qualified_names
@@ -47,7 +47,7 @@ class DataParallelToSingleNpu(Rule):
     code = "NPU202"
     summary = "nn.DataParallel(model) -> single-NPU wrapper keeping .module and checkpoint keys"
     triggers = ("DataParallel",)
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
+    METADATA_DEPENDENCIES = (PositionProvider,)
     examples = (
         Example(
             "import torch\nfrom torch import nn\n\nmodel = nn.DataParallel(model).cuda()\n",

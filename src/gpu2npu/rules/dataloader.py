@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 import libcst as cst
-from libcst.metadata import PositionProvider, QualifiedNameProvider
+from libcst.metadata import PositionProvider
 
 from ..change import Report
 from .base import Example, Rule, code_of
@@ -30,7 +30,7 @@ class DataLoaderForNpu(LoaderRoles, Rule):
     summary = "training DataLoader: drop_last=True (pin_memory=False before torch 2.1)"
     fix_safety = "unsafe"  # a training epoch sees up to batch_size - 1 fewer samples
     triggers = ("DataLoader",)
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
+    METADATA_DEPENDENCIES = (PositionProvider,)
     examples = (
         Example(
             "import torch\ntrain_loader = torch.utils.data.DataLoader(train_set, batch_size=64, shuffle=True)\n",

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import List
 
 import libcst as cst
-from libcst.metadata import PositionProvider, QualifiedNameProvider
+from libcst.metadata import PositionProvider
 
 from .base import DistributedSettings, Example, Rule
 from .names import qualified_names
@@ -23,7 +23,7 @@ class SaveOnRankZero(Rule):
     code = "NPU305"
     summary = "distributed: torch.save(...) only on rank 0"
     triggers = ("save",)
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
+    METADATA_DEPENDENCIES = (PositionProvider,)
     examples = (
         Example(
             "import torch\nmodel = Net()\ntorch.save(model.state_dict(), 'last.pt')\n",

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import PositionProvider, QualifiedNameProvider
+from libcst.metadata import PositionProvider
 
 from ..change import Operation
 from .base import DistributedSettings, Example, Rule, code_of
@@ -20,7 +20,7 @@ class DataParallelRemoved(Rule):
     code = "NPU302"
     summary = "distributed: nn.DataParallel(model) -> model (wrapped in DDP instead)"
     triggers = ("DataParallel",)
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
+    METADATA_DEPENDENCIES = (PositionProvider,)
     examples = (
         Example(
             "import torch\nfrom torch import nn\nmodel = nn.DataParallel(model).cuda()\n"

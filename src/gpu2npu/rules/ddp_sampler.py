@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import List
 
 import libcst as cst
-from libcst.metadata import PositionProvider, QualifiedNameProvider
+from libcst.metadata import PositionProvider
 
 from ..change import Report
 from .base import DistributedSettings, Example, Rule, code_of
@@ -31,7 +31,7 @@ class DistributedSamplerForLoaders(LoaderRoles, Rule):
     code = "NPU301"
     summary = "distributed: DistributedSampler (keeping shuffle) + set_epoch for training DataLoaders"
     triggers = ("DataLoader",)
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
+    METADATA_DEPENDENCIES = (PositionProvider,)
     examples = (
         Example(
             "import torch\nfrom torch.utils.data import DataLoader\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Dict, Optional, Set
 
 import libcst as cst
-from libcst.metadata import PositionProvider, QualifiedNameProvider
+from libcst.metadata import PositionProvider
 
 from .base import Example, Rule
 from .names import dotted_name, qualified_names
@@ -136,7 +136,7 @@ class IntegerDevices(Rule):
     code = "NPU104"
     summary = 'integer devices: x.to(0) -> x.to("npu:0"), device=rank -> device=f"npu:{rank}"'
     triggers = (".to(", "device=", ".new_", "to_empty")
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
+    METADATA_DEPENDENCIES = (PositionProvider,)
     examples = (
         Example("import torch\nx = x.to(0)\n", 'import torch\nimport torch_npu\nx = x.to("npu:0")\n'),
         Example(

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Dict, Optional, Sequence, Tuple
 
 import libcst as cst
-from libcst.metadata import PositionProvider, QualifiedNameProvider
+from libcst.metadata import PositionProvider
 
 from ..modelarts_package import PACKAGE_NAME
 from .base import Example, Rule, code_of
@@ -89,7 +89,7 @@ class ModelArtsPaths(Rule):
 
     code = "NPU801"
     summary = "-m: file paths go through ModelArtsPathManager().get_path(...)"
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
+    METADATA_DEPENDENCIES = (PositionProvider,)
     examples = (
         Example(
             "import os\nimport torch\n\ndef save(state, folder):\n    os.makedirs(folder, exist_ok=True)\n"

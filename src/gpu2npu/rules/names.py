@@ -1,20 +1,99 @@
 """Helpers shared by the rules: resolved names, attribute chains, string literals."""
 from __future__ import annotations
 
+import builtins
 import re
-from typing import Optional, Set
+from typing import Dict, Optional, Set
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
+from libcst.metadata import ParentNodeProvider, QualifiedNameProvider
 
 
 def qualified_names(rule: cst.MetadataDependent, node: cst.CSTNode) -> Set[str]:
-    """Fully qualified names `node` may refer to (aliases and local imports resolved)."""
-    try:
-        names = rule.get_metadata(QualifiedNameProvider, node, set())
-    except KeyError:
+    """Fully qualified names `node` may refer to (aliases and local imports resolved).
+
+    Resolved through the file's imports (`ImportAliases`, wherever they stand in the file) when
+    the rule or analysis has them: libcst's scope analysis costs more than all the rules
+    together, and what the rules ask is only "which module does this name come from".  A name
+    no import binds is a builtin if Python has one of that name.
+    """
+    aliases = getattr(rule, "import_aliases", None)
+    if aliases is None:
+        try:
+            names = rule.get_metadata(QualifiedNameProvider, node, set())
+        except KeyError:
+            return set()
+        return {name.name for name in names}
+    name = dotted_name(node)
+    if name is None or (isinstance(node, cst.Name) and not _is_access(rule, node)):
         return set()
-    return {name.name for name in names}
+    root, _, rest = name.partition(".")
+    targets = aliases.get(root)
+    if targets is None:
+        return {f"builtins.{name}"} if root in _BUILTINS else set()
+    return {f"{target}.{rest}" if rest else target for target in targets}
+
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _is_access(rule: cst.MetadataDependent, node: cst.Name) -> bool:
+    """Whether a Name reads a variable (`cuda` in `cuda.synchronize()`), rather than naming an
+    attribute (`x.cuda`), a keyword (`f(cuda=True)`), a parameter or a definition.  Rules that
+    meet bare Names this way declare ParentNodeProvider; for the others (which ask about the
+    callee of a call) every Name is an access."""
+    try:
+        parent = rule.get_metadata(ParentNodeProvider, node, None)
+    except KeyError:
+        return True
+    if isinstance(parent, cst.Attribute):
+        return parent.value is node
+    if isinstance(parent, cst.Arg):
+        return parent.keyword is not node
+    if isinstance(parent, (cst.Param, cst.FunctionDef, cst.ClassDef, cst.AsName, cst.ImportAlias, cst.ImportFrom)):
+        return False
+    return True
+
+
+class ImportAliases(cst.CSTVisitor):
+    """Local name -> the qualified names it is imported as, over every import of a module.
+    Imports are statements, so expressions are never entered: a small part of a full walk."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.aliases: Dict[str, Set[str]] = {}
+
+    @classmethod
+    def of(cls, module: cst.Module) -> Dict[str, Set[str]]:
+        collector = cls()
+        module.visit(collector)
+        return collector.aliases
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.BaseExpression):
+            return False
+        return super().on_visit(node)
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        for alias in node.names:
+            full = dotted_name(alias.name) or ""
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.aliases.setdefault(alias.asname.name.value, set()).add(full)
+            else:
+                root = full.split(".")[0]
+                self.aliases.setdefault(root, set()).add(root)
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        if isinstance(node.names, cst.ImportStar):
+            return False
+        module = dotted_name(node.module) if node.module is not None else ""
+        prefix = "." * len(node.relative) + (module or "")
+        for alias in node.names:
+            imported = dotted_name(alias.name) or ""
+            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else imported
+            self.aliases.setdefault(local, set()).add(f"{prefix}.{imported}" if prefix and not prefix.endswith(".") else f"{prefix}{imported}")
+        return False
 
 
 def dotted_name(node: cst.CSTNode) -> Optional[str]:

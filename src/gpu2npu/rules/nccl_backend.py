@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from .base import Example, Rule
 from .names import DocstringTracker, qualified_names, string_text, with_string_text
@@ -31,7 +31,7 @@ class NcclToHccl(DocstringTracker, Rule):
     code = "NPU105"
     summary = '"nccl" -> "hccl", Backend.NCCL -> Backend.HCCL, is_nccl_available -> is_hccl_available'
     triggers = ("nccl", "NCCL")
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
     examples = (
         Example(
             "import torch.distributed as dist\ndist.init_process_group(backend='nccl', init_method='env://')\n",

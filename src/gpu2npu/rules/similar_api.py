@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import PositionProvider, QualifiedNameProvider
+from libcst.metadata import PositionProvider
 
 from ..apidata import lacks_npu_kernel
 from ..similar import PACKAGE, equivalents
@@ -38,7 +38,7 @@ class AscendFunctionEquivalents(Rule):
     code = "NPU252"
     summary = "-sim: calls of APIs without an NPU kernel -> ascend_function equivalents"
     triggers = tuple(sorted({e.function for e in equivalents().values()}))
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
+    METADATA_DEPENDENCIES = (PositionProvider,)
     examples = (
         Example(
             "import torch\nstep = torch.heaviside(x, torch.tensor(0.5))\n",

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import PositionProvider, QualifiedNameProvider
+from libcst.metadata import PositionProvider
 
 from ..change import Operation
 from .base import Example, Rule, SpecifyDeviceSettings, code_of
@@ -29,7 +29,7 @@ class DeviceFromEnvironment(Rule):
     code = "NPU401"
     summary = "-s: set the NPU once from DEVICE_ID; device expressions use it"
     triggers = ()
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
+    METADATA_DEPENDENCIES = (PositionProvider,)
     examples = (
         Example(
             "import torch\n\ndef main(args):\n    torch.cuda.set_device(args.gpu)\n"

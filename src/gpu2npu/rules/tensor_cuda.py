@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import PositionProvider, QualifiedNameProvider
+from libcst.metadata import PositionProvider
 
 from .base import Example, Rule
 from .names import qualified_names
@@ -20,7 +20,7 @@ class TensorCudaToNpu(Rule):
     code = "NPU102"
     summary = "x.cuda(...) -> x.npu(...), x.is_cuda -> x.is_npu"
     triggers = (".cuda", "is_cuda")
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
+    METADATA_DEPENDENCIES = (PositionProvider,)
     examples = (
         Example("import torch\nmodel = Net().cuda()\n", "import torch\nimport torch_npu\nmodel = Net().npu()\n"),
         Example(
