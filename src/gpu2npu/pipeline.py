@@ -14,7 +14,7 @@ from typing import List, Optional, Sequence, Type
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from . import apidata
+from . import apidata, guards
 from .analysis import find_leftovers
 from .change import Change, Finding, Operation
 from .linemap import LineMap
@@ -72,6 +72,12 @@ def migrate_source(
     )
     if not starts_program and not _relevant(data, options.api):
         return FileResult(path, Status.SKIPPED)
+    refusal = guards.refusal(data)
+    if refusal is not None:
+        return FileResult(path, Status.FAILED, error=refusal)
+    if guards.risky(data) and not _IN_CHILD:
+        return guards.in_child(lambda: _migrate_in_child(data, path, options, rules),
+                               lambda reason: FileResult(path, Status.FAILED, error=reason))
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as error:
@@ -89,6 +95,16 @@ def migrate_source(
     except Exception as error:  # a defect of ours must cost one file, not the run
         return FileResult(path, Status.FAILED,
                           error=f"internal error while migrating ({type(error).__name__}: {error}); please report it")
+
+
+# True in the forked child that migrates a file whose nesting could crash the parser.
+_IN_CHILD = False
+
+
+def _migrate_in_child(data: bytes, path: str, options: Options, rules) -> FileResult:
+    global _IN_CHILD
+    _IN_CHILD = True
+    return migrate_source(data, path, options, rules)
 
 
 def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, rules) -> FileResult:
