@@ -13,6 +13,7 @@ no `except` can catch.  Pathological statements can also take minutes and gigaby
 """
 from __future__ import annotations
 
+import faulthandler
 import os
 import pickle
 import re
@@ -45,11 +46,16 @@ _TOKENS = re.compile(
 T = TypeVar("T")
 
 
-def refusal(data: bytes) -> Optional[str]:
-    """Why `data` is not migrated at all, or None."""
+def not_source(data: bytes) -> Optional[str]:
+    """Why `data` cannot be Python source (CPython refuses NUL bytes; UTF-16 text has them),
+    or None."""
     nul = data.find(b"\0")
     if nul >= 0:
         return f"binary content (a NUL byte at offset {nul}): not Python source"
+    return None
+
+
+def too_large(data: bytes) -> Optional[str]:
     if len(data) > MAX_SOURCE_BYTES:
         return (f"too large to migrate ({len(data) / 1024 ** 2:.1f} MiB; Python files above "
                 f"{MAX_SOURCE_BYTES // 1024 ** 2} MiB are copied unchanged)")
@@ -129,6 +135,11 @@ def _limit_child() -> None:
     # Interrupts belong to the parent; the child just ends.
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
         signal.signal(number, signal.SIG_DFL)
+    # A crash is the parent's to report, in one line: no stack dumps on the user's terminal.
+    faulthandler.disable()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
     signal.alarm(CHILD_SECONDS)
     try:
         import resource

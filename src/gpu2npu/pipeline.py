@@ -5,6 +5,7 @@ that cannot be decoded or parsed comes back as a failure with its reason, and th
 """
 from __future__ import annotations
 
+import ast
 import enum
 import functools
 import re
@@ -70,9 +71,10 @@ def migrate_source(
     starts_program = (options.distributed is not None and path == options.distributed.main_file) or (
         options.specify_device is not None and path in options.specify_device.entry_files
     )
-    if not starts_program and not _relevant(data, options.api):
+    refusal = guards.not_source(data)
+    if refusal is None and not starts_program and not _relevant(data, options.api):
         return FileResult(path, Status.SKIPPED)
-    refusal = guards.refusal(data)
+    refusal = refusal or guards.too_large(data)
     if refusal is not None:
         return FileResult(path, Status.FAILED, error=refusal)
     if guards.risky(data) and not _IN_CHILD:
@@ -81,7 +83,7 @@ def migrate_source(
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as error:
-        return FileResult(path, Status.FAILED, error=f"syntax error at line {error.raw_line}, column {error.raw_column + 1}: not valid Python 3")
+        return FileResult(path, Status.FAILED, error=_syntax_error(data, error))
     except (UnicodeDecodeError, LookupError, SyntaxError) as error:
         return FileResult(path, Status.FAILED, error=f"cannot be decoded: {error}")
     except RecursionError:
@@ -95,6 +97,16 @@ def migrate_source(
     except Exception as error:  # a defect of ours must cost one file, not the run
         return FileResult(path, Status.FAILED,
                           error=f"internal error while migrating ({type(error).__name__}: {error}); please report it")
+
+
+def _syntax_error(data: bytes, error: cst.ParserSyntaxError) -> str:
+    where = f"line {error.raw_line}, column {error.raw_column + 1}"
+    try:
+        ast.parse(data)  # CPython's parser reads the text and runs nothing
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return f"syntax error at {where}: not valid Python 3"
+    # LibCST gives up on some valid code (thousands of adjacent strings, say) with a syntax error.
+    return f"nested too deeply or too complex to parse at {where} (though valid Python)"
 
 
 # True in the forked child that migrates a file whose nesting could crash the parser.
