@@ -4,7 +4,6 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from ..change import Operation
 from .base import DistributedSettings, Example, Rule, code_of
 from .data_parallel import DATA_PARALLEL
 from .names import qualified_names

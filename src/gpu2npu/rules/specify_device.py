@@ -4,7 +4,6 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from ..change import Operation
 from .base import Example, Rule, SpecifyDeviceSettings, code_of
 from .names import qualified_names
 from .placement import insert_after_imports, is_main_guard, module_names, pair_with_originals, record_removal, remove_statement
