@@ -120,15 +120,43 @@ def _near(lines: List[bytes], anchor: int, first: int, last: int) -> bool:
 
 def unexplained_differences(before: bytes, after: bytes, rows: List[Dict[str, str]]) -> List[str]:
     """Differences between two versions of a file that no change_list row accounts for, and
-    rows that account for no difference.  Empty when the report is the exact story of the diff."""
+    rows that account for no difference.  Empty when the report is the exact story of the diff.
+
+    The diff is difflib's, aligned from the start.  Blank lines make that alignment ambiguous:
+    it may pair a blank line of the input with one the migration inserted.  So the alignment
+    from the end is tried too, and both again with the blank lines that rows say were modified
+    or deleted kept from pairing with anything: the report is exact if one of them explains it."""
     old = before.splitlines(keepends=True)
     new = after.splitlines(keepends=True)
+    covered = [(int(r["Start Line"]), int(r["End Line"])) for r in rows if r["Operation Type"] in ("MODIFY", "DELETE")]
+    unpaired = [b"\0row %d" % number if not line.strip() and any(s <= number <= e for s, e in covered) else line
+                for number, line in enumerate(old, 1)]
+    first = None
+    for left in (old, unpaired):
+        for opcodes in (_forward(left, new), _backward(left, new)):
+            problems = _unexplained(opcodes, old, rows)
+            if not problems:
+                return []
+            first = first if first is not None else problems
+    return first
+
+
+def _forward(old, new):
+    return difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+
+
+def _backward(old, new):
+    opcodes = difflib.SequenceMatcher(None, old[::-1], new[::-1], autojunk=False).get_opcodes()
+    return sorted((tag, len(old) - i2, len(old) - i1, len(new) - j2, len(new) - j1) for tag, i1, i2, j1, j2 in opcodes)
+
+
+def _unexplained(opcodes, old: List[bytes], rows: List[Dict[str, str]]) -> List[str]:
     modified = [(int(r["Start Line"]), int(r["End Line"])) for r in rows if r["Operation Type"] in ("MODIFY", "DELETE")]
     inserts = [int(r["Start Line"]) for r in rows if r["Operation Type"] == "INSERT"]
     problems = []
     changed_lines = set()
     insert_points = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
             continue
         for line in range(i1 + 1, i2 + 1):

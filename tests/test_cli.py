@@ -177,3 +177,12 @@ def test_output_is_the_same_whatever_the_number_of_processes(tmp_path):
             assert strip(one[relative].read_text()) == strip(two[relative].read_text())
         else:
             assert one[relative].read_bytes() == two[relative].read_bytes(), relative
+
+
+def test_every_exit_status_is_in_help_and_readme():
+    help_text = run_cli("--help").output
+    readme = (FIXTURES.parent.parent / "README.md").read_text()
+    for status, meaning in (("0", "every file"), ("1", "failed"), ("2", "usage error"), ("3", "could not be processed"),
+                            ("130", "interrupted"), ("143", "terminated")):
+        assert any(line.split()[:1] == [status] and meaning in line for line in help_text.splitlines()), status
+        assert f"`{status}`" in readme, status

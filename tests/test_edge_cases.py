@@ -6,7 +6,7 @@ from gpu2npu.change import Report
 from gpu2npu.cuda_ops import custom_operators
 from gpu2npu.linemap import LineMap
 from gpu2npu.pipeline import Status, migrate_source
-from gpu2npu.rules import Options
+from gpu2npu.rules import Options, rules_for
 
 OPTIONS = Options(api=apidata.load("2.1.0"))
 
@@ -250,3 +250,28 @@ def test_a_defect_in_a_rule_costs_one_file_not_the_run(monkeypatch):
     monkeypatch.setattr(TensorCudaToNpu, "leave_Call", broken)
     result = migrate_source(b"import torch\nx = y.cuda()\n", "f.py", OPTIONS)
     assert result.status == Status.FAILED and "internal error" in result.error and "boom" in result.error
+
+
+# Found by tests/test_properties.py.
+def test_the_single_npu_wrapper_keeps_crlf_line_endings():
+    source = b"import torch\r\nmodel = torch.nn.DataParallel(model)\r\n"
+    output = migrate_source(source, "f.py", OPTIONS).output
+    assert b'"""torch.nn.DataParallel' in output and output.count(b"\n") == output.count(b"\r\n")
+
+
+def test_a_deleted_statement_reports_the_blank_lines_that_went_with_it():
+    from gpu2npu.rules import DistributedSettings
+
+    options = Options(api=OPTIONS.api, distributed=DistributedSettings(main_file="f.py", project_initialises=True))
+    source = b"import torch\nx = 1\n\nmodel = torch.nn.DataParallel(model)\ny = 2\n"
+    result = migrate_source(source, "f.py", options, rules_for(options))
+    assert b"x = 1\ny = 2\n" in result.output
+    assert [(c.start_line, c.end_line, c.operation.value) for c in result.changes if c.rule == "NPU302"] == [(3, 4, "DELETE")]
+
+
+def test_the_ddp_wrap_uses_the_name_torch_is_imported_as():
+    from gpu2npu.rules import DistributedSettings
+
+    options = Options(api=OPTIONS.api, distributed=DistributedSettings(main_file="f.py", project_initialises=True))
+    result = migrate_source(b"import torch as th\nmodel = Net()\n", "f.py", options, rules_for(options))
+    assert b"model = th.nn.parallel.DistributedDataParallel(model, device_ids=[torch_npu.npu.current_device()])" in result.output

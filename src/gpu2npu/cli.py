@@ -6,9 +6,12 @@ The shell only parses options, calls `project.run` and prints the summary.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -26,7 +29,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_PARTIAL = 3
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + 2
+EXIT_TERMINATED = 143  # SIGTERM: 128 + 15
 
 EPILOG = f"""\b
 Exit status:
@@ -34,7 +38,8 @@ Exit status:
   1    the run failed
   2    usage error (bad option, missing input, output inside input, output exists); nothing written
   3    finished, but some files could not be processed (copied unchanged, listed in the log)
-  130  interrupted; nothing half-written is left behind
+  130  interrupted (Ctrl-C); nothing half-written is left behind
+  143  terminated (SIGTERM); nothing half-written is left behind
 \b
 PyTorch versions with API data: {", ".join(apidata.available_versions())}
 """
@@ -118,7 +123,8 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
     progress = ProgressLine()
     try:
         try:
-            result = run(request, progress)
+            with _sigterm_as_exception():
+                result = run(request, progress)
         finally:
             progress.close()  # before any message, so that none lands on the progress line
     except UsageError as error:
@@ -126,6 +132,9 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
     except KeyboardInterrupt:
         click.echo("gpu2npu: interrupted; nothing was left half-written", err=True)
         sys.exit(EXIT_INTERRUPTED)
+    except Terminated:
+        click.echo("gpu2npu: terminated; nothing was left half-written", err=True)
+        sys.exit(EXIT_TERMINATED)
     except OSError as error:
         _fail(f"{error}", EXIT_FAILED)
 
@@ -141,7 +150,31 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
     )
     for path, reason in result.failed:
         click.echo(f"gpu2npu: warning: {path}: copied unchanged, {reason}", err=True)
-    sys.exit(EXIT_PARTIAL if result.failed else EXIT_OK)
+    for path, instead in result.not_copied:
+        click.echo(f"gpu2npu: warning: {path}: {instead}", err=True)
+    sys.exit(EXIT_PARTIAL if result.failed or result.not_copied else EXIT_OK)
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised like KeyboardInterrupt so that the run removes its staging folder."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_as_exception():
+    """SIGTERM ends the run the way Ctrl-C does (by default it would kill the process and leave
+    the staging folder behind)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _print_preview(request: RunRequest) -> None:

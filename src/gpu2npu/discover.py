@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import enum
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -22,6 +23,8 @@ class Kind(str, enum.Enum):
     OTHER = "other"  # copied byte for byte
     SYMLINK = "symlink"  # reproduced as a link, never followed
     DIRECTORY = "directory"  # created (empty folders are kept too)
+    SPECIAL = "special"  # named pipe, socket or device: never opened (reading a pipe would block)
+    UNLISTABLE = "unlistable"  # a folder whose content cannot be listed
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,9 @@ def walk(root: Path) -> Iterator[Entry]:
     if root.is_file():
         yield Entry(root.name, root, _kind(root))
         return
-    for folder, dirs, files in os.walk(root, followlinks=False):
+    unlistable = []
+    for folder, dirs, files in os.walk(root, followlinks=False, onerror=unlistable.append):
+        yield from _unlistable(root, unlistable)
         dirs.sort()
         base = Path(folder)
         for name in list(dirs):
@@ -69,4 +74,27 @@ def walk(root: Path) -> Iterator[Entry]:
         for name in sorted(files):
             path = base / name
             relative = path.relative_to(root).as_posix()
-            yield Entry(relative, path, Kind.SYMLINK if path.is_symlink() else _kind(path))
+            yield Entry(relative, path, _file_kind(path))
+    yield from _unlistable(root, unlistable)
+
+
+def _file_kind(path: Path) -> Kind:
+    try:
+        mode = path.lstat().st_mode
+    except OSError:  # vanished since it was listed: reading it will say why
+        return _kind(path)
+    if stat.S_ISLNK(mode):
+        return Kind.SYMLINK
+    if not stat.S_ISREG(mode):
+        return Kind.SPECIAL
+    return _kind(path)
+
+
+def _unlistable(root: Path, errors: list) -> Iterator[Entry]:
+    """Folders os.walk could not list (it reports them through onerror, after their entry)."""
+    while errors:
+        error = errors.pop(0)
+        path = Path(error.filename)
+        if path == root:
+            raise error  # the input itself: nothing can be migrated
+        yield Entry(path.relative_to(root).as_posix(), path, Kind.UNLISTABLE)

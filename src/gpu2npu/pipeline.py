@@ -5,6 +5,7 @@ that cannot be decoded or parsed comes back as a failure with its reason, and th
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import enum
 import functools
@@ -15,7 +16,7 @@ from typing import List, Optional, Sequence, Type
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from . import apidata, partial, scan
+from . import apidata, guards, partial, scan
 from .affinity import advice_for_source
 from .analysis import find_leftovers
 from .change import Change, Finding, Operation
@@ -90,14 +91,21 @@ def _migrate_source(data: bytes, tree, path: str, options: Options, rules: Seque
     for_options = options.modelarts or (
         options.custom_rules is not None and any(word.encode() in data for word in options.custom_rules.words())
     )
+    refusal = guards.not_source(data)
     api_rows: List[Finding] = []
-    if tree is not None:
+    if refusal is None and tree is not None:
         file_scan = scan.FileScan(tree)
         api_rows = scan.api_findings(file_scan, path, options.api, options.similar)
         if not starts_program and not for_options and not _needs_rewrite(file_scan, data, rules):
             return FileResult(path, Status.UNCHANGED, findings=sorted(set(api_rows)))
-    elif not starts_program and not for_options and not _relevant(data, options.api):
+    elif refusal is None and not starts_program and not for_options and not _relevant(data, options.api):
         return FileResult(path, Status.SKIPPED)
+    refusal = refusal or guards.too_large(data)
+    if refusal is not None:
+        return FileResult(path, Status.FAILED, error=refusal)
+    if guards.risky(data) and not _IN_CHILD:
+        return guards.in_child(lambda: _migrate_in_child(data, path, options, rules),
+                               lambda reason: FileResult(path, Status.FAILED, error=reason))
     result = None
     if tree is not None and not starts_program and _may_cut(options):
         result = _migrate_cut(data, tree, file_scan, path, options, rules)
@@ -124,7 +132,7 @@ def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Typ
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as error:
-        return FileResult(path, Status.FAILED, error=f"syntax error at line {error.raw_line}, column {error.raw_column + 1}: not valid Python 3")
+        return FileResult(path, Status.FAILED, error=_syntax_error(data, error))
     except (UnicodeDecodeError, LookupError, SyntaxError) as error:
         return FileResult(path, Status.FAILED, error=f"cannot be decoded: {error}")
     except RecursionError:
@@ -184,6 +192,26 @@ def _needs_rewrite(file_scan: "scan.FileScan", data: bytes, rules: Sequence[Type
         return True
     common = set(COMMON_RULES) | set(SINGLE_CARD_RULES)
     return any(trigger.encode() in data for rule in rules if rule not in common for trigger in rule.triggers)
+
+
+def _syntax_error(data: bytes, error: cst.ParserSyntaxError) -> str:
+    where = f"line {error.raw_line}, column {error.raw_column + 1}"
+    try:
+        ast.parse(data)  # CPython's parser reads the text and runs nothing
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return f"syntax error at {where}: not valid Python 3"
+    # LibCST gives up on some valid code (thousands of adjacent strings, say) with a syntax error.
+    return f"nested too deeply or too complex to parse at {where} (though valid Python)"
+
+
+# True in the forked child that migrates a file whose nesting could crash the parser.
+_IN_CHILD = False
+
+
+def _migrate_in_child(data: bytes, path: str, options: Options, rules) -> FileResult:
+    global _IN_CHILD
+    _IN_CHILD = True
+    return migrate_source(data, path, options, rules)
 
 
 def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, rules) -> FileResult:

@@ -10,6 +10,8 @@ import multiprocessing
 import os
 import re
 import shutil
+import signal
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +76,7 @@ class RunResult:
     script_files: int = 0  # notebooks and launch scripts
     migrated: List[str] = field(default_factory=list)
     failed: List[Tuple[str, str]] = field(default_factory=list)
+    not_copied: List[Tuple[str, str]] = field(default_factory=list)  # (path, what happened instead)
     changes: List[Change] = field(default_factory=list)
     findings: List[Finding] = field(default_factory=list)
     report_rows: Dict[str, int] = field(default_factory=dict)
@@ -189,7 +192,7 @@ def _check_output(request: RunRequest, source: Path) -> Path:
 def _specify_device(source: Path) -> SpecifyDeviceSettings:
     """-s sets the device once per program: in the files that start one."""
     python = [entry for entry in walk(source) if entry.kind == Kind.PYTHON]
-    entries = frozenset(entry.relative for entry in python if MAIN_GUARD.search(entry.absolute.read_bytes()))
+    entries = frozenset(entry.relative for entry in python if MAIN_GUARD.search(_read(entry)))
     if not entries:
         entries = frozenset(entry.relative for entry in python if "/" not in entry.relative)
     return SpecifyDeviceSettings(entry_files=entries)
@@ -217,7 +220,7 @@ def _check_distributed(request: DistributedRequest, source: Path) -> Distributed
         )
     spawns = bool(SPAWN_CALL.search(main_text))
     initialises = any(
-        INIT_CALL.search(entry.absolute.read_bytes()) for entry in walk(source) if entry.kind == Kind.PYTHON
+        INIT_CALL.search(_read(entry)) for entry in walk(source) if entry.kind == Kind.PYTHON
     )
     return DistributedSettings(
         main_file=main.relative_to(source).as_posix(),
@@ -229,14 +232,54 @@ def _check_distributed(request: DistributedRequest, source: Path) -> Distributed
     )
 
 
-def _copy_entry(entry: Entry, destination: Path) -> None:
+def _read(entry: Entry) -> bytes:
+    """A file's bytes for a look before the run (b"" if it cannot be read: the run reports it)."""
+    try:
+        return entry.absolute.read_bytes()
+    except OSError:
+        return b""
+
+
+def _copy_entry(entry: Entry, destination: Path, source: Path) -> Optional[str]:
+    """Reproduce one non-Python entry; returns what was done instead when it could not be
+    copied as it is (None when it was).  Folder modes are applied at the end
+    (`_copy_folder_modes`): a read-only folder must still receive its files."""
     if entry.kind == Kind.DIRECTORY:
         destination.mkdir(exist_ok=True)
-        shutil.copymode(entry.absolute, destination)
+    elif entry.kind == Kind.UNLISTABLE:
+        destination.mkdir(exist_ok=True)
+        return "folder cannot be listed: created empty, its content is not in the output"
     elif entry.kind == Kind.SYMLINK:
-        os.symlink(os.readlink(entry.absolute), destination)
+        os.symlink(_link_target(entry, source), destination)
+    elif entry.kind == Kind.SPECIAL:
+        mode = entry.absolute.lstat().st_mode
+        if stat.S_ISFIFO(mode):
+            os.mkfifo(destination, stat.S_IMODE(mode))
+            return "not a regular file (a named pipe): reproduced as a named pipe, never read"
+        return "not a regular file (a socket or device): not copied"
     else:
-        shutil.copy2(entry.absolute, destination)
+        try:
+            shutil.copy2(entry.absolute, destination)
+        except OSError as error:
+            return f"cannot be read ({error.strerror or error}): not copied"
+    return None
+
+
+def _link_target(entry: Entry, source: Path) -> str:
+    """A link is reproduced as a link, never followed.  An absolute link into the input tree is
+    made relative, so that the output's link points into the output, not back into the input."""
+    target = os.readlink(entry.absolute)
+    if os.path.isabs(target) and _inside(Path(target), source):
+        return os.path.relpath(target, entry.absolute.parent)
+    return target
+
+
+def _copy_folder_modes(folders: Sequence[Tuple[Entry, Path]]) -> None:
+    for entry, destination in reversed(folders):  # deepest first
+        try:
+            shutil.copymode(entry.absolute, destination)
+        except OSError:
+            pass  # the folder's content is what matters
 
 
 def _migrate_entry(entry: Entry, options: Options, salt: Optional[str] = None):
@@ -270,6 +313,10 @@ _WORKER_SALT: Optional[str] = None
 def _init_worker(options: Options, salt: Optional[str]) -> None:
     global _WORKER_OPTIONS, _WORKER_SALT
     _WORKER_OPTIONS, _WORKER_SALT = options, salt
+    # Ctrl-C reaches every process of the terminal's group: the parent alone handles it (and
+    # stops the workers); the parent's SIGTERM handler must not run here either.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _work(entry: Entry):
@@ -351,12 +398,14 @@ def run(request: RunRequest, progress: Callable[[int, int], None] = lambda done,
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
     try:
         result = _run_into(source, staging, target, request, options, progress)
+        if source.is_dir():  # mkdtemp made it private; the result gets the input folder's mode
+            os.chmod(staging, stat.S_IMODE(source.stat().st_mode) | stat.S_IRWXU)
         _move_into_place(staging, target)
         if request.report_dir is None:
             result.report_folder = target
         return result
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        _remove_tree(staging)
         raise
 
 
@@ -375,13 +424,20 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             return staging / entry.relative if source.is_dir() else staging / source.name
 
         python: List[Entry] = []
+        folders: List[Tuple[Entry, Path]] = []
         for entry in walk(source):  # folders come before what they hold
             if entry.kind in MIGRATED_KINDS:
                 python.append(entry)
                 continue
-            if entry.kind != Kind.DIRECTORY:
+            if entry.kind == Kind.DIRECTORY:
+                folders.append((entry, destination_of(entry)))
+            else:
                 result.files += 1
-            _copy_entry(entry, destination_of(entry))
+            instead = _copy_entry(entry, destination_of(entry), source)
+            if instead is not None:
+                result.not_copied.append((entry.relative, instead))
+                logger.warning(f"{entry.relative}: {instead}")
+                continue
             if entry.kind == Kind.CUDA_SOURCE:
                 text = entry.absolute.read_bytes().decode("utf-8", errors="replace")
                 cuda_ops.extend((entry.relative, name) for name in custom_operators(text))
@@ -409,6 +465,7 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             if results.problem:
                 logger.warning(results.problem)
             logger.info(f"cache {results.folder}: {results.hits} files read back, {results.misses} migrated")
+        _copy_folder_modes(folders)
         for relative, name in cuda_ops:
             logger.info(f"{relative}: custom CUDA operator {name} needs an NPU implementation")
         if options.distributed is not None:
@@ -434,7 +491,11 @@ def preview(request: RunRequest) -> Iterator[Tuple[str, str]]:
     for entry in walk(source):
         if entry.kind not in MIGRATED_KINDS:
             continue
-        data = entry.absolute.read_bytes()
+        try:
+            data = entry.absolute.read_bytes()
+        except OSError as error:
+            yield entry.relative, None, f"cannot be read: {error.strerror or error}"
+            continue
         result = migrate_file(entry.kind, data, entry.relative, options)
         if result.status == Status.FAILED:
             yield entry.relative, None, result.error
@@ -477,13 +538,42 @@ def _write_modelarts_package(staging: Path, logger) -> None:
 
 
 def _move_into_place(staging: Path, target: Path) -> None:
-    if target.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
-        os.replace(target, old / target.name)
+    # An interrupt between the two renames would leave neither the old result nor the new
+    # one: Ctrl-C and SIGTERM wait until both are done.
+    blocked = {signal.SIGINT, signal.SIGTERM}
+    masking = hasattr(signal, "pthread_sigmask")
+    if masking:
+        signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    old = None
+    replaced = False
+    try:
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+            os.replace(target, old / target.name)
         os.replace(staging, target)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(staging, target)
+        replaced = True
+    finally:
+        try:
+            if masking:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)  # a pending interrupt is raised here
+        finally:
+            if old is not None and replaced:
+                _remove_tree(old)
+            elif old is not None and not target.exists():  # the new result could not be moved: keep the old
+                os.replace(old / target.name, target)
+                old.rmdir()
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove a folder the run made, read-only folders copied from the input included."""
+    def make_writable_and_retry(function, name, _):
+        try:
+            os.chmod(os.path.dirname(name), stat.S_IRWXU)
+            function(name)
+        except OSError:
+            pass
+
+    shutil.rmtree(path, onerror=make_writable_and_retry)
 
 
 def _log_file(logger, outcome: FileResult) -> None:

@@ -92,7 +92,9 @@ class DataParallelToSingleNpu(Rule):
         for position, statement in enumerate(body):
             if root in bound_names(statement):
                 index = max(index, position + 1)
-        source = WRAPPER_SOURCE.format(name=WRAPPER, base=base_code)
+        # The docstring's line breaks are inside one token, which libcst writes as it is: they
+        # must already be the file's own (CRLF files stay CRLF throughout).
+        source = WRAPPER_SOURCE.format(name=WRAPPER, base=base_code).replace("\n", updated_node.default_newline)
         class_def = cst.parse_module(source, config=updated_node.config_for_parsing).body[0]
         class_def = class_def.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
         pairs = pair_with_originals(body, original_node.body, self.context.inserted)

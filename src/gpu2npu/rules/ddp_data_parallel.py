@@ -4,11 +4,10 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..change import Operation
 from .base import DistributedSettings, Example, Rule, code_of
 from .data_parallel import DATA_PARALLEL
 from .names import qualified_names
-from .placement import remove_statement
+from .placement import record_removal, remove_statement
 
 
 class DataParallelRemoved(Rule):
@@ -44,8 +43,7 @@ class DataParallelRemoved(Rule):
         if code_of(small.targets[0].target) != code_of(small.value):
             return updated_node
         del self.edits[self._edits_before_statement:]
-        self.record(original_node, f"delete {code_of(small.targets[0].target)} = DataParallel(...): one process per NPU",
-                    Operation.DELETE)
+        record_removal(self, original_node, f"delete {code_of(small.targets[0].target)} = DataParallel(...): one process per NPU")
         return remove_statement(original_node, updated_node)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):

@@ -7,9 +7,9 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from ..change import Report
-from .base import DistributedSettings, Example, Rule
+from .base import DistributedSettings, Example, Rule, code_of
 from .names import dotted_name
-from .placement import is_main_guard, module_names
+from .placement import is_main_guard
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
 # Assignments that only move or re-wrap the model: the wrap goes after the one that builds it.
@@ -92,6 +92,23 @@ def _find_build(statements, target: str, function=None):
     return None
 
 
+def _torch_name(body) -> Optional[str]:
+    """The name the module's own imports give torch (`import torch as th`: th), or None."""
+    for statement in body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if not isinstance(small, cst.Import):
+                continue
+            for alias in small.names:
+                name = code_of(alias.name)
+                if alias.asname is not None and name == "torch":
+                    return code_of(alias.asname.name)
+                if alias.asname is None and name.split(".")[0] == "torch":
+                    return "torch"
+    return None
+
+
 class WrapModelInDdp(Rule):
     """In the main file, right after the statement that builds the target model (`-t`, default
     `model`; `self.model` works too), the model moves to this process's NPU and is wrapped:
@@ -139,7 +156,8 @@ class WrapModelInDdp(Rule):
         if "DistributedDataParallel" in node.code or "DDP(" in node.code:
             self.active = False
             return
-        if "torch" not in module_names(node.body):
+        self.torch = _torch_name(node.body)
+        if self.torch is None:
             self.report(node, Report.UNSUPPORTED, DDP, "the main file does not `import torch`: wrap the model in "
                         "DistributedDataParallel by hand")
             self.active = False
@@ -169,7 +187,7 @@ class WrapModelInDdp(Rule):
             return updated_node
         lines = [
             f"{self.target} = {self.target}.npu()",
-            f"{self.target} = {DDP}({self.target}, device_ids=[torch_npu.npu.current_device()])",
+            f"{self.target} = {self.torch}{DDP[len('torch'):]}({self.target}, device_ids=[torch_npu.npu.current_device()])",
         ]
         new = [cst.parse_statement(line + "\n") for line in lines]
         for statement in new:

@@ -5,6 +5,9 @@ from typing import Sequence, Set
 
 import libcst as cst
 
+from ..change import Operation
+from .base import Edit
+
 
 def is_import_line(statement: cst.CSTNode) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and all(
@@ -136,6 +139,20 @@ def insert_after_imports(rule, original_module: cst.Module, updated_module: cst.
 def remove_statement(original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
     """What replaces a deleted statement: nothing, or `pass` under the comments that stood above
     it, so that no comment is lost (libcst writes `pass` itself for a block left empty)."""
-    if any(line.comment is not None for line in original.leading_lines):
+    if _keeps_leading_lines(original):
         return cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=updated.leading_lines)
     return cst.RemoveFromParent()
+
+
+def _keeps_leading_lines(original: cst.SimpleStatementLine) -> bool:
+    return any(line.comment is not None for line in original.leading_lines)
+
+
+def record_removal(rule, original: cst.SimpleStatementLine, message: str) -> None:
+    """Record the DELETE of a statement `remove_statement` removes.  The blank lines above a
+    statement belong to it in libcst and go with it: the row covers them too, so that the
+    change list explains every line that left."""
+    start, end = rule.lines_of(original)
+    if not _keeps_leading_lines(original):
+        start -= len(original.leading_lines)
+    rule.edits.append(Edit(start, end, Operation.DELETE, message))

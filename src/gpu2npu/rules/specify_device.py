@@ -4,10 +4,9 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..change import Operation
 from .base import Example, Rule, SpecifyDeviceSettings, code_of
 from .names import qualified_names
-from .placement import insert_after_imports, is_main_guard, module_names, pair_with_originals, remove_statement
+from .placement import insert_after_imports, is_main_guard, module_names, pair_with_originals, record_removal, remove_statement
 
 SET_DEVICE = ("torch.cuda.set_device", "torch_npu.npu.set_device", "torch.npu.set_device")
 COMMENT = ("# -s: this process runs on the NPU named by the DEVICE_ID environment variable (default 0).",)
@@ -48,8 +47,7 @@ class DeviceFromEnvironment(Rule):
             return updated_node
         if "DEVICE_ID" in code_of(call):
             return updated_node  # already reads DEVICE_ID (a migrated file)
-        self.record(original_node, "delete set_device(...): -s sets the NPU from DEVICE_ID at start-up",
-                    Operation.DELETE)
+        record_removal(self, original_node, "delete set_device(...): -s sets the NPU from DEVICE_ID at start-up")
         return remove_statement(original_node, updated_node)
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module):
