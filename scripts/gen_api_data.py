@@ -95,6 +95,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -241,7 +242,9 @@ class SourceTree:
     def tree(self, mod: str) -> ast.Module:
         if mod not in self._trees:
             src = self.zf.read(self.files[mod]).decode("utf-8", errors="replace")
-            self._trees[mod] = ast.parse(src, filename=self.files[mod])
+            with warnings.catch_warnings():  # e.g. invalid escapes in torch_npu's docstrings
+                warnings.simplefilter("ignore")
+                self._trees[mod] = ast.parse(src, filename=self.files[mod])
         return self._trees[mod]
 
     def submodules(self, pkg: str) -> set[str]:
