@@ -47,13 +47,34 @@ it adds no names.  ``yaml_sections`` records, per yaml path inside the wheel,
 which list sections exist.
 
 Usage:
-  python scripts/gen_api_data.py                  # all pinned versions
+  python scripts/gen_api_data.py                  # all pinned and source-built versions
+  python scripts/gen_api_data.py -v 1.11.0 -v 2.2.0 --ascend-pytorch-git DIR --op-plugin-git DIR
   python scripts/gen_api_data.py -v 2.1.0 -v 2.8.0
   python scripts/gen_api_data.py --cache-dir ~/.cache/torch_npu_wheels
   python scripts/gen_api_data.py --check          # regenerate to a temp dir,
                                                   # compare, exit 1 on diff
-Requires pip and PyYAML.  Without --cache-dir each wheel is deleted after
+Requires pip and PyYAML (and git for the source-built versions).  Without --cache-dir each wheel is deleted after
 it has been read.
+
+Source mode (``SOURCE_RELEASES``): torch 1.11.0 and 2.2.0 have no torch_npu wheel on
+PyPI, so their files are built from a git tag of the Ascend/pytorch sources instead, read
+with ``git ls-tree`` / ``git cat-file`` from a local clone or mirror (``--ascend-pytorch-git``,
+default ``$ASCEND_PYTORCH_GIT`` or /work/.mirror/Ascend+pytorch/repo); nothing is checked
+out or built.  The same ``ast`` analysis runs over the tag's ``torch_npu/**.py``.  A wheel's
+``npu_native_functions_by_codegen.yaml`` is made at build time by merging the tree's
+``torch_npu/csrc/aten/npu_native_functions.yaml`` with the op-plugin submodule's
+``op_plugin/config/v<major>r<minor>/op_plugin_functions.yaml``; source mode reads both
+yamls, the second from the op-plugin commit that the tag's ``third_party/op-plugin``
+gitlink names, in a clone of Ascend/op-plugin (``--op-plugin-git``, default
+``$ASCEND_OP_PLUGIN_GIT`` or /work/.mirror/Ascend+op-plugin/repo).  Op-plugin's
+``official`` section is the build's ``supported``; ``custom_autograd`` ops are custom ones;
+``tocpu`` (run on the CPU) and ``unsupported`` ops have no NPU kernel and are left out.
+``torch_npu_version`` is the release the tag builds (``version.txt``, else ``VERSION`` in
+``setup.py``); the record carries ``git_ref``, ``git_commit`` (pinned below and verified)
+and ``op_plugin_commit`` instead of ``wheel`` and ``sha256``.  The tag chosen per line is
+the newest release (not alpha) tag of that line: ``v6.0.rc2.1-pytorch1.11.0`` and
+``v6.0.rc2.1-pytorch2.2.0`` (both 2024-09-23; later tags of these lines are alphas).
+``--check`` skips these versions, saying so, when a clone is absent.
 
 Updating the table: ``pip index versions torch-npu`` lists releases; pick the
 newest release per torch version, ``pip download`` it as above and put its file
@@ -69,10 +90,12 @@ import ast
 import filecmp
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
 import tempfile
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -121,6 +144,15 @@ PINNED: dict[str, tuple[str, str, str]] = {
                "torch_npu-2.14.0-cp311-cp311-manylinux_2_28_x86_64.whl",
                "7736f7d82cf9f16c7dfc4537f7e7c638153da760273a193455e70857f912189e"),
 }
+
+# torch version -> (git tag of Ascend/pytorch, the commit that tag names); see "Source mode".
+SOURCE_RELEASES: dict[str, tuple[str, str]] = {
+    "1.11.0": ("v6.0.rc2.1-pytorch1.11.0", "6a563e51082671ea66f6e4f9a0e1a4e9b9882ef7"),
+    "2.2.0": ("v6.0.rc2.1-pytorch2.2.0", "fd9c67484b0e4841607dcb702ca501e691523d5c"),
+}
+DEFAULT_PYTORCH_GIT = os.environ.get("ASCEND_PYTORCH_GIT", "/work/.mirror/Ascend+pytorch/repo")
+DEFAULT_OP_PLUGIN_GIT = os.environ.get("ASCEND_OP_PLUGIN_GIT", "/work/.mirror/Ascend+op-plugin/repo")
+OP_PLUGIN_PATH = "third_party/op-plugin"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "src" / "gpu2npu" / "data"
@@ -187,9 +219,9 @@ def is_public(name: str) -> bool:
 
 
 class SourceTree:
-    """The torch_npu Python sources of one wheel, analysed with ast only."""
+    """The torch_npu Python sources of one wheel (or GitTree), analysed with ast only."""
 
-    def __init__(self, zf: zipfile.ZipFile):
+    def __init__(self, zf: "zipfile.ZipFile | GitTree"):
         self.files: dict[str, str] = {}  # module name -> zip member
         self.packages: set[str] = set()
         for n in zf.namelist():
@@ -210,7 +242,9 @@ class SourceTree:
     def tree(self, mod: str) -> ast.Module:
         if mod not in self._trees:
             src = self.zf.read(self.files[mod]).decode("utf-8", errors="replace")
-            self._trees[mod] = ast.parse(src, filename=self.files[mod])
+            with warnings.catch_warnings():  # e.g. invalid escapes in torch_npu's docstrings
+                warnings.simplefilter("ignore")
+                self._trees[mod] = ast.parse(src, filename=self.files[mod])
         return self._trees[mod]
 
     def submodules(self, pkg: str) -> set[str]:
@@ -378,21 +412,126 @@ def op_base_name(entry) -> str | None:
     return entry.split("(", 1)[0].split(".", 1)[0].strip() or None
 
 
+# Sections whose ops are torch_npu's own (``custom_autograd``: custom ops with a backward).
+CUSTOM_SECTIONS = {"custom", "custom_autograd"}
+# Sections that add no supported name: ``symint`` re-lists names of the other sections;
+# op-plugin's ``tocpu`` ops run on the CPU and ``unsupported`` ones not at all.
+NAMELESS_SECTIONS = {"symint", "tocpu", "unsupported"}
+
+
 def read_yaml(zf: zipfile.ZipFile):
+    members = sorted(n for n in zf.namelist() if YAML_RE.search(n))
+    return yaml_names([(member, zf.read(member)) for member in members])
+
+
+def yaml_names(documents: list[tuple[str, bytes]]):
+    """(sections per document, native names, custom names) of (path, yaml text) pairs."""
     import yaml  # PyYAML; only the generator needs it
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     sections: dict[str, list[str]] = {}
     native: set[str] = set()
     custom: set[str] = set()
-    for member in sorted(n for n in zf.namelist() if YAML_RE.search(n)):
-        doc = yaml.load(zf.read(member), Loader=loader) or {}
+    for member, text in documents:
+        doc = yaml.load(text, Loader=loader) or {}
         sections[member] = sorted(k for k, v in doc.items() if isinstance(v, list))
         for key in sections[member]:
-            if key == "symint":  # re-lists names of other sections
+            if key in NAMELESS_SECTIONS:
                 continue
-            dest = custom if key == "custom" else native
+            dest = custom if key in CUSTOM_SECTIONS else native
             dest.update(n for n in map(op_base_name, doc[key]) if n)
     return sections, sorted(native), sorted(custom)
+
+
+# --------------------------------------------------------------------------
+# Source mode: a git commit of Ascend/pytorch read as data
+# --------------------------------------------------------------------------
+
+class GitTree:
+    """The files of one commit of a git repository, read like a wheel (``namelist``/``read``)
+    with ``git ls-tree``/``git cat-file``: no checkout, nothing built or run."""
+
+    def __init__(self, git_dir: Path, commit: str):
+        self.git_dir = git_dir
+        self.commit = commit
+        self._names: list[str] | None = None
+
+    def _git(self, *args: str) -> bytes:
+        return subprocess.run(["git", "-C", str(self.git_dir), *args],
+                              check=True, capture_output=True).stdout
+
+    def namelist(self) -> list[str]:
+        if self._names is None:
+            self._names = self._git("ls-tree", "-r", "--name-only", "-z", self.commit).decode().split("\0")[:-1]
+        return self._names
+
+    def read(self, name: str) -> bytes:
+        return self._git("cat-file", "blob", f"{self.commit}:{name}")
+
+    def gitlink(self, path: str) -> str:
+        """The commit a submodule path points to."""
+        mode, kind, sha = self._git("ls-tree", self.commit, path).decode().split("\t")[0].split()
+        if kind != "commit":
+            raise SystemExit(f"{path} is no submodule in {self.commit}")
+        return sha
+
+
+def resolve_commit(git_dir: Path, ref: str) -> str:
+    done = subprocess.run(["git", "-C", str(git_dir), "rev-parse", "--verify", "--quiet", ref + "^{commit}"],
+                          capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def source_release(tree: GitTree) -> str:
+    """The torch_npu release a source tree builds: version.txt, else VERSION = '...' in setup.py."""
+    if "version.txt" in tree.namelist():
+        return tree.read("version.txt").decode().strip()
+    for stmt in ast.parse(tree.read("setup.py")).body:
+        if (isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "VERSION" for t in stmt.targets)
+                and isinstance(stmt.value, ast.Constant)):
+            return stmt.value.value
+    raise SystemExit(f"no torch_npu version found in {tree.commit}")
+
+
+def build_source_record(torch_version: str, pytorch_git: Path, op_plugin_git: Path) -> dict:
+    ref, commit = SOURCE_RELEASES[torch_version]
+    found = resolve_commit(pytorch_git, ref)
+    if found != commit:
+        raise SystemExit(f"{ref} in {pytorch_git} is {found or 'missing'}, table says {commit}")
+    tree = GitTree(pytorch_git, commit)
+    release = source_release(tree)
+    if not release.startswith(torch_version):
+        raise SystemExit(f"{ref} builds torch_npu {release!r}, not one for torch {torch_version}")
+    src = SourceTree(tree)
+    modules = {m: src.public_names(m) for m in modules_to_report(src)}
+    signatures = optimizer_signatures(src)
+    plugin_commit = tree.gitlink(OP_PLUGIN_PATH)
+    if not resolve_commit(op_plugin_git, plugin_commit):
+        raise SystemExit(f"op-plugin commit {plugin_commit} (of {ref}) is not in {op_plugin_git}")
+    plugin = GitTree(op_plugin_git, plugin_commit)
+    major, minor = torch_version.split(".")[:2]
+    plugin_yaml = f"op_plugin/config/v{major}r{minor}/op_plugin_functions.yaml"
+    documents = [(member, tree.read(member)) for member in sorted(tree.namelist()) if YAML_RE.search(member)]
+    documents.append((f"{OP_PLUGIN_PATH}/{plugin_yaml}", plugin.read(plugin_yaml)))
+    sections, native, custom = yaml_names(documents)
+    return {
+        "torch_version": torch_version,
+        "torch_npu_version": release,
+        "git_ref": ref,
+        "git_commit": commit,
+        "op_plugin_commit": plugin_commit,
+        "modules": modules,
+        "native_functions": native,
+        "custom_functions": custom,
+        "optimizer_signatures": signatures,
+        "yaml_sections": sections,
+    }
+
+
+def missing_clones(pytorch_git: Path, op_plugin_git: Path) -> list[str]:
+    return [f"{what} clone at {path}" for what, path in (("Ascend/pytorch", pytorch_git),
+                                                          ("Ascend/op-plugin", op_plugin_git))
+            if subprocess.run(["git", "-C", str(path), "rev-parse", "--git-dir"],
+                              capture_output=True).returncode != 0]
 
 
 # --------------------------------------------------------------------------
@@ -431,12 +570,18 @@ def write_json(record: dict, out_dir: Path) -> Path:
     return path
 
 
-def generate(versions: list[str], out_dir: Path, cache_dir: Path | None) -> list[Path]:
+def generate(versions: list[str], out_dir: Path, cache_dir: Path | None,
+             pytorch_git: Path = Path(DEFAULT_PYTORCH_GIT),
+             op_plugin_git: Path = Path(DEFAULT_OP_PLUGIN_GIT)) -> list[Path]:
     written = []
     with tempfile.TemporaryDirectory(prefix="torch_npu_wheels_") as tmp:
         wheel_dir = cache_dir or Path(tmp)
         wheel_dir.mkdir(parents=True, exist_ok=True)
         for tv in versions:
+            if tv in SOURCE_RELEASES:
+                written.append(write_json(build_source_record(tv, pytorch_git, op_plugin_git), out_dir))
+                print(f"wrote {written[-1]}", file=sys.stderr)
+                continue
             release, filename, sha = PINNED[tv]
             wheel = fetch_wheel(release, filename, sha, wheel_dir)
             try:
@@ -451,22 +596,37 @@ def generate(versions: list[str], out_dir: Path, cache_dir: Path | None) -> list
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-v", "--torch-version", action="append", dest="versions",
-                    help="torch version(s) to generate (default: all pinned)")
+                    help="torch version(s) to generate (default: all pinned and source-built)")
     ap.add_argument("--out-dir", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--cache-dir", type=Path, default=None,
                     help="keep downloaded wheels here (default: temp dir, deleted)")
+    ap.add_argument("--ascend-pytorch-git", type=Path, default=Path(DEFAULT_PYTORCH_GIT),
+                    help="git clone/mirror of Ascend/pytorch for the source-built versions "
+                         "(default: $ASCEND_PYTORCH_GIT or %(default)s)")
+    ap.add_argument("--op-plugin-git", type=Path, default=Path(DEFAULT_OP_PLUGIN_GIT),
+                    help="git clone/mirror of Ascend/op-plugin (default: $ASCEND_OP_PLUGIN_GIT or %(default)s)")
     ap.add_argument("--check", action="store_true",
                     help="regenerate into a temp dir and compare with --out-dir; exit 1 on difference")
     args = ap.parse_args(argv)
-    versions = args.versions or list(PINNED)
-    unknown = [v for v in versions if v not in PINNED]
+    known = list(PINNED) + list(SOURCE_RELEASES)
+    versions = args.versions or known
+    unknown = [v for v in versions if v not in known]
     if unknown:
-        ap.error(f"no pinned wheel for torch {unknown}; known: {', '.join(PINNED)}")
+        ap.error(f"no pinned wheel or source tag for torch {unknown}; known: {', '.join(known)}")
+    source_versions = [v for v in versions if v in SOURCE_RELEASES]
+    missing = missing_clones(args.ascend_pytorch_git, args.op_plugin_git) if source_versions else []
+    if missing and not args.check:
+        ap.error(f"torch {', '.join(source_versions)} are built from sources and need a "
+                 f"{' and a '.join(missing)} (--ascend-pytorch-git, --op-plugin-git)")
+    if missing:
+        print(f"SKIPPED torch {', '.join(source_versions)} (built from sources): no "
+              f"{' and no '.join(missing)}; not checked", file=sys.stderr)
+        versions = [v for v in versions if v not in SOURCE_RELEASES]
     if not args.check:
-        generate(versions, args.out_dir, args.cache_dir)
+        generate(versions, args.out_dir, args.cache_dir, args.ascend_pytorch_git, args.op_plugin_git)
         return 0
     with tempfile.TemporaryDirectory(prefix="gen_api_data_check_") as tmp:
-        fresh = generate(versions, Path(tmp), args.cache_dir)
+        fresh = generate(versions, Path(tmp), args.cache_dir, args.ascend_pytorch_git, args.op_plugin_git)
         bad = [p.name for p in fresh
                if not (args.out_dir / p.name).exists()
                or not filecmp.cmp(p, args.out_dir / p.name, shallow=False)]

@@ -443,7 +443,10 @@ class DropPath(torch.nn.Module):
 def test_every_suggestion_exists_in_the_chosen_release(version):
     api = apidata.load(version)
     found = advice(EVERYTHING, api)
-    assert {f.rule for f in found} >= {"NPU951", "NPU952", "NPU953", "NPU954", "NPU955", "NPU956", "NPU957", "NPU958"}
+    expected = {"NPU951", "NPU952", "NPU953", "NPU954", "NPU955", "NPU956", "NPU957", "NPU958"}
+    if version == "1.11.0":  # its yaml has no npu_fusion_attention custom op (NPU954's replacement)
+        expected.discard("NPU954")
+    assert {f.rule for f in found} >= expected
     assert all(api.has(f.replacement) for f in found)
 
 
