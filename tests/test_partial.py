@@ -66,8 +66,9 @@ def test_a_cut_file_keeps_only_relevant_statements(monkeypatch):
     reduction = partial.reduce(data, tree, scan.FileScan(tree).relevant_lines())
     assert reduction is not None
     kept = reduction.source
-    assert "def pinned" in kept and "class Block" in kept and "scale = 2" in kept
+    assert "def pinned" in kept and "class Block" in kept and "import torch" in kept
     assert "def forward" not in kept and "def helper" not in kept and "def __init__" not in kept
+    assert "scale = 2" not in kept  # inside a class, only the statements that matter are kept
     result = migrate_source(data, "lib.py", OPTIONS)
     whole_text = result.output.decode()
     assert whole_text.count("def forward") == 1 and "def helper" in whole_text

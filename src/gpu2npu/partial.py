@@ -1,11 +1,12 @@
-"""Large files with a few CUDA spots: migrate only the top-level statements that matter.
+"""Files with a few CUDA spots: migrate only the statements that matter.
 
 A 4,000-line library module that calls `torch.cuda.is_available()` in one function costs as
 much to run through libcst as any other 4,000 lines, yet the rules can only change the
 statements the ast scan flagged (`FileScan.relevant_lines`).  So such a file is cut at its
-top-level statements: the ones holding a flagged line, together with every top-level statement
-that is not a function or class (imports and module-level bindings: the context rules read),
-are joined into a smaller module; the others are left out.  The smaller module is migrated as a
+statements: the top-level ones holding a flagged line (a class is cut further, down to its
+flagged members), together with every top-level statement that is not a function or class
+(imports and module-level bindings: the context rules read), are joined into a smaller module;
+the others are left out.  The smaller module is migrated as a
 whole file would be, and each kept statement's text is put back in its place.
 
 Kept statements are separated by marker comment lines: no rule edits comments, and lines a rule
@@ -24,9 +25,9 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 # Below this many lines a whole-file migration is cheap enough.
-PARTIAL_FROM_LINES = 600
+PARTIAL_FROM_LINES = 200
 # Nor is cutting worth it when more than this share of the lines must be kept.
-PARTIAL_MAX_SHARE = 0.5
+PARTIAL_MAX_SHARE = 0.8
 MARKER = "# gpu2npu: statement boundary {}"
 _MARKER_LINE = re.compile(r"^# gpu2npu: statement boundary (\d+)\n", re.MULTILINE)
 
@@ -56,18 +57,19 @@ def _statement_spans(body: Sequence[ast.stmt]) -> List[Tuple[int, int, Optional[
     return spans
 
 
-def _kept_spans(body: Sequence[ast.stmt], relevant: Sequence[int]) -> List[Tuple[int, int]]:
-    """Line spans to keep of a module's or class's body: every statement that is not a function
-    or class, and the functions and classes holding a relevant line, classes cut further."""
+def _kept_spans(body: Sequence[ast.stmt], relevant: Sequence[int], module_level: bool = True) -> List[Tuple[int, int]]:
+    """Line spans to keep of a module's or class's body: the statements holding a relevant line
+    (classes cut further), and at module level every statement that is not a function or class
+    (imports and module-level bindings, which rules read)."""
     kept: List[Tuple[int, int]] = []
     for first, last, node in _statement_spans(body):
-        if node is not None and not isinstance(node, _DEFINITIONS):
+        if module_level and node is not None and not isinstance(node, _DEFINITIONS):
             kept.append((first, last))
         elif not _any_between(relevant, first, last):
             continue
         elif isinstance(node, ast.ClassDef):
             body_first = min([node.body[0].lineno] + [d.lineno for d in getattr(node.body[0], "decorator_list", ())])
-            inner = _kept_spans(node.body, relevant) if body_first > node.lineno else []
+            inner = _kept_spans(node.body, relevant, module_level=False) if body_first > node.lineno else []
             if not inner or _any_between(relevant, first, body_first - 1):
                 kept.append((first, last))
             else:

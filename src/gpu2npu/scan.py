@@ -19,6 +19,7 @@ The scan reads the original text, so its line numbers are those of the input fil
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from typing import Dict, List, Optional, Set
 
@@ -29,12 +30,20 @@ from .tips import CUDA_ONLY_PACKAGES
 
 RULE = "NPU900"
 
-# Words in identifiers or (non-documentation) strings that some rule or the leftover analysis
-# acts on.  Compared case-insensitively.
+# What makes a file need the rules.  Attributes: `x.cuda()`, `torch.cuda`, `Backend.NCCL`,
+# `nn.DataParallel`, `data.DataLoader`, `cpp_extension`.  Imports: any module or name with one
+# of these words (and then every use of the name they bind).  Strings: the ones the rules and the
+# analysis act on (device strings and types, NCCL backends, CUDA_VISIBLE_DEVICES); prose that
+# merely mentions CUDA is left alone by every rule.  Plain variable names (`use_cuda`) are not
+# resolved by any rule and do not count.
 REWRITE_WORDS = ("cuda", "nccl", "dataparallel", "data_parallel", "dataloader", "cpp_extension", "torch_npu")
+_REWRITE_WORD = re.compile("|".join(REWRITE_WORDS), re.IGNORECASE)
+_ATTRIBUTE_WORD = re.compile(r"cuda|nccl|^(DataParallel|data_parallel|DataLoader|cpp_extension|torch_npu)$", re.IGNORECASE)
+_STRING_WORD = re.compile(r"^cuda|torch\.cuda\.|nccl|CUDA_VISIBLE_DEVICES", re.IGNORECASE)
 # Methods whose first argument is a device, and calls returning a device index (as in NPU104).
 DEVICE_METHODS = {"to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
 INDEX_RETURNING = {"current_device", "get_rank", "get_local_rank", "device_count", "get_world_size"}
+_REWRITE_WORD = re.compile("|".join(REWRITE_WORDS), re.IGNORECASE)
 _PACKAGE_ROOTS = tuple(package.split(".")[0] for package in CUDA_ONLY_PACKAGES)
 
 
@@ -62,68 +71,82 @@ class FileScan:
         self._flagged_names: Set[str] = set()  # local names imported from flagged modules
         # Strings standing alone as statements (docstrings, string "comments") are documentation;
         # ast.walk yields a statement before its value, so they are known when reached.
-        documentation: Set[int] = set()
+        self._documentation: Set[int] = set()
+        # Dispatch on the exact node class: millions of nodes, most of which need nothing.
+        handlers = {
+            ast.Attribute: self._attribute, ast.Constant: self._constant,
+            ast.Call: self._call, ast.Import: self._import, ast.ImportFrom: self._import_from,
+            ast.Assign: self._assign, ast.AnnAssign: self._ann_assign, ast.arg: self._arg,
+            ast.Expr: self._expr,
+        }
         for node in ast.walk(tree):
-            if isinstance(node, ast.Expr) and isinstance(node.value, (ast.Constant, ast.JoinedStr)):
-                documentation.add(id(node.value))
-                if isinstance(node.value, ast.JoinedStr):
-                    documentation.update(id(part) for part in node.value.values)
-            self._visit(node, documentation)
-        if self._flagged_names:  # their uses may be edited or reported too (amp.scale_loss, nvtx.range_push)
-            self.package_lines.extend(
+            handler = handlers.get(node.__class__)
+            if handler is not None:
+                handler(node)
+        if self._flagged_names:  # their uses may be edited or reported too (DataLoader(...), amp.scale_loss)
+            self.word_lines.extend(
                 node.lineno for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id in self._flagged_names
             )
 
     # -- collection --------------------------------------------------------------------------
     def _word(self, text: str, node: ast.AST) -> bool:
-        lowered = text.lower()
-        if any(word in lowered for word in REWRITE_WORDS):
+        if _REWRITE_WORD.search(text):
             self.word_lines.append(node.lineno)
             return True
         return False
 
-    def _visit(self, node: ast.AST, documentation: Set[int]) -> None:
-        if isinstance(node, ast.Name):
-            self._word(node.id, node)
-        elif isinstance(node, ast.Attribute):
-            self._word(node.attr, node)
-        elif isinstance(node, ast.Constant):
-            if isinstance(node.value, str) and id(node) not in documentation:
-                self._word(node.value, node)
-        elif isinstance(node, ast.Call):
-            self.calls.append(node)
-            self._argparse_int(node)
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                flagged = self._word(alias.name, node) | self._cuda_package(alias.name, node)
-                if alias.asname:
-                    self.aliases.setdefault(alias.asname, set()).add(alias.name)
-                    if flagged:
-                        self._flagged_names.add(alias.asname)
-                else:
-                    root = alias.name.split(".")[0]
-                    self.aliases.setdefault(root, set()).add(root)
-                    if root in _PACKAGE_ROOTS:
-                        self._flagged_names.add(root)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level == 0 and node.module:
-                flagged_module = self._word(node.module, node) | self._cuda_package(node.module, node)
-                for alias in node.names:
-                    if (self._word(alias.name, node) or flagged_module) and alias.name != "*":
-                        self._flagged_names.add(alias.asname or alias.name)
-                    if alias.name != "*":
-                        self.aliases.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
-        elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                self._bind(target, node.value)
-        elif isinstance(node, ast.AnnAssign):
-            is_int = isinstance(node.annotation, ast.Name) and node.annotation.id == "int"
-            self._bind(node.target, ast.Constant(0) if is_int else node.value)
-        elif isinstance(node, ast.arg):
-            if isinstance(node.annotation, ast.Name) and node.annotation.id == "int":
-                self._bind(ast.Name(node.arg), ast.Constant(0))
-        elif isinstance(node, ast.keyword) and node.arg:
-            self._word(node.arg, node)
+    def _expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, (ast.Constant, ast.JoinedStr)):
+            self._documentation.add(id(node.value))
+            if isinstance(node.value, ast.JoinedStr):
+                self._documentation.update(id(part) for part in node.value.values)
+
+    def _attribute(self, node: ast.Attribute) -> None:
+        if _ATTRIBUTE_WORD.search(node.attr):
+            self.word_lines.append(node.lineno)
+
+    def _constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and id(node) not in self._documentation and _STRING_WORD.search(node.value):
+            self.word_lines.append(node.lineno)
+
+    def _call(self, node: ast.Call) -> None:
+        self.calls.append(node)
+        self._argparse_int(node)
+
+    def _import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            flagged = self._word(alias.name, node) | self._cuda_package(alias.name, node)
+            if alias.asname:
+                self.aliases.setdefault(alias.asname, set()).add(alias.name)
+                if flagged:
+                    self._flagged_names.add(alias.asname)
+            else:
+                root = alias.name.split(".")[0]
+                self.aliases.setdefault(root, set()).add(root)
+                if root in _PACKAGE_ROOTS:
+                    self._flagged_names.add(root)
+
+    def _import_from(self, node: ast.ImportFrom) -> None:
+        if node.level or not node.module:
+            return
+        flagged_module = self._word(node.module, node) | self._cuda_package(node.module, node)
+        for alias in node.names:
+            if (self._word(alias.name, node) or flagged_module) and alias.name != "*":
+                self._flagged_names.add(alias.asname or alias.name)
+            if alias.name != "*":
+                self.aliases.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+
+    def _assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._bind(target, node.value)
+
+    def _ann_assign(self, node: ast.AnnAssign) -> None:
+        is_int = isinstance(node.annotation, ast.Name) and node.annotation.id == "int"
+        self._bind(node.target, ast.Constant(0) if is_int else node.value)
+
+    def _arg(self, node: ast.arg) -> None:
+        if isinstance(node.annotation, ast.Name) and node.annotation.id == "int":
+            self._bind(ast.Name(node.arg), ast.Constant(0))
 
     def _cuda_package(self, module: str, node: ast.AST) -> bool:
         if module.split(".")[0] in _PACKAGE_ROOTS:
