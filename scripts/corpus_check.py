@@ -28,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 REPORTS = ("unsupported_api.csv", "unknown_api.csv", "api_performance_advice.csv")
-REPORT_FILES = REPORTS + ("change_list.csv", "cuda_op_list.csv", "msFmkTranspltlog.txt")
+REPORT_FILES = REPORTS + ("change_list.csv", "cuda_op_list.csv", "affinity_api_call.csv", "msFmkTranspltlog.txt")
 LOG_LINE = re.compile(r"\] (.+?) line: (\d+) ~ (\d+) Operation Type: (UNSUPPORTED|UNKNOWN|SUGGESTION|NOTE)")
 CUDA = re.compile(r"cuda|nccl", re.I)
 # What torch accepts as a device or backend name (it is case-sensitive; "NCCL" is a Backend value).
@@ -36,7 +36,7 @@ DEVICE_LIKE = re.compile(r"^\s*(cuda(:\S*)?|nccl|NCCL)\s*$")
 
 
 def migrate(source: Path, out: Path, version: str) -> int:
-    command = [sys.executable, "-m", "gpu2npu", "-i", str(source), "-o", str(out), "-v", version, "--force"]
+    command = [sys.executable, "-m", "gpu2npu", "-i", str(source), "-o", str(out), "-v", version, "--force", "--no-cache"]
     return subprocess.run(command, capture_output=True, text=True).returncode
 
 
