@@ -164,8 +164,14 @@ def torch_api_knows(qualified: str) -> bool:
     methods) everything is taken as known.  Private names (`torch._C...`) are not public API.
     """
     parts = qualified.split(".")
-    if any(part.startswith("_") and not part.startswith("__") for part in parts):
-        return False
+    for index, part in enumerate(parts):
+        if part.startswith("__") and part.endswith("__"):
+            parts = parts[:index + 1]  # torch.__version__.split: a dunder's members are Python's
+            break
+        if part.startswith("_"):
+            return False
+    if parts[-1].startswith("__") and parts[-1].endswith("__"):
+        return True
     modules, names = _public_api()
     depth = max(i for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in modules or i == 1)
     module = ".".join(parts[:depth])

@@ -1,0 +1,95 @@
+"""The ast scan: which files need the libcst rules at all, and the API rows it reports for every
+file (operators without an NPU kernel, torch names and Tensor methods whose support is unknown)."""
+from __future__ import annotations
+
+import pytest
+
+from gpu2npu import apidata, scan
+from gpu2npu.change import Report
+
+API = apidata.load("2.1.0")
+
+
+def rows(source: str):
+    tree = scan.parse(source.encode())
+    return [(f.report, f.start_line, f.api) for f in scan.api_findings(scan.FileScan(tree), "f.py", API)]
+
+
+def test_operators_without_a_kernel_are_found_through_aliases_and_local_imports():
+    source = (
+        "import torch as th\n"
+        "y = th.heaviside(a, b)\n"
+        "def loss(a, b):\n"
+        "    import torch.nn.functional as F\n"
+        "    return F.huber_loss(a, b)\n"
+        "z = th.matmul(a, b)\n"  # a composite operator: runs on NPU through its parts
+    )
+    assert rows(source) == [(Report.UNSUPPORTED, 2, "torch.heaviside"),
+                            (Report.UNSUPPORTED, 5, "torch.nn.functional.huber_loss")]
+
+
+def test_comments_docstrings_and_strings_are_not_calls():
+    source = '"""torch.heaviside(a, b)"""\nimport torch\n# torch.heaviside(a, b)\ns = "torch.heaviside(a, b)"\n'
+    assert rows(source) == []
+
+
+@pytest.mark.parametrize("call, expected", [
+    ("torch.nn.functional.relu(x)", None),
+    ("torch.optim.AdamW(params)", None),
+    ("torch.__version__.split('.')", None),
+    ("torch.utils.data.DataLoader(ds)", None),
+    ("torch.no_such_function(x)", (Report.UNKNOWN, "torch.no_such_function")),
+    ("torch._C._jit_set_profiling_mode(False)", (Report.UNKNOWN, "torch._C._jit_set_profiling_mode")),
+    ("torch.ops.mylib.fused(x)", (Report.UNKNOWN, "torch.ops.mylib.fused")),
+    ("torch.ops.aten.lgamma(x)", (Report.UNSUPPORTED, "torch.ops.aten.lgamma")),
+    ("torch.npu.synchronize()", None),
+])
+def test_torch_names_are_judged_against_the_public_api(call, expected):
+    found = rows(f"import torch\n{call}\n")
+    assert found == ([] if expected is None else [(expected[0], 2, expected[1])])
+
+
+def test_tensor_methods_without_a_kernel_are_unknown_because_the_receiver_is_not_known():
+    source = "import torch\ny = x.lgamma()\nz = x.heaviside(w)\nparts = name.split('.')\nn = x.sum()\n"
+    assert rows(source) == [(Report.UNKNOWN, 2, "Tensor.lgamma"), (Report.UNKNOWN, 3, "Tensor.heaviside")]
+
+
+def test_a_newer_release_with_the_kernel_has_nothing_to_say():
+    newest = apidata.load(apidata.available_versions()[-1])
+    missing = apidata.ops_without_npu_kernel(API) - apidata.ops_without_npu_kernel(newest)
+    op = sorted(name for name in missing if name.isidentifier() and not name.startswith("_")
+                and apidata.torch_api_knows(f"torch.{name}"))[0]
+    tree = scan.parse(f"import torch\ntorch.{op}(x)\n".encode())
+    assert [f.report for f in scan.api_findings(scan.FileScan(tree), "f.py", API)] == [Report.UNSUPPORTED]
+    assert scan.api_findings(scan.FileScan(tree), "f.py", newest) == []
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\nx = torch.ones(2).to(device)\n",
+    "use_cuda = True\nprint('CUDA is great')\n",
+    '"""Runs on cuda:0 by default."""\nimport torch\n# x.cuda()\n',
+    "import torch\ndef f(cuda=False):\n    return cuda\n",
+    "import torch\nloader = make_dataloader(train_dataloader)\n",
+])
+def test_files_no_rule_can_touch_skip_the_rewrite(source):
+    assert not scan.FileScan(scan.parse(source.encode())).needs_rewrite()
+
+
+@pytest.mark.parametrize("source, line", [
+    ("import torch\nx = torch.ones(2)\ny = x.cuda()\n", 3),
+    ("import torch\nd = torch.device('cuda:0')\n", 2),
+    ("import torch\nrank = 0\nmodel.to(rank)\n", 3),
+    ("from torch.utils.data import DataLoader as DL\n\n\nloader = DL(ds)\n", 4),
+    ("import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n", 2),
+    ("import torch.distributed as dist\ndist.init_process_group(backend='nccl')\n", 2),
+    ("from apex import amp\n\n\ndef step(loss, opt):\n    with amp.scale_loss(loss, opt) as s:\n        s.backward()\n", 5),
+    ("import torch\ndevice = f'cuda:{rank}'\n", 2),
+])
+def test_what_a_rule_acts_on_makes_the_file_and_its_line_relevant(source, line):
+    file_scan = scan.FileScan(scan.parse(source.encode()))
+    assert file_scan.needs_rewrite() and line in file_scan.relevant_lines()
+
+
+def test_text_this_python_cannot_parse_is_left_to_libcst():
+    assert scan.parse(b"print 'python 2'\n") is None
+    assert scan.parse(b"x = '\\d'\n") is not None  # an invalid escape warns, nothing more
