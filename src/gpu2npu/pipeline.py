@@ -104,7 +104,7 @@ def _migrate_source(data: bytes, tree, path: str, options: Options, rules: Seque
     if refusal is not None:
         return FileResult(path, Status.FAILED, error=refusal)
     if guards.risky(data) and not _IN_CHILD:
-        return guards.in_child(lambda: _migrate_in_child(data, path, options, rules),
+        return guards.in_child(lambda: _migrate_in_child(data, tree, path, options, rules),
                                lambda reason: FileResult(path, Status.FAILED, error=reason))
     result = None
     if tree is not None and not starts_program and _may_cut(options):
@@ -208,10 +208,12 @@ def _syntax_error(data: bytes, error: cst.ParserSyntaxError) -> str:
 _IN_CHILD = False
 
 
-def _migrate_in_child(data: bytes, path: str, options: Options, rules) -> FileResult:
+def _migrate_in_child(data: bytes, tree, path: str, options: Options, rules) -> FileResult:
+    """The migration proper, in the forked child: the parent has parsed the tree already (the
+    child shares it) and adds the advice to whatever comes back."""
     global _IN_CHILD
     _IN_CHILD = True
-    return migrate_source(data, path, options, rules)
+    return _migrate_source(data, tree, path, options, rules)
 
 
 def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, rules) -> FileResult:
