@@ -5,6 +5,7 @@ import ast
 import csv
 import difflib
 import os
+import re
 from pathlib import Path
 from typing import Dict, List
 
@@ -133,7 +134,7 @@ def unexplained_differences(before: bytes, after: bytes, rows: List[Dict[str, st
                 for number, line in enumerate(old, 1)]
     first = None
     for left in (old, unpaired):
-        for opcodes in (_forward(left, new), _backward(left, new)):
+        for opcodes in (_forward(left, new), _backward(left, new), *_skeleton_alignments(old, new)):
             problems = _unexplained(opcodes, old, rows)
             if not problems:
                 return []
@@ -239,3 +240,80 @@ def notebook_cells_parse(data: bytes) -> bool:
         if not parses("\n".join(lines).encode()):
             return False
     return True
+
+
+_MIGRATED_WORDS = [(re.compile(pattern), replacement) for pattern, replacement in (
+    (r"torch_npu\.npu", "torch.cuda"), (r"\bis_npu\b", "is_cuda"), (r"\bnpu\b", "cuda"), (r"\bhccl\b", "nccl"),
+    (r"\bHCCL\b", "NCCL"), (r"ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"))]
+
+
+def _skeleton(line: str) -> str:
+    """A line with what the migration renames put back, its strings and whitespace dropped."""
+    for pattern, replacement in _MIGRATED_WORDS:
+        line = pattern.sub(replacement, line)
+    return "".join(re.sub(r"[\"'].*?[\"']", "", line).split())
+
+
+def _skeleton_alignments(old, new):
+    """Alignments of the lines' skeletons (`_skeleton`), forward and backward, with each pair of
+    skeleton-equal lines that differ as text turned into a one-line replacement."""
+    def text(lines):
+        return [line.decode("utf-8", "replace") if isinstance(line, bytes) else line for line in lines]
+
+    skeleton_old, skeleton_new = [_skeleton(line) for line in text(old)], [_skeleton(line) for line in text(new)]
+    for opcodes in (_forward(skeleton_old, skeleton_new), _backward(skeleton_old, skeleton_new)):
+        refined = []
+        for tag, i1, i2, j1, j2 in opcodes:
+            if tag != "equal":
+                refined.append((tag, i1, i2, j1, j2))
+                continue
+            for offset in range(i2 - i1):
+                same = old[i1 + offset] == new[j1 + offset]
+                refined.append(("equal" if same else "replace", i1 + offset, i1 + offset + 1, j1 + offset, j1 + offset + 1))
+        yield refined
+
+
+def _squeeze(text: str) -> str:
+    return "".join(text.split())
+
+
+def _output_lines_of(opcodes, first: int, last: int) -> List[int]:
+    """0-based output lines that stand where original lines first..last (1-based) stood."""
+    lines: List[int] = []
+    for tag, i1, i2, j1, j2 in opcodes:
+        # the block holds original lines i1+1..i2; a pure insertion touching the span counts
+        if not (i1 + 1 <= last and i2 >= first) and not (i1 == i2 and first - 1 <= i1 <= last):
+            continue
+        if tag == "equal":
+            lines += [j1 + (line - 1 - i1) for line in range(max(first, i1 + 1), min(last, i2) + 1)]
+        else:
+            lines += range(j1, j2)
+    return lines
+
+
+def lost_edits(before: bytes, after: bytes, changes) -> List[str]:
+    """Change records whose written text (`Change.wrote`) is not in the output where the record
+    says the edit was made: an edit claimed by the change list but undone or dropped by another
+    one.  MODIFY records are looked for at the output lines that replace their original lines,
+    INSERT records in the whole output (where an insertion lands is `unexplained_differences`'
+    business); deletions write nothing."""
+    old = before.decode("utf-8", "replace").splitlines(keepends=True)
+    new = after.decode("utf-8", "replace").splitlines(keepends=True)
+    # Aligned on the lines' skeletons, so that a line and its migrated form pair up even among
+    # many identical lines (where a plain diff may pair a line with its neighbour's migration).
+    alignments = list(_skeleton_alignments(old, new))
+    problems = []
+    for change in changes:
+        wrote = _squeeze(getattr(change, "wrote", ""))
+        if not wrote:
+            continue
+        if change.operation.value == "INSERT":
+            found = wrote in _squeeze("".join(new))
+        else:
+            found = any(wrote in _squeeze("".join(new[j] for j in _output_lines_of(opcodes, change.start_line,
+                                                                                     change.end_line)))
+                        for opcodes in alignments)
+        if not found:
+            problems.append(f"{change.rule} row at lines {change.start_line}-{change.end_line} ({change.message}) "
+                            f"wrote {change.wrote!r}, which is not in the output there")
+    return problems

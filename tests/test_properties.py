@@ -6,7 +6,8 @@ A program is drawn from a library of statement templates (device strings, `.cuda
 strings that mention CUDA) nested in blocks, with random names, indentation (spaces or tabs),
 line endings (LF or CRLF) and trailing comments.  Whatever is drawn, the migration's output
 parses, migrating it again changes nothing, every line no change touched is byte-identical, the
-line endings are kept, and the diff is exactly what the change list says.
+line endings are kept, the diff is exactly what the change list says, and every edit a row
+claims is in the output at its line.
 """
 import ast
 from dataclasses import replace
@@ -18,7 +19,7 @@ from gpu2npu import apidata
 from gpu2npu.pipeline import Status, migrate_source
 from gpu2npu.project import INIT_CALL, SPAWN_CALL
 from gpu2npu.rules import DistributedSettings, Options, SpecifyDeviceSettings, rules_for
-from helpers import unexplained_differences
+from helpers import lost_edits, unexplained_differences
 
 API = apidata.load("2.1.0")
 PATH = "prog.py"
@@ -106,6 +107,15 @@ STATEMENTS = [
     "{v} = {w} \\\n{i}    .cuda()",
     "{v} = {t}.zeros(\n{i}    {n},\n{i}    device={q}cuda{q},  # cuda here\n{i})",
     "assert {w}.device.type == {q}cuda{q}, {q}needs cuda{q}",
+    # nested: a rewritten call inside a rewritten string, device argument or call
+    "{v} = f{q}cuda:{{{t}.cuda.current_device()}}{q}",
+    "{v} = {q}cuda:{{}}{q}.format({t}.cuda.current_device())",
+    "{v} = {w}.to({t}.cuda.current_device())",
+    "{v} = {t}.zeros({n}, device={t}.cuda.current_device())",
+    "{v} = {w}.cuda({t}.cuda.current_device(), non_blocking=True)",
+    "{v} = {w}.to({t}.device({q}cuda{q}, {t}.cuda.current_device()))",
+    "{v} = {w}.to(f{q}cuda:{{{t}.cuda.current_device()}}{q}, non_blocking=True)",
+    "model = nn.DataParallel(model.cuda(), device_ids=list(range({t}.cuda.device_count())))",
     "{v} = {n}",
     "pass",
     "# move everything to cuda:{n}",
@@ -201,6 +211,7 @@ def test_generated_programs_keep_every_invariant(source, mode):
     output = result.output or source
     assert _parses(output), output.decode()
     assert unexplained_differences(source, output, _rows(result.changes)) == []
+    assert lost_edits(source, output, result.changes) == []
     if b"\r\n" in source:
         assert output.count(b"\n") == output.count(b"\r\n"), "a line lost its CRLF"
     else:

@@ -7,7 +7,7 @@ those of the *original* input file, so that a reader can find every row in the c
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 class Operation(str, enum.Enum):
@@ -42,6 +42,10 @@ class Change:
     operation: Operation
     rule: str
     message: str
+    # What the edit wrote (the changed part of the node it rewrote, whole words): not a report
+    # column; the tests check that it is in the output at the row's lines, so that no edit is
+    # claimed that a later edit of the same code undid.
+    wrote: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, order=True)

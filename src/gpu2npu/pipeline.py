@@ -21,7 +21,7 @@ from .affinity import advice_for_source
 from .analysis import find_leftovers
 from .change import Change, Finding, Operation
 from .linemap import LineMap
-from .rules import COMMON_RULES, SINGLE_CARD_RULES, FileContext, Options, Rule, npu_aware
+from .rules import COMMON_RULES, SINGLE_CARD_RULES, FileContext, Options, Rule, device_guards, npu_aware
 from .rules.batch import run_batch
 from .rules.custom import apply_custom_rules
 from .rules.names import ImportAliases
@@ -228,11 +228,14 @@ def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, r
         lines.update(code, module.code)
         code = module.code
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    guarded = npu_aware.guarded_spans(wrapper)
-    context = FileContext(path=path, options=options, guarded=guarded, import_aliases=ImportAliases.of(module))
+    dead = device_guards.dead_guards(wrapper, options.api)
+    guarded = npu_aware.guarded_spans(wrapper) | frozenset(dead)
+    context = FileContext(path=path, options=options, guarded=guarded, dead_guards=dead,
+                          import_aliases=ImportAliases.of(module))
     outcome = run_batch([rule for rule in rules if rule.wants(code)], wrapper, context)
     changes += [
-        Change(path, lines.original(edit.start_line), lines.original(edit.end_line), edit.operation, code_, edit.message)
+        Change(path, lines.original(edit.start_line), lines.original(edit.end_line), edit.operation, code_, edit.message,
+               edit.wrote)
         for code_, edit in outcome.edits
     ]
     findings: List[Finding] = [_relocate(finding, lines) for finding in outcome.findings]

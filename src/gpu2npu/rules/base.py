@@ -90,6 +90,9 @@ class FileContext:
     options: Options
     # NPU-aware constructs of the original file, as (node type, first line, last line).
     guarded: FrozenSet = frozenset()
+    # Device tests left as written because they guard CUDA-only code (device_guards): the
+    # test's span -> the DeadGuard to report; the spans of the code they guard -> None.
+    dead_guards: Dict = field(default_factory=dict)
     # Maps a line of the tree a rule is given back to the original file.
     original_line: Callable[[int], int] = lambda line: line
     # Set by rules that make the file depend on torch_npu at run time (read by ImportTorchNpu).
@@ -110,7 +113,10 @@ class FileContext:
         return type(node).__name__ in self.guarded_types
 
     def is_guarded(self, node: cst.CSTNode, start: int, end: int) -> bool:
-        return (type(node).__name__, self.original_line(start), self.original_line(end)) in self.guarded
+        return self.span_of(node, start, end) in self.guarded
+
+    def span_of(self, node: cst.CSTNode, start: int, end: int):
+        return (type(node).__name__, self.original_line(start), self.original_line(end))
 
     @property
     def api(self) -> ApiData:
@@ -125,6 +131,8 @@ class Edit:
     end_line: int
     operation: Operation
     message: str
+    # The text the edit put into the tree (see batch.written_fragment); "" for a deletion.
+    wrote: str = field(default="", compare=False)
 
 
 @dataclass

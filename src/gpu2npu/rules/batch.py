@@ -6,15 +6,23 @@ rule still behaves as if it ran alone on the original tree: it is called in the 
 order, sees the original nodes (for names and positions) and the node as updated by the rules
 before it, and when it declines to look into a subtree (returns False from a visit), only it
 stops looking there.  Positions are those of the original file, so no line mapping is needed.
+
+Each edit a rule records while leaving a node is labelled with what it wrote there (the part of
+the node's code that its return value changed, widened to whole words): the tests check that
+this text is in the output at the edit's lines, which catches an outer rewrite that drops an
+inner one that the change list still claims.
 """
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Type
+import dataclasses
+import re
+from typing import List, Optional, Sequence, Type, Union
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from .base import FileContext, Rule, RuleOutcome
+from ..change import Operation
+from .base import Edit, FileContext, Rule, RuleOutcome
 
 
 class RuleBatch(cst.CSTTransformer):
@@ -23,14 +31,19 @@ class RuleBatch(cst.CSTTransformer):
         self.rules = list(rules)
         # For each rule, the node below which it does not look (it asked not to), if any.
         self._skipping: List[Optional[cst.CSTNode]] = [None] * len(self.rules)
+        # For each node being visited, how many edits each rule had recorded when it was entered.
+        self._marks: List[List[int]] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         for index, rule in enumerate(self.rules):
             if self._skipping[index] is None and not rule.on_visit(node):
                 self._skipping[index] = node
+        self._marks.append([len(rule.edits) for rule in self.rules])
         return True
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):
+        marks = self._marks.pop()
+        inner = [len(rule.edits) for rule in self.rules]  # edits made below this node
         result = updated_node
         for index, rule in enumerate(self.rules):
             skip_root = self._skipping[index]
@@ -39,8 +52,42 @@ class RuleBatch(cst.CSTTransformer):
             self._skipping[index] = None
             if not isinstance(result, cst.CSTNode) or type(result) is not type(original_node):
                 continue  # an earlier rule replaced or removed the node: the rest leave it be
+            recorded = len(rule.edits)
+            before = result
             result = rule.on_leave(original_node, result)
+            if len(rule.edits) > recorded:
+                new_edits = rule.edits[recorded:]
+                # Several edits at different places in one leave (a rule that rewrites a block):
+                # what each wrote cannot be told apart.
+                if len({(edit.start_line, edit.end_line) for edit in new_edits}) == 1:
+                    wrote = written_fragment(before, result)
+                    rule.edits[recorded:] = [dataclasses.replace(edit, wrote=wrote) for edit in new_edits]
+                for edit in rule.edits[recorded:]:
+                    if edit.operation == Operation.DELETE:
+                        self._void_edits_inside(edit, rule)
+        if result is not updated_node and any(len(rule.edits) > count for rule, count in zip(self.rules, inner)):
+            self._void_overwritten(marks, inner, result)
         return result
+
+    def _void_overwritten(self, marks: List[int], inner: List[int], result) -> None:
+        """An edit of this node that rebuilt it without what an edit below it wrote (`-s` makes
+        `f"cuda:{torch.cuda.current_device()}"` plain "npu"): the inner edit is gone from the
+        output, so its row goes too."""
+        code = "".join(_code(result).split())
+        for rule, first, last in zip(self.rules, marks, inner):
+            if last > first:
+                kept = [edit for edit in rule.edits[first:last] if "".join(edit.wrote.split()) in code]
+                rule.edits[first:last] = kept
+
+    def _void_edits_inside(self, deletion: Edit, deleting_rule: Rule) -> None:
+        """A statement one rule deletes takes the edits other rules made inside it along: the
+        change list must not claim a rename in code that is no longer there."""
+        for rule in self.rules:
+            if rule is deleting_rule:
+                continue
+            rule.edits[:] = [edit for edit in rule.edits
+                             if edit.operation != Operation.MODIFY
+                             or not deletion.start_line <= edit.start_line <= edit.end_line <= deletion.end_line]
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         for index, rule in enumerate(self.rules):
@@ -51,6 +98,43 @@ class RuleBatch(cst.CSTTransformer):
         for index, rule in enumerate(self.rules):
             if self._skipping[index] is None:
                 rule.on_leave_attribute(original_node, attribute)
+
+
+_WORD = re.compile(r"\w")
+
+
+def _code(node: Union[cst.CSTNode, cst.FlattenSentinel, cst.RemovalSentinel]) -> str:
+    if isinstance(node, cst.RemovalSentinel):
+        return ""
+    if isinstance(node, cst.FlattenSentinel):
+        return "".join(_code(item) for item in node.nodes)
+    if isinstance(node, cst.Module):
+        return node.code
+    return cst.Module(body=()).code_for_node(node)
+
+
+def written_fragment(before: cst.CSTNode, after) -> str:
+    """The text `after` has where it differs from `before`: what is left of its code once the
+    prefix and suffix both share are taken off, widened to whole words (so that `cuda` -> `npu`
+    in `"cuda:0"` is `npu`, and `torch.cuda.x` -> `torch_npu.npu.x` is `torch_npu.npu`)."""
+    old, new = _code(before), _code(after)
+    prefix = 0
+    limit = min(len(old), len(new))
+    while prefix < limit and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
+        suffix += 1
+    start, end = prefix, len(new) - suffix
+    if start >= end:
+        return ""  # only removed text
+    if _WORD.match(new[start]):
+        while start > 0 and _WORD.match(new[start - 1]):
+            start -= 1
+    if _WORD.match(new[end - 1]):
+        while end < len(new) and _WORD.match(new[end]):
+            end += 1
+    return new[start:end]
 
 
 def run_batch(rule_types: Sequence[Type[Rule]], wrapper: MetadataWrapper, context: FileContext) -> RuleOutcome:

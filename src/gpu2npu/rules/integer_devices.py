@@ -157,13 +157,16 @@ class IntegerDevices(Rule):
         self._ints = _IntNames()
         node.visit(self._ints)
 
-    def _explicit(self, value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-        if isinstance(value, cst.Integer):
+    def _is_explicit_candidate(self, original: cst.BaseExpression) -> bool:
+        return isinstance(original, cst.Integer) or self._ints.is_int(original)
+
+    def _explicit(self, value: cst.BaseExpression, original: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """`value` (the argument as the rules before left it) in its explicit NPU form; whether
+        it is an int is judged on the `original` argument."""
+        if isinstance(original, cst.Integer):
             if self.context.options.device_per_process:
                 return cst.SimpleString('"npu"')  # the process's own NPU, set at start-up
-            return cst.SimpleString(f'"npu:{value.value}"')
-        if not self._ints.is_int(value):
-            return None
+            return cst.SimpleString(f'"npu:{original.value}"')
         if self.context.options.specify_device is not None:
             return cst.SimpleString('"npu"')  # -s: the NPU named by DEVICE_ID
         code = cst.Module(body=()).code_for_node(value)
@@ -192,7 +195,11 @@ class IntegerDevices(Rule):
             )
             if not is_device:
                 continue
-            explicit = self._explicit(arg.value)
+            if not self._is_explicit_candidate(arg.value):
+                continue
+            # Built from the updated argument: other rules may have rewritten inside it
+            # (`.to(torch.cuda.current_device())`).
+            explicit = self._explicit(new_args[index].value, arg.value)
             if explicit is None:
                 continue
             new_args[index] = new_args[index].with_changes(value=explicit)
