@@ -46,6 +46,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
         self.findings: List[Finding] = []
         # -a: apex amp is what the user asked for (Ascend apex provides it), not a leftover.
         self.wants_apex_amp = context.options.amp_model is not None
+        self._dead: List[cst.CSTNode] = []  # the dead-guarded nodes being visited (device_guards)
 
     def _add(self, node: cst.CSTNode, report: Report, api_name: str, tip: str) -> None:
         span = self.get_metadata(PositionProvider, node)
@@ -56,10 +57,25 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
             position = self.get_metadata(PositionProvider, node)
             if not self.context.is_guarded(node, position.start.line, position.end.line):
                 return super().on_visit(node)
+            span = self.context.span_of(node, position.start.line, position.end.line)
+            if span in self.context.dead_guards:
+                # CUDA-only code behind a CUDA test: its CUDA-only names are still reported
+                # (they are what the user must port), its device strings and .cuda() are not
+                # (they never run on the NPU).
+                guard = self.context.dead_guards[span]
+                if guard is not None:
+                    self._add(node, Report.UNSUPPORTED, f"device test {guard.test}", dead_guard_tip(guard, self.api))
+                self._dead.append(node)
+                return super().on_visit(node)
             if npu_aware.mentions_cuda(node):
                 self._add(node, Report.NOTE, "NPU-aware code", "left as written: it already selects between NPU and CUDA")
             return False
         return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if self._dead and self._dead[-1] is original_node:
+            self._dead.pop()
+        super().on_leave(original_node)
 
     # -- imports ---------------------------------------------------------------------------
     def visit_Import(self, node: cst.Import) -> bool:
@@ -102,7 +118,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
         self._check_reference(node)
         # `torch.cuda`, `torch.backends.cuda`: modules, judged by name above; a tensor's or a
         # model's `.cuda` has no resolvable qualified name.
-        if node.attr.value in ("cuda", "is_cuda") and not any(
+        if not self._dead and node.attr.value in ("cuda", "is_cuda") and not any(
             n.startswith("torch.") for n in qualified_names(self, node)
         ):
             self._add(node, Report.UNSUPPORTED, f"Tensor.{node.attr.value}", "rewrite as .npu() / .is_npu")
@@ -119,7 +135,8 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
                 return
             if name.startswith("torch.cuda."):
                 if not migratable_cuda_path(self.api, name.split(".")[2:]):
-                    self._add(node, Report.UNSUPPORTED, name, tip_for(name, self.api))
+                    tip = TF32_TIP if name.endswith(".get_device_capability") and _gates_tf32(self, node) else None
+                    self._add(node, Report.UNSUPPORTED, name, tip or tip_for(name, self.api))
                 return
             if name.startswith(REPORTED_TORCH_NAMES) and (self._is_called(node) or "DataParallel" not in name):
                 self._add(node, Report.UNSUPPORTED, name, tip_for(name))
@@ -131,7 +148,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
 
     # -- strings (documentation excluded: DocstringTracker) ------------------------------------
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if self.is_documentation(node):
+        if self.is_documentation(node) or self._dead:
             return
         text = string_text(node)
         if text is None:
@@ -144,12 +161,37 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
             self._add(node, Report.UNSUPPORTED, f"backend {text!r}", 'use the "hccl" backend on Ascend')
 
     def visit_FormattedString(self, node: cst.FormattedString) -> bool:
-        if self.is_documentation(node):
+        if self.is_documentation(node) or self._dead:
             return False
         first = node.parts[0] if node.parts else None
         if isinstance(first, cst.FormattedStringText) and first.value == "cuda:":
             self._add(node, Report.UNSUPPORTED, "device f-string 'cuda:{...}'", 'use "npu" devices on Ascend')
         return True
+
+
+def dead_guard_tip(guard, api: ApiData) -> str:
+    tip = TF32_TIP if guard.gates_tf32 else tip_for(guard.guarded, api)
+    return (f"left as written: it guards {guard.guarded}, which has no NPU form in torch_npu "
+            f"{api.torch_npu_version}, so on the NPU this branch is not taken (as on any machine without CUDA); "
+            f"to use it there: {tip}, then test for the NPU")
+
+
+# A capability check that only decides TF32 is no question of bf16 support.
+TF32_TIP = ("TF32 does not exist on the NPU and needs no capability check: its counterpart is HF32, "
+            "torch_npu.npu.matmul.allow_hf32 / torch_npu.npu.conv.allow_hf32")
+
+
+def _gates_tf32(visitor: "CudaLeftovers", node: cst.CSTNode) -> bool:
+    """Whether `node` stands in the test of an `if` (or the statement) that sets allow_tf32."""
+    current = node
+    while current is not None:
+        parent = visitor.get_metadata(ParentNodeProvider, current, None)
+        if isinstance(parent, cst.If) and parent.test is current:
+            return "allow_tf32" in cst.Module(body=()).code_for_node(parent.body)
+        if isinstance(parent, cst.BaseStatement):
+            return "allow_tf32" in cst.Module(body=()).code_for_node(parent)
+        current = parent
+    return False
 
 
 def find_leftovers(wrapper: MetadataWrapper, path: str, api: ApiData, context) -> List[Finding]:

@@ -1,0 +1,277 @@
+"""Device tests that guard CUDA-only code stay as written.
+
+    if torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0):
+        use_flash = True
+    if q.device.type == "cuda":
+        out = flash_attn_func(q, k, v)
+
+On an Ascend machine without CUDA these branches are not taken.  Migrating the test alone
+(`torch_npu.npu.is_available()`, `== "npu"`) would make them run, and crash at what they guard,
+which the migration cannot make valid (a CUDA-only package, a `torch.cuda` API torch_npu lacks).
+So a device test (`is_available()`, `device_count()`, `is_cuda`, a device string compared) is
+only migrated when everything it guards is valid on the NPU after migration.  Otherwise the test
+and the code that runs only when it holds are left exactly as written (the branch stays dead on
+the NPU, as on any machine without CUDA) and unsupported_api.csv says so, with the reason.
+
+What a test guards follows Python's evaluation: for `if T:` with T true only when the device
+test holds (`D`, `D and X`, `not (not D)`), the rest of T and the body; for T false only when it
+holds (`not D`, `x.device.type != "cuda"`, `not D or X`), the rest of T, the `else`, and when the
+body ends by leaving the block (`return`, `raise`, `continue`, `break`), the rest of the block;
+likewise for conditional expressions (`a if D else b`) and boolean expressions (`D and X`).
+
+The decision is made once, on the original file, before any rule runs (like `npu_aware`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+
+from ..apidata import ApiData
+from ..tips import CUDA_ONLY_PACKAGES, migratable_cuda_path
+from .names import ImportAliases, dotted_name, qualified_names
+
+Span = Tuple[str, int, int]
+
+# torch names that only work with CUDA and that no rule migrates (outside torch.cuda).
+CUDA_ONLY_TORCH = ("torch.utils.cpp_extension.CUDAExtension", "torch.backends.cuda.sdp_kernel")
+# Frameworks' CUDA-specific classes that have no NPU counterpart of the same name.
+CUDA_ONLY_CLASSES = (
+    "lightning.pytorch.accelerators.CUDAAccelerator", "pytorch_lightning.accelerators.CUDAAccelerator",
+    "lightning.fabric.accelerators.CUDAAccelerator", "lightning.pytorch.accelerators.cuda.CUDAAccelerator",
+    "pytorch_lightning.accelerators.cuda.CUDAAccelerator",
+)
+EXITS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
+
+
+@dataclass(frozen=True)
+class DeadGuard:
+    """A device test left as written, what it guards that has no NPU form, and where."""
+
+    test: str  # the device test's code
+    guarded: str  # the first CUDA-only name it guards (reported at its own line too)
+    gates_tf32: bool = False  # what it guards is a TF32 switch (the tip differs)
+
+
+def _package_of(name: str) -> Optional[str]:
+    for package in CUDA_ONLY_PACKAGES:
+        if name == package or name.startswith(package + "."):
+            return package
+    return None
+
+
+class _Resolver(cst.CSTVisitor):
+    """Collects, over the whole original file, the nodes that stay CUDA-only after migration:
+    references to torch.cuda APIs the release lacks, to CUDA-only packages and classes."""
+
+    METADATA_DEPENDENCIES = (ParentNodeProvider,)
+
+    def __init__(self, api: ApiData, aliases: Dict[str, Set[str]]) -> None:
+        super().__init__()
+        self.api = api
+        self.import_aliases = aliases
+        self.cuda_only: Dict[int, str] = {}  # id(node) -> the CUDA-only name it refers to
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def _check(self, node: cst.CSTNode) -> None:
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            return  # judged at the top of the chain
+        for name in qualified_names(self, node):
+            if _cuda_only_name(self.api, name):
+                self.cuda_only[id(node)] = name
+                return
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._check(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._check(node)
+
+
+def _cuda_only_name(api: ApiData, name: str) -> bool:
+    if name.startswith("torch.cuda."):
+        path = name.split(".")[2:]
+        if path and path[-1].startswith("__"):
+            return False
+        return not migratable_cuda_path(api, path)
+    if name.startswith(CUDA_ONLY_TORCH) or name in CUDA_ONLY_CLASSES:
+        return True
+    package = _package_of(name)
+    # A package's metadata (`flash_attn.__version__`) is no use of its kernels.
+    return package is not None and not name.rsplit(".", 1)[-1].startswith("__")
+
+
+def _mentions_cuda(node: cst.CSTNode) -> bool:
+    text = cst.Module(body=()).code_for_node(node).lower()
+    return "cuda" in text
+
+
+class _Finder(cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, cuda_only: Dict[int, str]) -> None:
+        super().__init__()
+        self.cuda_only = cuda_only
+        self.spans: Dict[Span, Optional[DeadGuard]] = {}
+
+    # -- what a region holds ---------------------------------------------------------------
+    def _first_cuda_only(self, nodes: Iterable[Optional[cst.CSTNode]]) -> Optional[str]:
+        found: List[str] = []
+
+        class Walk(cst.CSTVisitor):
+            def on_visit(inner, node: cst.CSTNode) -> bool:  # noqa: N805 - closure over the finder
+                hit = self.cuda_only.get(id(node))
+                if hit is not None:
+                    found.append(hit)
+                    return False
+                return not found
+
+        for node in nodes:
+            if node is not None and not found:
+                node.visit(Walk())
+        return found[0] if found else None
+
+    # -- device tests ----------------------------------------------------------------------
+    def _is_device_test(self, node: cst.BaseExpression) -> bool:
+        return _mentions_cuda(node) and self._first_cuda_only([node]) is None
+
+    def _polarity(self, test: cst.BaseExpression) -> Tuple[List[cst.CSTNode], List[cst.CSTNode]]:
+        """(device tests that hold whenever `test` is true, those that hold whenever it is false)."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            when_true, when_false = self._polarity(test.expression)
+            return when_false, when_true
+        if isinstance(test, cst.BooleanOperation):
+            left_true, left_false = self._polarity(test.left)
+            right_true, right_false = self._polarity(test.right)
+            if isinstance(test.operator, cst.And):
+                return left_true + right_true, []
+            return [], left_false + right_false
+        if isinstance(test, (cst.Comparison, cst.Call, cst.Attribute, cst.Name, cst.Subscript)):
+            if not self._is_device_test(test):
+                return [], []
+            if isinstance(test, cst.Comparison) and any(
+                isinstance(c.operator, (cst.NotEqual, cst.IsNot, cst.NotIn)) for c in test.comparisons
+            ):
+                return [], [test]
+            return [test], []
+        return [], []
+
+    def _add(self, node: cst.CSTNode, guard: Optional[DeadGuard]) -> None:
+        position = self.get_metadata(PositionProvider, node)
+        self.spans[(type(node).__name__, position.start.line, position.end.line)] = guard
+
+    def _judge(self, test: cst.BaseExpression, when_true: Sequence[cst.CSTNode], when_false: Sequence[cst.CSTNode],
+               true_part: Sequence[Optional[cst.CSTNode]], false_part: Sequence[Optional[cst.CSTNode]]) -> None:
+        """Leave `test` (and the part it guards) as written if the guarded part is CUDA-only."""
+        for devices, guarded in ((when_true, true_part), (when_false, false_part)):
+            if not devices:
+                continue
+            hit = self._first_cuda_only([test, *guarded])
+            if hit is None:
+                continue
+            code = " and ".join(cst.Module(body=()).code_for_node(device) for device in devices)
+            tf32 = any(node is not None and "allow_tf32" in cst.Module(body=()).code_for_node(node) for node in guarded)
+            self._add(test, DeadGuard(code, hit, gates_tf32=tf32))
+            for node in guarded:
+                if node is not None:
+                    self._add(node, None)
+            return
+
+    def visit_If(self, node: cst.If) -> None:
+        when_true, when_false = self._polarity(node.test)
+        orelse = node.orelse.body if isinstance(node.orelse, cst.Else) else node.orelse
+        self._judge(node.test, when_true, when_false, [node.body], [orelse])
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        when_true, when_false = self._polarity(node.test)
+        self._judge(node.test, when_true, when_false, [node.body], [node.orelse])
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> bool:
+        # `use_flash = D and X`: X is evaluated only where D holds.
+        position = self.get_metadata(PositionProvider, node)
+        if (type(node).__name__, position.start.line, position.end.line) in self.spans:
+            return False  # the test of an `if` judged already, with what its branch holds
+        when_true, when_false = self._polarity(node)
+        if (when_true and isinstance(node.operator, cst.And)) or (when_false and isinstance(node.operator, cst.Or)):
+            hit = self._first_cuda_only([node])
+            if hit is not None:
+                devices = when_true or when_false
+                code = " and ".join(cst.Module(body=()).code_for_node(device) for device in devices)
+                self._add(node, DeadGuard(code, hit))
+                return False
+        return True
+
+    def _block(self, body: Sequence[cst.CSTNode]) -> None:
+        """`if not D: return` guards the rest of the block."""
+        for index, statement in enumerate(body):
+            if not (isinstance(statement, cst.If) and statement.orelse is None and _exits(statement.body)):
+                continue
+            _, when_false = self._polarity(statement.test)
+            rest = list(body[index + 1:])
+            if when_false and self._first_cuda_only(rest) is not None:
+                hit = self._first_cuda_only([statement.test, *rest])
+                code = " and ".join(cst.Module(body=()).code_for_node(device) for device in when_false)
+                self._add(statement.test, DeadGuard(code, hit))
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._block(node.body)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._block(node.body)
+
+
+def _exits(block: cst.BaseSuite) -> bool:
+    body = block.body if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, cst.SimpleStatementLine):
+        return bool(last.body) and isinstance(last.body[-1], EXITS)
+    return isinstance(last, EXITS)
+
+
+def dead_guards(wrapper: MetadataWrapper, api: ApiData) -> Dict[Span, Optional[DeadGuard]]:
+    """Spans of the original file left as written because they test for CUDA around code that
+    stays CUDA-only: the test's span maps to its DeadGuard (a report row), the code it guards to
+    None."""
+    if "cuda" not in wrapper.module.code.lower():
+        return {}
+    resolver = _Resolver(api, ImportAliases.of(wrapper.module))
+    wrapper.visit(resolver)
+    if not resolver.cuda_only:
+        return {}
+    finder = _Finder(resolver.cuda_only)
+    wrapper.visit(finder)
+    # `use_cuda = torch.cuda.is_available()` ... `if use_cuda: <CUDA-only>`: the variable's
+    # value is the test, so it stays as written too.
+    tested = {guard.test: guard for guard in finder.spans.values() if guard is not None}
+    if tested:
+        assignments = _Assignments(tested)
+        wrapper.visit(assignments)
+        finder.spans.update(assignments.spans)
+    return finder.spans
+
+
+class _Assignments(cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, tested: Dict[str, DeadGuard]) -> None:
+        super().__init__()
+        self.tested = tested
+        self.spans: Dict[Span, Optional[DeadGuard]] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            guard = self.tested.get(dotted_name(target.target) or "")
+            if guard is not None and _mentions_cuda(node.value):
+                position = self.get_metadata(PositionProvider, node.value)
+                self.spans[(type(node.value).__name__, position.start.line, position.end.line)] = DeadGuard(
+                    cst.Module(body=()).code_for_node(node.value), guard.guarded, guard.gates_tf32)
