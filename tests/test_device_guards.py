@@ -1,0 +1,95 @@
+"""A device test is migrated only when what it guards is valid on the NPU after migration.
+
+Otherwise the test and its branch stay exactly as written (dead on the NPU, as on any machine
+without CUDA) and unsupported_api.csv has a row on the test saying why.
+"""
+import pytest
+
+from gpu2npu import apidata
+from gpu2npu.change import Report
+from gpu2npu.pipeline import migrate_source
+from gpu2npu.rules import Options, rules_for
+
+OPTIONS = Options(api=apidata.load("2.1.0"))
+
+
+def _migrate(source: str):
+    result = migrate_source(source.encode(), "m.py", OPTIONS, rules_for(OPTIONS))
+    output = (result.output or source.encode()).decode()
+    guards = [f for f in result.findings if f.report == Report.UNSUPPORTED and f.api.startswith("device test")]
+    return output, guards
+
+
+# (source, the line of the test left as written)
+LEFT_AS_WRITTEN = [
+    # capability behind availability, and/or chains, aliases
+    ("import torch\nif torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0):\n"
+     "    x = x.cuda()\n", 2),
+    ("import torch as th\nif th.cuda.is_available() and th.cuda.get_device_capability()[0] >= 8:\n    pass\n", 2),
+    ("from torch import cuda\nif cuda.is_available():\n    v = cuda.nccl.version()\n", 2),
+    ("import torch\nif not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 8:\n"
+     "    fast = False\nelse:\n    fast = True\n", 2),
+    # the guarded call in the body, the test a device comparison or is_cuda
+    ("from flash_attn import flash_attn_func\n\ndef attn(q, k, v):\n    if q.device.type == 'cuda':\n"
+     "        return flash_attn_func(q, k, v)\n    return sdpa(q, k, v)\n", 4),
+    ("import flash_attn\n\ndef attn(q, k, v):\n    if q.is_cuda:\n        return flash_attn.flash_attn_func(q, k, v)\n", 4),
+    ("from xformers.ops import memory_efficient_attention as mea\n\ndef attn(q, k, v, device):\n"
+     "    if str(device).startswith('cuda'):\n        return mea(q, k, v)\n", 4),
+    # elif
+    ("import torch\nif torch.backends.mps.is_available():\n    d = 'mps'\nelif torch.cuda.is_available():\n"
+     "    torch.cuda.nvtx.range_push('x')\n", 4),
+    # != "cuda": what runs where the test is false
+    ("from flash_attn import flash_attn_func\n\ndef attn(q, k, v):\n    if q.device.type != 'cuda':\n"
+     "        return sdpa(q, k, v)\n    else:\n        return flash_attn_func(q, k, v)\n", 4),
+    # early return
+    ("import torch\n\ndef use_bf16():\n    if not torch.cuda.is_available():\n        return False\n"
+     "    return torch.cuda.get_device_capability()[0] >= 8\n", 4),
+    # conditional expression and a boolean expression
+    ("from flash_attn import flash_attn_func\ny = flash_attn_func(q, k, v) if q.is_cuda else sdpa(q, k, v)\n", 2),
+    ("import torch\nfast = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8\n", 2),
+    # a variable holding the test
+    ("import torch\nuse_cuda = torch.cuda.is_available()\nif use_cuda:\n    print(torch.cuda.nccl.version())\n", 3),
+]
+
+
+@pytest.mark.parametrize("source, line", LEFT_AS_WRITTEN)
+def test_a_test_guarding_cuda_only_code_stays_as_written(source, line):
+    output, guards = _migrate(source)
+    original = source.splitlines()
+    assert output.splitlines()[output.splitlines().index(original[line - 1])] == original[line - 1]
+    assert any(guard.start_line == line for guard in guards), guards
+    assert all("left as written" in guard.tip and "not taken" in guard.tip for guard in guards)
+
+
+def test_the_variable_of_a_dead_test_is_not_migrated_either():
+    output, _ = _migrate(LEFT_AS_WRITTEN[-1][0])
+    assert "use_cuda = torch.cuda.is_available()" in output
+
+
+MIGRATED = [
+    # what the test guards is valid on the NPU after migration
+    ("import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n", "torch_npu.npu.is_available()"),
+    ("import torch\nif x.device.type == 'cuda':\n    x = x.cuda()\n", "x.device.type == 'npu'"),
+    ("import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n", "torch_npu.npu.is_available()"),
+    # the CUDA-only code sits where the test is false: it ran there before migration too
+    ("import torch\nif torch.cuda.is_available():\n    x = x.cuda()\nelse:\n    torch.cuda.nvtx.range_pop()\n",
+     "torch_npu.npu.is_available()"),
+    # metadata of a CUDA-only package is no use of its kernels
+    ("import torch\nimport bitsandbytes\nif torch.cuda.is_available():\n    print(bitsandbytes.__version__)\n",
+     "torch_npu.npu.is_available()"),
+]
+
+
+@pytest.mark.parametrize("source, expected", MIGRATED)
+def test_a_test_guarding_valid_code_is_migrated(source, expected):
+    output, guards = _migrate(source)
+    assert expected in output
+    assert guards == []
+
+
+def test_the_tf32_gate_gets_the_hf32_tip():
+    source = ("import torch\nif torch.cuda.get_device_capability()[0] >= 8:\n"
+              "    torch.backends.cuda.matmul.allow_tf32 = True\n")
+    result = migrate_source(source.encode(), "m.py", OPTIONS, rules_for(OPTIONS))
+    rows = [f for f in result.findings if f.api == "torch.cuda.get_device_capability"]
+    assert rows and "HF32" in rows[0].tip and "bf16" not in rows[0].tip
