@@ -55,20 +55,20 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self.context.might_be_guarded(node):
             position = self.get_metadata(PositionProvider, node)
-            if not self.context.is_guarded(node, position.start.line, position.end.line):
+            key = self.context.lines_key(node, position.start.line, position.end.line)
+            if key not in self.context.guarded_lines:
                 return super().on_visit(node)
-            span = self.context.span_of(node, position.start.line, position.end.line)
-            if span in self.context.dead_guards:
+            if key in self.context.dead_guards_by_lines:
                 # CUDA-only code behind a CUDA test: its CUDA-only names are still reported
                 # (they are what the user must port), its device strings and .cuda() are not
                 # (they never run on the NPU).
-                guard = self.context.dead_guards[span]
+                guard = self.context.dead_guards_by_lines[key]
                 if guard is not None:
                     self._add(node, Report.UNSUPPORTED, f"device test {guard.test}", dead_guard_tip(guard, self.api))
                 self._dead.append(node)
                 return super().on_visit(node)
             if npu_aware.mentions_cuda(node):
-                self._add(node, Report.NOTE, "NPU-aware code", "left as written: it already selects between NPU and CUDA")
+                self._add(node, Report.NOTE, npu_aware.NOTE_API, "left as written: it already selects between NPU and CUDA")
             return False
         return super().on_visit(node)
 

@@ -248,9 +248,18 @@ def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, r
     context.original_line = stage.original
     leftovers = find_leftovers(wrapper, path, options.api, context)
     findings.extend(_relocate(_relocate(f, stage), lines) for f in leftovers)
+    findings = _one_verdict_per_line(findings, changes)
     if not changes:
         return FileResult(path, Status.UNCHANGED, findings=sorted(set(findings)))
     return FileResult(path, Status.MIGRATED, outcome.module.bytes, sorted(changes, key=_change_order), sorted(set(findings)))
+
+
+def _one_verdict_per_line(findings: List[Finding], changes: List[Change]) -> List[Finding]:
+    """A line that was migrated is not also "left as written": the NPU-aware note of a construct
+    goes where a rule edited another part of its lines."""
+    edited = {line for c in changes if c.operation == Operation.MODIFY for line in range(c.start_line, c.end_line + 1)}
+    return [f for f in findings if not (f.api == npu_aware.NOTE_API and
+                                        any(line in edited for line in range(f.start_line, f.end_line + 1)))]
 
 
 def _relocate(finding: Finding, lines: LineMap) -> Finding:

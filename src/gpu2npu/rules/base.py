@@ -108,14 +108,20 @@ class FileContext:
 
     def __post_init__(self) -> None:
         self.guarded_types = npu_aware.guarded_types(self.guarded)
+        # The analysis reads the output, whose columns moved: it knows guarded nodes by lines.
+        self.guarded_lines = {(kind, start, end) for kind, start, _, end, _ in self.guarded}
+        self.dead_guards_by_lines = {(kind, start, end): guard for (kind, start, _, end, _), guard
+                                     in self.dead_guards.items()}
 
     def might_be_guarded(self, node: cst.CSTNode) -> bool:
         return type(node).__name__ in self.guarded_types
 
-    def is_guarded(self, node: cst.CSTNode, start: int, end: int) -> bool:
-        return self.span_of(node, start, end) in self.guarded
+    def is_guarded(self, node: cst.CSTNode, position) -> bool:
+        """For the rules: `position` is the node's in the tree the guards were found in."""
+        return npu_aware.span_of(position, node) in self.guarded
 
-    def span_of(self, node: cst.CSTNode, start: int, end: int):
+    def lines_key(self, node: cst.CSTNode, start: int, end: int):
+        """For the analysis: the node by type and original lines."""
         return (type(node).__name__, self.original_line(start), self.original_line(end))
 
     @property
@@ -190,7 +196,7 @@ class Rule(cst.CSTTransformer):
             return False
         visit_children = super().on_visit(node)
         if visit_children and self.context.might_be_guarded(node):
-            if self.context.is_guarded(node, *self.lines_of(node)):
+            if self.context.is_guarded(node, self.get_metadata(PositionProvider, node)):
                 self._guarded_node = node
                 return False
         return visit_children

@@ -31,9 +31,10 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 
 from ..apidata import ApiData
 from ..tips import CUDA_ONLY_PACKAGES, migratable_cuda_path
+from . import npu_aware
 from .names import ImportAliases, dotted_name, qualified_names
 
-Span = Tuple[str, int, int]
+Span = npu_aware.Span
 
 # torch names that only work with CUDA and that no rule migrates (outside torch.cuda).
 CUDA_ONLY_TORCH = ("torch.utils.cpp_extension.CUDAExtension", "torch.backends.cuda.sdp_kernel")
@@ -165,8 +166,7 @@ class _Finder(cst.CSTVisitor):
         return [], []
 
     def _add(self, node: cst.CSTNode, guard: Optional[DeadGuard]) -> None:
-        position = self.get_metadata(PositionProvider, node)
-        self.spans[(type(node).__name__, position.start.line, position.end.line)] = guard
+        self.spans[npu_aware.span_of(self.get_metadata(PositionProvider, node), node)] = guard
 
     def _judge(self, test: cst.BaseExpression, when_true: Sequence[cst.CSTNode], when_false: Sequence[cst.CSTNode],
                true_part: Sequence[Optional[cst.CSTNode]], false_part: Sequence[Optional[cst.CSTNode]]) -> None:
@@ -196,8 +196,7 @@ class _Finder(cst.CSTVisitor):
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation) -> bool:
         # `use_flash = D and X`: X is evaluated only where D holds.
-        position = self.get_metadata(PositionProvider, node)
-        if (type(node).__name__, position.start.line, position.end.line) in self.spans:
+        if npu_aware.span_of(self.get_metadata(PositionProvider, node), node) in self.spans:
             return False  # the test of an `if` judged already, with what its branch holds
         when_true, when_false = self._polarity(node)
         if (when_true and isinstance(node.operator, cst.And)) or (when_false and isinstance(node.operator, cst.Or)):
@@ -273,5 +272,5 @@ class _Assignments(cst.CSTVisitor):
             guard = self.tested.get(dotted_name(target.target) or "")
             if guard is not None and _mentions_cuda(node.value):
                 position = self.get_metadata(PositionProvider, node.value)
-                self.spans[(type(node.value).__name__, position.start.line, position.end.line)] = DeadGuard(
+                self.spans[npu_aware.span_of(position, node.value)] = DeadGuard(
                     cst.Module(body=()).code_for_node(node.value), guard.guarded, guard.gates_tf32)

@@ -15,8 +15,12 @@ left alone when its test mentions CUDA but not NPU, when its test is a negated N
 the branch an NPU test selects is migrated, since it runs on the NPU.  The same holds for `if`
 statements beside one with an NPU test in the same block, and for conditional expressions
 (`"npu" if npu_ok else "cuda"`).  Boolean expressions and collection literals that mention NPU
-(`device in ("npu", "cuda")`) are left whole.  "Mentions NPU" means a name containing "npu" or
-an "npu"/"hccl" string.
+(`device in ("npu", "cuda")`) are left whole.  "Mentions NPU" is decided on tokens that mean
+NPU, never on a substring: a name that is `npu` or has it as a word (`torch_npu`, `torch.npu`,
+`is_npu`, `use_npu`, `npu_available`, `npu_fusion_attention`), or an "npu"/"npu:N"/"hccl"
+string; `input` or `args.input_val_bin` mention no NPU.  An `if` beside an NPU-aware one in the
+same block is left alone only when it tests the same device expression (`if args.device ==
+"npu": ...` then `if args.device == "cuda": ...`), never merely for being its neighbour.
 
 The decision is made once, on the original file (`guarded_spans`): what the rules write
 themselves ("npu", torch_npu.npu) must not make later rules believe the user wrote it.
@@ -28,6 +32,9 @@ from typing import FrozenSet, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
+
+# The API column of the log note on code left as written because it already handles NPU.
+NOTE_API = "NPU-aware code"
 
 _NPU_STRING = re.compile(r"^(npu(:.*)?|hccl|HCCL)$")
 
@@ -47,7 +54,7 @@ class _MentionsNpu(cst.CSTVisitor):
         self.found = False
 
     def visit_Name(self, node: cst.Name) -> bool:
-        if "npu" in node.value.lower():
+        if names_npu(node.value):
             self.found = True
         return False
 
@@ -64,6 +71,14 @@ class _MentionsNpu(cst.CSTVisitor):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         return not self.found and super().on_visit(node)
+
+
+_NPU_WORD = re.compile(r"(^|_)npu(_|\d*$)", re.IGNORECASE)
+
+
+def names_npu(identifier: str) -> bool:
+    """Whether an identifier means NPU: `npu`, or `npu` as one of its `_`-separated words."""
+    return _NPU_WORD.search(identifier) is not None
 
 
 def mentions_npu(node: cst.CSTNode) -> bool:
@@ -109,7 +124,28 @@ def is_npu_aware(node: cst.CSTNode) -> bool:
     return False
 
 
-Span = Tuple[str, int, int]
+# (node type, first line, first column, last line, last column): which node of the original
+# tree; lines alone would also name every other node of that type on those lines.
+Span = Tuple[str, int, int, int, int]
+
+
+def span_of(position, node: cst.CSTNode) -> Span:
+    return (type(node).__name__, position.start.line, position.start.column, position.end.line, position.end.column)
+
+
+def _compared_subjects(test: cst.BaseExpression) -> Set[str]:
+    """The code of what `test` compares with a device string (`args.device` in
+    `args.device == "cuda"`), through `and`/`or`/`not`."""
+    if isinstance(test, cst.UnaryOperation):
+        return _compared_subjects(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return _compared_subjects(test.left) | _compared_subjects(test.right)
+    subjects: Set[str] = set()
+    if isinstance(test, cst.Comparison):
+        sides = [test.left, *(c.comparator for c in test.comparisons)]
+        if any(_string_value(side) is not None for side in sides):
+            subjects = {cst.Module(body=()).code_for_node(side) for side in sides if _string_value(side) is None}
+    return subjects
 
 
 class _Guards(cst.CSTVisitor):
@@ -121,8 +157,7 @@ class _Guards(cst.CSTVisitor):
         self._elifs: Set[int] = set()  # `elif` nodes: handled with the head of their chain
 
     def _add(self, node: cst.CSTNode) -> None:
-        position = self.get_metadata(PositionProvider, node)
-        self.spans.add((type(node).__name__, position.start.line, position.end.line))
+        self.spans.add(span_of(self.get_metadata(PositionProvider, node), node))
 
     def _guard_branch(self, test: cst.BaseExpression, body: cst.CSTNode) -> None:
         self._add(test)
@@ -149,9 +184,14 @@ class _Guards(cst.CSTVisitor):
         body = getattr(node, "body", None)
         if isinstance(node, (cst.Module, cst.IndentedBlock)) and isinstance(body, (list, tuple)):
             ifs = [statement for statement in body if isinstance(statement, cst.If)]
-            if any(is_npu_aware(statement) for statement in ifs):
+            tested = set()  # the device expressions that NPU-aware tests of this block compare
+            for statement in ifs:
+                if is_npu_aware(statement):
+                    tested |= _compared_subjects(statement.test)
+            if tested:
                 for statement in ifs:
-                    if not is_npu_aware(statement) and mentions_cuda(statement.test):
+                    if (not is_npu_aware(statement) and mentions_cuda(statement.test)
+                            and _compared_subjects(statement.test) & tested):
                         self._guard_branch(statement.test, statement.body)
         if isinstance(node, cst.If) and is_npu_aware(node) and id(node) not in self._elifs:
             self._chain(node)
@@ -165,7 +205,7 @@ class _Guards(cst.CSTVisitor):
 
 
 def guarded_spans(wrapper: MetadataWrapper) -> FrozenSet[Span]:
-    """(node type, first line, last line) of every node of the original file that is left as
+    """The span of every node of the original file that is left as
     written because it only runs where there is no NPU (or is the project's own NPU test)."""
     guards = _Guards()
     wrapper.visit(guards)
@@ -173,4 +213,4 @@ def guarded_spans(wrapper: MetadataWrapper) -> FrozenSet[Span]:
 
 
 def guarded_types(spans: FrozenSet[Span]) -> FrozenSet[str]:
-    return frozenset(kind for kind, _, _ in spans)
+    return frozenset(span[0] for span in spans)

@@ -1,0 +1,64 @@
+"""Code is "already NPU-aware" only on tokens that mean NPU, on its own test chain or device
+variable; never because a name merely contains the letters npu, nor because of a neighbour."""
+import pytest
+
+from gpu2npu import apidata
+from gpu2npu.change import Report
+from gpu2npu.pipeline import migrate_source
+from gpu2npu.rules import Options, rules_for
+from gpu2npu.rules.npu_aware import NOTE_API, names_npu
+
+OPTIONS = Options(api=apidata.load("2.1.0"))
+
+
+def _migrate(source: str):
+    result = migrate_source(source.encode(), "m.py", OPTIONS, rules_for(OPTIONS))
+    return (result.output or source.encode()).decode(), result
+
+
+@pytest.mark.parametrize("name", ["npu", "torch_npu", "is_npu", "use_npu", "npu_available", "NPU_DEVICE_ID",
+                                  "npu_fusion_attention", "has_npu", "npu0"])
+def test_names_that_mean_npu(name):
+    assert names_npu(name)
+
+
+@pytest.mark.parametrize("name", ["input", "input_val_bin", "inputs", "snpu", "npus_total", "unpublished"])
+def test_names_that_merely_contain_the_letters(name):
+    assert not names_npu(name)
+
+
+SUBSTRING_CASES = [
+    # `input` is no NPU test: the assertion and the CUDA calls beside it are migrated
+    ("import torch\n\ndef check(input):\n    if input.dim() > 2:\n        assert input.is_cuda\n"
+     "    torch.cuda.manual_seed(0)\n", ["input.is_npu", "torch_npu.npu.manual_seed(0)"]),
+    ("import torch\nif args.input_val_bin:\n    torch.cuda.reset_peak_memory_stats()\n",
+     ["torch_npu.npu.reset_peak_memory_stats()"]),
+    # a neighbouring `if` on something else does not make this block NPU-aware
+    ("import torch\nif args.use_npu:\n    device = 'npu'\nif torch.cuda.is_available():\n    torch.cuda.manual_seed(1)\n",
+     ["if torch_npu.npu.is_available():", "torch_npu.npu.manual_seed(1)"]),
+]
+
+
+@pytest.mark.parametrize("source, expected", SUBSTRING_CASES)
+def test_no_npu_awareness_by_substring_or_neighbour(source, expected):
+    output, result = _migrate(source)
+    for text in expected:
+        assert text in output, output
+    assert not [f for f in result.findings if f.api == NOTE_API]
+
+
+def test_a_neighbour_testing_the_same_device_variable_is_left_alone():
+    source = ("import torch\nif args.device == 'npu':\n    import torch_npu\n"
+              "if args.device == 'cuda':\n    torch.cuda.manual_seed(1)\n")
+    output, result = _migrate(source)
+    assert "if args.device == 'cuda':\n    torch.cuda.manual_seed(1)" in output
+    assert [f for f in result.findings if f.api == NOTE_API]
+
+
+def test_a_line_has_one_verdict():
+    source = ("import torch\nimport torch_npu\n"
+              "device = 'npu' if torch_npu.npu.is_available() else 'cuda'; x = y.cuda()\n")
+    output, result = _migrate(source)
+    modified = {c.start_line for c in result.changes if c.operation.value == "MODIFY"}
+    noted = {f.start_line for f in result.findings if f.report == Report.NOTE and f.api == NOTE_API}
+    assert modified == {3} and not modified & noted
