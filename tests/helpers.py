@@ -47,7 +47,7 @@ DISTRIBUTED_CASES = {
 
 
 # Fixtures migrated with -s in the tests.
-SPECIFY_DEVICE_CASES = ["aliased_imports", "ddp_spawn_imagenet", "single_gpu_loop"]
+SPECIFY_DEVICE_CASES = ["aliased_imports", "single_gpu_loop"]
 
 # Fixtures migrated with -a model, and with -sim.
 AMP_CASES = ["native_amp", "apex_amp"]

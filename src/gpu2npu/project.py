@@ -190,12 +190,51 @@ def _check_output(request: RunRequest, source: Path) -> Path:
 
 
 def _specify_device(source: Path) -> SpecifyDeviceSettings:
-    """-s sets the device once per program: in the files that start one."""
+    """-s sets the device once per program: in the files that start one and use a device (a
+    data-preparation script with a `__main__` block of its own is no place to choose the NPU)."""
     python = [entry for entry in walk(source) if entry.kind == Kind.PYTHON]
-    entries = frozenset(entry.relative for entry in python if MAIN_GUARD.search(_read(entry)))
-    if not entries:
-        entries = frozenset(entry.relative for entry in python if "/" not in entry.relative)
+    texts = {entry.relative: _read(entry) for entry in python}
+    for relative, text in texts.items():
+        spawn = SPAWN_CALL.search(text.decode("utf-8", "replace"))
+        if spawn is not None:
+            line = text[:spawn.start()].count(b"\n") + 1
+            raise UsageError(
+                f"-s: {relative} starts its worker processes itself (line {line}: {spawn.group(0)}...) and each "
+                "worker selects its card from its index; with -s every worker would run on the one DEVICE_ID "
+                "NPU. Migrate without -s: each worker then selects its own NPU from its index, as it did its GPU.")
+    starts = [relative for relative, text in texts.items() if MAIN_GUARD.search(text)]
+    entries = frozenset(relative for relative in starts if DEVICE_USE.search(texts[relative]))
+    if not entries:  # scripts without a __main__ block: the top-level ones that use a device
+        entries = frozenset(relative for relative, text in texts.items()
+                            if "/" not in relative and DEVICE_USE.search(text))
     return SpecifyDeviceSettings(entry_files=entries)
+
+
+# What a program that picks a device mentions.
+DEVICE_USE = re.compile(rb"cuda|\.to\(|device|set_device")
+
+# Frameworks that start the processes or place the model themselves: `distributed` must not
+# wrap their model in DDP.  (pattern on the main file, what it is, what to do instead)
+SELF_MANAGED = (
+    (re.compile(rb"^\s*(from\s+(transformers|trl)\b[^\n]*\b\w*Trainer\b|import\s+(transformers|trl)\b)", re.M),
+     re.compile(rb"\b\w*Trainer\s*\("),
+     "trains with a transformers/TRL Trainer, which starts its processes and wraps the model in DDP itself",
+     "migrate it without `distributed` and start the result with `torchrun --nproc_per_node=N {main} ...` "
+     "(the Trainer then runs one process per NPU over HCCL)"),
+    (re.compile(rb"^\s*(from|import)\s+(lightning|pytorch_lightning)\b", re.M),
+     re.compile(rb"\b(Trainer|Fabric)\s*\("),
+     "trains with Lightning, which starts its processes and wraps the model itself",
+     "migrate it without `distributed` and configure Lightning's own multi-device strategy"),
+    (re.compile(rb"^\s*(from|import)\s+accelerate\b", re.M),
+     re.compile(rb"\bAccelerator\s*\("),
+     "trains with accelerate's Accelerator, which prepares the model for several processes itself",
+     "migrate it without `distributed` and start it with `accelerate launch` or `torchrun --nproc_per_node=N {main} ...`"),
+    (re.compile(rb"."),
+     re.compile(rb"\bdevice_map\s*=\s*(?!None\b)"),
+     "loads a model with device_map=..., which places its layers across devices itself; DDP cannot wrap it",
+     "migrate it without `distributed`; for data parallel training load the model without device_map and "
+     "convert again"),
+)
 
 
 def _check_distributed(request: DistributedRequest, source: Path) -> DistributedSettings:
@@ -218,6 +257,7 @@ def _check_distributed(request: DistributedRequest, source: Path) -> Distributed
             f"distributed -t {request.target}: {main.relative_to(source)} never assigns {request.target}; "
             "name the variable that holds the model"
         )
+    _refuse_self_managed(main.relative_to(source).as_posix(), main.read_bytes())
     spawns = bool(SPAWN_CALL.search(main_text))
     initialises = any(
         INIT_CALL.search(_read(entry)) for entry in walk(source) if entry.kind == Kind.PYTHON
@@ -230,6 +270,19 @@ def _check_distributed(request: DistributedRequest, source: Path) -> Distributed
         main_spawns=spawns,
         guard_saves=not initialises,
     )
+
+
+def _refuse_self_managed(relative: str, text: bytes) -> None:
+    """`distributed` on a program whose framework manages processes or devices itself would
+    produce a program that crashes at start: say so and what to run instead."""
+    for imported, used, what, instead in SELF_MANAGED:
+        if not imported.search(text):
+            continue
+        use = used.search(text)
+        if use is not None:
+            line = text[:use.start()].count(b"\n") + 1
+            raise UsageError(f"distributed -m {relative}: {relative} {what} (line {line}); adding DDP would break it. "
+                             f"Instead, {instead.format(main=relative)}.")
 
 
 def _read(entry: Entry) -> bytes:

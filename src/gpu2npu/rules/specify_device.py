@@ -22,7 +22,10 @@ class DeviceFromEnvironment(Rule):
     the files at its top.  Device expressions then
     name no index: `"cuda:1"` and `.to(1)` become `"npu"`, `.cuda(args.gpu, non_blocking=True)`
     becomes `.npu(non_blocking=True)` (keyword arguments are kept), and the script's own
-    `torch.cuda.set_device(...)` statements go, as they would move the process elsewhere.
+    `torch.cuda.set_device(...)` statements go, as they would move the process elsewhere.  In a
+    file that does not start the program (a training module driven from elsewhere) such a
+    statement instead sets the NPU from DEVICE_ID, so that no program loses its device selection.
+    A `__main__` block that uses no device (data preparation) is no place to set it.
     """
 
     code = "NPU401"
@@ -47,11 +50,21 @@ class DeviceFromEnvironment(Rule):
             return updated_node
         if "DEVICE_ID" in code_of(call):
             return updated_node  # already reads DEVICE_ID (a migrated file)
+        if self.context.path not in self.context.options.specify_device.entry_files:
+            # Not a file where the program starts (or one -s does not know as such): the
+            # selection stays here, from DEVICE_ID, so that the program never loses it.
+            self.record(original_node, "set the NPU from DEVICE_ID instead of the script's index (-s)")
+            self.context.needs_torch_npu = True
+            self._needs_os = True
+            return updated_node.with_changes(body=[cst.Expr(cst.parse_expression(SOURCE.strip()))])
         record_removal(self, original_node, "delete set_device(...): -s sets the NPU from DEVICE_ID at start-up")
         return remove_statement(original_node, updated_node)
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module):
         if self.context.path not in self.context.options.specify_device.entry_files:
+            if getattr(self, "_needs_os", False) and "os" not in module_names(updated_node.body):
+                return insert_after_imports(self, original_node, updated_node, "import os\n", (), "insert import os",
+                                            needs=())
             return updated_node
         if "DEVICE_ID" in original_node.code:
             return updated_node  # the device is read from DEVICE_ID already

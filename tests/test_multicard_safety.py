@@ -1,0 +1,89 @@
+"""The multi-card modes never produce a program that starts and does the wrong thing: where a
+program manages its own processes or devices they keep its way or refuse, naming the reason and
+what to run instead.  Run through the console script, as a user meets it."""
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _gpu2npu(*args: str):
+    return subprocess.run([sys.executable, "-m", "gpu2npu", *args], capture_output=True, text=True, timeout=120)
+
+
+def _project(root: Path, files: dict) -> Path:
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+PREPARE = 'import json\n\ndef main():\n    json.dump({"n": 3}, open("data.json", "w"))\n\nif __name__ == "__main__":\n    main()\n'
+
+
+def test_s_sets_the_device_where_training_starts_not_in_a_data_script(tmp_path):
+    source = _project(tmp_path / "proj", {
+        "prepare_data.py": PREPARE,
+        "train.py": "import torch\nfrom engine import setup\n\ndef main():\n    setup(0)\n"
+                    "    model = torch.nn.Linear(2, 2).cuda()\n\nif __name__ == '__main__':\n    main()\n",
+        "engine.py": "import torch\n\ndef setup(gpu):\n    torch.cuda.set_device(gpu)\n",
+    })
+    result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "-s")
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "out" / "proj_msft"
+    assert (out / "prepare_data.py").read_text() == PREPARE
+    train = (out / "train.py").read_text()
+    assert 'torch_npu.npu.set_device(int(os.environ.get("DEVICE_ID", "0")))' in train
+    # the selection in the module the training calls is kept, from DEVICE_ID, never deleted
+    engine = (out / "engine.py").read_text()
+    assert 'torch_npu.npu.set_device(int(os.environ.get("DEVICE_ID", "0")))' in engine
+    assert "import os" in engine and "torch.cuda" not in engine
+
+
+def test_s_refuses_a_program_that_spawns_its_workers(tmp_path):
+    source = _project(tmp_path / "proj", {
+        "main.py": "import torch\nimport torch.multiprocessing as mp\n\ndef worker(gpu, args):\n"
+                   "    torch.cuda.set_device(gpu)\n\nif __name__ == '__main__':\n"
+                   "    mp.spawn(worker, nprocs=2, args=(None,))\n",
+    })
+    result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "-s")
+    assert result.returncode == 2
+    assert "main.py starts its worker processes itself (line 8" in result.stderr
+    assert "Migrate without -s" in result.stderr
+    assert not (tmp_path / "out" / "proj_msft").exists()
+    # without -s each worker keeps choosing its NPU from its index
+    result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0")
+    assert result.returncode == 0
+    assert "torch_npu.npu.set_device(gpu)" in (tmp_path / "out" / "proj_msft" / "main.py").read_text()
+
+
+TRAINER = ("import torch\nfrom transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n\n"
+           "model = AutoModelForCausalLM.from_pretrained('m')\nmodel.cuda()\n"
+           "trainer = Trainer(model=model, args=TrainingArguments('out'), train_dataset=ds)\ntrainer.train()\n")
+DEVICE_MAP = ("import torch\nfrom transformers import AutoModelForCausalLM\n\n"
+              "model = AutoModelForCausalLM.from_pretrained('m', device_map='auto')\n"
+              "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n")
+
+
+def test_distributed_refuses_a_trainer_script(tmp_path):
+    source = _project(tmp_path / "proj", {"train.py": TRAINER})
+    result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "distributed", "-m", "train.py")
+    assert result.returncode == 2
+    assert "transformers/TRL Trainer" in result.stderr and "(line 6)" in result.stderr
+    assert "torchrun --nproc_per_node=N train.py" in result.stderr
+    assert not (tmp_path / "out" / "proj_msft_multi").exists()
+
+
+def test_distributed_refuses_a_model_placed_by_device_map(tmp_path):
+    source = _project(tmp_path / "proj", {"train.py": DEVICE_MAP})
+    result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "distributed", "-m", "train.py")
+    assert result.returncode == 2
+    assert "device_map" in result.stderr and "(line 4)" in result.stderr
+
+
+def test_distributed_still_converts_a_plain_script_that_imports_transformers(tmp_path):
+    plain = ("import torch\nfrom transformers import AutoTokenizer\n\ntok = AutoTokenizer.from_pretrained('t')\n"
+             "model = torch.nn.Linear(2, 2).cuda()\nloader = torch.utils.data.DataLoader(ds, batch_size=4)\n")
+    source = _project(tmp_path / "proj", {"train.py": plain})
+    result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "distributed", "-m", "train.py")
+    assert result.returncode == 0, result.stderr
