@@ -14,8 +14,8 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 
 from .apidata import ApiData
 from .change import Finding, Report
-from .rules import npu_aware
-from .rules.names import DEVICE_STRING, ImportAliases, DocstringTracker, dotted_name, qualified_names, string_text
+from .rules import device_guards, npu_aware
+from .rules.names import DEVICE_STRING, ImportAliases, DocstringTracker, dotted_name, framework_option, qualified_names, string_text
 from .tips import CUDA_ONLY_PACKAGES, TIPS, migratable_cuda_path, tip_for
 
 RULE = "NPU900"
@@ -118,7 +118,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
         self._check_reference(node)
         # `torch.cuda`, `torch.backends.cuda`: modules, judged by name above; a tensor's or a
         # model's `.cuda` has no resolvable qualified name.
-        if not self._dead and node.attr.value in ("cuda", "is_cuda") and not any(
+        if not self._dead and (node.attr.value == "is_cuda" or (node.attr.value == "cuda" and self._is_called(node))) and not any(
             n.startswith("torch.") for n in qualified_names(self, node)
         ):
             self._add(node, Report.UNSUPPORTED, f"Tensor.{node.attr.value}", "rewrite as .npu() / .is_npu")
@@ -141,6 +141,10 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
             if name.startswith(REPORTED_TORCH_NAMES) and (self._is_called(node) or "DataParallel" not in name):
                 self._add(node, Report.UNSUPPORTED, name, tip_for(name))
                 return
+            if name.startswith(device_guards.CUDA_ONLY_CLASSES):
+                self._add(node, Report.UNSUPPORTED, name, "Lightning's CUDA accelerator: no NPU counterpart in Lightning; "
+                          "count NPUs with torch_npu.npu.device_count()")
+                return
             package = _package_of(name)
             if package is not None and self._is_called(node) and not (self.wants_apex_amp and _is_apex_amp(name)):
                 self._add(node, Report.UNSUPPORTED, name, tip_for(name))
@@ -153,6 +157,8 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
         text = string_text(node)
         if text is None:
             return
+        if DEVICE_STRING.match(text) and framework_option(lambda n: self.get_metadata(ParentNodeProvider, n, None), node):
+            return  # reported by the rule that left it (NPU103), with the framework's reason
         if DEVICE_STRING.match(text):
             self._add(node, Report.UNSUPPORTED, f"device string {text!r}", 'use "npu" devices on Ascend')
         elif text.startswith("torch.cuda.") and text.endswith("Tensor"):

@@ -103,7 +103,7 @@ def _cuda_only_name(api: ApiData, name: str) -> bool:
         if path and path[-1].startswith("__"):
             return False
         return not migratable_cuda_path(api, path)
-    if name.startswith(CUDA_ONLY_TORCH) or name in CUDA_ONLY_CLASSES:
+    if name.startswith(CUDA_ONLY_TORCH) or name.startswith(CUDA_ONLY_CLASSES):
         return True
     package = _package_of(name)
     # A package's metadata (`flash_attn.__version__`) is no use of its kernels.

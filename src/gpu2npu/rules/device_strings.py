@@ -6,7 +6,10 @@ import re
 import libcst as cst
 
 from .base import Example, Rule
-from .names import DEVICE_STRING, DocstringTracker, string_text, with_string_text
+from libcst.metadata import ParentNodeProvider, PositionProvider
+
+from ..change import Report
+from .names import DEVICE_STRING, FRAMEWORK_OPTION_TIP, DocstringTracker, framework_option, string_text, with_string_text
 
 TENSOR_TYPE_STRING = re.compile(r"^torch\.cuda\.[A-Z][A-Za-z0-9]*Tensor$")
 
@@ -17,7 +20,10 @@ class CudaDeviceStrings(DocstringTracker, Rule):
     Only strings that *are* a device spec change: `"cuda"`, `"cuda:0"`, `"cuda:{}"` (a `.format`
     template), `"cuda:%d"`, and f-strings `f"cuda:{rank}"`.  That covers `torch.device(...)`,
     `.to(...)`, `map_location=`, `torch.autocast("cuda")`, argparse defaults and comparisons such
-    as `device.type == "cuda"`, so the code stays consistent with itself.  Tensor type names
+    as `device.type == "cuda"`, so the code stays consistent with itself.  Strings given to
+    another framework's own device option (Lightning's `accelerator="cuda"`, also through a
+    variable or an argparse default of that name) are not torch devices: Lightning rejects "npu",
+    so they are left as written and reported.  Tensor type names
     (`'torch.cuda.FloatTensor'`) become `'torch.npu.FloatTensor'`.  Prose that merely
     contains the word ("running on cuda"), docstrings and comments are never touched.  Under
     `distributed` and `-s` a fixed index ("cuda:0") becomes plain "npu", the NPU of the process;
@@ -25,6 +31,7 @@ class CudaDeviceStrings(DocstringTracker, Rule):
     """
 
     code = "NPU103"
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
     summary = 'device strings "cuda", "cuda:N", f"cuda:{i}" -> "npu", "npu:N", f"npu:{i}"'
     triggers = ("cuda",)
     examples = (
@@ -51,6 +58,8 @@ class CudaDeviceStrings(DocstringTracker, Rule):
     )
     unchanged = (
         'def f():\n    """Moves the batch to "cuda:0"."""\n    print("running on cuda")\n',
+        'import lightning as L\ntrainer = L.Trainer(accelerator="cuda", devices=2)\n',
+        'accelerator = "cuda"\n',
         "x = b'cuda'\n",
     )
 
@@ -70,6 +79,10 @@ class CudaDeviceStrings(DocstringTracker, Rule):
             self.context.needs_torch_npu = True
             return with_string_text(updated_node, new_text)
         if text is None or not DEVICE_STRING.match(text):
+            return updated_node
+        option = framework_option(lambda n: self.get_metadata(ParentNodeProvider, n, None), original_node)
+        if option is not None:
+            self.report(original_node, Report.UNSUPPORTED, f"{option}={text!r}", FRAMEWORK_OPTION_TIP)
             return updated_node
         new_text = "npu" + text[len("cuda") :]
         index = text[len("cuda:"):]

@@ -147,3 +147,33 @@ class DocstringTracker:
 
 
 DEVICE_STRING = re.compile(r"^cuda(:(\d+|\{[^{}]*\}|%[sdi])?)?$")
+
+
+# Options of other frameworks that take a device *name* of their own, not a torch device:
+# Lightning's `accelerator` ("cuda"/"gpu") has no "npu" value, so rewriting it breaks the program.
+FRAMEWORK_DEVICE_OPTIONS = ("accelerator",)
+FRAMEWORK_OPTION_TIP = ("Lightning's accelerator option, not a torch device: Lightning has no built-in 'npu' "
+                        "accelerator and rejects the name, so it is left as written; run on the NPU through a "
+                        "custom lightning Accelerator or an Ascend integration of Lightning")
+
+
+def framework_option(parent_of, node: cst.CSTNode) -> Optional[str]:
+    """The framework option a string literal is given to (`Trainer(accelerator="cuda")`,
+    `accelerator = "cuda"`, `add_argument("--accelerator", default="cuda")`), or None.
+    `parent_of(node)` returns a node's parent."""
+    parent = parent_of(node)
+    if isinstance(parent, cst.Arg) and parent.keyword is not None:
+        if parent.keyword.value in FRAMEWORK_DEVICE_OPTIONS:
+            return parent.keyword.value
+        call = parent_of(parent)
+        if parent.keyword.value == "default" and isinstance(call, cst.Call):
+            flags = [a.value.raw_value.lstrip("-").replace("-", "_") for a in call.args
+                     if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+            return next((flag for flag in flags if flag in FRAMEWORK_DEVICE_OPTIONS), None)
+    if isinstance(parent, (cst.Assign, cst.AnnAssign)):
+        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        for target in targets:
+            name = dotted_name(target)
+            if name is not None and name.rsplit(".", 1)[-1] in FRAMEWORK_DEVICE_OPTIONS:
+                return name.rsplit(".", 1)[-1]
+    return None

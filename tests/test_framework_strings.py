@@ -1,0 +1,50 @@
+"""Device strings handed to other frameworks' own options are not torch devices, and report rows
+fit their line (no Tensor.cuda row for an argparse flag)."""
+import pytest
+
+from gpu2npu import apidata
+from gpu2npu.change import Report
+from gpu2npu.pipeline import migrate_source
+from gpu2npu.rules import Options, rules_for
+
+OPTIONS = Options(api=apidata.load("2.1.0"))
+
+
+def _migrate(source: str):
+    result = migrate_source(source.encode(), "m.py", OPTIONS, rules_for(OPTIONS))
+    return (result.output or source.encode()).decode(), result
+
+
+@pytest.mark.parametrize("source", [
+    'import lightning as L\ntrainer = L.Trainer(accelerator="cuda", devices=2)\n',
+    'from lightning.fabric import Fabric\nfabric = Fabric(accelerator="cuda")\n',
+    'accelerator = "cuda"\n',
+    'cfg.accelerator = "cuda"\n',
+    'import argparse\np = argparse.ArgumentParser()\np.add_argument("--accelerator", default="cuda")\n',
+])
+def test_lightning_accelerator_names_are_left_and_reported(source):
+    output, result = _migrate(source)
+    assert output == source
+    rows = [f for f in result.findings if f.report == Report.UNSUPPORTED]
+    assert len(rows) == 1 and rows[0].api == "accelerator='cuda'" and "Lightning" in rows[0].tip
+
+
+def test_torch_device_strings_beside_them_are_migrated():
+    source = ('import torch\nimport argparse\np = argparse.ArgumentParser()\np.add_argument("--device", default="cuda")\n'
+              'x = torch.ones(2, device="cuda:0")\n')
+    output, _ = _migrate(source)
+    assert 'default="npu"' in output and 'device="npu:0"' in output
+
+
+def test_lightning_cuda_accelerator_is_reported():
+    source = "from lightning.pytorch.accelerators import CUDAAccelerator\nn = CUDAAccelerator.auto_device_count()\n"
+    _, result = _migrate(source)
+    assert [f.start_line for f in result.findings if "CUDAAccelerator" in f.api] == [2]
+
+
+def test_an_argparse_flag_named_cuda_is_no_tensor_use():
+    source = ("import torch\nimport argparse\np = argparse.ArgumentParser()\np.add_argument('--cuda', action='store_true')\n"
+              "opt = p.parse_args()\nif opt.cuda and args.cuda:\n    x = torch.ones(2).cuda()\n")
+    output, result = _migrate(source)
+    assert "torch.ones(2).npu()" in output
+    assert not [f for f in result.findings if f.api.startswith("Tensor.cuda")]
