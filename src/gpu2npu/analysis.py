@@ -7,7 +7,7 @@ the final tree, so it reports exactly what the user gets.
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Dict, List, Optional, Set
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
@@ -78,9 +78,22 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
         super().on_leave(original_node)
 
     # -- imports ---------------------------------------------------------------------------
+    def visit_Module(self, node: cst.Module) -> None:
+        uses = _NameUses()
+        node.visit(uses)
+        self._uses = uses.uses
+
+    def _metadata_only(self, local: str) -> bool:
+        """Whether the module reads nothing of `local` but dunder metadata (`x.__version__` in an
+        environment dump): importing a package to print its version uses none of its kernels."""
+        return getattr(self, "_uses", {}).get(local) == {"metadata"}
+
     def visit_Import(self, node: cst.Import) -> bool:
         for alias in node.names:
-            self._check_imported(node, dotted_name(alias.name) or "")
+            full = dotted_name(alias.name) or ""
+            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) \
+                else full.split(".")[0]
+            self._check_imported(node, full, local)
         return False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
@@ -88,16 +101,34 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
             return False
         module = dotted_name(node.module) or ""
         if isinstance(node.names, cst.ImportStar):
-            self._check_imported(node, module)
+            self._check_imported(node, module, None)
             return False
+        # One row for the names a statement imports from one CUDA-only package: the calls of
+        # each get rows of their own where they are made.
+        grouped: List[str] = []
         for alias in node.names:
-            self._check_imported(node, f"{module}.{dotted_name(alias.name)}")
+            imported = dotted_name(alias.name) or ""
+            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) \
+                else imported
+            name = f"{module}.{imported}"
+            if _package_of(name) is not None and not (self.wants_apex_amp and _is_apex_amp(name)):
+                if self._metadata_only(local):
+                    self._add(node, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
+                else:
+                    grouped.append(imported)
+                continue
+            self._check_imported(node, name, local)
+        if grouped:
+            what = f"{module}.{grouped[0]}" if len(grouped) == 1 else f"{module} ({', '.join(grouped)})"
+            self._add(node, Report.UNSUPPORTED, what, tip_for(f"{module}.{grouped[0]}"))
         return False
 
-    def _check_imported(self, node: cst.CSTNode, name: str) -> None:
+    def _check_imported(self, node: cst.CSTNode, name: str, local: Optional[str]) -> None:
         package = _package_of(name)
         if self.wants_apex_amp and _is_apex_amp(name):
             self._add(node, Report.NOTE, name, "-a: needs Ascend apex installed (its amp API is NVIDIA apex's)")
+        elif package is not None and local is not None and self._metadata_only(local):
+            self._add(node, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
         elif package is not None:
             self._add(node, Report.UNSUPPORTED, name, tip_for(name))
         elif name.startswith("torch.cuda.") and not migratable_cuda_path(self.api, name.split(".")[2:]):
@@ -173,6 +204,31 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
         if isinstance(first, cst.FormattedStringText) and first.value == "cuda:":
             self._add(node, Report.UNSUPPORTED, "device f-string 'cuda:{...}'", 'use "npu" devices on Ascend')
         return True
+
+
+class _NameUses(cst.CSTVisitor):
+    """How each name of a module is read: "metadata" (`x.__version__`) or "use" (anything else)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.uses: Dict[str, Set[str]] = {}
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if isinstance(node.value, cst.Name):
+            kind = "metadata" if node.attr.value.startswith("__") else "use"
+            self.uses.setdefault(node.value.value, set()).add(kind)
+        else:
+            node.value.visit(self)
+        return False  # the attribute's own name is no variable
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.uses.setdefault(node.value, set()).add("use")
 
 
 def dead_guard_tip(guard, api: ApiData) -> str:

@@ -49,6 +49,8 @@ TIPS = {
     "nvidia_smi": "NVML is NVIDIA-only: query NPUs with npu-smi",
     "GPUtil": "NVIDIA-only: query NPUs with npu-smi or torch_npu.npu APIs",
     "triton": "Triton kernels target CUDA here: use torch operators or torch_npu fused operators",
+    "flash_attn.bert_padding": "pure-PyTorch padding helpers that run on the NPU, but importing flash_attn loads "
+    "its CUDA extension: copy the helpers (index_first_axis, pad_input, unpad_input) into the project",
     "flash_attn": "use torch_npu.npu_fusion_attention (or torch.nn.functional.scaled_dot_product_attention)",
     "xformers": "use torch.nn.functional.scaled_dot_product_attention or torch_npu.npu_fusion_attention",
     "bitsandbytes": "CUDA-only quantization kernels: no drop-in NPU equivalent",

@@ -45,6 +45,8 @@ class DataLoaderForNpu(LoaderRoles, Rule):
         "from torch.utils.data import DataLoader\nval_loader = DataLoader(val_set, batch_size=64, shuffle=False)\n",
         "from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, batch_size=64, shuffle=True, drop_last=args.drop_last)\n",
         "from torch.utils.data import DataLoader\ndata_loader_train = DataLoader(ds, batch_size=64, drop_last=False)\n",
+        # DataLoader refuses drop_last beside a batch_sampler
+        "from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, batch_sampler=buckets, num_workers=2)\n",
     )
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
@@ -58,8 +60,15 @@ class DataLoaderForNpu(LoaderRoles, Rule):
             return updated_node
         args = list(updated_node.args)
         messages = []
-        if role == "train":
-            drop_last = keyword_value(original_node, "drop_last")
+        drop_last = keyword_value(original_node, "drop_last")
+        if keyword_value(original_node, "batch_sampler") is not None:
+            # DataLoader refuses drop_last beside a batch_sampler: the sampler makes the batches.
+            self.report(original_node, Report.PERFORMANCE, "torch.utils.data.DataLoader",
+                        "DataLoader with a batch_sampler left as is (it refuses drop_last): make the batch "
+                        "sampler drop its last short batch if it feeds training (fixed shapes on Ascend)")
+        elif isinstance(drop_last, cst.Name) and drop_last.value == "True":
+            pass  # fixed batch shapes already: nothing to advise
+        elif role == "train":
             if drop_last is None:
                 args = append_keyword(args, "drop_last", cst.Name("True"))
                 messages.append("add drop_last=True to the training DataLoader")

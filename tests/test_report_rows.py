@@ -1,0 +1,59 @@
+"""A report row must be true and fit its line: no row for a metadata probe, one row per import
+statement of a CUDA-only package, no drop_last advice for a loader that has it, and no
+drop_last added where DataLoader refuses it."""
+from gpu2npu import apidata
+from gpu2npu.change import Report
+from gpu2npu.pipeline import migrate_source
+from gpu2npu.rules import Options, rules_for
+
+OPTIONS = Options(api=apidata.load("2.1.0"))
+
+
+def _migrate(source: str):
+    result = migrate_source(source.encode(), "m.py", OPTIONS, rules_for(OPTIONS))
+    return (result.output or source.encode()).decode(), result
+
+
+def _rows(result, report):
+    return [f for f in result.findings if f.report == report]
+
+
+def test_a_version_probe_is_no_use_of_cuda_kernels():
+    source = ("import torch\n\ndef versions():\n    out = {'torch': torch.__version__}\n    try:\n"
+              "        import bitsandbytes as bnb\n        out['bnb'] = bnb.__version__\n    except ImportError:\n"
+              "        pass\n    return out\n")
+    _, result = _migrate(source)
+    assert _rows(result, Report.UNSUPPORTED) == []
+    assert [f.api for f in _rows(result, Report.NOTE)] == ["bitsandbytes"]
+
+
+def test_a_package_that_is_used_is_still_reported():
+    source = "import bitsandbytes as bnb\nopt = bnb.optim.Adam8bit(params)\nprint(bnb.__version__)\n"
+    _, result = _migrate(source)
+    assert [f.start_line for f in _rows(result, Report.UNSUPPORTED) if f.api == "bitsandbytes"] == [1]
+
+
+def test_one_row_per_import_statement_and_one_per_call():
+    source = ("from flash_attn import flash_attn_func, flash_attn_varlen_func\n"
+              "from flash_attn.bert_padding import pad_input, unpad_input\n\n"
+              "def f(q, k, v):\n    return flash_attn_func(q, k, v, causal=True)\n")
+    _, result = _migrate(source)
+    rows = [(f.start_line, f.api) for f in _rows(result, Report.UNSUPPORTED)]
+    assert rows == [(1, "flash_attn (flash_attn_func, flash_attn_varlen_func)"),
+                    (2, "flash_attn.bert_padding (pad_input, unpad_input)"),
+                    (5, "flash_attn.flash_attn_func")]
+    padding = [f.tip for f in _rows(result, Report.UNSUPPORTED) if f.start_line == 2][0]
+    assert "pure-PyTorch" in padding and "npu_fusion_attention" not in padding
+
+
+def test_no_drop_last_advice_for_a_loader_that_has_it():
+    source = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=4, drop_last=True)\n"
+    _, result = _migrate(source)
+    assert _rows(result, Report.PERFORMANCE) == []
+
+
+def test_a_batch_sampler_loader_gets_no_drop_last():
+    source = "from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, batch_sampler=buckets)\n"
+    output, result = _migrate(source)
+    assert "drop_last" not in output
+    assert ["batch_sampler" in f.tip for f in _rows(result, Report.PERFORMANCE)] == [True]
