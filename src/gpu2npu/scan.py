@@ -216,9 +216,32 @@ class FileScan:
                 if self._possibly_int(call.args[0], set()):
                     lines.append(call.lineno)
                     continue
-            if any(k.arg == "device" and self._possibly_int(k.value, set()) for k in call.keywords):
+            if any(k.arg in ("device", "device_id") and self._possibly_int(k.value, set()) for k in call.keywords):
+                lines.append(call.lineno)
+                continue
+            if isinstance(func, ast.Name) and func.id in self._forwarders() and any(
+                    self._possibly_int(arg, set()) for arg in call.args):
                 lines.append(call.lineno)
         return lines
+
+    def _forwarders(self) -> Set[str]:
+        """Functions of the file that pass a parameter to `.to(...)` or `device=` (as NPU104
+        finds them, generously)."""
+        if not hasattr(self, "_forwarder_names"):
+            names = set()
+            for node in ast.walk(self.tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    params = {a.arg for a in node.args.args}
+                    for call in ast.walk(node):
+                        if isinstance(call, ast.Call) and (
+                            (isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "to_empty") and call.args
+                             and isinstance(call.args[0], ast.Name) and call.args[0].id in params)
+                            or any(k.arg == "device" and isinstance(k.value, ast.Name) and k.value.id in params
+                                   for k in call.keywords)):
+                            names.add(node.name)
+                            break
+            self._forwarder_names = names
+        return self._forwarder_names
 
     def relevant_lines(self) -> List[int]:
         """Lines where a rule might edit or the leftover analysis might report something."""

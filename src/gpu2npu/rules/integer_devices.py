@@ -11,6 +11,10 @@ from .names import dotted_name, qualified_names
 
 # Methods whose device argument, when an int, means "CUDA device N" in PyTorch.
 DEVICE_METHODS = {"to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
+# FSDP's device_id: an int means a CUDA device up to torch 2.2 (later ones ask the accelerator).
+FSDP = {"torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel"}
+FSDP_INT_MEANS_CUDA_UNTIL = (2, 2)
 # Calls that return a device index.
 INDEX_RETURNING = {"current_device", "get_rank", "get_local_rank", "device_count", "get_world_size"}
 
@@ -115,6 +119,37 @@ class _IntNames(cst.CSTVisitor):
         return all(self.is_int(value, seen) for value in self.values[name])
 
 
+class _Forwarders(cst.CSTVisitor):
+    """Functions of the file that hand one of their parameters to `.to(...)` or `device=` as it
+    is (`def to_device(batch, device): return batch.to(device)`): name -> (index, parameter)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.positions: Dict[str, tuple] = {}
+        self._functions: list = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._functions.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._functions:
+            return
+        function = self._functions[-1]
+        params = [p.name.value for p in function.params.params]
+        is_to = isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "to_empty")
+        for index, arg in enumerate(node.args):
+            if not isinstance(arg.value, cst.Name) or arg.value.value not in params:
+                continue
+            if (arg.keyword is not None and arg.keyword.value == "device") or (is_to and index == 0 and arg.keyword is None):
+                name = arg.value.value
+                if not isinstance(self._functions[-1], cst.FunctionDef) or len(self._functions) > 1:
+                    return  # methods and nested functions are called through other names
+                self.positions[function.name.value] = (params.index(name), name)
+
+
 def _targets(node: cst.CSTNode):
     if isinstance(node, (cst.Tuple, cst.List)):
         for element in node.elements:
@@ -135,7 +170,7 @@ class IntegerDevices(Rule):
 
     code = "NPU104"
     summary = 'integer devices: x.to(0) -> x.to("npu:0"), device=rank -> device=f"npu:{rank}"'
-    triggers = (".to(", "device=", ".new_", "to_empty")
+    triggers = (".to(", "device=", "device_id=", ".new_", "to_empty")
     METADATA_DEPENDENCIES = (PositionProvider,)
     examples = (
         Example("import torch\nx = x.to(0)\n", 'import torch\nimport torch_npu\nx = x.to("npu:0")\n'),
@@ -156,6 +191,10 @@ class IntegerDevices(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         self._ints = _IntNames()
         node.visit(self._ints)
+        forwarders = _Forwarders()
+        node.visit(forwarders)
+        self._forwarders = forwarders.positions
+        self._torch = next((local for local, targets in (self.import_aliases or {}).items() if "torch" in targets), None)
 
     def _is_explicit_candidate(self, original: cst.BaseExpression) -> bool:
         return isinstance(original, cst.Integer) or self._ints.is_int(original)
@@ -176,30 +215,57 @@ class IntegerDevices(Rule):
             parts=(cst.FormattedStringText("npu:"), cst.FormattedStringExpression(expression=value)),
         )
 
+    def _fsdp_device(self, value: cst.BaseExpression, original: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """FSDP's device_id takes an int or a torch.device: `torch.device("npu", N)`."""
+        if self._torch is None or self.context.options.device_per_process:
+            # One process per NPU: the script's index need not be the process's NPU; left for
+            # a person (the analysis reports the integer device_id).
+            return None
+        return cst.parse_expression(f'{self._torch}.device("npu", {cst.Module(body=()).code_for_node(value)})')
+
     def _is_device_call(self, call: cst.Call) -> bool:
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in DEVICE_METHODS:
             return True
         return any(name.startswith("torch.") and not name.startswith("torch.cuda") for name in qualified_names(self, func))
 
-    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
-        if not self._is_device_call(original_node):
-            return updated_node
-        func = original_node.func
+    def _device_positions(self, call: cst.Call):
+        """(keyword, positional index or None) of `call`'s device argument, or None."""
+        func = call.func
+        if isinstance(func, cst.Name) and func.value in self._forwarders:
+            index, keyword = self._forwarders[func.value]  # a helper that hands it to .to()
+            return keyword, index
+        if qualified_names(self, func) & FSDP:
+            return "device_id", None
+        if not self._is_device_call(call):
+            return None
         positional_device = isinstance(func, cst.Attribute) and func.attr.value in ("to", "to_empty")
+        return "device", 0 if positional_device else None
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
+        positions = self._device_positions(original_node)
+        if positions is None:
+            return updated_node
+        keyword, position = positions
+        fsdp = keyword == "device_id"
+        if fsdp and self.context.api.version_tuple[:2] > FSDP_INT_MEANS_CUDA_UNTIL:
+            return updated_node  # newer FSDP reads an int as an index of the current accelerator
         new_args = list(updated_node.args)
         changed = False
         for index, arg in enumerate(original_node.args):
-            is_device = (arg.keyword is not None and arg.keyword.value == "device") or (
-                positional_device and index == 0 and arg.keyword is None and arg.star == ""
+            is_device = (arg.keyword is not None and arg.keyword.value == keyword) or (
+                position == index and arg.keyword is None and arg.star == ""
             )
             if not is_device:
                 continue
             if not self._is_explicit_candidate(arg.value):
                 continue
-            # Built from the updated argument: other rules may have rewritten inside it
-            # (`.to(torch.cuda.current_device())`).
-            explicit = self._explicit(new_args[index].value, arg.value)
+            if fsdp:
+                explicit = self._fsdp_device(new_args[index].value, arg.value)
+            else:
+                # Built from the updated argument: other rules may have rewritten inside it
+                # (`.to(torch.cuda.current_device())`).
+                explicit = self._explicit(new_args[index].value, arg.value)
             if explicit is None:
                 continue
             new_args[index] = new_args[index].with_changes(value=explicit)

@@ -1,0 +1,48 @@
+"""Integer devices in keyword and forwarding positions: FSDP's device_id (an int means a CUDA
+device up to torch 2.2) and helpers of the file that hand their argument to `.to()`."""
+import pytest
+
+from gpu2npu import apidata
+from gpu2npu.pipeline import migrate_source
+from gpu2npu.rules import Options, SpecifyDeviceSettings, rules_for
+
+HEADER = ("import os\nimport torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n\n"
+          "local_rank = int(os.environ['LOCAL_RANK'])\n\n\n"
+          "def to_device(batch, device):\n    return {k: v.to(device) for k, v in batch.items()}\n\n\n")
+
+
+def _migrate(source: str, version: str = "2.1.0", **options):
+    opts = Options(api=apidata.load(version), **options)
+    result = migrate_source(source.encode(), "m.py", opts, rules_for(opts))
+    return (result.output or source.encode()).decode(), result
+
+
+@pytest.mark.parametrize("version", ["1.11.0", "2.1.0", "2.2.0"])
+def test_fsdp_device_id_int_is_an_npu_up_to_torch_2_2(version):
+    output, _ = _migrate(HEADER + "model = FSDP(model, device_id=local_rank)\n", version)
+    assert 'model = FSDP(model, device_id=torch.device("npu", local_rank))' in output
+
+
+@pytest.mark.parametrize("version", ["2.3.1", "2.6.0"])
+def test_newer_fsdp_reads_the_int_itself(version):
+    output, _ = _migrate(HEADER + "model = FSDP(model, device_id=local_rank)\n", version)
+    assert "device_id=local_rank)" in output
+
+
+def test_fsdp_device_id_that_may_be_a_device_is_left():
+    output, _ = _migrate(HEADER + "model = FSDP(model, device_id=torch.cuda.current_device() if x else dev)\n")
+    assert "device_id=torch_npu.npu.current_device() if x else dev" in output
+
+
+def test_a_forwarding_helper_gets_an_explicit_device():
+    output, result = _migrate(HEADER + "b = to_device(batch, local_rank)\nc = to_device(batch, 'cpu')\n"
+                              "d = to_device(batch, device=3)\n")
+    assert 'b = to_device(batch, f"npu:{local_rank}")' in output
+    assert "c = to_device(batch, 'cpu')" in output
+    assert 'd = to_device(batch, device="npu:3")' in output
+
+
+def test_a_helper_that_does_not_forward_is_left():
+    source = "import torch\n\ndef log(x, step):\n    print(x, step)\n\nlog(loss, 3)\n"
+    output, result = _migrate(source)
+    assert output == source and result.changes == []
