@@ -48,3 +48,19 @@ def test_an_argparse_flag_named_cuda_is_no_tensor_use():
     output, result = _migrate(source)
     assert "torch.ones(2).npu()" in output
     assert not [f for f in result.findings if f.api.startswith("Tensor.cuda")]
+
+
+def test_vllm_device_is_left_and_reported():
+    source = 'from vllm import LLM\nllm = LLM(model="m", device="cuda")\nx = torch.ones(2, device="cuda")\n'
+    output, result = _migrate(source)
+    assert 'LLM(model="m", device="cuda")' in output and 'torch.ones(2, device="npu")' in output
+    assert [f.api for f in result.findings if f.report == Report.UNSUPPORTED] == ["device='cuda'"]
+
+
+def test_ray_gpu_resources_are_reported_with_the_npu_resource():
+    source = ("import ray\n\n@ray.remote(num_gpus=1)\ndef work(x):\n    return x\n\n"
+              "ray.init(num_gpus=2)\nref = work.options(num_gpus=1).remote(3)\nplot(num_gpus=4)\n")
+    _, result = _migrate(source)
+    rows = [f for f in result.findings if f.api == "ray num_gpus"]
+    assert [f.start_line for f in rows] == [3, 7, 8]
+    assert all('resources={"NPU": N}' in f.tip for f in rows)

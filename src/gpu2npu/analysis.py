@@ -181,6 +181,19 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
                 self._add(node, Report.UNSUPPORTED, name, tip_for(name))
                 return
 
+    # -- other frameworks' GPU resources ------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        # Ray schedules by resource: `num_gpus` reserves CUDA GPUs, which an Ascend node has none of.
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value == "num_gpus" and self._is_ray(node.func):
+                self._add(arg, Report.UNSUPPORTED, "ray num_gpus", RAY_TIP)
+
+    def _is_ray(self, func: cst.BaseExpression) -> bool:
+        if any(name == "ray" or name.startswith("ray.") for name in qualified_names(self, func)):
+            return True
+        # `remote_fn.options(num_gpus=1)`: the method of a Ray remote function or actor
+        return isinstance(func, cst.Attribute) and func.attr.value == "options" and "ray" in getattr(self, "_uses", {})
+
     # -- strings (documentation excluded: DocstringTracker) ------------------------------------
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if self.is_documentation(node) or self._dead:
@@ -188,7 +201,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
         text = string_text(node)
         if text is None:
             return
-        if DEVICE_STRING.match(text) and framework_option(lambda n: self.get_metadata(ParentNodeProvider, n, None), node):
+        if DEVICE_STRING.match(text) and framework_option(self, node):
             return  # reported by the rule that left it (NPU103), with the framework's reason
         if DEVICE_STRING.match(text):
             self._add(node, Report.UNSUPPORTED, f"device string {text!r}", 'use "npu" devices on Ascend')
@@ -237,6 +250,9 @@ def dead_guard_tip(guard, api: ApiData) -> str:
             f"{api.torch_npu_version}, so on the NPU this branch is not taken (as on any machine without CUDA); "
             f"to use it there: {tip}, then test for the NPU")
 
+
+RAY_TIP = ("Ray counts Ascend NPUs as the resource \"NPU\", not as GPUs: ask for resources={\"NPU\": N} "
+           "instead of num_gpus=N (Ray then sets ASCEND_RT_VISIBLE_DEVICES for the task)")
 
 # A capability check that only decides TF32 is no question of bf16 support.
 TF32_TIP = ("TF32 does not exist on the NPU and needs no capability check: its counterpart is HF32, "

@@ -112,6 +112,8 @@ class FileScan:
     def _call(self, node: ast.Call) -> None:
         self.calls.append(node)
         self._argparse_int(node)
+        if any(keyword.arg == "num_gpus" for keyword in node.keywords):
+            self.package_lines.append(node.lineno)  # Ray's GPU resource: the analysis reports it
 
     def _import(self, node: ast.Import) -> None:
         for alias in node.names:

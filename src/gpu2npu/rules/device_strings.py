@@ -9,7 +9,7 @@ from .base import Example, Rule
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from ..change import Report
-from .names import DEVICE_STRING, FRAMEWORK_OPTION_TIP, DocstringTracker, framework_option, string_text, with_string_text
+from .names import DEVICE_STRING, DocstringTracker, framework_option, string_text, with_string_text
 
 TENSOR_TYPE_STRING = re.compile(r"^torch\.cuda\.[A-Z][A-Za-z0-9]*Tensor$")
 
@@ -80,9 +80,9 @@ class CudaDeviceStrings(DocstringTracker, Rule):
             return with_string_text(updated_node, new_text)
         if text is None or not DEVICE_STRING.match(text):
             return updated_node
-        option = framework_option(lambda n: self.get_metadata(ParentNodeProvider, n, None), original_node)
+        option = framework_option(self, original_node)
         if option is not None:
-            self.report(original_node, Report.UNSUPPORTED, f"{option}={text!r}", FRAMEWORK_OPTION_TIP)
+            self.report(original_node, Report.UNSUPPORTED, f"{option[0]}={text!r}", option[1])
             return updated_node
         new_text = "npu" + text[len("cuda") :]
         index = text[len("cuda:"):]

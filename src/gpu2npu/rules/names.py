@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from typing import Dict, Optional, Set
+from typing import Dict, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, QualifiedNameProvider
@@ -150,30 +150,49 @@ DEVICE_STRING = re.compile(r"^cuda(:(\d+|\{[^{}]*\}|%[sdi])?)?$")
 
 
 # Options of other frameworks that take a device *name* of their own, not a torch device:
-# Lightning's `accelerator` ("cuda"/"gpu") has no "npu" value, so rewriting it breaks the program.
-FRAMEWORK_DEVICE_OPTIONS = ("accelerator",)
-FRAMEWORK_OPTION_TIP = ("Lightning's accelerator option, not a torch device: Lightning has no built-in 'npu' "
-                        "accelerator and rejects the name, so it is left as written; run on the NPU through a "
-                        "custom lightning Accelerator or an Ascend integration of Lightning")
+# (option, callees it belongs to (None: any, also as a variable or argparse default of that
+# name), why it is left as written and what to do).
+FRAMEWORK_OPTIONS = (
+    ("accelerator", None,
+     "Lightning's accelerator option, not a torch device: Lightning has no built-in 'npu' accelerator and "
+     "rejects the name, so it is left as written; run on the NPU through a custom lightning Accelerator or an "
+     "Ascend integration of Lightning"),
+    ("device", ("vllm.LLM", "vllm.EngineArgs", "vllm.AsyncEngineArgs", "vllm.entrypoints.llm.LLM",
+                "vllm.engine.arg_utils.EngineArgs"),
+     "vLLM's device option, not a torch device: on Ascend vLLM runs through the vllm-ascend plugin, which "
+     "chooses the NPU itself; left as written: drop the argument (its default is auto) on the NPU machine"),
+)
 
 
-def framework_option(parent_of, node: cst.CSTNode) -> Optional[str]:
-    """The framework option a string literal is given to (`Trainer(accelerator="cuda")`,
-    `accelerator = "cuda"`, `add_argument("--accelerator", default="cuda")`), or None.
-    `parent_of(node)` returns a node's parent."""
+def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
+    """(option, tip) of the framework option a string literal is given to
+    (`Trainer(accelerator="cuda")`, `accelerator = "cuda"`, `add_argument("--accelerator",
+    default="cuda")`, `LLM(model, device="cuda")`), or None.  `rule` declares ParentNodeProvider."""
+    def parent_of(child):
+        return rule.get_metadata(ParentNodeProvider, child, None)
+
+    anywhere = {option: tip for option, callees, tip in FRAMEWORK_OPTIONS if callees is None}
     parent = parent_of(node)
     if isinstance(parent, cst.Arg) and parent.keyword is not None:
-        if parent.keyword.value in FRAMEWORK_DEVICE_OPTIONS:
-            return parent.keyword.value
+        keyword = parent.keyword.value
         call = parent_of(parent)
-        if parent.keyword.value == "default" and isinstance(call, cst.Call):
+        if keyword in anywhere:
+            return keyword, anywhere[keyword]
+        if isinstance(call, cst.Call):
+            for option, callees, tip in FRAMEWORK_OPTIONS:
+                if option == keyword and callees and any(
+                        name.startswith(callees) for name in qualified_names(rule, call.func)):
+                    return option, tip
+        if keyword == "default" and isinstance(call, cst.Call):
             flags = [a.value.raw_value.lstrip("-").replace("-", "_") for a in call.args
                      if a.keyword is None and isinstance(a.value, cst.SimpleString)]
-            return next((flag for flag in flags if flag in FRAMEWORK_DEVICE_OPTIONS), None)
+            flag = next((flag for flag in flags if flag in anywhere), None)
+            return (flag, anywhere[flag]) if flag else None
     if isinstance(parent, (cst.Assign, cst.AnnAssign)):
         targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
         for target in targets:
             name = dotted_name(target)
-            if name is not None and name.rsplit(".", 1)[-1] in FRAMEWORK_DEVICE_OPTIONS:
-                return name.rsplit(".", 1)[-1]
+            last = name.rsplit(".", 1)[-1] if name else None
+            if last in anywhere:
+                return last, anywhere[last]
     return None
