@@ -1,6 +1,7 @@
 """The multi-card modes never produce a program that starts and does the wrong thing: where a
 program manages its own processes or devices they keep its way or refuse, naming the reason and
 what to run instead.  Run through the console script, as a user meets it."""
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -87,3 +88,60 @@ def test_distributed_still_converts_a_plain_script_that_imports_transformers(tmp
     source = _project(tmp_path / "proj", {"train.py": plain})
     result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "distributed", "-m", "train.py")
     assert result.returncode == 0, result.stderr
+
+
+SPAWN_WORKERS = '''import os
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def worker(gpu, world_size, port):
+    torch.cuda.set_device(gpu)
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=gpu, world_size=world_size)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1).cuda(gpu)
+    model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[gpu])
+    x = torch.full((8, 4), float(gpu + 1)).cuda(gpu, non_blocking=True)
+    loss = model(x).pow(2).mean()
+    loss.backward()
+    grad = model.module.weight.grad.sum().item()
+    print(f"worker {gpu} device {torch.cuda.current_device()} grad {grad:.6f}", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    import sys
+    mp.spawn(worker, nprocs=2, args=(2, int(sys.argv[1])))
+'''
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_spawning_program_migrated_without_s_runs_each_worker_on_its_own_npu(tmp_path):
+    """What the -s refusal recommends: every worker keeps selecting its NPU from its index; run
+    with two workers on the stand-in, they sit on NPUs 0 and 1 and average their gradients."""
+    import pytest
+    pytest.importorskip("torch")
+    from standin_runner import run_script
+    from test_migrated_runs import data_file
+
+    source = _project(tmp_path / "proj", {"main.py": SPAWN_WORKERS})
+    result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0")
+    assert result.returncode == 0, result.stderr
+    migrated = tmp_path / "out" / "proj_msft" / "main.py"
+    text = migrated.read_text()
+    assert "torch_npu.npu.set_device(gpu)" in text and '"hccl"' in text and ".npu(gpu" in text
+    env = {"STANDIN_NPU_COUNT": "2", "STANDIN_TORCH_NPU_DATA": str(data_file("2.1.0"))}
+    run = run_script(migrated, [_free_port()], cwd=tmp_path, env_extra=env, timeout=240)
+    assert run.returncode == 0, run.stderr
+    # (the workers share one stdout: their lines may interleave, so they are found, not split)
+    reports = sorted(re.findall(r"worker (\d) device (\d) grad (\S+)", run.stdout))
+    assert [(worker, device) for worker, device, _ in reports] == [("0", "0"), ("1", "1")], run.stdout
+    assert len({grad for _, _, grad in reports}) == 1, run.stdout  # DDP averaged their different gradients
