@@ -44,6 +44,16 @@ LEFT_AS_WRITTEN = [
     # early return
     ("import torch\n\ndef use_bf16():\n    if not torch.cuda.is_available():\n        return False\n"
      "    return torch.cuda.get_device_capability()[0] >= 8\n", 4),
+    # a raise in a nested block guards the rest of the function; the test around it stays too
+    ("import torch\nimport torch_tensorrt\n\ndef to_trt(m, d):\n    if m.device.type != 'cuda':\n"
+     "        if not torch.cuda.is_available() or d.type != 'cuda':\n            raise RuntimeError('CUDA only')\n"
+     "    return torch_tensorrt.compile(m)\n", 6),
+    ("import torch\nimport torch_tensorrt\n\ndef to_trt(m, d):\n    if m.device.type != 'cuda':\n"
+     "        if not torch.cuda.is_available() or d.type != 'cuda':\n            raise RuntimeError('CUDA only')\n"
+     "    return torch_tensorrt.compile(m)\n", 5),
+    # continue guards the rest of the loop body
+    ("import torch\n\ndef f(xs):\n    for b in xs:\n        if not b.is_cuda:\n            continue\n"
+     "        torch.cuda.nvtx.range_push('b')\n", 5),
     # conditional expression and a boolean expression
     ("from flash_attn import flash_attn_func\ny = flash_attn_func(q, k, v) if q.is_cuda else sdpa(q, k, v)\n", 2),
     ("import torch\nfast = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8\n", 2),

@@ -107,6 +107,7 @@ def worker(gpu, world_size, port):
     loss.backward()
     grad = model.module.weight.grad.sum().item()
     print(f"worker {gpu} device {torch.cuda.current_device()} grad {grad:.6f}", flush=True)
+    dist.barrier()  # neither leaves while the other still talks to it
     dist.destroy_process_group()
 
 
@@ -142,6 +143,6 @@ def test_a_spawning_program_migrated_without_s_runs_each_worker_on_its_own_npu(t
     run = run_script(migrated, [_free_port()], cwd=tmp_path, env_extra=env, timeout=240)
     assert run.returncode == 0, run.stderr
     # (the workers share one stdout: their lines may interleave, so they are found, not split)
-    reports = sorted(re.findall(r"worker (\d) device (\d) grad (\S+)", run.stdout))
+    reports = sorted(re.findall(r"worker (\d) device (\d) grad (-?\d+\.\d{6})", run.stdout))
     assert [(worker, device) for worker, device, _ in reports] == [("0", "0"), ("1", "1")], run.stdout
     assert len({grad for _, _, grad in reports}) == 1, run.stdout  # DDP averaged their different gradients

@@ -57,6 +57,7 @@ TIPS = {
     "nvidia.dali": "DALI is CUDA-only: use a torch DataLoader pipeline",
     "tensorrt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL for inference",
     "torch2trt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL for inference",
+    "torch_tensorrt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL (or torch.compile) for inference",
     "numba.cuda": "numba CUDA kernels do not run on NPU: use torch operators",
     "Tensor.cuda": "rewrite as .npu() (left because it stands in code already branching on device)",
 }
@@ -64,7 +65,7 @@ TIPS = {
 # Third-party modules that only work with NVIDIA GPUs: importing one is reported.
 CUDA_ONLY_PACKAGES = (
     "apex", "amp_C", "cupy", "pycuda", "pynvml", "nvidia_smi", "GPUtil", "triton", "flash_attn",
-    "xformers", "bitsandbytes", "nvidia.dali", "tensorrt", "torch2trt", "numba.cuda",
+    "xformers", "bitsandbytes", "nvidia.dali", "tensorrt", "torch2trt", "torch_tensorrt", "numba.cuda",
 )
 
 

@@ -32,7 +32,7 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 from ..apidata import ApiData
 from ..tips import CUDA_ONLY_PACKAGES, migratable_cuda_path
 from . import npu_aware
-from .names import ImportAliases, dotted_name, qualified_names
+from .names import DEVICE_STRING, ImportAliases, dotted_name, qualified_names, string_text
 
 Span = npu_aware.Span
 
@@ -74,6 +74,9 @@ class _Resolver(cst.CSTVisitor):
         self.api = api
         self.import_aliases = aliases
         self.cuda_only: Dict[int, str] = {}  # id(node) -> the CUDA-only name it refers to
+        # ids of what the rules turn into NPU terms: a test holding one is a device test
+        # (decided on these tokens, not on "cuda" in a name such as cuda_min_version).
+        self.device_terms: Set[int] = set()
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False
@@ -89,9 +92,24 @@ class _Resolver(cst.CSTVisitor):
             if _cuda_only_name(self.api, name):
                 self.cuda_only[id(node)] = name
                 return
+            if name == "torch.cuda" or name.startswith("torch.cuda."):
+                self.device_terms.add(id(node))
+                return
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._check(node)
+        if node.attr.value == "is_cuda":
+            self.device_terms.add(id(node))
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        text = string_text(node)
+        if text is not None and DEVICE_STRING.match(text):
+            self.device_terms.add(id(node))
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        first = node.parts[0] if node.parts else None
+        if isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda:"):
+            self.device_terms.add(id(node))
 
     def visit_Name(self, node: cst.Name) -> None:
         self._check(node)
@@ -118,31 +136,20 @@ def _mentions_cuda(node: cst.CSTNode) -> bool:
 class _Finder(cst.CSTVisitor):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, cuda_only: Dict[int, str]) -> None:
+    def __init__(self, cuda_only: Dict[int, str], device_terms: Set[int]) -> None:
         super().__init__()
         self.cuda_only = cuda_only
+        self.device_terms = device_terms
         self.spans: Dict[Span, Optional[DeadGuard]] = {}
 
     # -- what a region holds ---------------------------------------------------------------
     def _first_cuda_only(self, nodes: Iterable[Optional[cst.CSTNode]]) -> Optional[str]:
-        found: List[str] = []
-
-        class Walk(cst.CSTVisitor):
-            def on_visit(inner, node: cst.CSTNode) -> bool:  # noqa: N805 - closure over the finder
-                hit = self.cuda_only.get(id(node))
-                if hit is not None:
-                    found.append(hit)
-                    return False
-                return not found
-
-        for node in nodes:
-            if node is not None and not found:
-                node.visit(Walk())
-        return found[0] if found else None
+        return _first_in(nodes, self.cuda_only.get)
 
     # -- device tests ----------------------------------------------------------------------
     def _is_device_test(self, node: cst.BaseExpression) -> bool:
-        return _mentions_cuda(node) and self._first_cuda_only([node]) is None
+        return (_first_in([node], lambda key: True if key in self.device_terms else None) is not None
+                and self._first_cuda_only([node]) is None)
 
     def _polarity(self, test: cst.BaseExpression) -> Tuple[List[cst.CSTNode], List[cst.CSTNode]]:
         """(device tests that hold whenever `test` is true, those that hold whenever it is false)."""
@@ -189,6 +196,17 @@ class _Finder(cst.CSTVisitor):
         when_true, when_false = self._polarity(node.test)
         orelse = node.orelse.body if isinstance(node.orelse, cst.Else) else node.orelse
         self._judge(node.test, when_true, when_false, [node.body], [orelse])
+        test_span = npu_aware.span_of(self.get_metadata(PositionProvider, node.test), node.test)
+        if (when_true or when_false) and test_span not in self.spans:
+            # A device test around a test left as written (`if x.device.type != "cuda":` around
+            # `if not torch.cuda.is_available(): raise ...`): migrating the outer one alone would
+            # send the NPU past the inner one, into what it guards.
+            body = self.get_metadata(PositionProvider, node.body)
+            inner = next((guard for (_, start, _, end, _), guard in self.spans.items() if guard is not None
+                          and body.start.line <= start and end <= body.end.line), None)
+            if inner is not None:
+                code = " and ".join(cst.Module(body=()).code_for_node(d) for d in when_true or when_false)
+                self.spans[test_span] = DeadGuard(code, inner.guarded, inner.gates_tf32)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         when_true, when_false = self._polarity(node.test)
@@ -208,33 +226,77 @@ class _Finder(cst.CSTVisitor):
                 return False
         return True
 
-    def _block(self, body: Sequence[cst.CSTNode]) -> None:
-        """`if not D: return` guards the rest of the block."""
+    def _block(self, body: Sequence[cst.CSTNode], continuation: List[cst.CSTNode]) -> None:
+        """`if not D: return` (or `raise`) guards what runs after it up to the end of the function:
+        the rest of its block and of the blocks around it; `continue`/`break`, the rest of the
+        loop's block.  Nested functions and classes are judged on their own."""
         for index, statement in enumerate(body):
-            if not (isinstance(statement, cst.If) and statement.orelse is None and _exits(statement.body)):
-                continue
-            _, when_false = self._polarity(statement.test)
-            rest = list(body[index + 1:])
-            if when_false and self._first_cuda_only(rest) is not None:
-                hit = self._first_cuda_only([statement.test, *rest])
-                code = " and ".join(cst.Module(body=()).code_for_node(device) for device in when_false)
-                self._add(statement.test, DeadGuard(code, hit))
+            after = list(body[index + 1:])
+            rest = after + continuation
+            if isinstance(statement, cst.If) and statement.orelse is None and _exits(statement.body):
+                _, when_false = self._polarity(statement.test)
+                leaves_function = _exits(statement.body, (cst.Return, cst.Raise))
+                guarded = rest if leaves_function else after
+                if when_false and self._first_cuda_only(guarded) is not None:
+                    hit = self._first_cuda_only([statement.test, *guarded])
+                    code = " and ".join(cst.Module(body=()).code_for_node(device) for device in when_false)
+                    self._add(statement.test, DeadGuard(code, hit))
+            for block in _blocks_of(statement):
+                self._block(block, rest)
 
     def visit_Module(self, node: cst.Module) -> None:
-        self._block(node.body)
+        self._block(node.body, [])
 
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._block(node.body)
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if isinstance(node.body, cst.IndentedBlock):
+            self._block(node.body.body, [])
 
 
-def _exits(block: cst.BaseSuite) -> bool:
+def _blocks_of(statement: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
+    """The statement lists directly inside a compound statement (not functions or classes)."""
+    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) or not isinstance(statement, cst.BaseCompoundStatement):
+        return []
+    blocks = []
+    suites = [getattr(statement, "body", None), getattr(statement, "orelse", None), getattr(statement, "finalbody", None)]
+    suites += [handler.body for handler in getattr(statement, "handlers", ())]
+    for suite in suites:
+        while isinstance(suite, (cst.If, cst.Else, cst.Finally, cst.ExceptHandler)):
+            if isinstance(suite, cst.If):
+                blocks.extend(_blocks_of(suite))
+                suite = None
+                break
+            suite = suite.body
+        if isinstance(suite, cst.IndentedBlock):
+            blocks.append(suite.body)
+    return blocks
+
+
+def _first_in(nodes: Iterable[Optional[cst.CSTNode]], lookup):
+    """The first non-None `lookup(id(node))` over the subtrees of `nodes`, or None."""
+    found: list = []
+
+    class Walk(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            hit = lookup(id(node))
+            if hit is not None:
+                found.append(hit)
+                return False
+            return not found
+
+    for node in nodes:
+        if node is not None and not found:
+            node.visit(Walk())
+    return found[0] if found else None
+
+
+def _exits(block: cst.BaseSuite, exits=EXITS) -> bool:
     body = block.body if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
     if not body:
         return False
     last = body[-1]
     if isinstance(last, cst.SimpleStatementLine):
-        return bool(last.body) and isinstance(last.body[-1], EXITS)
-    return isinstance(last, EXITS)
+        return bool(last.body) and isinstance(last.body[-1], exits)
+    return isinstance(last, exits)
 
 
 def dead_guards(wrapper: MetadataWrapper, api: ApiData) -> Dict[Span, Optional[DeadGuard]]:
@@ -247,7 +309,9 @@ def dead_guards(wrapper: MetadataWrapper, api: ApiData) -> Dict[Span, Optional[D
     wrapper.visit(resolver)
     if not resolver.cuda_only:
         return {}
-    finder = _Finder(resolver.cuda_only)
+    variables = _DeviceVariables(resolver.device_terms)
+    wrapper.module.visit(variables)
+    finder = _Finder(resolver.cuda_only, resolver.device_terms)
     wrapper.visit(finder)
     # `use_cuda = torch.cuda.is_available()` ... `if use_cuda: <CUDA-only>`: the variable's
     # value is the test, so it stays as written too.
@@ -257,6 +321,36 @@ def dead_guards(wrapper: MetadataWrapper, api: ApiData) -> Dict[Span, Optional[D
         wrapper.visit(assignments)
         finder.spans.update(assignments.spans)
     return finder.spans
+
+
+class _DeviceVariables(cst.CSTVisitor):
+    """`use_cuda = torch.cuda.is_available()`: reading `use_cuda` is a device test too."""
+
+    def __init__(self, device_terms: Set[int]) -> None:
+        super().__init__()
+        self.device_terms = device_terms
+        self.names: Set[str] = set()
+        self._reads: List[cst.CSTNode] = []
+        self._targets: Set[int] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if _first_in([node.value], lambda key: True if key in self.device_terms else None):
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if name is not None:
+                    self.names.add(name)
+                    self._targets.add(id(target.target))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._reads.append(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._reads.append(node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for node in self._reads:
+            if id(node) not in self._targets and dotted_name(node) in self.names:
+                self.device_terms.add(id(node))
 
 
 class _Assignments(cst.CSTVisitor):
