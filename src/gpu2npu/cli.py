@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__, apidata, cache
+from . import __version__, apidata, cache, pipeline
 from .affinity import ADVICE
 from .check import check_paths, rule_descriptions
 from .project import DistributedRequest, RunRequest, UsageError, preview, run
@@ -160,7 +160,13 @@ class Terminated(BaseException):
 
 
 def _raise_terminated(signum, frame):
-    raise Terminated()
+    pipeline.pending_interrupt = Terminated()
+    raise pipeline.pending_interrupt
+
+
+def _raise_interrupted(signum, frame):
+    pipeline.pending_interrupt = KeyboardInterrupt()
+    raise pipeline.pending_interrupt
 
 
 @contextlib.contextmanager
@@ -171,10 +177,14 @@ def _sigterm_as_exception():
         yield  # signal handlers can only be set from the main thread
         return
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    previous_int = signal.getsignal(signal.SIGINT)
+    if previous_int is signal.default_int_handler:  # Ctrl-C as Python raises it, remembered too
+        signal.signal(signal.SIGINT, _raise_interrupted)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
 
 
 def _print_preview(request: RunRequest) -> None:

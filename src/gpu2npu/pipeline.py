@@ -144,6 +144,8 @@ def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Typ
     except RecursionError:
         return FileResult(path, Status.FAILED, error="nested too deeply to migrate")
     except Exception as error:  # a defect of ours must cost one file, not the run
+        if pending_interrupt is not None:
+            raise pending_interrupt from error
         return FileResult(path, Status.FAILED,
                           error=f"internal error while migrating ({type(error).__name__}: {error}); please report it")
 
@@ -203,6 +205,11 @@ def _syntax_error(data: bytes, error: cst.ParserSyntaxError) -> str:
     # LibCST gives up on some valid code (thousands of adjacent strings, say) with a syntax error.
     return f"nested too deeply or too complex to parse at {where} (though valid Python)"
 
+
+# Set by the command's signal handlers (Ctrl-C, SIGTERM) before they raise: an interrupt that
+# arrives inside a C-level lookup (a dict probing a node's __eq__) is swallowed there and
+# surfaces as an unrelated error, which must end the run, not fail one file.
+pending_interrupt: Optional[BaseException] = None
 
 # True in the forked child that migrates a file whose nesting could crash the parser.
 _IN_CHILD = False
