@@ -46,3 +46,14 @@ def test_a_helper_that_does_not_forward_is_left():
     source = "import torch\n\ndef log(x, step):\n    print(x, step)\n\nlog(loss, 3)\n"
     output, result = _migrate(source)
     assert output == source and result.changes == []
+
+
+def test_a_forwarding_method_gets_an_explicit_device():
+    source = ("import os\nimport torch\n\nrank = int(os.environ['RANK'])\n\n\nclass Batch:\n"
+              "    def to_device(self, device, non_blocking=False):\n"
+              "        return Batch(self.x.to(device, non_blocking=non_blocking))\n\n\n"
+              "b = batch.to_device(rank)\nc = batch.to_device('cpu')\nd = to_device(rank)\n")
+    output, _ = _migrate(source)
+    assert 'b = batch.to_device(f"npu:{rank}")' in output
+    assert "c = batch.to_device('cpu')" in output
+    assert "d = to_device(rank)" in output  # no function of that name forwards

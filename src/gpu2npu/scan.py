@@ -221,8 +221,8 @@ class FileScan:
             if any(k.arg in ("device", "device_id") and self._possibly_int(k.value, set()) for k in call.keywords):
                 lines.append(call.lineno)
                 continue
-            if isinstance(func, ast.Name) and func.id in self._forwarders() and any(
-                    self._possibly_int(arg, set()) for arg in call.args):
+            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            if called in self._forwarders() and any(self._possibly_int(arg, set()) for arg in call.args):
                 lines.append(call.lineno)
         return lines
 

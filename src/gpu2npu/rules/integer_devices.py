@@ -120,34 +120,51 @@ class _IntNames(cst.CSTVisitor):
 
 
 class _Forwarders(cst.CSTVisitor):
-    """Functions of the file that hand one of their parameters to `.to(...)` or `device=` as it
-    is (`def to_device(batch, device): return batch.to(device)`): name -> (index, parameter)."""
+    """Functions and methods of the file that hand one of their parameters to `.to(...)` or
+    `device=` as it is (`def to_device(batch, device): return batch.to(device)`, a batch class's
+    `def to_device(self, device)`): name -> (index of the argument in a call, parameter)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.positions: Dict[str, tuple] = {}
-        self._functions: list = []
+        self.functions: Dict[str, tuple] = {}  # called by name
+        self.methods: Dict[str, tuple] = {}  # called as obj.name(...): `self` is not an argument
+        self._scopes: list = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._scopes.append(node)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._scopes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._functions.append(node)
+        self._scopes.append(node)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._functions.pop()
+        self._scopes.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._functions:
+        if not self._scopes or not isinstance(self._scopes[-1], cst.FunctionDef):
             return
-        function = self._functions[-1]
+        function = self._scopes[-1]
+        if function.name.value in DEVICE_METHODS:
+            return
         params = [p.name.value for p in function.params.params]
         is_to = isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "to_empty")
         for index, arg in enumerate(node.args):
             if not isinstance(arg.value, cst.Name) or arg.value.value not in params:
                 continue
-            if (arg.keyword is not None and arg.keyword.value == "device") or (is_to and index == 0 and arg.keyword is None):
-                name = arg.value.value
-                if not isinstance(self._functions[-1], cst.FunctionDef) or len(self._functions) > 1:
-                    return  # methods and nested functions are called through other names
-                self.positions[function.name.value] = (params.index(name), name)
+            if not ((arg.keyword is not None and arg.keyword.value == "device") or
+                    (is_to and index == 0 and arg.keyword is None)):
+                continue
+            name = arg.value.value
+            position = params.index(name)
+            if len(self._scopes) == 1:
+                self.functions[function.name.value] = (position, name)
+            elif len(self._scopes) == 2 and isinstance(self._scopes[0], cst.ClassDef):
+                bound = params[:1] in (["self"], ["cls"])
+                if bound and position > 0:
+                    self.methods[function.name.value] = (position - 1, name)
+            return  # nested functions are called through other names
 
 
 def _targets(node: cst.CSTNode):
@@ -193,7 +210,7 @@ class IntegerDevices(Rule):
         node.visit(self._ints)
         forwarders = _Forwarders()
         node.visit(forwarders)
-        self._forwarders = forwarders.positions
+        self._forwarders, self._forwarding_methods = forwarders.functions, forwarders.methods
         self._torch = next((local for local, targets in (self.import_aliases or {}).items() if "torch" in targets), None)
 
     def _is_explicit_candidate(self, original: cst.BaseExpression) -> bool:
@@ -234,6 +251,9 @@ class IntegerDevices(Rule):
         func = call.func
         if isinstance(func, cst.Name) and func.value in self._forwarders:
             index, keyword = self._forwarders[func.value]  # a helper that hands it to .to()
+            return keyword, index
+        if isinstance(func, cst.Attribute) and func.attr.value in self._forwarding_methods:
+            index, keyword = self._forwarding_methods[func.attr.value]  # batch.to_device(rank)
             return keyword, index
         if qualified_names(self, func) & FSDP:
             return "device_id", None
