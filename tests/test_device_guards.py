@@ -103,3 +103,12 @@ def test_the_tf32_gate_gets_the_hf32_tip():
     result = migrate_source(source.encode(), "m.py", OPTIONS, rules_for(OPTIONS))
     rows = [f for f in result.findings if f.api == "torch.cuda.get_device_capability"]
     assert rows and "HF32" in rows[0].tip and "bf16" not in rows[0].tip
+
+
+def test_an_attribute_named_like_a_device_variable_is_no_device_test():
+    source = ("import torch\nimport bitsandbytes as bnb\n\ndef f(device, param):\n"
+              "    device = device or torch.device('cuda')\n    if param.device.type == 'meta':\n"
+              "        return bnb.nn.Params4bit(param)\n    return param.to(device)\n")
+    output, guards = _migrate(source)
+    assert guards == []
+    assert "torch.device('npu')" in output

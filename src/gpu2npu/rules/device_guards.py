@@ -184,7 +184,7 @@ class _Finder(cst.CSTVisitor):
             hit = self._first_cuda_only([test, *guarded])
             if hit is None:
                 continue
-            code = " and ".join(cst.Module(body=()).code_for_node(device) for device in devices)
+            code = _one_line(test)
             tf32 = any(node is not None and "allow_tf32" in cst.Module(body=()).code_for_node(node) for node in guarded)
             self._add(test, DeadGuard(code, hit, gates_tf32=tf32))
             for node in guarded:
@@ -205,7 +205,7 @@ class _Finder(cst.CSTVisitor):
             inner = next((guard for (_, start, _, end, _), guard in self.spans.items() if guard is not None
                           and body.start.line <= start and end <= body.end.line), None)
             if inner is not None:
-                code = " and ".join(cst.Module(body=()).code_for_node(d) for d in when_true or when_false)
+                code = _one_line(node.test)
                 self.spans[test_span] = DeadGuard(code, inner.guarded, inner.gates_tf32)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
@@ -220,8 +220,7 @@ class _Finder(cst.CSTVisitor):
         if (when_true and isinstance(node.operator, cst.And)) or (when_false and isinstance(node.operator, cst.Or)):
             hit = self._first_cuda_only([node])
             if hit is not None:
-                devices = when_true or when_false
-                code = " and ".join(cst.Module(body=()).code_for_node(device) for device in devices)
+                code = _one_line(node)
                 self._add(node, DeadGuard(code, hit))
                 return False
         return True
@@ -239,7 +238,7 @@ class _Finder(cst.CSTVisitor):
                 guarded = rest if leaves_function else after
                 if when_false and self._first_cuda_only(guarded) is not None:
                     hit = self._first_cuda_only([statement.test, *guarded])
-                    code = " and ".join(cst.Module(body=()).code_for_node(device) for device in when_false)
+                    code = _one_line(statement.test)
                     self._add(statement.test, DeadGuard(code, hit))
             for block in _blocks_of(statement):
                 self._block(block, rest)
@@ -269,6 +268,11 @@ def _blocks_of(statement: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
         if isinstance(suite, cst.IndentedBlock):
             blocks.append(suite.body)
     return blocks
+
+
+def _one_line(node: cst.CSTNode) -> str:
+    """The code of a test on one line, as a report's OP column shows it."""
+    return " ".join(cst.Module(body=()).code_for_node(node).split())
 
 
 def _first_in(nodes: Iterable[Optional[cst.CSTNode]], lookup):
@@ -346,6 +350,7 @@ class _DeviceVariables(cst.CSTVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._reads.append(node)
+        self._targets.add(id(node.attr))  # `x.device` reads no variable named device
 
     def leave_Module(self, original_node: cst.Module) -> None:
         for node in self._reads:
