@@ -79,14 +79,20 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
 
     # -- imports ---------------------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> None:
-        uses = _NameUses()
-        node.visit(uses)
-        self._uses = uses.uses
+        self._module = node
+        self._uses: Optional[Dict[str, Set[str]]] = None  # walked for when an import asks
+
+    def _name_uses(self) -> Dict[str, Set[str]]:
+        if self._uses is None:
+            uses = _NameUses()
+            self._module.visit(uses)
+            self._uses = uses.uses
+        return self._uses
 
     def _metadata_only(self, local: str) -> bool:
         """Whether the module reads nothing of `local` but dunder metadata (`x.__version__` in an
         environment dump): importing a package to print its version uses none of its kernels."""
-        return getattr(self, "_uses", {}).get(local) == {"metadata"}
+        return self._name_uses().get(local) == {"metadata"}
 
     def visit_Import(self, node: cst.Import) -> bool:
         for alias in node.names:
@@ -192,7 +198,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
         if any(name == "ray" or name.startswith("ray.") for name in qualified_names(self, func)):
             return True
         # `remote_fn.options(num_gpus=1)`: the method of a Ray remote function or actor
-        return isinstance(func, cst.Attribute) and func.attr.value == "options" and "ray" in getattr(self, "_uses", {})
+        return isinstance(func, cst.Attribute) and func.attr.value == "options" and "ray" in (self.import_aliases or {})
 
     # -- strings (documentation excluded: DocstringTracker) ------------------------------------
     def visit_SimpleString(self, node: cst.SimpleString) -> None:

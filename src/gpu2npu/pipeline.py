@@ -235,10 +235,10 @@ def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, r
         lines.update(code, module.code)
         code = module.code
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    dead = device_guards.dead_guards(wrapper, options.api)
-    guarded = npu_aware.guarded_spans(wrapper) | frozenset(dead)
-    context = FileContext(path=path, options=options, guarded=guarded, dead_guards=dead,
-                          import_aliases=ImportAliases.of(module))
+    aliases = ImportAliases.of(module)
+    aware, dead = device_guards.guarded_spans(wrapper, options.api, code, aliases)
+    context = FileContext(path=path, options=options, guarded=aware | frozenset(dead), dead_guards=dead,
+                          import_aliases=aliases)
     outcome = run_batch([rule for rule in rules if rule.wants(code)], wrapper, context)
     changes += [
         Change(path, lines.original(edit.start_line), lines.original(edit.end_line), edit.operation, code_, edit.message,

@@ -72,12 +72,15 @@ class FileScan:
         # Strings standing alone as statements (docstrings, string "comments") are documentation;
         # ast.walk yields a statement before its value, so they are known when reached.
         self._documentation: Set[int] = set()
+        self._functions: List[ast.AST] = []
+        self._forwarder_names: Optional[Set[str]] = None
         # Dispatch on the exact node class: millions of nodes, most of which need nothing.
         handlers = {
             ast.Attribute: self._attribute, ast.Constant: self._constant,
             ast.Call: self._call, ast.Import: self._import, ast.ImportFrom: self._import_from,
             ast.Assign: self._assign, ast.AnnAssign: self._ann_assign, ast.arg: self._arg,
             ast.Expr: self._expr,
+            ast.FunctionDef: self._functions.append, ast.AsyncFunctionDef: self._functions.append,
         }
         for node in ast.walk(tree):
             handler = handlers.get(node.__class__)
@@ -228,20 +231,22 @@ class FileScan:
 
     def _forwarders(self) -> Set[str]:
         """Functions of the file that pass a parameter to `.to(...)` or `device=` (as NPU104
-        finds them, generously)."""
-        if not hasattr(self, "_forwarder_names"):
-            names = set()
-            for node in ast.walk(self.tree):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    params = {a.arg for a in node.args.args}
-                    for call in ast.walk(node):
-                        if isinstance(call, ast.Call) and (
-                            (isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "to_empty") and call.args
-                             and isinstance(call.args[0], ast.Name) and call.args[0].id in params)
-                            or any(k.arg == "device" and isinstance(k.value, ast.Name) and k.value.id in params
-                                   for k in call.keywords)):
-                            names.add(node.name)
-                            break
+        finds them, generously): the innermost function around such a call that has a
+        parameter of the name passed."""
+        if self._forwarder_names is None:
+            names: Set[str] = set()
+            for call in self.calls:
+                passed = [k.value for k in call.keywords if k.arg == "device"]
+                if isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "to_empty") and call.args:
+                    passed.append(call.args[0])
+                for value in passed:
+                    if not isinstance(value, ast.Name):
+                        continue
+                    around = [f for f in self._functions
+                              if f.lineno <= call.lineno <= (f.end_lineno or f.lineno)
+                              and any(a.arg == value.id for a in f.args.args)]
+                    if around:
+                        names.add(max(around, key=lambda f: f.lineno).name)
             self._forwarder_names = names
         return self._forwarder_names
 

@@ -65,7 +65,9 @@ class RuleBatch(cst.CSTTransformer):
                 for edit in rule.edits[recorded:]:
                     if edit.operation == Operation.DELETE:
                         self._void_edits_inside(edit, rule)
-        if result is not updated_node and any(len(rule.edits) > count for rule, count in zip(self.rules, inner)):
+        # (A module's own edits insert statements: they drop nothing, and its code is the file's.)
+        if (result is not updated_node and not isinstance(original_node, cst.Module)
+                and any(len(rule.edits) > count for rule, count in zip(self.rules, inner))):
             self._void_overwritten(marks, inner, result)
         return result
 
@@ -117,6 +119,17 @@ def written_fragment(before: cst.CSTNode, after) -> str:
     """The text `after` has where it differs from `before`: what is left of its code once the
     prefix and suffix both share are taken off, widened to whole words (so that `cuda` -> `npu`
     in `"cuda:0"` is `npu`, and `torch.cuda.x` -> `torch_npu.npu.x` is `torch_npu.npu`)."""
+    if isinstance(before, cst.Module) and isinstance(after, cst.Module):
+        # Statements inserted or replaced in a file: only those are printed, not the whole file.
+        old_body, new_body = list(before.body), list(after.body)
+        first = 0
+        while first < min(len(old_body), len(new_body)) and old_body[first] is new_body[first]:
+            first += 1
+        last = 0
+        while (last < min(len(old_body), len(new_body)) - first
+               and old_body[len(old_body) - 1 - last] is new_body[len(new_body) - 1 - last]):
+            last += 1
+        return "".join(_code(statement) for statement in new_body[first:len(new_body) - last]).strip()
     old, new = _code(before), _code(after)
     prefix = 0
     limit = min(len(old), len(new))

@@ -23,6 +23,7 @@ The decision is made once, on the original file, before any rule runs (like `npu
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -77,6 +78,29 @@ class _Resolver(cst.CSTVisitor):
         # ids of what the rules turn into NPU terms: a test holding one is a device test
         # (decided on these tokens, not on "cuda" in a name such as cuda_min_version).
         self.device_terms: Set[int] = set()
+        # What the guard analysis looks at afterwards, in the order of the file (one walk).
+        self.ifs: List[cst.If] = []
+        self.ifexps: List[cst.IfExp] = []
+        self.boolops: List[cst.BooleanOperation] = []
+        self.functions: List[cst.FunctionDef] = []
+        self.assigns: List[cst.Assign] = []
+        self.reads: List[cst.CSTNode] = []  # names and attributes read
+        self.attribute_names: Set[int] = set()  # the `b` of `a.b`: no variable
+
+    def visit_If(self, node: cst.If) -> None:
+        self.ifs.append(node)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self.ifexps.append(node)
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        self.boolops.append(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.append(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.assigns.append(node)
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False
@@ -98,6 +122,8 @@ class _Resolver(cst.CSTVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._check(node)
+        self.reads.append(node)
+        self.attribute_names.add(id(node.attr))
         if node.attr.value == "is_cuda":
             self.device_terms.add(id(node))
 
@@ -113,6 +139,23 @@ class _Resolver(cst.CSTVisitor):
 
     def visit_Name(self, node: cst.Name) -> None:
         self._check(node)
+        self.reads.append(node)
+
+    def mark_device_variables(self) -> None:
+        """`use_cuda = torch.cuda.is_available()`: reading `use_cuda` is a device test too."""
+        names: Set[str] = set()
+        targets: Set[int] = set(self.attribute_names)
+        for node in self.assigns:
+            if _first_in([node.value], lambda key: True if key in self.device_terms else None):
+                for target in node.targets:
+                    name = dotted_name(target.target)
+                    if name is not None:
+                        names.add(name)
+                        targets.add(id(target.target))
+        if names:
+            for node in self.reads:
+                if id(node) not in targets and dotted_name(node) in names:
+                    self.device_terms.add(id(node))
 
 
 def _cuda_only_name(api: ApiData, name: str) -> bool:
@@ -133,13 +176,14 @@ def _mentions_cuda(node: cst.CSTNode) -> bool:
     return "cuda" in text
 
 
-class _Finder(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider,)
+class _Finder:
+    """Judges the tests the resolver collected (no walk of its own)."""
 
-    def __init__(self, cuda_only: Dict[int, str], device_terms: Set[int]) -> None:
-        super().__init__()
+    def __init__(self, cuda_only: Dict[int, str], device_terms: Set[int], positions) -> None:
         self.cuda_only = cuda_only
         self.device_terms = device_terms
+        self.positions = positions
+        self.skip: Set[int] = set()  # boolean operations inside one left as written
         self.spans: Dict[Span, Optional[DeadGuard]] = {}
 
     # -- what a region holds ---------------------------------------------------------------
@@ -173,7 +217,7 @@ class _Finder(cst.CSTVisitor):
         return [], []
 
     def _add(self, node: cst.CSTNode, guard: Optional[DeadGuard]) -> None:
-        self.spans[npu_aware.span_of(self.get_metadata(PositionProvider, node), node)] = guard
+        self.spans[npu_aware.span_of(self.positions.get(node), node)] = guard
 
     def _judge(self, test: cst.BaseExpression, when_true: Sequence[cst.CSTNode], when_false: Sequence[cst.CSTNode],
                true_part: Sequence[Optional[cst.CSTNode]], false_part: Sequence[Optional[cst.CSTNode]]) -> None:
@@ -196,12 +240,12 @@ class _Finder(cst.CSTVisitor):
         when_true, when_false = self._polarity(node.test)
         orelse = node.orelse.body if isinstance(node.orelse, cst.Else) else node.orelse
         self._judge(node.test, when_true, when_false, [node.body], [orelse])
-        test_span = npu_aware.span_of(self.get_metadata(PositionProvider, node.test), node.test)
+        test_span = npu_aware.span_of(self.positions.get(node.test), node.test)
         if (when_true or when_false) and test_span not in self.spans:
             # A device test around a test left as written (`if x.device.type != "cuda":` around
             # `if not torch.cuda.is_available(): raise ...`): migrating the outer one alone would
             # send the NPU past the inner one, into what it guards.
-            body = self.get_metadata(PositionProvider, node.body)
+            body = self.positions.get(node.body)
             inner = next((guard for (_, start, _, end, _), guard in self.spans.items() if guard is not None
                           and body.start.line <= start and end <= body.end.line), None)
             if inner is not None:
@@ -214,7 +258,9 @@ class _Finder(cst.CSTVisitor):
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation) -> bool:
         # `use_flash = D and X`: X is evaluated only where D holds.
-        if npu_aware.span_of(self.get_metadata(PositionProvider, node), node) in self.spans:
+        if id(node) in self.skip:
+            return False
+        if npu_aware.span_of(self.positions.get(node), node) in self.spans:
             return False  # the test of an `if` judged already, with what its branch holds
         when_true, when_false = self._polarity(node)
         if (when_true and isinstance(node.operator, cst.And)) or (when_false and isinstance(node.operator, cst.Or)):
@@ -222,6 +268,7 @@ class _Finder(cst.CSTVisitor):
             if hit is not None:
                 code = _one_line(node)
                 self._add(node, DeadGuard(code, hit))
+                _first_in([node], lambda key: self.skip.add(key))  # (lookup returns None: walks all)
                 return False
         return True
 
@@ -303,73 +350,64 @@ def _exits(block: cst.BaseSuite, exits=EXITS) -> bool:
     return isinstance(last, exits)
 
 
-def dead_guards(wrapper: MetadataWrapper, api: ApiData) -> Dict[Span, Optional[DeadGuard]]:
+_CUDA_ONLY_WORD = re.compile(r"\b(%s)\b" % "|".join(sorted(
+    {package.split(".")[0] for package in CUDA_ONLY_PACKAGES}
+    | {name.rsplit(".", 1)[-1] for name in CUDA_ONLY_TORCH + CUDA_ONLY_CLASSES})))
+_CUDA_CHAIN = re.compile(r"\bcuda((?:\.\w+)+)")
+_CUDA_IMPORT = re.compile(r"\bfrom\s+torch\.cuda((?:\.\w+)*)\s+import\s+\(?([\w\s,]+)")
+
+
+def _may_hold_cuda_only(code: str, api: ApiData) -> bool:
+    """A cheap test on the text, before any tree walk: whether the file may refer to something
+    that stays CUDA-only (a CUDA-only package or class, a torch.cuda name the release lacks)."""
+    if _CUDA_ONLY_WORD.search(code):
+        return True
+    for chain in _CUDA_CHAIN.findall(code):
+        if not migratable_cuda_path(api, chain.split(".")[1:]):
+            return True
+    for module, names in _CUDA_IMPORT.findall(code):
+        prefix = module.split(".")[1:]
+        if any(name and not migratable_cuda_path(api, prefix + [name]) for name in re.findall(r"\w+", names)
+               if name != "as"):
+            return True
+    return False
+
+
+def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Dict[str, Set[str]]):
+    """(the NPU-aware spans of `npu_aware`, the dead guards of `dead_guards`), from one walk of
+    the original file.  `code` is its text, `aliases` its imports (names.ImportAliases)."""
+    if "cuda" not in code.lower() or not _may_hold_cuda_only(code, api):
+        return npu_aware.guarded_spans(wrapper), {}
+    resolver = _Resolver(api, aliases)
+    spans = npu_aware.guarded_spans(wrapper, resolver)
+    return spans, dead_guards(wrapper, resolver)
+
+
+def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, Optional[DeadGuard]]:
     """Spans of the original file left as written because they test for CUDA around code that
     stays CUDA-only: the test's span maps to its DeadGuard (a report row), the code it guards to
-    None."""
-    if "cuda" not in wrapper.module.code.lower():
-        return {}
-    resolver = _Resolver(api, ImportAliases.of(wrapper.module))
-    wrapper.visit(resolver)
+    None.  `resolver` has walked the file."""
     if not resolver.cuda_only:
         return {}
-    variables = _DeviceVariables(resolver.device_terms)
-    wrapper.module.visit(variables)
-    finder = _Finder(resolver.cuda_only, resolver.device_terms)
-    wrapper.visit(finder)
+    resolver.mark_device_variables()
+    finder = _Finder(resolver.cuda_only, resolver.device_terms, wrapper.resolve(PositionProvider))
+    # `return`/`raise` guards first (an `if` around one asks about it), then the tests.
+    finder.visit_Module(wrapper.module)
+    for function in resolver.functions:
+        finder.visit_FunctionDef(function)
+    for node in resolver.ifs:
+        finder.visit_If(node)
+    for node in resolver.ifexps:
+        finder.visit_IfExp(node)
+    for node in resolver.boolops:
+        finder.visit_BooleanOperation(node)
     # `use_cuda = torch.cuda.is_available()` ... `if use_cuda: <CUDA-only>`: the variable's
     # value is the test, so it stays as written too.
     tested = {guard.test: guard for guard in finder.spans.values() if guard is not None}
-    if tested:
-        assignments = _Assignments(tested)
-        wrapper.visit(assignments)
-        finder.spans.update(assignments.spans)
-    return finder.spans
-
-
-class _DeviceVariables(cst.CSTVisitor):
-    """`use_cuda = torch.cuda.is_available()`: reading `use_cuda` is a device test too."""
-
-    def __init__(self, device_terms: Set[int]) -> None:
-        super().__init__()
-        self.device_terms = device_terms
-        self.names: Set[str] = set()
-        self._reads: List[cst.CSTNode] = []
-        self._targets: Set[int] = set()
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if _first_in([node.value], lambda key: True if key in self.device_terms else None):
-            for target in node.targets:
-                name = dotted_name(target.target)
-                if name is not None:
-                    self.names.add(name)
-                    self._targets.add(id(target.target))
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self._reads.append(node)
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self._reads.append(node)
-        self._targets.add(id(node.attr))  # `x.device` reads no variable named device
-
-    def leave_Module(self, original_node: cst.Module) -> None:
-        for node in self._reads:
-            if id(node) not in self._targets and dotted_name(node) in self.names:
-                self.device_terms.add(id(node))
-
-
-class _Assignments(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
-    def __init__(self, tested: Dict[str, DeadGuard]) -> None:
-        super().__init__()
-        self.tested = tested
-        self.spans: Dict[Span, Optional[DeadGuard]] = {}
-
-    def visit_Assign(self, node: cst.Assign) -> None:
+    for node in resolver.assigns if tested else ():
         for target in node.targets:
-            guard = self.tested.get(dotted_name(target.target) or "")
+            guard = tested.get(dotted_name(target.target) or "")
             if guard is not None and _mentions_cuda(node.value):
-                position = self.get_metadata(PositionProvider, node.value)
-                self.spans[npu_aware.span_of(position, node.value)] = DeadGuard(
-                    cst.Module(body=()).code_for_node(node.value), guard.guarded, guard.gates_tf32)
+                finder.spans[npu_aware.span_of(finder.positions[node.value], node.value)] = DeadGuard(
+                    _one_line(node.value), guard.guarded, guard.gates_tf32)
+    return finder.spans

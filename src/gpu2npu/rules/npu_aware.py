@@ -204,12 +204,45 @@ class _Guards(cst.CSTVisitor):
         return True
 
 
-def guarded_spans(wrapper: MetadataWrapper) -> FrozenSet[Span]:
+def guarded_spans(wrapper: MetadataWrapper, *also: cst.CSTVisitor) -> FrozenSet[Span]:
     """The span of every node of the original file that is left as
-    written because it only runs where there is no NPU (or is the project's own NPU test)."""
+    written because it only runs where there is no NPU (or is the project's own NPU test).
+    `also`: other visitors of the original file, run in the same walk (a walk of a large tree
+    costs more than what most visitors do in it)."""
     guards = _Guards()
-    wrapper.visit(guards)
+    wrapper.visit(_together([guards, *also]) if also else guards)
     return frozenset(guards.spans)
+
+
+def _together(visitors) -> "_Together":
+    # Metadata is resolved for what a visitor's class declares: the union, on a class of its own.
+    needs = tuple({provider for visitor in visitors for provider in visitor.get_inherited_dependencies()})
+    return type("_TogetherWithMetadata", (_Together,), {"METADATA_DEPENDENCIES": needs})(visitors)
+
+
+class _Together(cst.CSTVisitor):
+    """Several visitors in one walk; each stops looking below a node only for itself."""
+
+    def __init__(self, visitors) -> None:
+        super().__init__()
+        self.visitors = list(visitors)
+        self._skipping = [None] * len(self.visitors)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Module):
+            for visitor in self.visitors:
+                visitor.metadata = self.metadata
+        for index, visitor in enumerate(self.visitors):
+            if self._skipping[index] is None and not visitor.on_visit(node):
+                self._skipping[index] = node
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        for index, visitor in enumerate(self.visitors):
+            skip_root = self._skipping[index]
+            if skip_root is None or skip_root is original_node:
+                self._skipping[index] = None
+                visitor.on_leave(original_node)
 
 
 def guarded_types(spans: FrozenSet[Span]) -> FrozenSet[str]:
