@@ -126,6 +126,28 @@ def test_torch_rms_norm_module_points_to_the_fused_kernel():
         (3, "torch.nn.RMSNorm", "torch"), (4, "torch.nn.functional.rms_norm", "torch")]
 
 
+def test_tf32_switches_point_to_hf32_through_aliases_and_in_functions():
+    code = """\
+    import torch
+    import torch.backends.cuda as backends_cuda
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = False
+    backends_cuda.matmul.allow_tf32 = True
+    def setup():
+        torch.backends.cuda.matmul.allow_tf32 = False
+    allow = torch.backends.cuda.matmul.allow_tf32   # read, not a switch
+    torch.backends.cudnn.benchmark = True           # not a precision switch
+    """
+    found = advice(code, rule="NPU962")
+    assert [(f.start_line, f.api, f.replacement, f.report) for f in found] == [
+        (3, "torch.backends.cuda.matmul.allow_tf32", "torch_npu.npu.matmul.allow_hf32", Report.PERFORMANCE),
+        (4, "torch.backends.cudnn.allow_tf32", "torch_npu.npu.conv.allow_hf32", Report.PERFORMANCE),
+        (5, "torch.backends.cuda.matmul.allow_tf32", "torch_npu.npu.matmul.allow_hf32", Report.PERFORMANCE),
+        (7, "torch.backends.cuda.matmul.allow_tf32", "torch_npu.npu.matmul.allow_hf32", Report.PERFORMANCE)]
+    assert "False by default" in found[0].tip and "True by default" in found[1].tip
+    assert advice(code, api=apidata.load("1.11.0"), rule="NPU962") == []  # no HF32 switches before 2.x
+
+
 # -- rotary embedding ----------------------------------------------------------------------------
 
 ROTARY = """\

@@ -44,6 +44,7 @@ ADVICE = {
     "NPU959": "multiclass_nms -> torch_npu.contrib.function.npu_multiclass_nms",
     "NPU960": "torchvision RoIAlign -> torch_npu.contrib.module.ROIAlign",
     "NPU961": "torch RMSNorm -> torch_npu.npu_rms_norm",
+    "NPU962": "TF32 switch (no effect on the NPU) -> torch_npu.npu.matmul/conv.allow_hf32",
 }
 
 # torch optimizers with a fused counterpart in torch_npu.optim.
@@ -62,6 +63,11 @@ ROI_ALIGN = {"torchvision.ops.roi_align", "torchvision.ops.RoIAlign", "torchvisi
              "torchvision.ops.roi_align.RoIAlign"}
 TORCH_RMS_NORM = {"torch.nn.RMSNorm", "torch.nn.modules.normalization.RMSNorm", "torch.nn.functional.rms_norm"}
 SDPA = "torch.nn.functional.scaled_dot_product_attention"
+# CUDA's TF32 switches and the HF32 switch that does the same on the NPU (matmul off, conv on by default).
+TF32_SWITCHES = {
+    "torch.backends.cuda.matmul.allow_tf32": ("torch_npu.npu.matmul.allow_hf32", "matmuls", "False"),
+    "torch.backends.cudnn.allow_tf32": ("torch_npu.npu.conv.allow_hf32", "convolutions", "True"),
+}
 # The last names of every API call looked at (a cheap filter before resolving names).
 CALLED_NAMES = ({q.rsplit(".", 1)[1] for q in (*FUSED_OPTIMIZERS, *ROI_ALIGN, *TORCH_RMS_NORM, SDPA)} | {"roll"})
 NUMPY_LIKE = ("numpy", "cv2", "PIL", "pandas", "scipy")
@@ -343,6 +349,26 @@ class _Detector:
                          "torch_npu.npu_fusion_attention(q, k, v, head_num, input_layout='BNSD', scale=...)[0] is "
                          "one kernel; its atten_mask is boolean with True = masked out")
 
+    # NPU962: the TF32 switches set the precision of float32 matmuls and convolutions on CUDA only
+    def tf32_switches(self, scope: Scope) -> None:
+        if "allow_tf32" not in scope.words or int(self.api.torch_version.split(".")[0]) < 2:
+            return  # HF32 switches came with the torch_npu 2.x releases
+        for assign in scope.assigns:
+            targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+            for target in targets:
+                qualified = self.facts.names.qualified(target) if isinstance(target, ast.Attribute) else None
+                if qualified not in TF32_SWITCHES:
+                    continue
+                switch, what, default = TF32_SWITCHES[qualified]
+                if not self.api.has(switch.rsplit(".", 1)[0]):
+                    continue
+                self.findings.append(Finding(
+                    self.path, assign.lineno, end_line(assign), Report.PERFORMANCE, qualified,
+                    f"{qualified} only sets how CUDA computes float32 {what}; on the NPU it changes nothing. "
+                    f"The NPU's counterpart is HF32 (float32 {what} computed with a shorter mantissa, like "
+                    f"TF32): {switch} = True or False, {default} by default",
+                    "NPU962", "torch", switch))
+
     def _optimizer(self, call: ast.Call, qualified: str) -> None:
         replacement = FUSED_OPTIMIZERS[qualified]
         accepted = self.api.optimizer_signatures.get(replacement, ())
@@ -494,6 +520,7 @@ def find_affinity(tree: ast.Module, path: str, api: ApiData) -> List[Finding]:
         detector.attention(scope)
         detector.api_calls(scope)
         detector.condition_index_put(scope)
+        detector.tf32_switches(scope)
     detector.definitions()
     return sorted(set(detector.findings))
 
@@ -501,7 +528,7 @@ def find_affinity(tree: ast.Module, path: str, api: ApiData) -> List[Finding]:
 # A file none of whose bytes match cannot hold any advice: it is not even parsed for it.
 _MIGHT_HAVE_ADVICE = re.compile(
     rb"softmax|sqrt|silu|SiLU|cat\(|optim|roll|DropPath|multiclass_nms|roi_align|RoIAlign|RMSNorm|rms_norm"
-    rb"|scaled_dot_product|\]\s*=\s*-?\.?\d")
+    rb"|scaled_dot_product|allow_tf32|\]\s*=\s*-?\.?\d")
 
 
 def advice_for_source(data: bytes, path: str, api: ApiData, tree: Optional[ast.Module] = None) -> List[Finding]:
