@@ -61,6 +61,10 @@ MODELARTS_FILES = {
 }
 
 
+# The package written when a file is pointed at the generated flash-attn (NPU261).
+FLASH_ATTN_FILES = {f"ascend_flash_attn/{name}" for name in ("__init__.py", "flash_attn_interface.py", "bert_padding.py")}
+
+
 def mode_args(name: str, mode: str) -> List[str]:
     """CLI arguments for a fixture in a mode: "single", "distributed", "specify", "modelarts" (-m),
     "amp" (-a model) or "similar" (-sim)."""

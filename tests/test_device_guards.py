@@ -30,17 +30,17 @@ LEFT_AS_WRITTEN = [
     ("import torch\nif not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 8:\n"
      "    fast = False\nelse:\n    fast = True\n", 2),
     # the guarded call in the body, the test a device comparison or is_cuda
-    ("from flash_attn import flash_attn_func\n\ndef attn(q, k, v):\n    if q.device.type == 'cuda':\n"
-     "        return flash_attn_func(q, k, v)\n    return sdpa(q, k, v)\n", 4),
-    ("import flash_attn\n\ndef attn(q, k, v):\n    if q.is_cuda:\n        return flash_attn.flash_attn_func(q, k, v)\n", 4),
+    ("from flash_attn import flash_attn_with_kvcache\n\ndef attn(q, k, v):\n    if q.device.type == 'cuda':\n"
+     "        return flash_attn_with_kvcache(q, k, v)\n    return sdpa(q, k, v)\n", 4),
+    ("import flash_attn\n\ndef attn(q, k, v):\n    if q.is_cuda:\n        return flash_attn.flash_attn_with_kvcache(q, k, v)\n", 4),
     ("from xformers.ops import memory_efficient_attention as mea\n\ndef attn(q, k, v, device):\n"
      "    if str(device).startswith('cuda'):\n        return mea(q, k, v)\n", 4),
     # elif
     ("import torch\nif torch.backends.mps.is_available():\n    d = 'mps'\nelif torch.cuda.is_available():\n"
      "    torch.cuda.nvtx.range_push('x')\n", 4),
     # != "cuda": what runs where the test is false
-    ("from flash_attn import flash_attn_func\n\ndef attn(q, k, v):\n    if q.device.type != 'cuda':\n"
-     "        return sdpa(q, k, v)\n    else:\n        return flash_attn_func(q, k, v)\n", 4),
+    ("from flash_attn import flash_attn_with_kvcache\n\ndef attn(q, k, v):\n    if q.device.type != 'cuda':\n"
+     "        return sdpa(q, k, v)\n    else:\n        return flash_attn_with_kvcache(q, k, v)\n", 4),
     # early return
     ("import torch\n\ndef use_bf16():\n    if not torch.cuda.is_available():\n        return False\n"
      "    return torch.cuda.get_device_capability()[0] >= 8\n", 4),
@@ -55,7 +55,7 @@ LEFT_AS_WRITTEN = [
     ("import torch\n\ndef f(xs):\n    for b in xs:\n        if not b.is_cuda:\n            continue\n"
      "        torch.cuda.nvtx.range_push('b')\n", 5),
     # conditional expression and a boolean expression
-    ("from flash_attn import flash_attn_func\ny = flash_attn_func(q, k, v) if q.is_cuda else sdpa(q, k, v)\n", 2),
+    ("from flash_attn import flash_attn_with_kvcache\ny = flash_attn_with_kvcache(q, k, v) if q.is_cuda else sdpa(q, k, v)\n", 2),
     ("import torch\nfast = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8\n", 2),
     # a variable holding the test
     ("import torch\nuse_cuda = torch.cuda.is_available()\nif use_cuda:\n    print(torch.cuda.nccl.version())\n", 3),

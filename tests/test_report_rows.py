@@ -34,16 +34,17 @@ def test_a_package_that_is_used_is_still_reported():
 
 
 def test_one_row_per_import_statement_and_one_per_call():
-    source = ("from flash_attn import flash_attn_func, flash_attn_varlen_func\n"
-              "from flash_attn.bert_padding import pad_input, unpad_input\n\n"
+    # (statements that the generated ascend_flash_attn cannot take whole: see test_flash_attn_rule)
+    source = ("from flash_attn import flash_attn_func, flash_attn_with_kvcache\n"
+              "from flash_attn.layers.rotary import apply_rotary_emb, RotaryEmbedding\n\n"
               "def f(q, k, v):\n    return flash_attn_func(q, k, v, causal=True)\n")
     _, result = _migrate(source)
     rows = [(f.start_line, f.api) for f in _rows(result, Report.UNSUPPORTED)]
-    assert rows == [(1, "flash_attn (flash_attn_func, flash_attn_varlen_func)"),
-                    (2, "flash_attn.bert_padding (pad_input, unpad_input)"),
+    assert rows == [(1, "flash_attn (flash_attn_func, flash_attn_with_kvcache)"),
+                    (2, "flash_attn.layers.rotary (apply_rotary_emb, RotaryEmbedding)"),
                     (5, "flash_attn.flash_attn_func")]
-    padding = [f.tip for f in _rows(result, Report.UNSUPPORTED) if f.start_line == 2][0]
-    assert "pure-PyTorch" in padding and "npu_fusion_attention" not in padding
+    rotary = [f.tip for f in _rows(result, Report.UNSUPPORTED) if f.start_line == 2][0]
+    assert "npu_rotary_mul" in rotary and "npu_fusion_attention" not in rotary
 
 
 def test_no_drop_last_advice_for_a_loader_that_has_it():

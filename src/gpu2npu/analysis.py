@@ -14,7 +14,7 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 
 from .apidata import ApiData
 from .change import Finding, Report
-from .rules import device_guards, npu_aware
+from .rules import device_guards, flash_attn, npu_aware
 from .rules.names import DEVICE_STRING, ImportAliases, DocstringTracker, dotted_name, framework_option, qualified_names, string_text
 from .tips import CUDA_ONLY_PACKAGES, TIPS, migratable_cuda_path, tip_for
 
@@ -46,6 +46,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
         self.findings: List[Finding] = []
         # -a: apex amp is what the user asked for (Ascend apex provides it), not a leftover.
         self.wants_apex_amp = context.options.amp_model is not None
+        self.reads_flash_attn = False  # the output imports the generated flash-attn package
         self._dead: List[cst.CSTNode] = []  # the dead-guarded nodes being visited (device_guards)
 
     def _add(self, node: cst.CSTNode, report: Report, api_name: str, tip: str) -> None:
@@ -193,6 +194,14 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value == "num_gpus" and self._is_ray(node.func):
                 self._add(arg, Report.UNSUPPORTED, "ray num_gpus", RAY_TIP)
+        if self.reads_flash_attn:
+            refused = flash_attn.refused_arguments(node)
+            names = [n for n in qualified_names(self, node.func) if n.startswith(flash_attn.PACKAGE + ".")] if refused else ()
+            if names:
+                function = "flash_attn." + sorted(names)[0].rsplit(".", 1)[-1]
+                self._add(node, Report.UNSUPPORTED, f"{function}({', '.join(refused)})",
+                          f"{flash_attn.PACKAGE} raises NotImplementedError here: torch_npu.npu_fusion_attention "
+                          "has no counterpart; " + "; ".join(flash_attn.REFUSED[r.split("=")[0]][1] for r in refused))
 
     def _is_ray(self, func: cst.BaseExpression) -> bool:
         if any(name == "ray" or name.startswith("ray.") for name in qualified_names(self, func)):
@@ -282,5 +291,7 @@ def find_leftovers(wrapper: MetadataWrapper, path: str, api: ApiData, context) -
     """`context` (a FileContext) tells which nodes are left as written on purpose (NPU-aware)."""
     visitor = CudaLeftovers(path, api, context)
     visitor.import_aliases = ImportAliases.of(wrapper.module)  # of the output: its imports changed
+    visitor.reads_flash_attn = any(flash_attn.PACKAGE in name for names in visitor.import_aliases.values()
+                                   for name in names)
     wrapper.visit(visitor)
     return visitor.findings

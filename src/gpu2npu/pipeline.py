@@ -21,6 +21,7 @@ from .affinity import advice_for_source
 from .analysis import find_leftovers
 from .change import Change, Finding, Operation
 from .linemap import LineMap
+from .rules.flash_attn import ReroutePlan
 from .rules import COMMON_RULES, SINGLE_CARD_RULES, FileContext, Options, Rule, device_guards, npu_aware
 from .rules.batch import run_batch
 from .rules.custom import apply_custom_rules
@@ -236,7 +237,8 @@ def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, r
         code = module.code
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     aliases = ImportAliases.of(module)
-    aware, dead = device_guards.guarded_spans(wrapper, options.api, code, aliases)
+    rerouted = ReroutePlan.of(module, code).names
+    aware, dead = device_guards.guarded_spans(wrapper, options.api, code, aliases, rerouted)
     context = FileContext(path=path, options=options, guarded=aware | frozenset(dead), dead_guards=dead,
                           import_aliases=aliases)
     outcome = run_batch([rule for rule in rules if rule.wants(code)], wrapper, context)

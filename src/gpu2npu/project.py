@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from . import __version__, apidata, cache, modelarts_package, rule_file, similar
+from . import __version__, apidata, cache, flash_attn_package, modelarts_package, rule_file, similar
 from .change import Change, Finding, Report
 from .cuda_ops import custom_operators
 from .discover import Entry, Kind, walk
@@ -525,6 +525,9 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             _write_launcher(staging, options.distributed, logger)
         if options.modelarts:
             _write_modelarts_package(staging, logger)
+        users = sorted({c.file for c in result.changes if c.rule == flash_attn_package.RULE})
+        if users:
+            _write_flash_attn_package(staging, users, logger)
         if options.similar:
             similar.write_package(staging)
             used = sorted({c.file for c in result.changes if c.rule == "NPU252"})
@@ -588,6 +591,15 @@ def _write_modelarts_package(staging: Path, logger) -> None:
         f"wrote {modelarts_package.PACKAGE_NAME}/: before training on ModelArts, list in its path_mapping_config.py "
         "the local paths to download from and upload to object storage; run the scripts from this folder"
     )
+
+
+def _write_flash_attn_package(staging: Path, users, logger) -> None:
+    name = flash_attn_package.PACKAGE
+    if not flash_attn_package.write_package(staging):
+        logger.info(f"{name}/ is in the input already: kept as it is")
+        return
+    logger.info(f"wrote {name}/: flash-attn's attention functions on torch_npu.npu_fusion_attention, imported by "
+                f"{len(users)} file{'s' if len(users) != 1 else ''} ({', '.join(users[:5])}{', ...' if len(users) > 5 else ''})")
 
 
 def _move_into_place(staging: Path, target: Path) -> None:

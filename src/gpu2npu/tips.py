@@ -49,9 +49,18 @@ TIPS = {
     "nvidia_smi": "NVML is NVIDIA-only: query NPUs with npu-smi",
     "GPUtil": "NVIDIA-only: query NPUs with npu-smi or torch_npu.npu APIs",
     "triton": "Triton kernels target CUDA here: use torch operators or torch_npu fused operators",
-    "flash_attn.bert_padding": "pure-PyTorch padding helpers that run on the NPU, but importing flash_attn loads "
-    "its CUDA extension: copy the helpers (index_first_axis, pad_input, unpad_input) into the project",
-    "flash_attn": "use torch_npu.npu_fusion_attention (or torch.nn.functional.scaled_dot_product_attention)",
+    "flash_attn.bert_padding": "pure-PyTorch padding helpers: the generated ascend_flash_attn.bert_padding has "
+    "index_first_axis, index_put_first_axis, pad_input and unpad_input; import only those (in a statement of their "
+    "own) and gpu2npu points the import there",
+    "flash_attn.flash_attn_with_kvcache": "decoding with a KV cache has no flash-attn mapping: on the NPU use "
+    "torch_npu.npu_incre_flash_attention (one new token) or torch_npu.npu_fused_infer_attention_score",
+    "flash_attn.layers.rotary": "rotary embedding: torch_npu.npu_rotary_mul(x, cos, sin) (x, cos, sin 4-D)",
+    "flash_attn.ops.rms_norm": "torch_npu.npu_rms_norm(x, weight, epsilon=eps)[0]",
+    "flash_attn.ops.triton": "Triton kernels target CUDA: torch_npu.npu_rms_norm / torch.nn.functional.layer_norm",
+    "flash_attn.losses.cross_entropy": "torch.nn.functional.cross_entropy computes the same loss",
+    "flash_attn": "not one of flash-attn's attention functions, which gpu2npu points at the generated "
+    "ascend_flash_attn package (on torch_npu.npu_fusion_attention) when a statement imports only those: "
+    "use torch_npu.npu_fusion_attention or torch.nn.functional.scaled_dot_product_attention",
     "xformers": "use torch.nn.functional.scaled_dot_product_attention or torch_npu.npu_fusion_attention",
     "bitsandbytes": "CUDA-only quantization kernels: no drop-in NPU equivalent",
     "nvidia.dali": "DALI is CUDA-only: use a torch DataLoader pipeline",

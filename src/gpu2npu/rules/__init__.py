@@ -25,6 +25,7 @@ from .cuda_api import TorchCudaApiToNpu
 from .custom import CUSTOM_RULES
 from .data_parallel import DataParallelToSingleNpu
 from .dataloader import DataLoaderForNpu
+from .flash_attn import FlashAttnToNpu
 from .ddp_checkpoint import SaveOnRankZero
 from .ddp_data_parallel import DataParallelRemoved
 from .ddp_init import InitHcclProcessGroup
@@ -49,6 +50,7 @@ COMMON_RULES: Tuple[Type[Rule], ...] = (
     TensorCudaToNpu,
     IntegerDevices,
     DataLoaderForNpu,
+    FlashAttnToNpu,
 )
 
 SINGLE_CARD_RULES: Tuple[Type[Rule], ...] = (*COMMON_RULES, DataParallelToSingleNpu, ImportTorchNpu)

@@ -70,10 +70,11 @@ class _Resolver(cst.CSTVisitor):
 
     METADATA_DEPENDENCIES = (ParentNodeProvider,)
 
-    def __init__(self, api: ApiData, aliases: Dict[str, Set[str]]) -> None:
+    def __init__(self, api: ApiData, aliases: Dict[str, Set[str]], rerouted: Set[str] = frozenset()) -> None:
         super().__init__()
         self.api = api
         self.import_aliases = aliases
+        self.rerouted = rerouted  # names of CUDA-only packages that a rule points at an NPU package
         self.cuda_only: Dict[int, str] = {}  # id(node) -> the CUDA-only name it refers to
         # ids of what the rules turn into NPU terms: a test holding one is a device test
         # (decided on these tokens, not on "cuda" in a name such as cuda_min_version).
@@ -113,7 +114,7 @@ class _Resolver(cst.CSTVisitor):
         if isinstance(parent, cst.Attribute) and parent.value is node:
             return  # judged at the top of the chain
         for name in qualified_names(self, node):
-            if _cuda_only_name(self.api, name):
+            if name not in self.rerouted and _cuda_only_name(self.api, name):
                 self.cuda_only[id(node)] = name
                 return
             if name == "torch.cuda" or name.startswith("torch.cuda."):
@@ -373,12 +374,15 @@ def _may_hold_cuda_only(code: str, api: ApiData) -> bool:
     return False
 
 
-def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Dict[str, Set[str]]):
+def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Dict[str, Set[str]],
+                  rerouted: Set[str] = frozenset()):
     """(the NPU-aware spans of `npu_aware`, the dead guards of `dead_guards`), from one walk of
-    the original file.  `code` is its text, `aliases` its imports (names.ImportAliases)."""
+    the original file.  `code` is its text, `aliases` its imports (names.ImportAliases),
+    `rerouted` the names of CUDA-only packages that the rules point at an NPU implementation
+    (flash_attn.ReroutePlan): valid after migration."""
     if "cuda" not in code.lower() or not _may_hold_cuda_only(code, api):
         return npu_aware.guarded_spans(wrapper), {}
-    resolver = _Resolver(api, aliases)
+    resolver = _Resolver(api, aliases, rerouted)
     spans = npu_aware.guarded_spans(wrapper, resolver)
     return spans, dead_guards(wrapper, resolver)
 

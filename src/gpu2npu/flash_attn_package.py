@@ -1,0 +1,28 @@
+"""The ascend_flash_attn/ package written at the top of the output when a migrated file imports it
+(rule NPU501).
+
+Its files are kept as source in gpu2npu/generated/ (so that the tests run them) and copied byte
+for byte; the tool never imports them.  A tree that holds the package already (a second
+migration) keeps its own.
+"""
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from .rules.flash_attn import PACKAGE
+
+RULE = "NPU261"
+FILES = ("__init__.py", "flash_attn_interface.py", "bert_padding.py")
+SOURCE = "gpu2npu.generated"
+
+
+def write_package(root: Path) -> bool:
+    """Write the package into `root`; False when `root` holds one already (it is kept)."""
+    folder = root / PACKAGE
+    if folder.exists():
+        return False
+    folder.mkdir()
+    for name in FILES:
+        (folder / name).write_bytes((resources.files(SOURCE) / PACKAGE / name).read_bytes())
+    return True

@@ -1,0 +1,134 @@
+"""NPU261: flash-attn imports pointed at the generated ascend_flash_attn package; what changes
+with it (device tests around flash-attn calls, report rows), what stays, where the package goes."""
+import textwrap
+
+from gpu2npu import apidata
+from gpu2npu.change import Report
+from gpu2npu.pipeline import migrate_source
+from gpu2npu.rules import Options, rules_for
+
+from helpers import migrate, read_csv
+from standin_runner import run_script
+
+API = apidata.load("2.1.0")
+
+
+def _migrate(source: str, path: str = "m.py"):
+    options = Options(api=API)
+    result = migrate_source(textwrap.dedent(source).encode(), path, options, rules_for(options))
+    output = result.output.decode() if result.output is not None else textwrap.dedent(source)
+    return output, result
+
+
+def _unsupported(result):
+    return [(f.start_line, f.api) for f in result.findings if f.report == Report.UNSUPPORTED]
+
+
+def test_a_device_test_around_a_mapped_call_is_migrated_and_not_reported():
+    output, result = _migrate("""\
+        from flash_attn import flash_attn_func
+
+        def attend(q, k, v):
+            if q.device.type == "cuda" and q.dtype != torch.float32:
+                return flash_attn_func(q, k, v, causal=True)
+            return sdpa(q, k, v)
+        """)
+    assert 'if q.device.type == "npu" and q.dtype != torch.float32:' in output
+    assert "from ascend_flash_attn import flash_attn_func" in output
+    assert _unsupported(result) == []
+
+
+def test_a_statement_with_a_name_the_package_lacks_stays_whole_and_its_guard_too():
+    output, result = _migrate("""\
+        from flash_attn import flash_attn_func, flash_attn_with_kvcache
+
+        def attend(q, k, v):
+            if q.is_cuda:
+                return flash_attn_func(q, k, v)
+            return sdpa(q, k, v)
+        """)
+    assert "from flash_attn import flash_attn_func, flash_attn_with_kvcache" in output
+    assert "    if q.is_cuda:" in output  # flash_attn_func still comes from flash-attn: CUDA-only
+    assert (1, "flash_attn (flash_attn_func, flash_attn_with_kvcache)") in _unsupported(result)
+    assert not any(c.rule == "NPU261" for c in result.changes)
+
+
+def test_import_flash_attn_is_kept_only_when_every_attribute_is_provided():
+    output, _ = _migrate("import flash_attn as fa\nout = fa.flash_attn_varlen_func(q, k, v, cu, cu, 4, 4)\n"
+                         "print(fa.__version__)\n")
+    assert "import ascend_flash_attn as fa\n" in output
+    output, result = _migrate("import flash_attn\nx = flash_attn.flash_attn_func(q, k, v)\n"
+                              "y = flash_attn.layers.rotary.apply_rotary_emb(x, c, s)\n")
+    assert output.startswith("import flash_attn\n") and not result.changes
+
+
+def test_calls_with_what_the_operator_cannot_do_are_reported_once_each():
+    _, result = _migrate("""\
+        from flash_attn import flash_attn_func, flash_attn_varlen_func
+        a = flash_attn_func(q, k, v, softcap=30.0)
+        b = flash_attn_func(q, k, v, softcap=0.0, alibi_slopes=None, return_attn_probs=False)
+        c = flash_attn_varlen_func(q, k, v, cu, cu, 8, 8, alibi_slopes=slopes, return_attn_probs=True)
+        d = flash_attn_func(q, k, v, causal=True, window_size=(128, 0))
+        """)
+    rows = {f.start_line: f for f in result.findings if f.report == Report.UNSUPPORTED}
+    assert sorted(rows) == [2, 4]
+    assert rows[2].api == "flash_attn.flash_attn_func(softcap=30.0)" and "tanh" in rows[2].tip
+    assert rows[4].api == "flash_attn.flash_attn_varlen_func(alibi_slopes=slopes, return_attn_probs=True)"
+    assert "pse" in rows[4].tip and "NotImplementedError" in rows[4].tip
+
+
+def test_unpad_input_keeps_the_arity_the_code_unpacks():
+    output, result = _migrate("""\
+        from flash_attn.bert_padding import unpad_input
+        x1, idx, cu, m = unpad_input(x, mask)
+        x2, idx, cu, m, used = unpad_input(x, mask)
+        parts = unpad_input(x, mask)
+        """)
+    assert "x1, idx, cu, m = unpad_input(x, mask)[:4]\n" in output
+    assert "x2, idx, cu, m, used = unpad_input(x, mask)\n" in output
+    assert "parts = unpad_input(x, mask)\n" in output
+    assert [c.start_line for c in result.changes if "four values" in c.message] == [2]
+
+
+def test_relative_star_and_foreign_imports_stay():
+    for source in ("from .flash_attn import flash_attn_func\n", "from flash_attn import *\n",
+                   "from flash_attn.modules.mha import MHA\n", "import os, flash_attn\n"):
+        output, result = _migrate(source)
+        assert output == source and not any(c.rule == "NPU261" for c in result.changes), source
+
+
+def test_migrating_twice_changes_nothing_more():
+    once, _ = _migrate("import torch\nfrom flash_attn import flash_attn_func\ny = flash_attn_func(q, k, v)\n")
+    twice, result = _migrate(once)
+    assert twice == once and not result.changes
+
+
+def test_package_is_written_only_when_used_and_imports_from_any_depth(tmp_path):
+    project = tmp_path / "proj"
+    (project / "pkg" / "layers").mkdir(parents=True)
+    (project / "pkg" / "__init__.py").write_text("")
+    (project / "pkg" / "layers" / "__init__.py").write_text("")
+    (project / "pkg" / "layers" / "attn.py").write_text(
+        "import torch\nfrom flash_attn import flash_attn_qkvpacked_func\n\n"
+        "def attend(qkv):\n    return flash_attn_qkvpacked_func(qkv, causal=True)\n")
+    (project / "main.py").write_text(
+        "import torch\nfrom pkg.layers.attn import attend\n"
+        "qkv = torch.randn(2, 5, 3, 2, 4, generator=torch.Generator().manual_seed(0))\n"
+        "q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))\n"
+        "want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2)\n"
+        "print('max error', float((attend(qkv) - want).abs().max()))\n")
+    target = migrate(project, tmp_path / "out")
+    assert (target / "ascend_flash_attn" / "__init__.py").is_file()
+    attn = (target / "pkg" / "layers" / "attn.py").read_text()
+    assert "sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir))" in attn
+    rows = [(r["File"], r["Rule"]) for r in read_csv(target / "change_list.csv")]
+    assert ("pkg/layers/attn.py", "NPU261") in rows
+    # run from another folder: the package is found through the file's own location
+    result = run_script(target / "main.py", [], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert float(result.stdout.split()[-1]) <= 1e-5
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "train.py").write_text("import torch\nx = torch.ones(2).cuda()\n")
+    assert not (migrate(plain, tmp_path / "out2") / "ascend_flash_attn").exists()
