@@ -231,6 +231,9 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
         first = node.parts[0] if node.parts else None
         if isinstance(first, cst.FormattedStringText) and first.value == "cuda:":
             self._add(node, Report.UNSUPPORTED, "device f-string 'cuda:{...}'", 'use "npu" devices on Ascend')
+        elif (len(node.parts) == 1 and isinstance(first, cst.FormattedStringText) and DEVICE_STRING.match(first.value)
+              and not framework_option(self, node)):
+            self._add(node, Report.UNSUPPORTED, f"device string f{first.value!r}", 'use "npu" devices on Ascend')
         return True
 
 

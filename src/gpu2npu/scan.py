@@ -39,7 +39,9 @@ RULE = "NPU900"
 REWRITE_WORDS = ("cuda", "nccl", "dataparallel", "data_parallel", "dataloader", "cpp_extension", "torch_npu")
 _REWRITE_WORD = re.compile("|".join(REWRITE_WORDS), re.IGNORECASE)
 _ATTRIBUTE_WORD = re.compile(r"cuda|nccl|^(DataParallel|data_parallel|DataLoader|cpp_extension|torch_npu)$", re.IGNORECASE)
-_STRING_WORD = re.compile(r"^cuda|torch\.cuda\.|(?i:nccl)|CUDA_VISIBLE_DEVICES")  # device names are lower case
+# device names are lower case; environment variable names upper case (env_vars)
+_STRING_WORD = re.compile(r"^cuda|torch\.cuda\.|(?i:nccl)|CUDA_VISIBLE_DEVICES|^(?:PYTORCH_)?CUDA_[A-Z0-9_]+$"
+                          r"|^CUBLAS_[A-Z0-9_]+$|^PYTORCH_ALLOC_CONF$")
 # Methods whose first argument is a device, and calls returning a device index (as in NPU104).
 DEVICE_METHODS = {"to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
 INDEX_RETURNING = {"current_device", "get_rank", "get_local_rank", "device_count", "get_world_size"}

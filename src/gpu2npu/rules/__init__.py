@@ -25,6 +25,7 @@ from .cuda_api import TorchCudaApiToNpu
 from .custom import CUSTOM_RULES
 from .data_parallel import DataParallelToSingleNpu
 from .dataloader import DataLoaderForNpu
+from .environment_variables import CudaEnvironmentVariables
 from .flash_attn import FlashAttnToNpu
 from .ddp_checkpoint import SaveOnRankZero
 from .ddp_data_parallel import DataParallelRemoved
@@ -46,6 +47,7 @@ COMMON_RULES: Tuple[Type[Rule], ...] = (
     NcclToHccl,
     CudaDeviceStrings,
     VisibleDevicesEnv,
+    CudaEnvironmentVariables,
     TorchCudaApiToNpu,
     TensorCudaToNpu,
     IntegerDevices,

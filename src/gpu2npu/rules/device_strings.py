@@ -18,7 +18,7 @@ class CudaDeviceStrings(DocstringTracker, Rule):
     """String literals that name a CUDA device name the NPU instead.
 
     Only strings that *are* a device spec change: `"cuda"`, `"cuda:0"`, `"cuda:{}"` (a `.format`
-    template), `"cuda:%d"`, and f-strings `f"cuda:{rank}"`.  That covers `torch.device(...)`,
+    template), `"cuda:%d"`, and f-strings `f"cuda:{rank}"` (or without placeholders, `f"cuda"`).  That covers `torch.device(...)`,
     `.to(...)`, `map_location=`, `torch.autocast("cuda")`, argparse defaults and comparisons such
     as `device.type == "cuda"`, so the code stays consistent with itself.  Strings given to
     another framework's own device option (Lightning's `accelerator="cuda"`, also through a
@@ -46,6 +46,10 @@ class CudaDeviceStrings(DocstringTracker, Rule):
         Example(
             'import torch\ndevice = f"cuda:{local_rank}"\nif x.device.type == "cuda":\n    pass\n',
             'import torch\nimport torch_npu\ndevice = f"npu:{local_rank}"\nif x.device.type == "npu":\n    pass\n',
+        ),
+        Example(
+            'import torch\nx = torch.zeros(2, device=f"cuda")\ny = x.to(f"cuda:1")\n',
+            'import torch\nimport torch_npu\nx = torch.zeros(2, device=f"npu")\ny = x.to(f"npu:1")\n',
         ),
         Example(
             "import torch\ntorch.set_default_tensor_type('torch.cuda.FloatTensor')\n",
@@ -102,6 +106,8 @@ class CudaDeviceStrings(DocstringTracker, Rule):
         parts = original_node.parts
         if not parts or not isinstance(parts[0], cst.FormattedStringText):
             return updated_node
+        if len(parts) == 1 and DEVICE_STRING.match(parts[0].value):
+            return self._constant_f_string(original_node, updated_node, parts[0].value)
         if parts[0].value != "cuda:" or len(parts) != 2 or not isinstance(parts[1], cst.FormattedStringExpression):
             return updated_node
         self.context.needs_torch_npu = True
@@ -112,3 +118,16 @@ class CudaDeviceStrings(DocstringTracker, Rule):
         self.record(original_node, "change device f-string 'cuda:{...}' to 'npu:{...}'")
         first = updated_node.parts[0].with_changes(value="npu:")
         return updated_node.with_changes(parts=(first, *updated_node.parts[1:]))
+
+    def _constant_f_string(self, original_node: cst.FormattedString, updated_node: cst.FormattedString, text: str):
+        """f"cuda", f"cuda:0": an f-string without placeholders is the plain string."""
+        option = framework_option(self, original_node)
+        if option is not None:
+            self.report(original_node, Report.UNSUPPORTED, f"{option[0]}={text!r}", option[1])
+            return updated_node
+        new_text = "npu" + text[len("cuda"):]
+        if self.context.options.device_per_process and text[len("cuda:"):].isdigit():
+            new_text = "npu"
+        self.record(original_node, f"change device string f{text!r} to f{new_text!r}")
+        self.context.needs_torch_npu = True
+        return updated_node.with_changes(parts=(updated_node.parts[0].with_changes(value=new_text),))

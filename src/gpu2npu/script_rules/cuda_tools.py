@@ -4,7 +4,8 @@ from __future__ import annotations
 import re
 
 from ..change import Report
-from .base import LineReport, ScriptExample, ScriptRule
+from .. import env_vars
+from .base import LITERAL_TIP, LineEdit, LineReport, ScriptExample, ScriptRule
 
 TOOL_TIPS = {
     "nvcc": "no NPU equivalent: CUDA kernels do not build for Ascend; port them to Ascend C custom operators "
@@ -17,13 +18,6 @@ TOOL_TIPS = {
     "cuda-gdb": "no NPU equivalent (CUDA debugging tool)",
     "nvidia-docker": "no NPU equivalent: Ascend containers use the Ascend Docker runtime with the NPU devices mounted",
 }
-VARIABLE_TIPS = {
-    "CUDA_LAUNCH_BLOCKING": "on Ascend, ASCEND_LAUNCH_BLOCKING=1 makes NPU operators run synchronously",
-    "PYTORCH_CUDA_ALLOC_CONF": "torch_npu reads PYTORCH_NPU_ALLOC_CONF; check which options your release supports",
-    "CUDA_HOME": "no CUDA toolkit on Ascend machines",
-    "CUDA_PATH": "no CUDA toolkit on Ascend machines",
-}
-GENERIC_VARIABLE_TIP = "CUDA setting: no effect on Ascend"
 GPU_RESOURCE = re.compile(r"(?<![\w.-])nvidia\.com/gpu(?![\w-])")
 GPU_RESOURCE_TIP = ("NVIDIA device-plugin resource: on an Ascend cluster request the resource its Ascend device "
                     "plugin registers (e.g. huawei.com/Ascend910)")
@@ -38,19 +32,24 @@ class CudaToolsAndSettings(ScriptRule):
     arguments or values on Ascend.
 
     They are left as written and reported with what to use instead: msprof or
-    `torch_npu.profiler` for nsys/nvprof/ncu, `ASCEND_LAUNCH_BLOCKING` for
-    `CUDA_LAUNCH_BLOCKING`, `PYTORCH_NPU_ALLOC_CONF` for `PYTORCH_CUDA_ALLOC_CONF`, Ascend C
-    custom operators for kernels built with nvcc.
+    `torch_npu.profiler` for nsys/nvprof/ncu, Ascend C custom operators for kernels built with
+    nvcc.  The CUDA variables with an Ascend counterpart that takes the value the script gives
+    are renamed: `CUDA_LAUNCH_BLOCKING=0|1` -> `ASCEND_LAUNCH_BLOCKING`,
+    `PYTORCH_CUDA_ALLOC_CONF` with max_split_size_mb, garbage_collection_threshold or
+    expandable_segments -> `PYTORCH_NPU_ALLOC_CONF`.
     """
 
     code = "NPU590"
-    summary = "launch scripts: nvcc, nsys, CUDA_LAUNCH_BLOCKING, ... reported (no Ascend equivalent)"
+    summary = "launch scripts: nvcc, nsys, CUDA_* reported; CUDA_LAUNCH_BLOCKING, PYTORCH_CUDA_ALLOC_CONF renamed"
     triggers = (*TOOL_TIPS, "CUDA_", "nvidia.com/gpu")
     examples = (
         ScriptExample("nvcc --version\n", "nvcc --version\n", reported=("nvcc",)),
         ScriptExample("CUDA_LAUNCH_BLOCKING=1 nsys profile python train.py\n",
-                      "CUDA_LAUNCH_BLOCKING=1 nsys profile python train.py\n",
-                      reported=("CUDA_LAUNCH_BLOCKING", "nsys")),
+                      "ASCEND_LAUNCH_BLOCKING=1 nsys profile python train.py\n",
+                      reported=("nsys",)),
+        ScriptExample("export PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\n",
+                      "export PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\n",
+                      reported=("PYTORCH_CUDA_ALLOC_CONF",)),
         ScriptExample("resources:\n  limits:\n    nvidia.com/gpu: 8\n", "resources:\n  limits:\n    nvidia.com/gpu: 8\n",
                       path="job.yaml", reported=("nvidia.com/gpu",)),
     )
@@ -59,7 +58,14 @@ class CudaToolsAndSettings(ScriptRule):
     @classmethod
     def apply(cls, line, dialect):
         reports = [LineReport(Report.UNSUPPORTED, m.group(1), TOOL_TIPS[m.group(1)]) for m in TOOLS.finditer(line.code)]
-        reports += [LineReport(Report.UNSUPPORTED, m.group(0), VARIABLE_TIPS.get(m.group(0), GENERIC_VARIABLE_TIP))
-                    for m in VARIABLES.finditer(line.code)]
+        edits = []
+        for match in VARIABLES.finditer(line.code):
+            name = match.group(0)
+            new_name, tip = (None, LITERAL_TIP) if line.in_literal(match.start()) else env_vars.script_edit(
+                name, line.code, match.end())
+            if new_name is not None:
+                edits.append(LineEdit(match.start(), match.end(), new_name, f"change {name} to {new_name}"))
+            else:
+                reports.append(LineReport(Report.UNSUPPORTED, name, tip))
         reports += [LineReport(Report.UNSUPPORTED, m.group(0), GPU_RESOURCE_TIP) for m in GPU_RESOURCE.finditer(line.code)]
-        return [], reports
+        return edits, reports

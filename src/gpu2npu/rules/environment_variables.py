@@ -1,0 +1,122 @@
+"""CUDA and NCCL environment variables named in code -> their Ascend counterparts, or reported."""
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional
+
+import libcst as cst
+
+from .. import env_vars
+from ..change import Report
+from .base import Example, Rule
+from .names import DocstringTracker, string_text, with_string_text
+
+_MENTIONS = re.compile(r"NCCL_|CUDA_|CUBLAS_|PYTORCH_ALLOC_CONF")
+_SETTERS = ("setdefault", "putenv", "__setitem__")
+
+
+def _literal(node: cst.BaseExpression) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        return string_text(node)
+    if isinstance(node, cst.Integer):
+        return node.value
+    return None
+
+
+class _Writes(cst.CSTVisitor):
+    """The values a file gives each variable: `os.environ[NAME] = V`, `setdefault(NAME, V)`,
+    `putenv(NAME, V)`, `{NAME: V}` (None: a value that is not a literal)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: Dict[str, List[Optional[str]]] = {}
+
+    def _add(self, key: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        name = string_text(key) if isinstance(key, cst.SimpleString) else None
+        if name is not None and env_vars.is_cuda_variable(name):
+            self.values.setdefault(name, []).append(_literal(value))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            subscript = target.target
+            if isinstance(subscript, cst.Subscript) and len(subscript.slice) == 1 and isinstance(
+                    subscript.slice[0].slice, cst.Index):
+                self._add(subscript.slice[0].slice.value, node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if name in _SETTERS and len(node.args) >= 2 and node.args[0].keyword is None:
+            self._add(node.args[0].value, node.args[1].value)
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        self._add(node.key, node.value)
+
+
+class CudaEnvironmentVariables(DocstringTracker, Rule):
+    """CUDA and NCCL read their settings from environment variables that the Ascend stack does not
+    read.  A string in code that is exactly such a variable's name (an `os.environ` key, a
+    `getenv`/`setdefault` argument, a key of an `env` dict) names the Ascend counterpart instead
+    when that one takes the values the file gives it: `PYTORCH_CUDA_ALLOC_CONF` /
+    `PYTORCH_ALLOC_CONF` -> `PYTORCH_NPU_ALLOC_CONF` (options max_split_size_mb,
+    garbage_collection_threshold, expandable_segments), `CUDA_LAUNCH_BLOCKING` ->
+    `ASCEND_LAUNCH_BLOCKING`, `(TORCH_)NCCL_ASYNC_ERROR_HANDLING` -> `HCCL_ASYNC_ERROR_HANDLING` and
+    `(TORCH_)NCCL_BLOCKING_WAIT` -> `HCCL_BLOCKING_WAIT` (0 or 1), `NCCL_SOCKET_IFNAME` ->
+    `HCCL_SOCKET_IFNAME`.  A value the counterpart does not take (`backend:cudaMallocAsync`, mode
+    2 of async error handling, a value computed at run time) leaves every mention of that variable
+    in the file as written, reported; so are the variables without a counterpart (`NCCL_DEBUG`,
+    `CUBLAS_WORKSPACE_CONFIG`, `CUDA_DEVICE_MAX_CONNECTIONS`...), with the Ascend way.
+    """
+
+    code = "NPU107"
+    summary = "PYTORCH_CUDA_ALLOC_CONF, CUDA_LAUNCH_BLOCKING, NCCL_ASYNC_ERROR_HANDLING... -> Ascend variables"
+    triggers = ("NCCL_", "CUDA_", "CUBLAS_", "PYTORCH_ALLOC_CONF")
+    examples = (
+        Example(
+            "import os\nos.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'expandable_segments:True'\n"
+            "os.environ.setdefault('TORCH_NCCL_ASYNC_ERROR_HANDLING', '1')\n",
+            "import os\nos.environ['PYTORCH_NPU_ALLOC_CONF'] = 'expandable_segments:True'\n"
+            "os.environ.setdefault('HCCL_ASYNC_ERROR_HANDLING', '1')\n",
+        ),
+        Example(
+            "import os\nblocking = os.environ.get('CUDA_LAUNCH_BLOCKING') == '1'\n",
+            "import os\nblocking = os.environ.get('ASCEND_LAUNCH_BLOCKING') == '1'\n",
+        ),
+    )
+    unchanged = (
+        # values the Ascend variables do not take: left (and reported)
+        "import os\nos.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'backend:cudaMallocAsync'\n",
+        "import os\nos.environ['NCCL_ASYNC_ERROR_HANDLING'] = '3'\n",
+        "import os\nos.environ['PYTORCH_CUDA_ALLOC_CONF'] = conf\nprint(os.environ['PYTORCH_CUDA_ALLOC_CONF'])\n",
+        "import os\nos.environ['NCCL_DEBUG'] = 'INFO'\n",
+        'def f():\n    """Set PYTORCH_CUDA_ALLOC_CONF to tune memory."""\n',
+    )
+
+    def __init__(self, context) -> None:
+        Rule.__init__(self, context)
+        DocstringTracker.__init__(self)
+        self.writes: Dict[str, List[Optional[str]]] = {}
+
+    def visit_Module(self, node: cst.Module) -> None:
+        if _MENTIONS.search(node.code):
+            writes = _Writes()
+            node.visit(writes)
+            self.writes = writes.values
+
+    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString):
+        name = string_text(original_node)
+        if name is None or not env_vars.is_cuda_variable(name) or self.is_documentation(original_node):
+            return updated_node
+        counterpart = env_vars.RENAMED.get(name)
+        refused = [value for value in self.writes.get(name, ()) if value is None or
+                   (counterpart is not None and not counterpart.accepts(value))]
+        if counterpart is None or refused:
+            shown = refused[0] if refused and refused[0] is not None else None
+            tip = env_vars.tip_for(name, shown)
+            if refused and shown is None:
+                tip += f" (the value given to {name} here is computed at run time: check it)"
+            self.report(original_node, Report.UNSUPPORTED, name, tip)
+            return updated_node
+        self.record(original_node, f"change {name} to {counterpart.name} (the Ascend variable; the values "
+                    "this file gives it carry over)")
+        return with_string_text(updated_node, counterpart.name)

@@ -1,0 +1,93 @@
+"""NPU107 (Python code) and the launch-script rules: CUDA/NCCL environment variables renamed only
+where the Ascend variable takes the value the file gives it; reported otherwise."""
+import textwrap
+
+import pytest
+
+from gpu2npu import apidata, env_vars
+from gpu2npu.change import Report
+from gpu2npu.pipeline import migrate_source
+from gpu2npu.rules import Options, rules_for
+
+OPTIONS = Options(api=apidata.load("2.1.0"))
+
+
+def _migrate(source):
+    source = textwrap.dedent(source)
+    result = migrate_source(source.encode(), "m.py", OPTIONS, rules_for(OPTIONS))
+    return (result.output or source.encode()).decode(), result
+
+
+def _reported(result):
+    return [(f.start_line, f.api) for f in result.findings if f.report == Report.UNSUPPORTED]
+
+
+def test_a_file_whose_only_cuda_is_an_allocator_setting_is_migrated():
+    output, result = _migrate("""\
+        import os
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True,max_split_size_mb:128"
+        """)
+    assert 'os.environ["PYTORCH_NPU_ALLOC_CONF"] = "expandable_segments:True,max_split_size_mb:128"' in output
+    assert [c.rule for c in result.changes] == ["NPU107"]
+
+
+def test_one_value_the_ascend_variable_does_not_take_leaves_every_mention():
+    source = """\
+        import os
+        os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync")
+        print(os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))
+        """
+    output, result = _migrate(source)
+    assert output == textwrap.dedent(source)
+    assert _reported(result) == [(2, "PYTORCH_CUDA_ALLOC_CONF"), (3, "PYTORCH_CUDA_ALLOC_CONF")]
+    assert "backend:cudaMallocAsync" in result.findings[0].tip
+
+
+@pytest.mark.parametrize("value, renamed", [("'1'", True), ("'0'", True), ("1", True), ("'2'", False),
+                                            ("str(mode)", False)])
+def test_async_error_handling_modes(value, renamed):
+    output, result = _migrate(f"import os\nos.environ['TORCH_NCCL_ASYNC_ERROR_HANDLING'] = {value}\n")
+    assert ("HCCL_ASYNC_ERROR_HANDLING" in output) == renamed
+    assert (_reported(result) == []) == renamed
+
+
+def test_reads_follow_the_writes_and_env_dicts_count():
+    output, _ = _migrate("""\
+        import os, subprocess
+        subprocess.run(cmd, env={**os.environ, "CUDA_LAUNCH_BLOCKING": "1"})
+        sync = os.getenv("CUDA_LAUNCH_BLOCKING", "0") == "1"
+        """)
+    assert output.count("ASCEND_LAUNCH_BLOCKING") == 2 and "CUDA_LAUNCH_BLOCKING" not in output
+
+
+def test_variables_without_a_counterpart_are_reported_with_the_ascend_way():
+    output, result = _migrate("""\
+        import os
+        os.environ["NCCL_DEBUG"] = "INFO"
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+        def f():
+            '''Reads NCCL_DEBUG.'''
+            return "NCCL_DEBUG is " + os.environ["NCCL_P2P_DISABLE"]
+        """)
+    assert "NPU" not in output
+    tips = {f.api: f.tip for f in result.findings if f.report == Report.UNSUPPORTED}
+    assert sorted(tips) == ["CUBLAS_WORKSPACE_CONFIG", "NCCL_DEBUG", "NCCL_P2P_DISABLE"]
+    assert "ASCEND_GLOBAL_LOG_LEVEL" in tips["NCCL_DEBUG"] and "HCCL_DETERMINISTIC" in tips["CUBLAS_WORKSPACE_CONFIG"]
+
+
+@pytest.mark.parametrize("line, edited, reported", [
+    ("export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True", None),
+    ('export PYTORCH_CUDA_ALLOC_CONF="max_split_size_mb:256"', 'export PYTORCH_NPU_ALLOC_CONF="max_split_size_mb:256"', None),
+    ("export PYTORCH_CUDA_ALLOC_CONF=$CONF", None, "PYTORCH_CUDA_ALLOC_CONF"),
+    ("  NCCL_BLOCKING_WAIT: 1", "  HCCL_BLOCKING_WAIT: 1", None),
+    ("NCCL_SOCKET_IFNAME=^lo,docker torchrun train.py", "HCCL_SOCKET_IFNAME=^lo,docker torchrun train.py", None),
+])
+def test_launch_script_values(line, edited, reported):
+    # (the rules NPU504/NPU590 apply this to every match; their examples run in test_script_rule_examples)
+    name = line.strip().split()[-1 if line.strip().startswith("export") else 0].split("=")[0].rstrip(":")
+    start = line.index(name)
+    new_name, tip = env_vars.script_edit(name, line, start + len(name))
+    if edited is None:
+        assert new_name is None and tip
+    else:
+        assert line[:start] + new_name + line[start + len(name):] == edited
