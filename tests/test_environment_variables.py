@@ -91,3 +91,12 @@ def test_launch_script_values(line, edited, reported):
         assert new_name is None and tip
     else:
         assert line[:start] + new_name + line[start + len(name):] == edited
+
+
+def test_an_upper_case_constant_is_no_variable_unless_it_sits_where_variables_do():
+    _, result = _migrate("""\
+        import os
+        impl = getattr(extension, "CUDA_IMPL", True)
+        flag = os.environ.get("CUDA_MODULE_LOADING")
+        """)
+    assert _reported(result) == [(3, "CUDA_MODULE_LOADING")]

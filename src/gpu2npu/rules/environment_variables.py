@@ -5,6 +5,7 @@ import re
 from typing import Dict, List, Optional
 
 import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from .. import env_vars
 from ..change import Report
@@ -13,6 +14,7 @@ from .names import DocstringTracker, string_text, with_string_text
 
 _MENTIONS = re.compile(r"NCCL_|CUDA_|CUBLAS_|PYTORCH_ALLOC_CONF")
 _SETTERS = ("setdefault", "putenv", "__setitem__")
+_ENVIRONMENT_CALLS = ("get", "getenv", "setdefault", "pop", "putenv", "unsetenv", "__setitem__", "__getitem__")
 
 
 def _literal(node: cst.BaseExpression) -> Optional[str]:
@@ -89,13 +91,30 @@ class CudaEnvironmentVariables(DocstringTracker, Rule):
         "import os\nos.environ['NCCL_ASYNC_ERROR_HANDLING'] = '3'\n",
         "import os\nos.environ['PYTORCH_CUDA_ALLOC_CONF'] = conf\nprint(os.environ['PYTORCH_CUDA_ALLOC_CONF'])\n",
         "import os\nos.environ['NCCL_DEBUG'] = 'INFO'\n",
+        "impl = getattr(extension, 'CUDA_IMPL', True)\n",
         'def f():\n    """Set PYTORCH_CUDA_ALLOC_CONF to tune memory."""\n',
     )
+
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
 
     def __init__(self, context) -> None:
         Rule.__init__(self, context)
         DocstringTracker.__init__(self)
         self.writes: Dict[str, List[Optional[str]]] = {}
+
+    def _in_environment_position(self, node: cst.SimpleString) -> bool:
+        """`x[NAME]`, `get(NAME)`/`getenv(NAME)`/`setdefault(NAME, ...)`, `{NAME: ...}`: where a
+        string names an environment variable (not `getattr(module, "CUDA_IMPL")`)."""
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        if isinstance(parent, cst.Index) or (isinstance(parent, cst.DictElement) and parent.key is node):
+            return True
+        if isinstance(parent, cst.Arg):
+            call = self.get_metadata(ParentNodeProvider, parent, None)
+            if isinstance(call, cst.Call) and call.args and call.args[0] is parent:
+                func = call.func
+                name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+                return name in _ENVIRONMENT_CALLS
+        return False
 
     def visit_Module(self, node: cst.Module) -> None:
         if _MENTIONS.search(node.code):
@@ -107,6 +126,9 @@ class CudaEnvironmentVariables(DocstringTracker, Rule):
         name = string_text(original_node)
         if name is None or not env_vars.is_cuda_variable(name) or self.is_documentation(original_node):
             return updated_node
+        known = name in env_vars.RENAMED or name in env_vars.REPORTED or "NCCL_" in name
+        if not known and not self._in_environment_position(original_node):
+            return updated_node  # an upper-case constant named like a variable: getattr(ext, "CUDA_IMPL")
         counterpart = env_vars.RENAMED.get(name)
         refused = [value for value in self.writes.get(name, ()) if value is None or
                    (counterpart is not None and not counterpart.accepts(value))]

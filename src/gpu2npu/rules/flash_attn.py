@@ -40,7 +40,9 @@ REFUSED = {
 class ReroutePlan(cst.CSTVisitor):
     """Which flash-attn imports of a file go to ascend_flash_attn: a `from` import of a mirrored
     module whose every name the package provides, and `import flash_attn [as x]` when every
-    attribute the file reads of it is provided.  Anything else stays (and is reported)."""
+    attribute the file reads of it is provided.  All of them or none: a file that keeps one
+    flash-attn import (of a name the package lacks) needs flash-attn anyway, and half of its
+    imports rerouted would be edits that change nothing.  What stays is reported."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -48,6 +50,7 @@ class ReroutePlan(cst.CSTVisitor):
         self.names: Set[str] = set()  # the qualified names that then mean the package's
         self._modules: Dict[str, List[cst.Import]] = {}  # local name of `import flash_attn` -> imports
         self._attributes: Dict[str, Set[str]] = {}  # local name -> attributes read of it
+        self._keeps_flash_attn = False  # some flash-attn import cannot be rerouted
 
     @classmethod
     def of(cls, module: cst.Module, code: str) -> "ReroutePlan":
@@ -58,18 +61,26 @@ class ReroutePlan(cst.CSTVisitor):
         return plan
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        if node.relative or node.module is None:
             return False
-        module = dotted_name(node.module)
-        provided = PROVIDED.get(module or "")
+        if isinstance(node.names, cst.ImportStar):
+            self._keeps_flash_attn |= (dotted_name(node.module) or "").split(".")[0] == "flash_attn"
+            return False
+        module = dotted_name(node.module) or ""
+        provided = PROVIDED.get(module)
         if provided is not None and all(dotted_name(alias.name) in provided for alias in node.names):
             self.statements.add(id(node))
             self.names.update(f"{module}.{dotted_name(alias.name)}" for alias in node.names)
+        elif module.split(".")[0] == "flash_attn":
+            self._keeps_flash_attn = True
         return False
 
     def visit_Import(self, node: cst.Import) -> bool:
         for alias in node.names:
-            if dotted_name(alias.name) != "flash_attn":
+            name = dotted_name(alias.name) or ""
+            if name.startswith("flash_attn."):
+                self._keeps_flash_attn = True  # `import flash_attn.ops.fused_dense`
+            if name != "flash_attn":
                 continue
             local = dotted_name(alias.asname.name) if alias.asname else "flash_attn"
             self._modules.setdefault(local, []).append(node)
@@ -82,12 +93,15 @@ class ReroutePlan(cst.CSTVisitor):
     def _settle(self) -> None:
         for local, imports in self._modules.items():
             attributes = self._attributes.get(local, set())
-            if not attributes <= PROVIDED["flash_attn"]:
+            # `import os, flash_attn` is left (and reported) rather than split
+            if not attributes <= PROVIDED["flash_attn"] or any(len(node.names) != 1 for node in imports):
+                self._keeps_flash_attn = True
                 continue
-            if any(len(node.names) != 1 for node in imports):
-                continue  # `import os, flash_attn`: left (and reported) rather than split
             self.statements.update(id(node) for node in imports)
             self.names.update(f"flash_attn.{name}" for name in attributes)
+        if self._keeps_flash_attn:
+            self.statements.clear()
+            self.names.clear()
 
 
 def refused_arguments(call: cst.Call) -> List[str]:
@@ -130,7 +144,8 @@ class FlashAttnToNpu(Rule):
     slopes, return_attn_probs, a paged KV cache, a window with varlen) raises NotImplementedError
     at the call, and calls passing those are listed in unsupported_api.csv.  An import naming
     anything else of flash-attn (`flash_attn_with_kvcache`, its layers and losses) is left as
-    written and reported.  `a, b, c, d = unpad_input(...)` (flash-attn before 2.6 returned four
+    written and reported, and so are the file's other flash-attn imports (it needs flash-attn
+    anyway).  `a, b, c, d = unpad_input(...)` (flash-attn before 2.6 returned four
     values; the package returns five, as 2.6 and later) becomes `unpad_input(...)[:4]`.  The file
     gets a line that puts the output's top folder on sys.path before its first such import.
     """
@@ -174,6 +189,8 @@ class FlashAttnToNpu(Rule):
     unchanged = (
         # a name the package does not provide: the whole statement stays, and is reported
         "from flash_attn import flash_attn_func, flash_attn_with_kvcache\n",
+        # ... and the file's other flash-attn imports with it
+        "from flash_attn.bert_padding import pad_input\nfrom flash_attn.cute import flash_attn_func\n",
         "import flash_attn\nfrom flash_attn.layers.rotary import apply_rotary_emb\nx = flash_attn.ops.rms_norm\n",
         "from flash_attn.losses.cross_entropy import CrossEntropyLoss\n",
     )
