@@ -12,6 +12,15 @@ from .names import build_dotted, dotted_name, qualified_names
 
 CUDA = "torch.cuda"
 NPU = "torch_npu.npu"
+# torch.cuda names whose torch_npu counterpart has another name (same methods and arguments).
+RENAMED = {"CUDAGraph": "NPUGraph"}
+
+
+def npu_path(api, path: List[str]) -> Optional[List[str]]:
+    """The torch_npu.npu path for torch.cuda.<path>, or None when it stays CUDA."""
+    if path and path[0] in RENAMED and api.npu_has([RENAMED[path[0]]]):
+        return [RENAMED[path[0]], *path[1:]]
+    return path if migratable_cuda_path(api, path) else None
 
 
 class TorchCudaApiToNpu(Rule):
@@ -22,7 +31,9 @@ class TorchCudaApiToNpu(Rule):
     `from torch.cuda[.sub] import name` imports are rewritten in place, so the imported names keep
     working unchanged below.  What exists on NPU is read from the per-version data; a name that
     does not exist there is left as it is and listed in unsupported_api.csv.  `torch.cuda.amp`
-    (native mixed precision) is covered here too: it is `torch_npu.npu.amp`.
+    (native mixed precision) is covered here too: it is `torch_npu.npu.amp`.  CUDA graphs:
+    `torch.cuda.CUDAGraph` is `torch_npu.npu.NPUGraph` (same capture/replay methods) where the
+    release has it, so that `torch.cuda.graph(g)` -> `torch_npu.npu.graph(g)` receives an NPU graph.
     """
 
     code = "NPU101"
@@ -50,6 +61,10 @@ class TorchCudaApiToNpu(Rule):
         Example(
             "from torch import cuda\nif cuda.is_available():\n    cuda.set_device(0)\n",
             "import torch_npu\nfrom torch import cuda\nif torch_npu.npu.is_available():\n    torch_npu.npu.set_device(0)\n",
+        ),
+        Example(
+            "import torch\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    out = model(x)\ng.replay()\n",
+            "import torch\nimport torch_npu\ng = torch_npu.npu.NPUGraph()\nwith torch_npu.npu.graph(g):\n    out = model(x)\ng.replay()\n",
         ),
         Example(
             "def seed_all(seed):\n    import torch\n    torch.cuda.manual_seed_all(seed)\n",
@@ -95,11 +110,16 @@ class TorchCudaApiToNpu(Rule):
         originals = _chain(original_node)
         depth = originals.index(root)  # how many attributes stand above torch.cuda
         path = [part.attr.value for part in reversed(originals[:depth])]
-        if not migratable_cuda_path(self.context.api, path):
+        new_path = npu_path(self.context.api, path)
+        if new_path is None:
             return updated_node  # left for the analysis to report, with a tip
-        new_node = _replace_at_depth(updated_node, depth, build_dotted(NPU))
+        if new_path != path:  # a renamed class: torch.cuda.CUDAGraph -> torch_npu.npu.NPUGraph
+            renamed = build_dotted(".".join([NPU, new_path[0]]))
+            new_node = _replace_at_depth(updated_node, depth - 1, renamed)
+        else:
+            new_node = _replace_at_depth(updated_node, depth, build_dotted(NPU))
         old_name = ".".join([CUDA, *path])
-        self.record(original_node, f"change {old_name} to {'.'.join([NPU, *path])}")
+        self.record(original_node, f"change {old_name} to {'.'.join([NPU, *new_path])}")
         self.context.needs_torch_npu = True
         return new_node
 

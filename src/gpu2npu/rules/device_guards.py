@@ -33,6 +33,7 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 
 from ..apidata import ApiData
 from ..tips import CUDA_ONLY_PACKAGES, migratable_cuda_path
+from .cuda_api import npu_path
 from . import npu_aware
 from .names import DEVICE_STRING, ImportAliases, dotted_name, qualified_names, string_text
 
@@ -165,7 +166,7 @@ def _cuda_only_name(api: ApiData, name: str) -> bool:
         path = name.split(".")[2:]
         if path and path[-1].startswith("__"):
             return False
-        return not migratable_cuda_path(api, path)
+        return npu_path(api, path) is None
     if name.startswith(CUDA_ONLY_TORCH) or name.startswith(CUDA_ONLY_CLASSES):
         return True
     package = _package_of(name)
