@@ -127,7 +127,10 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
             self._check_imported(node, name, local)
         if grouped:
             what = f"{module}.{grouped[0]}" if len(grouped) == 1 else f"{module} ({', '.join(grouped)})"
-            self._add(node, Report.UNSUPPORTED, what, tip_for(f"{module}.{grouped[0]}"))
+            # each name's own tip where it has one (FusedRMSNorm and FusedLayerNorm differ), once each
+            tips = list(dict.fromkeys(tip_for(f"{module}.{name}") for name in grouped))
+            self._add(node, Report.UNSUPPORTED, what,
+                      tips[0] if len(tips) == 1 else "; ".join(f"{name}: {tip_for(f'{module}.{name}')}" for name in grouped))
         return False
 
     def _check_imported(self, node: cst.CSTNode, name: str, local: Optional[str]) -> None:

@@ -38,8 +38,20 @@ TIPS = {
     "or use DistributedDataParallel",
     "torch.distributed.is_nccl_available": "use torch.distributed.is_hccl_available (added by torch_npu)",
     "apex.amp": "install Ascend apex (its amp API matches) or use torch_npu.npu.amp / torch.autocast('npu')",
+    "apex.parallel.convert_syncbn_model": "torch.nn.SyncBatchNorm.convert_sync_batchnorm(model) (channel_last has "
+    "no counterpart)",
+    "apex.parallel.SyncBatchNorm": "torch.nn.SyncBatchNorm takes the same arguments except channel_last and fuse_relu",
     "apex.parallel": "use torch.nn.parallel.DistributedDataParallel with the hccl backend",
+    "apex.optimizers.FusedAdam": "torch.optim.AdamW(params, lr, betas, eps, weight_decay=...) (apex's default "
+    "adam_w_mode=True is AdamW; pass weight_decay: apex's default is 0.0, AdamW's 0.01; with adam_w_mode=False use "
+    "torch.optim.Adam), or torch_npu.optim.NpuFusedAdamW with float32/float16 parameters",
+    "apex.optimizers.FusedSGD": "torch.optim.SGD(params, lr, momentum, dampening, weight_decay, nesterov) (same "
+    "order; torch's zero_grad sets gradients to None, apex's FusedSGD zeroes them), or torch_npu.optim.NpuFusedSGD",
+    "apex.optimizers.FusedLAMB": "torch_npu.optim.NpuFusedLamb(params, lr, betas, eps, weight_decay) (check its "
+    "adam and use_global_grad_norm options against apex's)",
     "apex.optimizers": "Ascend apex provides NpuFused* optimizers; or use torch.optim with foreach/fused off",
+    "apex.normalization.FusedRMSNorm": "torch.nn.RMSNorm(shape, eps=1e-5) from torch 2.4 (pass eps: apex's default "
+    "is 1e-5, torch's the dtype's epsilon), or torch_npu.npu_rms_norm(x, weight, epsilon=1e-5)[0]",
     "apex.normalization": "use torch.nn.LayerNorm (or torch_npu.npu_rms_norm for RMSNorm)",
     "apex": "NVIDIA apex is CUDA-only: install Ascend apex, or use the torch/torch_npu equivalent",
     "amp_C": "CUDA-only apex extension: remove it (Ascend apex does not ship amp_C)",

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Dict, Tuple, Type
 
 from .apex_amp import ApexAmp
+from .apex_modules import ApexModulesToTorch
 from .base import DistributedSettings, Example, FileContext, Options, Rule, SpecifyDeviceSettings
 from .cuda_api import TorchCudaApiToNpu
 from .custom import CUSTOM_RULES
@@ -53,6 +54,7 @@ COMMON_RULES: Tuple[Type[Rule], ...] = (
     IntegerDevices,
     DataLoaderForNpu,
     FlashAttnToNpu,
+    ApexModulesToTorch,
 )
 
 SINGLE_CARD_RULES: Tuple[Type[Rule], ...] = (*COMMON_RULES, DataParallelToSingleNpu, ImportTorchNpu)
