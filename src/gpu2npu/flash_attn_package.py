@@ -7,22 +7,15 @@ migration) keeps its own.
 """
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
+from .generated_packages import copy_package
 from .rules.flash_attn import PACKAGE
 
 RULE = "NPU261"
 FILES = ("__init__.py", "flash_attn_interface.py", "bert_padding.py")
-SOURCE = "gpu2npu.generated"
 
 
 def write_package(root: Path) -> bool:
     """Write the package into `root`; False when `root` holds one already (it is kept)."""
-    folder = root / PACKAGE
-    if folder.exists():
-        return False
-    folder.mkdir()
-    for name in FILES:
-        (folder / name).write_bytes((resources.files(SOURCE) / PACKAGE / name).read_bytes())
-    return True
+    return copy_package(root, PACKAGE, FILES)

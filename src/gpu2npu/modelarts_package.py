@@ -6,20 +6,14 @@ migration, or one whose path_mapping_config.py the user filled in) keeps its own
 """
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
+
+from .generated_packages import copy_package
 
 PACKAGE_NAME = "ascend_modelarts_function"
 FILES = ("__init__.py", "modelarts_path_manager.py", "path_mapping_config.py")
-SOURCE = "gpu2npu.generated"  # importing it runs nothing (a docstring)
 
 
 def write_package(root: Path) -> bool:
     """Write the package into `root`; False when `root` holds one already (it is kept)."""
-    folder = root / PACKAGE_NAME
-    if folder.exists():
-        return False
-    folder.mkdir()
-    for name in FILES:
-        (folder / name).write_bytes((resources.files(SOURCE) / PACKAGE_NAME / name).read_bytes())
-    return True
+    return copy_package(root, PACKAGE_NAME, FILES)

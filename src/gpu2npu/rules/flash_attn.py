@@ -7,8 +7,8 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from .base import Example, Rule
-from .names import dotted_name, qualified_names
-from .placement import line_before, module_names, pair_with_originals
+from .names import build_dotted, dotted_name, qualified_names
+from .placement import line_before, module_names, pair_with_originals, top_folder_on_sys_path
 
 PACKAGE = "ascend_flash_attn"
 COMMENT = f"# gpu2npu: the output's top folder holds the {PACKAGE} package (flash-attn on the NPU)"
@@ -123,14 +123,6 @@ def refused_arguments(call: cst.Call) -> List[str]:
     return found
 
 
-def _bootstrap(path: str) -> str:
-    depth = path.count("/")
-    folder = "os.path.dirname(os.path.abspath(__file__))"
-    if depth:
-        folder = f"os.path.join({folder}{', os.pardir' * depth})"
-    return f"sys.path.append({folder})\n"  # appended: the project's own modules keep their priority
-
-
 class FlashAttnToNpu(Rule):
     """flash-attn's kernels are CUDA-only; its attention functions have an NPU counterpart,
     `torch_npu.npu_fusion_attention`.  The imports of flash-attn's attention functions
@@ -158,7 +150,7 @@ class FlashAttnToNpu(Rule):
         Example(
             "import torch\nfrom flash_attn import flash_attn_func\n\n"
             "def attend(q, k, v):\n    return flash_attn_func(q, k, v, causal=True)\n",
-            "import torch\nimport os\nimport sys\n\n" + COMMENT + "\n" + _bootstrap("example.py")
+            "import torch\nimport os\nimport sys\n\n" + COMMENT + "\n" + top_folder_on_sys_path("example.py")
             + "from ascend_flash_attn import flash_attn_func\n\n"
             "def attend(q, k, v):\n    return flash_attn_func(q, k, v, causal=True)\n",
         ),
@@ -169,7 +161,7 @@ class FlashAttnToNpu(Rule):
             "    flash_attn_varlen_qkvpacked_func = None\n\n"
             "def forward(x, mask):\n    x_unpad, indices, cu_seqlens, max_s = unpad_input(x, mask)\n"
             "    return pad_input(x_unpad, indices, x.shape[0], x.shape[1])\n",
-            "import os\nimport sys\n\n" + COMMENT + "\n" + _bootstrap("example.py") + "try:\n"
+            "import os\nimport sys\n\n" + COMMENT + "\n" + top_folder_on_sys_path("example.py") + "try:\n"
             "    from ascend_flash_attn.flash_attn_interface import flash_attn_varlen_qkvpacked_func\n"
             "    from ascend_flash_attn.bert_padding import pad_input, unpad_input\nexcept ImportError:\n"
             "    flash_attn_varlen_qkvpacked_func = None\n\n"
@@ -180,7 +172,7 @@ class FlashAttnToNpu(Rule):
             "import flash_attn\nfrom packaging import version\n"
             "NEW = version.parse(flash_attn.__version__) >= version.parse('2.1')\n"
             "out = flash_attn.flash_attn_func(q, k, v)\n",
-            "import os\nimport sys\n\n" + COMMENT + "\n" + _bootstrap("example.py")
+            "import os\nimport sys\n\n" + COMMENT + "\n" + top_folder_on_sys_path("example.py")
             + "import ascend_flash_attn as flash_attn\nfrom packaging import version\n"
             "NEW = version.parse(flash_attn.__version__) >= version.parse('2.1')\n"
             "out = flash_attn.flash_attn_func(q, k, v)\n",
@@ -211,7 +203,7 @@ class FlashAttnToNpu(Rule):
         self.record(original_node, f"change {module} to {target} (flash-attn's functions on "
                     "torch_npu.npu_fusion_attention, written into the output)")
         self._used(original_node)
-        return updated_node.with_changes(module=_dotted(target))
+        return updated_node.with_changes(module=build_dotted(target))
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import):
         if id(original_node) not in self.plan.statements:
@@ -249,7 +241,8 @@ class FlashAttnToNpu(Rule):
         pairs = pair_with_originals(body, original_node.body, self.context.inserted)
         index = next(i for i, (_, original) in enumerate(pairs) if original is not None
                      and self.lines_of(original)[1] >= self.first_statement)
-        new = list(cst.parse_module(_bootstrap(self.context.path), config=updated_node.config_for_parsing).body)
+        bootstrap = top_folder_on_sys_path(self.context.path)
+        new = list(cst.parse_module(bootstrap, config=updated_node.config_for_parsing).body)
         new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(comment=cst.Comment(COMMENT))])
         bound = module_names(body[:index])
         for module in ("sys", "os"):
@@ -261,10 +254,3 @@ class FlashAttnToNpu(Rule):
         body[index:index] = new
         self.record_insert(anchor, f"insert the output's top folder into sys.path (for {PACKAGE})")
         return updated_node.with_changes(body=body)
-
-
-def _dotted(name: str) -> cst.BaseExpression:
-    node: cst.BaseExpression = cst.Name(name.split(".")[0])
-    for part in name.split(".")[1:]:
-        node = cst.Attribute(value=node, attr=cst.Name(part))
-    return node

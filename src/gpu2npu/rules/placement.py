@@ -156,3 +156,14 @@ def record_removal(rule, original: cst.SimpleStatementLine, message: str) -> Non
     if not _keeps_leading_lines(original):
         start -= len(original.leading_lines)
     rule.edits.append(Edit(start, end, Operation.DELETE, message))
+
+
+def top_folder_on_sys_path(path: str) -> str:
+    """A statement that puts the output's top folder on sys.path, for a file at `path` (relative
+    to it), whichever folder the program was started from; appended, not prepended, so that the
+    project's own modules keep their priority.  Needs `os` and `sys`."""
+    depth = path.count("/")
+    folder = "os.path.dirname(os.path.abspath(__file__))"
+    if depth:
+        folder = f"os.path.join({folder}{', os.pardir' * depth})"
+    return f"sys.path.append({folder})\n"

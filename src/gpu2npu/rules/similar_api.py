@@ -8,20 +8,15 @@ from ..apidata import lacks_npu_kernel
 from ..similar import PACKAGE, equivalents
 from .base import Example, Rule
 from .names import build_dotted, qualified_names
-from .placement import insert_after_imports
+from .placement import insert_after_imports, top_folder_on_sys_path
 
 COMMENT = "# gpu2npu -sim: the output's top folder holds the ascend_function package"
 
 
 def _bootstrap(path: str) -> str:
     """Statements that make the package importable from a file at `path` (below the output's
-    top folder), whichever folder the program was started from."""
-    depth = path.count("/")
-    folder = "os.path.dirname(os.path.abspath(__file__))"
-    if depth:
-        folder = f"os.path.join({folder}{', os.pardir' * depth})"
-    # appended, not prepended: the project's own modules keep their priority
-    return f"sys.path.append({folder})\nimport {PACKAGE}\n"
+    top folder)."""
+    return top_folder_on_sys_path(path) + f"import {PACKAGE}\n"
 
 
 class AscendFunctionEquivalents(Rule):
