@@ -43,8 +43,8 @@ def test_one_value_the_ascend_variable_does_not_take_leaves_every_mention():
     assert "backend:cudaMallocAsync" in result.findings[0].tip
 
 
-@pytest.mark.parametrize("value, renamed", [("'1'", True), ("'0'", True), ("1", True), ("'2'", False),
-                                            ("str(mode)", False)])
+@pytest.mark.parametrize("value, renamed", [("'1'", True), ("'0'", True), ("1", True), ("str(1)", True),
+                                            ("'2'", False), ("str(mode)", False)])
 def test_async_error_handling_modes(value, renamed):
     output, result = _migrate(f"import os\nos.environ['TORCH_NCCL_ASYNC_ERROR_HANDLING'] = {value}\n")
     assert ("HCCL_ASYNC_ERROR_HANDLING" in output) == renamed
@@ -100,3 +100,8 @@ def test_an_upper_case_constant_is_no_variable_unless_it_sits_where_variables_do
         flag = os.environ.get("CUDA_MODULE_LOADING")
         """)
     assert _reported(result) == [(3, "CUDA_MODULE_LOADING")]
+
+
+def test_a_variable_whose_counterpart_takes_any_value_is_renamed_whatever_the_value():
+    output, result = _migrate("import os\nos.environ['NCCL_SOCKET_IFNAME'] = settings.interface\n")
+    assert "os.environ['HCCL_SOCKET_IFNAME'] = settings.interface" in output and _reported(result) == []

@@ -22,6 +22,9 @@ def _literal(node: cst.BaseExpression) -> Optional[str]:
         return string_text(node)
     if isinstance(node, cst.Integer):
         return node.value
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "str"
+            and len(node.args) == 1 and isinstance(node.args[0].value, cst.Integer)):
+        return node.args[0].value.value  # str(1)
     return None
 
 
@@ -130,8 +133,10 @@ class CudaEnvironmentVariables(DocstringTracker, Rule):
         if not known and not self._in_environment_position(original_node):
             return updated_node  # an upper-case constant named like a variable: getattr(ext, "CUDA_IMPL")
         counterpart = env_vars.RENAMED.get(name)
-        refused = [value for value in self.writes.get(name, ()) if value is None or
-                   (counterpart is not None and not counterpart.accepts(value))]
+        takes_anything = counterpart is not None and counterpart.accepts is env_vars.any_value
+        refused = [] if takes_anything else [
+            value for value in self.writes.get(name, ())
+            if value is None or (counterpart is not None and not counterpart.accepts(value))]
         if counterpart is None or refused:
             shown = refused[0] if refused and refused[0] is not None else None
             tip = env_vars.tip_for(name, shown)
