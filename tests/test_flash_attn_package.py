@@ -28,8 +28,6 @@ def fa():
     import torch_npu
     assert getattr(torch_npu, "IS_STANDIN", False)
     import ascend_flash_attn
-    from ascend_flash_attn import bert_padding
-    ascend_flash_attn.bert_padding = bert_padding
     return ascend_flash_attn
 
 

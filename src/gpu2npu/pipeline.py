@@ -21,7 +21,7 @@ from .affinity import advice_for_source
 from .analysis import find_leftovers
 from .change import Change, Finding, Operation
 from .linemap import LineMap
-from .rules.flash_attn import ReroutePlan
+from .rules.flash_attn import FlashAttnToNpu
 from .rules import COMMON_RULES, SINGLE_CARD_RULES, FileContext, Options, Rule, device_guards, npu_aware
 from .rules.batch import run_batch
 from .rules.custom import apply_custom_rules
@@ -116,6 +116,10 @@ def _migrate_source(data: bytes, tree, path: str, options: Options, rules: Seque
         result.findings = sorted(set(result.findings) | set(_still_called(api_rows, result.changes)))
     return result
 
+
+# Rules that point a CUDA-only package's imports at a generated NPU package: the device tests
+# around the names they reroute are valid after migration (device_guards).
+REROUTING_RULES = (FlashAttnToNpu,)
 
 # Rules that replace the callee of a call: an API row of the original on a line they edited no
 # longer describes the output (-sim's equivalents, -r FuncNameModifyRule).
@@ -237,7 +241,7 @@ def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, r
         code = module.code
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     aliases = ImportAliases.of(module)
-    rerouted = ReroutePlan.of(module, code).names
+    rerouted = set().union(*(rule.plan_for(module, code).names for rule in REROUTING_RULES))
     aware, dead = device_guards.guarded_spans(wrapper, options.api, code, aliases, rerouted)
     context = FileContext(path=path, options=options, guarded=aware | frozenset(dead), dead_guards=dead,
                           import_aliases=aliases)

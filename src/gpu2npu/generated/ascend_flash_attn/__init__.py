@@ -6,6 +6,7 @@ arguments of flash-attn 2.x (`flash_attn_func`, `flash_attn_varlen_func`, their 
 `torch_npu.npu_fusion_attention`.  What that operator cannot do (softcap, ALiBi slopes, the
 attention probabilities, a paged KV cache) raises NotImplementedError at the call.
 """
+from . import bert_padding, flash_attn_interface
 from .flash_attn_interface import (flash_attn_func, flash_attn_kvpacked_func, flash_attn_qkvpacked_func,
                                    flash_attn_unpadded_func, flash_attn_unpadded_kvpacked_func,
                                    flash_attn_unpadded_qkvpacked_func, flash_attn_varlen_func,

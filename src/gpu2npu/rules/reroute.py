@@ -1,0 +1,172 @@
+"""Imports of a CUDA-only package pointed at a generated package that implements the same public
+names on the NPU (written into the output; see flash_attn.py and xformers.py).
+
+The generated package mirrors the CUDA package's module layout (`flash_attn.bert_padding` ->
+`ascend_flash_attn.bert_padding`), so that only imports change and every call stays as written.
+"""
+from __future__ import annotations
+
+from typing import ClassVar, Dict, FrozenSet, List, Optional, Set, Tuple
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from .base import Rule
+from .names import build_dotted, dotted_name
+from .placement import line_before, module_names, pair_with_originals, top_folder_on_sys_path
+
+
+class ReroutePlan(cst.CSTVisitor):
+    """Which imports of package `root` go to the generated package: a `from` import of a mirrored
+    module whose every name the package provides, and `import root[.sub] [as x]` when every
+    attribute chain the file reads of the bound name is provided.  All of them or none: a file
+    that keeps one import of `root` (of a name the package lacks) needs the package anyway, and
+    half of its imports rerouted would be edits that change nothing.  What stays is reported."""
+
+    def __init__(self, root: str, provided: Dict[str, FrozenSet[str]]) -> None:
+        super().__init__()
+        self.root = root
+        self.provided = provided
+        self.statements: Set[int] = set()  # ids of the Import/ImportFrom nodes to rewrite
+        self.names: Set[str] = set()  # the qualified names that then mean the package's
+        self._imports: List[Tuple[str, str, cst.Import]] = []  # (local name, module it binds, statement)
+        self._chains: Dict[str, Set[str]] = {}  # local name -> dotted attribute chains read of it
+        self._keeps_root = False  # some import of root cannot be rerouted
+
+    @classmethod
+    def of(cls, module: cst.Module, code: str, root: str, provided: Dict[str, FrozenSet[str]]) -> "ReroutePlan":
+        plan = cls(root, provided)
+        if root in code:
+            module.visit(plan)
+            plan._settle()
+        return plan
+
+    def _of_root(self, module: str) -> bool:
+        return module == self.root or module.startswith(self.root + ".")
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        if node.relative or node.module is None:
+            return False
+        module = dotted_name(node.module) or ""
+        if not self._of_root(module):
+            return False
+        provided = self.provided.get(module)
+        if (provided is not None and not isinstance(node.names, cst.ImportStar)
+                and all(dotted_name(alias.name) in provided for alias in node.names)):
+            self.statements.add(id(node))
+            self.names.update(f"{module}.{dotted_name(alias.name)}" for alias in node.names)
+        else:
+            self._keeps_root = True
+        return False
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        for alias in node.names:
+            name = dotted_name(alias.name) or ""
+            if not self._of_root(name):
+                continue
+            if len(node.names) != 1 or name not in self.provided:
+                self._keeps_root = True  # `import os, flash_attn`, `import flash_attn.ops.fused_dense`
+                continue
+            local = dotted_name(alias.asname.name) if alias.asname else self.root
+            self._imports.append((local, name if alias.asname else self.root, node))
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        chain = dotted_name(node)
+        if chain is not None:
+            self._chains.setdefault(chain.split(".")[0], set()).add(chain)
+
+    def _provides(self, qualified: str) -> bool:
+        module, _, name = qualified.rpartition(".")
+        return name in self.provided.get(module, ())
+
+    def _settle(self) -> None:
+        for local, bound, node in self._imports:
+            qualified = {bound + chain[len(local):] for chain in self._chains.get(local, ())}
+            if not all(self._provides(name) for name in qualified):
+                self._keeps_root = True
+                continue
+            self.statements.add(id(node))
+            self.names.update(qualified)
+        if self._keeps_root:
+            self.statements.clear()
+            self.names.clear()
+
+
+class RerouteToGenerated(Rule):
+    """Base of the rules that point a CUDA-only package's imports at a generated package."""
+
+    ROOT: ClassVar[str] = ""  # the CUDA-only package
+    PACKAGE: ClassVar[str] = ""  # the generated package, mirroring ROOT's modules
+    PROVIDED: ClassVar[Dict[str, FrozenSet[str]]] = {}  # ROOT's modules -> the names PACKAGE has
+    WHAT: ClassVar[str] = ""  # for messages: what the package computes with
+    SHORT: ClassVar[str] = ""  # for the comment above the sys.path line
+
+    @classmethod
+    def comment(cls) -> str:
+        return f"# gpu2npu: the output's top folder holds the {cls.PACKAGE} package ({cls.SHORT})"
+
+    @classmethod
+    def plan_for(cls, module: cst.Module, code: str) -> ReroutePlan:
+        return ReroutePlan.of(module, code, cls.ROOT, cls.PROVIDED)
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.plan: Optional[ReroutePlan] = None
+        self.first_line: Optional[int] = None  # line of the first rewritten import
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.plan = self.plan_for(node, node.code)
+
+    def _target(self, module: str) -> str:
+        return self.PACKAGE + module[len(self.ROOT):]
+
+    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):
+        if id(original_node) not in self.plan.statements:
+            return updated_node
+        module = dotted_name(original_node.module)
+        target = self._target(module)
+        self.record(original_node, f"change {module} to {target} ({self.WHAT}, written into the output)")
+        self._used(original_node)
+        return updated_node.with_changes(module=build_dotted(target))
+
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import):
+        if id(original_node) not in self.plan.statements:
+            return updated_node
+        alias = updated_node.names[0]
+        name = dotted_name(alias.name)
+        if alias.asname is not None:  # import xformers.ops as xops -> import ascend_xformers.ops as xops
+            new = alias.with_changes(name=build_dotted(self._target(name)))
+        else:  # import xformers.ops -> import ascend_xformers as xformers (its __init__ imports ops)
+            new = alias.with_changes(name=cst.Name(self.PACKAGE), asname=cst.AsName(name=cst.Name(self.ROOT)))
+        self.record(original_node, f"change import {name} to import {self.PACKAGE} ({self.WHAT}, written into the output)")
+        self._used(original_node)
+        return updated_node.with_changes(names=[new])
+
+    def _used(self, node: cst.CSTNode) -> None:
+        line = self.get_metadata(PositionProvider, node).start.line
+        if self.first_line is None or line < self.first_line:
+            self.first_line = line
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module):
+        """The output's top folder goes on sys.path before the top-level statement that holds the
+        first rewritten import (an import in a try block or a function included)."""
+        if self.first_line is None:
+            return updated_node
+        body = list(updated_node.body)
+        pairs = pair_with_originals(body, original_node.body, self.context.inserted)
+        index = next(i for i, (_, original) in enumerate(pairs) if original is not None
+                     and self.lines_of(original)[1] >= self.first_line)
+        bootstrap = top_folder_on_sys_path(self.context.path)
+        new = list(cst.parse_module(bootstrap, config=updated_node.config_for_parsing).body)
+        new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(comment=cst.Comment(self.comment()))])
+        bound = module_names(body[:index])
+        for module in ("sys", "os"):
+            if module not in bound:
+                new.insert(0, cst.parse_statement(f"import {module}" + updated_node.default_newline))
+        anchor = line_before(pairs, index, self.lines_of, len(original_node.header))
+        for statement in new:
+            self.context.inserted.add(id(statement))
+        body[index:index] = new
+        self.record_insert(anchor, f"insert the output's top folder into sys.path (for {self.PACKAGE})")
+        return updated_node.with_changes(body=body)
