@@ -12,6 +12,7 @@ from typing import Dict, List
 from click.testing import CliRunner
 
 from gpu2npu.cli import main
+from gpu2npu.generated_packages import BY_RULE
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "cuda_scripts"
@@ -61,8 +62,8 @@ MODELARTS_FILES = {
 }
 
 
-# The package written when a file is pointed at the generated flash-attn (NPU261).
-FLASH_ATTN_FILES = {f"ascend_flash_attn/{name}" for name in ("__init__.py", "flash_attn_interface.py", "bert_padding.py")}
+# The packages written when a file is pointed at a generated package: rule -> its files.
+GENERATED_FILES = {rule: {f"{name}/{file}" for file in files} for rule, (name, files, _) in BY_RULE.items()}
 
 
 def mode_args(name: str, mode: str) -> List[str]:

@@ -132,3 +132,22 @@ def test_package_is_written_only_when_used_and_imports_from_any_depth(tmp_path):
     plain.mkdir()
     (plain / "train.py").write_text("import torch\nx = torch.ones(2).cuda()\n")
     assert not (migrate(plain, tmp_path / "out2") / "ascend_flash_attn").exists()
+
+
+def test_a_device_test_around_rerouted_xformers_is_migrated_and_one_around_the_rest_is_not():
+    output, _ = _migrate("""\
+        from xformers.ops import memory_efficient_attention as mea
+
+        def attn(q, k, v, device):
+            if str(device).startswith('cuda'):
+                return mea(q, k, v)
+        """)
+    assert "    if str(device).startswith('npu'):" in output and "from ascend_xformers.ops import" in output
+    output, _ = _migrate("""\
+        import xformers.ops as xops
+
+        def attn(q, k, v, lengths):
+            if q.is_cuda:
+                return xops.memory_efficient_attention(q, k, v, xops.fmha.BlockDiagonalMask.from_seqlens(lengths))
+        """)
+    assert "    if q.is_cuda:" in output and "import xformers.ops as xops" in output

@@ -8,7 +8,7 @@ from helpers import (
     DISTRIBUTED_CASES,
     SIMILAR_CASES,
     FIXTURES,
-    FLASH_ATTN_FILES,
+    GENERATED_FILES,
     MODELARTS_CASES,
     MODELARTS_FILES,
     SPECIFY_DEVICE_CASES,
@@ -57,11 +57,12 @@ def test_every_file_kept_and_files_not_migrated_byte_identical(name, mode, migra
     source = tree_files(FIXTURES / name)
     output = tree_files(migrated_fixtures[name, mode])
     assert set(source) <= set(output)
-    # the generated flash-attn package exists exactly when a file was pointed at it
-    uses_flash_package = any(row["Rule"] == "NPU261" for row in read_csv(migrated_fixtures[name, mode] / "change_list.csv"))
-    assert uses_flash_package == any(relative.startswith("ascend_flash_attn/") for relative in set(output) - set(source))
-    assert set(output) - set(source) <= (REPORT_FILES | (MODELARTS_FILES if mode == "modelarts" else set())
-                                         | (FLASH_ATTN_FILES if uses_flash_package else set()))
+    # a generated package exists exactly when a file was pointed at it
+    used = {row["Rule"] for row in read_csv(migrated_fixtures[name, mode] / "change_list.csv")} & set(GENERATED_FILES)
+    generated = set().union(*(GENERATED_FILES[rule] for rule in used))
+    for rule, files in GENERATED_FILES.items():
+        assert (rule in used) == bool(files & set(output)), rule
+    assert set(output) - set(source) <= (REPORT_FILES | (MODELARTS_FILES if mode == "modelarts" else set()) | generated)
     for relative, path in source.items():
         if not migrated_kind(relative):
             assert output[relative].read_bytes() == path.read_bytes(), relative

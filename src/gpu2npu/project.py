@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from . import __version__, apidata, cache, flash_attn_package, modelarts_package, rule_file, similar
+from . import __version__, apidata, cache, generated_packages, modelarts_package, rule_file, similar
 from .change import Change, Finding, Report
 from .cuda_ops import custom_operators
 from .discover import Entry, Kind, walk
@@ -525,9 +525,10 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             _write_launcher(staging, options.distributed, logger)
         if options.modelarts:
             _write_modelarts_package(staging, logger)
-        users = sorted({c.file for c in result.changes if c.rule == flash_attn_package.RULE})
-        if users:
-            _write_flash_attn_package(staging, users, logger)
+        for rule, package in generated_packages.BY_RULE.items():
+            users = sorted({c.file for c in result.changes if c.rule == rule})
+            if users:
+                _write_generated_package(staging, package, users, logger)
         if options.similar:
             similar.write_package(staging)
             used = sorted({c.file for c in result.changes if c.rule == "NPU252"})
@@ -593,13 +594,13 @@ def _write_modelarts_package(staging: Path, logger) -> None:
     )
 
 
-def _write_flash_attn_package(staging: Path, users, logger) -> None:
-    name = flash_attn_package.PACKAGE
-    if not flash_attn_package.write_package(staging):
+def _write_generated_package(staging: Path, package, users, logger) -> None:
+    name, files, what = package
+    if not generated_packages.copy_package(staging, name, files):
         logger.info(f"{name}/ is in the input already: kept as it is")
         return
-    logger.info(f"wrote {name}/: flash-attn's attention functions on torch_npu.npu_fusion_attention, imported by "
-                f"{len(users)} file{'s' if len(users) != 1 else ''} ({', '.join(users[:5])}{', ...' if len(users) > 5 else ''})")
+    logger.info(f"wrote {name}/: {what}, imported by {len(users)} file{'s' if len(users) != 1 else ''} "
+                f"({', '.join(users[:5])}{', ...' if len(users) > 5 else ''})")
 
 
 def _move_into_place(staging: Path, target: Path) -> None:

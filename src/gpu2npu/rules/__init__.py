@@ -42,6 +42,7 @@ from .similar_api import AscendFunctionEquivalents
 from .specify_device import DeviceFromEnvironment
 from .tensor_cuda import TensorCudaToNpu
 from .visible_devices import VisibleDevicesEnv
+from .xformers import XformersToSdpa
 
 # What every mode starts with: the rewrites of CUDA names, strings and devices, then the loaders.
 COMMON_RULES: Tuple[Type[Rule], ...] = (
@@ -54,6 +55,7 @@ COMMON_RULES: Tuple[Type[Rule], ...] = (
     IntegerDevices,
     DataLoaderForNpu,
     FlashAttnToNpu,
+    XformersToSdpa,
     ApexModulesToTorch,
 )
 

@@ -1,0 +1,12 @@
+"""xformers' memory-efficient attention on Ascend NPUs, written by gpu2npu into a migrated project.
+
+The migrated code imports this package where it imported `xformers`: `ops.memory_efficient_attention`
+takes xformers' arguments and layout and computes the same attention with
+torch.nn.functional.scaled_dot_product_attention, which torch_npu runs on the NPU.
+"""
+from . import ops
+
+# The xformers release whose signatures this package follows.
+__version__ = "0.0.28"
+
+__all__ = ["ops"]

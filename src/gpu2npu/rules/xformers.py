@@ -1,0 +1,54 @@
+"""xformers -> the generated ascend_xformers package (memory-efficient attention on SDPA)."""
+from __future__ import annotations
+
+from .base import Example
+from .placement import top_folder_on_sys_path
+from .reroute import RerouteToGenerated
+
+PACKAGE = "ascend_xformers"
+_ATTENTION = frozenset({"memory_efficient_attention", "LowerTriangularMask", "LowerTriangularFromBottomRightMask"})
+
+
+class XformersToSdpa(RerouteToGenerated):
+    """xformers' kernels are CUDA-only; `xformers.ops.memory_efficient_attention` computes what
+    `torch.nn.functional.scaled_dot_product_attention` computes, which torch_npu runs on the NPU.
+    The imports of `memory_efficient_attention`, `LowerTriangularMask` and
+    `LowerTriangularFromBottomRightMask` (`from xformers.ops import ...`, `import xformers.ops as
+    xops`, `import xformers.ops`) are pointed at the generated `ascend_xformers` package, written
+    at the top of the output when a file uses it: the same arguments and layout ([batch, seqlen,
+    heads, head_dim], 3-D and 5-D grouped forms), scale, dropout p, a tensor bias added to the
+    scaled scores, the causal masks with their corner alignment.  The calls are unchanged.  A
+    file that uses anything else of xformers (`fmha.BlockDiagonalMask` batches, `SwiGLU`, its
+    components) keeps all its xformers imports, reported with the NPU way.
+    """
+
+    ROOT = "xformers"
+    PACKAGE = PACKAGE
+    PROVIDED = {"xformers": frozenset({"ops", "__version__"}), "xformers.ops": _ATTENTION}
+    WHAT = "xformers' attention on torch.nn.functional.scaled_dot_product_attention"
+    SHORT = "xformers on the NPU"
+
+    code = "NPU263"
+    summary = "xformers memory_efficient_attention -> generated ascend_xformers on scaled_dot_product_attention"
+    triggers = ("xformers",)
+    examples = (
+        Example(
+            "import torch\nimport xformers.ops as xops\n\n"
+            "def attend(q, k, v):\n    return xops.memory_efficient_attention(q, k, v, attn_bias=xops.LowerTriangularMask())\n",
+            "import torch\nimport os\nimport sys\n\n# gpu2npu: the output's top folder holds the ascend_xformers package "
+            "(xformers on the NPU)\n" + top_folder_on_sys_path("example.py") + "import ascend_xformers.ops as xops\n\n"
+            "def attend(q, k, v):\n    return xops.memory_efficient_attention(q, k, v, attn_bias=xops.LowerTriangularMask())\n",
+        ),
+        Example(
+            "import os\nimport sys\nfrom xformers.ops import memory_efficient_attention\n"
+            "out = memory_efficient_attention(q, k, v, p=0.1)\n",
+            "import os\nimport sys\n\n# gpu2npu: the output's top folder holds the ascend_xformers package "
+            "(xformers on the NPU)\n" + top_folder_on_sys_path("example.py")
+            + "from ascend_xformers.ops import memory_efficient_attention\nout = memory_efficient_attention(q, k, v, p=0.1)\n",
+        ),
+    )
+    unchanged = (
+        "import xformers.ops as xops\nbias = xops.fmha.BlockDiagonalMask.from_seqlens(lengths)\n"
+        "out = xops.memory_efficient_attention(q, k, v, attn_bias=bias)\n",
+        "from xformers.ops import SwiGLU, memory_efficient_attention\n",
+    )
