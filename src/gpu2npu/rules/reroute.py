@@ -136,10 +136,12 @@ class RerouteToGenerated(Rule):
         alias = updated_node.names[0]
         name = dotted_name(alias.name)
         if alias.asname is not None:  # import xformers.ops as xops -> import ascend_xformers.ops as xops
-            new = alias.with_changes(name=build_dotted(self._target(name)))
+            target = self._target(name)
+            new = alias.with_changes(name=build_dotted(target))
         else:  # import xformers.ops -> import ascend_xformers as xformers (its __init__ imports ops)
+            target = f"{self.PACKAGE} as {self.ROOT}"
             new = alias.with_changes(name=cst.Name(self.PACKAGE), asname=cst.AsName(name=cst.Name(self.ROOT)))
-        self.record(original_node, f"change import {name} to import {self.PACKAGE} ({self.WHAT}, written into the output)")
+        self.record(original_node, f"change import {name} to import {target} ({self.WHAT}, written into the output)")
         self._used(original_node)
         return updated_node.with_changes(names=[new])
 
