@@ -151,3 +151,21 @@ def test_a_device_test_around_rerouted_xformers_is_migrated_and_one_around_the_r
                 return xops.memory_efficient_attention(q, k, v, xops.fmha.BlockDiagonalMask.from_seqlens(lengths))
         """)
     assert "    if q.is_cuda:" in output and "import xformers.ops as xops" in output
+
+
+def test_an_import_only_probing_for_the_package_follows_the_rest_of_the_file():
+    output, _ = _migrate("""\
+        try:
+            import flash_attn  # noqa: F401
+            HAS_FLASH = True
+        except ImportError:
+            HAS_FLASH = False
+
+        def attend(q, k, v):
+            from flash_attn import flash_attn_func
+            return flash_attn_func(q, k, v)
+        """)
+    assert "import ascend_flash_attn as flash_attn  # noqa: F401" in output
+    assert "from ascend_flash_attn import flash_attn_func" in output
+    output, result = _migrate("try:\n    import flash_attn\nexcept ImportError:\n    flash_attn = None\n")
+    assert "import flash_attn\n" in output and not result.changes

@@ -12,7 +12,7 @@ claims is in the output at its line.
 import ast
 from dataclasses import replace
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gpu2npu import apidata
@@ -201,8 +201,66 @@ def _rows(changes):
             for c in changes]
 
 
+# Found by the generator: the model is built in an `if` block that ends with a comment line, and
+# the DistributedDataParallel wrap goes after that comment (its INSERT row must say so).
+FOOTER_COMMENT = (
+    b'"""A training script for cuda (nccl backend)."""\n'
+    b'import torch\n'
+    b'model = nn.DataParallel(model).cuda()\n'
+    b'\n'
+    b"x = {k: x.to('cuda') for k, x in x.items()}\n"
+    b'\n'
+    b'with autocast():\n'
+    b'    if torch.cuda.is_available():\n'
+    b'        x = DataLoader(x, batch_size=0, shuffle=True)\n'
+    b'\n'
+    b'        x = torch.cuda.device_count()\n'
+    b'\n'
+    b'        x = x.cuda()\n'
+    b'\n'
+    b'\n'
+    b'    x = torch.cuda.get_device_capability()\n'
+    b'\n'
+    b'    if torch.cuda.is_available():\n'
+    b'        x = [x.cuda() for x in x]\n'
+    b'\n'
+    b'        cuda.manual_seed(0)\n'
+    b'\n'
+    b'        if torch.cuda.is_available():\n'
+    b"            torch.save(model.state_dict(), 'ckpt.pt')\n"
+    b'\n'
+    b'            model = nn.DataParallel(args.gpu)  # cuda\n'
+    b'            # move everything to cuda:4\n'
+    b'\n'
+    b'\n'
+    b'        train_loader = torch.utils.data.DataLoader(model, batch_size=5, shuffle=True)  # cuda\n'
+    b'        # move everything to cuda:6\n'
+    b'\n'
+    b'    for tensor in DataLoader(x, batch_size=5):\n'
+    b"        model = self.model.to('cuda', non_blocking=True)\n"
+    b"        if args.dist_backend == 'nccl':  # moved to cuda:0\n"
+    b'            batch = data.cuda()\n'
+    b'\n'
+    b'            net = x.cuda(x, non_blocking=True)\n'
+    b'\n'
+    b'            x = model.to("cuda:6")  # moved to cuda:0\n'
+    b'\n'
+    b'            net = images.cuda(3)\n'
+    b'        with torch.cuda.amp.autocast():\n'
+    b"            model = local_rank.to('cuda:0')\n"
+    b'\n'
+    b'            self.model = x.cuda(non_blocking=True)\n'
+    b'\n'
+    b'\n'
+    b"loader = args.gpu.to('cuda', non_blocking=True)\n"
+    b'\n'
+    b'net = x.cuda(non_blocking=True)\n'
+)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(source=programs(), mode=st.sampled_from(sorted(MODES)))
+@example(source=FOOTER_COMMENT, mode="distributed")
 def test_generated_programs_keep_every_invariant(source, mode):
     ast.parse(source)  # the generator only writes valid Python
     options = _settings_for(source, MODES[mode])

@@ -27,4 +27,6 @@ BY_RULE = {
                "flash-attn's attention functions on torch_npu.npu_fusion_attention"),
     "NPU263": ("ascend_xformers", ("__init__.py", "ops.py"),
                "xformers' memory_efficient_attention on scaled_dot_product_attention"),
+    "NPU264": ("ascend_bitsandbytes", ("__init__.py", "optim.py"),
+               "bitsandbytes' optimizers as torch optimizers (32-bit states: more optimizer memory)"),
 }

@@ -21,6 +21,7 @@ from .affinity import advice_for_source
 from .analysis import find_leftovers
 from .change import Change, Finding, Operation
 from .linemap import LineMap
+from .rules.bitsandbytes import BitsandbytesOptimizers
 from .rules.flash_attn import FlashAttnToNpu
 from .rules.xformers import XformersToSdpa
 from .rules import COMMON_RULES, SINGLE_CARD_RULES, FileContext, Options, Rule, device_guards, npu_aware
@@ -120,7 +121,7 @@ def _migrate_source(data: bytes, tree, path: str, options: Options, rules: Seque
 
 # Rules that point a CUDA-only package's imports at a generated NPU package: the device tests
 # around the names they reroute are valid after migration (device_guards).
-REROUTING_RULES = (FlashAttnToNpu, XformersToSdpa)
+REROUTING_RULES = (FlashAttnToNpu, XformersToSdpa, BitsandbytesOptimizers)
 
 # Rules that replace the callee of a call: an API row of the original on a line they edited no
 # longer describes the output (-sim's equivalents, -r FuncNameModifyRule).

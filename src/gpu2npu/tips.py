@@ -78,6 +78,11 @@ TIPS = {
     "xformers.ops.fmha.BlockDiagonalMask": "a batch of variable-length sequences: torch_npu.npu_fusion_attention with "
     "input_layout='TND' and actual_seq_qlen/actual_seq_kvlen (the cumulative lengths), or pad the batch",
     "xformers": "use torch.nn.functional.scaled_dot_product_attention or torch_npu.npu_fusion_attention",
+    "bitsandbytes.nn": "4/8-bit quantized layers have no NPU kernels: on the NPU fine-tune a bf16 base model "
+    "(LoRA without load_in_4bit / BitsAndBytesConfig)",
+    "bitsandbytes.optim": "a file that uses only bitsandbytes' Adam, AdamW, SGD, RMSprop or Adagrad optimizers is "
+    "migrated to torch optimizers (ascend_bitsandbytes); for the others use the torch optimizer of the same algorithm "
+    "(32-bit states: more optimizer memory)",
     "bitsandbytes": "CUDA-only quantization kernels: no drop-in NPU equivalent",
     "nvidia.dali": "DALI is CUDA-only: use a torch DataLoader pipeline",
     "tensorrt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL for inference",

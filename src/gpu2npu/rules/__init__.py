@@ -21,6 +21,7 @@ from typing import Dict, Tuple, Type
 
 from .apex_amp import ApexAmp
 from .apex_modules import ApexModulesToTorch
+from .bitsandbytes import BitsandbytesOptimizers
 from .base import DistributedSettings, Example, FileContext, Options, Rule, SpecifyDeviceSettings
 from .cuda_api import TorchCudaApiToNpu
 from .custom import CUSTOM_RULES
@@ -56,6 +57,7 @@ COMMON_RULES: Tuple[Type[Rule], ...] = (
     DataLoaderForNpu,
     FlashAttnToNpu,
     XformersToSdpa,
+    BitsandbytesOptimizers,
     ApexModulesToTorch,
 )
 

@@ -9,7 +9,7 @@ from libcst.metadata import PositionProvider
 from ..change import Report
 from .base import DistributedSettings, Example, Rule, code_of
 from .names import dotted_name
-from .placement import is_main_guard
+from .placement import footer_lines, is_main_guard
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
 # Assignments that only move or re-wrap the model: the wrap goes after the one that builds it.
@@ -170,7 +170,7 @@ class WrapModelInDdp(Rule):
             self.active = False
             return
         self.build = found
-        self.build_line = self.lines_of(found[1])[1]
+        self.build_line = self.lines_of(found[1])[1] + footer_lines(found[1])
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node)

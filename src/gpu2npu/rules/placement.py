@@ -104,11 +104,33 @@ def pair_with_originals(updated_body: Sequence[cst.CSTNode], original_body: Sequ
 
 def line_before(pairs, index: int, lines_of, header_lines: int) -> int:
     """The original line after which a statement inserted at `index` of a block stands: the
-    last line of the nearest original statement above it."""
+    last line of the nearest original statement above it, with the comment and blank lines that
+    close its indented blocks (a compound statement's position ends at its last statement)."""
     for _, original in reversed(pairs[:index]):
         if original is not None:
-            return lines_of(original)[1]
+            return lines_of(original)[1] + footer_lines(original)
     return header_lines
+
+
+def footer_lines(statement: cst.CSTNode) -> int:
+    """How many comment and blank lines close the indented blocks at the end of `statement`
+    (`if x:\n    y()\n    # done\n` has one), innermost block first."""
+    block = _last_block(statement)
+    if block is None:
+        return 0
+    inner = footer_lines(block.body[-1]) if block.body else 0
+    return inner + len(block.footer)
+
+
+def _last_block(node: cst.CSTNode):
+    for child in reversed(node.children):
+        if isinstance(child, cst.IndentedBlock):
+            return child
+        if isinstance(child, (cst.If, cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally)):
+            return _last_block(child)
+        if isinstance(child, (cst.BaseSuite, cst.Comma, cst.SimpleWhitespace, cst.Colon)):
+            continue
+    return None
 
 
 def insert_after_imports(rule, original_module: cst.Module, updated_module: cst.Module, source: str,

@@ -31,6 +31,8 @@ class ReroutePlan(cst.CSTVisitor):
         self.names: Set[str] = set()  # the qualified names that then mean the package's
         self._imports: List[Tuple[str, str, cst.Import]] = []  # (local name, module it binds, statement)
         self._chains: Dict[str, Set[str]] = {}  # local name -> dotted attribute chains read of it
+        self._chain_bases: Set[int] = set()  # ids of the names that start an attribute chain
+        self._names: List[cst.Name] = []  # every other name read or bound
         self._keeps_root = False  # some import of root cannot be rerouted
 
     @classmethod
@@ -71,26 +73,44 @@ class ReroutePlan(cst.CSTVisitor):
             self._imports.append((local, name if alias.asname else self.root, node))
         return False
 
-    def visit_Attribute(self, node: cst.Attribute) -> None:
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
         chain = dotted_name(node)
-        if chain is not None:
-            self._chains.setdefault(chain.split(".")[0], set()).add(chain)
+        if chain is None:
+            return True
+        self._chains.setdefault(chain.split(".")[0], set()).add(chain)
+        base = node
+        while isinstance(base, cst.Attribute):
+            base = base.value
+        self._chain_bases.add(id(base))
+        return True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._names.append(node)
 
     def _provides(self, qualified: str) -> bool:
         module, _, name = qualified.rpartition(".")
         return name in self.provided.get(module, ())
 
     def _settle(self) -> None:
+        # a module name used other than as the start of an attribute chain (getattr(bnb, ...),
+        # passed to a function): what is read of it cannot be known
+        bare = {name.value for name in self._names if id(name) not in self._chain_bases}
+        unused = []  # `import flash_attn` only to see whether it is installed: follows the rest
         for local, bound, node in self._imports:
-            qualified = {bound + chain[len(local):] for chain in self._chains.get(local, ())}
-            if not all(self._provides(name) for name in qualified):
+            chains = self._chains.get(local, set())
+            qualified = {bound + chain[len(local):] for chain in chains}
+            if local in bare or not all(self._provides(name) for name in qualified):
                 self._keeps_root = True
-                continue
-            self.statements.add(id(node))
-            self.names.update(qualified)
+            elif not chains:
+                unused.append(node)
+            else:
+                self.statements.add(id(node))
+                self.names.update(qualified)
         if self._keeps_root:
             self.statements.clear()
             self.names.clear()
+        elif self.statements:
+            self.statements.update(id(node) for node in unused)
 
 
 class RerouteToGenerated(Rule):
