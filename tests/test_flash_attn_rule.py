@@ -169,3 +169,12 @@ def test_an_import_only_probing_for_the_package_follows_the_rest_of_the_file():
     assert "from ascend_flash_attn import flash_attn_func" in output
     output, result = _migrate("try:\n    import flash_attn\nexcept ImportError:\n    flash_attn = None\n")
     assert "import flash_attn\n" in output and not result.changes
+
+
+def test_a_version_probe_alone_is_not_rerouted():
+    # an environment report must print the installed package's version, not the generated one's
+    for source in ("import flash_attn\nprint(flash_attn.__version__)\n",
+                   "from flash_attn import __version__\nprint(__version__)\n",
+                   "try:\n    import bitsandbytes as bnb\n    v = bnb.__version__\nexcept ImportError:\n    v = None\n"):
+        output, result = _migrate(source)
+        assert output == source and not result.changes, source

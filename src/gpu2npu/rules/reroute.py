@@ -33,6 +33,10 @@ class ReroutePlan(cst.CSTVisitor):
         self._chains: Dict[str, Set[str]] = {}  # local name -> dotted attribute chains read of it
         self._chain_bases: Set[int] = set()  # ids of the names that start an attribute chain
         self._names: List[cst.Name] = []  # every other name read or bound
+        # imports that only probe for the package (nothing read, or only its __version__): they
+        # follow the file's other imports; alone they stay (an environment report must not
+        # print the generated package's version)
+        self._probes: List[cst.CSTNode] = []
         self._keeps_root = False  # some import of root cannot be rerouted
 
     @classmethod
@@ -55,7 +59,10 @@ class ReroutePlan(cst.CSTVisitor):
         provided = self.provided.get(module)
         if (provided is not None and not isinstance(node.names, cst.ImportStar)
                 and all(dotted_name(alias.name) in provided for alias in node.names)):
-            self.statements.add(id(node))
+            if all(_is_metadata(dotted_name(alias.name)) for alias in node.names):
+                self._probes.append(node)  # `from flash_attn import __version__`
+            else:
+                self.statements.add(id(node))
             self.names.update(f"{module}.{dotted_name(alias.name)}" for alias in node.names)
         else:
             self._keeps_root = True
@@ -95,22 +102,26 @@ class ReroutePlan(cst.CSTVisitor):
         # a module name used other than as the start of an attribute chain (getattr(bnb, ...),
         # passed to a function): what is read of it cannot be known
         bare = {name.value for name in self._names if id(name) not in self._chain_bases}
-        unused = []  # `import flash_attn` only to see whether it is installed: follows the rest
         for local, bound, node in self._imports:
             chains = self._chains.get(local, set())
             qualified = {bound + chain[len(local):] for chain in chains}
             if local in bare or not all(self._provides(name) for name in qualified):
                 self._keeps_root = True
-            elif not chains:
-                unused.append(node)
+                continue
+            if all(_is_metadata(name.rsplit(".", 1)[-1]) for name in qualified):
+                self._probes.append(node)  # `import flash_attn` to see whether it is installed
             else:
                 self.statements.add(id(node))
-                self.names.update(qualified)
-        if self._keeps_root:
+            self.names.update(qualified)
+        if self._keeps_root or not self.statements:
             self.statements.clear()
             self.names.clear()
-        elif self.statements:
-            self.statements.update(id(node) for node in unused)
+        else:
+            self.statements.update(id(node) for node in self._probes)
+
+
+def _is_metadata(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
 
 
 class RerouteToGenerated(Rule):
