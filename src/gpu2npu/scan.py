@@ -23,7 +23,7 @@ import re
 import warnings
 from typing import Dict, List, Optional, Set
 
-from . import apidata
+from . import apidata, env_vars
 from .change import Finding, Report
 from .similar import equivalents
 from .tips import CUDA_ONLY_PACKAGES
@@ -39,9 +39,8 @@ RULE = "NPU900"
 REWRITE_WORDS = ("cuda", "nccl", "dataparallel", "data_parallel", "dataloader", "cpp_extension", "torch_npu")
 _REWRITE_WORD = re.compile("|".join(REWRITE_WORDS), re.IGNORECASE)
 _ATTRIBUTE_WORD = re.compile(r"cuda|nccl|^(DataParallel|data_parallel|DataLoader|cpp_extension|torch_npu)$", re.IGNORECASE)
-# device names are lower case; environment variable names upper case (env_vars)
-_STRING_WORD = re.compile(r"^cuda|torch\.cuda\.|(?i:nccl)|CUDA_VISIBLE_DEVICES|^(?:PYTORCH_)?CUDA_[A-Z0-9_]+$"
-                          r"|^CUBLAS_[A-Z0-9_]+$|^PYTORCH_ALLOC_CONF$")
+# device names are lower case; the CUDA/NCCL environment variables upper case (env_vars.NAME)
+_STRING_WORD = re.compile(r"^cuda|torch\.cuda\.|(?i:nccl)|CUDA_VISIBLE_DEVICES|" + env_vars.NAME.pattern)
 # Methods whose first argument is a device, and calls returning a device index (as in NPU104).
 DEVICE_METHODS = {"to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
 INDEX_RETURNING = {"current_device", "get_rank", "get_local_rank", "device_count", "get_world_size"}
