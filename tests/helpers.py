@@ -12,7 +12,7 @@ from typing import Dict, List
 from click.testing import CliRunner
 
 from gpu2npu.cli import main
-from gpu2npu.generated_packages import BY_RULE
+from gpu2npu.rules import REROUTING_RULES
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "cuda_scripts"
@@ -63,7 +63,7 @@ MODELARTS_FILES = {
 
 
 # The packages written when a file is pointed at a generated package: rule -> its files.
-GENERATED_FILES = {rule: {f"{name}/{file}" for file in files} for rule, (name, files, _) in BY_RULE.items()}
+GENERATED_FILES = {rule.code: {f"{rule.PACKAGE}/{file}" for file in rule.FILES} for rule in REROUTING_RULES}
 
 
 def mode_args(name: str, mode: str) -> List[str]:

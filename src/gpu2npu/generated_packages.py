@@ -19,14 +19,3 @@ def copy_package(root: Path, name: str, files: Sequence[str]) -> bool:
         (folder / file).write_bytes((resources.files(SOURCE) / name / file).read_bytes())
     return True
 
-
-# The packages that rerouting rules point imports at: rule code -> (package, its files, what it is).
-# Each is written at the top of the output when a change of its rule is made.
-BY_RULE = {
-    "NPU261": ("ascend_flash_attn", ("__init__.py", "flash_attn_interface.py", "bert_padding.py"),
-               "flash-attn's attention functions on torch_npu.npu_fusion_attention"),
-    "NPU263": ("ascend_xformers", ("__init__.py", "ops.py"),
-               "xformers' memory_efficient_attention on scaled_dot_product_attention"),
-    "NPU264": ("ascend_bitsandbytes", ("__init__.py", "optim.py"),
-               "bitsandbytes' optimizers as torch optimizers (32-bit states: more optimizer memory)"),
-}

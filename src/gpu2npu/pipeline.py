@@ -21,10 +21,7 @@ from .affinity import advice_for_source
 from .analysis import find_leftovers
 from .change import Change, Finding, Operation
 from .linemap import LineMap
-from .rules.bitsandbytes import BitsandbytesOptimizers
-from .rules.flash_attn import FlashAttnToNpu
-from .rules.xformers import XformersToSdpa
-from .rules import COMMON_RULES, SINGLE_CARD_RULES, FileContext, Options, Rule, device_guards, npu_aware
+from .rules import REROUTING_RULES, COMMON_RULES, SINGLE_CARD_RULES, FileContext, Options, Rule, device_guards, npu_aware
 from .rules.batch import run_batch
 from .rules.custom import apply_custom_rules
 from .rules.names import ImportAliases
@@ -118,10 +115,6 @@ def _migrate_source(data: bytes, tree, path: str, options: Options, rules: Seque
         result.findings = sorted(set(result.findings) | set(_still_called(api_rows, result.changes)))
     return result
 
-
-# Rules that point a CUDA-only package's imports at a generated NPU package: the device tests
-# around the names they reroute are valid after migration (device_guards).
-REROUTING_RULES = (FlashAttnToNpu, XformersToSdpa, BitsandbytesOptimizers)
 
 # Rules that replace the callee of a call: an API row of the original on a line they edited no
 # longer describes the output (-sim's equivalents, -r FuncNameModifyRule).
@@ -243,10 +236,11 @@ def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, r
         code = module.code
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     aliases = ImportAliases.of(module)
-    rerouted = set().union(*(rule.plan_for(module, code).names for rule in REROUTING_RULES))
+    plans = {rule.code: rule.plan_for(module, code) for rule in REROUTING_RULES}
+    rerouted = set().union(*(plan.names for plan in plans.values()))
     aware, dead = device_guards.guarded_spans(wrapper, options.api, code, aliases, rerouted)
     context = FileContext(path=path, options=options, guarded=aware | frozenset(dead), dead_guards=dead,
-                          import_aliases=aliases)
+                          import_aliases=aliases, reroute_plans=plans)
     outcome = run_batch([rule for rule in rules if rule.wants(code)], wrapper, context)
     changes += [
         Change(path, lines.original(edit.start_line), lines.original(edit.end_line), edit.operation, code_, edit.message,

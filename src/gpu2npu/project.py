@@ -24,7 +24,7 @@ from .discover import Entry, Kind, walk
 from .pipeline import FileResult, Status
 from .reports import csv_reports, log as run_log
 from .launcher import LAUNCHER_NAME, launcher_script
-from .rules import DistributedSettings, Options, SpecifyDeviceSettings
+from .rules import REROUTING_RULES, DistributedSettings, Options, SpecifyDeviceSettings
 from .sources import ALL_RULES_BY_CODE, MIGRATED_KINDS, migrate_file
 
 OUTPUT_SUFFIX = "_msft"
@@ -525,10 +525,10 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             _write_launcher(staging, options.distributed, logger)
         if options.modelarts:
             _write_modelarts_package(staging, logger)
-        for rule, package in generated_packages.BY_RULE.items():
-            users = sorted({c.file for c in result.changes if c.rule == rule})
+        for rule in REROUTING_RULES:
+            users = sorted({c.file for c in result.changes if c.rule == rule.code})
             if users:
-                _write_generated_package(staging, package, users, logger)
+                _write_generated_package(staging, rule, users, logger)
         if options.similar:
             similar.write_package(staging)
             used = sorted({c.file for c in result.changes if c.rule == "NPU252"})
@@ -594,12 +594,12 @@ def _write_modelarts_package(staging: Path, logger) -> None:
     )
 
 
-def _write_generated_package(staging: Path, package, users, logger) -> None:
-    name, files, what = package
-    if not generated_packages.copy_package(staging, name, files):
+def _write_generated_package(staging: Path, rule, users, logger) -> None:
+    name = rule.PACKAGE
+    if not generated_packages.copy_package(staging, name, rule.FILES):
         logger.info(f"{name}/ is in the input already: kept as it is")
         return
-    logger.info(f"wrote {name}/: {what}, imported by {len(users)} file{'s' if len(users) != 1 else ''} "
+    logger.info(f"wrote {name}/: {rule.WHAT}, imported by {len(users)} file{'s' if len(users) != 1 else ''} "
                 f"({', '.join(users[:5])}{', ...' if len(users) > 5 else ''})")
 
 

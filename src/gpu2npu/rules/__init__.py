@@ -61,6 +61,11 @@ COMMON_RULES: Tuple[Type[Rule], ...] = (
     ApexModulesToTorch,
 )
 
+# The rules that point a CUDA-only package's imports at a package generated into the output: the
+# pipeline plans them once per file (device tests around the names they reroute are valid after
+# migration) and the migration writes each package that one of them used.
+REROUTING_RULES = (FlashAttnToNpu, XformersToSdpa, BitsandbytesOptimizers)
+
 SINGLE_CARD_RULES: Tuple[Type[Rule], ...] = (*COMMON_RULES, DataParallelToSingleNpu, ImportTorchNpu)
 
 # `distributed`: one process per NPU.  DataParallel is removed instead of replaced, loaders get
@@ -126,4 +131,5 @@ __all__ = [
     "SpecifyDeviceSettings",
     "rules_for",
     "RULES_BY_CODE",
+    "REROUTING_RULES",
 ]

@@ -105,6 +105,9 @@ class FileContext:
     # Local name -> qualified names, from the imports of the tree the rules are given
     # (names.ImportAliases); None: resolve names with libcst's scope analysis.
     import_aliases: Optional[Dict[str, Set[str]]] = None
+    # Rule code -> the reroute.ReroutePlan of the file, for the rules that point a CUDA-only
+    # package's imports at a generated package (made once, before the rules run).
+    reroute_plans: Dict[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.guarded_types = npu_aware.guarded_types(self.guarded)

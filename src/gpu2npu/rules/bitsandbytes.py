@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from .base import Example
 from .placement import top_folder_on_sys_path
-from .reroute import RerouteToGenerated
+from .reroute import RerouteToGenerated, comment_line
 
 PACKAGE = "ascend_bitsandbytes"
+SHORT = "bitsandbytes optimizers on the NPU"
 _OPTIMIZERS = frozenset(
     f"{prefix}{family}{bits}" for prefix in ("", "Paged") for family in ("Adam", "AdamW") for bits in ("", "8bit", "32bit")
 ) | frozenset(f"{family}{bits}" for family in ("SGD", "RMSprop", "Adagrad") for bits in ("", "8bit", "32bit"))
@@ -26,8 +27,9 @@ class BitsandbytesOptimizers(RerouteToGenerated):
     ROOT = "bitsandbytes"
     PACKAGE = PACKAGE
     PROVIDED = {"bitsandbytes": frozenset({"optim", "__version__"}), "bitsandbytes.optim": _OPTIMIZERS}
+    FILES = ("__init__.py", "optim.py")
     WHAT = "bitsandbytes' optimizers as torch optimizers with 32-bit states (more optimizer memory)"
-    SHORT = "bitsandbytes optimizers on the NPU"
+    SHORT = SHORT
 
     code = "NPU264"
     fix_safety = "unsafe"  # 8-bit states become 32-bit: other numerics, more memory
@@ -37,8 +39,8 @@ class BitsandbytesOptimizers(RerouteToGenerated):
         Example(
             "import torch\nimport bitsandbytes as bnb\n\n"
             "optimizer = bnb.optim.PagedAdamW8bit(model.parameters(), lr=2e-4, weight_decay=0.0)\n",
-            "import torch\nimport os\nimport sys\n\n# gpu2npu: the output's top folder holds the ascend_bitsandbytes "
-            "package (bitsandbytes optimizers on the NPU)\n" + top_folder_on_sys_path("example.py")
+            "import torch\nimport os\nimport sys\n\n" + comment_line(PACKAGE, SHORT) + "\n"
+            + top_folder_on_sys_path("example.py")
             + "import ascend_bitsandbytes as bnb\n\n"
             "optimizer = bnb.optim.PagedAdamW8bit(model.parameters(), lr=2e-4, weight_decay=0.0)\n",
         ),

@@ -8,7 +8,8 @@
 On an Ascend machine without CUDA these branches are not taken.  Migrating the test alone
 (`torch_npu.npu.is_available()`, `== "npu"`) would make them run, and crash at what they guard,
 which the migration cannot make valid (a CUDA-only package, a `torch.cuda` API torch_npu lacks).
-flash-attn names that a rule points at an NPU implementation (flash_attn.ReroutePlan) are valid.
+Names of CUDA-only packages that a rule points at a generated NPU package (reroute.ReroutePlan:
+flash-attn, xformers, bitsandbytes' optimizers) are valid.
 So a device test (`is_available()`, `device_count()`, `is_cuda`, a device string compared) is
 only migrated when everything it guards is valid on the NPU after migration.  Otherwise the test
 and the code that runs only when it holds are left exactly as written (the branch stays dead on

@@ -8,10 +8,11 @@ import libcst as cst
 from .base import Example
 from .names import qualified_names
 from .placement import top_folder_on_sys_path
-from .reroute import RerouteToGenerated
+from .reroute import RerouteToGenerated, comment_line
 
 PACKAGE = "ascend_flash_attn"
-COMMENT = f"# gpu2npu: the output's top folder holds the {PACKAGE} package (flash-attn on the NPU)"
+SHORT = "flash-attn on the NPU"
+COMMENT = comment_line(PACKAGE, SHORT)
 
 _FUNCTIONS = frozenset({
     "flash_attn_func", "flash_attn_kvpacked_func", "flash_attn_qkvpacked_func",
@@ -77,8 +78,9 @@ class FlashAttnToNpu(RerouteToGenerated):
     ROOT = "flash_attn"
     PACKAGE = PACKAGE
     PROVIDED = PROVIDED
+    FILES = ("__init__.py", "flash_attn_interface.py", "bert_padding.py")
     WHAT = "flash-attn's functions on torch_npu.npu_fusion_attention"
-    SHORT = "flash-attn on the NPU"
+    SHORT = SHORT
 
     code = "NPU261"
     summary = "flash-attn attention functions -> generated ascend_flash_attn on torch_npu.npu_fusion_attention"

@@ -138,23 +138,32 @@ def insert_after_imports(rule, original_module: cst.Module, updated_module: cst.
     """Insert the statements of `source` after the module's leading imports, preceded by a blank
     line and `comment` lines (if any), importing the modules in `needs` first if the module does
     not; the insertion is recorded on `rule` as one INSERT."""
+    body = updated_module.body
+    module = insert_statements(rule, original_module, updated_module, after_imports(body), source, comment, message,
+                               needs, module_names(body))
+    rule.context.needs_torch_npu = True
+    return module
+
+
+def insert_statements(rule, original_module: cst.Module, updated_module: cst.Module, index: int, source: str,
+                      comment: Sequence[str], message: str, needs: Sequence[str], bound: Set[str]) -> cst.Module:
+    """Insert the statements of `source` at `index` of the module's body, preceded by a blank line
+    and `comment` lines (if any), importing first the modules in `needs` that are not in `bound`;
+    recorded on `rule` as one INSERT after the original line above."""
     body = list(updated_module.body)
-    names = module_names(body)
     new = list(cst.parse_module(source, config=updated_module.config_for_parsing).body)
     if comment:
         comments = [cst.EmptyLine(comment=cst.Comment(line)) for line in comment]
         new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), *comments])
     for module in needs:
-        if module not in names:
+        if module not in bound:
             new.insert(0, cst.parse_statement(f"import {module}" + updated_module.default_newline))
     pairs = pair_with_originals(body, original_module.body, rule.context.inserted)
-    index = after_imports(body)
     anchor = line_before(pairs, index, rule.lines_of, header_line_count(original_module))
     for statement in new:
         rule.context.inserted.add(id(statement))
     body[index:index] = new
     rule.record_insert(anchor, message)
-    rule.context.needs_torch_npu = True
     return updated_module.with_changes(body=body)
 
 

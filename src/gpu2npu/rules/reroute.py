@@ -13,7 +13,7 @@ from libcst.metadata import PositionProvider
 
 from .base import Rule
 from .names import build_dotted, dotted_name
-from .placement import line_before, module_names, pair_with_originals, top_folder_on_sys_path
+from .placement import insert_statements, module_names, pair_with_originals, top_folder_on_sys_path
 
 
 class ReroutePlan(cst.CSTVisitor):
@@ -120,6 +120,11 @@ class ReroutePlan(cst.CSTVisitor):
             self.statements.update(id(node) for node in self._probes)
 
 
+def comment_line(package: str, short: str) -> str:
+    """The comment above the sys.path line of a file that imports a generated package."""
+    return f"# gpu2npu: the output's top folder holds the {package} package ({short})"
+
+
 def _is_metadata(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
@@ -130,12 +135,13 @@ class RerouteToGenerated(Rule):
     ROOT: ClassVar[str] = ""  # the CUDA-only package
     PACKAGE: ClassVar[str] = ""  # the generated package, mirroring ROOT's modules
     PROVIDED: ClassVar[Dict[str, FrozenSet[str]]] = {}  # ROOT's modules -> the names PACKAGE has
+    FILES: ClassVar[Tuple[str, ...]] = ()  # the package's files in gpu2npu/generated/PACKAGE
     WHAT: ClassVar[str] = ""  # for messages: what the package computes with
     SHORT: ClassVar[str] = ""  # for the comment above the sys.path line
 
     @classmethod
     def comment(cls) -> str:
-        return f"# gpu2npu: the output's top folder holds the {cls.PACKAGE} package ({cls.SHORT})"
+        return comment_line(cls.PACKAGE, cls.SHORT)
 
     @classmethod
     def plan_for(cls, module: cst.Module, code: str) -> ReroutePlan:
@@ -147,7 +153,9 @@ class RerouteToGenerated(Rule):
         self.first_line: Optional[int] = None  # line of the first rewritten import
 
     def visit_Module(self, node: cst.Module) -> None:
-        self.plan = self.plan_for(node, node.code)
+        # the pipeline made the plan already (the device guards need it before any rule runs)
+        plan = self.context.reroute_plans.get(self.code)
+        self.plan = plan if plan is not None else self.plan_for(node, node.code)
 
     def _target(self, module: str) -> str:
         return self.PACKAGE + module[len(self.ROOT):]
@@ -186,20 +194,10 @@ class RerouteToGenerated(Rule):
         first rewritten import (an import in a try block or a function included)."""
         if self.first_line is None:
             return updated_node
-        body = list(updated_node.body)
+        body = updated_node.body
         pairs = pair_with_originals(body, original_node.body, self.context.inserted)
         index = next(i for i, (_, original) in enumerate(pairs) if original is not None
                      and self.lines_of(original)[1] >= self.first_line)
-        bootstrap = top_folder_on_sys_path(self.context.path)
-        new = list(cst.parse_module(bootstrap, config=updated_node.config_for_parsing).body)
-        new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(comment=cst.Comment(self.comment()))])
-        bound = module_names(body[:index])
-        for module in ("sys", "os"):
-            if module not in bound:
-                new.insert(0, cst.parse_statement(f"import {module}" + updated_node.default_newline))
-        anchor = line_before(pairs, index, self.lines_of, len(original_node.header))
-        for statement in new:
-            self.context.inserted.add(id(statement))
-        body[index:index] = new
-        self.record_insert(anchor, f"insert the output's top folder into sys.path (for {self.PACKAGE})")
-        return updated_node.with_changes(body=body)
+        return insert_statements(self, original_node, updated_node, index, top_folder_on_sys_path(self.context.path),
+                                 (self.comment(),), f"insert the output's top folder into sys.path (for {self.PACKAGE})",
+                                 ("sys", "os"), module_names(body[:index]))

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from .base import Example
 from .placement import top_folder_on_sys_path
-from .reroute import RerouteToGenerated
+from .reroute import RerouteToGenerated, comment_line
 
 PACKAGE = "ascend_xformers"
+SHORT = "xformers on the NPU"
 _ATTENTION = frozenset({"memory_efficient_attention", "LowerTriangularMask", "LowerTriangularFromBottomRightMask"})
 
 
@@ -25,8 +26,9 @@ class XformersToSdpa(RerouteToGenerated):
     ROOT = "xformers"
     PACKAGE = PACKAGE
     PROVIDED = {"xformers": frozenset({"ops", "__version__"}), "xformers.ops": _ATTENTION}
+    FILES = ("__init__.py", "ops.py")
     WHAT = "xformers' attention on torch.nn.functional.scaled_dot_product_attention"
-    SHORT = "xformers on the NPU"
+    SHORT = SHORT
 
     code = "NPU263"
     summary = "xformers memory_efficient_attention -> generated ascend_xformers on scaled_dot_product_attention"
@@ -35,15 +37,14 @@ class XformersToSdpa(RerouteToGenerated):
         Example(
             "import torch\nimport xformers.ops as xops\n\n"
             "def attend(q, k, v):\n    return xops.memory_efficient_attention(q, k, v, attn_bias=xops.LowerTriangularMask())\n",
-            "import torch\nimport os\nimport sys\n\n# gpu2npu: the output's top folder holds the ascend_xformers package "
-            "(xformers on the NPU)\n" + top_folder_on_sys_path("example.py") + "import ascend_xformers.ops as xops\n\n"
+            "import torch\nimport os\nimport sys\n\n" + comment_line(PACKAGE, SHORT) + "\n"
+            + top_folder_on_sys_path("example.py") + "import ascend_xformers.ops as xops\n\n"
             "def attend(q, k, v):\n    return xops.memory_efficient_attention(q, k, v, attn_bias=xops.LowerTriangularMask())\n",
         ),
         Example(
             "import os\nimport sys\nfrom xformers.ops import memory_efficient_attention\n"
             "out = memory_efficient_attention(q, k, v, p=0.1)\n",
-            "import os\nimport sys\n\n# gpu2npu: the output's top folder holds the ascend_xformers package "
-            "(xformers on the NPU)\n" + top_folder_on_sys_path("example.py")
+            "import os\nimport sys\n\n" + comment_line(PACKAGE, SHORT) + "\n" + top_folder_on_sys_path("example.py")
             + "from ascend_xformers.ops import memory_efficient_attention\nout = memory_efficient_attention(q, k, v, p=0.1)\n",
         ),
     )
