@@ -107,6 +107,7 @@ def worker(gpu, world_size, port):
     loss.backward()
     grad = model.module.weight.grad.sum().item()
     print(f"worker {gpu} device {torch.cuda.current_device()} grad {grad:.6f}", flush=True)
+    del model  # DDP's reducer goes while the process group is still there (teardown order)
     dist.barrier()  # neither leaves while the other still talks to it
     dist.destroy_process_group()
 
