@@ -64,6 +64,7 @@ ROI_ALIGN = {"torchvision.ops.roi_align", "torchvision.ops.RoIAlign", "torchvisi
 TORCH_RMS_NORM = {"torch.nn.RMSNorm", "torch.nn.modules.normalization.RMSNorm", "torch.nn.functional.rms_norm"}
 SDPA = "torch.nn.functional.scaled_dot_product_attention"
 # CUDA's TF32 switches and the HF32 switch that does the same on the NPU (matmul off, conv on by default).
+TF32_ADVICE = "NPU962"
 TF32_SWITCHES = {
     "torch.backends.cuda.matmul.allow_tf32": ("torch_npu.npu.matmul.allow_hf32", "matmuls", "False"),
     "torch.backends.cudnn.allow_tf32": ("torch_npu.npu.conv.allow_hf32", "convolutions", "True"),
@@ -367,7 +368,7 @@ class _Detector:
                     f"{qualified} only sets how CUDA computes float32 {what}; on the NPU it changes nothing. "
                     f"The NPU's counterpart is HF32 (float32 {what} computed with a shorter mantissa, like "
                     f"TF32): {switch} = True or False, {default} by default",
-                    "NPU962", "torch", switch))
+                    TF32_ADVICE, "torch", switch))
 
     def _optimizer(self, call: ast.Call, qualified: str) -> None:
         replacement = FUSED_OPTIMIZERS[qualified]

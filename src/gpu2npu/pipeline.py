@@ -17,11 +17,11 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from . import apidata, guards, partial, scan
-from .affinity import advice_for_source
+from .affinity import TF32_ADVICE, advice_for_source
 from .analysis import find_leftovers
 from .change import Change, Finding, Operation
 from .linemap import LineMap
-from .rules import REROUTING_RULES, COMMON_RULES, SINGLE_CARD_RULES, FileContext, Options, Rule, device_guards, npu_aware
+from .rules import REROUTING_RULES, COMMON_RULES, SINGLE_CARD_RULES, FileContext, Options, Rule, Tf32ToHf32, device_guards, npu_aware
 from .rules.batch import run_batch
 from .rules.custom import apply_custom_rules
 from .rules.names import ImportAliases
@@ -77,6 +77,9 @@ def migrate_source(
     # rarely mentions CUDA.  It reads the input, so its line numbers are the original ones.
     if result.status != Status.FAILED and tree is not None:
         advice = advice_for_source(data, path, options.api, tree)
+        # A TF32 switch the migration turned into the HF32 one needs no advice to do so.
+        switched = {change.start_line for change in result.changes if change.rule == Tf32ToHf32.code}
+        advice = [row for row in advice if not (row.rule == TF32_ADVICE and row.start_line in switched)]
         if advice:
             result.findings = sorted(set(result.findings) | set(advice))
     return result

@@ -42,6 +42,7 @@ from .nccl_backend import NcclToHccl
 from .similar_api import AscendFunctionEquivalents
 from .specify_device import DeviceFromEnvironment
 from .tensor_cuda import TensorCudaToNpu
+from .tf32_switches import Tf32ToHf32
 from .visible_devices import VisibleDevicesEnv
 from .xformers import XformersToSdpa
 
@@ -51,6 +52,7 @@ COMMON_RULES: Tuple[Type[Rule], ...] = (
     CudaDeviceStrings,
     VisibleDevicesEnv,
     CudaEnvironmentVariables,
+    Tf32ToHf32,
     TorchCudaApiToNpu,
     TensorCudaToNpu,
     IntegerDevices,
@@ -132,4 +134,5 @@ __all__ = [
     "rules_for",
     "RULES_BY_CODE",
     "REROUTING_RULES",
+    "Tf32ToHf32",
 ]

@@ -1,0 +1,61 @@
+"""CUDA's TF32 switches -> the NPU's HF32 switches."""
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider
+
+from .base import Example, Rule
+from .names import build_dotted, qualified_names
+
+# CUDA's switch -> the NPU's.  The defaults agree (matmuls off, convolutions on), so a program
+# that sets neither behaves as before and one that sets either gets the same choice on the NPU.
+HF32_SWITCHES = {
+    "torch.backends.cuda.matmul.allow_tf32": "torch_npu.npu.matmul.allow_hf32",
+    "torch.backends.cudnn.allow_tf32": "torch_npu.npu.conv.allow_hf32",
+}
+
+
+def release_has_hf32(api, switch: str) -> bool:
+    """The HF32 switches came with the torch_npu 2.x releases."""
+    return int(api.torch_version.split(".")[0]) >= 2 and api.has(switch.rsplit(".", 1)[0])
+
+
+class Tf32ToHf32(Rule):
+    """`torch.backends.cuda.matmul.allow_tf32` and `torch.backends.cudnn.allow_tf32` choose
+    whether CUDA may compute float32 matmuls and convolutions in TF32 (a shorter mantissa, for
+    speed).  On the NPU they change nothing; the same choice is HF32, made with
+    `torch_npu.npu.matmul.allow_hf32` and `torch_npu.npu.conv.allow_hf32` (off and on by
+    default, as TF32's are).  Every reference, set or read, names the NPU switch instead, in the
+    torch_npu 2.x releases that have it.
+    """
+
+    code = "NPU108"
+    summary = "allow_tf32 switches -> torch_npu.npu.matmul/conv.allow_hf32"
+    triggers = ("allow_tf32",)
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
+    examples = (
+        Example(
+            "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\ntorch.backends.cudnn.allow_tf32 = True\n",
+            "import torch\nimport torch_npu\ntorch_npu.npu.matmul.allow_hf32 = True\n"
+            "torch_npu.npu.conv.allow_hf32 = True\n",
+        ),
+        Example(
+            "import torch\nprint('tf32:', torch.backends.cuda.matmul.allow_tf32)\n",
+            "import torch\nimport torch_npu\nprint('tf32:', torch_npu.npu.matmul.allow_hf32)\n",
+        ),
+    )
+    unchanged = (
+        "import torch\ntorch.backends.cudnn.benchmark = True\n",
+        "allow_tf32 = True\nconfig.allow_tf32 = allow_tf32\n",
+    )
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute):
+        if original_node.attr.value != "allow_tf32":
+            return updated_node
+        for name in qualified_names(self, original_node):
+            switch = HF32_SWITCHES.get(name)
+            if switch is not None and release_has_hf32(self.context.api, switch):
+                self.record(original_node, f"change {name} to {switch}")
+                self.context.needs_torch_npu = True
+                return build_dotted(switch).with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
+        return updated_node
