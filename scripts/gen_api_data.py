@@ -37,6 +37,7 @@ Modules reported: ``torch_npu.npu`` and every public submodule below it
 with its ``function`` and ``module`` packages (fused replacements that the affinity advice
 names) and ``torch_npu.optim`` (the fused optimizers).  ``optimizer_signatures`` holds the
 ``__init__`` parameter names of each torch_npu.optim class (``**name`` for a ``**kwargs``).
+``compile_backends`` names what ``torch.compile`` can use on the NPU (see ``compile_backends``).
 
 YAML: ``native_functions`` are the aten base names (overload suffix stripped)
 of every list section except ``custom`` and ``symint`` (i.e. ``supported``,
@@ -399,6 +400,24 @@ def optimizer_signatures(src: SourceTree) -> dict[str, list[str]]:
     return signatures
 
 
+def compile_backends(src: SourceTree) -> list[str]:
+    """What ``torch.compile`` can use on the NPU in this release: the dynamo backends that
+    torch_npu registers (``npu``: torchair graph mode, eager when torchair is absent;
+    ``npugraph_ex``: NPU graphs) and ``inductor`` when the release ships an inductor code
+    generator for the npu device (``torch_npu._inductor``, Triton-Ascend kernels)."""
+    backends = set()
+    if "torch_npu.dynamo" in src.files:
+        for node in ast.walk(src.tree("torch_npu.dynamo")):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_register_npu_backend":
+                backends.add("npu")
+            if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "NPUGRAPH_EX_BACKEND" for t in node.targets)
+                    and isinstance(node.value, ast.Constant)):
+                backends.add(node.value.value)
+    if "torch_npu._inductor" in src.files:
+        backends.add("inductor")
+    return sorted(backends)
+
+
 # --------------------------------------------------------------------------
 # npu_native_functions*.yaml
 # --------------------------------------------------------------------------
@@ -504,6 +523,7 @@ def build_source_record(torch_version: str, pytorch_git: Path, op_plugin_git: Pa
     src = SourceTree(tree)
     modules = {m: src.public_names(m) for m in modules_to_report(src)}
     signatures = optimizer_signatures(src)
+    backends = compile_backends(src)
     plugin_commit = tree.gitlink(OP_PLUGIN_PATH)
     if not resolve_commit(op_plugin_git, plugin_commit):
         raise SystemExit(f"op-plugin commit {plugin_commit} (of {ref}) is not in {op_plugin_git}")
@@ -519,6 +539,7 @@ def build_source_record(torch_version: str, pytorch_git: Path, op_plugin_git: Pa
         "git_ref": ref,
         "git_commit": commit,
         "op_plugin_commit": plugin_commit,
+        "compile_backends": backends,
         "modules": modules,
         "native_functions": native,
         "custom_functions": custom,
@@ -547,12 +568,14 @@ def build_record(torch_version: str, wheel: Path, sha256: str) -> dict:
         src = SourceTree(zf)
         modules = {m: src.public_names(m) for m in modules_to_report(src)}
         signatures = optimizer_signatures(src)
+        backends = compile_backends(src)
         sections, native, custom = read_yaml(zf)
     return {
         "torch_version": torch_version,
         "torch_npu_version": release,
         "wheel": wheel.name,
         "sha256": sha256,
+        "compile_backends": backends,
         "modules": modules,
         "native_functions": native,
         "custom_functions": custom,

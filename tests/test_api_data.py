@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from gpu2npu import apidata
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = ROOT / "src" / "gpu2npu" / "data"
 SCRIPT = ROOT / "scripts" / "gen_api_data.py"
@@ -26,10 +28,11 @@ FILES = sorted(DATA_DIR.glob("torch_npu_*.json"))
 
 SCHEMA_KEYS = {
     "torch_version", "torch_npu_version", "wheel", "sha256", "modules",
-    "native_functions", "custom_functions", "optimizer_signatures", "yaml_sections",
+    "native_functions", "custom_functions", "optimizer_signatures", "yaml_sections", "compile_backends",
 }
-# Source-built records name the git tag and commits instead of a wheel.
-SOURCE_SCHEMA_KEYS = SCHEMA_KEYS - {"wheel", "sha256"} | {"git_ref", "git_commit", "op_plugin_commit"}
+# Source-built records name the git tag and commits instead of a wheel; they were built before
+# compile_backends was read (ApiData.compile_backends is None for them: "not recorded").
+SOURCE_SCHEMA_KEYS = SCHEMA_KEYS - {"wheel", "sha256", "compile_backends"} | {"git_ref", "git_commit", "op_plugin_commit"}
 SOURCE_VERSIONS = {"1.11.0", "2.2.0"}
 REQUIRED_MODULES = {
     "torch_npu.npu", "torch_npu.npu.amp", "torch_npu.npu.random",
@@ -419,3 +422,16 @@ def test_committed_source_files_regenerate_identically(tmp_path):
         pytest.skip("no Ascend/pytorch or op-plugin clone here")
     pytest.importorskip("yaml")
     assert gen.main(["--check", "-v", "1.11.0", "-v", "2.2.0", "--out-dir", str(DATA_DIR)]) == 0
+
+
+def test_compile_backends_are_torchairs_in_every_wheel_release_and_inductor_from_2_6():
+    for path in FILES:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        if rec["torch_version"] in SOURCE_VERSIONS:
+            assert apidata.load(rec["torch_version"]).compile_backends is None
+            continue
+        backends = rec["compile_backends"]
+        version = tuple(int(p) for p in rec["torch_version"].split("."))
+        assert "npu" in backends, path.name
+        assert ("inductor" in backends) == (version >= (2, 6)), path.name
+        assert ("npugraph_ex" in backends) == (version >= (2, 6)), path.name

@@ -9,7 +9,7 @@ import functools
 import json
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
 DATA_PACKAGE = "gpu2npu.data"
 NPU_MODULE = "torch_npu.npu"
@@ -28,6 +28,9 @@ class ApiData:
     custom_functions: frozenset = frozenset()
     # torch_npu.optim class -> the parameter names of its __init__ ("**name" for **kwargs)
     optimizer_signatures: Mapping[str, tuple] = field(default_factory=dict)
+    # What torch.compile can use on the NPU ("npu", "npugraph_ex", "inductor"); None where the
+    # data file does not record it (the releases built from source before the field existed).
+    compile_backends: Optional[tuple] = None
 
     @property
     def version_tuple(self) -> tuple:
@@ -86,6 +89,7 @@ def load(version: str) -> ApiData:
         native_functions=frozenset(raw.get("native_functions", ())),
         custom_functions=frozenset(raw.get("custom_functions", ())),
         optimizer_signatures={name: tuple(params) for name, params in raw.get("optimizer_signatures", {}).items()},
+        compile_backends=tuple(raw["compile_backends"]) if "compile_backends" in raw else None,
     )
 
 

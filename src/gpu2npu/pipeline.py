@@ -19,9 +19,12 @@ from libcst.metadata import MetadataWrapper
 from . import apidata, guards, partial, scan
 from .affinity import TF32_ADVICE, advice_for_source
 from .analysis import find_leftovers
+from .hazards import hazards_for_source
 from .change import Change, Finding, Operation
 from .linemap import LineMap
-from .rules import REROUTING_RULES, COMMON_RULES, SINGLE_CARD_RULES, FileContext, Options, Rule, Tf32ToHf32, device_guards, npu_aware
+from .rules import (REROUTING_RULES, COMMON_RULES, SINGLE_CARD_RULES, Bf16ReadinessWithoutCudaVersion, FileContext, Options, Rule,
+                    Tf32ToHf32, device_guards, npu_aware)
+from .rules.bf16_readiness import CUDA_VERSION
 from .rules.batch import run_batch
 from .rules.custom import apply_custom_rules
 from .rules.names import ImportAliases
@@ -80,6 +83,11 @@ def migrate_source(
         # A TF32 switch the migration turned into the HF32 one needs no advice to do so.
         switched = {change.start_line for change in result.changes if change.rule == Tf32ToHf32.code}
         advice = [row for row in advice if not (row.rule == TF32_ADVICE and row.start_line in switched)]
+        # CUDA questions the rules leave (torch.version.cuda, torch.compile, ...): read from the input too.
+        # A torch.version.cuda test that NPU109 took out of a bf16 check is no longer there.
+        dropped = [(c.start_line, c.end_line) for c in result.changes if c.rule == Bf16ReadinessWithoutCudaVersion.code]
+        advice += [row for row in hazards_for_source(data, tree, path, options.api)
+                   if not (row.api == CUDA_VERSION and any(start <= row.start_line <= end for start, end in dropped))]
         if advice:
             result.findings = sorted(set(result.findings) | set(advice))
     return result

@@ -2,7 +2,7 @@
 
 These are judgements, not API lists (those are generated, see `apidata`): what a person should
 do when a CUDA construct has no NPU counterpart.  Keys are matched as prefixes of the
-qualified name, longest first.
+qualified name, longest first (dotted prefixes, or any prefix for a key ending in "_").
 """
 from __future__ import annotations
 
@@ -60,7 +60,8 @@ TIPS = {
     "pynvml": "NVML is NVIDIA-only: query NPUs with npu-smi or torch_npu.npu.mem_get_info / utilization",
     "nvidia_smi": "NVML is NVIDIA-only: query NPUs with npu-smi",
     "GPUtil": "NVIDIA-only: query NPUs with npu-smi or torch_npu.npu APIs",
-    "triton": "Triton kernels target CUDA here: use torch operators or torch_npu fused operators",
+    "triton": "Triton compiles its kernels for CUDA here (each kernel is listed by name): write them with torch "
+    "operators or torch_npu fused operators, or port them to Triton-Ascend",
     "flash_attn.bert_padding": "pure-PyTorch padding helpers: the generated ascend_flash_attn.bert_padding has "
     "index_first_axis, index_put_first_axis, pad_input and unpad_input; import only those (in a statement of their "
     "own) and gpu2npu points the import there",
@@ -84,6 +85,32 @@ TIPS = {
     "migrated to torch optimizers (ascend_bitsandbytes); for the others use the torch optimizer of the same algorithm "
     "(32-bit states: more optimizer memory)",
     "bitsandbytes": "CUDA-only quantization kernels: no drop-in NPU equivalent",
+    "liger_kernel.transformers.apply_liger_kernel_to_": "Liger's Triton kernels target CUDA: drop the call (the "
+    "model's own torch code runs on the NPU); for speed, torch_npu.npu_rms_norm, npu_swiglu and npu_rotary_mul "
+    "replace its RMSNorm, SwiGLU MLP and rotary embedding",
+    "liger_kernel.transformers.LigerCrossEntropyLoss": "torch.nn.CrossEntropyLoss computes the same loss",
+    "liger_kernel.transformers.LigerFusedLinearCrossEntropyLoss": "torch.nn.functional.cross_entropy(hidden @ "
+    "weight.T, target): the same loss, with the logits materialized (more memory)",
+    "liger_kernel.transformers.LigerRMSNorm": "torch_npu.npu_rms_norm(x, weight, epsilon=eps)[0]",
+    "liger_kernel.transformers.LigerSwiGLUMLP": "torch_npu.npu_swiglu on the concatenated gate and up projections",
+    "liger_kernel": "Liger's kernels are Triton kernels for CUDA: use the model's torch code, or torch_npu fused "
+    "operators (npu_rms_norm, npu_swiglu, npu_rotary_mul) for the parts it fuses",
+    "transformer_engine.pytorch.fp8_autocast": "FP8 training with Transformer Engine recipes has no counterpart "
+    "here: train in bfloat16 (torch.autocast('npu', dtype=torch.bfloat16))",
+    "transformer_engine.pytorch.Linear": "torch.nn.Linear(in_features, out_features, bias) (without FP8)",
+    "transformer_engine.pytorch.LayerNorm": "torch.nn.LayerNorm(hidden_size, eps)",
+    "transformer_engine.pytorch.RMSNorm": "torch_npu.npu_rms_norm(x, weight, epsilon=eps)[0]",
+    "transformer_engine.pytorch.DotProductAttention": "torch_npu.npu_fusion_attention (or "
+    "torch.nn.functional.scaled_dot_product_attention)",
+    "transformer_engine": "NVIDIA Transformer Engine is CUDA-only: torch.nn modules in bfloat16, "
+    "torch_npu.npu_fusion_attention for attention",
+    "ring_flash_attn": "ring attention over flash-attn's CUDA kernels: on Ascend use MindSpeed's context "
+    "parallelism, or exchange K/V blocks yourself around torch_npu.npu_fusion_attention",
+    "xentropy_cuda_lib": "flash-attn's compiled cross-entropy: torch.nn.functional.cross_entropy computes the same loss",
+    "fused_dense_lib": "flash-attn's compiled fused dense layers: torch.nn.functional.linear (and the activation)",
+    "rotary_emb": "flash-attn's compiled rotary embedding: torch_npu.npu_rotary_mul(x, cos, sin)",
+    "dropout_layer_norm": "flash-attn's compiled dropout + residual + layer norm: torch.nn.functional.dropout, the "
+    "addition and torch.nn.functional.layer_norm (or torch_npu.npu_rms_norm for RMS)",
     "nvidia.dali": "DALI is CUDA-only: use a torch DataLoader pipeline",
     "tensorrt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL for inference",
     "torch2trt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL for inference",
@@ -96,6 +123,8 @@ TIPS = {
 CUDA_ONLY_PACKAGES = (
     "apex", "amp_C", "cupy", "pycuda", "pynvml", "nvidia_smi", "GPUtil", "triton", "flash_attn",
     "xformers", "bitsandbytes", "nvidia.dali", "tensorrt", "torch2trt", "torch_tensorrt", "numba.cuda",
+    "liger_kernel", "transformer_engine", "ring_flash_attn", "xentropy_cuda_lib", "fused_dense_lib", "rotary_emb",
+    "dropout_layer_norm",
 )
 
 
@@ -104,8 +133,8 @@ def tip_for(name: str, api: Optional[ApiData] = None) -> str:
     if short is not None and short.split(".")[0] in NOT_EQUIVALENT:
         return NOT_EQUIVALENT[short.split(".")[0]]
     for key in sorted(TIPS, key=len, reverse=True):
-        if name == key or name.startswith(key + "."):
-            return TIPS[key]
+        if name == key or name.startswith(key + ".") or (key.endswith("_") and name.startswith(key)):
+            return TIPS[key]  # a key ending in "_" names a family (apply_liger_kernel_to_llama, ..._mistral)
     if short is not None and api is not None:
         return f"torch_npu {api.torch_npu_version} has no torch_npu.npu.{short}: no NPU equivalent, rework or guard it"
     return "no NPU equivalent known"

@@ -21,6 +21,7 @@ from typing import Dict, Tuple, Type
 
 from .apex_amp import ApexAmp
 from .apex_modules import ApexModulesToTorch
+from .bf16_readiness import Bf16ReadinessWithoutCudaVersion
 from .bitsandbytes import BitsandbytesOptimizers
 from .base import DistributedSettings, Example, FileContext, Options, Rule, SpecifyDeviceSettings
 from .cuda_api import TorchCudaApiToNpu
@@ -53,6 +54,7 @@ COMMON_RULES: Tuple[Type[Rule], ...] = (
     VisibleDevicesEnv,
     CudaEnvironmentVariables,
     Tf32ToHf32,
+    Bf16ReadinessWithoutCudaVersion,
     TorchCudaApiToNpu,
     TensorCudaToNpu,
     IntegerDevices,
@@ -135,4 +137,5 @@ __all__ = [
     "RULES_BY_CODE",
     "REROUTING_RULES",
     "Tf32ToHf32",
+    "Bf16ReadinessWithoutCudaVersion",
 ]

@@ -1,0 +1,288 @@
+"""CUDA assumptions that survive a migration silently: code that runs on the NPU but decides
+otherwise, or fails later, because it asks CUDA questions.
+
+The rules cannot rewrite these (what the code wants is not certain), and the leftover analysis
+looks for CUDA names, which these are not: `torch.version.cuda` is None on an NPU machine, a
+device's `major` does not exist there, `torch.compile`'s default backend and its modes, inductor
+settings and Triton kernels are CUDA code generation, and bitsandbytes is reached through other
+libraries' options (`optim="paged_adamw_32bit"`, `load_in_4bit=True`).  Each is reported once
+per line with what it does on the NPU and the NPU way.
+
+It reads the original file with `ast` (every file, changed or not, like the advice), so its
+line numbers are the input's.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Dict, Iterable, List, Optional, Set
+
+from .apidata import ApiData
+from .change import Finding, Report
+
+RULE = "NPU900"
+
+# A file none of whose bytes match holds none of these: it is not walked.
+_MIGHT_HAVE_HAZARD = re.compile(
+    rb"version\.cuda|import cuda|get_device_propert|(?<!re)\.compile\b|import compile|_inductor|float32_matmul_precision|8bit|32bit"
+    rb"|bnb|load_in_|BitsAndBytes|Bitsandbytes|triton|get_kernel|ademamix")
+
+CUDA_VERSION_TIP = (
+    "torch.version.cuda is None on an NPU machine: a test of it switches the feature off there, and "
+    "parsing it (.split, packaging.version.parse) raises; test what the code needs on the NPU instead "
+    "(torch_npu.npu.is_bf16_supported() for bf16), or keep the CUDA version check behind a CUDA test")
+
+# Fields of CUDA's device properties that torch_npu's have not (theirs: name, total_memory and
+# the NPU's core counts).
+CUDA_PROPERTY_FIELDS = frozenset({
+    "major", "minor", "multi_processor_count", "max_threads_per_multi_processor", "regs_per_multiprocessor",
+    "warp_size", "gcnArchName", "is_integrated", "is_multi_gpu_board", "max_threads_per_block",
+    "shared_memory_per_block", "shared_memory_per_multiprocessor", "uuid",
+})
+
+# transformers' optimizer names (TrainingArguments(optim=...)) that build a bitsandbytes optimizer,
+# with the torch optimizer name of the same algorithm where one exists.
+HF_BITSANDBYTES_OPTIMIZERS: Dict[str, Optional[str]] = {
+    "adamw_bnb_8bit": "adamw_torch", "adamw_8bit": "adamw_torch", "paged_adamw_32bit": "adamw_torch",
+    "paged_adamw_8bit": "adamw_torch", "rmsprop_bnb": "rmsprop", "rmsprop_bnb_8bit": "rmsprop",
+    "rmsprop_bnb_32bit": "rmsprop", "lion_8bit": None, "lion_32bit": None, "paged_lion_32bit": None,
+    "paged_lion_8bit": None, "ademamix": None, "ademamix_8bit": None, "paged_ademamix_32bit": None,
+    "paged_ademamix_8bit": None, "galore_adamw_8bit": "galore_adamw", "galore_adamw_8bit_layerwise": "galore_adamw_layerwise",
+}
+
+QUANTIZED_LOADING_TIP = (
+    "4/8-bit loading quantizes the weights with bitsandbytes' CUDA kernels, which the NPU does not have: "
+    "load the model in bfloat16 (torch_dtype=torch.bfloat16) and fine-tune it with LoRA without "
+    "quantization (more device memory: about 2 bytes per weight instead of 0.5-1)")
+
+# Calls of other libraries' bitsandbytes front doors, by qualified name.
+BITSANDBYTES_FRONT_DOORS = {
+    "transformers.BitsAndBytesConfig": QUANTIZED_LOADING_TIP,
+    "transformers.utils.quantization_config.BitsAndBytesConfig": QUANTIZED_LOADING_TIP,
+    "lightning.pytorch.plugins.BitsandbytesPrecision": "Lightning's bitsandbytes precision quantizes the linear "
+    "layers with CUDA kernels: use precision=\"bf16-true\" or \"bf16-mixed\" on the NPU",
+    "lightning.fabric.plugins.BitsandbytesPrecision": "Lightning's bitsandbytes precision quantizes the linear "
+    "layers with CUDA kernels: use precision=\"bf16-true\" or \"bf16-mixed\" on the NPU",
+    "pytorch_lightning.plugins.BitsandbytesPrecision": "Lightning's bitsandbytes precision quantizes the linear "
+    "layers with CUDA kernels: use precision=\"bf16-true\" or \"bf16-mixed\" on the NPU",
+}
+
+INDUCTOR_SETTING_TIPS = {
+    "triton.cudagraphs": "captures CUDA graphs around compiled code; the NPU's graph capture is a separate "
+    "backend",
+    "coordinate_descent_tuning": "tunes Triton kernel launch parameters",
+    "max_autotune": "benchmarks Triton/cuBLAS kernel choices",
+}
+
+
+def compile_tip(api: ApiData, call: Optional[ast.Call]) -> str:
+    """What torch.compile(...) does on the NPU in `api`'s release, for this call's options."""
+    keywords = {k.arg: k.value for k in (call.keywords if call is not None else ()) if k.arg}
+    backend = keywords.get("backend")
+    backend_name = backend.value if isinstance(backend, ast.Constant) and isinstance(backend.value, str) else None
+    mode = keywords.get("mode")
+    mode_name = mode.value if isinstance(mode, ast.Constant) and isinstance(mode.value, str) else None
+    backends = api.compile_backends
+    release = f"torch_npu {api.torch_npu_version}"
+    if backends is None:
+        what = (f"the data of {release} does not record its torch.compile backends: check whether it has "
+                "the 'npu' (torchair) backend")
+    elif not backends:
+        what = f"{release} has no torch.compile backend for the NPU: leave the model uncompiled"
+    elif "inductor" in backends:
+        what = (f"{release} ships an inductor code generator for the NPU (its kernels are Triton-Ascend's: "
+                "install triton-ascend) and the dynamo backends " + ", ".join(repr(b) for b in backends if b != "inductor")
+                + " ('npu' is torchair graph mode)")
+    else:
+        what = (f"{release} has no inductor code generator for the NPU: the default backend cannot compile for "
+                "it; pass backend=" + " or ".join(repr(b) for b in backends) + " (torchair graph mode) or leave the "
+                "model uncompiled")
+    notes = []
+    if backend_name is not None and backend_name not in (backends or ()) and backend_name != "inductor":
+        notes.append(f"backend={backend_name!r} is not an NPU backend")
+    does = []
+    if mode_name in ("max-autotune", "max-autotune-no-cudagraphs"):
+        does.append("autotunes Triton/cuBLAS kernels (inductor only)")
+    if mode_name in ("reduce-overhead", "max-autotune"):
+        does.append("captures CUDA graphs"
+                    + (" (the NPU's graph capture is the backend 'npugraph_ex')" if "npugraph_ex" in (backends or ()) else ""))
+    if does:
+        notes.append(f"mode={mode_name!r} " + " and ".join(does))
+    if "fullgraph" in keywords:
+        notes.append("fullgraph is dynamo's and holds for every backend")
+    return what + ("; " + "; ".join(notes) if notes else "")
+
+
+class _Hazards:
+    def __init__(self, tree: ast.Module, path: str, api: ApiData) -> None:
+        self.path = path
+        self.api = api
+        self.findings: List[Finding] = []
+        self.aliases: Dict[str, Set[str]] = {}
+        self.properties: Set[str] = set()  # names bound to get_device_properties(...)
+        nodes = list(ast.walk(tree))
+        documentation = {id(n.value) for n in nodes if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    local = alias.asname or alias.name.split(".")[0]
+                    self.aliases.setdefault(local, set()).add(alias.name if alias.asname else local)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    self.aliases.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+        parents: Dict[int, ast.AST] = {}
+        for node in nodes:
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+        self.parents = parents
+        for node in nodes:
+            if isinstance(node, ast.Assign) and self._is_properties_call(node.value):
+                self.properties.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        for node in nodes:
+            if isinstance(node, (ast.Attribute, ast.Name)) and self._is_chain_top(node):
+                self._reference(node)
+            elif isinstance(node, ast.Call):
+                self._call(node)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in documentation:
+                self._string(node)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._triton_kernel(node)
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _add(self, node: ast.AST, report: Report, api_name: str, tip: str, api_type: str = "") -> None:
+        # a function is reported at its def line, not over its body
+        end = node.lineno if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else node.end_lineno or node.lineno
+        self.findings.append(Finding(self.path, node.lineno, end, report, api_name, tip, RULE, api_type=api_type))
+
+    def qualified(self, node: ast.AST) -> Set[str]:
+        name = _dotted(node)
+        if name is None:
+            return set()
+        root, _, rest = name.partition(".")
+        return {f"{target}.{rest}" if rest else target for target in self.aliases.get(root, ())}
+
+    def _is_chain_top(self, node: ast.AST) -> bool:
+        parent = self.parents.get(id(node))
+        return not (isinstance(parent, ast.Attribute) and parent.value is node)
+
+    def _is_called(self, node: ast.AST) -> bool:
+        parent = self.parents.get(id(node))
+        return isinstance(parent, ast.Call) and parent.func is node
+
+    def _is_properties_call(self, node: ast.AST) -> bool:
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "get_device_properties"
+                and any(n.startswith(("torch.cuda.", "torch.npu.", "torch_npu.npu.")) for n in self.qualified(node.func)))
+
+    # -- what is looked at -------------------------------------------------------------------
+    def _reference(self, node: ast.AST) -> None:
+        names = self.qualified(node)
+        for name in names:
+            if name == "torch.version.cuda" or name.startswith("torch.version.cuda."):
+                self._add(node, Report.UNSUPPORTED, "torch.version.cuda", CUDA_VERSION_TIP)
+                return
+            if name == "torch.compile" and not self._is_called(node):  # @torch.compile
+                self._add(node, Report.UNSUPPORTED, "torch.compile", compile_tip(self.api, None))
+                return
+            if name.startswith("torch._inductor.config."):
+                setting = name[len("torch._inductor.config."):]
+                self._add(node, Report.UNSUPPORTED, name, self._inductor_tip(setting))
+                return
+        if isinstance(node, ast.Attribute):
+            self._property_field(node)
+
+    def _inductor_tip(self, setting: str) -> str:
+        meaning = next((tip for key, tip in INDUCTOR_SETTING_TIPS.items() if setting == key or setting.startswith(key)),
+                       "a setting of inductor's code generation")
+        backends = self.api.compile_backends or ()
+        if "inductor" in backends:
+            where = (f"it applies on the NPU only where torch_npu {self.api.torch_npu_version}'s inductor for the "
+                     "NPU (Triton-Ascend kernels) implements it")
+        else:
+            where = (f"torch_npu {self.api.torch_npu_version} has no inductor for the NPU, so it has no effect "
+                     "there (the 'npu' backend is torchair's)")
+        return f"inductor setting ({meaning}): {where}"
+
+    def _property_field(self, node: ast.Attribute) -> None:
+        if node.attr not in CUDA_PROPERTY_FIELDS:
+            return
+        value = node.value
+        if self._is_properties_call(value) or (isinstance(value, ast.Name) and value.id in self.properties):
+            self._add(node, Report.UNSUPPORTED, f"device properties .{node.attr}",
+                      f"torch_npu's device properties have no {node.attr} (they hold name, total_memory and the "
+                      "NPU's core counts): a CUDA compute capability or SM count means nothing on the NPU; decide "
+                      "with torch_npu.npu.is_bf16_supported() or a fixed choice")
+
+    def _call(self, call: ast.Call) -> None:
+        names = self.qualified(call.func)
+        if "torch.compile" in names:
+            self._add(call.func, Report.UNSUPPORTED, "torch.compile", compile_tip(self.api, call))
+        elif "torch.set_float32_matmul_precision" in names:
+            self._add(call.func, Report.PERFORMANCE, "torch.set_float32_matmul_precision",
+                      "sets whether CUDA computes float32 matmuls in TF32; the NPU's switch for float32 matmuls with "
+                      "a shorter mantissa (HF32) is torch_npu.npu.matmul.allow_hf32 ('high' or 'medium' is True, "
+                      "'highest' False)", api_type="torch")
+        elif any(name.endswith(".get_kernel") and name.split(".")[0] == "kernels" for name in names):
+            repo = call.args[0].value if call.args and isinstance(call.args[0], ast.Constant) else None
+            self._add(call.func, Report.UNSUPPORTED, f"kernels.get_kernel({repo!r})" if repo else "kernels.get_kernel",
+                      "Hub kernels are compiled for CUDA: for attention use torch_npu.npu_fusion_attention (or SDPA), "
+                      "for norms and activations torch_npu.npu_rms_norm / npu_swiglu, otherwise the torch operators")
+        else:
+            for name in names:
+                tip = BITSANDBYTES_FRONT_DOORS.get(name)
+                if tip is not None:
+                    self._add(call.func, Report.UNSUPPORTED, name.rsplit(".", 1)[-1], tip)
+                    return  # its load_in_4bit is part of the same row
+        for keyword in call.keywords:
+            if keyword.arg in ("load_in_4bit", "load_in_8bit") and not (
+                    isinstance(keyword.value, ast.Constant) and not keyword.value.value):
+                self._add(keyword.value, Report.UNSUPPORTED, keyword.arg, QUANTIZED_LOADING_TIP)
+
+    def _string(self, node: ast.Constant) -> None:
+        if node.value not in HF_BITSANDBYTES_OPTIMIZERS:
+            return
+        torch_name = HF_BITSANDBYTES_OPTIMIZERS[node.value]
+        instead = (f"use optim={torch_name!r}" + (" or 'adamw_torch_npu_fused' (torch_npu's fused AdamW)"
+                                                   if torch_name == "adamw_torch" else "")
+                   if torch_name else "choose a torch optimizer (e.g. 'adamw_torch'): this algorithm has none in torch")
+        costs = []
+        if "8bit" in node.value:
+            costs.append("its states are 32-bit: about four times the optimizer memory of the 8-bit ones")
+        if node.value.startswith("paged_"):
+            costs.append("its states are not paged out to host memory")
+        self._add(node, Report.UNSUPPORTED, f"optimizer name {node.value!r}",
+                  f"transformers builds this optimizer with bitsandbytes (CUDA kernels): {instead}"
+                  + ("; " + "; ".join(costs) if costs else ""))
+
+    def _triton_kernel(self, function: ast.AST) -> None:
+        for decorator in function.decorator_list:  # type: ignore[attr-defined]
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if any(name in ("triton.jit", "triton.autotune", "triton.heuristics") for name in self.qualified(target)):
+                self._add(function, Report.UNSUPPORTED, f"Triton kernel {function.name}",  # type: ignore[attr-defined]
+                          f"{function.name} is compiled by Triton for CUDA: write what it computes with torch "  # type: ignore[attr-defined]
+                          "operators (or the torch_npu fused operator for it: npu_rms_norm, npu_swiglu, "
+                          "npu_rotary_mul, npu_fusion_attention), or port it to Triton-Ascend")
+                return
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def hazards_for_source(data: bytes, tree: Optional[ast.Module], path: str, api: ApiData) -> List[Finding]:
+    """The rows for one parsed file ([] when nothing in its bytes can be one)."""
+    if tree is None or not _MIGHT_HAVE_HAZARD.search(data):
+        return []
+    try:
+        return sorted(set(_Hazards(tree, path, api).findings))
+    except RecursionError:
+        return []
+
+
+def without_lines(findings: Iterable[Finding], lines: Set[int]) -> List[Finding]:
+    return [f for f in findings if f.start_line not in lines]

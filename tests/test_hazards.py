@@ -1,0 +1,171 @@
+"""CUDA questions that survive a migration silently (hazards.py): each is reported at its line,
+once, with what it does on the NPU in the chosen release; look-alikes are not."""
+import textwrap
+
+import pytest
+
+from gpu2npu import apidata
+from gpu2npu.change import Report
+from gpu2npu.pipeline import migrate_source
+from gpu2npu.rules import Options, rules_for
+
+
+def _rows(source, version="2.1.0", report=Report.UNSUPPORTED):
+    options = Options(api=apidata.load(version))
+    result = migrate_source(textwrap.dedent(source).encode(), "m.py", options, rules_for(options))
+    return [(f.start_line, f.api, f.tip) for f in result.findings if f.report == report]
+
+
+def test_cuda_version_tests_and_parses_are_reported_even_in_a_file_with_nothing_to_migrate():
+    rows = _rows("""\
+        import torch
+        from packaging import version
+        bf16 = torch.version.cuda is not None and version.parse(torch.version.cuda) >= version.parse("11.0")
+        print(th_version)
+        """)
+    assert [(line, api) for line, api, _ in rows] == [(3, "torch.version.cuda")]
+    assert "None on an NPU machine" in rows[0][2]
+
+
+def test_an_alias_of_torch_reaches_torch_version_cuda_and_a_local_variable_does_not():
+    rows = _rows("import torch as th\ncuda = '12.1'\nok = th.version.cuda.startswith('12')\nversion.cuda = 1\n")
+    assert [(line, api) for line, api, _ in rows] == [(3, "torch.version.cuda")]
+
+
+def test_capability_fields_of_device_properties_are_reported_and_name_and_memory_are_not():
+    rows = _rows("""\
+        import torch
+        props = torch.cuda.get_device_properties(0)
+        print(props.name, props.total_memory)
+        sms = props.multi_processor_count
+        if torch.cuda.get_device_properties(0).major >= 8:
+            pass
+        other.major = 3
+        """)
+    assert [(line, api) for line, api, _ in rows] == [(4, "device properties .multi_processor_count"),
+                                                      (5, "device properties .major")]
+
+
+@pytest.mark.parametrize("version, says", [
+    ("2.1.0", "has no inductor code generator for the NPU: the default backend cannot compile for it; pass backend='npu'"),
+    ("2.9.0", "ships an inductor code generator for the NPU (its kernels are Triton-Ascend's: install triton-ascend) "
+              "and the dynamo backends 'npu', 'npugraph_ex'"),
+])
+def test_torch_compile_says_what_the_release_compiles_with(version, says):
+    rows = _rows("""\
+        import torch
+        model = torch.compile(model, mode="max-autotune", fullgraph=True)
+
+        @torch.compile
+        def step(x):
+            return x
+        """, version)
+    assert [(line, api) for line, api, _ in rows] == [(2, "torch.compile"), (4, "torch.compile")]
+    assert says in rows[0][2]
+    assert "mode='max-autotune' autotunes Triton/cuBLAS kernels (inductor only) and captures CUDA graphs" in rows[0][2]
+    assert "fullgraph" not in rows[1][2]
+
+
+def test_a_release_whose_data_does_not_record_its_backends_says_so():
+    rows = _rows("import torch\nm = torch.compile(m)\n", "2.2.0")
+    assert "does not record its torch.compile backends" in rows[0][2]
+    assert not _rows("import re\npattern = re.compile('cuda')\n", "2.2.0")
+
+
+def test_inductor_settings_are_reported_with_their_meaning():
+    rows = _rows("""\
+        import torch._inductor.config as inductor_config
+        import torch
+        inductor_config.coordinate_descent_tuning = True
+        torch._inductor.config.triton.cudagraphs = False
+        """)
+    assert [(line, api) for line, api, _ in rows] == [(3, "torch._inductor.config.coordinate_descent_tuning"),
+                                                      (4, "torch._inductor.config.triton.cudagraphs")]
+    assert "no inductor for the NPU" in rows[0][2] and "captures CUDA graphs" in rows[1][2]
+
+
+def test_float32_matmul_precision_is_advice_towards_hf32():
+    rows = _rows("import torch\ntorch.set_float32_matmul_precision('high')\n", report=Report.PERFORMANCE)
+    assert [(line, api) for line, api, _ in rows] == [(2, "torch.set_float32_matmul_precision")]
+    assert "torch_npu.npu.matmul.allow_hf32" in rows[0][2]
+
+
+def test_bitsandbytes_reached_through_transformers_and_lightning():
+    rows = _rows('''\
+        """Fine-tuning with optim="paged_adamw_8bit" is described here and not reported."""
+        import argparse
+        from transformers import BitsAndBytesConfig, TrainingArguments, AutoModelForCausalLM
+        from lightning.pytorch.plugins import BitsandbytesPrecision
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--optim", default="paged_adamw_32bit")
+        args = TrainingArguments(output_dir="out", optim="adamw_bnb_8bit")
+        quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype="bfloat16")
+        model = AutoModelForCausalLM.from_pretrained("m", load_in_8bit=True)
+        plain = AutoModelForCausalLM.from_pretrained("m", load_in_8bit=False)
+        precision = BitsandbytesPrecision(mode="nf4-dq")
+        fine = TrainingArguments(output_dir="out", optim="adamw_torch")
+        ''')
+    assert [(line, api) for line, api, _ in rows] == [
+        (6, "optimizer name 'paged_adamw_32bit'"), (7, "optimizer name 'adamw_bnb_8bit'"),
+        (8, "BitsAndBytesConfig"), (9, "load_in_8bit"), (11, "BitsandbytesPrecision")]
+    tips = {line: tip for line, _, tip in rows}
+    assert "use optim='adamw_torch'" in tips[6] and "not paged out" in tips[6]
+    assert "four times the optimizer memory" in tips[7]
+    assert "bfloat16" in tips[8] and "LoRA" in tips[9] and "bf16-true" in tips[11]
+
+
+def test_each_triton_kernel_is_named_at_its_def_line():
+    rows = _rows("""\
+        import triton
+        import triton.language as tl
+
+
+        @triton.autotune(configs=[], key=["n"])
+        @triton.jit
+        def rms_norm_kernel(x_ptr, n, BLOCK: tl.constexpr):
+            pass
+
+
+        def launch(x):
+            rms_norm_kernel[(1,)](x, 1, BLOCK=128)
+        """)
+    kernels = [(line, api) for line, api, _ in rows if api.startswith("Triton kernel")]
+    assert kernels == [(7, "Triton kernel rms_norm_kernel")]
+
+
+def test_llm_kernel_packages_get_a_tip_per_name():
+    rows = _rows("""\
+        from liger_kernel.transformers import apply_liger_kernel_to_qwen2
+        from flash_attn.losses.cross_entropy import CrossEntropyLoss
+        import transformer_engine.pytorch as te
+        from kernels import get_kernel
+        apply_liger_kernel_to_qwen2()
+        layer = te.LayerNorm(64)
+        attention = get_kernel("kernels-community/flash-attn3")
+        """)
+    tips = {(line, api): tip for line, api, tip in rows}
+    assert "drop the call" in tips[(5, "liger_kernel.transformers.apply_liger_kernel_to_qwen2")]
+    assert tips[(6, "transformer_engine.pytorch.LayerNorm")] == "torch.nn.LayerNorm(hidden_size, eps)"
+    assert "npu_fusion_attention" in tips[(7, "kernels.get_kernel('kernels-community/flash-attn3')")]
+
+
+def test_a_bf16_check_loses_its_cuda_version_tests_and_its_rows_other_uses_keep_theirs():
+    options = Options(api=apidata.load("2.1.0"))
+    source = textwrap.dedent("""\
+        import torch
+        import packaging.version
+
+
+        def bf16_ready():
+            return (torch.version.cuda is not None
+                    and packaging.version.parse(torch.version.cuda) >= packaging.version.parse("11.0")
+                    and torch.cuda.is_bf16_supported())
+
+
+        print("CUDA", torch.version.cuda)
+        """)
+    result = migrate_source(source.encode(), "m.py", options, rules_for(options))
+    output = result.output.decode()
+    assert "    return (torch_npu.npu.is_bf16_supported())\n" in output
+    assert [(c.start_line, c.end_line, c.rule) for c in result.changes if c.rule == "NPU109"] == [(6, 8, "NPU109")]
+    assert [(f.start_line, f.api) for f in result.findings if f.report == Report.UNSUPPORTED] == [(11, "torch.version.cuda")]
