@@ -50,8 +50,10 @@ TIPS = {
     "apex.optimizers.FusedLAMB": "torch_npu.optim.NpuFusedLamb(params, lr, betas, eps, weight_decay) (check its "
     "adam and use_global_grad_norm options against apex's)",
     "apex.optimizers": "Ascend apex provides NpuFused* optimizers; or use torch.optim with foreach/fused off",
-    "apex.normalization.FusedRMSNorm": "torch.nn.RMSNorm(shape, eps=1e-5) from torch 2.4 (pass eps: apex's default "
-    "is 1e-5, torch's the dtype's epsilon), or torch_npu.npu_rms_norm(x, weight, epsilon=1e-5)[0]",
+    "apex.normalization.FusedRMSNorm": "a file that uses nothing of apex but its normalization modules gets the "
+    "generated ascend_apex (FusedRMSNorm on torch_npu.npu_rms_norm); here: torch.nn.RMSNorm(shape, eps=1e-5) from "
+    "torch 2.4 (pass eps: apex's default is 1e-5, torch's the dtype's epsilon), or "
+    "torch_npu.npu_rms_norm(x, weight, epsilon=1e-5)[0]",
     "apex.normalization": "use torch.nn.LayerNorm (or torch_npu.npu_rms_norm for RMSNorm)",
     "apex": "NVIDIA apex is CUDA-only: install Ascend apex, or use the torch/torch_npu equivalent",
     "amp_C": "CUDA-only apex extension: remove it (Ascend apex does not ship amp_C)",

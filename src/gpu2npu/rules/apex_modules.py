@@ -64,7 +64,8 @@ class ApexModulesToTorch(Rule):
     (`memory_efficient`, `channel_last`, `fuse_relu`); otherwise the import stays and is reported.
     apex's optimizers and RMSNorm are not twins (other defaults: FusedAdam's weight decay is
     decoupled with 0.0 by default, FusedRMSNorm's eps is 1e-5 where torch's is the dtype's):
-    they are reported with the torch or torch_npu way.
+    FusedRMSNorm goes to the generated ascend_apex package (NPU265), the optimizers are reported
+    with the torch or torch_npu way.
     """
 
     code = "NPU262"
