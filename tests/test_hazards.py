@@ -104,6 +104,10 @@ def test_bitsandbytes_reached_through_transformers_and_lightning():
         plain = AutoModelForCausalLM.from_pretrained("m", load_in_8bit=False)
         precision = BitsandbytesPrecision(mode="nf4-dq")
         fine = TrainingArguments(output_dir="out", optim="adamw_torch")
+
+
+        class Names:
+            PAGED = "paged_adamw_8bit"
         ''')
     assert [(line, api) for line, api, _ in rows] == [
         (6, "optimizer name 'paged_adamw_32bit'"), (7, "optimizer name 'adamw_bnb_8bit'"),

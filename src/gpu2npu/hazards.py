@@ -122,6 +122,10 @@ class _Hazards:
         self.properties: Set[str] = set()  # names bound to get_device_properties(...)
         nodes = list(ast.walk(tree))
         documentation = {id(n.value) for n in nodes if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+        # a class attribute holding a name (`PAGED_ADAMW = "paged_adamw_32bit"` of an enum) defines
+        # the name; it is reported where it is chosen
+        documentation.update(id(statement.value) for n in nodes if isinstance(n, ast.ClassDef) for statement in n.body
+                             if isinstance(statement, ast.Assign))
         for node in nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
