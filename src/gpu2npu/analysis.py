@@ -281,16 +281,21 @@ TF32_TIP = ("TF32 does not exist on the NPU and needs no capability check: its c
 
 
 def _gates_tf32(visitor: "CudaLeftovers", node: cst.CSTNode) -> bool:
-    """Whether `node` stands in the test of an `if` (or the statement) that sets allow_tf32."""
+    """Whether `node` stands in the test of an `if` (or the statement) that sets allow_tf32 (or,
+    once NPU108 has rewritten it, allow_hf32)."""
     current = node
     while current is not None:
         parent = visitor.get_metadata(ParentNodeProvider, current, None)
         if isinstance(parent, cst.If) and parent.test is current:
-            return "allow_tf32" in cst.Module(body=()).code_for_node(parent.body)
+            return _sets_tf32(cst.Module(body=()).code_for_node(parent.body))
         if isinstance(parent, cst.BaseStatement):
-            return "allow_tf32" in cst.Module(body=()).code_for_node(parent)
+            return _sets_tf32(cst.Module(body=()).code_for_node(parent))
         current = parent
     return False
+
+
+def _sets_tf32(code: str) -> bool:
+    return "allow_tf32" in code or "allow_hf32" in code
 
 
 def find_leftovers(wrapper: MetadataWrapper, path: str, api: ApiData, context) -> List[Finding]:
