@@ -63,12 +63,22 @@ ROI_ALIGN = {"torchvision.ops.roi_align", "torchvision.ops.RoIAlign", "torchvisi
              "torchvision.ops.roi_align.RoIAlign"}
 TORCH_RMS_NORM = {"torch.nn.RMSNorm", "torch.nn.modules.normalization.RMSNorm", "torch.nn.functional.rms_norm"}
 SDPA = "torch.nn.functional.scaled_dot_product_attention"
-# CUDA's TF32 switches and the HF32 switch that does the same on the NPU (matmul off, conv on by default).
+# CUDA's TF32 switches and the HF32 switch that does the same on the NPU (matmul off, conv on by
+# default, as TF32's): the advice names it, NPU108 (rules/tf32_switches.py) writes it.
 TF32_ADVICE = "NPU962"
 TF32_SWITCHES = {
     "torch.backends.cuda.matmul.allow_tf32": ("torch_npu.npu.matmul.allow_hf32", "matmuls", "False"),
     "torch.backends.cudnn.allow_tf32": ("torch_npu.npu.conv.allow_hf32", "convolutions", "True"),
 }
+
+
+def hf32_switch(api: ApiData, tf32_switch: Optional[str]) -> Optional[str]:
+    """The NPU's HF32 switch for one of CUDA's TF32 switches, when `api`'s release has it (the
+    HF32 switches came with the torch_npu 2.x releases); else None."""
+    if tf32_switch not in TF32_SWITCHES or int(api.torch_version.split(".")[0]) < 2:
+        return None
+    switch = TF32_SWITCHES[tf32_switch][0]
+    return switch if api.has(switch.rsplit(".", 1)[0]) else None
 # The last names of every API call looked at (a cheap filter before resolving names).
 CALLED_NAMES = ({q.rsplit(".", 1)[1] for q in (*FUSED_OPTIMIZERS, *ROI_ALIGN, *TORCH_RMS_NORM, SDPA)} | {"roll"})
 NUMPY_LIKE = ("numpy", "cv2", "PIL", "pandas", "scipy")
@@ -352,17 +362,16 @@ class _Detector:
 
     # NPU962: the TF32 switches set the precision of float32 matmuls and convolutions on CUDA only
     def tf32_switches(self, scope: Scope) -> None:
-        if "allow_tf32" not in scope.words or int(self.api.torch_version.split(".")[0]) < 2:
-            return  # HF32 switches came with the torch_npu 2.x releases
+        if "allow_tf32" not in scope.words:
+            return
         for assign in scope.assigns:
             targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
             for target in targets:
                 qualified = self.facts.names.qualified(target) if isinstance(target, ast.Attribute) else None
-                if qualified not in TF32_SWITCHES:
+                switch = hf32_switch(self.api, qualified)
+                if switch is None:
                     continue
-                switch, what, default = TF32_SWITCHES[qualified]
-                if not self.api.has(switch.rsplit(".", 1)[0]):
-                    continue
+                _, what, default = TF32_SWITCHES[qualified]
                 self.findings.append(Finding(
                     self.path, assign.lineno, end_line(assign), Report.PERFORMANCE, qualified,
                     f"{qualified} only sets how CUDA computes float32 {what}; on the NPU it changes nothing. "

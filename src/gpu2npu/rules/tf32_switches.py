@@ -4,20 +4,9 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
+from ..affinity import hf32_switch
 from .base import Example, Rule
 from .names import build_dotted, qualified_names
-
-# CUDA's switch -> the NPU's.  The defaults agree (matmuls off, convolutions on), so a program
-# that sets neither behaves as before and one that sets either gets the same choice on the NPU.
-HF32_SWITCHES = {
-    "torch.backends.cuda.matmul.allow_tf32": "torch_npu.npu.matmul.allow_hf32",
-    "torch.backends.cudnn.allow_tf32": "torch_npu.npu.conv.allow_hf32",
-}
-
-
-def release_has_hf32(api, switch: str) -> bool:
-    """The HF32 switches came with the torch_npu 2.x releases."""
-    return int(api.torch_version.split(".")[0]) >= 2 and api.has(switch.rsplit(".", 1)[0])
 
 
 class Tf32ToHf32(Rule):
@@ -52,9 +41,11 @@ class Tf32ToHf32(Rule):
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute):
         if original_node.attr.value != "allow_tf32":
             return updated_node
+        # The defaults of the two agree (matmuls off, convolutions on), so a program that sets
+        # neither behaves as before and one that sets either gets the same choice on the NPU.
         for name in qualified_names(self, original_node):
-            switch = HF32_SWITCHES.get(name)
-            if switch is not None and release_has_hf32(self.context.api, switch):
+            switch = hf32_switch(self.context.api, name)
+            if switch is not None:
                 self.record(original_node, f"change {name} to {switch}")
                 self.context.needs_torch_npu = True
                 return build_dotted(switch).with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
