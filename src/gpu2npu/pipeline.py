@@ -79,18 +79,28 @@ def migrate_source(
     # Advice (fused torch_npu APIs) concerns files with nothing to migrate too: model code
     # rarely mentions CUDA.  It reads the input, so its line numbers are the original ones.
     if result.status != Status.FAILED and tree is not None:
-        advice = advice_for_source(data, path, options.api, tree)
-        # A TF32 switch the migration turned into the HF32 one needs no advice to do so.
-        switched = {change.start_line for change in result.changes if change.rule == Tf32ToHf32.code}
-        advice = [row for row in advice if not (row.rule == TF32_ADVICE and row.start_line in switched)]
-        # CUDA questions the rules leave (torch.version.cuda, torch.compile, ...): read from the input too.
-        # A torch.version.cuda test that NPU109 took out of a bf16 check is no longer there.
-        dropped = [(c.start_line, c.end_line) for c in result.changes if c.rule == Bf16ReadinessWithoutCudaVersion.code]
-        advice += [row for row in hazards_for_source(data, tree, path, options.api)
-                   if not (row.api == CUDA_VERSION and any(start <= row.start_line <= end for start, end in dropped))]
+        # and so do the CUDA questions the rules leave (torch.version.cuda, torch.compile, ...)
+        advice = _unanswered(advice_for_source(data, path, options.api, tree)
+                             + hazards_for_source(data, tree, path, options.api), result.changes)
         if advice:
             result.findings = sorted(set(result.findings) | set(advice))
     return result
+
+
+# Rows read from the input about a construct that a rule rewrites: the rule's code -> the rows
+# that its change answers where it stands (the TF32 advice once the switch is the HF32 one, the
+# torch.version.cuda row once NPU109 took the test out of a bf16 check).
+ANSWERED_BY = {
+    Tf32ToHf32.code: lambda row: row.rule == TF32_ADVICE,
+    Bf16ReadinessWithoutCudaVersion.code: lambda row: row.api == CUDA_VERSION,
+}
+
+
+def _unanswered(rows: List[Finding], changes: List[Change]) -> List[Finding]:
+    answers = [(change.start_line, change.end_line, ANSWERED_BY[change.rule])
+               for change in changes if change.rule in ANSWERED_BY]
+    return [row for row in rows
+            if not any(start <= row.start_line <= end and answered(row) for start, end, answered in answers)]
 
 
 def _migrate_source(data: bytes, tree, path: str, options: Options, rules: Sequence[Type[Rule]]) -> FileResult:
