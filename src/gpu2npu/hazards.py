@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, Iterable, List, Optional, Set
+from typing import Dict, List, Optional, Set
 
 from .apidata import ApiData
 from .change import Finding, Report
+from .scan import bind_import, qualified_through
 
 RULE = "NPU900"
 
@@ -127,13 +128,8 @@ class _Hazards:
         documentation.update(id(statement.value) for n in nodes if isinstance(n, ast.ClassDef) for statement in n.body
                              if isinstance(statement, ast.Assign))
         for node in nodes:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    local = alias.asname or alias.name.split(".")[0]
-                    self.aliases.setdefault(local, set()).add(alias.name if alias.asname else local)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for alias in node.names:
-                    self.aliases.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                bind_import(self.aliases, node)
         parents: Dict[int, ast.AST] = {}
         for node in nodes:
             for child in ast.iter_child_nodes(node):
@@ -159,11 +155,7 @@ class _Hazards:
         self.findings.append(Finding(self.path, node.lineno, end, report, api_name, tip, RULE, api_type=api_type))
 
     def qualified(self, node: ast.AST) -> Set[str]:
-        name = _dotted(node)
-        if name is None:
-            return set()
-        root, _, rest = name.partition(".")
-        return {f"{target}.{rest}" if rest else target for target in self.aliases.get(root, ())}
+        return qualified_through(self.aliases, node)
 
     def _is_chain_top(self, node: ast.AST) -> bool:
         parent = self.parents.get(id(node))
@@ -269,15 +261,6 @@ class _Hazards:
                 return
 
 
-def _dotted(node: ast.AST) -> Optional[str]:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
-
-
 def hazards_for_source(data: bytes, tree: Optional[ast.Module], path: str, api: ApiData) -> List[Finding]:
     """The rows for one parsed file ([] when nothing in its bytes can be one)."""
     if tree is None or not _MIGHT_HAVE_HAZARD.search(data):
@@ -286,7 +269,3 @@ def hazards_for_source(data: bytes, tree: Optional[ast.Module], path: str, api: 
         return sorted(set(_Hazards(tree, path, api).findings))
     except RecursionError:
         return []
-
-
-def without_lines(findings: Iterable[Finding], lines: Set[int]) -> List[Finding]:
-    return [f for f in findings if f.start_line not in lines]

@@ -120,27 +120,25 @@ class FileScan:
             self.package_lines.append(node.lineno)  # Ray's GPU resource: the analysis reports it
 
     def _import(self, node: ast.Import) -> None:
+        bind_import(self.aliases, node)
         for alias in node.names:
             flagged = self._word(alias.name, node) | self._cuda_package(alias.name, node)
             if alias.asname:
-                self.aliases.setdefault(alias.asname, set()).add(alias.name)
                 if flagged:
                     self._flagged_names.add(alias.asname)
             else:
                 root = alias.name.split(".")[0]
-                self.aliases.setdefault(root, set()).add(root)
                 if root in _PACKAGE_ROOTS:
                     self._flagged_names.add(root)
 
     def _import_from(self, node: ast.ImportFrom) -> None:
         if node.level or not node.module:
             return
+        bind_import(self.aliases, node)
         flagged_module = self._word(node.module, node) | self._cuda_package(node.module, node)
         for alias in node.names:
             if (self._word(alias.name, node) or flagged_module) and alias.name != "*":
                 self._flagged_names.add(alias.asname or alias.name)
-            if alias.name != "*":
-                self.aliases.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
 
     def _assign(self, node: ast.Assign) -> None:
         for target in node.targets:
@@ -161,7 +159,7 @@ class FileScan:
         return False
 
     def _bind(self, target: ast.AST, value: Optional[ast.AST]) -> None:
-        name = _dotted(target)
+        name = dotted(target)
         if name is not None and value is not None:
             self._bindings.setdefault(name, []).append(value)
 
@@ -182,14 +180,7 @@ class FileScan:
     # -- questions ---------------------------------------------------------------------------
     def qualified(self, node: ast.AST) -> Set[str]:
         """Fully qualified names `node` (a Name/Attribute chain) may stand for through imports."""
-        name = _dotted(node)
-        if name is None:
-            return set()
-        root, _, rest = name.partition(".")
-        targets = self.aliases.get(root)
-        if not targets:
-            return set()
-        return {f"{target}.{rest}" if rest else target for target in targets}
+        return qualified_through(self.aliases, node)
 
     def _possibly_int(self, expr: ast.AST, seen: Set[str]) -> bool:
         """Generous version of NPU104's "holds an int wherever the file binds it": one int-like
@@ -205,7 +196,7 @@ class FileScan:
             return (isinstance(func, ast.Name) and func.id == "int") or (
                 isinstance(func, ast.Attribute) and func.attr in INDEX_RETURNING
             )
-        name = _dotted(expr)
+        name = dotted(expr)
         if name is None or name in seen:
             return False
         if isinstance(expr, ast.Attribute) and expr.attr in self._int_options:
@@ -261,11 +252,37 @@ class FileScan:
         return bool(self.word_lines or self.package_lines or self.integer_device_lines())
 
 
-def _dotted(node: ast.AST) -> Optional[str]:
+def bind_import(aliases: Dict[str, Set[str]], node: ast.AST) -> None:
+    """Add what an import statement binds to `aliases` (local name -> the qualified names it may
+    stand for): `import a.b` binds a, `import a.b as x` binds x to a.b, `from a import b as y`
+    binds y to a.b; relative imports bind nothing that resolves."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                aliases.setdefault(alias.asname, set()).add(alias.name)
+            else:
+                root = alias.name.split(".")[0]
+                aliases.setdefault(root, set()).add(root)
+    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        for alias in node.names:
+            if alias.name != "*":
+                aliases.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+
+
+def qualified_through(aliases: Dict[str, Set[str]], node: ast.AST) -> Set[str]:
+    """The qualified names a Name/Attribute chain may stand for through `aliases`."""
+    name = dotted(node)
+    if name is None:
+        return set()
+    root, _, rest = name.partition(".")
+    return {f"{target}.{rest}" if rest else target for target in aliases.get(root, ())}
+
+
+def dotted(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
+        base = dotted(node.value)
         return None if base is None else f"{base}.{node.attr}"
     return None
 
