@@ -1,10 +1,7 @@
 """apex's FusedRMSNorm -> the generated ascend_apex package (torch_npu.npu_rms_norm)."""
 from __future__ import annotations
 
-import libcst as cst
-
 from .base import Example
-from .names import dotted_name
 from .placement import top_folder_on_sys_path
 from .reroute import RerouteToGenerated, comment_line
 
@@ -47,8 +44,3 @@ class ApexRmsNormToNpu(RerouteToGenerated):
         "from apex.normalization import FusedRMSNorm\nfrom apex import amp\n",
         "from apex.normalization import MixedFusedRMSNorm\n",
     )
-
-    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):
-        if dotted_name(updated_node.module) != dotted_name(original_node.module):
-            return updated_node  # NPU262 took it (FusedLayerNorm alone: torch.nn.LayerNorm)
-        return super().leave_ImportFrom(original_node, updated_node)

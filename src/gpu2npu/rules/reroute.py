@@ -164,6 +164,8 @@ class RerouteToGenerated(Rule):
         if id(original_node) not in self.plan.statements:
             return updated_node
         module = dotted_name(original_node.module)
+        if dotted_name(updated_node.module) != module:
+            return updated_node  # an earlier rule rewrote it (NPU262: FusedLayerNorm alone -> torch.nn)
         target = self._target(module)
         self.record(original_node, f"change {module} to {target} ({self.WHAT}, written into the output)")
         self._used(original_node)
