@@ -122,22 +122,26 @@ class _Hazards:
         self.aliases: Dict[str, Set[str]] = {}
         self.properties: Set[str] = set()  # names bound to get_device_properties(...)
         nodes = list(ast.walk(tree))
-        documentation = {id(n.value) for n in nodes if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
-        # a class attribute holding a name (`PAGED_ADAMW = "paged_adamw_32bit"` of an enum) defines
-        # the name; it is reported where it is chosen
-        documentation.update(id(statement.value) for n in nodes if isinstance(n, ast.ClassDef) for statement in n.body
-                             if isinstance(statement, ast.Assign))
-        for node in nodes:
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                bind_import(self.aliases, node)
-        parents: Dict[int, ast.AST] = {}
+        # One pass gathers what the look below needs: imports, parents, documentation, assignments.
+        self.parents: Dict[int, ast.AST] = {}
+        documentation: Set[int] = set()
+        assigns: List[ast.Assign] = []
         for node in nodes:
             for child in ast.iter_child_nodes(node):
-                parents[id(child)] = node
-        self.parents = parents
-        for node in nodes:
-            if isinstance(node, ast.Assign) and self._is_properties_call(node.value):
-                self.properties.update(t.id for t in node.targets if isinstance(t, ast.Name))
+                self.parents[id(child)] = node
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                bind_import(self.aliases, node)
+            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+                documentation.add(id(node.value))
+            elif isinstance(node, ast.ClassDef):
+                # a class attribute holding a name (`PAGED_ADAMW = "paged_adamw_32bit"` of an enum)
+                # defines the name; it is reported where it is chosen
+                documentation.update(id(statement.value) for statement in node.body if isinstance(statement, ast.Assign))
+            elif isinstance(node, ast.Assign):
+                assigns.append(node)
+        for assign in assigns:  # once every import is known (function-local ones too)
+            if self._is_properties_call(assign.value):
+                self.properties.update(t.id for t in assign.targets if isinstance(t, ast.Name))
         for node in nodes:
             if isinstance(node, (ast.Attribute, ast.Name)) and self._is_chain_top(node):
                 self._reference(node)
