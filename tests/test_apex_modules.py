@@ -37,11 +37,11 @@ def test_the_twin_computes_what_apex_documents():
 
 def test_what_has_no_twin_stays_and_is_reported_with_the_way():
     output, result = _migrate("from apex.normalization import FusedLayerNorm, FusedRMSNorm\n"
-                              "from apex.optimizers import FusedAdam\n"
-                              "opt = FusedAdam(model.parameters(), lr=1e-3)\n")
+                              "from apex.optimizers import FusedLAMB\n"
+                              "opt = FusedLAMB(model.parameters(), lr=1e-3)\n")
     assert output.startswith("from apex.normalization import FusedLayerNorm, FusedRMSNorm\n")
     tips = {f.api: f.tip for f in result.findings if f.report == Report.UNSUPPORTED}
-    adam = [tip for api, tip in tips.items() if api.startswith("apex.optimizers")]
-    assert adam and "weight_decay" in adam[0] and "AdamW" in adam[0]
+    lamb = [tip for api, tip in tips.items() if api.startswith("apex.optimizers")]
+    assert lamb and "NpuFusedLamb" in lamb[0] and "use_global_grad_norm=True" in lamb[0]
     norm = [tip for api, tip in tips.items() if api.startswith("apex.normalization")]
     assert norm and "torch.nn.RMSNorm" in norm[0] and "eps=1e-5" in norm[0]

@@ -42,16 +42,23 @@ TIPS = {
     "no counterpart)",
     "apex.parallel.SyncBatchNorm": "torch.nn.SyncBatchNorm takes the same arguments except channel_last and fuse_relu",
     "apex.parallel": "use torch.nn.parallel.DistributedDataParallel with the hccl backend",
-    "apex.optimizers.FusedAdam": "torch.optim.AdamW(params, lr, betas, eps, weight_decay=...) (apex's default "
-    "adam_w_mode=True is AdamW; pass weight_decay: apex's default is 0.0, AdamW's 0.01; with adam_w_mode=False use "
-    "torch.optim.Adam), or torch_npu.optim.NpuFusedAdamW with float32/float16 parameters",
-    "apex.optimizers.FusedSGD": "torch.optim.SGD(params, lr, momentum, dampening, weight_decay, nesterov) (same "
-    "order; torch's zero_grad sets gradients to None, apex's FusedSGD zeroes them), or torch_npu.optim.NpuFusedSGD",
-    "apex.optimizers.FusedLAMB": "torch_npu.optim.NpuFusedLamb(params, lr, betas, eps, weight_decay) (check its "
-    "adam and use_global_grad_norm options against apex's)",
-    "apex.optimizers": "Ascend apex provides NpuFused* optimizers; or use torch.optim with foreach/fused off",
-    "apex.normalization.FusedRMSNorm": "a file that uses nothing of apex but its normalization modules gets the "
-    "generated ascend_apex (FusedRMSNorm on torch_npu.npu_rms_norm); here: torch.nn.RMSNorm(shape, eps=1e-5) from "
+    "apex.optimizers.FusedAdam": "a file that uses nothing of apex but FusedAdam/FusedSGD/FusedAdagrad and its "
+    "normalization modules gets the generated ascend_apex (torch.optim with apex's constructor); here: "
+    "torch.optim.AdamW(params, lr, betas, eps, weight_decay=...) (apex's default adam_w_mode=True is AdamW; pass "
+    "weight_decay: apex's default is 0.0, AdamW's 0.01; with adam_w_mode=False use torch.optim.Adam)",
+    "apex.optimizers.FusedSGD": "a file that uses nothing of apex but FusedAdam/FusedSGD/FusedAdagrad and its "
+    "normalization modules gets the generated ascend_apex (torch.optim with apex's constructor); here: "
+    "torch.optim.SGD(params, lr, momentum, dampening, weight_decay, nesterov) (same order and update; "
+    "wd_after_momentum=True has no torch counterpart)",
+    "apex.optimizers.FusedLAMB": "no torch optimizer computes LAMB: torch_npu.optim.NpuFusedLamb(params, lr, betas, "
+    "eps, weight_decay) is the NPU one (apex's eps default is 1e-6 as there, its weight_decay 0.01 where "
+    "NpuFusedLamb's is 0; apex clips to max_grad_norm=1.0 over all gradients: NpuFusedLamb only with "
+    "use_global_grad_norm=True; float32/float16 parameters only)",
+    "apex.optimizers": "the torch.optim optimizer of the same algorithm (a file that uses nothing of apex but "
+    "FusedAdam/FusedSGD/FusedAdagrad and its normalization modules gets the generated ascend_apex), or "
+    "torch_npu.optim's NpuFused* (float32/float16 parameters only)",
+    "apex.normalization.FusedRMSNorm": "a file that uses nothing of apex but its normalization modules and "
+    "FusedAdam/FusedSGD/FusedAdagrad gets the generated ascend_apex (FusedRMSNorm on torch_npu.npu_rms_norm); here: torch.nn.RMSNorm(shape, eps=1e-5) from "
     "torch 2.4 (pass eps: apex's default is 1e-5, torch's the dtype's epsilon), or "
     "torch_npu.npu_rms_norm(x, weight, epsilon=1e-5)[0]",
     "apex.normalization": "use torch.nn.LayerNorm (or torch_npu.npu_rms_norm for RMSNorm)",

@@ -64,8 +64,7 @@ class ApexModulesToTorch(Rule):
     (`memory_efficient`, `channel_last`, `fuse_relu`); otherwise the import stays and is reported.
     apex's optimizers and RMSNorm are not twins (other defaults: FusedAdam's weight decay is
     decoupled with 0.0 by default, FusedRMSNorm's eps is 1e-5 where torch's is the dtype's):
-    FusedRMSNorm goes to the generated ascend_apex package (NPU265), the optimizers are reported
-    with the torch or torch_npu way.
+    both go to the generated ascend_apex package, which keeps apex's constructors (NPU265).
     """
 
     code = "NPU262"

@@ -137,6 +137,7 @@ class RerouteToGenerated(Rule):
     PROVIDED: ClassVar[Dict[str, FrozenSet[str]]] = {}  # ROOT's modules -> the names PACKAGE has
     FILES: ClassVar[Tuple[str, ...]] = ()  # the package's files in gpu2npu/generated/PACKAGE
     WHAT: ClassVar[str] = ""  # for messages: what the package computes with
+    WHAT_OF: ClassVar[Dict[str, str]] = {}  # ROOT's modules whose part of the package is said otherwise
     SHORT: ClassVar[str] = ""  # for the comment above the sys.path line
 
     @classmethod
@@ -157,6 +158,11 @@ class RerouteToGenerated(Rule):
         plan = self.context.reroute_plans.get(self.code)
         self.plan = plan if plan is not None else self.plan_for(node, node.code)
 
+    @classmethod
+    def what(cls, module: str) -> str:
+        """What the part of the package that replaces `module` computes with."""
+        return cls.WHAT_OF.get(module, cls.WHAT)
+
     def _target(self, module: str) -> str:
         return self.PACKAGE + module[len(self.ROOT):]
 
@@ -167,7 +173,7 @@ class RerouteToGenerated(Rule):
         if dotted_name(updated_node.module) != module:
             return updated_node  # an earlier rule rewrote it (NPU262: FusedLayerNorm alone -> torch.nn)
         target = self._target(module)
-        self.record(original_node, f"change {module} to {target} ({self.WHAT}, written into the output)")
+        self.record(original_node, f"change {module} to {target} ({self.what(module)}, written into the output)")
         self._used(original_node)
         return updated_node.with_changes(module=build_dotted(target))
 
@@ -182,7 +188,7 @@ class RerouteToGenerated(Rule):
         else:  # import xformers.ops -> import ascend_xformers as xformers (its __init__ imports ops)
             target = f"{self.PACKAGE} as {self.ROOT}"
             new = alias.with_changes(name=cst.Name(self.PACKAGE), asname=cst.AsName(name=cst.Name(self.ROOT)))
-        self.record(original_node, f"change import {name} to import {target} ({self.WHAT}, written into the output)")
+        self.record(original_node, f"change import {name} to import {target} ({self.what(name)}, written into the output)")
         self._used(original_node)
         return updated_node.with_changes(names=[new])
 

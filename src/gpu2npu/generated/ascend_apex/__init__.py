@@ -1,9 +1,11 @@
-"""apex's fused normalization modules on Ascend NPUs, written by gpu2npu into a migrated project.
+"""apex's fused normalization modules and optimizers on Ascend NPUs, written by gpu2npu into a
+migrated project.
 
-The migrated code imports this package where it imported `apex` for its normalization modules
-only: `normalization.FusedRMSNorm` runs torch_npu.npu_rms_norm, `normalization.FusedLayerNorm` is
-torch.nn.LayerNorm with apex's constructor.
+The migrated code imports this package where it imported `apex` for these parts only:
+`normalization.FusedRMSNorm` runs torch_npu.npu_rms_norm, `normalization.FusedLayerNorm` is
+torch.nn.LayerNorm with apex's constructor, `optimizers.FusedAdam/FusedSGD/FusedAdagrad` are the
+torch.optim optimizers of the same algorithms with apex's constructors.
 """
-from . import normalization
+from . import normalization, optimizers
 
-__all__ = ["normalization"]
+__all__ = ["normalization", "optimizers"]

@@ -1,0 +1,63 @@
+"""apex's fused normalization modules and optimizers -> the generated ascend_apex package."""
+from __future__ import annotations
+
+from .base import Example
+from .placement import top_folder_on_sys_path
+from .reroute import RerouteToGenerated, comment_line
+
+PACKAGE = "ascend_apex"
+SHORT = "apex normalization and optimizers on the NPU"
+_NORMALIZATION = frozenset({"FusedRMSNorm", "FusedLayerNorm"})
+_OPTIMIZERS = frozenset({"FusedAdam", "FusedSGD", "FusedAdagrad"})
+
+
+class ApexFusedToNpu(RerouteToGenerated):
+    """apex's `FusedRMSNorm`, `FusedAdam`, `FusedSGD` and `FusedAdagrad` are CUDA kernels.  A file
+    that uses nothing of apex but these and `FusedLayerNorm` (`from apex.normalization import
+    FusedRMSNorm`, `from apex.optimizers import FusedAdam`, `import apex.optimizers`) imports the
+    generated `ascend_apex` package instead, written at the top of the output when used:
+    `FusedRMSNorm` with apex's arguments, defaults (eps=1e-5) and `weight` parameter on
+    torch_npu.npu_rms_norm; `FusedLayerNorm` as torch.nn.LayerNorm with apex's constructor; the
+    optimizers as the torch.optim optimizers of the same algorithms with apex's constructors,
+    defaults and zero_grad (FusedAdam: AdamW with adam_w_mode=True, apex's default, Adam with
+    L2 decay otherwise).  The options torch.optim has no algorithm for (bias_correction=False,
+    wd_after_momentum, adagrad_w_mode, master_weights) raise NotImplementedError at construction.
+    A statement importing only FusedLayerNorm goes to torch.nn directly (NPU262).
+    `MixedFusedRMSNorm` (its output dtype follows the weight), FusedLAMB and FusedNovoGrad (no
+    torch optimizer computes them), amp and apex.parallel keep the file on apex, reported.
+    """
+
+    ROOT = "apex"
+    PACKAGE = PACKAGE
+    PROVIDED = {"apex": frozenset({"normalization", "optimizers"}), "apex.normalization": _NORMALIZATION,
+                "apex.optimizers": _OPTIMIZERS}
+    FILES = ("__init__.py", "normalization.py", "optimizers.py")
+    WHAT = "apex's fused normalization on torch_npu.npu_rms_norm, its optimizers on torch.optim"
+    WHAT_OF = {"apex.normalization": "apex's FusedRMSNorm on torch_npu.npu_rms_norm",
+               "apex.optimizers": "apex's optimizers as the torch.optim ones of the same algorithms"}
+    SHORT = SHORT
+
+    code = "NPU265"
+    summary = "apex FusedRMSNorm, FusedAdam/SGD/Adagrad -> generated ascend_apex (npu_rms_norm, torch.optim)"
+    triggers = ("apex",)
+    examples = (
+        Example(
+            "import torch\nfrom apex.normalization import FusedRMSNorm\n\nnorm = FusedRMSNorm(4096, eps=1e-6)\n",
+            "import torch\nimport os\nimport sys\n\n" + comment_line(PACKAGE, SHORT) + "\n"
+            + top_folder_on_sys_path("example.py")
+            + "from ascend_apex.normalization import FusedRMSNorm\n\nnorm = FusedRMSNorm(4096, eps=1e-6)\n",
+        ),
+        Example(
+            "import torch\nimport apex\n\ndef build(model):\n"
+            "    return apex.optimizers.FusedAdam(model.parameters(), lr=3e-4, weight_decay=0.1)\n",
+            "import torch\nimport os\nimport sys\n\n" + comment_line(PACKAGE, SHORT) + "\n"
+            + top_folder_on_sys_path("example.py")
+            + "import ascend_apex as apex\n\ndef build(model):\n"
+            "    return apex.optimizers.FusedAdam(model.parameters(), lr=3e-4, weight_decay=0.1)\n",
+        ),
+    )
+    unchanged = (
+        "from apex.normalization import FusedRMSNorm\nfrom apex import amp\n",
+        "from apex.normalization import MixedFusedRMSNorm\n",
+        "from apex.optimizers import FusedAdam, FusedLAMB\n",
+    )
