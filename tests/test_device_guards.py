@@ -33,8 +33,8 @@ LEFT_AS_WRITTEN = [
     ("from flash_attn import flash_attn_with_kvcache\n\ndef attn(q, k, v):\n    if q.device.type == 'cuda':\n"
      "        return flash_attn_with_kvcache(q, k, v)\n    return sdpa(q, k, v)\n", 4),
     ("import flash_attn\n\ndef attn(q, k, v):\n    if q.is_cuda:\n        return flash_attn.flash_attn_with_kvcache(q, k, v)\n", 4),
-    ("from xformers.ops import SwiGLU\n\ndef mlp(x, device):\n"
-     "    if str(device).startswith('cuda'):\n        return SwiGLU(8, 16)(x)\n", 4),
+    ("from xformers.ops.fmha import BlockDiagonalMask\n\ndef mask(lengths, device):\n"
+     "    if str(device).startswith('cuda'):\n        return BlockDiagonalMask.from_seqlens(lengths)\n", 4),
     # elif
     ("import torch\nif torch.backends.mps.is_available():\n    d = 'mps'\nelif torch.cuda.is_available():\n"
      "    torch.cuda.nvtx.range_push('x')\n", 4),

@@ -1,7 +1,8 @@
 """The generated ascend_xformers package against xformers' documented reference computation:
 softmax(q * scale @ k^T + bias) @ v per head, in xformers' [batch, seqlen, heads, head_dim]
 layout, with its causal masks (top-left for LowerTriangularMask, bottom-right for
-LowerTriangularFromBottomRightMask)."""
+LowerTriangularFromBottomRightMask); its SwiGLU feed-forward against w3(silu(w1 x + b1) * (w2 x + b2))
+written out element by element."""
 import math
 import os
 import sys
@@ -110,3 +111,32 @@ def test_a_migrated_script_runs_on_the_standin(tmp_path):
     result = run_script(target / "attn.py", [], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert float(result.stdout.split()[-1]) <= 1e-6
+
+
+def swiglu_reference(x, w1, b1, w2, b2, w3, b3):
+    gate = x @ w1.T + (b1 if b1 is not None else 0)
+    up = x @ w2.T + (b2 if b2 is not None else 0)
+    hidden = gate / (1 + torch.exp(-gate)) * up
+    return hidden @ w3.T + (b3 if b3 is not None else 0)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_swiglu_module_packed_and_unpacked(xops, bias):
+    torch.manual_seed(4)
+    x = torch.randn(2, 5, 12)
+    packed = xops.SwiGLU(12, 20, 8, bias=bias)
+    w1, w2 = packed.w12.weight[:20], packed.w12.weight[20:]
+    b1, b2 = (packed.w12.bias[:20], packed.w12.bias[20:]) if bias else (None, None)
+    b3 = packed.w3.bias if bias else None
+    want = swiglu_reference(x, w1, b1, w2, b2, packed.w3.weight, b3)
+    assert float((packed(x) - want).detach().abs().max()) <= 1e-5
+    names = ["w12.weight", "w3.weight"] + (["w12.bias", "w3.bias"] if bias else [])
+    assert sorted(packed.state_dict()) == sorted(names)
+    unpacked = xops.SwiGLU(12, 20, bias=bias, _pack_weights=False)
+    assert unpacked.w12 is None and unpacked.out_features == 12
+    want = swiglu_reference(x, unpacked.w1.weight, unpacked.w1.bias, unpacked.w2.weight, unpacked.w2.bias,
+                            unpacked.w3.weight, unpacked.w3.bias)
+    assert float((unpacked(x) - want).detach().abs().max()) <= 1e-5
+    got = xops.swiglu(x, unpacked.w1.weight, unpacked.w1.bias, unpacked.w2.weight, unpacked.w2.bias,
+                      unpacked.w3.weight, unpacked.w3.bias)
+    assert float((got - want).detach().abs().max()) <= 1e-5

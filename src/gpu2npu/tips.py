@@ -83,8 +83,10 @@ TIPS = {
     "flash_attn": "not one of flash-attn's attention functions, which gpu2npu points at the generated "
     "ascend_flash_attn package (on torch_npu.npu_fusion_attention) when a statement imports only those: "
     "use torch_npu.npu_fusion_attention or torch.nn.functional.scaled_dot_product_attention",
-    "xformers.ops.SwiGLU": "silu(x @ w1) * (x @ w2) @ w3: torch_npu.npu_swiglu(torch.cat((x @ w1, x @ w2), -1)) "
-    "computes silu(a) * b of the two halves in one kernel; the weights are the module's w12 (or w1, w2) and w3",
+    "xformers.ops.SwiGLU": "a file that uses nothing of xformers but memory_efficient_attention, its causal masks "
+    "and SwiGLU gets the generated ascend_xformers (SwiGLU on torch_npu.npu_swiglu); here: silu(x @ w1) * (x @ w2) "
+    "@ w3: torch_npu.npu_swiglu(torch.cat((x @ w1, x @ w2), -1)) computes silu(a) * b of the two halves in one "
+    "kernel; the weights are the module's w12 (or w1, w2) and w3",
     "xformers.ops.fmha.BlockDiagonalMask": "a batch of variable-length sequences: torch_npu.npu_fusion_attention with "
     "input_layout='TND' and actual_seq_qlen/actual_seq_kvlen (the cumulative lengths), or pad the batch",
     "xformers": "use torch.nn.functional.scaled_dot_product_attention or torch_npu.npu_fusion_attention",

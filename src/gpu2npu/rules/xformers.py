@@ -7,7 +7,8 @@ from .reroute import RerouteToGenerated, comment_line
 
 PACKAGE = "ascend_xformers"
 SHORT = "xformers on the NPU"
-_ATTENTION = frozenset({"memory_efficient_attention", "LowerTriangularMask", "LowerTriangularFromBottomRightMask"})
+_OPS = frozenset({"memory_efficient_attention", "LowerTriangularMask", "LowerTriangularFromBottomRightMask",
+                  "SwiGLU", "swiglu"})
 
 
 class XformersToSdpa(RerouteToGenerated):
@@ -18,20 +19,22 @@ class XformersToSdpa(RerouteToGenerated):
     xops`, `import xformers.ops`) are pointed at the generated `ascend_xformers` package, written
     at the top of the output when a file uses it: the same arguments and layout ([batch, seqlen,
     heads, head_dim], 3-D and 5-D grouped forms), scale, dropout p, a tensor bias added to the
-    scaled scores, the causal masks with their corner alignment.  The calls are unchanged.  A
-    file that uses anything else of xformers (`fmha.BlockDiagonalMask` batches, `SwiGLU`, its
-    components) keeps all its xformers imports, reported with the NPU way.
+    scaled scores, the causal masks with their corner alignment.  `SwiGLU` and `swiglu` compute
+    xformers' feed-forward w3(silu(w1 x) * (w2 x)) with torch_npu.npu_swiglu, with xformers'
+    parameters (packed w12, or w1 and w2; w3).  The calls are unchanged.  A file that uses
+    anything else of xformers (`fmha.BlockDiagonalMask` batches, its components) keeps all its
+    xformers imports, reported with the NPU way.
     """
 
     ROOT = "xformers"
     PACKAGE = PACKAGE
-    PROVIDED = {"xformers": frozenset({"ops", "__version__"}), "xformers.ops": _ATTENTION}
+    PROVIDED = {"xformers": frozenset({"ops", "__version__"}), "xformers.ops": _OPS}
     FILES = ("__init__.py", "ops.py")
-    WHAT = "xformers' attention on torch.nn.functional.scaled_dot_product_attention"
+    WHAT = "xformers' attention on torch.nn.functional.scaled_dot_product_attention, SwiGLU on torch_npu.npu_swiglu"
     SHORT = SHORT
 
     code = "NPU263"
-    summary = "xformers memory_efficient_attention -> generated ascend_xformers on scaled_dot_product_attention"
+    summary = "xformers memory_efficient_attention, SwiGLU -> generated ascend_xformers (SDPA, npu_swiglu)"
     triggers = ("xformers",)
     examples = (
         Example(
@@ -51,5 +54,5 @@ class XformersToSdpa(RerouteToGenerated):
     unchanged = (
         "import xformers.ops as xops\nbias = xops.fmha.BlockDiagonalMask.from_seqlens(lengths)\n"
         "out = xops.memory_efficient_attention(q, k, v, attn_bias=bias)\n",
-        "from xformers.ops import SwiGLU, memory_efficient_attention\n",
+        "from xformers.ops import SwiGLU, fmha\n",
     )

@@ -7,11 +7,17 @@ Layout: xformers takes [batch, seqlen, heads, head_dim] (or [batch, seqlen, head
 the scaled scores, as in xformers.  LowerTriangularMask is causal from the top-left corner (SDPA's
 is_causal), LowerTriangularFromBottomRightMask from the bottom-right one.  Other bias types
 (block-diagonal masks of variable-length batches) raise NotImplementedError.
+
+SwiGLU (module) and swiglu (function): w3(silu(w1 x + b1) * (w2 x + b2)) as xformers computes
+it, with torch_npu.npu_swiglu for silu(a) * b; the module keeps xformers' parameters (w12 packed
+as [w1; w2], or w1 and w2 with _pack_weights=False, and w3), so that checkpoints load unchanged.
 """
 import torch
 import torch.nn.functional as F
+import torch_npu
 
-__all__ = ["memory_efficient_attention", "LowerTriangularMask", "LowerTriangularFromBottomRightMask"]
+__all__ = ["memory_efficient_attention", "LowerTriangularMask", "LowerTriangularFromBottomRightMask",
+           "SwiGLU", "swiglu"]
 
 
 class LowerTriangularMask:
@@ -75,3 +81,44 @@ def memory_efficient_attention(query, key, value, attn_bias=None, p=0.0, scale=N
     elif rank == 5:
         out = out.reshape(*query.shape[:4], out.shape[-1])
     return out if output_dtype is None else out.to(output_dtype)
+
+
+def _silu_gate(a, b):
+    """silu(a) * b in one NPU kernel: npu_swiglu takes both halves as one tensor."""
+    return torch_npu.npu_swiglu(torch.cat((a, b), dim=-1), dim=-1)
+
+
+def swiglu(x, w1, b1, w2, b2, w3, b3, *, op=None):
+    """xformers.ops.swiglu: F.linear(silu(F.linear(x, w1, b1)) * F.linear(x, w2, b2), w3, b3).
+    op chose one of xformers' CUDA kernels: on the NPU there is one."""
+    return F.linear(_silu_gate(F.linear(x, w1, b1), F.linear(x, w2, b2)), w3, b3)
+
+
+class SwiGLU(torch.nn.Module):
+    """xformers.ops.SwiGLU: in_features -> hidden_features (gate and up) -> out_features (default
+    in_features).  With _pack_weights (xformers' default) the gate and up projections are one
+    Linear, w12, whose first hidden_features outputs are the gate: its output goes to npu_swiglu
+    as it is."""
+
+    def __init__(self, in_features, hidden_features, out_features=None, bias=True, *, _pack_weights=True):
+        super().__init__()
+        out_features = out_features or in_features
+        hidden_features = hidden_features or in_features
+        if _pack_weights:
+            self.w12 = torch.nn.Linear(in_features, 2 * hidden_features, bias=bias)
+        else:
+            self.w12 = None
+            self.w1 = torch.nn.Linear(in_features, hidden_features, bias=bias)
+            self.w2 = torch.nn.Linear(in_features, hidden_features, bias=bias)
+        self.w3 = torch.nn.Linear(hidden_features, out_features, bias=bias)
+        self.in_features = in_features
+        self.hidden_features = hidden_features
+        self.out_features = out_features
+        self.op = None
+
+    def forward(self, x):
+        if self.w12 is not None:
+            hidden = torch_npu.npu_swiglu(self.w12(x), dim=-1)
+        else:
+            hidden = _silu_gate(self.w1(x), self.w2(x))
+        return self.w3(hidden)
