@@ -6,6 +6,7 @@ import csv
 import difflib
 import os
 import re
+import socket
 from pathlib import Path
 from typing import Dict, List
 
@@ -322,3 +323,10 @@ def lost_edits(before: bytes, after: bytes, changes) -> List[str]:
             problems.append(f"{change.rule} row at lines {change.start_line}-{change.end_line} ({change.message}) "
                             f"wrote {change.wrote!r}, which is not in the output there")
     return problems
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now, for a test's process group."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

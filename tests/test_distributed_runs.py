@@ -21,7 +21,6 @@ import math
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -31,7 +30,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gpu2npu import apidata  # noqa: E402
-from helpers import FIXTURES, ROOT, run_cli  # noqa: E402
+from helpers import FIXTURES, ROOT, free_port, run_cli  # noqa: E402
 from standin_runner import STANDIN_DIR, standin_env  # noqa: E402
 
 MULTICARD_DIR = str(ROOT / "tests" / "multicard")
@@ -49,12 +48,6 @@ STEP_RE = re.compile(r"^step (\d+) loss (\S+)$", re.MULTILINE)
 FOREIGN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
                 "MASTER_ADDR", "MASTER_PORT", "RANK_ID", "RANK_SIZE", "DEVICE_ID", "NPUS",
                 "ASCEND_RT_VISIBLE_DEVICES", "MULTICARD_RECORD_DIR")
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def rank_env(record_dir, extra=None):

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers import free_port
+
 
 def _gpu2npu(*args: str):
     return subprocess.run([sys.executable, "-m", "gpu2npu", *args], capture_output=True, text=True, timeout=120)
@@ -121,14 +123,6 @@ if __name__ == "__main__":
 '''
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_a_spawning_program_migrated_without_s_runs_each_worker_on_its_own_npu(tmp_path):
     """What the -s refusal recommends: every worker keeps selecting its NPU from its index; run
     with two workers on the stand-in, they sit on NPUs 0 and 1 and average their gradients."""
@@ -144,7 +138,7 @@ def test_a_spawning_program_migrated_without_s_runs_each_worker_on_its_own_npu(t
     text = migrated.read_text()
     assert "torch_npu.npu.set_device(gpu)" in text and '"hccl"' in text and ".npu(gpu" in text
     env = {"STANDIN_NPU_COUNT": "2", "STANDIN_TORCH_NPU_DATA": str(data_file("2.1.0"))}
-    run = run_script(migrated, [_free_port()], cwd=tmp_path, env_extra=env, timeout=240)
+    run = run_script(migrated, [free_port()], cwd=tmp_path, env_extra=env, timeout=240)
     assert run.returncode == 0, run.stderr
     # (the workers share one stdout: their lines may interleave, so they are found, not split)
     reports = sorted(re.findall(r"worker (\d) device (\d) grad (-?\d+\.\d{6})", run.stdout))

@@ -41,7 +41,11 @@ TIPS = {
     "apex.parallel.convert_syncbn_model": "torch.nn.SyncBatchNorm.convert_sync_batchnorm(model) (channel_last has "
     "no counterpart)",
     "apex.parallel.SyncBatchNorm": "torch.nn.SyncBatchNorm takes the same arguments except channel_last and fuse_relu",
-    "apex.parallel": "use torch.nn.parallel.DistributedDataParallel with the hccl backend",
+    "apex.parallel": "torch.nn.parallel.DistributedDataParallel(model, broadcast_buffers=False) (torch 2.13: "
+    "forward_sync_buffers=False) over the hccl backend "
+    "(apex broadcasts no buffers after construction); a file that uses nothing of apex but its DistributedDataParallel, "
+    "SyncBatchNorm, convert_syncbn_model, normalization modules and FusedAdam/FusedSGD/FusedAdagrad gets the generated "
+    "ascend_apex",
     "apex.optimizers.FusedAdam": "a file that uses nothing of apex but FusedAdam/FusedSGD/FusedAdagrad and its "
     "normalization modules gets the generated ascend_apex (torch.optim with apex's constructor); here: "
     "torch.optim.AdamW(params, lr, betas, eps, weight_decay=...) (apex's default adam_w_mode=True is AdamW; pass "

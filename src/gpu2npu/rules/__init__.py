@@ -21,7 +21,7 @@ from typing import Dict, Tuple, Type
 
 from .apex_amp import ApexAmp
 from .apex_modules import ApexModulesToTorch
-from .apex_fused import ApexFusedToNpu
+from .apex_parts import ApexPartsToGenerated
 from .bf16_readiness import Bf16ReadinessWithoutCudaVersion
 from .bitsandbytes import BitsandbytesOptimizers
 from .base import DistributedSettings, Example, FileContext, Options, Rule, SpecifyDeviceSettings
@@ -64,13 +64,13 @@ COMMON_RULES: Tuple[Type[Rule], ...] = (
     XformersToSdpa,
     BitsandbytesOptimizers,
     ApexModulesToTorch,
-    ApexFusedToNpu,
+    ApexPartsToGenerated,
 )
 
 # The rules that point a CUDA-only package's imports at a package generated into the output: the
 # pipeline plans them once per file (device tests around the names they reroute are valid after
 # migration) and the migration writes each package that one of them used.
-REROUTING_RULES = (FlashAttnToNpu, XformersToSdpa, BitsandbytesOptimizers, ApexFusedToNpu)
+REROUTING_RULES = (FlashAttnToNpu, XformersToSdpa, BitsandbytesOptimizers, ApexPartsToGenerated)
 
 SINGLE_CARD_RULES: Tuple[Type[Rule], ...] = (*COMMON_RULES, DataParallelToSingleNpu, ImportTorchNpu)
 

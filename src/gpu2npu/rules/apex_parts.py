@@ -1,4 +1,4 @@
-"""apex's fused normalization modules and optimizers -> the generated ascend_apex package."""
+"""apex's normalization modules, optimizers and parallel wrappers -> the generated ascend_apex package."""
 from __future__ import annotations
 
 from .base import Example
@@ -6,39 +6,45 @@ from .placement import top_folder_on_sys_path
 from .reroute import RerouteToGenerated, comment_line
 
 PACKAGE = "ascend_apex"
-SHORT = "apex normalization and optimizers on the NPU"
+SHORT = "apex normalization, optimizers and parallel on the NPU"
 _NORMALIZATION = frozenset({"FusedRMSNorm", "FusedLayerNorm"})
 _OPTIMIZERS = frozenset({"FusedAdam", "FusedSGD", "FusedAdagrad"})
+_PARALLEL = frozenset({"DistributedDataParallel", "SyncBatchNorm", "convert_syncbn_model"})
 
 
-class ApexFusedToNpu(RerouteToGenerated):
-    """apex's `FusedRMSNorm`, `FusedAdam`, `FusedSGD` and `FusedAdagrad` are CUDA kernels.  A file
-    that uses nothing of apex but these and `FusedLayerNorm` (`from apex.normalization import
-    FusedRMSNorm`, `from apex.optimizers import FusedAdam`, `import apex.optimizers`) imports the
+class ApexPartsToGenerated(RerouteToGenerated):
+    """apex's `FusedRMSNorm`, `FusedAdam`, `FusedSGD`, `FusedAdagrad` and `apex.parallel` are CUDA
+    kernels and NCCL code.  A file that uses nothing of apex but these and `FusedLayerNorm` (`from
+    apex.normalization import FusedRMSNorm`, `from apex.optimizers import FusedAdam`, `import
+    apex.optimizers`, `from apex.parallel import DistributedDataParallel as DDP`) imports the
     generated `ascend_apex` package instead, written at the top of the output when used:
     `FusedRMSNorm` with apex's arguments, defaults (eps=1e-5) and `weight` parameter on
     torch_npu.npu_rms_norm; `FusedLayerNorm` as torch.nn.LayerNorm with apex's constructor; the
     optimizers as the torch.optim optimizers of the same algorithms with apex's constructors,
     defaults and zero_grad (FusedAdam: AdamW with adam_w_mode=True, apex's default, Adam with
-    L2 decay otherwise).  The options torch.optim has no algorithm for (bias_correction=False,
-    wd_after_momentum, adagrad_w_mode, master_weights) raise NotImplementedError at construction.
+    L2 decay otherwise); `apex.parallel`'s DistributedDataParallel as torch's with apex's
+    constructor and without buffer broadcasts (apex has none), SyncBatchNorm and
+    convert_syncbn_model as torch.nn.SyncBatchNorm's.  The options torch has no algorithm for
+    (bias_correction=False, wd_after_momentum, adagrad_w_mode, master_weights, gradient_average=
+    False, channel_last, fuse_relu) raise NotImplementedError at construction.
     A statement importing only FusedLayerNorm goes to torch.nn directly (NPU262).
     `MixedFusedRMSNorm` (its output dtype follows the weight), FusedLAMB and FusedNovoGrad (no
-    torch optimizer computes them), amp and apex.parallel keep the file on apex, reported.
+    torch optimizer computes them), amp and apex.contrib keep the file on apex, reported.
     """
 
     ROOT = "apex"
     PACKAGE = PACKAGE
-    PROVIDED = {"apex": frozenset({"normalization", "optimizers"}), "apex.normalization": _NORMALIZATION,
-                "apex.optimizers": _OPTIMIZERS}
-    FILES = ("__init__.py", "normalization.py", "optimizers.py")
-    WHAT = "apex's fused normalization on torch_npu.npu_rms_norm, its optimizers on torch.optim"
+    PROVIDED = {"apex": frozenset({"normalization", "optimizers", "parallel"}), "apex.normalization": _NORMALIZATION,
+                "apex.optimizers": _OPTIMIZERS, "apex.parallel": _PARALLEL}
+    FILES = ("__init__.py", "normalization.py", "optimizers.py", "parallel.py")
+    WHAT = "apex's fused normalization on torch_npu.npu_rms_norm, its optimizers on torch.optim, its parallel on torch"
     WHAT_OF = {"apex.normalization": "apex's FusedRMSNorm on torch_npu.npu_rms_norm",
-               "apex.optimizers": "apex's optimizers as the torch.optim ones of the same algorithms"}
+               "apex.optimizers": "apex's optimizers as the torch.optim ones of the same algorithms",
+               "apex.parallel": "apex's DistributedDataParallel and SyncBatchNorm as torch's"}
     SHORT = SHORT
 
     code = "NPU265"
-    summary = "apex FusedRMSNorm, FusedAdam/SGD/Adagrad -> generated ascend_apex (npu_rms_norm, torch.optim)"
+    summary = "apex FusedRMSNorm, FusedAdam/SGD/Adagrad, parallel -> generated ascend_apex (npu_rms_norm, torch)"
     triggers = ("apex",)
     examples = (
         Example(
@@ -60,4 +66,5 @@ class ApexFusedToNpu(RerouteToGenerated):
         "from apex.normalization import FusedRMSNorm\nfrom apex import amp\n",
         "from apex.normalization import MixedFusedRMSNorm\n",
         "from apex.optimizers import FusedAdam, FusedLAMB\n",
+        "from apex.parallel import DistributedDataParallel\nfrom apex import amp\n",
     )

@@ -1,15 +1,17 @@
 """NPU265 and the generated ascend_apex package: apex's FusedRMSNorm on torch_npu.npu_rms_norm,
 checked against apex's documented computation, x / sqrt(mean(x ** 2) + eps) * weight over the
 normalized dimensions, eps 1e-5 by default; apex's FusedAdam, FusedSGD and FusedAdagrad on
-torch.optim, checked against their documented updates written out as tensor arithmetic."""
+torch.optim, checked against their documented updates written out as tensor arithmetic;
+apex.parallel on torch's DistributedDataParallel and SyncBatchNorm, run on two ranks."""
 import copy
+import json
 import os
 import sys
 
 import pytest
 import torch
 
-from helpers import migrate, read_csv
+from helpers import free_port, migrate, read_csv
 from standin_runner import STANDIN_DIR, run_script
 
 GENERATED = os.path.join(os.path.dirname(__file__), os.pardir, "src", "gpu2npu", "generated")
@@ -252,3 +254,81 @@ def test_a_file_on_apex_optimizers_and_normalization_migrates_and_one_on_lamb_st
     result = run_script(target / "train.py", [], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True"] * 4
+
+
+DDP_SCRIPT = '''import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from apex.parallel import DistributedDataParallel as DDP
+
+
+def batch(rank):
+    return torch.randn(6, 4, generator=torch.Generator().manual_seed(10 + rank))
+
+
+def worker(rank, port):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("nccl", rank=rank, world_size=2)
+    torch.manual_seed(rank)
+    model = DDP(torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3)))
+    model(batch(rank)).pow(2).sum().backward()
+    linear, norm = model.module
+    print(json.dumps({"rank": rank, "weight": linear.weight.tolist(), "grad": linear.weight.grad.tolist(),
+                      "running_mean": norm.running_mean.tolist()}), flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(int(sys.argv[1]),), nprocs=2)
+'''
+
+
+def test_apex_ddp_migrates_and_keeps_apex_semantics_on_two_ranks(tmp_path):
+    """apex's DistributedDataParallel: rank 0's parameters on every rank, gradients averaged over
+    the ranks, buffers (BatchNorm running statistics) left to each rank."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train_ddp.py").write_text(DDP_SCRIPT)
+    target = migrate(project, tmp_path / "out")
+    assert "from ascend_apex.parallel import DistributedDataParallel as DDP\n" in (target / "train_ddp.py").read_text()
+    result = run_script(target / "train_ddp.py", [free_port()], cwd=tmp_path, timeout=240)
+    assert result.returncode == 0, result.stderr
+    ranks = {row["rank"]: row for row in map(json.loads, result.stdout.split("\n")[:-1])}
+    torch.manual_seed(0)
+    reference = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+    grads, means = [], []
+    for rank in (0, 1):
+        model = copy.deepcopy(reference)
+        model(torch.randn(6, 4, generator=torch.Generator().manual_seed(10 + rank))).pow(2).sum().backward()
+        grads.append(model[0].weight.grad)
+        means.append(model[1].running_mean)
+    for rank in (0, 1):
+        assert torch.allclose(torch.tensor(ranks[rank]["weight"]), reference[0].weight, atol=1e-7)
+        assert torch.allclose(torch.tensor(ranks[rank]["grad"]), (grads[0] + grads[1]) / 2, atol=1e-6)
+        assert torch.allclose(torch.tensor(ranks[rank]["running_mean"]), means[rank], atol=1e-6)
+    assert not torch.allclose(means[0], means[1])
+
+
+def test_apex_parallel_refuses_what_torch_does_not_compute(optimizers):
+    import ascend_apex
+
+    parallel = ascend_apex.parallel
+    with pytest.raises(NotImplementedError, match="gradient_average=False"):
+        parallel.DistributedDataParallel(torch.nn.Linear(2, 2), gradient_average=False)
+    with pytest.raises(ValueError, match="shared_param"):
+        parallel.DistributedDataParallel(torch.nn.Linear(2, 2), shared_param=True)
+    with pytest.raises(NotImplementedError, match="channel_last=True"):
+        parallel.SyncBatchNorm(8, channel_last=True)
+    with pytest.raises(NotImplementedError, match="channel_last=True"):
+        parallel.convert_syncbn_model(torch.nn.BatchNorm2d(8), channel_last=True)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 1), torch.nn.BatchNorm2d(8))
+    with torch.no_grad():
+        model[1].running_mean.fill_(0.5)
+    converted = parallel.convert_syncbn_model(model)
+    assert isinstance(converted[1], torch.nn.SyncBatchNorm) and float(converted[1].running_mean[0]) == 0.5
+    norm = parallel.SyncBatchNorm(8, 1e-3, 0.2)
+    assert isinstance(norm, torch.nn.SyncBatchNorm) and (norm.eps, norm.momentum) == (1e-3, 0.2)
