@@ -277,8 +277,10 @@ def worker(rank, port):
     model = DDP(torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3)))
     model(batch(rank)).pow(2).sum().backward()
     linear, norm = model.module
-    print(json.dumps({"rank": rank, "weight": linear.weight.tolist(), "grad": linear.weight.grad.tolist(),
-                      "running_mean": norm.running_mean.tolist()}), flush=True)
+    # one write per rank: print() writes the line and its end separately, and the ranks share stdout
+    sys.stdout.write(json.dumps({"rank": rank, "weight": linear.weight.tolist(), "grad": linear.weight.grad.tolist(),
+                                 "running_mean": norm.running_mean.tolist()}) + "\\n")
+    sys.stdout.flush()
     dist.destroy_process_group()
 
 
@@ -297,7 +299,7 @@ def test_apex_ddp_migrates_and_keeps_apex_semantics_on_two_ranks(tmp_path):
     assert "from ascend_apex.parallel import DistributedDataParallel as DDP\n" in (target / "train_ddp.py").read_text()
     result = run_script(target / "train_ddp.py", [free_port()], cwd=tmp_path, timeout=240)
     assert result.returncode == 0, result.stderr
-    ranks = {row["rank"]: row for row in map(json.loads, result.stdout.split("\n")[:-1])}
+    ranks = {row["rank"]: row for row in map(json.loads, result.stdout.splitlines())}
     torch.manual_seed(0)
     reference = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
     grads, means = [], []

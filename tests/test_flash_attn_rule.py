@@ -178,3 +178,30 @@ def test_a_version_probe_alone_is_not_rerouted():
                    "try:\n    import bitsandbytes as bnb\n    v = bnb.__version__\nexcept ImportError:\n    v = None\n"):
         output, result = _migrate(source)
         assert output == source and not result.changes, source
+
+
+def test_a_find_spec_probe_follows_the_imports_and_is_reported_where_it_cannot():
+    guarded = ("import importlib.util\nimport torch\n\nFLASH = importlib.util.find_spec('flash_attn') is not None\n"
+               "if FLASH:\n    from flash_attn import flash_attn_func\n")
+    output, result = _migrate(guarded)
+    assert "FLASH = importlib.util.find_spec('ascend_flash_attn') is not None\n" in output
+    # the output's top folder is on sys.path before the probe runs
+    assert output.index("sys.path.append") < output.index("find_spec(")
+    assert [c.start_line for c in result.changes if "find_spec" in c.message] == [4]
+    assert not [api for _, api in _unsupported(result) if "find_spec" in api]
+    again, second = _migrate(output)
+    assert again == output and not second.changes
+
+    # imported by string elsewhere: the probe stays and is reported
+    by_string = guarded + "    fa = importlib.import_module('flash_attn')\n"
+    output, result = _migrate(by_string)
+    assert "find_spec('flash_attn')" in output and "from ascend_flash_attn import flash_attn_func" in output
+    assert [api for _, api in _unsupported(result) if "find_spec" in api] == ["find_spec('flash_attn')"]
+
+    # no import to point anywhere: reported with the package's name, and a version check too
+    output, result = _migrate("import importlib.util\nfrom importlib.metadata import version\n"
+                              "HAS = importlib.util.find_spec('xformers') is not None\nV = version('flash-attn')\n")
+    assert not result.changes
+    rows = {f.api: f.tip for f in result.findings if f.report == Report.UNSUPPORTED}
+    assert "probe 'ascend_xformers'" in rows["find_spec('xformers')"]
+    assert "PackageNotFoundError" in rows["version('flash-attn')"] and "__version__" in rows["version('flash-attn')"]

@@ -4,8 +4,10 @@ otherwise, or fails later, because it asks CUDA questions.
 The rules cannot rewrite these (what the code wants is not certain), and the leftover analysis
 looks for CUDA names, which these are not: `torch.version.cuda` is None on an NPU machine, a
 device's `major` does not exist there, `torch.compile`'s default backend and its modes, inductor
-settings and Triton kernels are CUDA code generation, and bitsandbytes is reached through other
-libraries' options (`optim="paged_adamw_32bit"`, `load_in_4bit=True`).  Each is reported once
+settings and Triton kernels are CUDA code generation, bitsandbytes is reached through other
+libraries' options (`optim="paged_adamw_32bit"`, `load_in_4bit=True`), and a probe for a CUDA-only
+package by name (`find_spec("flash_attn")`, `importlib.metadata.version("flash-attn")`) is None or
+raises where that package is not installed.  Each is reported once
 per line with what it does on the NPU and the NPU way.
 
 It reads the original file with `ast` (every file, changed or not, like the advice), so its
@@ -26,7 +28,16 @@ RULE = "NPU900"
 # A file none of whose bytes match holds none of these: it is not walked.
 _MIGHT_HAVE_HAZARD = re.compile(
     rb"version\.cuda|import cuda|get_device_propert|(?<!re)\.compile\b|import compile|_inductor|float32_matmul_precision|8bit|32bit"
-    rb"|bnb|load_in_|BitsAndBytes|Bitsandbytes|triton|get_kernel|ademamix")
+    rb"|bnb|load_in_|BitsAndBytes|Bitsandbytes|triton|get_kernel|ademamix|find_spec|version\(|get_distribution")
+
+# CUDA-only packages that gpu2npu can point at a generated package (reroute rules), by the names
+# a probe uses: module name -> generated package; distribution name -> module name
+_GENERATED_FOR = {"flash_attn": "ascend_flash_attn", "xformers": "ascend_xformers", "apex": "ascend_apex",
+                  "bitsandbytes": "ascend_bitsandbytes"}
+_MODULE_OF_DISTRIBUTION = {"flash-attn": "flash_attn", "flash_attn": "flash_attn", "xformers": "xformers",
+                           "apex": "apex", "bitsandbytes": "bitsandbytes"}
+_VERSIONED = frozenset({"ascend_flash_attn", "ascend_xformers", "ascend_bitsandbytes"})  # have __version__
+_VERSION_CALLS = ("importlib.metadata.version", "importlib_metadata.version", "pkg_resources.get_distribution")
 
 CUDA_VERSION_TIP = (
     "torch.version.cuda is None on an NPU machine: a test of it switches the feature off there, and "
@@ -227,6 +238,10 @@ class _Hazards:
             self._add(call.func, Report.UNSUPPORTED, f"kernels.get_kernel({repo!r})" if repo else "kernels.get_kernel",
                       "Hub kernels are compiled for CUDA: for attention use torch_npu.npu_fusion_attention (or SDPA), "
                       "for norms and activations torch_npu.npu_rms_norm / npu_swiglu, otherwise the torch operators")
+        elif any(name.rsplit(".", 1)[-1] == "find_spec" for name in names):
+            self._package_probe(call, spec=True)
+        elif any(name in _VERSION_CALLS for name in names):
+            self._package_probe(call, spec=False)
         else:
             for name in names:
                 tip = BITSANDBYTES_FRONT_DOORS.get(name)
@@ -237,6 +252,27 @@ class _Hazards:
             if keyword.arg in ("load_in_4bit", "load_in_8bit") and not (
                     isinstance(keyword.value, ast.Constant) and not keyword.value.value):
                 self._add(keyword.value, Report.UNSUPPORTED, keyword.arg, QUANTIZED_LOADING_TIP)
+
+    def _package_probe(self, call: ast.Call, spec: bool) -> None:
+        argument = call.args[0] if len(call.args) == 1 else None
+        if not (isinstance(argument, ast.Constant) and isinstance(argument.value, str)):
+            return
+        name = argument.value
+        module = name.split(".")[0] if spec else _MODULE_OF_DISTRIBUTION.get(name)
+        package = _GENERATED_FOR.get(module or "")
+        if package is None:
+            return
+        if spec:
+            self._add(call, Report.UNSUPPORTED, f"find_spec({name!r})",
+                      f"{module} is not installed on an NPU machine: this is None there and the code it guards does "
+                      f"not run; gpu2npu points the imports it can map at the generated {package} (and this probe "
+                      f"too, in a file whose imports it points there): probe {package!r}, or test for the NPU")
+        else:
+            instead = (f"the generated {package} has __version__, the {module} release whose signatures it follows: "
+                       "read that, or guard the check" if package in _VERSIONED else "guard the check")
+            self._add(call, Report.UNSUPPORTED, f"version({name!r})",
+                      f"{module} is not installed on an NPU machine: this raises there (PackageNotFoundError / "
+                      f"DistributionNotFound); {instead}")
 
     def _string(self, node: ast.Constant) -> None:
         if node.value not in HF_BITSANDBYTES_OPTIMIZERS:

@@ -91,16 +91,20 @@ def migrate_source(
 # that its change answers where it stands (the TF32 advice once the switch is the HF32 one, the
 # torch.version.cuda row once NPU109 took the test out of a bf16 check).
 ANSWERED_BY = {
-    Tf32ToHf32.code: lambda row: row.rule == TF32_ADVICE,
-    Bf16ReadinessWithoutCudaVersion.code: lambda row: row.api == CUDA_VERSION,
+    Tf32ToHf32.code: lambda row, change: row.rule == TF32_ADVICE,
+    Bf16ReadinessWithoutCudaVersion.code: lambda row, change: row.api == CUDA_VERSION,
+    # a rerouting rule's change of that find_spec probe (not its sys.path line, inserted there)
+    **{rule.code: (lambda row, change: row.api.startswith("find_spec(")
+                   and change.message.startswith(row.api.replace("find_spec(", "change find_spec(", 1)))
+       for rule in REROUTING_RULES},
 }
 
 
 def _unanswered(rows: List[Finding], changes: List[Change]) -> List[Finding]:
-    answers = [(change.start_line, change.end_line, ANSWERED_BY[change.rule])
-               for change in changes if change.rule in ANSWERED_BY]
+    answers = [change for change in changes if change.rule in ANSWERED_BY]
     return [row for row in rows
-            if not any(start <= row.start_line <= end and answered(row) for start, end, answered in answers)]
+            if not any(change.start_line <= row.start_line <= change.end_line and ANSWERED_BY[change.rule](row, change)
+                       for change in answers)]
 
 
 def _migrate_source(data: bytes, tree, path: str, options: Options, rules: Sequence[Type[Rule]]) -> FileResult:

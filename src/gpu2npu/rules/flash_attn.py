@@ -73,6 +73,9 @@ class FlashAttnToNpu(RerouteToGenerated):
     anyway).  `a, b, c, d = unpad_input(...)` (flash-attn before 2.6 returned four
     values; the package returns five, as 2.6 and later) becomes `unpad_input(...)[:4]`.  The file
     gets a line that puts the output's top folder on sys.path before its first such import.
+    In such a file, `importlib.util.find_spec("flash_attn")` (None on an NPU machine, which would
+    keep the migrated code from running) asks for `ascend_flash_attn`, unless the file also names
+    flash_attn in another string (`import_module("flash_attn")` would then run where it fails).
     """
 
     ROOT = "flash_attn"
@@ -116,8 +119,18 @@ class FlashAttnToNpu(RerouteToGenerated):
             "NEW = version.parse(flash_attn.__version__) >= version.parse('2.1')\n"
             "out = flash_attn.flash_attn_func(q, k, v)\n",
         ),
+        Example(
+            "import importlib.util\nimport torch\n\nHAS_FLASH = importlib.util.find_spec(\"flash_attn\") is not None\n"
+            "if HAS_FLASH:\n    from flash_attn import flash_attn_func\n",
+            "import importlib.util\nimport torch\nimport os\nimport sys\n\n" + COMMENT + "\n"
+            + top_folder_on_sys_path("example.py")
+            + "\nHAS_FLASH = importlib.util.find_spec(\"ascend_flash_attn\") is not None\n"
+            "if HAS_FLASH:\n    from ascend_flash_attn import flash_attn_func\n",
+        ),
     )
     unchanged = (
+        # the probe of a file without imports to point at the package (reported)
+        "import importlib.util\nHAS = importlib.util.find_spec('flash_attn') is not None\n",
         # a name the package does not provide: the whole statement stays, and is reported
         "from flash_attn import flash_attn_func, flash_attn_with_kvcache\n",
         # ... and the file's other flash-attn imports with it

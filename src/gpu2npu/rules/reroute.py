@@ -38,6 +38,13 @@ class ReroutePlan(cst.CSTVisitor):
         # print the generated package's version)
         self._probes: List[cst.CSTNode] = []
         self._keeps_root = False  # some import of root cannot be rerouted
+        # `find_spec("flash_attn")` calls: they guard the imports that now go to the generated
+        # package and are None on an NPU machine, so they follow the imports (spec_probes, the
+        # ids of their string arguments); not when the name is also a string elsewhere in the file
+        # (`import_module("flash_attn")` would then run where it cannot)
+        self.spec_probes: Set[int] = set()
+        self._spec_strings: List[cst.SimpleString] = []
+        self._root_strings = 0
 
     @classmethod
     def of(cls, module: cst.Module, code: str, root: str, provided: Dict[str, FrozenSet[str]]) -> "ReroutePlan":
@@ -94,6 +101,18 @@ class ReroutePlan(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         self._names.append(node)
 
+    def visit_Call(self, node: cst.Call) -> None:
+        callee = dotted_name(node.func) or ""
+        if (callee.rsplit(".", 1)[-1] == "find_spec" and len(node.args) == 1
+                and isinstance(node.args[0].value, cst.SimpleString)
+                and node.args[0].value.evaluated_value in self.provided):
+            self._spec_strings.append(node.args[0].value)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        value = node.evaluated_value
+        if isinstance(value, str) and self._of_root(value):
+            self._root_strings += 1
+
     def _provides(self, qualified: str) -> bool:
         module, _, name = qualified.rpartition(".")
         return name in self.provided.get(module, ())
@@ -118,6 +137,8 @@ class ReroutePlan(cst.CSTVisitor):
             self.names.clear()
         else:
             self.statements.update(id(node) for node in self._probes)
+            if self._root_strings == len(self._spec_strings):
+                self.spec_probes.update(id(string) for string in self._spec_strings)
 
 
 def comment_line(package: str, short: str) -> str:
@@ -191,6 +212,16 @@ class RerouteToGenerated(Rule):
         self.record(original_node, f"change import {name} to import {target} ({self.what(name)}, written into the output)")
         self._used(original_node)
         return updated_node.with_changes(names=[new])
+
+    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString):
+        if id(original_node) not in self.plan.spec_probes:
+            return updated_node
+        module = original_node.evaluated_value
+        target = self._target(module)
+        self.record(original_node, f"change find_spec({module!r}) to find_spec({target!r}) (the package this file's "
+                    f"imports now load; {module} is not installed on an NPU machine)")
+        self._used(original_node)
+        return updated_node.with_changes(value=updated_node.value.replace(module, target))
 
     def _used(self, node: cst.CSTNode) -> None:
         line = self.get_metadata(PositionProvider, node).start.line
