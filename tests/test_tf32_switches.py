@@ -60,3 +60,29 @@ def test_other_allow_tf32_attributes_are_not_torchs_switches():
     output, result = _migrate(source)
     assert output == source
     assert not [f for f in result.findings if f.report == Report.UNSUPPORTED]
+
+
+def test_torch_29_precision_settings_become_the_switches_with_their_boolean():
+    output, result = _migrate("""\
+        import torch
+        from torch.backends import cudnn
+
+        torch.backends.cuda.matmul.fp32_precision = "tf32"  # fast matmuls
+        cudnn.conv.fp32_precision = 'ieee'
+        torch.backends.cuda.matmul.fp32_precision = "none"
+        torch.backends.fp32_precision = "tf32"
+        mode = torch.backends.cuda.matmul.fp32_precision
+        """)
+    lines = output.splitlines()
+    assert "torch_npu.npu.matmul.allow_hf32 = True  # fast matmuls" in lines
+    assert "torch_npu.npu.conv.allow_hf32 = False" in lines
+    # "none" (inherit) has no boolean; the global setting and a read are not a switch
+    assert 'torch.backends.cuda.matmul.fp32_precision = "none"' in lines
+    assert 'torch.backends.fp32_precision = "tf32"' in lines
+    assert "mode = torch.backends.cuda.matmul.fp32_precision" in lines
+    assert [c.start_line for c in result.changes if c.rule == "NPU108"] == [4, 5]
+    source = "import torch\ntorch.backends.cuda.matmul.fp32_precision = 'tf32'\n"
+    assert _migrate(source, "1.11.0")[0] == source
+    # what stays is advised with the NPU switches, what was switched is not
+    rows = {f.start_line: f.tip for f in result.findings if f.report == Report.PERFORMANCE and "fp32_precision" in f.api}
+    assert sorted(rows) == [6, 7] and all("allow_hf32" in tip for tip in rows.values())

@@ -70,6 +70,11 @@ REPORTED: Dict[str, str] = {
     "NCCL_DEBUG_FILE": _LOG_TIP,
     "CUBLAS_WORKSPACE_CONFIG": "cuBLAS only: for deterministic results on the NPU use "
                                "torch.use_deterministic_algorithms(True) and HCCL_DETERMINISTIC=true",
+    # pinned for reproducible reductions, mostly: HCCL's switch for that is one variable
+    "NCCL_ALGO": "NCCL algorithm choice, no effect on Ascend: for reproducible collectives set HCCL_DETERMINISTIC=true "
+                 "(deterministic reduction order)",
+    "NCCL_PROTO": "NCCL protocol choice, no effect on Ascend: for reproducible collectives set HCCL_DETERMINISTIC=true "
+                  "(deterministic reduction order)",
     "CUDA_DEVICE_MAX_CONNECTIONS": "CUDA stream setting: no effect on Ascend",
     "CUDA_DEVICE_ORDER": "no effect on Ascend: NPUs are numbered by their physical ids (npu-smi info)",
     "CUDA_HOME": "no CUDA toolkit on Ascend machines",

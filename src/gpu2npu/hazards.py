@@ -28,7 +28,8 @@ RULE = "NPU900"
 # A file none of whose bytes match holds none of these: it is not walked.
 _MIGHT_HAVE_HAZARD = re.compile(
     rb"version\.cuda|import cuda|get_device_propert|(?<!re)\.compile\b|import compile|_inductor|float32_matmul_precision|8bit|32bit"
-    rb"|bnb|load_in_|BitsAndBytes|Bitsandbytes|triton|get_kernel|ademamix|find_spec|version\(|get_distribution")
+    rb"|bnb|load_in_|BitsAndBytes|Bitsandbytes|triton|get_kernel|ademamix|find_spec|version\(|get_distribution"
+    rb"|fp32_precision")
 
 # CUDA-only packages that gpu2npu can point at a generated package (reroute rules), by the names
 # a probe uses: module name -> generated package; distribution name -> module name
@@ -153,6 +154,7 @@ class _Hazards:
         for assign in assigns:  # once every import is known (function-local ones too)
             if self._is_properties_call(assign.value):
                 self.properties.update(t.id for t in assign.targets if isinstance(t, ast.Name))
+            self._precision_setting(assign)
         for node in nodes:
             if isinstance(node, (ast.Attribute, ast.Name)) and self._is_chain_top(node):
                 self._reference(node)
@@ -252,6 +254,18 @@ class _Hazards:
             if keyword.arg in ("load_in_4bit", "load_in_8bit") and not (
                     isinstance(keyword.value, ast.Constant) and not keyword.value.value):
                 self._add(keyword.value, Report.UNSUPPORTED, keyword.arg, QUANTIZED_LOADING_TIP)
+
+    def _precision_setting(self, assign: ast.Assign) -> None:
+        for target in assign.targets:
+            if not (isinstance(target, ast.Attribute) and target.attr == "fp32_precision"):
+                continue
+            name = next((q for q in self.qualified(target) if q.startswith("torch.backends.")), None)
+            if name is not None:
+                self._add(assign, Report.PERFORMANCE, name,
+                          "sets how CUDA (or cuDNN, oneDNN) computes float32 operations; on the NPU it changes "
+                          "nothing. The NPU's choice for float32 matmuls and convolutions with a shorter mantissa "
+                          "(HF32, like TF32) is torch_npu.npu.matmul.allow_hf32 / torch_npu.npu.conv.allow_hf32 "
+                          "('tf32' is True, 'ieee' False)", api_type="torch")
 
     def _package_probe(self, call: ast.Call, spec: bool) -> None:
         argument = call.args[0] if len(call.args) == 1 else None

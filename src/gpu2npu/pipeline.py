@@ -91,7 +91,7 @@ def migrate_source(
 # that its change answers where it stands (the TF32 advice once the switch is the HF32 one, the
 # torch.version.cuda row once NPU109 took the test out of a bf16 check).
 ANSWERED_BY = {
-    Tf32ToHf32.code: lambda row, change: row.rule == TF32_ADVICE,
+    Tf32ToHf32.code: lambda row, change: row.rule == TF32_ADVICE or row.api.endswith(".fp32_precision"),
     Bf16ReadinessWithoutCudaVersion.code: lambda row, change: row.api == CUDA_VERSION,
     # a rerouting rule's change of that find_spec probe (not its sys.path line, inserted there)
     **{rule.code: (lambda row, change: row.api.startswith("find_spec(")
