@@ -86,3 +86,12 @@ def test_torch_29_precision_settings_become_the_switches_with_their_boolean():
     # what stays is advised with the NPU switches, what was switched is not
     rows = {f.start_line: f.tip for f in result.findings if f.report == Report.PERFORMANCE and "fp32_precision" in f.api}
     assert sorted(rows) == [6, 7] and all("allow_hf32" in tip for tip in rows.values())
+
+
+def test_a_file_whose_only_cuda_question_is_a_cudnn_switch_is_migrated():
+    # "cudnn" holds no CUDA word: the scan that lets untouched files skip libcst must still see it
+    for source, want in (("import torch\ntorch.backends.cudnn.allow_tf32 = True\n", "torch_npu.npu.conv.allow_hf32 = True"),
+                         ("import torch\ntorch.backends.cudnn.conv.fp32_precision = 'tf32'\n",
+                          "torch_npu.npu.conv.allow_hf32 = True")):
+        output, result = _migrate(source)
+        assert want in output.splitlines() and [c.rule for c in result.changes] == ["NPU001", "NPU108"]

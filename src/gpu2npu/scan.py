@@ -38,13 +38,14 @@ RULE = "NPU900"
 # resolved by any rule and do not count.
 REWRITE_WORDS = ("cuda", "nccl", "dataparallel", "data_parallel", "dataloader", "cpp_extension", "torch_npu")
 _REWRITE_WORD = re.compile("|".join(REWRITE_WORDS), re.IGNORECASE)
-_ATTRIBUTE_WORD = re.compile(r"cuda|nccl|^(DataParallel|data_parallel|DataLoader|cpp_extension|torch_npu)$", re.IGNORECASE)
+# (cuDNN's TF32 switches hold no CUDA word: `torch.backends.cudnn.allow_tf32`, `...conv.fp32_precision`)
+_ATTRIBUTE_WORD = re.compile(r"cuda|nccl|^(DataParallel|data_parallel|DataLoader|cpp_extension|torch_npu"
+                             r"|allow_tf32|fp32_precision)$", re.IGNORECASE)
 # device names are lower case; the CUDA/NCCL environment variables upper case (env_vars.NAME)
 _STRING_WORD = re.compile(r"^cuda|torch\.cuda\.|(?i:nccl)|CUDA_VISIBLE_DEVICES|" + env_vars.NAME.pattern)
 # Methods whose first argument is a device, and calls returning a device index (as in NPU104).
 DEVICE_METHODS = {"to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
 INDEX_RETURNING = {"current_device", "get_rank", "get_local_rank", "device_count", "get_world_size"}
-_REWRITE_WORD = re.compile("|".join(REWRITE_WORDS), re.IGNORECASE)
 _PACKAGE_ROOTS = tuple(package.split(".")[0] for package in CUDA_ONLY_PACKAGES)
 
 
