@@ -273,7 +273,8 @@ def dead_guard_tip(guard, api: ApiData) -> str:
 
 
 RAY_TIP = ("Ray counts Ascend NPUs as the resource \"NPU\", not as GPUs: ask for resources={\"NPU\": N} "
-           "instead of num_gpus=N (Ray then sets ASCEND_RT_VISIBLE_DEVICES for the task)")
+           "instead of num_gpus=N (Ray then sets ASCEND_RT_VISIBLE_DEVICES for the task); gpu2npu does so (NPU110) "
+           "where the call passes neither resources= nor **kwargs: add \"NPU\" to this one's resources")
 
 # A capability check that only decides TF32 is no question of bf16 support.
 TF32_TIP = ("TF32 does not exist on the NPU and needs no capability check: its counterpart is HF32, "

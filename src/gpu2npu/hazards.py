@@ -29,7 +29,7 @@ RULE = "NPU900"
 _MIGHT_HAVE_HAZARD = re.compile(
     rb"version\.cuda|import cuda|get_device_propert|(?<!re)\.compile\b|import compile|_inductor|float32_matmul_precision|8bit|32bit"
     rb"|bnb|load_in_|BitsAndBytes|Bitsandbytes|triton|get_kernel|ademamix|find_spec|version\(|get_distribution"
-    rb"|fp32_precision")
+    rb"|fp32_precision|get_gpu_ids|use_gpu")
 
 # CUDA-only packages that gpu2npu can point at a generated package (reroute rules), by the names
 # a probe uses: module name -> generated package; distribution name -> module name
@@ -37,6 +37,7 @@ _GENERATED_FOR = {"flash_attn": "ascend_flash_attn", "xformers": "ascend_xformer
                   "bitsandbytes": "ascend_bitsandbytes"}
 _MODULE_OF_DISTRIBUTION = {"flash-attn": "flash_attn", "flash_attn": "flash_attn", "xformers": "xformers",
                            "apex": "apex", "bitsandbytes": "bitsandbytes"}
+RAY_SCALING_CONFIGS = frozenset({"ray.train.ScalingConfig", "ray.air.ScalingConfig", "ray.air.config.ScalingConfig"})
 _VERSIONED = frozenset({"ascend_flash_attn", "ascend_xformers", "ascend_bitsandbytes"})  # have __version__
 _VERSION_CALLS = ("importlib.metadata.version", "importlib_metadata.version", "pkg_resources.get_distribution")
 
@@ -240,6 +241,16 @@ class _Hazards:
             self._add(call.func, Report.UNSUPPORTED, f"kernels.get_kernel({repo!r})" if repo else "kernels.get_kernel",
                       "Hub kernels are compiled for CUDA: for attention use torch_npu.npu_fusion_attention (or SDPA), "
                       "for norms and activations torch_npu.npu_rms_norm / npu_swiglu, otherwise the torch operators")
+        elif "ray.get_gpu_ids" in names:
+            self._add(call.func, Report.UNSUPPORTED, "ray.get_gpu_ids",
+                      "the GPU ids Ray gave the task: none on an Ascend node; the NPU ids are "
+                      "ray.get_runtime_context().get_accelerator_ids()['NPU'] (ids as strings)")
+        elif names & RAY_SCALING_CONFIGS and any(
+                k.arg == "use_gpu" and not (isinstance(k.value, ast.Constant) and not k.value.value) for k in call.keywords):
+            self._add(call.func, Report.UNSUPPORTED, "ScalingConfig(use_gpu=...)",
+                      "use_gpu reserves a GPU per worker and sets the workers up for CUDA: on an Ascend node ask "
+                      "for resources_per_worker={'NPU': 1} instead (use_gpu=False) and train with "
+                      "TorchConfig(backend='hccl')")
         elif any(name.rsplit(".", 1)[-1] == "find_spec" for name in names):
             self._package_probe(call, spec=True)
         elif any(name in _VERSION_CALLS for name in names):

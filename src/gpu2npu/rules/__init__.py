@@ -41,6 +41,7 @@ from .import_torch_npu import ImportTorchNpu
 from .integer_devices import IntegerDevices
 from .modelarts_paths import ModelArtsPaths
 from .nccl_backend import NcclToHccl
+from .ray_resources import RayGpusToNpus
 from .similar_api import AscendFunctionEquivalents
 from .specify_device import DeviceFromEnvironment
 from .tensor_cuda import TensorCudaToNpu
@@ -56,6 +57,7 @@ COMMON_RULES: Tuple[Type[Rule], ...] = (
     CudaEnvironmentVariables,
     Tf32ToHf32,
     Bf16ReadinessWithoutCudaVersion,
+    RayGpusToNpus,
     TorchCudaApiToNpu,
     TensorCudaToNpu,
     IntegerDevices,

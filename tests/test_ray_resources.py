@@ -1,0 +1,50 @@
+"""NPU110: Ray's GPU requests become requests for its NPU resource where the call is Ray's and
+nothing else names resources; what stays, and Ray's other GPU questions, are reported."""
+from helpers import migrate, read_csv
+
+SOURCE = '''import ray
+from ray.train import ScalingConfig
+
+
+@ray.remote(num_gpus=1)
+def train_shard(shard):
+    return shard
+
+
+@ray.remote(num_gpus=1, resources={"ssd": 1})
+def load(path):
+    return path
+
+
+def run(cluster):
+    ray.init(num_gpus=2)
+    futures = [train_shard.options(num_gpus=0.5).remote(i) for i in range(4)]
+    config = ScalingConfig(num_workers=4, use_gpu=True)
+    return ray.get(futures), ray.get_gpu_ids(), config, cluster.options(num_gpus=3, **cluster.extra)
+'''
+
+
+def test_ray_gpu_requests_become_npu_requests_and_the_rest_is_reported(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "tune.py").write_text(SOURCE)
+    target = migrate(project, tmp_path / "out")
+    lines = (target / "tune.py").read_text().splitlines()
+    assert lines[4] == '@ray.remote(resources={"NPU": 1})'
+    assert lines[9] == '@ray.remote(num_gpus=1, resources={"ssd": 1})'
+    assert lines[15] == '    ray.init(resources={"NPU": 2})'
+    assert lines[16] == '    futures = [train_shard.options(resources={"NPU": 0.5}).remote(i) for i in range(4)]'
+    assert "cluster.options(num_gpus=3, **cluster.extra)" in lines[18]
+    changes = read_csv(target / "change_list.csv")
+    assert [(row["Start Line"], row["Rule"]) for row in changes] == [("5", "NPU110"), ("16", "NPU110"), ("17", "NPU110")]
+    rows = {(row["Start Line"], row["OP"]): row["Tips"] for row in read_csv(target / "unsupported_api.csv")}
+    assert sorted(rows) == [("10", "ray num_gpus"), ("18", "ScalingConfig(use_gpu=...)"), ("19", "ray num_gpus"),
+                            ("19", "ray.get_gpu_ids")]
+    assert "resources_per_worker={'NPU': 1}" in rows[("18", "ScalingConfig(use_gpu=...)")]
+    assert "get_accelerator_ids()['NPU']" in rows[("19", "ray.get_gpu_ids")]
+    # idempotent: the migrated file has nothing more to change
+    second = tmp_path / "second"
+    second.mkdir()
+    (second / "tune.py").write_text((target / "tune.py").read_text())
+    again = migrate(second, tmp_path / "again")
+    assert not [row for row in read_csv(again / "change_list.csv") if row["Rule"] == "NPU110"]
