@@ -281,7 +281,11 @@ def worker(rank, port):
     sys.stdout.write(json.dumps({"rank": rank, "weight": linear.weight.tolist(), "grad": linear.weight.grad.tolist(),
                                  "running_mean": norm.running_mean.tolist()}) + "\\n")
     sys.stdout.flush()
+    dist.barrier()  # neither leaves while the other still talks to it
     dist.destroy_process_group()
+    # without Python's finalization: gloo's worker thread may still be freeing the barrier's work
+    # and would abort the process ("terminate called without an active exception")
+    os._exit(0)
 
 
 if __name__ == "__main__":
