@@ -31,8 +31,28 @@ def grid(dtype=torch.float32):
 
 
 def test_the_package_covers_what_it_says():
-    assert sorted(similar.equivalents()) == sorted(af.REPLACES)
+    assert sorted(similar.equivalents()) == sorted({**af.REPLACES, **af.ANSWERS})
     assert sorted(e.function for e in similar.equivalents().values()) == sorted(af.__all__)
+    assert {api for api, e in similar.equivalents().items() if e.answers_cuda} == set(af.ANSWERS)
+
+
+def test_the_cuda_questions_are_answered_from_the_npu(monkeypatch):
+    from standin_runner import STANDIN_DIR
+
+    monkeypatch.syspath_prepend(STANDIN_DIR)
+    monkeypatch.delenv("TORCH_NPU_DEVICE_CAPABILITY", raising=False)
+    import torch_npu
+
+    # the stand-in computes bfloat16, as an Atlas A2 NPU does
+    assert torch_npu.npu.is_bf16_supported() and af.get_device_capability() == (8, 0)
+    monkeypatch.setattr(torch_npu.npu, "is_bf16_supported", lambda: False)
+    assert af.get_device_capability(0) == (7, 0)
+    monkeypatch.setenv("TORCH_NPU_DEVICE_CAPABILITY", "9.0")
+    properties = af.get_device_properties(0)
+    assert (properties.major, properties.minor) == (9, 0)
+    assert properties.name == torch_npu.npu.get_device_properties(0).name
+    with pytest.raises(AttributeError, match="multi_processor_count.*total_memory"):
+        properties.multi_processor_count
 
 
 @pytest.mark.parametrize("version", apidata.available_versions())
@@ -184,3 +204,24 @@ def test_both_spellings_parse(flag, tmp_path):
     result = run_cli("-i", str(FIXTURES / "similar_ops"), "-o", str(tmp_path), "-v", "2.8.0", flag)
     assert result.exit_code == 0, result.output
     assert "ascend_function.heaviside(" in (tmp_path / "similar_ops_msft" / "losses" / "robust.py").read_text()
+
+
+def test_a_capability_gate_runs_on_the_npu_with_sim_and_is_reported_without(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "precision.py").write_text(
+        "import torch\n\n"
+        "dtype = torch.bfloat16 if torch.cuda.get_device_capability() >= (8, 0) else torch.float16\n"
+        "props = torch.cuda.get_device_properties(torch.cuda.current_device())\n"
+        "print(dtype, props.major, props.minor, props.name)\n")
+    target = migrate(project, tmp_path / "out", "2.1.0", "-sim")
+    result = run_script(target / "precision.py", [], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[:3] == ["torch.bfloat16", "8", "0"]
+    assert not read_csv(target / "unsupported_api.csv")
+    # without -sim the gate is left and reported: torch_npu answers None, which a comparison refuses
+    target = migrate(project, tmp_path / "plain", "2.1.0")
+    apis = {row["OP"] for row in read_csv(target / "unsupported_api.csv")}
+    assert {"torch.cuda.get_device_capability", "device properties .major", "device properties .minor"} <= apis
+    failed = run_script(target / "precision.py", [], cwd=tmp_path)
+    assert failed.returncode != 0

@@ -5,12 +5,17 @@ that gpu2npu rewrote use it as `ascend_function.<name>(...)`.  Each function com
 values as the torch function it replaces (same arguments, same broadcasting and result dtype,
 same special values), using only operators that run on the NPU, so the call no longer falls
 back to the CPU.  Gradients follow from the operators used.
+
+It also answers two CUDA questions that torch_npu answers otherwise: get_device_capability and
+get_device_properties, whose CUDA compute capability an NPU does not have (see their docstrings).
 """
 import math
+import os
 
 import torch
 
-__all__ = ["heaviside", "fmax", "fmin", "hypot", "lcm", "entr", "nonzero_static", "huber_loss"]
+__all__ = ["heaviside", "fmax", "fmin", "hypot", "lcm", "entr", "nonzero_static", "huber_loss",
+           "get_device_capability", "get_device_properties"]
 
 # The torch API each function replaces.
 REPLACES = {
@@ -22,6 +27,12 @@ REPLACES = {
     "torch.special.entr": "entr",
     "torch.nonzero_static": "nonzero_static",
     "torch.nn.functional.huber_loss": "huber_loss",
+}
+
+# The CUDA questions each function answers for the NPU (rewritten whatever the release).
+ANSWERS = {
+    "torch.cuda.get_device_capability": "get_device_capability",
+    "torch.cuda.get_device_properties": "get_device_properties",
 }
 
 
@@ -91,3 +102,46 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     if reduction == "none":
         return loss
     raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def get_device_capability(device=None):
+    """torch.cuda.get_device_capability for an NPU, which has no CUDA compute capability.  Code
+    asks it to decide on features: from (8, 0) it uses bfloat16 (and fused attention, TF32).
+    The answer is TORCH_NPU_DEVICE_CAPABILITY ("major.minor") where it is set, as torch_npu 2.7.1
+    and later read it; otherwise (8, 0) where the NPU computes bfloat16 (Atlas A2 and later) and
+    (7, 0) where it does not.  `device` chooses nothing: every NPU of a machine is the same."""
+    import torch_npu
+
+    configured = os.environ.get("TORCH_NPU_DEVICE_CAPABILITY")
+    if configured:
+        major, _, minor = configured.strip().partition(".")
+        return int(major), int(minor or 0)
+    return (8, 0) if torch_npu.npu.is_bf16_supported() else (7, 0)
+
+
+class _DeviceProperties:
+    """torch_npu's properties of one NPU (name, total_memory, ...) with `major` and `minor` from
+    get_device_capability.  CUDA's multiprocessor fields have no NPU meaning: reading one raises
+    AttributeError, naming the NPU's own fields."""
+
+    def __init__(self, properties):
+        self._properties = properties
+        self.major, self.minor = get_device_capability()
+
+    def __getattr__(self, name):
+        try:
+            return getattr(self._properties, name)
+        except AttributeError:
+            raise AttributeError(f"an NPU's properties have no {name} (a CUDA device's field); they hold "
+                                 f"{', '.join(n for n in dir(self._properties) if not n.startswith('_'))}") from None
+
+    def __repr__(self):
+        return f"{self._properties!r} (major={self.major}, minor={self.minor})"
+
+
+def get_device_properties(device=None):
+    """torch.cuda.get_device_properties for an NPU: torch_npu's properties, and `major`/`minor` as
+    get_device_capability answers them."""
+    import torch_npu
+
+    return _DeviceProperties(torch_npu.npu.get_device_properties(device))

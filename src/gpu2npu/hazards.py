@@ -128,9 +128,12 @@ def compile_tip(api: ApiData, call: Optional[ast.Call]) -> str:
 
 
 class _Hazards:
-    def __init__(self, tree: ast.Module, path: str, api: ApiData) -> None:
+    def __init__(self, tree: ast.Module, path: str, api: ApiData, similar: bool = False) -> None:
         self.path = path
         self.api = api
+        # -sim answers torch.cuda.get_device_properties(...).major/.minor (ascend_function)
+        self.similar = similar
+        self.cuda_properties: Set[str] = set()  # names bound to torch.cuda.get_device_properties(...)
         self.findings: List[Finding] = []
         self.aliases: Dict[str, Set[str]] = {}
         self.properties: Set[str] = set()  # names bound to get_device_properties(...)
@@ -155,6 +158,8 @@ class _Hazards:
         for assign in assigns:  # once every import is known (function-local ones too)
             if self._is_properties_call(assign.value):
                 self.properties.update(t.id for t in assign.targets if isinstance(t, ast.Name))
+                if self._is_cuda_properties_call(assign.value):
+                    self.cuda_properties.update(t.id for t in assign.targets if isinstance(t, ast.Name))
             self._precision_setting(assign)
         for node in nodes:
             if isinstance(node, (ast.Attribute, ast.Name)) and self._is_chain_top(node):
@@ -187,6 +192,9 @@ class _Hazards:
         return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "get_device_properties"
                 and any(n.startswith(("torch.cuda.", "torch.npu.", "torch_npu.npu.")) for n in self.qualified(node.func)))
+
+    def _is_cuda_properties_call(self, node: ast.AST) -> bool:
+        return self._is_properties_call(node) and "torch.cuda.get_device_properties" in self.qualified(node.func)
 
     # -- what is looked at -------------------------------------------------------------------
     def _reference(self, node: ast.AST) -> None:
@@ -221,6 +229,9 @@ class _Hazards:
         if node.attr not in CUDA_PROPERTY_FIELDS:
             return
         value = node.value
+        if self.similar and node.attr in ("major", "minor") and (
+                self._is_cuda_properties_call(value) or (isinstance(value, ast.Name) and value.id in self.cuda_properties)):
+            return  # ascend_function.get_device_properties answers them
         if self._is_properties_call(value) or (isinstance(value, ast.Name) and value.id in self.properties):
             self._add(node, Report.UNSUPPORTED, f"device properties .{node.attr}",
                       f"torch_npu's device properties have no {node.attr} (they hold name, total_memory and the "
@@ -326,11 +337,12 @@ class _Hazards:
                 return
 
 
-def hazards_for_source(data: bytes, tree: Optional[ast.Module], path: str, api: ApiData) -> List[Finding]:
-    """The rows for one parsed file ([] when nothing in its bytes can be one)."""
+def hazards_for_source(data: bytes, tree: Optional[ast.Module], path: str, api: ApiData,
+                       similar: bool = False) -> List[Finding]:
+    """The rows for one parsed file ([] when nothing in its bytes can be one); `similar`: a -sim run."""
     if tree is None or not _MIGHT_HAVE_HAZARD.search(data):
         return []
     try:
-        return sorted(set(_Hazards(tree, path, api).findings))
+        return sorted(set(_Hazards(tree, path, api, similar).findings))
     except RecursionError:
         return []

@@ -81,7 +81,7 @@ def migrate_source(
     if result.status != Status.FAILED and tree is not None:
         # and so do the CUDA questions the rules leave (torch.version.cuda, torch.compile, ...)
         advice = _unanswered(advice_for_source(data, path, options.api, tree)
-                             + hazards_for_source(data, tree, path, options.api), result.changes)
+                             + hazards_for_source(data, tree, path, options.api, options.similar), result.changes)
         if advice:
             result.findings = sorted(set(result.findings) | set(advice))
     return result

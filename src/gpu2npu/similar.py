@@ -22,6 +22,7 @@ class Equivalent:
     function: str  # its name in ascend_function
     positional: int  # how many arguments may be passed by position
     keywords: FrozenSet[str]  # the argument names
+    answers_cuda: bool = False  # a CUDA question (ANSWERS): replaced in every release, not for a kernel
 
 
 @functools.lru_cache(maxsize=None)
@@ -31,20 +32,24 @@ def package_text() -> str:
 
 @functools.lru_cache(maxsize=None)
 def equivalents() -> Dict[str, Equivalent]:
-    """torch API -> its equivalent, from the template's REPLACES table and signatures."""
+    """torch API -> its equivalent, from the template's REPLACES and ANSWERS tables and signatures."""
     tree = ast.parse(package_text())
-    replaces: Dict[str, str] = {}
+    tables: Dict[str, Dict[str, str]] = {"REPLACES": {}, "ANSWERS": {}}
     functions = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "REPLACES" for t in node.targets):
-            replaces = ast.literal_eval(node.value)
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if getattr(target, "id", None) in tables:
+                    tables[target.id] = ast.literal_eval(node.value)
         elif isinstance(node, ast.FunctionDef):
             functions[node.name] = node.args
     result = {}
-    for api, name in replaces.items():
-        args = functions[name]
-        positional = [a.arg for a in args.posonlyargs + args.args]
-        result[api] = Equivalent(api, name, len(positional), frozenset(positional + [a.arg for a in args.kwonlyargs]))
+    for table, answers_cuda in (("REPLACES", False), ("ANSWERS", True)):
+        for api, name in tables[table].items():
+            args = functions[name]
+            positional = [a.arg for a in args.posonlyargs + args.args]
+            result[api] = Equivalent(api, name, len(positional),
+                                     frozenset(positional + [a.arg for a in args.kwonlyargs]), answers_cuda)
     return result
 
 

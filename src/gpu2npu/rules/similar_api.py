@@ -28,6 +28,10 @@ class AscendFunctionEquivalents(Rule):
     `-v` are rewritten; a call with arguments the equivalent does not take (`out=`) is left and
     reported.  The file gets `import ascend_function`, after a line that puts the output's top
     folder on sys.path, so the import works from files at any depth.
+    Two CUDA questions go there in every release: `torch.cuda.get_device_capability()` (None on
+    the NPU, so `>= (8, 0)` raises) and `torch.cuda.get_device_properties(i)` (no `major` on the
+    NPU) are answered with the capability whose features the NPU has: TORCH_NPU_DEVICE_CAPABILITY
+    where set, else (8, 0) where it computes bfloat16 and (7, 0) where it does not.
     """
 
     code = "NPU252"
@@ -49,6 +53,14 @@ class AscendFunctionEquivalents(Rule):
             + "loss = ascend_function.huber_loss(pred, target, delta=0.5) + ascend_function.fmax(a, b).sum()\n",
             similar=True,
         ),
+        Example(
+            "import torch\nif torch.cuda.get_device_capability()[0] >= 8:\n    dtype = torch.bfloat16\n"
+            "sms = torch.cuda.get_device_properties(torch.cuda.current_device()).major\n",
+            "import torch\nimport torch_npu\nimport os\nimport sys\n\n" + COMMENT + "\n" + _bootstrap("example.py")
+            + "if ascend_function.get_device_capability()[0] >= 8:\n    dtype = torch.bfloat16\n"
+            "sms = ascend_function.get_device_properties(torch_npu.npu.current_device()).major\n",
+            similar=True,
+        ),
     )
     unchanged = (
         "import torch\ny = torch.fmax(a, b, out=c)\n",  # out= is not an argument of the equivalent
@@ -59,20 +71,35 @@ class AscendFunctionEquivalents(Rule):
         super().__init__(context)
         self.used = False
 
+    def visit_Module(self, node: cst.Module) -> None:
+        # The CUDA questions are answered here, not renamed to torch_npu's (NPU101): their callee
+        # is this rule's, the arguments stay every rule's.
+        calls = _Calls()
+        node.visit(calls)
+        for call in calls.found:
+            if any(equivalent is not None and equivalent.answers_cuda and _takes(equivalent, call)
+                   for equivalent in map(equivalents().get, qualified_names(self, call.func))):
+                self.context.claimed[id(call.func)] = self.code
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
         for name in sorted(qualified_names(self, original_node.func)):
             equivalent = equivalents().get(name)
-            if equivalent is None or lacks_npu_kernel(self.context.api, name) is None:
+            if equivalent is None:
                 continue
-            args = original_node.args
-            if any(arg.star for arg in args):
-                return updated_node
-            positional = [arg for arg in args if arg.keyword is None]
-            keywords = {arg.keyword.value for arg in args if arg.keyword is not None}
-            if len(positional) > equivalent.positional or not keywords <= equivalent.keywords:
+            if equivalent.answers_cuda:
+                if self.context.claimed.get(id(original_node.func)) != self.code:
+                    continue
+            elif lacks_npu_kernel(self.context.api, name) is None:
+                continue
+            if not _takes(equivalent, original_node):
                 return updated_node  # the analysis reports the call as unsupported
-            self.record(original_node, f"change {name} to {PACKAGE}.{equivalent.function} (no NPU kernel for "
-                        f"{name} in torch_npu {self.context.api.torch_npu_version}; same values, NPU operators)")
+            if equivalent.answers_cuda:
+                why = ("an NPU has no CUDA compute capability; answered with the one whose features it has: "
+                       "TORCH_NPU_DEVICE_CAPABILITY where set, else (8, 0) with bfloat16, (7, 0) without")
+            else:
+                why = (f"no NPU kernel for {name} in torch_npu {self.context.api.torch_npu_version}; same values, "
+                       "NPU operators")
+            self.record(original_node, f"change {name} to {PACKAGE}.{equivalent.function} ({why})")
             self.used = True
             return updated_node.with_changes(func=build_dotted(f"{PACKAGE}.{equivalent.function}"))
         return updated_node
@@ -90,6 +117,24 @@ class AscendFunctionEquivalents(Rule):
 # `gpu2npu explain NPU252` lists what the generated package covers, read from the package itself.
 AscendFunctionEquivalents.__doc__ += "\n    Covered:\n" + "".join(
     f"    - {api} -> {PACKAGE}.{equivalent.function}\n" for api, equivalent in equivalents().items())
+
+
+def _takes(equivalent, call: cst.Call) -> bool:
+    """Whether the equivalent takes the call's arguments as written."""
+    if any(arg.star for arg in call.args):
+        return False
+    positional = [arg for arg in call.args if arg.keyword is None]
+    keywords = {arg.keyword.value for arg in call.args if arg.keyword is not None}
+    return len(positional) <= equivalent.positional and keywords <= equivalent.keywords
+
+
+class _Calls(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.found.append(node)
 
 
 def _imports_package(module: cst.Module) -> bool:

@@ -91,12 +91,12 @@ def get_device_name(device=None):
 
 
 class _DeviceProperties:
+    """torch_npu's _NPUDeviceProperties: name and total_memory; no CUDA compute capability
+    (major, minor) and no multiprocessor count."""
+
     def __init__(self):
         self.name = get_device_name()
         self.total_memory = 64 * 1024**3
-        self.major = 0
-        self.minor = 0
-        self.multi_processor_count = 1
 
     def __repr__(self):
         return (f"_NPUDeviceProperties(name='{self.name}', "
