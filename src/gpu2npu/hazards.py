@@ -21,6 +21,8 @@ from typing import Dict, List, Optional, Set
 
 from .apidata import ApiData
 from .change import Finding, Report
+from .rules import REROUTING_RULES
+from .rules.reroute import probe_label
 from .scan import bind_import, qualified_through
 
 RULE = "NPU900"
@@ -31,14 +33,14 @@ _MIGHT_HAVE_HAZARD = re.compile(
     rb"|bnb|load_in_|BitsAndBytes|Bitsandbytes|triton|get_kernel|ademamix|find_spec|version\(|get_distribution"
     rb"|fp32_precision|get_gpu_ids|use_gpu")
 
-# CUDA-only packages that gpu2npu can point at a generated package (reroute rules), by the names
-# a probe uses: module name -> generated package; distribution name -> module name
-_GENERATED_FOR = {"flash_attn": "ascend_flash_attn", "xformers": "ascend_xformers", "apex": "ascend_apex",
-                  "bitsandbytes": "ascend_bitsandbytes"}
+# CUDA-only packages that gpu2npu can point at a generated package (the rerouting rules'), by the
+# names a probe uses: module name -> generated package; distribution name -> module name
+_GENERATED_FOR = {rule.ROOT: rule.PACKAGE for rule in REROUTING_RULES}
 _MODULE_OF_DISTRIBUTION = {"flash-attn": "flash_attn", "flash_attn": "flash_attn", "xformers": "xformers",
                            "apex": "apex", "bitsandbytes": "bitsandbytes"}
 RAY_SCALING_CONFIGS = frozenset({"ray.train.ScalingConfig", "ray.air.ScalingConfig", "ray.air.config.ScalingConfig"})
-_VERSIONED = frozenset({"ascend_flash_attn", "ascend_xformers", "ascend_bitsandbytes"})  # have __version__
+# the generated packages that have a __version__ (the CUDA package's release they follow)
+_VERSIONED = frozenset(rule.PACKAGE for rule in REROUTING_RULES if "__version__" in rule.PROVIDED.get(rule.ROOT, ()))
 _VERSION_CALLS = ("importlib.metadata.version", "importlib_metadata.version", "pkg_resources.get_distribution")
 
 CUDA_VERSION_TIP = (
@@ -299,7 +301,7 @@ class _Hazards:
         if package is None:
             return
         if spec:
-            self._add(call, Report.UNSUPPORTED, f"find_spec({name!r})",
+            self._add(call, Report.UNSUPPORTED, probe_label(name),
                       f"{module} is not installed on an NPU machine: this is None there and the code it guards does "
                       f"not run; gpu2npu points the imports it can map at the generated {package} (and this probe "
                       f"too, in a file whose imports it points there): probe {package!r}, or test for the NPU")

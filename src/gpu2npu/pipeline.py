@@ -25,6 +25,7 @@ from .linemap import LineMap
 from .rules import (REROUTING_RULES, COMMON_RULES, SINGLE_CARD_RULES, Bf16ReadinessWithoutCudaVersion, FileContext, Options, Rule,
                     Tf32ToHf32, device_guards, npu_aware)
 from .rules.bf16_readiness import CUDA_VERSION
+from .rules.reroute import answers_probe
 from .rules.batch import run_batch
 from .rules.custom import apply_custom_rules
 from .rules.names import ImportAliases
@@ -94,9 +95,7 @@ ANSWERED_BY = {
     Tf32ToHf32.code: lambda row, change: row.rule == TF32_ADVICE or row.api.endswith(".fp32_precision"),
     Bf16ReadinessWithoutCudaVersion.code: lambda row, change: row.api == CUDA_VERSION,
     # a rerouting rule's change of that find_spec probe (not its sys.path line, inserted there)
-    **{rule.code: (lambda row, change: row.api.startswith("find_spec(")
-                   and change.message.startswith(row.api.replace("find_spec(", "change find_spec(", 1)))
-       for rule in REROUTING_RULES},
+    **{rule.code: (lambda row, change: answers_probe(row.api, change.message)) for rule in REROUTING_RULES},
 }
 
 

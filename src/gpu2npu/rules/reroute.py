@@ -141,6 +141,17 @@ class ReroutePlan(cst.CSTVisitor):
                 self.spec_probes.update(id(string) for string in self._spec_strings)
 
 
+def probe_label(module: str) -> str:
+    """How the reports name a find_spec probe of `module`: the hazards row about it (NPU900) and
+    the change that points it at the generated package."""
+    return f"find_spec({module!r})"
+
+
+def answers_probe(row_api: str, change_message: str) -> bool:
+    """Whether a rerouting rule's change is the one that pointed the probe of that row elsewhere."""
+    return row_api.startswith("find_spec(") and change_message.startswith(f"change {row_api} to ")
+
+
 def comment_line(package: str, short: str) -> str:
     """The comment above the sys.path line of a file that imports a generated package."""
     return f"# gpu2npu: the output's top folder holds the {package} package ({short})"
@@ -218,7 +229,7 @@ class RerouteToGenerated(Rule):
             return updated_node
         module = original_node.evaluated_value
         target = self._target(module)
-        self.record(original_node, f"change find_spec({module!r}) to find_spec({target!r}) (the package this file's "
+        self.record(original_node, f"change {probe_label(module)} to {probe_label(target)} (the package this file's "
                     f"imports now load; {module} is not installed on an NPU machine)")
         self._used(original_node)
         return updated_node.with_changes(value=updated_node.value.replace(module, target))
