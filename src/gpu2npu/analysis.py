@@ -16,6 +16,7 @@ from .apidata import ApiData
 from .change import Finding, Report
 from .rules import device_guards, flash_attn, npu_aware
 from .rules.names import DEVICE_STRING, ImportAliases, DocstringTracker, dotted_name, framework_option, qualified_names, string_text
+from .rules.ray_resources import is_ray_call
 from .tips import CUDA_ONLY_PACKAGES, TIPS, migratable_cuda_path, tip_for
 
 RULE = "NPU900"
@@ -195,7 +196,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         # Ray schedules by resource: `num_gpus` reserves CUDA GPUs, which an Ascend node has none of.
         for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value == "num_gpus" and self._is_ray(node.func):
+            if arg.keyword is not None and arg.keyword.value == "num_gpus" and is_ray_call(self, node.func):
                 self._add(arg, Report.UNSUPPORTED, "ray num_gpus", RAY_TIP)
         if self.reads_flash_attn:
             refused = flash_attn.refused_arguments(node)
@@ -205,12 +206,6 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
                 self._add(node, Report.UNSUPPORTED, f"{function}({', '.join(refused)})",
                           f"{flash_attn.PACKAGE} raises NotImplementedError here: torch_npu.npu_fusion_attention "
                           "has no counterpart; " + "; ".join(flash_attn.REFUSED[r.split("=")[0]][1] for r in refused))
-
-    def _is_ray(self, func: cst.BaseExpression) -> bool:
-        if any(name == "ray" or name.startswith("ray.") for name in qualified_names(self, func)):
-            return True
-        # `remote_fn.options(num_gpus=1)`: the method of a Ray remote function or actor
-        return isinstance(func, cst.Attribute) and func.attr.value == "options" and "ray" in (self.import_aliases or {})
 
     # -- strings (documentation excluded: DocstringTracker) ------------------------------------
     def visit_SimpleString(self, node: cst.SimpleString) -> None:

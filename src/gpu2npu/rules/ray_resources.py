@@ -7,6 +7,19 @@ from .base import Example, Rule
 from .names import qualified_names
 
 
+def _is_ray(name: str) -> bool:
+    return name == "ray" or name.startswith("ray.")
+
+
+def is_ray_call(visitor, func: cst.BaseExpression) -> bool:
+    """Whether `func` is Ray's (for the rule and for the analysis of what it leaves): a name from
+    ray, or `.options(...)` in a file that imports ray (the method of a remote function or actor)."""
+    if any(_is_ray(name) for name in qualified_names(visitor, func)):
+        return True
+    return (isinstance(func, cst.Attribute) and func.attr.value == "options"
+            and any(_is_ray(target) for targets in (visitor.import_aliases or {}).values() for target in targets))
+
+
 class RayGpusToNpus(Rule):
     """Ray schedules tasks and actors by resource.  It counts Ascend NPUs as the resource "NPU"
     (and then sets ASCEND_RT_VISIBLE_DEVICES for the task), not as GPUs: `num_gpus=N` asks for
@@ -37,22 +50,11 @@ class RayGpusToNpus(Rule):
         "trainer = Trainer(num_gpus=2)\nconfig.options(num_gpus=1)\n",
     )
 
-    def visit_Module(self, node: cst.Module) -> None:
-        aliases = self.import_aliases or {}
-        self.imports_ray = any(target == "ray" or target.startswith("ray.")
-                               for targets in aliases.values() for target in targets)
-
-    def _is_ray(self, func: cst.BaseExpression) -> bool:
-        if any(name == "ray" or name.startswith("ray.") for name in qualified_names(self, func)):
-            return True
-        # `remote_fn.options(num_gpus=1)`: the method of a Ray remote function or actor
-        return isinstance(func, cst.Attribute) and func.attr.value == "options" and self.imports_ray
-
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
         keywords = [arg.keyword.value for arg in original_node.args if arg.keyword is not None]
         if "num_gpus" not in keywords or "resources" in keywords or any(arg.star for arg in original_node.args):
             return updated_node
-        if not self._is_ray(original_node.func):
+        if not is_ray_call(self, original_node.func):
             return updated_node
         args = []
         for arg in updated_node.args:
