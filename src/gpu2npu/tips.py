@@ -19,6 +19,12 @@ NOT_EQUIVALENT = {
     "fixed choice",
 }
 
+# Which files NPU265 points at the generated ascend_apex (rules/apex_parts.py): said in every apex
+# tip the package answers.
+_ASCEND_APEX = ("a file that uses nothing of apex but its normalization modules, FusedAdam/FusedSGD/FusedAdagrad "
+                "and apex.parallel's DistributedDataParallel/SyncBatchNorm/convert_syncbn_model gets the generated "
+                "ascend_apex")
+
 TIPS = {
     "torch.cuda.nvtx": "use torch_npu.npu.mstx (mark, range_start/range_end) to annotate NPU profiles",
     "torch.cuda.CUDAGraph": "use torch_npu.npu.NPUGraph (torch_npu.npu.graph) where available",
@@ -44,29 +50,23 @@ TIPS = {
     "no counterpart)",
     "apex.parallel.SyncBatchNorm": "torch.nn.SyncBatchNorm takes the same arguments except channel_last and fuse_relu",
     "apex.parallel": "torch.nn.parallel.DistributedDataParallel(model, broadcast_buffers=False) (torch 2.13: "
-    "forward_sync_buffers=False) over the hccl backend "
-    "(apex broadcasts no buffers after construction); a file that uses nothing of apex but its DistributedDataParallel, "
-    "SyncBatchNorm, convert_syncbn_model, normalization modules and FusedAdam/FusedSGD/FusedAdagrad gets the generated "
-    "ascend_apex",
-    "apex.optimizers.FusedAdam": "a file that uses nothing of apex but FusedAdam/FusedSGD/FusedAdagrad and its "
-    "normalization modules gets the generated ascend_apex (torch.optim with apex's constructor); here: "
+    "forward_sync_buffers=False) over the hccl backend (apex broadcasts no buffers after construction); "
+    + _ASCEND_APEX,
+    "apex.optimizers.FusedAdam": _ASCEND_APEX + " (torch.optim with apex's constructor); here: "
     "torch.optim.AdamW(params, lr, betas, eps, weight_decay=...) (apex's default adam_w_mode=True is AdamW; pass "
     "weight_decay: apex's default is 0.0, AdamW's 0.01; with adam_w_mode=False use torch.optim.Adam)",
-    "apex.optimizers.FusedSGD": "a file that uses nothing of apex but FusedAdam/FusedSGD/FusedAdagrad and its "
-    "normalization modules gets the generated ascend_apex (torch.optim with apex's constructor); here: "
+    "apex.optimizers.FusedSGD": _ASCEND_APEX + " (torch.optim with apex's constructor); here: "
     "torch.optim.SGD(params, lr, momentum, dampening, weight_decay, nesterov) (same order and update; "
     "wd_after_momentum=True has no torch counterpart)",
     "apex.optimizers.FusedLAMB": "no torch optimizer computes LAMB: torch_npu.optim.NpuFusedLamb(params, lr, betas, "
     "eps, weight_decay) is the NPU one (apex's eps default is 1e-6 as there, its weight_decay 0.01 where "
     "NpuFusedLamb's is 0; apex clips to max_grad_norm=1.0 over all gradients: NpuFusedLamb only with "
     "use_global_grad_norm=True; float32/float16 parameters only)",
-    "apex.optimizers": "the torch.optim optimizer of the same algorithm (a file that uses nothing of apex but "
-    "FusedAdam/FusedSGD/FusedAdagrad and its normalization modules gets the generated ascend_apex), or "
+    "apex.optimizers": "the torch.optim optimizer of the same algorithm (" + _ASCEND_APEX + "), or "
     "torch_npu.optim's NpuFused* (float32/float16 parameters only)",
-    "apex.normalization.FusedRMSNorm": "a file that uses nothing of apex but its normalization modules and "
-    "FusedAdam/FusedSGD/FusedAdagrad gets the generated ascend_apex (FusedRMSNorm on torch_npu.npu_rms_norm); here: torch.nn.RMSNorm(shape, eps=1e-5) from "
-    "torch 2.4 (pass eps: apex's default is 1e-5, torch's the dtype's epsilon), or "
-    "torch_npu.npu_rms_norm(x, weight, epsilon=1e-5)[0]",
+    "apex.normalization.FusedRMSNorm": _ASCEND_APEX + " (FusedRMSNorm on torch_npu.npu_rms_norm); here: "
+    "torch.nn.RMSNorm(shape, eps=1e-5) from torch 2.4 (pass eps: apex's default is 1e-5, torch's the dtype's "
+    "epsilon), or torch_npu.npu_rms_norm(x, weight, epsilon=1e-5)[0]",
     "apex.normalization": "use torch.nn.LayerNorm (or torch_npu.npu_rms_norm for RMSNorm)",
     "apex": "NVIDIA apex is CUDA-only: install Ascend apex, or use the torch/torch_npu equivalent",
     "amp_C": "CUDA-only apex extension: remove it (Ascend apex does not ship amp_C)",
