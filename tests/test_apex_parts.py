@@ -58,6 +58,32 @@ def test_without_affine_weight_and_with_apex_positions(normalization):
         norm(torch.randn(4, 7))
 
 
+@pytest.mark.parametrize("input_dtype, weight_dtype", [(torch.bfloat16, torch.float32), (torch.float32, torch.bfloat16),
+                                                        (torch.float16, torch.bfloat16), (torch.float32, torch.float32)])
+def test_mixed_rms_norm_computes_in_float32_and_answers_in_the_weights_dtype(normalization, input_dtype, weight_dtype):
+    # apex's mixed-dtype kernel: statistics and product in float32, one rounding to the weight's dtype
+    generator = torch.Generator().manual_seed(4)
+    x = torch.randn(3, 5, 16, generator=generator).to(input_dtype)
+    norm = normalization.MixedFusedRMSNorm(16, eps=1e-6)
+    with torch.no_grad():
+        norm.weight.copy_(torch.rand(16, generator=generator) + 0.5)
+    norm.to(weight_dtype)
+    output = norm(x)
+    want = reference(x.float(), norm.weight.detach().float(), 1, 1e-6).to(weight_dtype)
+    assert output.dtype == weight_dtype
+    assert float((output.detach().float() - want.float()).abs().max()) <= 1e-5
+    output.float().sum().backward()
+    assert norm.weight.grad is not None and norm.weight.grad.dtype == weight_dtype
+
+
+def test_mixed_rms_norm_keeps_apex_constructor(normalization):
+    norm = normalization.MixedFusedRMSNorm((4, 6), 1e-6, memory_efficient=True)
+    assert norm.normalized_shape == (4, 6) and norm.eps == 1e-6 and list(norm.state_dict()) == ["weight"]
+    assert isinstance(norm, normalization.FusedRMSNorm)
+    with pytest.raises(RuntimeError, match="elementwise_affine = False"):
+        normalization.MixedFusedRMSNorm(8, elementwise_affine=False)
+
+
 def test_layer_norm_keeps_apex_constructor(normalization):
     norm = normalization.FusedLayerNorm(8, 1e-6, True, True)
     x = torch.randn(3, 8)
@@ -69,13 +95,18 @@ def test_a_migrated_model_file_runs_on_the_standin(tmp_path):
     project = tmp_path / "proj"
     project.mkdir()
     (project / "model.py").write_text(
-        "import torch\nfrom apex.normalization import FusedLayerNorm, FusedRMSNorm\n\n"
+        "import torch\nfrom apex.normalization import FusedLayerNorm, FusedRMSNorm, MixedFusedRMSNorm\n\n"
         "x = torch.randn(2, 3, 16, generator=torch.Generator().manual_seed(0))\n"
         "rms, ln = FusedRMSNorm(16), FusedLayerNorm(16, memory_efficient=True)\n"
+        "mixed = MixedFusedRMSNorm(16)\n"
         "want = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)\n"
-        "print('max error', float((rms(x) - want).abs().max() + (ln(x) - torch.nn.functional.layer_norm(x, (16,))).abs().max()))\n")
+        "xb = x.bfloat16().float()\n"
+        "error = (rms(x) - want).abs().max()\n"
+        "error += (mixed(x.bfloat16()) - xb * torch.rsqrt(xb.pow(2).mean(-1, keepdim=True) + 1e-5)).abs().max()\n"
+        "print('max error', float(error + (ln(x) - torch.nn.functional.layer_norm(x, (16,))).abs().max()))\n")
     target = migrate(project, tmp_path / "out")
-    assert "from ascend_apex.normalization import FusedLayerNorm, FusedRMSNorm" in (target / "model.py").read_text()
+    assert ("from ascend_apex.normalization import FusedLayerNorm, FusedRMSNorm, MixedFusedRMSNorm"
+            in (target / "model.py").read_text())
     assert (target / "ascend_apex" / "normalization.py").is_file()
     assert not [row for row in read_csv(target / "unsupported_api.csv") if "apex" in row["OP"]]
     result = run_script(target / "model.py", [], cwd=tmp_path)

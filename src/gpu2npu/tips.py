@@ -67,6 +67,9 @@ TIPS = {
     "apex.normalization.FusedRMSNorm": _ASCEND_APEX + " (FusedRMSNorm on torch_npu.npu_rms_norm); here: "
     "torch.nn.RMSNorm(shape, eps=1e-5) from torch 2.4 (pass eps: apex's default is 1e-5, torch's the dtype's "
     "epsilon), or torch_npu.npu_rms_norm(x, weight, epsilon=1e-5)[0]",
+    "apex.normalization.MixedFusedRMSNorm": _ASCEND_APEX + " (MixedFusedRMSNorm on torch_npu.npu_rms_norm); here: "
+    "torch_npu.npu_rms_norm(x.to(c), weight.to(c), epsilon=1e-5)[0].to(weight.dtype) with c the wider of the two "
+    "dtypes (the output has the weight's dtype)",
     "apex.normalization": "use torch.nn.LayerNorm (or torch_npu.npu_rms_norm for RMSNorm)",
     "apex": "NVIDIA apex is CUDA-only: install Ascend apex, or use the torch/torch_npu equivalent",
     "amp_C": "CUDA-only apex extension: remove it (Ascend apex does not ship amp_C)",

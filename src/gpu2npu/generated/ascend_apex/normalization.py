@@ -55,3 +55,24 @@ class FusedLayerNorm(torch.nn.LayerNorm):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, memory_efficient=False):
         super().__init__(normalized_shape, eps=eps, elementwise_affine=elementwise_affine)
         self.memory_efficient = memory_efficient
+
+
+class MixedFusedRMSNorm(FusedRMSNorm):
+    """apex's MixedFusedRMSNorm: FusedRMSNorm whose weight keeps its own dtype (float32 master
+    weights under bf16 activations, as Megatron keeps them) and whose output has the weight's
+    dtype.  apex computes in float32 and rounds once to the weight's dtype; here both operands go
+    to the wider of the two dtypes, which holds every value of the narrower one exactly, and the
+    result is rounded once to the weight's dtype."""
+
+    def __init__(self, normalized_shape, eps=1e-5, **kwargs):
+        if not kwargs.pop("elementwise_affine", True):
+            raise RuntimeError("MixedFusedRMSNorm does not support `elementwise_affine = False`")
+        super().__init__(normalized_shape, eps=eps, elementwise_affine=True, **kwargs)
+
+    def forward(self, input):
+        if input.shape[-len(self.normalized_shape):] != self.normalized_shape:
+            raise RuntimeError(f"MixedFusedRMSNorm over {self.normalized_shape}: the input's last dimensions "
+                               f"are {tuple(input.shape[-len(self.normalized_shape):])}")
+        compute = torch.promote_types(input.dtype, self.weight.dtype)
+        output = torch_npu.npu_rms_norm(input.to(compute), self.weight.to(compute), epsilon=self.eps)[0]
+        return output.to(self.weight.dtype)
