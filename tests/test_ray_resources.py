@@ -48,3 +48,25 @@ def test_ray_gpu_requests_become_npu_requests_and_the_rest_is_reported(tmp_path)
     (second / "tune.py").write_text((target / "tune.py").read_text())
     again = migrate(second, tmp_path / "again")
     assert not [row for row in read_csv(again / "change_list.csv") if row["Rule"] == "NPU110"]
+
+
+def test_placement_group_bundles_ask_for_npus_and_other_gpu_requests_are_reported(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "cluster.py").write_text(
+        "import ray\nfrom ray.util.placement_group import placement_group\nfrom ray.train import ScalingConfig\n\n"
+        "group = placement_group([{'GPU': 1, 'CPU': 8}] * 4, strategy='STRICT_PACK')\n"
+        "spread = ray.util.placement_group(\n    bundles=[{\"GPU\": n} for n in range(2)])\n"
+        "ray.get(placement_group(BUNDLES).ready())\n"
+        "config = ScalingConfig(num_workers=2, resources_per_worker={'GPU': 1, 'CPU': 4})\n"
+        "labels = {'GPU': 'A100'}\n")
+    target = migrate(project, tmp_path / "out")
+    lines = (target / "cluster.py").read_text().splitlines()
+    assert lines[4] == "group = placement_group([{'NPU': 1, 'CPU': 8}] * 4, strategy='STRICT_PACK')"
+    assert lines[6] == '    bundles=[{"NPU": n} for n in range(2)])'
+    assert lines[9] == "labels = {'GPU': 'A100'}"  # not Ray's: left alone, not reported
+    changes = read_csv(target / "change_list.csv")
+    assert [(row["Start Line"], row["End Line"], row["Rule"]) for row in changes] == [
+        ("5", "5", "NPU110"), ("6", "7", "NPU110")]
+    rows = [(row["Start Line"], row["OP"]) for row in read_csv(target / "unsupported_api.csv")]
+    assert rows == [("9", 'ray resource "GPU"')]

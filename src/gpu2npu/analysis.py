@@ -16,7 +16,7 @@ from .apidata import ApiData
 from .change import Finding, Report
 from .rules import device_guards, flash_attn, npu_aware
 from .rules.names import DEVICE_STRING, ImportAliases, DocstringTracker, dotted_name, framework_option, qualified_names, string_text
-from .rules.ray_resources import is_ray_call
+from .rules.ray_resources import gpu_requests, is_ray_call
 from .tips import CUDA_ONLY_PACKAGES, TIPS, migratable_cuda_path, tip_for
 
 RULE = "NPU900"
@@ -83,6 +83,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
     def visit_Module(self, node: cst.Module) -> None:
         self._module = node
         self._uses: Optional[Dict[str, Set[str]]] = None  # walked for when an import asks
+        self._ray_requests: Set[cst.Dict] = set()
 
     def _name_uses(self) -> Dict[str, Set[str]]:
         if self._uses is None:
@@ -198,6 +199,11 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value == "num_gpus" and is_ray_call(self, node.func):
                 self._add(arg, Report.UNSUPPORTED, "ray num_gpus", RAY_TIP)
+        if is_ray_call(self, node.func):
+            for request in gpu_requests(node):
+                if request not in self._ray_requests:  # once, where Ray calls nest
+                    self._ray_requests.add(request)
+                    self._add(request, Report.UNSUPPORTED, 'ray resource "GPU"', RAY_RESOURCE_TIP)
         if self.reads_flash_attn:
             refused = flash_attn.refused_arguments(node)
             names = [n for n in qualified_names(self, node.func) if n.startswith(flash_attn.PACKAGE + ".")] if refused else ()
@@ -270,6 +276,10 @@ def dead_guard_tip(guard, api: ApiData) -> str:
 RAY_TIP = ("Ray counts Ascend NPUs as the resource \"NPU\", not as GPUs: ask for resources={\"NPU\": N} "
            "instead of num_gpus=N (Ray then sets ASCEND_RT_VISIBLE_DEVICES for the task); gpu2npu does so (NPU110) "
            "where the call passes neither resources= nor **kwargs: add \"NPU\" to this one's resources")
+
+RAY_RESOURCE_TIP = ("Ray counts Ascend NPUs as the resource \"NPU\": a request for \"GPU\" waits for devices an "
+                    "Ascend node has none of; ask for \"NPU\" (gpu2npu does so in placement_group bundles written "
+                    "out as dicts); Ray Train's ScalingConfig: use_gpu=False with resources_per_worker={\"NPU\": 1}")
 
 # A capability check that only decides TF32 is no question of bf16 support.
 TF32_TIP = ("TF32 does not exist on the NPU and needs no capability check: its counterpart is HF32, "

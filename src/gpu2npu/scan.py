@@ -46,7 +46,13 @@ _STRING_WORD = re.compile(r"^cuda|torch\.cuda\.|(?i:nccl)|CUDA_VISIBLE_DEVICES|"
 # Methods whose first argument is a device, and calls returning a device index (as in NPU104).
 DEVICE_METHODS = {"to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
 INDEX_RETURNING = {"current_device", "get_rank", "get_local_rank", "device_count", "get_world_size"}
+_RAY_REQUESTS = frozenset({"num_gpus", "resources_per_worker"})
 _PACKAGE_ROOTS = tuple(package.split(".")[0] for package in CUDA_ONLY_PACKAGES)
+
+
+def _called_name(call: ast.Call) -> Optional[str]:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 
 
 def parse(data: bytes) -> Optional[ast.Module]:
@@ -117,8 +123,9 @@ class FileScan:
     def _call(self, node: ast.Call) -> None:
         self.calls.append(node)
         self._argparse_int(node)
-        if any(keyword.arg == "num_gpus" for keyword in node.keywords):
-            self.package_lines.append(node.lineno)  # Ray's GPU resource: the analysis reports it
+        # Ray's GPU resource: NPU110 rewrites it or the analysis reports it
+        if any(keyword.arg in _RAY_REQUESTS for keyword in node.keywords) or _called_name(node) == "placement_group":
+            self.package_lines.append(node.lineno)
 
     def _import(self, node: ast.Import) -> None:
         bind_import(self.aliases, node)
