@@ -59,3 +59,40 @@ def test_a_batch_sampler_loader_gets_no_drop_last():
     output, result = _migrate(source)
     assert "drop_last" not in output
     assert ["batch_sampler" in f.tip for f in _rows(result, Report.PERFORMANCE)] == [True]
+
+
+DEEPSPEED_AND_VLLM = '''import deepspeed
+from deepspeed.ops.adam import FusedAdam, DeepSpeedCPUAdam
+from deepspeed.ops.transformer import DeepSpeedTransformerLayer, DeepSpeedTransformerConfig
+from deepspeed.ops.transformer import DeepSpeedInferenceConfig
+from deepspeed.ops.op_builder import EvoformerAttnBuilder, FusedAdamBuilder
+from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator
+
+
+def build(model, args, group):
+    layer = DeepSpeedTransformerLayer(DeepSpeedTransformerConfig(hidden_size=64))
+    kernels = EvoformerAttnBuilder().load(), FusedAdamBuilder().load()
+    engine, *_ = deepspeed.initialize(model=model, optimizer=FusedAdam(model.parameters()), config=args.ds_config)
+    return engine, layer, kernels, PyNcclCommunicator(group, device=0)
+'''
+
+
+def test_deepspeed_parts_without_an_npu_build_and_vllms_nccl_communicator_are_reported():
+    # DeepSpeed runs on Ascend through its NPU accelerator: what that builds (FusedAdam, the CPU
+    # optimizers, FusedAdamBuilder, the inference config) gets no row, what it cannot build does
+    _, result = _migrate(DEEPSPEED_AND_VLLM)
+    rows = [(f.start_line, f.api) for f in _rows(result, Report.UNSUPPORTED)]
+    assert rows == [
+        (3, "deepspeed.ops.transformer (DeepSpeedTransformerLayer, DeepSpeedTransformerConfig)"),
+        (5, "deepspeed.ops.op_builder.EvoformerAttnBuilder"),
+        (6, "vllm.distributed.device_communicators.pynccl.PyNcclCommunicator"),
+        (10, "deepspeed.ops.transformer.DeepSpeedTransformerConfig"),
+        (10, "deepspeed.ops.transformer.DeepSpeedTransformerLayer"),
+        (11, "deepspeed.ops.op_builder.EvoformerAttnBuilder"),
+        (13, "vllm.distributed.device_communicators.pynccl.PyNcclCommunicator"),
+    ]
+    tips = {f.api: f.tip for f in _rows(result, Report.UNSUPPORTED)}
+    assert "PyHcclCommunicator" in tips["vllm.distributed.device_communicators.pynccl.PyNcclCommunicator"]
+    assert "NotImplementedBuilder" in tips["deepspeed.ops.op_builder.EvoformerAttnBuilder"]
+    # one tip for the two names of one statement: they are the same layer
+    assert tips[rows[0][1]].count("TransformerBuilder") == 1

@@ -25,6 +25,17 @@ _ASCEND_APEX = ("a file that uses nothing of apex but its normalization modules,
                 "and apex.parallel's DistributedDataParallel/SyncBatchNorm/convert_syncbn_model gets the generated "
                 "ascend_apex")
 
+# DeepSpeed runs on Ascend through its own NPU accelerator; what that accelerator cannot build
+# (DeepSpeed 0.19's op_builder/npu against its CUDA op_builder) is reported where it is used.
+_DEEPSPEED = "DeepSpeed runs on Ascend through its NPU accelerator (no edits), which has no build of "
+_DEEPSPEED_LAYER = (_DEEPSPEED + "the fused training transformer layer (TransformerBuilder): use the model's own "
+                    "torch layers (the same computation), with torch_npu.npu_fusion_attention for the attention")
+DEEPSPEED_CUDA_BUILDERS = (
+    "TransformerBuilder", "StochasticTransformerBuilder", "EvoformerAttnBuilder", "FPQuantizerBuilder",
+    "RandomLTDBuilder", "RaggedOpsBuilder", "RaggedUtilsBuilder", "InferenceCoreBuilder", "InferenceCutlassBuilder",
+    "SpatialInferenceBuilder", "GDSBuilder", "DeepCompileBuilder",
+)
+
 TIPS = {
     "torch.cuda.nvtx": "use torch_npu.npu.mstx (mark, range_start/range_end) to annotate NPU profiles",
     "torch.cuda.CUDAGraph": "use torch_npu.npu.NPUGraph (torch_npu.npu.graph) where available",
@@ -131,6 +142,26 @@ TIPS = {
     "rotary_emb": "flash-attn's compiled rotary embedding: torch_npu.npu_rotary_mul(x, cos, sin)",
     "dropout_layer_norm": "flash-attn's compiled dropout + residual + layer norm: torch.nn.functional.dropout, the "
     "addition and torch.nn.functional.layer_norm (or torch_npu.npu_rms_norm for RMS)",
+    "deepspeed.ops.transformer.DeepSpeedTransformerLayer": _DEEPSPEED_LAYER,
+    "deepspeed.ops.transformer.DeepSpeedTransformerConfig": _DEEPSPEED_LAYER,
+    "deepspeed.ops.transformer.transformer": _DEEPSPEED_LAYER,
+    "deepspeed.ops.deepspeed4science": _DEEPSPEED + "the Evoformer attention kernel (EvoformerAttnBuilder, CUTLASS): "
+    "softmax(q @ k^T * scale + bias) @ v with torch operators, or torch_npu.npu_fusion_attention with the bias as pse",
+    "deepspeed.ops.fp_quantizer": _DEEPSPEED + "the FP8/FP6 quantizer and fp8 matmul (FPQuantizerBuilder, Triton): "
+    "keep the weights in bfloat16",
+    "deepspeed.ops.random_ltd": _DEEPSPEED + "random layer-token drop (RandomLTDBuilder): leave random_ltd out of the "
+    "DeepSpeed config",
+    "deepspeed.ops.triton_ops": _DEEPSPEED + "these Triton kernels (they compile for CUDA): torch_npu.npu_rms_norm, "
+    "npu_rotary_mul and npu_swiglu for the parts they fuse, torch operators for the rest",
+    "deepspeed.ops.gds": _DEEPSPEED + "GPUDirect Storage (NVIDIA's): offload to NVMe through deepspeed.ops.aio",
+    "deepspeed.inference.v2": _DEEPSPEED + "DeepSpeed-FastGen's ragged kernels: serve with vLLM through the "
+    "vllm-ascend plugin",
+    **{f"deepspeed.ops.op_builder.{builder}": _DEEPSPEED + f"{builder} (it answers with NotImplementedBuilder, whose "
+       "load() raises); it builds FusedAdam, FusedLamb, FusedLion, the CPU optimizers, AsyncIO, Quantizer and "
+       "Inference" for builder in DEEPSPEED_CUDA_BUILDERS},
+    "vllm.distributed.device_communicators.pynccl": "vLLM's NCCL communicator needs libnccl, which an Ascend machine "
+    "has not: vllm-ascend's PyHcclCommunicator (vllm_ascend.distributed.device_communicators.pyhccl) takes the same "
+    "arguments (a non-HCCL group or a StatelessProcessGroup, and the device) and has the same all_reduce and broadcast",
     "nvidia.dali": "DALI is CUDA-only: use a torch DataLoader pipeline",
     "tensorrt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL for inference",
     "torch2trt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL for inference",
@@ -145,6 +176,12 @@ CUDA_ONLY_PACKAGES = (
     "xformers", "bitsandbytes", "nvidia.dali", "tensorrt", "torch2trt", "torch_tensorrt", "numba.cuda",
     "liger_kernel", "transformer_engine", "ring_flash_attn", "xentropy_cuda_lib", "fused_dense_lib", "rotary_emb",
     "dropout_layer_norm",
+    # the parts of DeepSpeed (which has an NPU accelerator) and of vLLM (vllm-ascend) that have no NPU build
+    "deepspeed.ops.transformer.DeepSpeedTransformerLayer", "deepspeed.ops.transformer.DeepSpeedTransformerConfig",
+    "deepspeed.ops.transformer.transformer", "deepspeed.ops.deepspeed4science", "deepspeed.ops.fp_quantizer",
+    "deepspeed.ops.random_ltd", "deepspeed.ops.triton_ops", "deepspeed.ops.gds", "deepspeed.inference.v2",
+    *(f"deepspeed.ops.op_builder.{builder}" for builder in DEEPSPEED_CUDA_BUILDERS),
+    "vllm.distributed.device_communicators.pynccl",
 )
 
 
