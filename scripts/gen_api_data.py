@@ -158,9 +158,11 @@ OP_PLUGIN_PATH = "third_party/op-plugin"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "src" / "gpu2npu" / "data"
 ROOT_PKG = "torch_npu"
-# Packages reported on their own (only the package itself, no submodules).
+# Packages reported on their own (only the package itself, no submodules); torch_npu.multiprocessing.reductions
+# tells whether the release shares NPU tensors between processes (torch.multiprocessing on the NPU).
 EXTRA_MODULES = ("torch_npu.profiler", "torch_npu.distributed", "torch_npu.contrib",
-                 "torch_npu.contrib.function", "torch_npu.contrib.module", "torch_npu.optim")
+                 "torch_npu.contrib.function", "torch_npu.contrib.module", "torch_npu.optim",
+                 "torch_npu.multiprocessing.reductions")
 # Internal helper modules whose names, when imported elsewhere, are not API.
 HELPER_MODULES = {"torch_npu.utils._error_code", "torch_npu.utils._path_manager"}
 YAML_RE = re.compile(r"(^|/)npu_native_functions[^/]*\.ya?ml$")

@@ -173,3 +173,20 @@ def test_a_bf16_check_loses_its_cuda_version_tests_and_its_rows_other_uses_keep_
     assert "    return (torch_npu.npu.is_bf16_supported())\n" in output
     assert [(c.start_line, c.end_line, c.rule) for c in result.changes if c.rule == "NPU109"] == [(6, 8, "NPU109")]
     assert [(f.start_line, f.api) for f in result.findings if f.report == Report.UNSUPPORTED] == [(11, "torch.version.cuda")]
+
+
+@pytest.mark.parametrize("version, reported", [("2.5.1", True), ("2.1.0", False), ("2.13.0", False)])
+def test_sharing_a_tensor_between_processes_is_reported_where_the_release_cannot(version, reported):
+    # CUDA IPC weight sync (trainer -> vLLM): torch_npu installs NPU tensor sharing on import
+    # where the release ships torch_npu/multiprocessing/reductions.py (2.1.0.post17, 2.6.0 on)
+    rows = _rows("""\
+        import torch
+        from torch.multiprocessing.reductions import reduce_tensor
+
+        def handles(model):
+            return {name: reduce_tensor(p.detach()) for name, p in model.named_parameters()}
+        """, version)
+    assert [(line, api) for line, api, _ in rows] == ([(5, "torch.multiprocessing.reductions.reduce_tensor")]
+                                                      if reported else [])
+    if reported:
+        assert "torch_npu 2.5.1.post1 cannot share NPU tensors" in rows[0][2]

@@ -31,7 +31,7 @@ RULE = "NPU900"
 _MIGHT_HAVE_HAZARD = re.compile(
     rb"version\.cuda|import cuda|get_device_propert|(?<!re)\.compile\b|import compile|_inductor|float32_matmul_precision|8bit|32bit"
     rb"|bnb|load_in_|BitsAndBytes|Bitsandbytes|triton|get_kernel|ademamix|find_spec|version\(|get_distribution"
-    rb"|fp32_precision|get_gpu_ids|use_gpu")
+    rb"|fp32_precision|get_gpu_ids|use_gpu|reduce_tensor")
 
 # CUDA-only packages that gpu2npu can point at a generated package (the rerouting rules'), by the
 # names a probe uses: module name -> generated package; distribution name -> module name
@@ -264,6 +264,13 @@ class _Hazards:
                       "use_gpu reserves a GPU per worker and sets the workers up for CUDA: on an Ascend node ask "
                       "for resources_per_worker={'NPU': 1} instead (use_gpu=False) and train with "
                       "TorchConfig(backend='hccl')")
+        elif "torch.multiprocessing.reductions.reduce_tensor" in names and not self.api.module_has(
+                "torch_npu.multiprocessing.reductions", "rebuild_npu_tensor"):
+            self._add(call.func, Report.UNSUPPORTED, "torch.multiprocessing.reductions.reduce_tensor",
+                      f"torch_npu {self.api.torch_npu_version} cannot share NPU tensors between processes (it has "
+                      "no torch_npu.multiprocessing.reductions, which later releases install on import): the handle "
+                      "of an NPU tensor cannot be made; send the weights through a collective (dist.broadcast, "
+                      "vllm-ascend's PyHcclCommunicator) or as CPU tensors, or choose a release that shares them")
         elif any(name.rsplit(".", 1)[-1] == "find_spec" for name in names):
             self._package_probe(call, spec=True)
         elif any(name in _VERSION_CALLS for name in names):
