@@ -211,13 +211,13 @@ def test_a_capability_gate_runs_on_the_npu_with_sim_and_is_reported_without(tmp_
     project.mkdir()
     (project / "precision.py").write_text(
         "import torch\n\n"
-        "dtype = torch.bfloat16 if torch.cuda.get_device_capability() >= (8, 0) else torch.float16\n"
+        "flash = torch.cuda.get_device_capability() >= (8, 0)  # (a gate choosing bf16 is NPU111's)\n"
         "props = torch.cuda.get_device_properties(torch.cuda.current_device())\n"
-        "print(dtype, props.major, props.minor, props.name)\n")
+        "print(flash, props.major, props.minor, props.name)\n")
     target = migrate(project, tmp_path / "out", "2.1.0", "-sim")
     result = run_script(target / "precision.py", [], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split()[:3] == ["torch.bfloat16", "8", "0"]
+    assert result.stdout.split()[:3] == ["True", "8", "0"]
     assert not read_csv(target / "unsupported_api.csv")
     # without -sim the gate is left and reported: torch_npu answers None, which a comparison refuses
     target = migrate(project, tmp_path / "plain", "2.1.0")

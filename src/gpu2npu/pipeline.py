@@ -22,7 +22,7 @@ from .analysis import find_leftovers
 from .hazards import hazards_for_source
 from .change import Change, Finding, Operation
 from .linemap import LineMap
-from .rules import (REROUTING_RULES, COMMON_RULES, SINGLE_CARD_RULES, Bf16ReadinessWithoutCudaVersion, FileContext, Options, Rule,
+from .rules import (REROUTING_RULES, COMMON_RULES, SINGLE_CARD_RULES, Bf16CapabilityGateToNpu, Bf16ReadinessWithoutCudaVersion, FileContext, Options, Rule,
                     Tf32ToHf32, device_guards, npu_aware)
 from .rules.bf16_readiness import CUDA_VERSION
 from .rules.reroute import answers_probe
@@ -94,6 +94,8 @@ def migrate_source(
 ANSWERED_BY = {
     Tf32ToHf32.code: lambda row, change: row.rule == TF32_ADVICE or row.api.endswith(".fp32_precision"),
     Bf16ReadinessWithoutCudaVersion.code: lambda row, change: row.api == CUDA_VERSION,
+    # the capability or `.major` that a bf16 gate no longer reads
+    Bf16CapabilityGateToNpu.code: lambda row, change: row.api == "device properties .major",
     # a rerouting rule's change of that find_spec probe (not its sys.path line, inserted there)
     **{rule.code: (lambda row, change: answers_probe(row.api, change.message)) for rule in REROUTING_RULES},
 }

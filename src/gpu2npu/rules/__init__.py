@@ -22,6 +22,7 @@ from typing import Dict, Tuple, Type
 from .apex_amp import ApexAmp
 from .apex_modules import ApexModulesToTorch
 from .apex_parts import ApexPartsToGenerated
+from .bf16_capability import Bf16CapabilityGateToNpu
 from .bf16_readiness import Bf16ReadinessWithoutCudaVersion
 from .bitsandbytes import BitsandbytesOptimizers
 from .base import DistributedSettings, Example, FileContext, Options, Rule, SpecifyDeviceSettings
@@ -57,6 +58,7 @@ COMMON_RULES: Tuple[Type[Rule], ...] = (
     CudaEnvironmentVariables,
     Tf32ToHf32,
     Bf16ReadinessWithoutCudaVersion,
+    Bf16CapabilityGateToNpu,
     RayGpusToNpus,
     TorchCudaApiToNpu,
     TensorCudaToNpu,
@@ -141,5 +143,6 @@ __all__ = [
     "RULES_BY_CODE",
     "REROUTING_RULES",
     "Tf32ToHf32",
+    "Bf16CapabilityGateToNpu",
     "Bf16ReadinessWithoutCudaVersion",
 ]

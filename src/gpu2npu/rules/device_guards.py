@@ -30,12 +30,13 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
+import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from ..apidata import ApiData
 from ..tips import CUDA_ONLY_PACKAGES, migratable_cuda_path
 from .cuda_api import npu_path
-from . import npu_aware
+from . import bf16_capability, npu_aware
 from .names import DEVICE_STRING, ImportAliases, dotted_name, qualified_names, string_text
 
 Span = npu_aware.Span
@@ -394,6 +395,14 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
     """Spans of the original file left as written because they test for CUDA around code that
     stays CUDA-only: the test's span maps to its DeadGuard (a report row), the code it guards to
     None.  `resolver` has walked the file."""
+    if not resolver.cuda_only:
+        return {}
+    # A bf16 gate's capability test becomes the NPU's bf16 test (NPU111): valid after migration.
+    for node in (*resolver.ifs, *resolver.ifexps):
+        path = bf16_capability.bf16_gate(resolver, node)
+        if path is not None:
+            for part in m.findall(bf16_capability.gate_comparison(node.test, path), m.Name() | m.Attribute()):
+                resolver.cuda_only.pop(id(part), None)
     if not resolver.cuda_only:
         return {}
     resolver.mark_device_variables()

@@ -54,10 +54,10 @@ class AscendFunctionEquivalents(Rule):
             similar=True,
         ),
         Example(
-            "import torch\nif torch.cuda.get_device_capability()[0] >= 8:\n    dtype = torch.bfloat16\n"
+            "import torch\nif torch.cuda.get_device_capability()[0] >= 8:\n    use_flash = True\n"
             "sms = torch.cuda.get_device_properties(torch.cuda.current_device()).major\n",
             "import torch\nimport torch_npu\nimport os\nimport sys\n\n" + COMMENT + "\n" + _bootstrap("example.py")
-            + "if ascend_function.get_device_capability()[0] >= 8:\n    dtype = torch.bfloat16\n"
+            + "if ascend_function.get_device_capability()[0] >= 8:\n    use_flash = True\n"
             "sms = ascend_function.get_device_properties(torch_npu.npu.current_device()).major\n",
             similar=True,
         ),
