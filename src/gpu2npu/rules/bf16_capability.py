@@ -4,10 +4,9 @@ from __future__ import annotations
 from typing import Optional, Tuple
 
 import libcst as cst
-import libcst.matchers as m
 
 from .base import Example, Rule
-from .names import qualified_names
+from .names import nodes_within, qualified_names
 
 BF16_SUPPORTED = "torch_npu.npu.is_bf16_supported"
 CAPABILITY = frozenset({"torch.cuda.get_device_capability", "torch_npu.npu.get_device_capability"})
@@ -78,6 +77,7 @@ class Bf16CapabilityGateToNpu(Rule):
         self.record(original_node.test, _MESSAGE)
         return updated_node.with_changes(test=_replaced(updated_node.test, path))
 
+
 # -- what is a bf16 choice, what an Ampere test (for the rule and for device_guards) ------------
 def _is_bf16(visitor, node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.SimpleString):
@@ -109,7 +109,8 @@ def _is_ampere_test(visitor, node: cst.BaseExpression) -> bool:
     left, right = node.left, node.comparisons[0].comparator
     if isinstance(right, cst.Integer):
         first = (isinstance(left, cst.Subscript) and _called(visitor, left.value, CAPABILITY)
-                 and m.matches(left, m.Subscript(slice=[m.SubscriptElement(m.Index(m.Integer("0")))])))
+                 and len(left.slice) == 1 and isinstance(left.slice[0].slice, cst.Index)
+                 and isinstance(left.slice[0].slice.value, cst.Integer) and left.slice[0].slice.value.value == "0")
         major = isinstance(left, cst.Attribute) and left.attr.value == "major" and _called(visitor, left.value, PROPERTIES)
         return (first or major) and (operator, right.value) in AMPERE_INTEGERS
     if isinstance(right, cst.Tuple) and _called(visitor, left, CAPABILITY):
@@ -119,7 +120,7 @@ def _is_ampere_test(visitor, node: cst.BaseExpression) -> bool:
 
 
 def _mentions_capability(visitor, node: cst.CSTNode) -> bool:
-    return any(_called(visitor, call, CAPABILITY | PROPERTIES) for call in m.findall(node, m.Call()))
+    return any(_called(visitor, call, CAPABILITY | PROPERTIES) for call in nodes_within(node, cst.Call))
 
 
 def _ampere_path(visitor, test: cst.BaseExpression) -> Optional[Tuple[str, ...]]:

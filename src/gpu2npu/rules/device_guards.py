@@ -30,14 +30,13 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
-import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from ..apidata import ApiData
 from ..tips import CUDA_ONLY_PACKAGES, migratable_cuda_path
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
-from .names import DEVICE_STRING, ImportAliases, dotted_name, qualified_names, string_text
+from .names import DEVICE_STRING, ImportAliases, dotted_name, nodes_within, qualified_names, string_text
 
 Span = npu_aware.Span
 
@@ -401,7 +400,7 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
     for node in (*resolver.ifs, *resolver.ifexps):
         path = bf16_capability.bf16_gate(resolver, node)
         if path is not None:
-            for part in m.findall(bf16_capability.gate_comparison(node.test, path), m.Name() | m.Attribute()):
+            for part in nodes_within(bf16_capability.gate_comparison(node.test, path), cst.Name, cst.Attribute):
                 resolver.cuda_only.pop(id(part), None)
     if not resolver.cuda_only:
         return {}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from typing import Dict, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, QualifiedNameProvider
@@ -94,6 +94,26 @@ class ImportAliases(cst.CSTVisitor):
             local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else imported
             self.aliases.setdefault(local, set()).add(f"{prefix}.{imported}" if prefix and not prefix.endswith(".") else f"{prefix}{imported}")
         return False
+
+
+class _Collect(cst.CSTVisitor):
+    def __init__(self, kinds: Tuple[type, ...]) -> None:
+        super().__init__()
+        self.kinds = kinds
+        self.found: List[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, self.kinds):
+            self.found.append(node)
+        return True
+
+
+def nodes_within(node: cst.CSTNode, *kinds: type) -> List[cst.CSTNode]:
+    """The nodes of the given classes in `node`'s tree, `node` included, in source order
+    (libcst.matchers.findall without importing matchers, which costs a tenth of a second)."""
+    collect = _Collect(kinds)
+    node.visit(collect)
+    return collect.found
 
 
 def dotted_name(node: cst.CSTNode) -> Optional[str]:

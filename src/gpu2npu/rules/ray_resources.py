@@ -4,10 +4,9 @@ from __future__ import annotations
 from typing import List
 
 import libcst as cst
-import libcst.matchers as m
 
 from .base import Example, Rule
-from .names import qualified_names
+from .names import nodes_within, qualified_names
 
 
 def _is_ray(name: str) -> bool:
@@ -24,7 +23,7 @@ def is_gpu_key(element: cst.BaseDictElement) -> bool:
 
 def gpu_requests(node: cst.CSTNode) -> List[cst.Dict]:
     """The dict literals within `node` that ask for Ray's "GPU" resource (and not for "NPU" too)."""
-    return [found for found in m.findall(node, m.Dict())
+    return [found for found in nodes_within(node, cst.Dict)
             if any(is_gpu_key(e) for e in found.elements)
             and not any(isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
                         and e.key.evaluated_value == "NPU" for e in found.elements)]
