@@ -82,9 +82,9 @@ def test_the_cache_may_not_live_in_the_input_or_output(project, tmp_path):
 
 
 def test_parallel_workers_fill_the_cache_with_the_same_results(project, tmp_path, monkeypatch):
-    import gpu2npu.project as project_module
+    import gpu2npu.engine as engine_module
 
-    monkeypatch.setattr(project_module, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(engine_module, "PARALLEL_FROM", 1)
     cold = _run(project, tmp_path / "cold", tmp_path / "cache", jobs=2)
     warm = _run(project, tmp_path / "warm", tmp_path / "cache", jobs=1)
     assert warm.cache_hits == _migrated_kinds(warm)

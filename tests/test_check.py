@@ -1,5 +1,10 @@
-"""`gpu2npu check`: right on both sides, with exit statuses and machine-readable output."""
+"""`gpu2npu check`: right on both sides, with exit statuses and machine-readable output, the same
+findings for any number of processes, cached or not."""
 import json
+import shutil
+import sqlite3
+import subprocess
+import sys
 
 import pytest
 
@@ -62,3 +67,45 @@ def test_check_writes_nothing(tmp_path):
     result = run_cli("check", str(project))
     assert result.exit_code == 1
     assert [p.name for p in tmp_path.iterdir()] == ["p"] and [p.name for p in project.iterdir()] == ["a.py"]
+
+
+def _check_command(*args):
+    # the console script as CI runs it: a process of its own, a real process pool
+    command = [sys.executable, "-m", "gpu2npu", "check", "-v", "2.1.0", "--format", "json", *args]
+    return subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+
+
+def test_findings_are_the_same_for_any_number_of_processes_cached_or_not(tmp_path):
+    project = tmp_path / "all_fixtures"
+    shutil.copytree(FIXTURES, project, symlinks=True)  # more Python files than the engine's PARALLEL_FROM
+    cache_folder = tmp_path / "cache"
+    serial = _check_command("-j", "1", "--no-cache", str(project))
+    cold = _check_command("-j", "2", "--cache-dir", str(cache_folder), str(project))
+    with sqlite3.connect(cache_folder / "results.sqlite") as db:
+        stored = db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+    warm = _check_command("-j", "2", "--cache-dir", str(cache_folder), str(project))
+    assert serial.returncode == cold.returncode == warm.returncode == 1, serial.stderr
+    assert json.loads(serial.stdout)["count"] > 0
+    assert serial.stdout == cold.stdout == warm.stdout
+    assert serial.stderr == cold.stderr == warm.stderr
+    # one result per file checked (the unparseable one's too), read back by the warm run
+    from gpu2npu.discover import walk
+    from gpu2npu.sources import MIGRATED_KINDS
+
+    assert stored == len([entry for entry in walk(project) if entry.kind in MIGRATED_KINDS]) >= 16
+
+
+def test_a_warm_check_reads_results_back_instead_of_computing_them(tmp_path, monkeypatch):
+    from gpu2npu import apidata, engine
+    from gpu2npu.check import check_paths
+    from gpu2npu.rules import Options
+
+    options = Options(api=apidata.load("2.1.0"))
+    cold = check_paths([FIXTURES / "single_gpu_loop"], options, 1, tmp_path / "cache")
+
+    def refuse(*args):
+        raise AssertionError("a file was migrated again although its result is cached")
+
+    monkeypatch.setattr(engine, "migrate_file", refuse)
+    warm = check_paths([FIXTURES / "single_gpu_loop"], options, 1, tmp_path / "cache")
+    assert warm.findings == cold.findings and warm.files == cold.files > 0

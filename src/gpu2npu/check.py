@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, List, Sequence
+from typing import Iterable, List, Optional, Sequence
 
 from .change import Report
-from .discover import Kind, kind_of, walk
+from .discover import Entry, Kind, kind_of, walk
+from .engine import Engine
 from .pipeline import Status
 from .rules import Options
-from .sources import ALL_RULES_BY_CODE, MIGRATED_KINDS, migrate_file
+from .sources import ALL_RULES_BY_CODE, MIGRATED_KINDS
 
 # Rules whose edits do not mean "CUDA-only code is here".
 NOT_FINDINGS = {"NPU001", "NPU201"}
@@ -38,45 +39,48 @@ class CheckResult:
     findings: List[CheckFinding]
     files: int
     unreadable: List[str]
+    cache_problem: Optional[str] = None  # why the cache could not be used (the check went on without)
 
 
-def _checked_files(paths: Sequence[Path]) -> Iterable[tuple]:
-    """(absolute path, shown path, kind) of the Python files, notebooks and launch scripts; a
-    file named on the command line is checked as Python unless it is a notebook or launch script."""
+def _checked_files(paths: Sequence[Path]) -> Iterable[Entry]:
+    """The Python files, notebooks and launch scripts under `paths`, each named as shown to the
+    user (its `relative`); a file named on the command line is checked as Python unless it is a
+    notebook or launch script."""
     for path in paths:
         if path.is_file():
             kind = kind_of(path)
-            yield path, path.as_posix(), kind if kind in MIGRATED_KINDS else Kind.PYTHON
+            yield Entry(path.as_posix(), path, kind if kind in MIGRATED_KINDS else Kind.PYTHON)
             continue
         for entry in walk(path):
             if entry.kind in MIGRATED_KINDS:
-                yield entry.absolute, (path / entry.relative).as_posix(), entry.kind
+                yield Entry((path / entry.relative).as_posix(), entry.absolute, entry.kind)
 
 
-def check_paths(paths: Sequence[Path], options: Options) -> CheckResult:
+def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
+                cache_folder: Optional[Path] = None) -> CheckResult:
+    """The findings of `paths`, computed as the migration computes its results (the same engine:
+    `jobs` processes, the content-hash cache in `cache_folder`)."""
     findings: List[CheckFinding] = []
     unreadable: List[str] = []
-    files = 0
-    for absolute, shown, kind in _checked_files(paths):
-        files += 1
-        try:
-            data = absolute.read_bytes()
-        except OSError as error:
-            unreadable.append(f"{shown}: {error.strerror or error}")
-            continue
-        result = migrate_file(kind, data, shown, options)
-        if result.status == Status.FAILED:
-            unreadable.append(f"{shown}: {result.error}")
-            continue
-        for change in result.changes:
-            if change.rule not in NOT_FINDINGS:
-                findings.append(CheckFinding(shown, change.start_line, change.end_line, change.rule,
-                                             f"CUDA-only: {change.message}", "error"))
-        for finding in result.findings:
-            if finding.report == Report.UNSUPPORTED:
-                findings.append(CheckFinding(shown, finding.start_line, finding.end_line, UNSUPPORTED_RULE,
-                                             f"{finding.api} has no NPU equivalent: {finding.tip}", "warning"))
-    return CheckResult(sorted(set(findings)), files, unreadable)
+    entries = list(_checked_files(paths))
+    engine = Engine(options, jobs, cache_folder)
+    try:
+        for entry, result in engine.results(entries):
+            if result.status == Status.FAILED:
+                unreadable.append(f"{entry.relative}: {result.error}")
+                continue
+            shown = entry.relative
+            for change in result.changes:
+                if change.rule not in NOT_FINDINGS:
+                    findings.append(CheckFinding(shown, change.start_line, change.end_line, change.rule,
+                                                 f"CUDA-only: {change.message}", "error"))
+            for finding in result.findings:
+                if finding.report == Report.UNSUPPORTED:
+                    findings.append(CheckFinding(shown, finding.start_line, finding.end_line, UNSUPPORTED_RULE,
+                                                 f"{finding.api} has no NPU equivalent: {finding.tip}", "warning"))
+    finally:
+        engine.close()
+    return CheckResult(sorted(set(findings)), len(entries), unreadable, engine.problem)
 
 
 def rule_descriptions() -> dict:

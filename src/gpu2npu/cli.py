@@ -234,7 +234,13 @@ def distributed(ctx, main_file, target, split_batch):
               help="PyTorch version whose torch_npu release decides what is unsupported (default: the newest).")
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "sarif"]), default="text",
               show_default=True, help="How findings are printed.")
-def check(paths, torch_version, output_format):
+@click.option("-j", "--jobs", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Worker processes (0: one per core); the findings are the same for any number.")
+@click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
+              help="Where per-file results are kept so that a re-run looks again only at what changed "
+                   "(default: $GPU2NPU_CACHE_DIR, else ~/.cache/gpu2npu; shared with the migration).")
+@click.option("--no-cache", is_flag=True, help="Check every file afresh and keep no results.")
+def check(paths, torch_version, output_format, jobs, cache_dir, no_cache):
     """Report CUDA-only code in PATHS (files or folders) without changing anything.
 
     Exit status 0 when no CUDA-only construct is found, 1 when findings remain, 2 on a usage
@@ -248,7 +254,7 @@ def check(paths, torch_version, output_format):
     missing = [str(path) for path in paths if not path.exists()]
     if missing:
         _fail(f"no such file or folder: {', '.join(missing)}")
-    result = check_paths(paths, options)
+    result = check_paths(paths, options, jobs, None if no_cache else (cache_dir or cache.default_folder()))
     if output_format == "json":
         click.echo(check_formats.as_json(result.findings), nl=False)
     elif output_format == "sarif":
@@ -258,6 +264,8 @@ def check(paths, torch_version, output_format):
         click.echo(f"{len(result.findings)} findings in {result.files} files", err=True)
     for problem in result.unreadable:
         click.echo(f"gpu2npu: warning: not checked: {problem}", err=True)
+    if result.cache_problem:
+        click.echo(f"gpu2npu: warning: {result.cache_problem}", err=True)
     sys.exit(1 if result.findings else 0)
 
 

@@ -3,10 +3,7 @@ reports, then move the result into place.  Nothing is written before the request
 be valid, and an existing result is never replaced unless asked to (`force`)."""
 from __future__ import annotations
 
-import contextlib
 import difflib
-import gc
-import multiprocessing
 import os
 import re
 import shutil
@@ -17,15 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from . import __version__, apidata, cache, generated_packages, modelarts_package, rule_file, similar
+from . import __version__, apidata, generated_packages, modelarts_package, rule_file, similar
 from .change import Change, Finding, Report
 from .cuda_ops import custom_operators
 from .discover import Entry, Kind, walk
+from .engine import Engine
 from .pipeline import FileResult, Status
 from .reports import csv_reports, log as run_log
 from .launcher import LAUNCHER_NAME, launcher_script
 from .rules import REROUTING_RULES, DistributedSettings, Options, SpecifyDeviceSettings
-from .sources import ALL_RULES_BY_CODE, MIGRATED_KINDS, migrate_file
+from .sources import ALL_RULES_BY_CODE, MIGRATED_KINDS
 
 OUTPUT_SUFFIX = "_msft"
 MULTI_SUFFIX = "_msft_multi"
@@ -335,17 +333,6 @@ def _copy_folder_modes(folders: Sequence[Tuple[Entry, Path]]) -> None:
             pass  # the folder's content is what matters
 
 
-def _migrate_entry(entry: Entry, options: Options, salt: Optional[str] = None):
-    """Read and migrate one Python file, notebook or launch script (in a worker process when
-    running in parallel); with a cache salt, also the cache key of the bytes actually migrated."""
-    try:
-        data = entry.absolute.read_bytes()
-    except OSError as error:
-        return None, FileResult(entry.relative, Status.FAILED, error=f"cannot be read: {error.strerror or error}")
-    result = migrate_file(entry.kind, data, entry.relative, options)
-    return (cache.key_for(salt, entry.relative, data) if salt else None), result
-
-
 def _write_python(entry: Entry, destination: Path, result: FileResult) -> None:
     if result.output is None:
         try:
@@ -357,91 +344,6 @@ def _write_python(entry: Entry, destination: Path, result: FileResult) -> None:
     else:
         destination.write_bytes(result.output)
         shutil.copymode(entry.absolute, destination)
-
-
-_WORKER_OPTIONS: Optional[Options] = None
-_WORKER_SALT: Optional[str] = None
-
-
-def _init_worker(options: Options, salt: Optional[str]) -> None:
-    global _WORKER_OPTIONS, _WORKER_SALT
-    _WORKER_OPTIONS, _WORKER_SALT = options, salt
-    # Ctrl-C reaches every process of the terminal's group: the parent alone handles it (and
-    # stops the workers); the parent's SIGTERM handler must not run here either.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def _work(entry: Entry):
-    with _collecting_rarely():
-        return _migrate_entry(entry, _WORKER_OPTIONS, _WORKER_SALT)
-
-
-# Syntax trees are millions of short-lived objects without cycles, freed by reference counting;
-# the cyclic collector's passes over them cost a quarter of the migration time.  It runs every
-# this many files instead, which keeps the memory bounded.
-COLLECT_EVERY = 50
-_files_since_collection = 0
-
-
-@contextlib.contextmanager
-def _collecting_rarely():
-    global _files_since_collection
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        _files_since_collection += 1
-        if _files_since_collection >= COLLECT_EVERY:
-            _files_since_collection = 0
-            gc.collect()
-        if enabled:
-            gc.enable()
-
-
-# Below this many Python files to migrate, starting worker processes costs more than it saves.
-PARALLEL_FROM = 16
-
-
-def migrate_all(entries: Sequence[Entry], options: Options, jobs: int,
-                results: Optional[cache.ResultCache] = None) -> Iterator[FileResult]:
-    """FileResults in the order of `entries`, whatever the number of processes, so that output
-    and reports are identical with -j 1 and -j N.  With a cache, files whose bytes and options
-    were seen before are read back instead of migrated."""
-    cached: List[Optional[FileResult]] = []
-    for entry in entries:
-        hit = None
-        if results is not None:
-            try:
-                hit = results.get(results.key(entry.relative, entry.absolute.read_bytes()))
-            except OSError:
-                hit = None  # migrated (and its read error reported) like any other miss
-        cached.append(hit)
-    misses = [entry for entry, hit in zip(entries, cached) if hit is None]
-    salt = results.salt if results is not None else None
-    computed = _compute(misses, options, jobs, salt)
-    for hit in cached:
-        if hit is not None:
-            yield hit
-            continue
-        key, result = next(computed)
-        if key is not None and results is not None:
-            results.put(key, result)
-        yield result
-
-
-def _compute(entries: Sequence[Entry], options: Options, jobs: int, salt: Optional[str]):
-    jobs = jobs or os.cpu_count() or 1
-    if jobs <= 1 or len(entries) < PARALLEL_FROM:
-        for entry in entries:
-            with _collecting_rarely():
-                outcome = _migrate_entry(entry, options, salt)
-            yield outcome
-        return
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with context.Pool(jobs, initializer=_init_worker, initargs=(options, salt)) as pool:
-        yield from pool.imap(_work, entries, chunksize=2)
 
 
 def run(request: RunRequest, progress: Callable[[int, int], None] = lambda done, total: None) -> RunResult:
@@ -494,10 +396,8 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             if entry.kind == Kind.CUDA_SOURCE:
                 text = entry.absolute.read_bytes().decode("utf-8", errors="replace")
                 cuda_ops.extend((entry.relative, name) for name in custom_operators(text))
-        results = None
-        if request.cache_dir is not None:
-            results = cache.ResultCache(request.cache_dir, cache.salt_for(options))
-        for done, (entry, outcome) in enumerate(zip(python, migrate_all(python, options, request.jobs, results)), 1):
+        engine = Engine(options, request.jobs, request.cache_dir)
+        for done, (entry, outcome) in enumerate(engine.results(python), 1):
             result.files += 1
             if entry.kind == Kind.PYTHON:
                 result.python_files += 1
@@ -512,12 +412,12 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             result.changes.extend(outcome.changes)
             result.findings.extend(outcome.findings)
             progress(done, len(python))
-        if results is not None:
-            results.close()
-            result.cache_hits = results.hits
-            if results.problem:
-                logger.warning(results.problem)
-            logger.info(f"cache {results.folder}: {results.hits} files read back, {results.misses} migrated")
+        if engine.cache is not None:
+            engine.close()
+            result.cache_hits = engine.hits
+            if engine.problem:
+                logger.warning(engine.problem)
+            logger.info(f"cache {engine.cache.folder}: {engine.hits} files read back, {engine.misses} migrated")
         _copy_folder_modes(folders)
         for relative, name in cuda_ops:
             logger.info(f"{relative}: custom CUDA operator {name} needs an NPU implementation")
@@ -543,24 +443,21 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
 
 def preview(request: RunRequest) -> Iterator[Tuple[str, str]]:
     """`--diff`: (path, unified diff, "") for every file the migration would change and
-    (path, None, reason) for one that could not be processed; nothing is written."""
+    (path, None, reason) for one that could not be processed; nothing is written but the cache."""
     source, _, options = check_request(request, writes=False)
-    for entry in walk(source):
-        if entry.kind not in MIGRATED_KINDS:
-            continue
-        try:
-            data = entry.absolute.read_bytes()
-        except OSError as error:
-            yield entry.relative, None, f"cannot be read: {error.strerror or error}"
-            continue
-        result = migrate_file(entry.kind, data, entry.relative, options)
-        if result.status == Status.FAILED:
-            yield entry.relative, None, result.error
-        elif result.output is not None:
-            before = data.decode("utf-8", errors="replace").splitlines(keepends=True)
-            after = result.output.decode("utf-8", errors="replace").splitlines(keepends=True)
-            diff = difflib.unified_diff(before, after, f"a/{entry.relative}", f"b/{entry.relative}")
-            yield entry.relative, "".join(line if line.endswith("\n") else line + "\n" for line in diff), ""
+    engine = Engine(options, request.jobs, request.cache_dir)
+    try:
+        for entry, result in engine.results([entry for entry in walk(source) if entry.kind in MIGRATED_KINDS]):
+            if result.status == Status.FAILED:
+                yield entry.relative, None, result.error
+            elif result.output is not None:
+                data = entry.absolute.read_bytes()
+                before = data.decode("utf-8", errors="replace").splitlines(keepends=True)
+                after = result.output.decode("utf-8", errors="replace").splitlines(keepends=True)
+                diff = difflib.unified_diff(before, after, f"a/{entry.relative}", f"b/{entry.relative}")
+                yield entry.relative, "".join(line if line.endswith("\n") else line + "\n" for line in diff), ""
+    finally:
+        engine.close()
 
 
 def _write_launcher(staging: Path, settings: DistributedSettings, logger) -> None:

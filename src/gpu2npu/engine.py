@@ -1,0 +1,151 @@
+"""Every command's way through the files: each one read, migrated in a process pool (or in
+this process when there are few), read back from the content-hash cache where it was seen
+before, and handed on in the order of the files, whatever the number of processes, so that
+what a command prints or writes is identical with -j 1 and -j N, cached or not.
+
+The commands differ only in what they do with the results: the migration writes a tree and
+the reports, `--diff` prints diffs, `check` prints findings.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import multiprocessing
+import os
+import signal
+from pathlib import Path
+from typing import Iterator, List, Optional, Sequence, Tuple
+
+from . import cache
+from .discover import Entry
+from .pipeline import FileResult, Status
+from .rules import Options
+from .sources import migrate_file
+
+
+class Engine:
+    """The per-file work of one run: `results(entries)` yields (entry, FileResult) in order.
+    With a cache folder, results are read back and stored there (see `cache`); `close()`
+    saves them and `problem` tells why the cache could not be used, if so."""
+
+    def __init__(self, options: Options, jobs: int = 0, cache_folder: Optional[Path] = None) -> None:
+        self.options = options
+        self.jobs = jobs
+        self.cache = cache.ResultCache(cache_folder, cache.salt_for(options)) if cache_folder is not None else None
+
+    def results(self, entries: Sequence[Entry]) -> Iterator[Tuple[Entry, FileResult]]:
+        return zip(entries, migrate_all(entries, self.options, self.jobs, self.cache))
+
+    @property
+    def hits(self) -> int:
+        return self.cache.hits if self.cache is not None else 0
+
+    @property
+    def misses(self) -> int:
+        return self.cache.misses if self.cache is not None else 0
+
+    @property
+    def problem(self) -> Optional[str]:
+        return self.cache.problem if self.cache is not None else None
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+
+
+def _migrate_entry(entry: Entry, options: Options, salt: Optional[str] = None):
+    """Read and migrate one Python file, notebook or launch script (in a worker process when
+    running in parallel); with a cache salt, also the cache key of the bytes actually migrated."""
+    try:
+        data = entry.absolute.read_bytes()
+    except OSError as error:
+        return None, FileResult(entry.relative, Status.FAILED, error=f"cannot be read: {error.strerror or error}")
+    result = migrate_file(entry.kind, data, entry.relative, options)
+    return (cache.key_for(salt, entry.relative, data) if salt else None), result
+
+
+_WORKER_OPTIONS: Optional[Options] = None
+_WORKER_SALT: Optional[str] = None
+
+
+def _init_worker(options: Options, salt: Optional[str]) -> None:
+    global _WORKER_OPTIONS, _WORKER_SALT
+    _WORKER_OPTIONS, _WORKER_SALT = options, salt
+    # Ctrl-C reaches every process of the terminal's group: the parent alone handles it (and
+    # stops the workers); the parent's SIGTERM handler must not run here either.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _work(entry: Entry):
+    with _collecting_rarely():
+        return _migrate_entry(entry, _WORKER_OPTIONS, _WORKER_SALT)
+
+
+# Syntax trees are millions of short-lived objects without cycles, freed by reference counting;
+# the cyclic collector's passes over them cost a quarter of the migration time.  It runs every
+# this many files instead, which keeps the memory bounded.
+COLLECT_EVERY = 50
+_files_since_collection = 0
+
+
+@contextlib.contextmanager
+def _collecting_rarely():
+    global _files_since_collection
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        _files_since_collection += 1
+        if _files_since_collection >= COLLECT_EVERY:
+            _files_since_collection = 0
+            gc.collect()
+        if enabled:
+            gc.enable()
+
+
+# Below this many Python files to migrate, starting worker processes costs more than it saves.
+PARALLEL_FROM = 16
+
+
+def migrate_all(entries: Sequence[Entry], options: Options, jobs: int,
+                results: Optional[cache.ResultCache] = None) -> Iterator[FileResult]:
+    """FileResults in the order of `entries`, whatever the number of processes, so that output
+    and reports are identical with -j 1 and -j N.  With a cache, files whose bytes and options
+    were seen before are read back instead of migrated."""
+    cached: List[Optional[FileResult]] = []
+    for entry in entries:
+        hit = None
+        if results is not None:
+            try:
+                hit = results.get(results.key(entry.relative, entry.absolute.read_bytes()))
+            except OSError:
+                hit = None  # migrated (and its read error reported) like any other miss
+        cached.append(hit)
+    misses = [entry for entry, hit in zip(entries, cached) if hit is None]
+    salt = results.salt if results is not None else None
+    computed = _compute(misses, options, jobs, salt)
+    for hit in cached:
+        if hit is not None:
+            yield hit
+            continue
+        key, result = next(computed)
+        if key is not None and results is not None:
+            results.put(key, result)
+        yield result
+
+
+def _compute(entries: Sequence[Entry], options: Options, jobs: int, salt: Optional[str]):
+    jobs = jobs or os.cpu_count() or 1
+    if jobs <= 1 or len(entries) < PARALLEL_FROM:
+        for entry in entries:
+            with _collecting_rarely():
+                outcome = _migrate_entry(entry, options, salt)
+            yield outcome
+        return
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    with context.Pool(jobs, initializer=_init_worker, initargs=(options, salt)) as pool:
+        yield from pool.imap(_work, entries, chunksize=2)
+
+
