@@ -1,2 +1,2 @@
-"""Rendering of records: CSV files (pandas), the run log, the console summary.  Nothing else in
-the package imports pandas or prettytable."""
+"""Rendering of records: CSV files (the csv module), the run log, the console summary
+(prettytable).  Nothing else in the package imports prettytable."""
