@@ -15,8 +15,9 @@ inner one that the change list still claims.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
-from typing import List, Optional, Sequence, Type, Union
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple, Type, Union
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
@@ -29,27 +30,55 @@ class RuleBatch(cst.CSTTransformer):
     def __init__(self, rules: Sequence[Rule]) -> None:
         super().__init__()
         self.rules = list(rules)
+        self._edit_lists = [rule.edits for rule in self.rules]  # (rules edit them in place)
         # For each rule, the node below which it does not look (it asked not to), if any.
         self._skipping: List[Optional[cst.CSTNode]] = [None] * len(self.rules)
         # For each node being visited, how many edits each rule had recorded when it was entered.
-        self._marks: List[List[int]] = []
+        self._marks: List[Tuple[int, ...]] = []
+        # Node class -> the rules to call on entering / leaving such a node: most rules handle a
+        # few node classes, and calling every rule's hooks on every node cost half the run.
+        self._visit_table: Dict[type, List[int]] = {}
+        self._leave_table: Dict[type, List[int]] = {}
+        self._hooks = [_hooks(type(rule)) for rule in self.rules]
+        self._attribute_rules = [index for index, hooks in enumerate(self._hooks) if hooks[2]]
+        # the rules share one context: the nodes that rules skip whole (NPU-aware code, dead device
+        # tests, nodes another rule claimed) must reach every rule, whatever it handles
+        self._context = self.rules[0].context if self.rules else None
+
+    def _indices(self, table: Dict[type, List[int]], kind: type, position: int) -> List[int]:
+        indices = table.get(kind)
+        if indices is None:
+            name = kind.__name__
+            indices = table[kind] = [index for index, hooks in enumerate(self._hooks)
+                                     if hooks[position] is None or name in hooks[position]]
+        return indices
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        for index, rule in enumerate(self.rules):
-            if self._skipping[index] is None and not rule.on_visit(node):
-                self._skipping[index] = node
-        self._marks.append([len(rule.edits) for rule in self.rules])
+        context = self._context
+        if context is not None and (context.might_be_guarded(node) or id(node) in context.claimed):
+            indices = range(len(self.rules))
+        else:
+            indices = self._indices(self._visit_table, type(node), 0)
+        skipping = self._skipping
+        for index in indices:
+            if skipping[index] is None and not self.rules[index].on_visit(node):
+                skipping[index] = node
+        self._marks.append(tuple(map(len, self._edit_lists)))
         return True
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):
         marks = self._marks.pop()
-        inner = [len(rule.edits) for rule in self.rules]  # edits made below this node
+        inner = tuple(map(len, self._edit_lists))  # edits made below this node
         result = updated_node
+        handlers = self._indices(self._leave_table, type(original_node), 1)
         for index, rule in enumerate(self.rules):
             skip_root = self._skipping[index]
-            if skip_root is not None and skip_root is not original_node:
-                continue
-            self._skipping[index] = None
+            if skip_root is not None:
+                if skip_root is not original_node:
+                    continue
+                self._skipping[index] = None  # its on_leave ends the skip (Rule.on_leave)
+            elif index not in handlers:
+                continue  # it has nothing to do on leaving such a node
             if not isinstance(result, cst.CSTNode) or type(result) is not type(original_node):
                 continue  # an earlier rule replaced or removed the node: the rest leave it be
             recorded = len(rule.edits)
@@ -92,14 +121,40 @@ class RuleBatch(cst.CSTTransformer):
                              or not deletion.start_line <= edit.start_line <= edit.end_line <= deletion.end_line]
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        for index, rule in enumerate(self.rules):
+        for index in self._attribute_rules:
             if self._skipping[index] is None:
-                rule.on_visit_attribute(node, attribute)
+                self.rules[index].on_visit_attribute(node, attribute)
 
     def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
-        for index, rule in enumerate(self.rules):
+        for index in self._attribute_rules:
             if self._skipping[index] is None:
-                rule.on_leave_attribute(original_node, attribute)
+                self.rules[index].on_leave_attribute(original_node, attribute)
+
+
+_NODE_CLASSES = frozenset(name for name, value in vars(cst).items()
+                          if isinstance(value, type) and issubclass(value, cst.CSTNode))
+
+
+@functools.lru_cache(maxsize=None)
+def _hooks(rule_type: type) -> Tuple[Optional[FrozenSet[str]], Optional[FrozenSet[str]], bool]:
+    """(the node classes a rule has a visit_ method for, those it has a leave_ method for, whether
+    it has attribute hooks such as visit_Call_func); None where it overrides on_visit / on_leave
+    and so must see every node."""
+    visits, leaves, attributes = set(), set(), False
+    for name in dir(rule_type):
+        if not name.startswith(("visit_", "leave_")):
+            continue
+        owner = next(klass for klass in rule_type.__mro__ if name in vars(klass))
+        if not owner.__module__.startswith(__package__.split(".")[0] + "."):
+            continue  # libcst's typed visitor declares a do-nothing hook for every node class
+        rest = name[len("visit_"):]
+        if rest in _NODE_CLASSES:
+            (visits if name.startswith("visit_") else leaves).add(rest)
+        elif rest.split("_", 1)[0] in _NODE_CLASSES:
+            attributes = True
+    every_visit = rule_type.on_visit is not Rule.on_visit
+    every_leave = rule_type.on_leave is not Rule.on_leave
+    return (None if every_visit else frozenset(visits), None if every_leave else frozenset(leaves), attributes)
 
 
 _WORD = re.compile(r"\w")
