@@ -17,6 +17,7 @@ from .change import Finding, Report
 from .rules import device_guards, flash_attn, npu_aware
 from .rules.names import DEVICE_STRING, ImportAliases, DocstringTracker, dotted_name, framework_option, qualified_names, string_text
 from .rules.ray_resources import gpu_requests, is_ray_call
+from .rules.walk import walk, walk_wrapped
 from .tips import CUDA_ONLY_PACKAGES, TIPS, migratable_cuda_path, tip_for
 
 RULE = "NPU900"
@@ -88,7 +89,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
     def _name_uses(self) -> Dict[str, Set[str]]:
         if self._uses is None:
             uses = _NameUses()
-            self._module.visit(uses)
+            walk(uses, self._module)
             self._uses = uses.uses
         return self._uses
 
@@ -310,5 +311,5 @@ def find_leftovers(wrapper: MetadataWrapper, path: str, api: ApiData, context) -
     visitor.import_aliases = ImportAliases.of(wrapper.module)  # of the output: its imports changed
     visitor.reads_flash_attn = any(flash_attn.PACKAGE in name for names in visitor.import_aliases.values()
                                    for name in names)
-    wrapper.visit(visitor)
+    walk_wrapped(visitor, wrapper)
     return visitor.findings

@@ -11,6 +11,7 @@ from ..change import Operation, Report
 from .base import Edit, Example, Rule
 from .names import dotted_name, qualified_names
 from .placement import insert_after_imports
+from .walk import walk
 
 GRAD_SCALERS = {
     "torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
@@ -179,7 +180,7 @@ def _mentions_parameters(call: cst.Call, model: str) -> bool:
                 found.append(node)
 
     for arg in call.args:
-        arg.visit(_Finder())
+        walk(_Finder(), arg)
     return bool(found)
 
 
@@ -296,7 +297,7 @@ class ApexAmp(Rule):
     # -- deciding ----------------------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> None:
         survey = _Survey(self)
-        node.visit(survey)
+        walk(survey, node)
         self.survey = survey
         plans = []
         for scaler, statements in survey.constructions.items():

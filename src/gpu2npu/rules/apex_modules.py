@@ -7,6 +7,7 @@ import libcst as cst
 
 from .base import Example, Rule
 from .names import dotted_name
+from .walk import walk
 
 # apex name -> (torch module, class, how many leading positional arguments mean the same thing,
 # keywords of apex that torch's class does not take)
@@ -93,10 +94,10 @@ class ApexModulesToTorch(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         self.refused: Set[str] = set()
         imports = _Imports()
-        node.visit(imports)
+        walk(imports, node)
         if imports.limits:
             calls = _Calls(imports.limits)
-            node.visit(calls)
+            walk(calls, node)
             self.refused = calls.refused
 
     def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):

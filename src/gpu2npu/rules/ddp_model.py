@@ -10,6 +10,7 @@ from ..change import Report
 from .base import DistributedSettings, Example, Rule, code_of
 from .names import dotted_name
 from .placement import footer_lines, is_main_guard
+from .walk import walk
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
 # Assignments that only move or re-wrap the model: the wrap goes after the one that builds it.
@@ -85,7 +86,7 @@ def _find_build(statements, target: str, function=None):
             found = _find_build(statement.body.body, target, function)
         else:
             finder = _ContainsBuild(target)
-            statement.visit(finder)
+            walk(finder, statement)
             found = (function, statement) if finder.found else None
         if found is not None:
             return found

@@ -37,6 +37,7 @@ from ..tips import CUDA_ONLY_PACKAGES, migratable_cuda_path
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
 from .names import DEVICE_STRING, ImportAliases, dotted_name, nodes_within, qualified_names, string_text
+from .walk import walk
 
 Span = npu_aware.Span
 
@@ -340,7 +341,7 @@ def _first_in(nodes: Iterable[Optional[cst.CSTNode]], lookup):
 
     for node in nodes:
         if node is not None and not found:
-            node.visit(Walk())
+            walk(Walk(), node)
     return found[0] if found else None
 
 

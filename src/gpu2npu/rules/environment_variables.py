@@ -11,6 +11,7 @@ from .. import env_vars
 from ..change import Report
 from .base import Example, Rule
 from .names import DocstringTracker, string_text, with_string_text
+from .walk import walk
 
 _MENTIONS = re.compile(r"NCCL_|CUDA_|CUBLAS_|PYTORCH_ALLOC_CONF")
 _SETTERS = ("setdefault", "putenv", "__setitem__")
@@ -122,7 +123,7 @@ class CudaEnvironmentVariables(DocstringTracker, Rule):
     def visit_Module(self, node: cst.Module) -> None:
         if _MENTIONS.search(node.code):
             writes = _Writes()
-            node.visit(writes)
+            walk(writes, node)
             self.writes = writes.values
 
     def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString):

@@ -9,6 +9,7 @@ from libcst.metadata import PositionProvider
 from .base import Example, Rule
 from .names import dotted_name
 from .placement import after_preamble, line_before, pair_with_originals
+from .walk import walk
 
 IMPORT_LINE = "import torch_npu"
 
@@ -84,9 +85,9 @@ class ImportTorchNpu(Rule):
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module):
         usage = _UsesName("torch_npu")
-        updated_node.visit(usage)
+        walk(usage, updated_node)
         torch_usage = _UsesName("torch")
-        updated_node.visit(torch_usage)
+        walk(torch_usage, updated_node)
         # A file that never imports torch (a config module naming a device) relies on the
         # process having loaded torch_npu elsewhere; it only needs the import to use the name.
         needs_load = self.context.needs_torch_npu and torch_usage.loaded and not usage.loaded

@@ -8,6 +8,7 @@ from libcst.metadata import PositionProvider
 
 from .base import Example, Rule
 from .names import dotted_name, qualified_names
+from .walk import walk
 
 # Methods whose device argument, when an int, means "CUDA device N" in PyTorch.
 DEVICE_METHODS = {"to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
@@ -207,9 +208,9 @@ class IntegerDevices(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self._ints = _IntNames()
-        node.visit(self._ints)
+        walk(self._ints, node)
         forwarders = _Forwarders()
-        node.visit(forwarders)
+        walk(forwarders, node)
         self._forwarders, self._forwarding_methods = forwarders.functions, forwarders.methods
         self._torch = next((local for local, targets in (self.import_aliases or {}).items() if "torch" in targets), None)
 

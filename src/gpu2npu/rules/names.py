@@ -8,6 +8,8 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, QualifiedNameProvider
 
+from .walk import walk
+
 
 def qualified_names(rule: cst.MetadataDependent, node: cst.CSTNode) -> Set[str]:
     """Fully qualified names `node` may refer to (aliases and local imports resolved).
@@ -66,7 +68,7 @@ class ImportAliases(cst.CSTVisitor):
     @classmethod
     def of(cls, module: cst.Module) -> Dict[str, Set[str]]:
         collector = cls()
-        module.visit(collector)
+        walk(collector, module)
         return collector.aliases
 
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -112,7 +114,7 @@ def nodes_within(node: cst.CSTNode, *kinds: type) -> List[cst.CSTNode]:
     """The nodes of the given classes in `node`'s tree, `node` included, in source order
     (libcst.matchers.findall without importing matchers, which costs a tenth of a second)."""
     collect = _Collect(kinds)
-    node.visit(collect)
+    walk(collect, node)
     return collect.found
 
 

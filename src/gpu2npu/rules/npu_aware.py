@@ -33,6 +33,8 @@ from typing import FrozenSet, Set, Tuple
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from .walk import walk, walk_wrapped
+
 # The API column of the log note on code left as written because it already handles NPU.
 NOTE_API = "NPU-aware code"
 
@@ -83,7 +85,7 @@ def names_npu(identifier: str) -> bool:
 
 def mentions_npu(node: cst.CSTNode) -> bool:
     finder = _MentionsNpu()
-    node.visit(finder)
+    walk(finder, node)
     return finder.found
 
 
@@ -210,7 +212,7 @@ def guarded_spans(wrapper: MetadataWrapper, *also: cst.CSTVisitor) -> FrozenSet[
     `also`: other visitors of the original file, run in the same walk (a walk of a large tree
     costs more than what most visitors do in it)."""
     guards = _Guards()
-    wrapper.visit(_together([guards, *also]) if also else guards)
+    walk_wrapped(_together([guards, *also]) if also else guards, wrapper)
     return frozenset(guards.spans)
 
 

@@ -14,6 +14,7 @@ from libcst.metadata import PositionProvider
 from .base import Rule
 from .names import build_dotted, dotted_name
 from .placement import insert_statements, module_names, pair_with_originals, top_folder_on_sys_path
+from .walk import walk
 
 
 class ReroutePlan(cst.CSTVisitor):
@@ -50,7 +51,7 @@ class ReroutePlan(cst.CSTVisitor):
     def of(cls, module: cst.Module, code: str, root: str, provided: Dict[str, FrozenSet[str]]) -> "ReroutePlan":
         plan = cls(root, provided)
         if root in code:
-            module.visit(plan)
+            walk(plan, module)
             plan._settle()
         return plan
 

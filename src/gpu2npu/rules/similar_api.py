@@ -9,6 +9,7 @@ from ..similar import PACKAGE, equivalents
 from .base import Example, Rule
 from .names import build_dotted, qualified_names
 from .placement import insert_after_imports, top_folder_on_sys_path
+from .walk import walk
 
 COMMENT = "# gpu2npu -sim: the output's top folder holds the ascend_function package"
 
@@ -75,7 +76,7 @@ class AscendFunctionEquivalents(Rule):
         # The CUDA questions are answered here, not renamed to torch_npu's (NPU101): their callee
         # is this rule's, the arguments stay every rule's.
         calls = _Calls()
-        node.visit(calls)
+        walk(calls, node)
         for call in calls.found:
             if any(equivalent is not None and equivalent.answers_cuda and _takes(equivalent, call)
                    for equivalent in map(equivalents().get, qualified_names(self, call.func))):

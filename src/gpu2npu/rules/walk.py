@@ -1,0 +1,87 @@
+"""A read-only walk of a libcst tree, for the visitors that only look.
+
+libcst's `node.visit(visitor)` is written for transformers: for every node it rebuilds the node
+from its visited children (and validates it), and calls the visitor's attribute hooks around
+every field, even for a CSTVisitor that changes nothing.  Over a whole file that is most of the
+cost of a look at it.  `walk` calls the same `on_visit` / `on_leave` of the visitor, in the same
+order (each node's fields in the order libcst's code for its class visits them, which is their
+order in the source), and nothing else: no node is built, no attribute hook is called.  Visitors that define attribute
+hooks (`visit_Call_func`) are walked by libcst itself.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import textwrap
+from typing import Dict, Tuple
+
+import libcst as cst
+
+# Node class -> the names of its fields that hold child nodes, in the order libcst visits them.
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+# libcst's helpers that visit a field: visit_required(parent, "field", value, visitor), ...
+_VISIT_HELPERS = frozenset({"visit_required", "visit_optional", "visit_sequence", "visit_iterable",
+                            "visit_body_sequence", "visit_body_iterable", "visit_sentinel"})
+
+
+def _fields(node: cst.CSTNode) -> Tuple[str, ...]:
+    """The fields libcst's `_visit_and_replace_children` of the node's class visits, in the order
+    they stand there (read from its source once per class: some classes visit a field only when
+    it is set, `FormattedStringExpression.format_spec`, so watching one instance is not enough)."""
+    kind = type(node)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        source = textwrap.dedent(inspect.getsource(kind._visit_and_replace_children))
+        calls = [call for call in ast.walk(ast.parse(source)) if isinstance(call, ast.Call)
+                 and isinstance(call.func, ast.Name) and call.func.id in _VISIT_HELPERS]
+        calls.sort(key=lambda call: (call.lineno, call.col_offset))
+        names = {call.args[1].value: None for call in calls
+                 if len(call.args) > 1 and isinstance(call.args[1], ast.Constant)}
+        fields = _FIELDS[kind] = tuple(names)
+    return fields
+
+
+def _walk(visitor: cst.CSTVisitor, node: cst.CSTNode) -> None:
+    if visitor.on_visit(node):
+        fields = _FIELDS.get(type(node))
+        for name in fields if fields is not None else _fields(node):
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                _walk(visitor, value)
+            elif isinstance(value, (tuple, list)):
+                for item in value:
+                    _walk(visitor, item)
+    visitor.on_leave(node)
+
+
+@functools.lru_cache(maxsize=None)
+def _has_attribute_hooks(visitor_type: type) -> bool:
+    """Whether a visitor class of ours defines hooks around fields (`visit_Call_func`); libcst's
+    own do-nothing declarations of every hook do not count."""
+    package = __package__.split(".")[0] + "."
+    for name in dir(visitor_type):
+        if not name.startswith(("visit_", "leave_")) or name.count("_") < 2:
+            continue
+        owner = next(klass for klass in visitor_type.__mro__ if name in vars(klass))
+        if owner.__module__.startswith(package) and name.split("_")[1] in _NODE_CLASSES:
+            return True
+    return False
+
+
+_NODE_CLASSES = frozenset(name for name, value in vars(cst).items()
+                          if isinstance(value, type) and issubclass(value, cst.CSTNode))
+
+
+def walk(visitor: cst.CSTVisitor, node: cst.CSTNode) -> None:
+    """`node.visit(visitor)` for a visitor that only looks."""
+    if _has_attribute_hooks(type(visitor)):
+        node.visit(visitor)
+    else:
+        _walk(visitor, node)
+
+
+def walk_wrapped(visitor: cst.CSTVisitor, wrapper) -> None:
+    """`wrapper.visit(visitor)` (metadata resolved for the visitor) for a visitor that only looks."""
+    with visitor.resolve(wrapper):
+        walk(visitor, wrapper.module)
