@@ -14,6 +14,8 @@ Runs, one after the other:
                  (fixtures/cuda_scripts/ddp_spawn_imagenet, an imagenet-style script), each with
                  no cache, the median of 5 runs: what a user waits for on a one-script project
                  (start-up included);
+  7. large:      a generated 3 MiB Python file with a CUDA call in every third function,
+                 migrated (in pieces: files above 1 MiB are not parsed whole);
 and prints the wall times, the ratios to the baseline, and the peak memory of each run
 (resident memory of all its processes together, sampled every 20 ms).
 
@@ -38,6 +40,26 @@ from pathlib import Path
 
 
 SMALL_PROJECT = Path(__file__).resolve().parent.parent / "fixtures" / "cuda_scripts" / "ddp_spawn_imagenet"
+
+
+def _large_source(size: int) -> str:
+    """A generated module of about `size` bytes: helpers, and every third function moves data
+    to the GPU."""
+    parts = ["import torch\nimport torch.nn as nn\n\nDEVICE = 'cuda'\n\n"]
+    total, number = len(parts[0]), 0
+    while total < size:
+        number += 1
+        if number % 3 == 0:
+            part = (f"def step_{number}(model, x):\n    x = x.cuda()\n    torch.cuda.synchronize()\n"
+                    f"    y = model(x)\n    for k in range(4):\n        y = y * {number % 7 + 1} + k\n"
+                    "    return y.to('cuda:0')\n\n\n")
+        else:
+            part = (f"def helper_{number}(a, b):\n    total = 0\n    for k in range(a):\n"
+                    f"        total += k * b + {number}\n    values = [j ** 2 for j in range(b)]\n"
+                    "    return total + sum(values)\n\n\n")
+        parts.append(part)
+        total += len(part)
+    return "".join(parts)
 
 
 def _parse_and_print(path: str) -> int:
@@ -143,6 +165,13 @@ def main() -> int:
                                       "--no-cache"])):
             times = sorted(_timed_child(argv)[0] for _ in range(5))
             small.append((name, times[len(times) // 2]))
+        large_project = work / "large"
+        large_project.mkdir()
+        (large_project / "generated.py").write_text(_large_source(3 * 1024 * 1024))
+        large, large_peak = _timed_child([sys.executable, "-m", "gpu2npu", "-i", str(large_project), "-o",
+                                          str(work / "large_out"), "-v", args.version, "--no-cache"])
+        migrated = (work / "large_out" / "large_msft" / "generated.py").read_text() != \
+            (large_project / "generated.py").read_text()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -156,6 +185,8 @@ def main() -> int:
     print(row("check warm", check_warm, check_warm_peak))
     for name, seconds in small:
         print(f"small {name:<9} {seconds:6.2f} s wall (median of 5, {SMALL_PROJECT.name})")
+    print(f"large 3 MiB file {large:6.1f} s  peak {large_peak / 2**20:7.0f} MiB  "
+          f"{'migrated' if migrated else 'NOT migrated (copied unchanged)'}")
     return 0
 
 

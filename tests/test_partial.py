@@ -97,3 +97,65 @@ def test_uses_of_names_imported_from_cuda_modules_are_kept(monkeypatch):
     tree = scan.parse(source)
     kept = partial.reduce(source, tree, scan.FileScan(tree).relevant_lines()).source
     assert "def step" in kept and "def unrelated" not in kept
+
+
+def _chunked(data: bytes, monkeypatch):
+    """The migration of `data` as if it were too large to parse whole, in the smallest pieces it
+    can be cut into (each definition to migrate alone, with the module-level context)."""
+    from gpu2npu import guards, pipeline
+
+    monkeypatch.setattr(guards, "MAX_SOURCE_BYTES", 0)
+    tree = scan.parse(data)
+    if tree is not None:
+        relevant = scan.FileScan(tree).relevant_lines()
+        low, high = 1, len(data) + 4096  # the smallest piece size that can still take the file
+        while low < high:
+            middle = (low + high) // 2
+            low, high = (low, middle) if partial.chunks(data, tree, relevant, middle) is not None else (middle + 1, high)
+        monkeypatch.setattr(pipeline, "CHUNK_BYTES", low)
+    return migrate_source(data, "m.py", OPTIONS)
+
+
+@pytest.mark.parametrize("path", PY_FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_a_file_migrated_in_pieces_equals_the_whole_migration_or_is_not_migrated(path, monkeypatch):
+    # a file above guards.MAX_SOURCE_BYTES is parsed in pieces; where the pieces agree on the
+    # module-level context the result is the whole-file migration's, otherwise the file is
+    # copied unchanged with the reason, as every too-large file was before
+    data = path.read_bytes()
+    whole = migrate_source(data, "m.py", OPTIONS)
+    pieces = _chunked(data, monkeypatch)
+    if pieces.status.value == "failed":
+        assert whole.status.value == "failed" or "too large to migrate" in pieces.error
+        return
+    if path.name == "main.py" and path.parent.name == "ddp_spawn_imagenet":
+        from gpu2npu import pipeline
+
+        tree = scan.parse(data)  # (at least one fixture is really cut in several pieces)
+        assert len(partial.chunks(data, tree, scan.FileScan(tree).relevant_lines(), pipeline.CHUNK_BYTES)) > 1
+    assert (pieces.status, pieces.output, pieces.changes, pieces.findings) == (
+        whole.status, whole.output, whole.changes, whole.findings)
+
+
+def test_a_library_too_large_to_parse_whole_is_migrated_in_pieces(monkeypatch):
+    functions = "".join(f"\n\ndef step_{n}(x):\n    torch.cuda.synchronize()\n    return x.cuda() * {n}\n"
+                        for n in range(60))
+    data = ("import torch\nimport os\n\nDEVICE = 'cuda'\n" + functions).encode()
+    whole = migrate_source(data, "m.py", OPTIONS)
+    from gpu2npu import guards, pipeline
+
+    monkeypatch.setattr(guards, "MAX_SOURCE_BYTES", len(data) // 2)
+    monkeypatch.setattr(pipeline, "CHUNK_BYTES", len(data) // 5)  # five pieces or more
+    reductions = partial.chunks(data, scan.parse(data), scan.FileScan(scan.parse(data)).relevant_lines(),
+                                pipeline.CHUNK_BYTES)
+    assert len(reductions) >= 5
+    pieces = migrate_source(data, "m.py", OPTIONS)
+    assert pieces.status == whole.status and pieces.output == whole.output
+    assert pieces.changes == whole.changes and pieces.findings == whole.findings
+    text = pieces.output.decode()
+    assert text.count("import torch_npu\n") == 1 and "DEVICE = 'npu'" in text and ".cuda()" not in text
+
+
+def test_pieces_that_disagree_on_the_context_leave_the_file_unmigrated():
+    texts = ["import torch\nimport torch_npu\n", "import torch\nimport ascend_x\n"]
+    assert partial._widest(texts) is None
+    assert partial._widest(["import torch\n", "import torch\nimport torch_npu\n"]) == "import torch\nimport torch_npu\n"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 # Below this many lines a whole-file migration is cheap enough.
 PARTIAL_FROM_LINES = 200
@@ -82,19 +82,17 @@ def _kept_spans(body: Sequence[ast.stmt], relevant: Sequence[int], module_level:
 
 def reduce(data: bytes, tree: ast.Module, relevant_lines: Sequence[int]) -> Optional[Reduction]:
     """The smaller module for `data`, or None when cutting does not pay or is not plainly sound."""
-    if data.startswith(b"\xef\xbb\xbf") or b"\r" in data or not data.endswith(b"\n"):
-        return None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    lines = text.split("\n")[:-1]
-    if len(lines) < PARTIAL_FROM_LINES or any(_MARKER_LINE.match(line + "\n") for line in lines):
+    lines = _sound_lines(data)
+    if lines is None or len(lines) < PARTIAL_FROM_LINES:
         return None
     relevant = sorted(set(relevant_lines))
     kept = _kept_spans(tree.body, relevant)
     if sum(last - first + 1 for first, last in kept) > len(lines) * PARTIAL_MAX_SHARE:
         return None  # most of the file is needed anyway
+    return _reduction(lines, kept)
+
+
+def _reduction(lines: Sequence[str], kept: List[Tuple[int, int]]) -> Reduction:
     parts: List[str] = []
     origin: List[int] = []
     # The lines before the first statement carry the encoding cookie and shebang, if any.
@@ -107,6 +105,103 @@ def reduce(data: bytes, tree: ast.Module, relevant_lines: Sequence[int]) -> Opti
         parts.extend(line + "\n" for line in lines[first - 1 : last])
         origin.extend(range(first, last + 1))
     return Reduction("".join(parts), kept, origin)
+
+
+def _sound_lines(data: bytes) -> Optional[List[str]]:
+    if data.startswith(b"\xef\xbb\xbf") or b"\r" in data or not data.endswith(b"\n"):
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = text.split("\n")[:-1]
+    if any(_MARKER_LINE.match(line + "\n") for line in lines):
+        return None
+    return lines
+
+
+def chunks(data: bytes, tree: ast.Module, relevant_lines: Sequence[int], max_bytes: int) -> Optional[List[Reduction]]:
+    """A file too large to migrate whole, as smaller modules of at most `max_bytes` each: every
+    one holds all the module-level statements that are not definitions (the context the rules
+    read) and some of the definitions holding a relevant line, each definition in one of them.
+    None when the file cannot be cut so (not plainly sound, or its context alone, or one of its
+    definitions, is too large)."""
+    lines = _sound_lines(data)
+    if lines is None:
+        return None
+    relevant = sorted(set(relevant_lines))
+    context: List[Tuple[int, int]] = []
+    units: List[List[Tuple[int, int]]] = []  # a definition, or a class header with its kept members
+    for first, last, node in _statement_spans(tree.body):
+        if node is not None and not isinstance(node, _DEFINITIONS):
+            context.append((first, last))
+        elif _any_between(relevant, first, last):
+            units.append(_kept_spans([node], relevant, module_level=False) if node is not None else [(first, last)])
+
+    marker = len(MARKER.format(len(context) + sum(map(len, units)))) + 1  # the longest marker line
+
+    def size(spans: Sequence[Tuple[int, int]]) -> int:
+        return sum(len(line) + 1 for first, last in spans for line in lines[first - 1 : last]) + marker * len(spans)
+
+    budget = max_bytes - size(context)
+    if budget <= 0:
+        return None  # the module-level statements alone are too large
+    groups: List[List[Tuple[int, int]]] = [[]]
+    used = 0
+    for unit in units:
+        needed = size(unit)
+        if needed > budget:
+            return None
+        if used + needed > budget:
+            groups.append([])
+            used = 0
+        groups[-1].extend(unit)
+        used += needed
+    return [_reduction(lines, sorted(context + group)) for group in groups]
+
+
+def merge(data: bytes, reductions: Sequence[Reduction], migrated: Sequence[str]) -> Optional[bytes]:
+    """The whole file from the migrated chunks of `chunks`: each definition from the one chunk
+    that holds it; each context statement as every chunk migrated it, where they agree up to
+    lines that some chunks inserted (`import torch_npu` where a chunk needed it): the text that
+    holds every other chunk's lines in order.  None where the chunks disagree otherwise (a rule
+    that decided differently on what each chunk saw): the caller does not migrate the file."""
+    lines = data.decode("utf-8").split("\n")[:-1]
+    texts: Dict[Tuple[int, int], List[str]] = {}
+    heads = set()
+    for reduction, output in zip(reductions, migrated):
+        pieces = _MARKER_LINE.split(output)
+        if len(pieces) != 2 * len(reduction.spans) + 1 or \
+                [int(p) for p in pieces[1::2]] != list(range(len(reduction.spans))):
+            return None
+        heads.add(pieces[0])
+        for span, text in zip(reduction.spans, pieces[2::2]):
+            texts.setdefault(span, []).append(text)
+    if len(heads) != 1:
+        return None
+    spans = sorted(texts)
+    out: List[str] = [heads.pop()]
+    cursor = spans[0][0] - 1 if spans else 0
+    for first, last in spans:
+        text = _widest(texts[(first, last)])
+        if text is None:
+            return None
+        out.extend(line + "\n" for line in lines[cursor : first - 1])
+        out.append(text)
+        cursor = last
+    out.extend(line + "\n" for line in lines[cursor:])
+    return "".join(out).encode("utf-8")
+
+
+def _widest(texts: Sequence[str]) -> Optional[str]:
+    """The text whose lines hold, in order, the lines of every other (or None)."""
+    candidates = sorted(set(texts), key=len, reverse=True)
+    widest = candidates[0].splitlines(keepends=True)
+    for other in candidates[1:]:
+        remaining = iter(widest)
+        if not all(any(line == mine for mine in remaining) for line in other.splitlines(keepends=True)):
+            return None
+    return candidates[0]
 
 
 def _any_between(sorted_lines: Sequence[int], first: int, last: int) -> bool:

@@ -6,12 +6,13 @@ that cannot be decoded or parsed comes back as a failure with its reason, and th
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
 import enum
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Type
+from typing import Dict, List, Optional, Sequence, Set, Type
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
@@ -126,14 +127,20 @@ def _migrate_source(data: bytes, tree, path: str, options: Options, rules: Seque
             return FileResult(path, Status.UNCHANGED, findings=sorted(set(api_rows)))
     elif refusal is None and not starts_program and not for_options and not _relevant(data, options.api):
         return FileResult(path, Status.SKIPPED)
-    refusal = refusal or guards.too_large(data)
     if refusal is not None:
         return FileResult(path, Status.FAILED, error=refusal)
+    too_large = guards.too_large(data)
+    if too_large is not None and not (tree is not None and not starts_program and _may_cut(options)):
+        return FileResult(path, Status.FAILED, error=too_large)
     if guards.risky(data) and not _IN_CHILD:
         return guards.in_child(lambda: _migrate_in_child(data, tree, path, options, rules),
                                lambda reason: FileResult(path, Status.FAILED, error=reason))
     result = None
-    if tree is not None and not starts_program and _may_cut(options):
+    if too_large is not None:
+        result = _migrate_chunks(data, tree, file_scan, path, options, rules)
+        if result is None:
+            return FileResult(path, Status.FAILED, error=too_large)
+    elif tree is not None and not starts_program and _may_cut(options):
         result = _migrate_cut(data, tree, file_scan, path, options, rules)
     if result is None:
         result = _migrate_whole(data, path, options, rules)
@@ -211,6 +218,50 @@ def _migrate_cut(data: bytes, tree, file_scan: "scan.FileScan", path: str, optio
         dataclasses.replace(f, start_line=line(f.start_line), end_line=line(f.end_line)) for f in result.findings
     ]
     return result
+
+
+# A file above guards.MAX_SOURCE_BYTES is migrated in pieces of at most this many bytes, each
+# parsed on its own: libcst holds about 650 MB per MiB of source while it works.
+CHUNK_BYTES = 512 * 1024
+
+
+def _migrate_chunks(data: bytes, tree, file_scan: "scan.FileScan", path: str, options: Options,
+                    rules: Sequence[Type[Rule]]) -> Optional[FileResult]:
+    """A file too large to parse whole, migrated in pieces (`partial.chunks`): the definitions
+    to migrate are spread over smaller modules that each hold the module-level context; None
+    when it cannot be cut so or the pieces disagree on the context (see `partial.merge`)."""
+    reductions = partial.chunks(data, tree, file_scan.relevant_lines(), CHUNK_BYTES)
+    if reductions is None:
+        return None
+    outputs: List[str] = []
+    # A context statement's changes come from every piece, a definition's from one: each change
+    # as many times as one piece made it (two identical edits on one line are two rows), in the
+    # order the pieces made them.
+    changes: Dict[Change, int] = {}
+    findings: Set[Finding] = set()
+    for reduction in reductions:
+        source = reduction.source.encode("utf-8")
+        result = _migrate_whole(source, path, options, rules)
+        if result.status == Status.FAILED:
+            return None
+        outputs.append((result.output or source).decode("utf-8"))
+
+        def line(number: int, reduction=reduction) -> int:
+            return partial.original_line(reduction, number)
+
+        made = collections.Counter(dataclasses.replace(c, start_line=line(c.start_line), end_line=line(c.end_line))
+                                   for c in result.changes)
+        for change, count in made.items():
+            changes[change] = max(count, changes.get(change, 0))
+        findings.update(dataclasses.replace(f, start_line=line(f.start_line), end_line=line(f.end_line))
+                        for f in result.findings)
+    output = partial.merge(data, reductions, outputs)
+    if output is None:
+        return None
+    if not changes:
+        return FileResult(path, Status.UNCHANGED, findings=sorted(findings))
+    rows = [change for change, count in changes.items() for _ in range(count)]
+    return FileResult(path, Status.MIGRATED, output, sorted(rows, key=_change_order), sorted(findings))
 
 
 def _needs_rewrite(file_scan: "scan.FileScan", data: bytes, rules: Sequence[Type[Rule]]) -> bool:
