@@ -327,22 +327,29 @@ def _one_line(node: cst.CSTNode) -> str:
     return " ".join(cst.Module(body=()).code_for_node(node).split())
 
 
+class _FirstHit(cst.CSTVisitor):
+    """Stops at the first node `lookup(id(node))` answers for."""
+
+    def __init__(self, lookup) -> None:
+        super().__init__()
+        self.lookup = lookup
+        self.found: list = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        hit = self.lookup(id(node))
+        if hit is not None:
+            self.found.append(hit)
+            return False
+        return not self.found
+
+
 def _first_in(nodes: Iterable[Optional[cst.CSTNode]], lookup):
     """The first non-None `lookup(id(node))` over the subtrees of `nodes`, or None."""
-    found: list = []
-
-    class Walk(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            hit = lookup(id(node))
-            if hit is not None:
-                found.append(hit)
-                return False
-            return not found
-
+    finder = _FirstHit(lookup)
     for node in nodes:
-        if node is not None and not found:
-            walk(Walk(), node)
-    return found[0] if found else None
+        if node is not None and not finder.found:
+            walk(finder, node)
+    return finder.found[0] if finder.found else None
 
 
 def _exits(block: cst.BaseSuite, exits=EXITS) -> bool:

@@ -11,7 +11,6 @@ hooks (`visit_Call_func`) are walked by libcst itself.
 from __future__ import annotations
 
 import ast
-import functools
 import inspect
 import textwrap
 from typing import Dict, Tuple
@@ -55,17 +54,17 @@ def _walk(visitor: cst.CSTVisitor, node: cst.CSTNode) -> None:
     visitor.on_leave(node)
 
 
-@functools.lru_cache(maxsize=None)
 def _has_attribute_hooks(visitor_type: type) -> bool:
     """Whether a visitor class of ours defines hooks around fields (`visit_Call_func`); libcst's
-    own do-nothing declarations of every hook do not count."""
+    own do-nothing declarations of every hook do not count.  (Not cached: some visitor classes
+    are made per call, and looking through our own classes' few names is cheap.)"""
     package = __package__.split(".")[0] + "."
-    for name in dir(visitor_type):
-        if not name.startswith(("visit_", "leave_")) or name.count("_") < 2:
-            continue
-        owner = next(klass for klass in visitor_type.__mro__ if name in vars(klass))
-        if owner.__module__.startswith(package) and name.split("_")[1] in _NODE_CLASSES:
-            return True
+    for klass in visitor_type.__mro__:
+        if klass.__module__.startswith(package):
+            for name in vars(klass):
+                if name.startswith(("visit_", "leave_")) and name.count("_") >= 2 \
+                        and name.split("_")[1] in _NODE_CLASSES:
+                    return True
     return False
 
 
