@@ -89,3 +89,19 @@ def test_the_walk_visits_as_libcst_does(skip):
         assert ours.events == libcsts.events, name
         compared += 1
     assert compared > 20
+
+
+def test_the_parent_provider_gives_libcsts_parents():
+    from libcst.metadata import MetadataWrapper
+    from libcst.metadata import ParentNodeProvider as LibcstParents
+
+    from gpu2npu.rules.walk import ParentNodeProvider
+
+    nodes = 0
+    for name, text in _sources():
+        wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
+        ours, theirs = wrapper.resolve(ParentNodeProvider), wrapper.resolve(LibcstParents)
+        assert len(ours) == len(theirs), name
+        assert all(ours[node] is parent for node, parent in theirs.items()), name
+        nodes += len(theirs)
+    assert nodes > 10000

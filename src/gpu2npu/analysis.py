@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Set
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .apidata import ApiData
 from .change import Finding, Report
 from .rules import device_guards, flash_attn, npu_aware
 from .rules.names import DEVICE_STRING, ImportAliases, DocstringTracker, dotted_name, framework_option, qualified_names, string_text
 from .rules.ray_resources import gpu_requests, is_ray_call
-from .rules.walk import walk, walk_wrapped
+from .rules.walk import ParentNodeProvider, walk, walk_wrapped
 from .tips import CUDA_ONLY_PACKAGES, TIPS, migratable_cuda_path, tip_for
 
 RULE = "NPU900"

@@ -5,13 +5,13 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider
+from libcst.metadata import PositionProvider
 
 from ..change import Operation, Report
 from .base import Edit, Example, Rule
 from .names import dotted_name, qualified_names
 from .placement import insert_after_imports
-from .walk import walk
+from .walk import ParentNodeProvider, walk
 
 GRAD_SCALERS = {
     "torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",

@@ -4,10 +4,11 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider
+from libcst.metadata import PositionProvider
 
 from .base import Example, Rule
 from .names import qualified_names
+from .walk import ParentNodeProvider
 
 BF16_SUPPORT = ("torch.cuda.is_bf16_supported", "torch_npu.npu.is_bf16_supported")
 CUDA_VERSION = "torch.version.cuda"

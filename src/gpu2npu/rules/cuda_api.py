@@ -4,11 +4,12 @@ from __future__ import annotations
 from typing import List, Optional
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider
+from libcst.metadata import PositionProvider
 
 from ..tips import migratable_cuda_path
 from .base import Example, Rule
 from .names import build_dotted, dotted_name, qualified_names
+from .walk import ParentNodeProvider
 
 CUDA = "torch.cuda"
 NPU = "torch_npu.npu"

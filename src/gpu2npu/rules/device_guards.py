@@ -30,14 +30,14 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..apidata import ApiData
 from ..tips import CUDA_ONLY_PACKAGES, migratable_cuda_path
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
 from .names import DEVICE_STRING, ImportAliases, dotted_name, nodes_within, qualified_names, string_text
-from .walk import walk
+from .walk import ParentNodeProvider, walk
 
 Span = npu_aware.Span
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-
-from .base import Example, Rule
-from libcst.metadata import ParentNodeProvider, PositionProvider
+from libcst.metadata import PositionProvider
 
 from ..change import Report
+from .base import Example, Rule
 from .names import DEVICE_STRING, DocstringTracker, framework_option, string_text, with_string_text
+from .walk import ParentNodeProvider
 
 TENSOR_TYPE_STRING = re.compile(r"^torch\.cuda\.[A-Z][A-Za-z0-9]*Tensor$")
 

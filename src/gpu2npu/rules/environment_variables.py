@@ -5,13 +5,13 @@ import re
 from typing import Dict, List, Optional
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider
+from libcst.metadata import PositionProvider
 
 from .. import env_vars
 from ..change import Report
 from .base import Example, Rule
 from .names import DocstringTracker, string_text, with_string_text
-from .walk import walk
+from .walk import ParentNodeProvider, walk
 
 _MENTIONS = re.compile(r"NCCL_|CUDA_|CUBLAS_|PYTORCH_ALLOC_CONF")
 _SETTERS = ("setdefault", "putenv", "__setitem__")

@@ -6,9 +6,9 @@ import re
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, QualifiedNameProvider
+from libcst.metadata import QualifiedNameProvider
 
-from .walk import walk
+from .walk import ParentNodeProvider, walk
 
 
 def qualified_names(rule: cst.MetadataDependent, node: cst.CSTNode) -> Set[str]:

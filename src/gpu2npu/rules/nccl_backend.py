@@ -4,10 +4,11 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider
+from libcst.metadata import PositionProvider
 
 from .base import Example, Rule
 from .names import DocstringTracker, qualified_names, string_text, with_string_text
+from .walk import ParentNodeProvider
 
 # "cpu:gloo,cuda:nccl" style backend maps (PyTorch >= 2.0).
 _BACKEND_MAP = re.compile(r"^(\w+:\w+,)*\w+:\w+$")

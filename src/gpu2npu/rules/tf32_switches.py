@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider
+from libcst.metadata import PositionProvider
 
 from ..affinity import hf32_switch
 from .base import Example, Rule
 from .names import build_dotted, qualified_names
+from .walk import ParentNodeProvider
 
 # torch 2.9's precision settings for float32 matmuls and convolutions -> the TF32 switch each
 # replaces ("tf32": allowed, "ieee": not; "none", inherit the parent's, has no boolean)
