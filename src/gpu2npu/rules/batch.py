@@ -141,17 +141,20 @@ def _hooks(rule_type: type) -> Tuple[Optional[FrozenSet[str]], Optional[FrozenSe
     it has attribute hooks such as visit_Call_func); None where it overrides on_visit / on_leave
     and so must see every node."""
     visits, leaves, attributes = set(), set(), False
-    for name in dir(rule_type):
-        if not name.startswith(("visit_", "leave_")):
+    package = __package__.split(".")[0] + "."
+    seen = set()
+    for klass in rule_type.__mro__:  # our own classes only: libcst's typed visitor declares a
+        if not klass.__module__.startswith(package):  # do-nothing hook for every node class
             continue
-        owner = next(klass for klass in rule_type.__mro__ if name in vars(klass))
-        if not owner.__module__.startswith(__package__.split(".")[0] + "."):
-            continue  # libcst's typed visitor declares a do-nothing hook for every node class
-        rest = name[len("visit_"):]
-        if rest in _NODE_CLASSES:
-            (visits if name.startswith("visit_") else leaves).add(rest)
-        elif rest.split("_", 1)[0] in _NODE_CLASSES:
-            attributes = True
+        for name in vars(klass):
+            if name in seen or not name.startswith(("visit_", "leave_")):
+                continue
+            seen.add(name)
+            rest = name[len("visit_"):]
+            if rest in _NODE_CLASSES:
+                (visits if name.startswith("visit_") else leaves).add(rest)
+            elif rest.split("_", 1)[0] in _NODE_CLASSES:
+                attributes = True
     every_visit = rule_type.on_visit is not Rule.on_visit
     every_leave = rule_type.on_leave is not Rule.on_leave
     return (None if every_visit else frozenset(visits), None if every_leave else frozenset(leaves), attributes)

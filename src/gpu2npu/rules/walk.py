@@ -42,14 +42,29 @@ def _fields(node: cst.CSTNode) -> Tuple[str, ...]:
     return fields
 
 
+# Class of a field's value -> 1 a node, 2 a sequence of nodes, 0 anything else (a string, None,
+# MaybeSentinel): isinstance against libcst's abstract node class costs more than the walk.
+_KINDS: Dict[type, int] = {}
+
+
+def _kind(value) -> int:
+    kind = _KINDS.get(type(value))
+    if kind is None:
+        kind = _KINDS[type(value)] = 1 if isinstance(value, cst.CSTNode) else 2 if isinstance(value, (tuple, list)) else 0
+    return kind
+
+
 def _walk(visitor: cst.CSTVisitor, node: cst.CSTNode) -> None:
     if visitor.on_visit(node):
         fields = _FIELDS.get(type(node))
         for name in fields if fields is not None else _fields(node):
             value = getattr(node, name)
-            if isinstance(value, cst.CSTNode):
+            kind = _KINDS.get(type(value))
+            if kind is None:
+                kind = _kind(value)
+            if kind == 1:
                 _walk(visitor, value)
-            elif isinstance(value, (tuple, list)):
+            elif kind == 2:
                 for item in value:
                     _walk(visitor, item)
     visitor.on_leave(node)
@@ -100,10 +115,13 @@ class ParentNodeProvider(BatchableMetadataProvider[cst.CSTNode]):
             fields = _FIELDS.get(type(parent))
             for name in fields if fields is not None else _fields(parent):
                 value = getattr(parent, name)
-                if isinstance(value, cst.CSTNode):
+                kind = _KINDS.get(type(value))
+                if kind is None:
+                    kind = _kind(value)
+                if kind == 1:
                     self.set_metadata(value, parent)
                     stack.append(value)
-                elif isinstance(value, (tuple, list)):
+                elif kind == 2:
                     for item in value:
                         self.set_metadata(item, parent)
                         stack.append(item)
