@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from gpu2npu import cache
-from gpu2npu.project import RunRequest, UsageError, run
+from gpu2npu.project import run
+from gpu2npu.request import RunRequest, UsageError
 
 from helpers import FIXTURES, tree_files
 

@@ -19,7 +19,8 @@ import click
 from . import __version__, apidata, cache, pipeline
 from .affinity import ADVICE
 from .check import check_paths, rule_descriptions
-from .project import DistributedRequest, RunRequest, UsageError, preview, run
+from .project import preview, run
+from .request import DistributedRequest, RunRequest, UsageError
 from .reports import check_formats, console
 from .reports.progress import ProgressLine
 from .rules import Options
