@@ -261,6 +261,10 @@ FOOTER_COMMENT = (
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(source=programs(), mode=st.sampled_from(sorted(MODES)))
 @example(source=FOOTER_COMMENT, mode="distributed")
+# a statement removed above the main block (-s deletes set_device) used to shift the pairing of
+# statements with their originals: the start-up insert was recorded at the removed line
+@example(source=b"import torch\ntorch.cuda.set_device(x)\n\nif __name__ == '__main__':\n"
+                b"    if torch.cuda.is_available():\n        x = x.cuda()\n", mode="specify-device")
 def test_generated_programs_keep_every_invariant(source, mode):
     ast.parse(source)  # the generator only writes valid Python
     options = _settings_for(source, MODES[mode])

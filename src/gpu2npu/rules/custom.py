@@ -202,7 +202,7 @@ class CustomFuncName(Rule):
         if not needed:
             return updated_node
         body = list(updated_node.body)
-        pairs = pair_with_originals(body, original_node.body, self.context.inserted)
+        pairs = pair_with_originals(body, original_node.body, self.context.inserted, self.context.removed)
         index = after_imports(body)
         anchor = line_before(pairs, index, self.lines_of, len(original_node.header))
         for offset, (package, entry) in enumerate(needed):

@@ -97,7 +97,7 @@ class DataParallelToSingleNpu(Rule):
         source = WRAPPER_SOURCE.format(name=WRAPPER, base=base_code).replace("\n", updated_node.default_newline)
         class_def = cst.parse_module(source, config=updated_node.config_for_parsing).body[0]
         class_def = class_def.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
-        pairs = pair_with_originals(body, original_node.body, self.context.inserted)
+        pairs = pair_with_originals(body, original_node.body, self.context.inserted, self.context.removed)
         anchor = line_before(pairs, index, self.lines_of, len(original_node.header))
         body.insert(index, class_def)
         self.context.inserted.add(id(class_def))

@@ -100,7 +100,7 @@ class ImportTorchNpu(Rule):
             body, anchor = found
         else:
             body = list(updated_node.body)
-            pairs = pair_with_originals(body, original_node.body, self.context.inserted)
+            pairs = pair_with_originals(body, original_node.body, self.context.inserted, self.context.removed)
             index = after_preamble(body)
             anchor = line_before(pairs, index, self.lines_of, len(original_node.header))
             body.insert(index, new_line)
@@ -111,7 +111,7 @@ class ImportTorchNpu(Rule):
 def _insert_near_torch(updated_body, original_body, new_line, rule: Rule) -> Optional[Tuple]:
     """Insert next to the first module-level torch import (inside if/try blocks too, never
     inside functions or classes).  Returns (new body, original line the new one follows)."""
-    pairs = pair_with_originals(updated_body, original_body, rule.context.inserted)
+    pairs = pair_with_originals(updated_body, original_body, rule.context.inserted, rule.context.removed)
     body = list(updated_body)
     for index, (statement, original) in enumerate(pairs):
         if original is None:

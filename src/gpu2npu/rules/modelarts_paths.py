@@ -171,7 +171,7 @@ class ModelArtsPaths(Rule):
         if not self._wrapped or MANAGER in module_names(updated_node.body):
             return updated_node
         body = list(updated_node.body)
-        pairs = pair_with_originals(body, original_node.body, self.context.inserted)
+        pairs = pair_with_originals(body, original_node.body, self.context.inserted, self.context.removed)
         index = after_imports(body)
         anchor = line_before(pairs, index, self.lines_of, len(original_node.header))
         statement = cst.parse_statement(IMPORT_LINE + updated_node.default_newline)

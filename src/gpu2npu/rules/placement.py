@@ -94,11 +94,13 @@ def header_line_count(module: cst.Module) -> int:
     return len(module.header)
 
 
-def pair_with_originals(updated_body: Sequence[cst.CSTNode], original_body: Sequence[cst.CSTNode], inserted: Set[int]):
+def pair_with_originals(updated_body: Sequence[cst.CSTNode], original_body: Sequence[cst.CSTNode], inserted: Set[int],
+                        removed: Set[int] = frozenset()):
     """Pair each statement of an updated block with the original statement it came from (None
     for statements a rule inserted, whose ids are in `inserted`).  Rules edit statements in
-    place and only insertions add new ones, so the rest correspond one to one, in order."""
-    originals = iter(original_body)
+    place, insert new ones and remove some (the ids of the removed originals are in `removed`,
+    FileContext.removed), so the rest correspond one to one, in order."""
+    originals = iter([statement for statement in original_body if id(statement) not in removed])
     return [(statement, None if id(statement) in inserted else next(originals, None)) for statement in updated_body]
 
 
@@ -158,7 +160,7 @@ def insert_statements(rule, original_module: cst.Module, updated_module: cst.Mod
     for module in needs:
         if module not in bound:
             new.insert(0, cst.parse_statement(f"import {module}" + updated_module.default_newline))
-    pairs = pair_with_originals(body, original_module.body, rule.context.inserted)
+    pairs = pair_with_originals(body, original_module.body, rule.context.inserted, rule.context.removed)
     anchor = line_before(pairs, index, rule.lines_of, header_line_count(original_module))
     for statement in new:
         rule.context.inserted.add(id(statement))
@@ -186,6 +188,7 @@ def record_removal(rule, original: cst.SimpleStatementLine, message: str) -> Non
     start, end = rule.lines_of(original)
     if not _keeps_leading_lines(original):
         start -= len(original.leading_lines)
+        rule.context.removed.add(id(original))  # gone from its block (see pair_with_originals)
     rule.edits.append(Edit(start, end, Operation.DELETE, message))
 
 

@@ -246,7 +246,7 @@ class RerouteToGenerated(Rule):
         if self.first_line is None:
             return updated_node
         body = updated_node.body
-        pairs = pair_with_originals(body, original_node.body, self.context.inserted)
+        pairs = pair_with_originals(body, original_node.body, self.context.inserted, self.context.removed)
         index = next(i for i, (_, original) in enumerate(pairs) if original is not None
                      and self.lines_of(original)[1] >= self.first_line)
         return insert_statements(self, original_node, updated_node, index, top_folder_on_sys_path(self.context.path),

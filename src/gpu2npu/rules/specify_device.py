@@ -68,7 +68,7 @@ class DeviceFromEnvironment(Rule):
             return updated_node
         if "DEVICE_ID" in original_node.code:
             return updated_node  # the device is read from DEVICE_ID already
-        pairs = pair_with_originals(updated_node.body, original_node.body, self.context.inserted)
+        pairs = pair_with_originals(updated_node.body, original_node.body, self.context.inserted, self.context.removed)
         guard = next((index for index, (statement, original) in enumerate(pairs)
                       if original is not None and is_main_guard(statement)), None)
         if guard is None:
