@@ -8,6 +8,7 @@ affinity_api_call.csv): a faster NPU API is not a CUDA-only construct.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence
@@ -63,7 +64,8 @@ def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
     findings: List[CheckFinding] = []
     unreadable: List[str] = []
     entries = list(_checked_files(paths))
-    engine = Engine(options, jobs, cache_folder)
+    # the advice on faster NPU APIs is no finding: not looked for
+    engine = Engine(dataclasses.replace(options, advice=False), jobs, cache_folder)
     try:
         for entry, result in engine.results(entries):
             if result.status == Status.FAILED:

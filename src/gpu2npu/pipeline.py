@@ -82,7 +82,7 @@ def migrate_source(
     # rarely mentions CUDA.  It reads the input, so its line numbers are the original ones.
     if result.status != Status.FAILED and tree is not None:
         # and so do the CUDA questions the rules leave (torch.version.cuda, torch.compile, ...)
-        advice = _unanswered(advice_for_source(data, path, options.api, tree)
+        advice = _unanswered((advice_for_source(data, path, options.api, tree) if options.advice else [])
                              + hazards_for_source(data, tree, path, options.api, options.similar), result.changes)
         if advice:
             result.findings = sorted(set(result.findings) | set(advice))

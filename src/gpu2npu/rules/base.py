@@ -75,6 +75,9 @@ class Options:
     amp_model: Optional[str] = None
     # `-sim`: calls of unsupported APIs go to the generated ascend_function package.
     similar: bool = False
+    # Whether to look for faster NPU APIs (affinity_api_call.csv, api_performance_advice.csv);
+    # `check`, which never prints that advice, does not.
+    advice: bool = True
 
     @property
     def device_per_process(self) -> bool:
