@@ -170,7 +170,7 @@ def merge(data: bytes, reductions: Sequence[Reduction], migrated: Sequence[str])
     texts: Dict[Tuple[int, int], List[str]] = {}
     heads = set()
     for reduction, output in zip(reductions, migrated):
-        pieces = _MARKER_LINE.split(output)
+        pieces = _MARKER_LINE.split(output)  # [head, "0", text0, "1", text1, ...]
         if len(pieces) != 2 * len(reduction.spans) + 1 or \
                 [int(p) for p in pieces[1::2]] != list(range(len(reduction.spans))):
             return None
@@ -213,23 +213,9 @@ def _any_between(sorted_lines: Sequence[int], first: int, last: int) -> bool:
 
 def expand(data: bytes, reduction: Reduction, migrated: str) -> Optional[bytes]:
     """The whole file with each kept statement replaced by its migrated text, or None when the
-    markers did not survive the migration intact (then the caller migrates the whole file)."""
-    pieces = _MARKER_LINE.split(migrated)
-    # pieces: [head, "0", text0, "1", text1, ...]
-    if len(pieces) != 2 * len(reduction.spans) + 1:
-        return None
-    if [int(p) for p in pieces[1::2]] != list(range(len(reduction.spans))):
-        return None
-    lines = data.decode("utf-8").split("\n")[:-1]
-    head = reduction.spans[0][0] - 1 if reduction.spans else 0
-    out: List[str] = [pieces[0]]
-    cursor = head
-    for (first, last), text in zip(reduction.spans, pieces[2::2]):
-        out.extend(line + "\n" for line in lines[cursor : first - 1])
-        out.append(text)
-        cursor = last
-    out.extend(line + "\n" for line in lines[cursor:])
-    return "".join(out).encode("utf-8")
+    markers did not survive the migration intact (then the caller migrates the whole file):
+    `merge` of the one piece."""
+    return merge(data, [reduction], [migrated])
 
 
 def original_line(reduction: Reduction, line: int) -> int:

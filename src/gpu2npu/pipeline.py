@@ -129,8 +129,9 @@ def _migrate_source(data: bytes, tree, path: str, options: Options, rules: Seque
         return FileResult(path, Status.SKIPPED)
     if refusal is not None:
         return FileResult(path, Status.FAILED, error=refusal)
+    may_cut = tree is not None and not starts_program and _may_cut(options)
     too_large = guards.too_large(data)
-    if too_large is not None and not (tree is not None and not starts_program and _may_cut(options)):
+    if too_large is not None and not may_cut:
         return FileResult(path, Status.FAILED, error=too_large)
     if guards.risky(data) and not _IN_CHILD:
         return guards.in_child(lambda: _migrate_in_child(data, tree, path, options, rules),
@@ -140,7 +141,7 @@ def _migrate_source(data: bytes, tree, path: str, options: Options, rules: Seque
         result = _migrate_chunks(data, tree, file_scan, path, options, rules)
         if result is None:
             return FileResult(path, Status.FAILED, error=too_large)
-    elif tree is not None and not starts_program and _may_cut(options):
+    elif may_cut:
         result = _migrate_cut(data, tree, file_scan, path, options, rules)
     if result is None:
         result = _migrate_whole(data, path, options, rules)
@@ -206,18 +207,18 @@ def _migrate_cut(data: bytes, tree, file_scan: "scan.FileScan", path: str, optio
         output = partial.expand(data, reduction, result.output.decode("utf-8"))
         if output is None:
             return None
+    result.output = output
+    result.changes, result.findings = _in_original_lines(result, reduction)
+    return result
 
+
+def _in_original_lines(result: FileResult, reduction: "partial.Reduction"):
+    """The changes and findings of a piece's migration, at the lines of the original file."""
     def line(number: int) -> int:
         return partial.original_line(reduction, number)
 
-    result.output = output
-    result.changes = [
-        dataclasses.replace(c, start_line=line(c.start_line), end_line=line(c.end_line)) for c in result.changes
-    ]
-    result.findings = [
-        dataclasses.replace(f, start_line=line(f.start_line), end_line=line(f.end_line)) for f in result.findings
-    ]
-    return result
+    return ([dataclasses.replace(c, start_line=line(c.start_line), end_line=line(c.end_line)) for c in result.changes],
+            [dataclasses.replace(f, start_line=line(f.start_line), end_line=line(f.end_line)) for f in result.findings])
 
 
 # A file above guards.MAX_SOURCE_BYTES is migrated in pieces of at most this many bytes, each
@@ -245,16 +246,10 @@ def _migrate_chunks(data: bytes, tree, file_scan: "scan.FileScan", path: str, op
         if result.status == Status.FAILED:
             return None
         outputs.append((result.output or source).decode("utf-8"))
-
-        def line(number: int, reduction=reduction) -> int:
-            return partial.original_line(reduction, number)
-
-        made = collections.Counter(dataclasses.replace(c, start_line=line(c.start_line), end_line=line(c.end_line))
-                                   for c in result.changes)
-        for change, count in made.items():
+        made, found = _in_original_lines(result, reduction)
+        for change, count in collections.Counter(made).items():
             changes[change] = max(count, changes.get(change, 0))
-        findings.update(dataclasses.replace(f, start_line=line(f.start_line), end_line=line(f.end_line))
-                        for f in result.findings)
+        findings.update(found)
     output = partial.merge(data, reductions, outputs)
     if output is None:
         return None
