@@ -24,6 +24,7 @@ from libcst.metadata import MetadataWrapper
 
 from ..change import Operation
 from .base import Edit, FileContext, Rule, RuleOutcome
+from .walk import own_hooks
 
 
 class RuleBatch(cst.CSTTransformer):
@@ -131,33 +132,14 @@ class RuleBatch(cst.CSTTransformer):
                 self.rules[index].on_leave_attribute(original_node, attribute)
 
 
-_NODE_CLASSES = frozenset(name for name, value in vars(cst).items()
-                          if isinstance(value, type) and issubclass(value, cst.CSTNode))
-
-
 @functools.lru_cache(maxsize=None)
 def _hooks(rule_type: type) -> Tuple[Optional[FrozenSet[str]], Optional[FrozenSet[str]], bool]:
-    """(the node classes a rule has a visit_ method for, those it has a leave_ method for, whether
-    it has attribute hooks such as visit_Call_func); None where it overrides on_visit / on_leave
-    and so must see every node."""
-    visits, leaves, attributes = set(), set(), False
-    package = __package__.split(".")[0] + "."
-    seen = set()
-    for klass in rule_type.__mro__:  # our own classes only: libcst's typed visitor declares a
-        if not klass.__module__.startswith(package):  # do-nothing hook for every node class
-            continue
-        for name in vars(klass):
-            if name in seen or not name.startswith(("visit_", "leave_")):
-                continue
-            seen.add(name)
-            rest = name[len("visit_"):]
-            if rest in _NODE_CLASSES:
-                (visits if name.startswith("visit_") else leaves).add(rest)
-            elif rest.split("_", 1)[0] in _NODE_CLASSES:
-                attributes = True
+    """walk.own_hooks of a rule class, with None for visits / leaves where it overrides
+    on_visit / on_leave and so must see every node."""
+    visits, leaves, attributes = own_hooks(rule_type)
     every_visit = rule_type.on_visit is not Rule.on_visit
     every_leave = rule_type.on_leave is not Rule.on_leave
-    return (None if every_visit else frozenset(visits), None if every_leave else frozenset(leaves), attributes)
+    return (None if every_visit else visits, None if every_leave else leaves, attributes)
 
 
 _WORD = re.compile(r"\w")

@@ -5,15 +5,15 @@ from its visited children (and validates it), and calls the visitor's attribute 
 every field, even for a CSTVisitor that changes nothing.  Over a whole file that is most of the
 cost of a look at it.  `walk` calls the same `on_visit` / `on_leave` of the visitor, in the same
 order (each node's fields in the order libcst's code for its class visits them, which is their
-order in the source), and nothing else: no node is built, no attribute hook is called.  Visitors that define attribute
-hooks (`visit_Call_func`) are walked by libcst itself.
+order in the source), and nothing else: no node is built, no attribute hook is called.
+Visitors that define attribute hooks (`visit_Call_func`) are walked by libcst itself.
 """
 from __future__ import annotations
 
 import ast
 import inspect
 import textwrap
-from typing import Dict, Tuple
+from typing import Dict, FrozenSet, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import BatchableMetadataProvider
@@ -70,27 +70,35 @@ def _walk(visitor: cst.CSTVisitor, node: cst.CSTNode) -> None:
     visitor.on_leave(node)
 
 
-def _has_attribute_hooks(visitor_type: type) -> bool:
-    """Whether a visitor class of ours defines hooks around fields (`visit_Call_func`); libcst's
-    own do-nothing declarations of every hook do not count.  (Not cached: some visitor classes
-    are made per call, and looking through our own classes' few names is cheap.)"""
+NODE_CLASSES = frozenset(name for name, value in vars(cst).items()
+                         if isinstance(value, type) and issubclass(value, cst.CSTNode))
+
+
+def own_hooks(visitor_type: type) -> Tuple[FrozenSet[str], FrozenSet[str], bool]:
+    """(the node classes a visitor class of ours has a visit_ method for, those it has a leave_
+    method for, whether it has hooks around fields such as visit_Call_func).  Only methods our
+    classes define count: libcst's typed visitor declares a do-nothing hook for every node class."""
+    visits: Set[str] = set()
+    leaves: Set[str] = set()
+    attributes = False
     package = __package__.split(".")[0] + "."
     for klass in visitor_type.__mro__:
-        if klass.__module__.startswith(package):
-            for name in vars(klass):
-                if name.startswith(("visit_", "leave_")) and name.count("_") >= 2 \
-                        and name.split("_")[1] in _NODE_CLASSES:
-                    return True
-    return False
-
-
-_NODE_CLASSES = frozenset(name for name, value in vars(cst).items()
-                          if isinstance(value, type) and issubclass(value, cst.CSTNode))
+        if not klass.__module__.startswith(package):
+            continue
+        for name in vars(klass):
+            if not name.startswith(("visit_", "leave_")):
+                continue
+            rest = name[len("visit_"):]
+            if rest in NODE_CLASSES:
+                (visits if name.startswith("visit_") else leaves).add(rest)
+            elif rest.split("_", 1)[0] in NODE_CLASSES:
+                attributes = True
+    return frozenset(visits), frozenset(leaves), attributes
 
 
 def walk(visitor: cst.CSTVisitor, node: cst.CSTNode) -> None:
     """`node.visit(visitor)` for a visitor that only looks."""
-    if _has_attribute_hooks(type(visitor)):
+    if own_hooks(type(visitor))[2]:  # (not cached: some visitor classes are made per call)
         node.visit(visitor)
     else:
         _walk(visitor, node)
