@@ -16,7 +16,7 @@ from .apidata import ApiData
 from .change import Finding, Report
 from .rules import device_guards, flash_attn, npu_aware
 from .rules.names import DEVICE_STRING, ImportAliases, DocstringTracker, dotted_name, framework_option, qualified_names, string_text
-from .rules.ray_resources import gpu_requests, is_ray_call
+from .rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from .rules.walk import ParentNodeProvider, walk, walk_wrapped
 from .tips import CUDA_ONLY_PACKAGES, TIPS, migratable_cuda_path, tip_for
 
@@ -197,10 +197,10 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
     # -- other frameworks' GPU resources ------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         # Ray schedules by resource: `num_gpus` reserves CUDA GPUs, which an Ascend node has none of.
-        for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value == "num_gpus" and is_ray_call(self, node.func):
-                self._add(arg, Report.UNSUPPORTED, "ray num_gpus", RAY_TIP)
-        if is_ray_call(self, node.func):
+        if self.imports_ray and is_ray_call(self, node.func):
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value == "num_gpus":
+                    self._add(arg, Report.UNSUPPORTED, "ray num_gpus", RAY_TIP)
             for request in gpu_requests(node):
                 if request not in self._ray_requests:  # once, where Ray calls nest
                     self._ray_requests.add(request)
@@ -311,5 +311,6 @@ def find_leftovers(wrapper: MetadataWrapper, path: str, api: ApiData, context) -
     visitor.import_aliases = ImportAliases.of(wrapper.module)  # of the output: its imports changed
     visitor.reads_flash_attn = any(flash_attn.PACKAGE in name for names in visitor.import_aliases.values()
                                    for name in names)
+    visitor.imports_ray = imports_ray(visitor)
     walk_wrapped(visitor, wrapper)
     return visitor.findings

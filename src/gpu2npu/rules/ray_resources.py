@@ -16,25 +16,28 @@ def _is_ray(name: str) -> bool:
 PLACEMENT_GROUPS = frozenset({"ray.util.placement_group", "ray.util.placement_group.placement_group"})
 
 
-def is_gpu_key(element: cst.BaseDictElement) -> bool:
+def _has_key(element: cst.BaseDictElement, key: str) -> bool:
     return (isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
-            and element.key.evaluated_value == "GPU")
+            and element.key.evaluated_value == key)
 
 
 def gpu_requests(node: cst.CSTNode) -> List[cst.Dict]:
     """The dict literals within `node` that ask for Ray's "GPU" resource (and not for "NPU" too)."""
     return [found for found in nodes_within(node, cst.Dict)
-            if any(is_gpu_key(e) for e in found.elements)
-            and not any(isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
-                        and e.key.evaluated_value == "NPU" for e in found.elements)]
+            if any(_has_key(e, "GPU") for e in found.elements) and not any(_has_key(e, "NPU") for e in found.elements)]
 
 
 class _GpuKeysToNpu(cst.CSTTransformer):
     def leave_DictElement(self, original_node, updated_node):
-        if is_gpu_key(original_node):
+        if _has_key(original_node, "GPU"):
             quote = original_node.key.quote
             return updated_node.with_changes(key=cst.SimpleString(f"{quote}NPU{quote}"))
         return updated_node
+
+
+def imports_ray(visitor) -> bool:
+    """Whether the file the visitor reads imports ray (no call of its can be Ray's otherwise)."""
+    return any(_is_ray(target) for targets in (visitor.import_aliases or {}).values() for target in targets)
 
 
 def is_ray_call(visitor, func: cst.BaseExpression) -> bool:
@@ -42,8 +45,7 @@ def is_ray_call(visitor, func: cst.BaseExpression) -> bool:
     ray, or `.options(...)` in a file that imports ray (the method of a remote function or actor)."""
     if any(_is_ray(name) for name in qualified_names(visitor, func)):
         return True
-    return (isinstance(func, cst.Attribute) and func.attr.value == "options"
-            and any(_is_ray(target) for targets in (visitor.import_aliases or {}).values() for target in targets))
+    return isinstance(func, cst.Attribute) and func.attr.value == "options" and imports_ray(visitor)
 
 
 class RayGpusToNpus(Rule):
