@@ -110,26 +110,26 @@ def walk_wrapped(visitor: cst.CSTVisitor, wrapper) -> None:
         walk(visitor, wrapper.module)
 
 
+class _Parents(cst.CSTVisitor):
+    def __init__(self, provider: "ParentNodeProvider") -> None:
+        super().__init__()
+        self.provider = provider
+        self.open: list = []  # the nodes being walked, outermost first
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.open:
+            self.provider.set_metadata(node, self.open[-1])
+        self.open.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.open.pop()
+
+
 class ParentNodeProvider(BatchableMetadataProvider[cst.CSTNode]):
-    """Each node's parent, as libcst's ParentNodeProvider gives it, found with the field order of
-    the walk: libcst's own asks every node for its `children`, which rebuilds the node a second
-    time, and so costs twice a libcst visit of the file.  The rules and the analysis resolve
-    this one."""
+    """Each node's parent, as libcst's ParentNodeProvider gives it, found by the walk: libcst's
+    own asks every node for its `children`, which rebuilds the node a second time, and so costs
+    twice a libcst visit of the file.  The rules and the analysis resolve this one."""
 
     def visit_Module(self, node: cst.Module) -> None:
-        stack = [node]
-        while stack:
-            parent = stack.pop()
-            fields = _FIELDS.get(type(parent))
-            for name in fields if fields is not None else _fields(parent):
-                value = getattr(parent, name)
-                kind = _KINDS.get(type(value))
-                if kind is None:
-                    kind = _kind(value)
-                if kind == 1:
-                    self.set_metadata(value, parent)
-                    stack.append(value)
-                elif kind == 2:
-                    for item in value:
-                        self.set_metadata(item, parent)
-                        stack.append(item)
+        _walk(_Parents(self), node)
