@@ -23,7 +23,7 @@ from .apidata import ApiData
 from .change import Finding, Report
 from .rules import REROUTING_RULES
 from .rules.reroute import probe_label
-from .scan import bind_import, qualified_through
+from .scan import bind_import, parents_of, qualified_through
 
 RULE = "NPU900"
 
@@ -130,7 +130,7 @@ def compile_tip(api: ApiData, call: Optional[ast.Call]) -> str:
 
 
 class _Hazards:
-    def __init__(self, tree: ast.Module, path: str, api: ApiData, similar: bool = False) -> None:
+    def __init__(self, nodes: List[ast.AST], path: str, api: ApiData, similar: bool = False) -> None:
         self.path = path
         self.api = api
         # -sim answers torch.cuda.get_device_properties(...).major/.minor (ascend_function)
@@ -139,14 +139,11 @@ class _Hazards:
         self.findings: List[Finding] = []
         self.aliases: Dict[str, Set[str]] = {}
         self.properties: Set[str] = set()  # names bound to get_device_properties(...)
-        nodes = list(ast.walk(tree))
-        # One pass gathers what the look below needs: imports, parents, documentation, assignments.
-        self.parents: Dict[int, ast.AST] = {}
+        self.parents = parents_of(nodes)
+        # One pass gathers what the look below needs: imports, documentation, assignments.
         documentation: Set[int] = set()
         assigns: List[ast.Assign] = []
         for node in nodes:
-            for child in ast.iter_child_nodes(node):
-                self.parents[id(child)] = node
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 bind_import(self.aliases, node)
             elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
@@ -346,12 +343,13 @@ class _Hazards:
                 return
 
 
-def hazards_for_source(data: bytes, tree: Optional[ast.Module], path: str, api: ApiData,
+def hazards_for_source(data: bytes, nodes: Optional[List[ast.AST]], path: str, api: ApiData,
                        similar: bool = False) -> List[Finding]:
-    """The rows for one parsed file ([] when nothing in its bytes can be one); `similar`: a -sim run."""
-    if tree is None or not _MIGHT_HAVE_HAZARD.search(data):
+    """The rows for one parsed file ([] when nothing in its bytes can be one), from its nodes as
+    `scan.nodes_of` lists them (None: the file could not be parsed); `similar`: a -sim run."""
+    if nodes is None or not _MIGHT_HAVE_HAZARD.search(data):
         return []
     try:
-        return sorted(set(_Hazards(tree, path, api, similar).findings))
+        return sorted(set(_Hazards(nodes, path, api, similar).findings))
     except RecursionError:
         return []

@@ -77,13 +77,14 @@ def migrate_source(
     rules: Sequence[Type[Rule]] = SINGLE_CARD_RULES,
 ) -> FileResult:
     tree = scan.parse(data)
-    result = _migrate_source(data, tree, path, options, rules)
+    file_scan = scan.FileScan(tree) if tree is not None else None
+    result = _migrate_source(data, tree, file_scan, path, options, rules)
     # Advice (fused torch_npu APIs) concerns files with nothing to migrate too: model code
     # rarely mentions CUDA.  It reads the input, so its line numbers are the original ones.
     if result.status != Status.FAILED and tree is not None:
         # and so do the CUDA questions the rules leave (torch.version.cuda, torch.compile, ...)
         advice = _unanswered((advice_for_source(data, path, options.api, tree) if options.advice else [])
-                             + hazards_for_source(data, tree, path, options.api, options.similar), result.changes)
+                             + hazards_for_source(data, file_scan.nodes, path, options.api, options.similar), result.changes)
         if advice:
             result.findings = sorted(set(result.findings) | set(advice))
     return result
@@ -109,7 +110,8 @@ def _unanswered(rows: List[Finding], changes: List[Change]) -> List[Finding]:
                        for change in answers)]
 
 
-def _migrate_source(data: bytes, tree, path: str, options: Options, rules: Sequence[Type[Rule]]) -> FileResult:
+def _migrate_source(data: bytes, tree, file_scan: Optional["scan.FileScan"], path: str, options: Options,
+                    rules: Sequence[Type[Rule]]) -> FileResult:
     # Files that receive start-up code are migrated whatever they contain.
     starts_program = (options.distributed is not None and path == options.distributed.main_file) or (
         options.specify_device is not None and path in options.specify_device.entry_files
@@ -120,8 +122,7 @@ def _migrate_source(data: bytes, tree, path: str, options: Options, rules: Seque
     )
     refusal = guards.not_source(data)
     api_rows: List[Finding] = []
-    if refusal is None and tree is not None:
-        file_scan = scan.FileScan(tree)
+    if refusal is None and file_scan is not None:
         api_rows = scan.api_findings(file_scan, path, options.api, options.similar)
         if not starts_program and not for_options and not _needs_rewrite(file_scan, data, rules):
             return FileResult(path, Status.UNCHANGED, findings=sorted(set(api_rows)))
@@ -134,7 +135,7 @@ def _migrate_source(data: bytes, tree, path: str, options: Options, rules: Seque
     if too_large is not None and not may_cut:
         return FileResult(path, Status.FAILED, error=too_large)
     if guards.risky(data) and not _IN_CHILD:
-        return guards.in_child(lambda: _migrate_in_child(data, tree, path, options, rules),
+        return guards.in_child(lambda: _migrate_in_child(data, tree, file_scan, path, options, rules),
                                lambda reason: FileResult(path, Status.FAILED, error=reason))
     result = None
     if too_large is not None:
@@ -174,7 +175,8 @@ def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Typ
     except Exception as error:  # the parser's own failures must not end the run
         return FileResult(path, Status.FAILED, error=f"cannot be parsed: {type(error).__name__}: {error}")
     try:
-        return _apply_rules(module, data, path, options, rules)
+        # libcst prints back exactly what it read: the text is the decoded input, not a printing
+        return _apply_rules(module, data.decode(module.encoding), path, options, rules)
     except RecursionError:
         return FileResult(path, Status.FAILED, error="nested too deeply to migrate")
     except Exception as error:  # a defect of ours must cost one file, not the run
@@ -287,16 +289,15 @@ pending_interrupt: Optional[BaseException] = None
 _IN_CHILD = False
 
 
-def _migrate_in_child(data: bytes, tree, path: str, options: Options, rules) -> FileResult:
+def _migrate_in_child(data: bytes, tree, file_scan, path: str, options: Options, rules) -> FileResult:
     """The migration proper, in the forked child: the parent has parsed the tree already (the
     child shares it) and adds the advice to whatever comes back."""
     global _IN_CHILD
     _IN_CHILD = True
-    return _migrate_source(data, tree, path, options, rules)
+    return _migrate_source(data, tree, file_scan, path, options, rules)
 
 
-def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, rules) -> FileResult:
-    code = module.code
+def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rules) -> FileResult:
     lines = LineMap(len(code.splitlines()))  # the built-in rules' input -> the original file
     changes: List[Change] = []
     if options.custom_rules is not None:
@@ -332,7 +333,7 @@ def _apply_rules(module: cst.Module, data: bytes, path: str, options: Options, r
     findings = _one_verdict_per_line(findings, changes)
     if not changes:
         return FileResult(path, Status.UNCHANGED, findings=sorted(set(findings)))
-    return FileResult(path, Status.MIGRATED, outcome.module.bytes, sorted(changes, key=_change_order), sorted(set(findings)))
+    return FileResult(path, Status.MIGRATED, new_code.encode(module.encoding), sorted(changes, key=_change_order), sorted(set(findings)))
 
 
 def _one_verdict_per_line(findings: List[Finding], changes: List[Change]) -> List[Finding]:

@@ -16,7 +16,7 @@ import textwrap
 from typing import Dict, FrozenSet, Set, Tuple
 
 import libcst as cst
-from libcst.metadata import BatchableMetadataProvider
+from libcst.metadata import BaseMetadataProvider
 
 # Node class -> the names of its fields that hold child nodes, in the order libcst visits them.
 _FIELDS: Dict[type, Tuple[str, ...]] = {}
@@ -126,10 +126,11 @@ class _Parents(cst.CSTVisitor):
         self.open.pop()
 
 
-class ParentNodeProvider(BatchableMetadataProvider[cst.CSTNode]):
+class ParentNodeProvider(BaseMetadataProvider[cst.CSTNode]):
     """Each node's parent, as libcst's ParentNodeProvider gives it, found by the walk: libcst's
     own asks every node for its `children`, which rebuilds the node a second time, and so costs
-    twice a libcst visit of the file.  The rules and the analysis resolve this one."""
+    twice a libcst visit of the file.  The rules and the analysis resolve this one.  Not a
+    batchable provider: libcst runs those in a visit of its own, which rebuilds every node."""
 
-    def visit_Module(self, node: cst.Module) -> None:
-        _walk(_Parents(self), node)
+    def _gen_impl(self, module: cst.Module) -> None:
+        _walk(_Parents(self), module)
