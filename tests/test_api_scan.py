@@ -70,6 +70,15 @@ def test_a_newer_release_with_the_kernel_has_nothing_to_say():
     '"""Runs on cuda:0 by default."""\nimport torch\n# x.cuda()\n',
     "import torch\ndef f(cuda=False):\n    return cuda\n",
     "import torch\nloader = make_dataloader(train_dataloader)\n",
+    # "AsyncClient" holds n-c-C-l, which is no NCCL
+    "import httpx\nhttpx.AsyncClient.send = patched_send\n",
+    # DeepSpeed's ZeRO runs on the NPU; only some DeepSpeed parts are CUDA-only
+    "import deepspeed\nwith deepspeed.zero.GatheredParameters(weight, modifier_rank=0):\n    pass\n",
+    "from deepspeed import zero\nzero.register_external_parameter(module, weight)\n",
+    # a helper hands its `device` on to .to(); its other arguments may be ints
+    "def embed(size, scale, device=None):\n    return torch.ones(size, device=device) * scale\n\n\nx = embed(128, scale)\n",
+    "class Net:\n    def grid(self, height, width, device):\n        return make(height, width).to(device)\n\n"
+    "    def forward(self, x):\n        return self.grid(8, 16, x.device)\n",
 ])
 def test_files_no_rule_can_touch_skip_the_rewrite(source):
     assert not scan.FileScan(scan.parse(source.encode())).needs_rewrite()
@@ -84,6 +93,12 @@ def test_files_no_rule_can_touch_skip_the_rewrite(source):
     ("import torch.distributed as dist\ndist.init_process_group(backend='nccl')\n", 2),
     ("from apex import amp\n\n\ndef step(loss, opt):\n    with amp.scale_loss(loss, opt) as s:\n        s.backward()\n", 5),
     ("import torch\ndevice = f'cuda:{rank}'\n", 2),
+    ("import deepspeed\n\nlayer = deepspeed.ops.transformer.DeepSpeedTransformerLayer(config)\n", 3),
+    ("from deepspeed.ops import op_builder\n\nop_builder.TransformerBuilder().load()\n", 3),
+    ("import nvidia.dali as dali\n\npipe = dali.Pipeline(batch_size=8)\n", 3),
+    ("def embed(size, device=None):\n    return torch.ones(size, device=device)\n\n\nx = embed(128, 0)\n", 5),
+    ("def embed(size, device=None):\n    return torch.ones(size, device=device)\n\n\nx = embed(128, device=1)\n", 5),
+    ("class Batch:\n    def move(self, device):\n        return self.data.to(device)\n\n\nbatch.move(0)\n", 6),
 ])
 def test_what_a_rule_acts_on_makes_the_file_and_its_line_relevant(source, line):
     file_scan = scan.FileScan(scan.parse(source.encode()))

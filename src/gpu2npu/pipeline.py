@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Type
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper
+from .rules.walk import MetadataWrapper
 
 from . import apidata, guards, partial, scan
 from .affinity import TF32_ADVICE, advice_for_source

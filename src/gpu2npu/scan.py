@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 from . import apidata, env_vars
 from .change import Finding, Report
@@ -37,9 +37,10 @@ RULE = "NPU900"
 # merely mentions CUDA is left alone by every rule.  Plain variable names (`use_cuda`) are not
 # resolved by any rule and do not count.
 REWRITE_WORDS = ("cuda", "nccl", "dataparallel", "data_parallel", "dataloader", "cpp_extension", "torch_npu")
-_REWRITE_WORD = re.compile("|".join(REWRITE_WORDS), re.IGNORECASE)
+# NCCL in any case but mixed: "AsyncClient" holds n-c-C-l.
+_REWRITE_WORD = re.compile("|".join(REWRITE_WORDS).replace("nccl", "(?-i:nccl|NCCL|Nccl)"), re.IGNORECASE)
 # (cuDNN's TF32 switches hold no CUDA word: `torch.backends.cudnn.allow_tf32`, `...conv.fp32_precision`)
-_ATTRIBUTE_WORD = re.compile(r"cuda|nccl|^(DataParallel|data_parallel|DataLoader|cpp_extension|torch_npu"
+_ATTRIBUTE_WORD = re.compile(r"cuda|(?-i:nccl|NCCL|Nccl)|^(DataParallel|data_parallel|DataLoader|cpp_extension|torch_npu"
                              r"|allow_tf32|fp32_precision)$", re.IGNORECASE)
 # device names are lower case; the CUDA/NCCL environment variables upper case (env_vars.NAME)
 _STRING_WORD = re.compile(r"^cuda|torch\.cuda\.|(?i:nccl)|CUDA_VISIBLE_DEVICES|" + env_vars.NAME.pattern)
@@ -47,7 +48,20 @@ _STRING_WORD = re.compile(r"^cuda|torch\.cuda\.|(?i:nccl)|CUDA_VISIBLE_DEVICES|"
 DEVICE_METHODS = {"to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
 INDEX_RETURNING = {"current_device", "get_rank", "get_local_rank", "device_count", "get_world_size"}
 _RAY_REQUESTS = frozenset({"num_gpus", "resources_per_worker"})
-_PACKAGE_ROOTS = tuple(package.split(".")[0] for package in CUDA_ONLY_PACKAGES)
+_CUDA_PACKAGES = tuple(sorted(CUDA_ONLY_PACKAGES))
+# Attribute names that can lead from a package to a CUDA-only part of it (`ops` of deepspeed).
+_PACKAGE_PARTS = frozenset(part for package in CUDA_ONLY_PACKAGES for part in package.split(".")[1:])
+
+
+def _is_cuda_module(module: str) -> bool:
+    """A CUDA-only package or a module of one (`flash_attn.bert_padding`)."""
+    return any(module == package or module.startswith(package + ".") for package in _CUDA_PACKAGES)
+
+
+def _holds_cuda_module(module: str) -> bool:
+    """A package with a CUDA-only part and others (`deepspeed` holds `deepspeed.ops.gds`)."""
+    prefix = module + "."
+    return any(package.startswith(prefix) for package in _CUDA_PACKAGES)
 
 
 def _called_name(call: ast.Call) -> Optional[str]:
@@ -121,11 +135,13 @@ class FileScan:
         self._bindings: Dict[str, List[ast.AST]] = {}  # dotted target -> values bound to it
         self._int_options: Set[str] = set()  # argparse dests declared type=int
         self._flagged_names: Set[str] = set()  # local names imported from flagged modules
+        self._partial_names: Dict[str, str] = {}  # local name -> a package with CUDA-only parts
+        self._part_uses: List[ast.Attribute] = []  # `name.part` where part may lead to such a part
         # Strings standing alone as statements (docstrings, string "comments") are documentation;
         # nodes_of lists a statement before its value, so they are known when reached.
         self._documentation: Set[int] = set()
         self._functions: List[ast.AST] = []
-        self._forwarder_names: Optional[Set[str]] = None
+        self._forwarder_names: Optional[Dict[str, Set[Tuple[int, str]]]] = None
         # Dispatch on the exact node class: millions of nodes, most of which need nothing.
         handlers = {
             ast.Attribute: self._attribute, ast.Constant: self._constant,
@@ -143,6 +159,10 @@ class FileScan:
                 handler(node)
         if self._flagged_names:  # their uses may be edited or reported too (DataLoader(...), amp.scale_loss)
             self.word_lines.extend(node.lineno for node in names if node.id in self._flagged_names)
+        for use in self._part_uses:
+            module = self._partial_names.get(use.value.id)
+            if module is not None and (_is_cuda_module(f"{module}.{use.attr}") or _holds_cuda_module(f"{module}.{use.attr}")):
+                self.word_lines.append(use.lineno)
 
     # -- collection --------------------------------------------------------------------------
     def _word(self, text: str, node: ast.AST) -> bool:
@@ -160,6 +180,8 @@ class FileScan:
     def _attribute(self, node: ast.Attribute) -> None:
         if _ATTRIBUTE_WORD.search(node.attr):
             self.word_lines.append(node.lineno)
+        elif node.attr in _PACKAGE_PARTS and node.value.__class__ is ast.Name:
+            self._part_uses.append(node)
 
     def _constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and id(node) not in self._documentation and _STRING_WORD.search(node.value):
@@ -175,23 +197,41 @@ class FileScan:
     def _import(self, node: ast.Import) -> None:
         bind_import(self.aliases, node)
         for alias in node.names:
-            flagged = self._word(alias.name, node) | self._cuda_package(alias.name, node)
-            if alias.asname:
-                if flagged:
-                    self._flagged_names.add(alias.asname)
-            else:
-                root = alias.name.split(".")[0]
-                if root in _PACKAGE_ROOTS:
-                    self._flagged_names.add(root)
+            word = self._word(alias.name, node)
+            self._cuda_package(alias.name, node)
+            # the module the bound name stands for: `import a.b` binds a, `import a.b as x` a.b
+            bound, module = (alias.asname, alias.name) if alias.asname else (alias.name.split(".")[0],) * 2
+            self._flag(bound, module, word and bool(alias.asname))
 
     def _import_from(self, node: ast.ImportFrom) -> None:
         if node.level or not node.module:
             return
         bind_import(self.aliases, node)
-        flagged_module = self._word(node.module, node) | self._cuda_package(node.module, node)
+        word_module = self._word(node.module, node)
+        cuda_module = self._cuda_package(node.module, node)
         for alias in node.names:
-            if (self._word(alias.name, node) or flagged_module) and alias.name != "*":
-                self._flagged_names.add(alias.asname or alias.name)
+            if alias.name == "*":
+                continue
+            full = f"{node.module}.{alias.name}"
+            word = self._word(alias.name, node) or word_module
+            if not cuda_module:
+                self._cuda_package(full, node)
+            self._flag(alias.asname or alias.name, full, word)
+
+    def _flag(self, name: str, module: str, word: bool) -> None:
+        """Record how the uses of an imported name matter: all of them (a name holding a rewrite
+        word, a CUDA-only package), or those reaching a CUDA-only part of a package that has
+        other parts (`deepspeed.ops.transformer` of `import deepspeed`, not `deepspeed.zero`)."""
+        if word or _is_cuda_module(module):
+            self._flagged_names.add(name)
+        elif _holds_cuda_module(module):
+            self._partial_names[name] = module
+
+    def _cuda_package(self, module: str, node: ast.AST) -> bool:
+        if _is_cuda_module(module):
+            self.package_lines.append(node.lineno)
+            return True
+        return False
 
     def _assign(self, node: ast.Assign) -> None:
         for target in node.targets:
@@ -204,12 +244,6 @@ class FileScan:
     def _arg(self, node: ast.arg) -> None:
         if isinstance(node.annotation, ast.Name) and node.annotation.id == "int":
             self._bind(ast.Name(node.arg), ast.Constant(0))
-
-    def _cuda_package(self, module: str, node: ast.AST) -> bool:
-        if module.split(".")[0] in _PACKAGE_ROOTS:
-            self.package_lines.append(node.lineno)
-            return True
-        return False
 
     def _bind(self, target: ast.AST, value: Optional[ast.AST]) -> None:
         name = dotted(target)
@@ -270,16 +304,29 @@ class FileScan:
                 lines.append(call.lineno)
                 continue
             called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-            if called in self._forwarders() and any(self._possibly_int(arg, set()) for arg in call.args):
+            forwarded = self._forwarders().get(called)
+            if forwarded and self._forwards_int(call, forwarded):
                 lines.append(call.lineno)
         return lines
 
-    def _forwarders(self) -> Set[str]:
+    def _forwards_int(self, call: ast.Call, forwarded: Set[Tuple[int, str]]) -> bool:
+        """Whether `call` may pass an int where a forwarder takes the device it hands on: the
+        argument at the parameter's place (or the place before, for a method called on an
+        object), or the keyword of the parameter's name."""
+        for index, parameter in forwarded:
+            if any(0 <= place < len(call.args) and self._possibly_int(call.args[place], set())
+                   for place in (index, index - 1)):
+                return True
+            if any(k.arg == parameter and self._possibly_int(k.value, set()) for k in call.keywords):
+                return True
+        return False
+
+    def _forwarders(self) -> Dict[str, Set[Tuple[int, str]]]:
         """Functions of the file that pass a parameter to `.to(...)` or `device=` (as NPU104
         finds them, generously): the innermost function around such a call that has a
-        parameter of the name passed."""
+        parameter of the name passed -> (the parameter's place, its name) for each."""
         if self._forwarder_names is None:
-            names: Set[str] = set()
+            forwarders: Dict[str, Set[Tuple[int, str]]] = {}
             for call in self.calls:
                 passed = [k.value for k in call.keywords if k.arg == "device"]
                 if isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "to_empty") and call.args:
@@ -291,8 +338,10 @@ class FileScan:
                               if f.lineno <= call.lineno <= (f.end_lineno or f.lineno)
                               and any(a.arg == value.id for a in f.args.args)]
                     if around:
-                        names.add(max(around, key=lambda f: f.lineno).name)
-            self._forwarder_names = names
+                        function = max(around, key=lambda f: f.lineno)
+                        parameters = [a.arg for a in function.args.args]
+                        forwarders.setdefault(function.name, set()).add((parameters.index(value.id), value.id))
+            self._forwarder_names = forwarders
         return self._forwarder_names
 
     def relevant_lines(self) -> List[int]:

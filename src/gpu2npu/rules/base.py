@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, ClassVar, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import PositionProvider
 
 from ..apidata import ApiData
 from ..change import Finding, Operation, Report
 from . import npu_aware
+from .walk import MetadataWrapper
 
 if TYPE_CHECKING:
     from ..rule_file import CustomRules

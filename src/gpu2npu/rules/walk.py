@@ -16,6 +16,7 @@ import textwrap
 from typing import Dict, FrozenSet, Set, Tuple
 
 import libcst as cst
+import libcst.metadata as libcst_metadata
 from libcst.metadata import BaseMetadataProvider
 
 # Node class -> the names of its fields that hold child nodes, in the order libcst visits them.
@@ -134,3 +135,25 @@ class ParentNodeProvider(BaseMetadataProvider[cst.CSTNode]):
 
     def _gen_impl(self, module: cst.Module) -> None:
         _walk(_Parents(self), module)
+
+
+class MetadataWrapper(libcst_metadata.MetadataWrapper):
+    """libcst's MetadataWrapper, except that metadata which no batchable provider computes is
+    computed without libcst's visit of the whole tree for the (empty) batch of batchable
+    providers: that visit rebuilds every node and cost as much as all our providers together.
+    The rules and the analysis use only such providers (positions, our parents)."""
+
+    def resolve_many(self, providers):
+        metadata = getattr(self, "_metadata", None)
+        pending = [provider for provider in providers if metadata is not None and provider not in metadata]
+        if metadata is None or not all(_computed_alone(provider) for provider in pending):
+            return super().resolve_many(providers)
+        for provider in pending:
+            metadata[provider] = provider()._gen(self)
+        return {provider: metadata[provider] for provider in providers}
+
+
+def _computed_alone(provider) -> bool:
+    """Whether a provider needs nothing but the module: not batchable, no dependencies, no cache."""
+    return (not issubclass(provider, libcst_metadata.BatchableMetadataProvider)
+            and not provider.METADATA_DEPENDENCIES and not provider.gen_cache)
