@@ -1,5 +1,6 @@
 """CUDA questions that survive a migration silently (hazards.py): each is reported at its line,
 once, with what it does on the NPU in the chosen release; look-alikes are not."""
+import re
 import textwrap
 
 import pytest
@@ -190,3 +191,12 @@ def test_sharing_a_tensor_between_processes_is_reported_where_the_release_cannot
                                                       if reported else [])
     if reported:
         assert "torch_npu 2.5.1.post1 cannot share NPU tensors" in rows[0][2]
+
+
+def test_every_alternative_of_the_byte_pattern_holds_a_word_of_the_quick_test():
+    # the words are searched first: an alternative without one would never be tried
+    from gpu2npu.hazards import _HAZARD_WORDS, _MIGHT_HAVE_HAZARD
+
+    for alternative in _MIGHT_HAVE_HAZARD.pattern.split(b"|"):
+        text = re.sub(rb"\(\?<!\w+\)|\\b", b"", alternative).replace(b"\\", b"")
+        assert any(word in text for word in _HAZARD_WORDS), alternative

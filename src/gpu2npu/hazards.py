@@ -23,7 +23,7 @@ from .apidata import ApiData
 from .change import Finding, Report
 from .rules import REROUTING_RULES
 from .rules.reroute import probe_label
-from .scan import bind_import, parents_of, qualified_through
+from .scan import bind_import, qualified_through
 
 RULE = "NPU900"
 
@@ -32,6 +32,19 @@ _MIGHT_HAVE_HAZARD = re.compile(
     rb"version\.cuda|import cuda|get_device_propert|(?<!re)\.compile\b|import compile|_inductor|float32_matmul_precision|8bit|32bit"
     rb"|bnb|load_in_|BitsAndBytes|Bitsandbytes|triton|get_kernel|ademamix|find_spec|version\(|get_distribution"
     rb"|fp32_precision|get_gpu_ids|use_gpu|reduce_tensor")
+
+# Words of which each alternative above holds one: a file holding none of them is passed over
+# without the pattern, whose search through a whole file that does not match costs a
+# twentieth of a second per megabyte (the words' searches, a fifth of that).
+_HAZARD_WORDS = (b"version.cuda", b"import cuda", b"get_device_propert", b"compile", b"_inductor", b"float32_matmul_precision", b"8bit", b"32bit",
+                 b"bnb", b"load_in_", b"BitsAndBytes", b"Bitsandbytes", b"triton", b"get_kernel", b"ademamix",
+                 b"find_spec", b"version(", b"get_distribution", b"fp32_precision", b"get_gpu_ids", b"use_gpu",
+                 b"reduce_tensor")
+
+
+def might_have_hazard(data: bytes) -> bool:
+    return any(word in data for word in _HAZARD_WORDS) and _MIGHT_HAVE_HAZARD.search(data) is not None
+
 
 # CUDA-only packages that gpu2npu can point at a generated package (the rerouting rules'), by the
 # names a probe uses: module name -> generated package; distribution name -> module name
@@ -139,36 +152,58 @@ class _Hazards:
         self.findings: List[Finding] = []
         self.aliases: Dict[str, Set[str]] = {}
         self.properties: Set[str] = set()  # names bound to get_device_properties(...)
-        self.parents = parents_of(nodes)
-        # One pass gathers what the look below needs: imports, documentation, assignments.
+        # One pass gathers what the look below needs: imports, documentation, assignments, and
+        # which names and attributes are part of a longer chain or called.
         documentation: Set[int] = set()
         assigns: List[ast.Assign] = []
+        self._inner: Set[int] = set()  # the `a.b` of `a.b.c`: not the top of its chain
+        self._callees: Set[int] = set()
+        references: List[ast.AST] = []
+        calls: List[ast.Call] = []
+        strings: List[ast.Constant] = []
+        functions: List[ast.AST] = []
         for node in nodes:
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
+            kind = node.__class__
+            if kind is ast.Attribute:
+                self._inner.add(id(node.value))
+                references.append(node)
+            elif kind is ast.Name:
+                references.append(node)
+            elif kind is ast.Call:
+                self._callees.add(id(node.func))
+                calls.append(node)
+            elif kind is ast.Constant:
+                if node.value.__class__ is str:
+                    strings.append(node)
+            elif kind is ast.Import or kind is ast.ImportFrom:
                 bind_import(self.aliases, node)
-            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-                documentation.add(id(node.value))
-            elif isinstance(node, ast.ClassDef):
+            elif kind is ast.Expr:
+                if node.value.__class__ is ast.Constant:
+                    documentation.add(id(node.value))
+            elif kind is ast.ClassDef:
                 # a class attribute holding a name (`PAGED_ADAMW = "paged_adamw_32bit"` of an enum)
                 # defines the name; it is reported where it is chosen
                 documentation.update(id(statement.value) for statement in node.body if isinstance(statement, ast.Assign))
-            elif isinstance(node, ast.Assign):
+            elif kind is ast.Assign:
                 assigns.append(node)
+            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                functions.append(node)
         for assign in assigns:  # once every import is known (function-local ones too)
             if self._is_properties_call(assign.value):
                 self.properties.update(t.id for t in assign.targets if isinstance(t, ast.Name))
                 if self._is_cuda_properties_call(assign.value):
                     self.cuda_properties.update(t.id for t in assign.targets if isinstance(t, ast.Name))
             self._precision_setting(assign)
-        for node in nodes:
-            if isinstance(node, (ast.Attribute, ast.Name)) and self._is_chain_top(node):
+        for node in references:
+            if id(node) not in self._inner:
                 self._reference(node)
-            elif isinstance(node, ast.Call):
-                self._call(node)
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in documentation:
+        for call in calls:
+            self._call(call)
+        for node in strings:
+            if id(node) not in documentation:
                 self._string(node)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self._triton_kernel(node)
+        for function in functions:
+            self._triton_kernel(function)
 
     # -- helpers ---------------------------------------------------------------------------
     def _add(self, node: ast.AST, report: Report, api_name: str, tip: str, api_type: str = "") -> None:
@@ -179,13 +214,8 @@ class _Hazards:
     def qualified(self, node: ast.AST) -> Set[str]:
         return qualified_through(self.aliases, node)
 
-    def _is_chain_top(self, node: ast.AST) -> bool:
-        parent = self.parents.get(id(node))
-        return not (isinstance(parent, ast.Attribute) and parent.value is node)
-
     def _is_called(self, node: ast.AST) -> bool:
-        parent = self.parents.get(id(node))
-        return isinstance(parent, ast.Call) and parent.func is node
+        return id(node) in self._callees
 
     def _is_properties_call(self, node: ast.AST) -> bool:
         return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -347,7 +377,7 @@ def hazards_for_source(data: bytes, nodes: Optional[List[ast.AST]], path: str, a
                        similar: bool = False) -> List[Finding]:
     """The rows for one parsed file ([] when nothing in its bytes can be one), from its nodes as
     `scan.nodes_of` lists them (None: the file could not be parsed); `similar`: a -sim run."""
-    if nodes is None or not _MIGHT_HAVE_HAZARD.search(data):
+    if nodes is None or not might_have_hazard(data):
         return []
     try:
         return sorted(set(_Hazards(nodes, path, api, similar).findings))

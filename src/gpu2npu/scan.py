@@ -69,13 +69,16 @@ def _called_name(call: ast.Call) -> Optional[str]:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 
 
-# The fields of each node class that can hold nodes: not `ctx`/`op` (singletons no one looks at).
-_CHILD_FIELDS: Dict[type, tuple] = {}
+# The fields of each node class that can hold nodes we look at: not the operator singletons
+# (`ctx`, `op`, `ops`) nor the fields that hold names, numbers or flags.
+_CHILD_FIELDS: Dict[type, tuple] = {ast.Constant: ()}
+_NOT_NODES = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "module", "asname", "kind", "type_comment",
+                        "level", "conversion", "is_async", "type_ignores"})
 
 
 def nodes_of(tree: ast.AST) -> List[ast.AST]:
-    """Every node of `tree`, each before its children and in source order: what `ast.walk`
-    yields (in another order) in half its time, which counts on every file of a project."""
+    """Every node of `tree` (but operator singletons), each before its children: what `ast.walk`
+    yields, in another order, in a third of its time, which counts on every file of a project."""
     nodes: List[ast.AST] = []
     todo = [tree]
     pop, push, append, node_class = todo.pop, todo.append, nodes.append, ast.AST
@@ -85,32 +88,16 @@ def nodes_of(tree: ast.AST) -> List[ast.AST]:
         append(node)
         fields = fields_of(node.__class__)
         if fields is None:
-            fields = _CHILD_FIELDS[node.__class__] = tuple(f for f in node._fields if f not in ("ctx", "op"))
-        for name in reversed(fields):
-            value = getattr(node, name, None)
+            fields = _CHILD_FIELDS[node.__class__] = tuple(f for f in node._fields if f not in _NOT_NODES)
+        for name in fields:
+            value = getattr(node, name)
             if value.__class__ is list:
-                for item in reversed(value):
+                for item in value:
                     if isinstance(item, node_class):
                         push(item)
             elif isinstance(value, node_class):
                 push(value)
     return nodes
-
-
-def parents_of(nodes: List[ast.AST]) -> Dict[int, ast.AST]:
-    """id(child) -> parent, for `nodes` as `nodes_of` lists them."""
-    parents: Dict[int, ast.AST] = {}
-    node_class = ast.AST
-    for node in nodes:
-        for name in _CHILD_FIELDS[node.__class__]:
-            value = getattr(node, name, None)
-            if value.__class__ is list:
-                for item in value:
-                    if isinstance(item, node_class):
-                        parents[id(item)] = node
-            elif isinstance(value, node_class):
-                parents[id(value)] = node
-    return parents
 
 
 def parse(data: bytes) -> Optional[ast.Module]:
@@ -373,11 +360,18 @@ def bind_import(aliases: Dict[str, Set[str]], node: ast.AST) -> None:
 
 def qualified_through(aliases: Dict[str, Set[str]], node: ast.AST) -> Set[str]:
     """The qualified names a Name/Attribute chain may stand for through `aliases`."""
-    name = dotted(node)
-    if name is None:
+    # (asked of every name and attribute of a file: the root is looked up before any text is made)
+    parts = []
+    while node.__class__ is ast.Attribute:
+        parts.append(node.attr)
+        node = node.value
+    targets = aliases.get(node.id) if node.__class__ is ast.Name else None
+    if not targets:
         return set()
-    root, _, rest = name.partition(".")
-    return {f"{target}.{rest}" if rest else target for target in aliases.get(root, ())}
+    if not parts:
+        return set(targets)
+    rest = ".".join(reversed(parts))
+    return {f"{target}.{rest}" for target in targets}
 
 
 def dotted(node: ast.AST) -> Optional[str]:
@@ -404,7 +398,7 @@ def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool 
             finding = _judge_method_call(call, path, api)
         if finding is not None:
             findings.append(finding)
-    return findings
+    return sorted(findings)
 
 
 def _row(call: ast.Call, path: str, report: Report, api_name: str, tip: str) -> Finding:
