@@ -1,7 +1,8 @@
 """`gpu2npu check`: find CUDA-only code without writing anything (for CI and pre-commit).
 
 A finding is either something the migration would change (each edit of a rule that replaces a
-CUDA-only construct) or a CUDA construct the migration cannot change (unsupported on NPU).  Edits
+CUDA-only construct) or a CUDA construct the migration cannot change (unsupported on NPU), in the
+code or in the dependency files (a CUDA-only package, a CUDA wheel index or base image).  Edits
 that are advice rather than CUDA (a training DataLoader's drop_last) or consequences of others
 (`import torch_npu`) are not findings, and neither is advice (api_performance_advice.csv,
 affinity_api_call.csv): a faster NPU API is not a CUDA-only construct.
@@ -9,11 +10,13 @@ affinity_api_call.csv): a faster NPU API is not a CUDA-only construct.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence
 
-from .change import Report
+from .change import Operation, Report
+from .dependencies.formats import SETUP_PY, dependency_format
 from .discover import Entry, Kind, kind_of, walk
 from .engine import Engine
 from .pipeline import Status
@@ -44,16 +47,19 @@ class CheckResult:
 
 
 def _checked_files(paths: Sequence[Path]) -> Iterable[Entry]:
-    """The Python files, notebooks and launch scripts under `paths`, each named as shown to the
-    user (its `relative`); a file named on the command line is checked as Python unless it is a
-    notebook or launch script."""
+    """The Python files, notebooks, launch scripts and dependency files under `paths`, each
+    named as shown to the user (its `relative`); a file named on the command line is checked as
+    Python unless it is a notebook, launch script or dependency file."""
     for path in paths:
         if path.is_file():
             kind = kind_of(path)
+            if kind == Kind.OTHER and dependency_format(path.name) is not None:
+                yield Entry(path.as_posix(), path, kind)
+                continue
             yield Entry(path.as_posix(), path, kind if kind in MIGRATED_KINDS else Kind.PYTHON)
             continue
         for entry in walk(path):
-            if entry.kind in MIGRATED_KINDS:
+            if entry.kind in MIGRATED_KINDS or (entry.kind == Kind.OTHER and dependency_format(entry.relative)):
                 yield Entry((path / entry.relative).as_posix(), entry.absolute, entry.kind)
 
 
@@ -64,10 +70,17 @@ def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
     findings: List[CheckFinding] = []
     unreadable: List[str] = []
     entries = list(_checked_files(paths))
+    code = [entry for entry in entries if entry.kind in MIGRATED_KINDS]
+    for entry in entries:
+        form = dependency_format(entry.relative)
+        if form is not None and (entry.kind == Kind.OTHER or form == SETUP_PY):
+            problem = _dependency_findings(entry, form, options, findings)
+            if problem:
+                unreadable.append(problem)
     # the advice on faster NPU APIs is no finding: not looked for
     engine = Engine(dataclasses.replace(options, advice=False), jobs, cache_folder)
     try:
-        for entry, result in engine.results(entries):
+        for entry, result in engine.results(code):
             if result.status == Status.FAILED:
                 unreadable.append(f"{entry.relative}: {result.error}")
                 continue
@@ -83,6 +96,37 @@ def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
     finally:
         engine.close()
     return CheckResult(sorted(set(findings)), len(entries), unreadable, engine.problem)
+
+
+# Dependency rules whose every edit removes or replaces something CUDA-only; a torch or
+# torchvision pin is one only where it names a CUDA build (`+cu121`).
+CUDA_DEPENDENCY_RULES = {"NPU853", "NPU854", "NPU855", "NPU856", "NPU857"}
+_CUDA_BUILD = re.compile(r"\+cu\d+|/whl/cu\d+")
+
+
+def _dependency_findings(entry: Entry, form: str, options: Options, findings: List[CheckFinding]) -> Optional[str]:
+    """CUDA-only packages, indexes, conda packages and images of a dependency file, read as the
+    migration reads it but without a migration to ask who still imports a package."""
+    from .dependencies import Context, load_table, migrate_dependencies
+
+    try:
+        text = entry.absolute.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        return f"{entry.relative}: not read as UTF-8 text ({error})"
+    lines = text.splitlines()
+    outcome = migrate_dependencies(form, text, entry.relative, Context(options.api, load_table()))
+    for change in outcome.changes:
+        written = "\n".join(lines[change.start_line - 1:change.end_line])
+        if change.operation == Operation.INSERT:  # (what the migration adds is no CUDA construct)
+            continue
+        if change.rule in CUDA_DEPENDENCY_RULES or _CUDA_BUILD.search(written):
+            findings.append(CheckFinding(entry.relative, change.start_line, change.end_line, change.rule,
+                                         f"CUDA-only: {change.message}", "error"))
+    for finding in outcome.findings:
+        if finding.report == Report.UNSUPPORTED and finding.api != "--hash":
+            findings.append(CheckFinding(entry.relative, finding.start_line, finding.end_line, finding.rule,
+                                         f"{finding.api}: {finding.tip}", "warning"))
+    return None
 
 
 def rule_descriptions() -> dict:

@@ -145,10 +145,13 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
         click.echo(console.rule_table(result.changes, titles))
         click.echo(console.file_table(result.changes))
     click.echo(
-        f"{result.python_files} Python files, {result.script_files} notebooks and launch scripts: "
+        f"{result.python_files} Python files, {result.script_files} notebooks and launch scripts"
+        + (f", {result.dependency_files} dependency files" if result.dependency_files else "") + ": "
         f"{len(result.migrated)} migrated, {len(result.failed)} could not be "
         f"processed. Output: {result.target}  Reports: {result.report_folder}"
     )
+    for warning in result.warnings:
+        click.echo(f"gpu2npu: warning: {warning}", err=True)
     for path, reason in result.failed:
         click.echo(f"gpu2npu: warning: {path}: copied unchanged, {reason}", err=True)
     for path, instead in result.not_copied:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from .dependencies.formats import CONDA, dependency_format
 from .shell_syntax import dialect_for
 
 PYTHON_SUFFIXES = (".py",)
@@ -40,7 +41,7 @@ def _kind(path: Path) -> Kind:
         return Kind.PYTHON
     if name.endswith(NOTEBOOK_SUFFIXES):
         return Kind.NOTEBOOK
-    if dialect_for(name) is not None:
+    if dialect_for(name) is not None and dependency_format(name) != CONDA:  # (a conda environment is no job file)
         return Kind.LAUNCH_SCRIPT
     if name.endswith(CUDA_SOURCE_SUFFIXES):
         return Kind.CUDA_SOURCE

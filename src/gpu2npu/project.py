@@ -40,6 +40,8 @@ class RunResult:
     findings: List[Finding] = field(default_factory=list)
     report_rows: Dict[str, int] = field(default_factory=dict)
     cache_hits: int = 0  # Python files whose result was read back from the cache
+    dependency_files: int = 0  # requirements, environment, pyproject, setup and Dockerfiles read
+    warnings: List[str] = field(default_factory=list)  # said on the console and in the log
 
 
 def run(request: RunRequest, progress: Callable[[int, int], None] = lambda done, total: None) -> RunResult:
@@ -76,7 +78,9 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
 
         python: List[Entry] = []
         folders: List[Tuple[Entry, Path]] = []
+        entries: List[Entry] = []
         for entry in walk(source):  # folders come before what they hold
+            entries.append(entry)
             if entry.kind in MIGRATED_KINDS:
                 python.append(entry)
                 continue
@@ -114,6 +118,7 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             if engine.problem:
                 logger.warning(engine.problem)
             logger.info(f"cache {engine.cache.folder}: {engine.hits} files read back, {engine.misses} migrated")
+        _migrate_dependencies(entries, python, destination_of, options, result, logger)
         copy_folder_modes(folders)
         for relative, name in cuda_ops:
             logger.info(f"{relative}: custom CUDA operator {name} needs an NPU implementation")
@@ -154,6 +159,35 @@ def preview(request: RunRequest) -> Iterator[Tuple[str, str]]:
                 yield entry.relative, "".join(line if line.endswith("\n") else line + "\n" for line in diff), ""
     finally:
         engine.close()
+
+
+def _migrate_dependencies(entries, python, destination_of, options: Options, result: RunResult, logger) -> None:
+    """Requirements, environment, pyproject, setup and Dockerfiles, once the code is migrated (see
+    dependencies.phase): their rows join the code's, a torch pin other than -v's is a warning."""
+    from .dependencies.phase import dependency_entries, migrate_project_dependencies
+
+    found = dependency_entries(entries)
+    if not found:
+        return
+    code_files = [(entry.relative, destination_of(entry), entry.kind) for entry in python]
+    run = migrate_project_dependencies(found, entries, code_files, destination_of, options.api)
+    for outcome in run.files:
+        result.dependency_files += 1
+        if outcome.error:
+            logger.warning(f"{outcome.path}: {outcome.error}")
+            result.warnings.append(f"{outcome.path}: {outcome.error}")
+            continue
+        for change in outcome.changes:
+            logger.info(run_log.change_line(change))
+        for finding in outcome.findings:
+            logger.warning(run_log.finding_line(finding))
+        if outcome.migrated and outcome.path not in result.migrated:
+            result.migrated.append(outcome.path)
+        result.changes.extend(outcome.changes)
+        result.findings.extend(outcome.findings)
+    for warning in run.warnings:
+        logger.warning(warning)
+        result.warnings.append(warning)
 
 
 def _write_launcher(staging: Path, settings: DistributedSettings, logger) -> None:

@@ -1,0 +1,204 @@
+"""One requirement, one decision: the same for every file that lists packages (requirements
+files, environment.yml's pip section, pyproject.toml, setup.py, setup.cfg).
+
+A requirement is read as PEP 508 writes it (`name[extras] spec ; marker`, `name @ url`) or as
+pip takes a bare URL (`git+https://github.com/Dao-AILab/flash-attention`); everything else on
+its line (options, comments) belongs to the file format and is kept by the caller.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional, Sequence, Set, Tuple
+
+from ..apidata import ApiData
+from ..change import Report
+from .table import DependencyTable, PackageRule, normalise
+
+TORCH_RULE = "NPU851"
+PAIRED_RULE = "NPU852"
+CUDA_ONLY_RULE = "NPU853"
+TWIN_RULE = "NPU854"
+INDEX_RULE = "NPU855"
+CONDA_RULE = "NPU856"
+DOCKER_RULE = "NPU857"
+
+_NAMED = re.compile(r"^(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?P<extras>\[[^\]]*\])?\s*(?P<rest>.*)$", re.DOTALL)
+_URL = re.compile(r"^(?:git\+|hg\+|svn\+|bzr\+)?(?:https?|file|ssh|git)://|^git\+", re.IGNORECASE)
+_EGG = re.compile(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)")
+_VERSION = re.compile(r"(\d+(?:\.\d+)*)")
+_CLAUSE = re.compile(r"\s*(===|==|!=|~=|<=|>=|<|>)\s*([^\s,;]+)\s*")
+
+
+@dataclass(frozen=True)
+class Requirement:
+    name: Optional[str]  # None: a URL whose package cannot be told
+    extras: str = ""  # "[...]" as written
+    spec: str = ""  # the version clauses as written ("==2.0.1+cu118", ">=1.13,<2.1")
+    marker: str = ""  # "; python_version < '3.10'" as written (with what precedes the ';')
+    url: str = ""  # `name @ url`, or a bare URL requirement
+
+    @property
+    def normalised(self) -> str:
+        return normalise(self.name) if self.name else ""
+
+
+def parse_requirement(text: str) -> Optional[Requirement]:
+    text = text.strip()
+    if not text:
+        return None
+    if _URL.match(text):
+        egg = _EGG.search(text)
+        return Requirement(egg.group(1) if egg else None, url=text)
+    match = _NAMED.match(text)
+    if match is None:
+        return None
+    rest = match.group("rest")
+    marker = ""
+    if rest.startswith("@"):
+        body = rest[1:]
+        cut = re.search(r"\s;", body)  # a URL may hold ';': the marker's needs a space before it
+        url, marker = (body[:cut.start()], body[cut.start():].rstrip()) if cut else (body, "")
+        return Requirement(match.group("name"), match.group("extras") or "", url=url.strip(), marker=marker)
+    spec, semicolon, after = rest.partition(";")
+    if semicolon:
+        marker = (" " if spec.endswith((" ", "\t")) else "") + ";" + after
+    return Requirement(match.group("name"), match.group("extras") or "", spec.strip(), marker.rstrip() if marker else "")
+
+
+def _version_tuple(text: str) -> Tuple[int, ...]:
+    match = _VERSION.match(text)
+    return tuple(int(part) for part in match.group(1).split(".")) if match else ()
+
+
+def satisfies(version: str, spec: str) -> Optional[bool]:
+    """Whether `version` meets every clause of `spec` (local versions and `.*` read loosely);
+    None when a clause cannot be read."""
+    wanted = _version_tuple(version)
+    for clause in filter(None, (c.strip() for c in spec.split(","))):
+        match = _CLAUSE.fullmatch(clause)
+        if match is None:
+            return None
+        operator, text = match.groups()
+        if text.endswith(".*"):
+            prefix = _version_tuple(text[:-2])
+            same = wanted[:len(prefix)] == prefix
+            if (operator == "==" and not same) or (operator == "!=" and same):
+                return False
+            continue
+        other = _version_tuple(text.split("+")[0])
+        if not other:
+            return None
+        width = max(len(wanted), len(other))
+        left, right = wanted + (0,) * (width - len(wanted)), other + (0,) * (width - len(other))
+        ok = {"==": left == right, "===": left == right, "!=": left != right, "<=": left <= right, ">=": left >= right,
+              "<": left < right, ">": left > right,
+              "~=": left >= right and left[:len(other) - 1] == right[:len(other) - 1]}[operator]
+        if not ok:
+            return False
+    return True
+
+
+@dataclass
+class Decision:
+    """What becomes of one requirement: `write` replaces it (None: kept as it is; []: removed),
+    `insert` follows it, `rule`/`message` make its change row, `report` its finding."""
+
+    rule: str = ""
+    write: Optional[List[str]] = None
+    insert: List[str] = field(default_factory=list)
+    message: str = ""
+    insert_message: str = ""
+    report: Optional[Tuple[Report, str, str]] = None  # (report, what, tip)
+    torch_pin: Optional[str] = None  # the torch spec the project asked for (version check)
+
+
+@dataclass
+class Context:
+    api: ApiData
+    table: DependencyTable
+    # the migrated files that still import any of the modules (None: not known, as in `check`)
+    importers: Optional[Callable[[Sequence[str]], List[str]]] = None
+    present: Set[str] = field(default_factory=set)  # normalised names listed in the same file
+    added: Set[str] = field(default_factory=set)  # names this file received already
+
+
+def decide(requirement: Requirement, context: Context) -> Decision:
+    name = requirement.normalised
+    rule = context.table.rule_for(name) if name else None
+    if rule is None and requirement.url:
+        rule = context.table.rule_for_repository(requirement.url)
+    if name == "torch":
+        return _torch(requirement, context)
+    if name in ("torchvision", "torchaudio"):
+        return _paired(requirement, context)
+    if rule is not None:
+        return _cuda_only(requirement, rule, context)
+    return Decision()
+
+
+def _torch(requirement: Requirement, context: Context) -> Decision:
+    api = context.api
+    target = api.torch_version
+    decision = Decision(rule=TORCH_RULE, torch_pin=requirement.spec or requirement.url or None)
+    pinned = not requirement.url and re.fullmatch(rf"==\s*{re.escape(target)}(\+cpu)?", requirement.spec or "")
+    if not pinned:
+        decision.write = [f"{requirement.name}{requirement.extras}=={target}{requirement.marker}"]
+        was = requirement.url or requirement.spec or "any version"
+        decision.message = (f"torch {was} -> =={target}: torch_npu {api.torch_npu_version} is built for torch {target} "
+                            "(the CPU build on x86, from PyPI or https://download.pytorch.org/whl/cpu)")
+    for needed in ["torch_npu"] + context.table.runtime_needs(api.torch_npu_version):
+        key = normalise(needed)
+        if key in context.present or key in context.added:
+            continue
+        context.added.add(key)
+        text = f"torch_npu=={api.torch_npu_version}" if needed == "torch_npu" else needed
+        decision.insert.append(text + requirement.marker)
+    if decision.insert:
+        added = ", ".join(text.split(";")[0].strip() for text in decision.insert)
+        undeclared = [text for text in decision.insert if not text.startswith("torch_npu")]
+        why = (f" (torch_npu {api.torch_npu_version} imports {', '.join(t.split(';')[0] for t in undeclared)} "
+               "without declaring it)") if undeclared else ""
+        decision.insert_message = f"add {added}: the NPU build of torch for torch {target}{why}"
+    if decision.write is None and not decision.insert:
+        return Decision(torch_pin=decision.torch_pin)
+    return decision
+
+
+def _paired(requirement: Requirement, context: Context) -> Decision:
+    target = context.api.torch_version
+    name = requirement.normalised
+    paired = context.table.paired(name, target)
+    if paired is None:
+        return Decision(rule=PAIRED_RULE, report=(
+            Report.UNSUPPORTED, name, f"no {name} release is built for torch {target}: drop it, or choose the "
+                                      f"torch_npu release (-v) of a torch that has one"))
+    if not requirement.url and re.fullmatch(rf"==\s*{re.escape(paired)}(\+cpu)?", requirement.spec or ""):
+        return Decision()
+    return Decision(rule=PAIRED_RULE,
+                    write=[f"{requirement.name}{requirement.extras}=={paired}{requirement.marker}"],
+                    message=f"{name} {requirement.url or requirement.spec or 'any version'} -> =={paired}, "
+                            f"the release built for torch {target}")
+
+
+def _cuda_only(requirement: Requirement, rule: PackageRule, context: Context) -> Decision:
+    shown = requirement.name or requirement.url
+    if rule.action == "replace":
+        spec = "" if requirement.url else requirement.spec
+        return Decision(rule=TWIN_RULE, write=[f"{rule.replacement}{requirement.extras}{spec}{requirement.marker}"],
+                        message=f"{shown} -> {rule.replacement}: {rule.why}")
+    modules = ", ".join(rule.imports)
+    if rule.action == "report":
+        return Decision(rule=CUDA_ONLY_RULE, report=(Report.UNSUPPORTED, shown, rule.why))
+    if context.importers is None:  # `check`: no migration to ask
+        return Decision(rule=CUDA_ONLY_RULE, report=(
+            Report.UNSUPPORTED, shown, f"CUDA-only: {rule.why}; the migration removes it where no migrated file "
+                                       f"imports {modules}"))
+    users = context.importers(rule.imports)
+    if users:
+        listed = ", ".join(users[:3]) + (f" and {len(users) - 3} more" if len(users) > 3 else "")
+        return Decision(rule=CUDA_ONLY_RULE, report=(
+            Report.UNSUPPORTED, shown, f"CUDA-only ({rule.why}), kept: {listed} still import{'s' if len(users) == 1 else ''} "
+                                       f"{modules} after the migration"))
+    return Decision(rule=CUDA_ONLY_RULE, write=[],
+                    message=f"remove {shown}: CUDA-only ({rule.why}); no migrated file imports {modules}")

@@ -1,0 +1,222 @@
+"""The dependency files of a project, migrated once its code has been (a run's last step before
+the reports): which modules the migrated files still import decides which packages can go.
+
+Nothing is resolved or downloaded: every file is read as text.
+"""
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..apidata import ApiData
+from ..change import Change, Finding
+from ..discover import Entry, Kind
+from ..linemap import LineMap
+from . import SETUP_PY, REQUIREMENTS, Context, dependency_format, load_table, migrate_dependencies, satisfies
+
+
+@dataclass
+class DependencyFile:
+    path: str
+    changes: List[Change] = field(default_factory=list)
+    findings: List[Finding] = field(default_factory=list)
+    migrated: bool = False
+    error: str = ""
+
+
+@dataclass
+class DependencyRun:
+    files: List[DependencyFile] = field(default_factory=list)
+    warnings: List[str] = field(default_factory=list)
+
+
+class Importers:
+    """Which migrated files import a module: searched for in the written output, the files
+    holding the module's name as text parsed with `ast` (a file that cannot be parsed counts as
+    importing it: a package is never removed on a guess)."""
+
+    def __init__(self, files: Sequence[Tuple[str, Path, Kind]]) -> None:
+        self.files = files
+        self._imports: Dict[str, Optional[frozenset]] = {}
+        self._data: Dict[str, bytes] = {}
+
+    def __call__(self, modules: Sequence[str]) -> List[str]:
+        users = []
+        for relative, path, kind in self.files:
+            if any(self._imports_module(relative, path, kind, module) for module in modules):
+                users.append(relative)
+        return users
+
+    def _imports_module(self, relative: str, path: Path, kind: Kind, module: str) -> bool:
+        root = module.split(".")[0].encode()
+        data = self._data.get(relative)
+        if data is None:
+            try:
+                data = self._data[relative] = path.read_bytes()
+            except OSError:
+                return False
+        if root not in data:
+            return False
+        if kind != Kind.PYTHON:  # a notebook or script: an import statement naming it, as text
+            return re.search(rb"(?:^|[\s\"'])(?:import|from)\s+" + re.escape(module.encode()) + rb"\b", data) is not None
+        imported = self._imports.get(relative, ())
+        if imported == ():
+            imported = self._imports[relative] = _imported_modules(data)
+        if imported is None:
+            return True
+        return any(name == module or name.startswith(module + ".") for name in imported)
+
+
+def _imported_modules(data: bytes) -> Optional[frozenset]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)
+              and ((isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
+                   or (isinstance(node.func, ast.Name) and node.func.id in ("import_module", "__import__")))):
+            names.add(node.args[0].value)
+    return frozenset(names)
+
+
+def dependency_entries(entries: Sequence[Entry]) -> List[Tuple[Entry, str]]:
+    """The entries that are dependency files, with their format (the files that requirement
+    files include under other names are found while those are migrated)."""
+    found = [(entry, form) for entry in entries for form in [dependency_format(entry.relative)]
+             if form is not None and entry.kind in (Kind.OTHER, Kind.PYTHON)
+             and (form != SETUP_PY or entry.kind == Kind.PYTHON)]
+    return found
+
+
+def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Sequence[Entry], code_files,
+                                 destination_of: Callable[[Entry], Path], api: ApiData, logger=None) -> DependencyRun:
+    run = DependencyRun()
+    importers = Importers(code_files)
+    table = load_table()
+    by_relative = {entry.relative: entry for entry in all_entries if entry.kind == Kind.OTHER}
+    queue = list(found)
+    seen = {entry.relative for entry, _ in queue}
+    pins: List[Tuple[str, int, str]] = []
+    listed = _listed_with_includes(found, by_relative)
+    while queue:
+        entry, form = queue.pop(0)
+        destination = destination_of(entry)
+        try:
+            original = entry.absolute.read_bytes()
+            current = destination.read_bytes() if form == SETUP_PY else original
+            text = current.decode("utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            run.files.append(DependencyFile(entry.relative, error=f"not read as UTF-8 text ({error}): its dependencies "
+                                                                  "are not migrated"))
+            continue
+        # what a requirements file installs with its includes (-r common.txt holding numpy)
+        context = Context(api, table, importers, present=set(listed.get(entry.relative, ())))
+        outcome = migrate_dependencies(form, text, entry.relative, context)
+        result = DependencyFile(entry.relative, outcome.changes, outcome.findings)
+        if form == SETUP_PY and current != original:  # rows at the lines of the file as the user wrote it
+            lines = LineMap(len(original.decode("utf-8", "replace").splitlines()))
+            lines.update(original.decode("utf-8", "replace"), text)
+            result.changes = [_moved(c, lines) for c in result.changes]
+            result.findings = [_moved(f, lines) for f in result.findings]
+            outcome.torch_pins = [(lines.original(line), spec) for line, spec in outcome.torch_pins]
+        if outcome.output is not None:
+            newline_kept = outcome.output.encode("utf-8")
+            destination.write_bytes(newline_kept)
+            result.migrated = True
+        run.files.append(result)
+        pins.extend((entry.relative, line, spec) for line, spec in outcome.torch_pins)
+        for include in outcome.includes:
+            target = (PurePosixPath(entry.relative).parent / include).as_posix()
+            normal = _normalised_path(target)
+            included = by_relative.get(normal)
+            if included is not None and normal not in seen:
+                seen.add(normal)
+                queue.append((included, REQUIREMENTS))
+    target = api.torch_version
+    for relative, line, spec in pins:
+        if spec and not spec.startswith(("git+", "http", "file:")) and satisfies(target, spec) is False:
+            run.warnings.append(f"{relative}:{line} asks for torch {spec}, but -v {target} migrates for torch {target} "
+                                f"(torch_npu {api.torch_npu_version}): the reports and the pinned versions are for that "
+                                f"release; {_nearer_release(spec)}")
+    return run
+
+
+def _nearer_release(spec: str) -> str:
+    """Which -v would match the project's torch, among the releases gpu2npu knows."""
+    from ..apidata import available_versions
+
+    matching = [version for version in available_versions() if satisfies(version, spec)]
+    if matching:
+        return f"-v {matching[-1]} matches it"
+    wanted = re.search(r"\d+\.\d+", spec)
+    close = [version for version in available_versions() if wanted and version.startswith(wanted.group(0) + ".")]
+    if close:
+        return f"-v {close[-1]} is torch_npu's release for torch {wanted.group(0)}"
+    return "no torch_npu release gpu2npu knows is built for it"
+
+
+def _listed_with_includes(found, by_relative) -> Dict[str, List[str]]:
+    """For each requirements file, the names it and the files it includes (-r/-c) list."""
+    from .requirements_file import requirement_names
+
+    read: Dict[str, Tuple[List[str], List[str]]] = {}
+
+    def names_and_includes(relative: str, entry) -> Tuple[List[str], List[str]]:
+        if relative not in read:
+            try:
+                read[relative] = requirement_names(entry.absolute.read_bytes().decode("utf-8"))
+            except (OSError, UnicodeDecodeError):
+                read[relative] = ([], [])
+        return read[relative]
+
+    listed: Dict[str, List[str]] = {}
+    for entry, form in found:
+        if form != REQUIREMENTS:
+            continue
+        names, todo, seen = [], [(entry.relative, entry)], set()
+        while todo:
+            relative, current = todo.pop()
+            if relative in seen:
+                continue
+            seen.add(relative)
+            own, includes = names_and_includes(relative, current)
+            names.extend(own)
+            for include in includes:
+                target = _normalised_path((PurePosixPath(relative).parent / include).as_posix())
+                if target in by_relative:
+                    todo.append((target, by_relative[target]))
+        listed[entry.relative] = names
+    return listed
+
+
+def _normalised_path(path: str) -> str:
+    parts: List[str] = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts:
+                parts.pop()
+            continue
+        parts.append(part)
+    return "/".join(parts)
+
+
+def _moved(row, lines: LineMap):
+    import dataclasses
+
+    return dataclasses.replace(row, start_line=lines.original(row.start_line), end_line=lines.original(row.end_line))

@@ -1,0 +1,207 @@
+"""pip requirement files (`requirements*.txt`, `constraints*.txt` and what they include with
+`-r`/`-c`), edited line by line: every line a rule does not touch is kept byte for byte.
+
+Lines are read as pip reads them: a line ending in a backslash continues on the next (unless it
+is a comment), ` #` starts a comment, options follow the requirement (`--hash=...`).  A removed
+requirement is commented out, with the reason, rather than deleted: the file keeps its lines and
+the reader sees what was there.  A requirement whose version changes loses its `--hash` options
+(they name the old files); a file that pins hashes is reported once, since pip's hash-checking
+mode needs a hash for every line: regenerate them (`pip-compile --generate-hashes`).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+from ..change import Change, Finding, Operation, Report
+from .decide import INDEX_RULE, TORCH_RULE, Context, Decision, decide, parse_requirement
+from .table import normalise
+
+_COMMENT = re.compile(r"(^|\s+)#.*$")
+_OPTIONS = re.compile(r"\s+-{1,2}[A-Za-z]")  # where the options after a requirement begin
+_HASH = re.compile(r"\s*--hash[=\s]\S+")
+_INCLUDE = re.compile(r"^\s*(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+)(\S+)")
+_INDEX = re.compile(r"^\s*(?:-i|--index-url|--extra-index-url|-f|--find-links)(?:\s*=\s*|\s+)(\S+)")
+_EDITABLE = re.compile(r"^(\s*(?:-e|--editable)(?:\s*=\s*|\s+))(\S+)")
+HASHES_TIP = ("the file pins hashes: pip's hash-checking mode needs one for every requirement, and the changed "
+              "and added lines have none; regenerate them on the Ascend machine (pip-compile --generate-hashes)")
+REMOVED_NOTE = "removed by gpu2npu"
+
+
+@dataclass
+class FileOutcome:
+    output: Optional[str]  # None: unchanged
+    changes: List[Change] = field(default_factory=list)
+    findings: List[Finding] = field(default_factory=list)
+    includes: List[str] = field(default_factory=list)  # -r/-c targets as written
+    torch_pins: List[Tuple[int, str]] = field(default_factory=list)  # (line, torch spec as written)
+
+
+@dataclass
+class _Logical:
+    first: int  # 0-based index of its first physical line
+    last: int
+    code: str  # the joined text without comment
+
+
+def _logical_lines(lines: List[str]) -> List[_Logical]:
+    result: List[_Logical] = []
+    index = 0
+    while index < len(lines):
+        first, parts = index, []
+        while True:
+            body = lines[index].rstrip("\r\n")
+            if body.endswith("\\") and not _COMMENT.search(body):
+                parts.append(body[:-1])
+                if index + 1 < len(lines):
+                    index += 1
+                    continue
+                break
+            parts.append(body)
+            break
+        joined = "".join(parts)
+        result.append(_Logical(first, index, _COMMENT.sub("", joined)))
+        index += 1
+    return result
+
+
+def _newline(line: str) -> str:
+    return line[len(line.rstrip("\r\n")):] or "\n"
+
+
+def migrate_requirements(text: str, path: str, context: Context) -> FileOutcome:
+    lines = text.splitlines(keepends=True)
+    logical = _logical_lines(lines)
+    outcome = FileOutcome(None)
+    requirements = []
+    for entry in logical:
+        code = entry.code.strip()
+        if not code:
+            continue
+        include = _INCLUDE.match(code)
+        if include:
+            outcome.includes.append(include.group(1))
+            continue
+        editable = _EDITABLE.match(code)
+        target = editable.group(2) if editable else None if code.startswith("-") else code
+        if target is None:
+            continue
+        requirement_text = _OPTIONS.split(target, maxsplit=1)[0]
+        requirement = parse_requirement(requirement_text)
+        if requirement is not None:
+            requirements.append((entry, requirement))
+            if requirement.name:
+                context.present.add(requirement.normalised)
+    hashed = any("--hash" in entry.code for entry in logical)
+    replaced = {}  # first physical line -> its new lines
+    for entry in logical:
+        code = entry.code.strip()
+        index = _INDEX.match(code)
+        if index:
+            _index_line(entry, index.group(1), lines, path, context, outcome, replaced)
+    for entry, requirement in requirements:
+        decision = decide(requirement, context)
+        if decision.torch_pin is not None:
+            outcome.torch_pins.append((entry.first + 1, decision.torch_pin))
+        _apply(decision, entry, lines, path, outcome, replaced, hashed)
+    if hashed and any(c.wrote != REMOVED_NOTE and c.rule != INDEX_RULE for c in outcome.changes):
+        outcome.findings.append(Finding(path, 1, 1, Report.UNSUPPORTED, "--hash", HASHES_TIP, TORCH_RULE))
+    if not replaced:
+        return outcome
+    new_lines: List[str] = []
+    skip_until = -1
+    for number, line in enumerate(lines):
+        if number <= skip_until:
+            continue
+        if number in replaced:
+            block_end, text_lines = replaced[number]
+            new_lines.extend(text_lines)
+            skip_until = block_end
+        else:
+            new_lines.append(line)
+    outcome.output = "".join(new_lines)
+    return outcome
+
+
+def _index_line(entry: _Logical, url: str, lines: List[str], path: str, context: Context, outcome: FileOutcome,
+                replaced) -> None:
+    table = context.table
+    line_number = entry.first + 1
+    if table.cuda_index.match(url) and entry.first == entry.last:
+        line = lines[entry.first]
+        new = table.cuda_index.sub(table.cpu_index, line, count=1)
+        replaced[entry.first] = (entry.last, [new])
+        outcome.changes.append(Change(path, line_number, line_number, Operation.MODIFY, INDEX_RULE,
+                                      f"{url} -> {table.cpu_index}: the CUDA builds' index; torch_npu needs the CPU build "
+                                      "of torch (on x86; aarch64 wheels on PyPI are CPU builds)", table.cpu_index))
+    elif table.cuda_index.match(url) or any(pattern.match(url) for pattern in table.reported_indexes):
+        outcome.findings.append(Finding(path, line_number, entry.last + 1, Report.UNSUPPORTED, url,
+                                        "an index of CUDA packages: not needed on Ascend once the CUDA-only packages "
+                                        "are gone", INDEX_RULE))
+
+
+def _apply(decision: Decision, entry: _Logical, lines: List[str], path: str, outcome: FileOutcome, replaced,
+           hashed: bool) -> None:
+    first, last = entry.first + 1, entry.last + 1
+    if decision.report is not None:
+        report, what, tip = decision.report
+        outcome.findings.append(Finding(path, first, last, report, what, tip, decision.rule))
+    if decision.write is None and not decision.insert:
+        return
+    block = lines[entry.first:entry.last + 1]
+    newline = _newline(block[-1])
+    if decision.write == []:
+        commented = [f"# {line}" if line.strip() else line for line in block]
+        body = commented[-1].rstrip("\r\n")
+        commented[-1] = f"{body}  # {REMOVED_NOTE}: CUDA-only{newline}"
+        replaced[entry.first] = (entry.last, commented)
+        outcome.changes.append(Change(path, first, last, Operation.MODIFY, decision.rule, decision.message, REMOVED_NOTE))
+        return
+    written = list(block)
+    if decision.write is not None:
+        written = [_rewritten(block, decision.write[0], newline)]
+        outcome.changes.append(Change(path, first, last, Operation.MODIFY, decision.rule, decision.message,
+                                      decision.write[0].split(";")[0].strip()))
+    if decision.insert:
+        indent = re.match(r"[ \t]*", block[0]).group(0)
+        written.extend(f"{indent}{text}{newline}" for text in decision.insert)
+        outcome.changes.append(Change(path, last, last, Operation.INSERT, decision.rule, decision.insert_message,
+                                      decision.insert[0].split(";")[0].strip()))
+    replaced[entry.first] = (entry.last, written)
+
+
+def _rewritten(block: List[str], requirement: str, newline: str) -> str:
+    """The requirement's line with `requirement` in place of the old one: its indentation, the
+    options that still hold (not the hashes of other files) and its comment kept."""
+    first = block[0].rstrip("\r\n")
+    joined = "".join(line.rstrip("\r\n")[:-1] if line.rstrip("\r\n").endswith("\\") else line.rstrip("\r\n")
+                     for line in block)
+    comment = _COMMENT.search(first if len(block) > 1 else joined)
+    code = _COMMENT.sub("", joined)
+    indent = re.match(r"[ \t]*", code).group(0)
+    body = code.strip()
+    editable = _EDITABLE.match(body)
+    if editable:
+        body = body[editable.end():]  # an editable VCS requirement becomes a plain one
+    options = ""
+    cut = _OPTIONS.search(body)
+    if cut:
+        options = _HASH.sub("", body[cut.start():]).rstrip()
+    tail = comment.group(0) if comment else ""
+    return f"{indent}{requirement}{options}{tail}{newline}"
+
+
+def requirement_names(text: str) -> Tuple[List[str], List[str]]:
+    """The normalised names a requirements file lists, and the files it includes (-r/-c)."""
+    names, includes = [], []
+    for entry in _logical_lines(text.splitlines(keepends=True)):
+        code = entry.code.strip()
+        include = _INCLUDE.match(code)
+        if include:
+            includes.append(include.group(1))
+        elif code and not code.startswith("-"):
+            requirement = parse_requirement(_OPTIONS.split(code, maxsplit=1)[0])
+            if requirement is not None and requirement.name:
+                names.append(normalise(requirement.name))
+    return names, includes
