@@ -125,7 +125,7 @@ def _dependency_findings(entry: Entry, form: str, options: Options, findings: Li
     for finding in outcome.findings:
         if finding.report == Report.UNSUPPORTED and finding.api != "--hash":
             findings.append(CheckFinding(entry.relative, finding.start_line, finding.end_line, finding.rule,
-                                         f"{finding.api}: {finding.tip}", "warning"))
+                                         f"{finding.api} has no NPU equivalent: {finding.tip}", "warning"))
     return None
 
 

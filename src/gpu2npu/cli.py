@@ -94,8 +94,11 @@ def main(ctx, input_path, output_path, torch_version, specify_device, rule_file,
     """Migrate PyTorch training code written for NVIDIA GPUs (CUDA) to Huawei Ascend NPUs
     (torch_npu), source to source.
 
-    Writes OUTPUT/INPUT_NAME_msft/: the whole input tree with every .py file migrated and every
-    other file copied byte for byte, plus change_list.csv (every edit), unsupported_api.csv
+    Writes OUTPUT/INPUT_NAME_msft/: the whole input tree with every .py file, notebook and launch
+    script migrated, the dependency files too (requirements*.txt, environment.yml, pyproject.toml,
+    setup.py/setup.cfg: torch pinned for torch_npu, torch_npu added, CUDA-only packages removed
+    where no migrated file imports them; Dockerfiles reported), every other file copied byte for
+    byte, plus change_list.csv (every edit), unsupported_api.csv
     (what has no NPU equivalent, with tips), unknown_api.csv, cuda_op_list.csv (custom CUDA
     operators), api_performance_advice.csv and the log msFmkTranspltlog.txt.
 

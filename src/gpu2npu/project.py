@@ -15,6 +15,7 @@ from typing import Callable, Dict, Iterator, List, Tuple
 from . import __version__, generated_packages, modelarts_package, similar
 from .change import Change, Finding, Report
 from .cuda_ops import custom_operators
+from .dependencies.formats import SETUP_PY, dependency_format
 from .discover import Entry, Kind, walk
 from .engine import Engine
 from .pipeline import FileResult, Status
@@ -147,18 +148,47 @@ def preview(request: RunRequest) -> Iterator[Tuple[str, str]]:
     (path, None, reason) for one that could not be processed; nothing is written but the cache."""
     source, _, options = check_request(request, writes=False)
     engine = Engine(options, request.jobs, request.cache_dir)
+    entries = list(walk(source))
+    outputs: Dict[str, bytes] = {}  # what the code migration wrote, for the dependency files
     try:
-        for entry, result in engine.results([entry for entry in walk(source) if entry.kind in MIGRATED_KINDS]):
+        for entry, result in engine.results([entry for entry in entries if entry.kind in MIGRATED_KINDS]):
             if result.status == Status.FAILED:
                 yield entry.relative, None, result.error
             elif result.output is not None:
-                data = entry.absolute.read_bytes()
-                before = data.decode("utf-8", errors="replace").splitlines(keepends=True)
-                after = result.output.decode("utf-8", errors="replace").splitlines(keepends=True)
-                diff = difflib.unified_diff(before, after, f"a/{entry.relative}", f"b/{entry.relative}")
-                yield entry.relative, "".join(line if line.endswith("\n") else line + "\n" for line in diff), ""
+                outputs[entry.relative] = result.output
+                if dependency_format(entry.relative) != SETUP_PY:  # (its diff comes with its dependencies')
+                    yield entry.relative, _unified_diff(entry, entry.absolute.read_bytes(), result.output), ""
     finally:
         engine.close()
+    yield from _preview_dependencies(entries, outputs, options)
+
+
+def _preview_dependencies(entries, outputs: Dict[str, bytes], options: Options) -> Iterator[Tuple[str, str]]:
+    from .dependencies.phase import dependency_entries, migrate_project_dependencies
+
+    found = dependency_entries(entries)
+
+    def migrated_text(entry: Entry) -> bytes:
+        return outputs[entry.relative] if entry.relative in outputs else entry.absolute.read_bytes()
+
+    code = [(entry.relative, (lambda entry=entry: migrated_text(entry)), entry.kind)
+            for entry in entries if entry.kind in MIGRATED_KINDS]
+    setups = {entry.relative: entry for entry, form in found if form == SETUP_PY}
+    for outcome in migrate_project_dependencies(found, entries, code, migrated_text, options.api).files:
+        setups.pop(outcome.path, None)
+        final = outcome.output if outcome.output is not None else outputs.get(outcome.path)
+        if final is not None:
+            yield outcome.path, _unified_diff(outcome.entry, outcome.entry.absolute.read_bytes(), final), ""
+    for relative, entry in setups.items():  # a setup.py the code migration changed, not read as dependencies
+        if relative in outputs:
+            yield relative, _unified_diff(entry, entry.absolute.read_bytes(), outputs[relative]), ""
+
+
+def _unified_diff(entry: Entry, data: bytes, output: bytes) -> str:
+    before = data.decode("utf-8", errors="replace").splitlines(keepends=True)
+    after = output.decode("utf-8", errors="replace").splitlines(keepends=True)
+    diff = difflib.unified_diff(before, after, f"a/{entry.relative}", f"b/{entry.relative}")
+    return "".join(line if line.endswith("\n") else line + "\n" for line in diff)
 
 
 def _migrate_dependencies(entries, python, destination_of, options: Options, result: RunResult, logger) -> None:
@@ -169,9 +199,12 @@ def _migrate_dependencies(entries, python, destination_of, options: Options, res
     found = dependency_entries(entries)
     if not found:
         return
-    code_files = [(entry.relative, destination_of(entry), entry.kind) for entry in python]
-    run = migrate_project_dependencies(found, entries, code_files, destination_of, options.api)
+    code_files = [(entry.relative, destination_of(entry).read_bytes, entry.kind) for entry in python]
+    run = migrate_project_dependencies(found, entries, code_files, lambda entry: destination_of(entry).read_bytes(),
+                                       options.api)
     for outcome in run.files:
+        if outcome.output is not None:
+            destination_of(outcome.entry).write_bytes(outcome.output)
         result.dependency_files += 1
         if outcome.error:
             logger.warning(f"{outcome.path}: {outcome.error}")
@@ -181,7 +214,7 @@ def _migrate_dependencies(entries, python, destination_of, options: Options, res
             logger.info(run_log.change_line(change))
         for finding in outcome.findings:
             logger.warning(run_log.finding_line(finding))
-        if outcome.migrated and outcome.path not in result.migrated:
+        if outcome.output is not None and outcome.path not in result.migrated:
             result.migrated.append(outcome.path)
         result.changes.extend(outcome.changes)
         result.findings.extend(outcome.findings)

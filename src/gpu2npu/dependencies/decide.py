@@ -144,7 +144,7 @@ def _torch(requirement: Requirement, context: Context) -> Decision:
     pinned = not requirement.url and re.fullmatch(rf"==\s*{re.escape(target)}(\+cpu)?", requirement.spec or "")
     if not pinned:
         decision.write = [f"{requirement.name}{requirement.extras}=={target}{requirement.marker}"]
-        was = requirement.url or requirement.spec or "any version"
+        was = requirement.url or requirement.spec or "(any version)"
         decision.message = (f"torch {was} -> =={target}: torch_npu {api.torch_npu_version} is built for torch {target} "
                             "(the CPU build on x86, from PyPI or https://download.pytorch.org/whl/cpu)")
     for needed in ["torch_npu"] + context.table.runtime_needs(api.torch_npu_version):
@@ -177,7 +177,7 @@ def _paired(requirement: Requirement, context: Context) -> Decision:
         return Decision()
     return Decision(rule=PAIRED_RULE,
                     write=[f"{requirement.name}{requirement.extras}=={paired}{requirement.marker}"],
-                    message=f"{name} {requirement.url or requirement.spec or 'any version'} -> =={paired}, "
+                    message=f"{name} {requirement.url or requirement.spec or '(any version)'} -> =={paired}, "
                             f"the release built for torch {target}")
 
 

@@ -21,11 +21,15 @@ from . import SETUP_PY, REQUIREMENTS, Context, dependency_format, load_table, mi
 
 @dataclass
 class DependencyFile:
-    path: str
+    entry: Entry
     changes: List[Change] = field(default_factory=list)
     findings: List[Finding] = field(default_factory=list)
-    migrated: bool = False
+    output: Optional[bytes] = None  # None: unchanged
     error: str = ""
+
+    @property
+    def path(self) -> str:
+        return self.entry.relative
 
 
 @dataclass
@@ -35,28 +39,29 @@ class DependencyRun:
 
 
 class Importers:
-    """Which migrated files import a module: searched for in the written output, the files
-    holding the module's name as text parsed with `ast` (a file that cannot be parsed counts as
-    importing it: a package is never removed on a guess)."""
+    """Which migrated files import a module: searched for in the migrated text (`files`: the
+    path, a way to read that text, the kind), the files holding the module's name as text parsed
+    with `ast` (a file that cannot be parsed counts as importing it: a package is never removed
+    on a guess)."""
 
-    def __init__(self, files: Sequence[Tuple[str, Path, Kind]]) -> None:
+    def __init__(self, files: Sequence[Tuple[str, Callable[[], bytes], Kind]]) -> None:
         self.files = files
         self._imports: Dict[str, Optional[frozenset]] = {}
         self._data: Dict[str, bytes] = {}
 
     def __call__(self, modules: Sequence[str]) -> List[str]:
         users = []
-        for relative, path, kind in self.files:
-            if any(self._imports_module(relative, path, kind, module) for module in modules):
+        for relative, read, kind in self.files:
+            if any(self._imports_module(relative, read, kind, module) for module in modules):
                 users.append(relative)
         return users
 
-    def _imports_module(self, relative: str, path: Path, kind: Kind, module: str) -> bool:
+    def _imports_module(self, relative: str, read: Callable[[], bytes], kind: Kind, module: str) -> bool:
         root = module.split(".")[0].encode()
         data = self._data.get(relative)
         if data is None:
             try:
-                data = self._data[relative] = path.read_bytes()
+                data = self._data[relative] = read()
             except OSError:
                 return False
         if root not in data:
@@ -103,7 +108,9 @@ def dependency_entries(entries: Sequence[Entry]) -> List[Tuple[Entry, str]]:
 
 
 def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Sequence[Entry], code_files,
-                                 destination_of: Callable[[Entry], Path], api: ApiData, logger=None) -> DependencyRun:
+                                 migrated_text: Callable[[Entry], bytes], api: ApiData) -> DependencyRun:
+    """Each dependency file's rows and new text (nothing is written); `code_files` as `Importers`
+    takes them; `migrated_text(entry)`: a setup.py as the code migration left it."""
     run = DependencyRun()
     importers = Importers(code_files)
     table = load_table()
@@ -114,19 +121,18 @@ def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Se
     listed = _listed_with_includes(found, by_relative)
     while queue:
         entry, form = queue.pop(0)
-        destination = destination_of(entry)
         try:
             original = entry.absolute.read_bytes()
-            current = destination.read_bytes() if form == SETUP_PY else original
+            current = migrated_text(entry) if form == SETUP_PY else original
             text = current.decode("utf-8")
         except (OSError, UnicodeDecodeError) as error:
-            run.files.append(DependencyFile(entry.relative, error=f"not read as UTF-8 text ({error}): its dependencies "
-                                                                  "are not migrated"))
+            run.files.append(DependencyFile(entry, error=f"not read as UTF-8 text ({error}): its dependencies "
+                                                         "are not migrated"))
             continue
         # what a requirements file installs with its includes (-r common.txt holding numpy)
         context = Context(api, table, importers, present=set(listed.get(entry.relative, ())))
         outcome = migrate_dependencies(form, text, entry.relative, context)
-        result = DependencyFile(entry.relative, outcome.changes, outcome.findings)
+        result = DependencyFile(entry, outcome.changes, outcome.findings)
         if form == SETUP_PY and current != original:  # rows at the lines of the file as the user wrote it
             lines = LineMap(len(original.decode("utf-8", "replace").splitlines()))
             lines.update(original.decode("utf-8", "replace"), text)
@@ -134,9 +140,7 @@ def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Se
             result.findings = [_moved(f, lines) for f in result.findings]
             outcome.torch_pins = [(lines.original(line), spec) for line, spec in outcome.torch_pins]
         if outcome.output is not None:
-            newline_kept = outcome.output.encode("utf-8")
-            destination.write_bytes(newline_kept)
-            result.migrated = True
+            result.output = outcome.output.encode("utf-8")
         run.files.append(result)
         pins.extend((entry.relative, line, spec) for line, spec in outcome.torch_pins)
         for include in outcome.includes:
@@ -160,8 +164,10 @@ def _nearer_release(spec: str) -> str:
     from ..apidata import available_versions
 
     matching = [version for version in available_versions() if satisfies(version, spec)]
+    if len(matching) == 1:
+        return f"-v {matching[0]} matches it"
     if matching:
-        return f"-v {matching[-1]} matches it"
+        return f"-v {matching[0]} (up to {matching[-1]}) matches it"
     wanted = re.search(r"\d+\.\d+", spec)
     close = [version for version in available_versions() if wanted and version.startswith(wanted.group(0) + ".")]
     if close:

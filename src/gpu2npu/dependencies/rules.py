@@ -29,8 +29,8 @@ class TorchPinnedForNpu(DependencyRule):
     examples = (
         ScriptExample("torch==2.0.1+cu118  # cluster build\n",
                       "torch==2.1.0  # cluster build\ntorch_npu==2.1.0.post17\nnumpy\n", path="requirements.txt"),
-        ScriptExample('dependencies = [\n    "torch>=2.0",\n]\n',
-                      'dependencies = [\n    "torch==2.1.0",\n    "torch_npu==2.1.0.post17",\n    "numpy",\n]\n',
+        ScriptExample('[project]\ndependencies = [\n    "torch>=2.0",\n]\n',
+                      '[project]\ndependencies = [\n    "torch==2.1.0",\n    "torch_npu==2.1.0.post17",\n    "numpy",\n]\n',
                       path="pyproject.toml"),
     )
     unchanged = ("torch==2.1.0\ntorch_npu==2.1.0.post17\nnumpy\n",)

@@ -1,0 +1,211 @@
+"""Dependency files: requirements, environment.yml, pyproject.toml, setup.py, setup.cfg and
+Dockerfiles, migrated after the code (rules NPU851-NPU857)."""
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from packaging.requirements import Requirement
+
+from gpu2npu import apidata
+from gpu2npu.change import Report
+from gpu2npu.dependencies import Context, dependency_format, load_table, migrate_dependencies, satisfies
+from gpu2npu.dependencies.rules import DEPENDENCY_RULES
+from helpers import FIXTURES, migrate, read_csv
+
+API = apidata.load("2.1.0")
+PROJECT = FIXTURES / "llm_env_project"
+
+
+def run(name, text, importers=lambda modules: [], version="2.1.0"):
+    context = Context(apidata.load(version), load_table(), importers)
+    return migrate_dependencies(dependency_format(name), text, name, context)
+
+
+EXAMPLES = [(rule, number, example) for rule in DEPENDENCY_RULES for number, example in enumerate(rule.examples, 1)]
+
+
+@pytest.mark.parametrize("rule, number, example", EXAMPLES, ids=[f"{r.code}-{n}" for r, n, _ in EXAMPLES])
+def test_rule_examples(rule, number, example):
+    outcome = run(example.path, example.before)
+    assert (outcome.output if outcome.output is not None else example.before) == example.after
+    assert {c.rule for c in outcome.changes} <= {rule.code}
+    if example.before != example.after:
+        assert outcome.changes
+    for name in example.reported:
+        assert any(f.api == name and f.rule == rule.code for f in outcome.findings), name
+
+
+@pytest.mark.parametrize("rule", DEPENDENCY_RULES, ids=lambda r: r.code)
+def test_left_unchanged(rule):
+    for text in rule.unchanged:
+        assert run("requirements.txt", text).output is None
+
+
+def test_requirement_lines_keep_markers_comments_and_options():
+    outcome = run("requirements.txt",
+                  'torch==2.0.1+cu118 ; python_version < "3.12"  # cluster\n'
+                  "flash-attn==2.5.8 --no-build-isolation\n"
+                  "numpy\n")
+    assert outcome.output == ('torch==2.1.0 ; python_version < "3.12"  # cluster\n'
+                              'torch_npu==2.1.0.post17 ; python_version < "3.12"\n'
+                              "# flash-attn==2.5.8 --no-build-isolation  # removed by gpu2npu: CUDA-only\n"
+                              "numpy\n")
+
+
+def test_a_package_still_imported_is_kept_and_reported_with_its_importers():
+    outcome = run("requirements.txt", "xformers==0.0.26\n", importers=lambda modules: ["model.py"])
+    assert outcome.output is None
+    [finding] = outcome.findings
+    assert finding.report == Report.UNSUPPORTED and finding.rule == "NPU853"
+    assert "model.py still imports xformers" in finding.tip
+
+
+def test_hashes_of_a_changed_requirement_go_and_the_file_is_reported():
+    text = ("torch==2.2.2 \\\n    --hash=sha256:aa \\\n    --hash=sha256:bb\n    # via -r requirements.in\n"
+            "einops==0.7.0 \\\n    --hash=sha256:cc\n")
+    outcome = run("requirements.txt", text)
+    assert outcome.output == ("torch==2.1.0\ntorch_npu==2.1.0.post17\nnumpy\n    # via -r requirements.in\n"
+                              "einops==0.7.0 \\\n    --hash=sha256:cc\n")
+    assert [f.api for f in outcome.findings] == ["--hash"]
+
+
+def test_a_release_without_torchaudio_is_reported_not_guessed():
+    outcome = run("requirements.txt", "torch\ntorchaudio\n", version="2.13.0")
+    assert "torchaudio" not in (outcome.output or "").replace("torchaudio\n", "", 1)
+    assert any(f.api == "torchaudio" and "no torchaudio release" in f.tip for f in outcome.findings)
+
+
+def test_text_that_is_not_toml_is_reported_and_left():
+    outcome = run("pyproject.toml", "[project\ndependencies = ['torch']\n")
+    assert outcome.output is None and outcome.findings[0].api == "pyproject.toml"
+
+
+def test_conda_file_without_pip_section_gets_one():
+    outcome = run("environment.yml", "dependencies:\n  - python=3.10\n  - pytorch\n  - cudatoolkit=11.3\n")
+    assert outcome.output == ("dependencies:\n  - python=3.10\n  # - pytorch  # removed by gpu2npu\n"
+                              "  # - cudatoolkit=11.3  # removed by gpu2npu\n  - pip\n  - pip:\n"
+                              "    - torch==2.1.0\n    - torch_npu==2.1.0.post17\n    - numpy\n")
+
+
+def test_dockerfiles_are_reported_never_rewritten():
+    text = "FROM pytorch/pytorch:2.2.2-cuda12.1-cudnn8-runtime\nRUN pip install xformers einops\n"
+    outcome = run("Dockerfile", text)
+    assert outcome.output is None and not outcome.changes
+    assert [f.api for f in outcome.findings] == ["FROM pytorch/pytorch:2.2.2-cuda12.1-cudnn8-runtime",
+                                                 "pip install xformers"]
+
+
+@pytest.mark.parametrize("version, spec, expected", [
+    ("2.1.0", ">=2.1,<2.3", True), ("2.1.0", "==2.2.2+cu121", False), ("2.1.0", "~=2.1", True),
+    ("2.1.0", "==2.1.*", True), ("2.1.0", ">2.1.0", False), ("2.1.0", "!=2.1.0", False),
+])
+def test_torch_specs_are_compared_with_the_chosen_release(version, spec, expected):
+    assert satisfies(version, spec) is expected
+
+
+def test_the_table_pairs_torchvision_by_its_release_scheme():
+    # torchvision 0.(minor + 15).patch is built for torch 2.minor.patch (their METADATA says so)
+    for torch_version, pair in load_table().torch_pairs.items():
+        major, minor, patch = (int(p) for p in torch_version.split("."))
+        if major == 2:
+            assert pair["torchvision"] == f"0.{minor + 15}.{patch}", torch_version
+
+
+@pytest.fixture(scope="module")
+def migrated_project(tmp_path_factory):
+    return migrate(PROJECT, tmp_path_factory.mktemp("deps"), "2.1.0")
+
+
+def _requirement_lines(path):
+    """The requirement lines of a requirements file, continuation lines joined, as pip reads them."""
+    text = path.read_text().replace("\\\n", " ")
+    for line in text.splitlines():
+        code = line.split(" #")[0].strip()
+        if code and not code.startswith(("#", "-")):
+            yield code.split(" --")[0]
+
+
+def test_migrated_requirements_parse_and_pin_torch_npu(migrated_project):
+    names = {}
+    for relative in ("requirements.txt", "common.txt", "constraints.txt", "requirements-lock.txt"):
+        for line in _requirement_lines(migrated_project / relative):
+            requirement = Requirement(line)  # raises on a line pip could not read
+            names[requirement.name.lower().replace("_", "-")] = requirement
+    assert str(names["torch-npu"].specifier) == "==2.1.0.post17"
+    assert str(names["torch"].specifier) == "==2.1.0"
+    assert str(names["torchvision"].specifier) == "==0.16.0"
+    for gone in ("flash-attn", "xformers", "nvidia-ml-py", "nvidia-nccl-cu12", "triton", "faiss-gpu"):
+        assert gone not in names, gone
+    assert "faiss-cpu" in names
+    # cupy is still imported by tinylm/kernels.py: kept, and reported with that file
+    assert "cupy-cuda12x" in names
+    rows = read_csv(migrated_project / "unsupported_api.csv")
+    assert any(r["File"] == "requirements.txt" and r["OP"] == "cupy-cuda12x" and "tinylm/kernels.py" in r["Tips"]
+               for r in rows)
+
+
+def test_migrated_pyproject_and_setup_files_say_what_was_meant(migrated_project):
+    import tomlkit
+
+    project = tomlkit.parse((migrated_project / "pyproject.toml").read_text()).unwrap()["project"]
+    assert project["dependencies"] == ["torch==2.1.0", "torch_npu==2.1.0.post17", "numpy", "sentencepiece"]
+    assert project["optional-dependencies"] == {"search": ["faiss-cpu==1.7.2", "tqdm"], "quant": []}
+    poetry = tomlkit.parse((migrated_project / "tools" / "pyproject.toml").read_text()).unwrap()["tool"]["poetry"]
+    assert poetry["dependencies"]["torch"] == {"version": "2.1.0", "source": "torch-cu121"}
+    assert poetry["dependencies"]["torch-npu"] == "2.1.0.post17" and "pynvml" not in poetry["dependencies"]
+    assert poetry["source"][0]["url"] == "https://download.pytorch.org/whl/cpu"
+    setup = (migrated_project / "setup.py").read_text()
+    namespace = {}
+    exec(compile(setup.replace("setup(", "dict(", 1).replace("find_packages()", "[]"), "setup.py", "exec"), namespace)
+    assert namespace["INSTALL_REQUIRES"] == ["torch==2.1.0", "torch_npu==2.1.0.post17", "numpy", "einops"]
+
+
+def test_the_console_warns_of_a_torch_pin_other_than_the_chosen_release(tmp_path):
+    process = subprocess.run([sys.executable, "-m", "gpu2npu", "-i", str(PROJECT), "-o", str(tmp_path), "-v", "2.1.0",
+                              "--no-cache"], capture_output=True, text=True)
+    assert process.returncode == 0, process.stderr
+    assert ("requirements.txt:6 asks for torch ==2.2.2+cu121, but -v 2.1.0 migrates for torch 2.1.0" in process.stderr)
+    assert "-v 2.2.0 is torch_npu's release for torch 2.2" in process.stderr
+    assert "10 dependency files" in process.stdout
+    log = (tmp_path / "llm_env_project_msft" / "msFmkTranspltlog.txt").read_text()
+    assert "asks for torch ==2.2.2+cu121" in log
+
+
+def test_check_fails_on_a_cuda_only_dependency(tmp_path):
+    (tmp_path / "requirements.txt").write_text("einops\nflash-attn==2.5.8\n")
+    process = subprocess.run([sys.executable, "-m", "gpu2npu", "check", str(tmp_path), "-v", "2.1.0", "--no-cache",
+                              "--format", "json"], capture_output=True, text=True)
+    assert process.returncode == 1, process.stderr
+    findings = json.loads(process.stdout)
+    found = findings["findings"] if isinstance(findings, dict) else findings
+    assert [(f["path"].split("/")[-1], f["start_line"], f["rule"]) for f in found] == [("requirements.txt", 2, "NPU853")]
+
+
+def test_check_of_the_migrated_project_finds_only_what_is_still_there(migrated_project, tmp_path):
+    process = subprocess.run([sys.executable, "-m", "gpu2npu", "check", str(migrated_project), "-v", "2.1.0",
+                              "--no-cache"], capture_output=True, text=True)
+    reported = [line for line in process.stdout.splitlines() if ": NPU85" in line]
+    # what no rule can take out: cupy (still imported), the Dockerfile, a CUDA-only package on
+    # setup.cfg's option line is not in this fixture
+    assert all("cupy-cuda12x" in line or "Dockerfile" in line for line in reported), reported
+    assert any("cupy-cuda12x" in line for line in reported)
+
+
+@pytest.mark.skipif(shutil.which("patch") is None, reason="needs the patch program")
+def test_diff_shows_the_dependency_files_as_the_migration_writes_them(migrated_project, tmp_path):
+    project = tmp_path / "proj"
+    shutil.copytree(PROJECT, project)
+    process = subprocess.run([sys.executable, "-m", "gpu2npu", "-i", str(project), "-v", "2.1.0", "--diff",
+                              "--no-cache"], capture_output=True, text=True)
+    assert process.returncode == 0, process.stderr
+    assert process.stdout.count("+++ b/setup.py") == 1
+    (tmp_path / "changes.diff").write_text(process.stdout)
+    applied = subprocess.run(["patch", "-p1", "-s", "-i", str(tmp_path / "changes.diff")], cwd=project,
+                             capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stderr
+    for path in project.rglob("*"):
+        if path.is_file():
+            relative = path.relative_to(project)
+            assert path.read_bytes() == (migrated_project / relative).read_bytes(), relative
