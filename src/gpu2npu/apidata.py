@@ -205,3 +205,34 @@ def method_lacks_npu_kernel(api: ApiData, method: str):
     if method not in _method_ops():
         return None
     return lacks_npu_kernel(api, f"torch.{method}")
+
+
+@functools.lru_cache(maxsize=None)
+def _torch_history() -> dict:
+    resource = resources.files(DATA_PACKAGE).joinpath("torch_history.json")
+    if not resource.is_file():
+        return {"names": {}, "keywords": {}, "releases": []}
+    return json.loads(resource.read_text(encoding="utf-8"))
+
+
+def _version_key(version: str) -> tuple:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def torch_added_in(qualified: str, torch_version: str) -> Optional[str]:
+    """The torch release that added `qualified` (or the module above it) when that is after
+    `torch_version`, else None (data/torch_history.json, scripts/gen_torch_history.py)."""
+    names = _torch_history()["names"]
+    parts = qualified.split(".")
+    for depth in range(2, len(parts) + 1):  # the shallowest new part: torch.accelerator before its names
+        added = names.get(".".join(parts[:depth]))
+        if added is not None:
+            return added if _version_key(added) > _version_key(torch_version) else None
+    return None
+
+
+def torch_keyword_added_in(qualified: str, keyword: str, torch_version: str) -> Optional[str]:
+    """The torch release that added the keyword parameter `keyword` of the function `qualified`
+    when that is after `torch_version`, else None."""
+    added = _torch_history()["keywords"].get(qualified, {}).get(keyword)
+    return added if added is not None and _version_key(added) > _version_key(torch_version) else None

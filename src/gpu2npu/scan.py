@@ -128,6 +128,8 @@ class FileScan:
         # nodes_of lists a statement before its value, so they are known when reached.
         self._documentation: Set[int] = set()
         self._functions: List[ast.AST] = []
+        self._branches: List[ast.AST] = []  # if / conditional expressions / try: may test the torch release
+        self._release_guarded: Optional[List[Tuple[int, int]]] = None
         self._forwarder_names: Optional[Dict[str, Set[Tuple[int, str]]]] = None
         # Dispatch on the exact node class: millions of nodes, most of which need nothing.
         handlers = {
@@ -136,6 +138,8 @@ class FileScan:
             ast.Assign: self._assign, ast.AnnAssign: self._ann_assign, ast.arg: self._arg,
             ast.Expr: self._expr,
             ast.FunctionDef: self._functions.append, ast.AsyncFunctionDef: self._functions.append,
+            ast.If: self._branches.append, ast.IfExp: self._branches.append, ast.Try: self._branches.append,
+            ast.BoolOp: self._branches.append,
         }
         self.nodes = nodes_of(tree)  # the hazards' look at the file walks these too
         names: List[ast.Name] = []
@@ -331,6 +335,15 @@ class FileScan:
             self._forwarder_names = forwarders
         return self._forwarder_names
 
+    def release_guarded(self, line: int) -> bool:
+        """Whether `line` lies in code that runs only where the torch release has what it needs:
+        under a test of a version, `hasattr`, an `is_torch_...`/`..._available` helper, or in a
+        `try` whose handler catches the ImportError/AttributeError/TypeError of an older torch."""
+        if self._release_guarded is None:
+            self._release_guarded = [(node.lineno, node.end_lineno or node.lineno) for node in self._branches
+                                     if _tests_the_release(node)]
+        return any(first <= line <= last for first, last in self._release_guarded)
+
     def relevant_lines(self) -> List[int]:
         """Lines where a rule might edit or the leftover analysis might report something."""
         return sorted(set(self.word_lines) | set(self.package_lines) | set(self.integer_device_lines()))
@@ -339,6 +352,31 @@ class FileScan:
         """False only when no rule could change the file and the leftover analysis has nothing
         to report in it."""
         return bool(self.word_lines or self.package_lines or self.integer_device_lines())
+
+
+# A name in a test that asks which torch this is (`hasattr`, `is_torch_greater_or_equal`,
+# `is_torch_xpu_available`, `TORCH_VERSION`), or an attribute holding a version (`torch.__version__`);
+# not `torch.xpu.is_available()`, which is the API in question.
+_RELEASE_NAMES = re.compile(r"version|hasattr|^is_torch|available|TORCH_[A-Z0-9_]*(GE|GREATER|LT|LESS|AT_LEAST)", re.IGNORECASE)
+_RELEASE_ATTRIBUTES = re.compile(r"version", re.IGNORECASE)
+_OLDER_TORCH_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "TypeError"})
+
+
+def _tests_the_release(node: ast.AST) -> bool:
+    if isinstance(node, ast.Try):
+        caught = set()
+        for handler in node.handlers:
+            kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+            caught.update(kind.id if isinstance(kind, ast.Name) else kind.attr if isinstance(kind, ast.Attribute) else ""
+                          for kind in kinds if kind is not None)
+        return bool(caught & _OLDER_TORCH_ERRORS)
+    tests = node.values if isinstance(node, ast.BoolOp) else [node.test]  # type: ignore[attr-defined]
+    for test in tests:
+        for part in ast.walk(test):
+            if ((isinstance(part, ast.Name) and _RELEASE_NAMES.search(part.id))
+                    or (isinstance(part, ast.Attribute) and _RELEASE_ATTRIBUTES.search(part.attr))):
+                return True
+    return False
 
 
 def bind_import(aliases: Dict[str, Set[str]], node: ast.AST) -> None:
@@ -398,7 +436,37 @@ def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool 
             finding = _judge_method_call(call, path, api)
         if finding is not None:
             findings.append(finding)
+        for name in names:
+            newer = _judge_release(call, name, path, api)
+            if newer and not scan.release_guarded(call.lineno):
+                findings.extend(newer)
+                break
     return sorted(findings)
+
+
+def _judge_release(call: ast.Call, name: str, path: str, api: apidata.ApiData) -> List[Finding]:
+    """Rows for what the call needs of a torch newer than the one -v migrates for: the function
+    (or its module), or a keyword its function took on later."""
+    if not name.startswith("torch.") or name.startswith(("torch.cuda.", "torch.npu.")):
+        return []
+    target = api.torch_version
+    added = apidata.torch_added_in(name, target)
+    if added is not None:
+        return [_row(call, path, Report.UNSUPPORTED, name,
+                     f"torch {target}, which torch_npu {api.torch_npu_version} is built for, does not have it "
+                     f"(torch {added} has): choose the -v of the project's torch, or write it with what torch "
+                     f"{target} has")]
+    rows = []
+    for keyword in call.keywords:
+        if keyword.arg is None:
+            continue
+        added = apidata.torch_keyword_added_in(name, keyword.arg, target)
+        if added is not None:
+            rows.append(_row(call, path, Report.UNSUPPORTED, f"{name}({keyword.arg}=)",
+                             f"{name} of torch {target} (torch_npu {api.torch_npu_version}) takes no {keyword.arg} "
+                             f"(torch {added} does) and raises TypeError: choose the -v of the project's torch, or "
+                             "leave it out"))
+    return rows
 
 
 def _row(call: ast.Call, path: str, report: Report, api_name: str, tip: str) -> Finding:

@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""Generate ``src/gpu2npu/data/torch_history.json``: in which torch release each public name of the
+tracked torch modules, and each parameter of their functions, appeared.
+
+    python scripts/gen_torch_history.py WHEEL_FOLDER
+
+WHEEL_FOLDER holds one torch wheel per release that gpu2npu has API data for (any platform: the
+Python files and type stubs are the same; the aarch64 wheels on PyPI are the smallest)::
+
+    pip download torch==2.1.0 --no-deps --only-binary=:all: --python-version 3.11 \\
+        --platform manylinux2014_aarch64 -d WHEEL_FOLDER
+
+Each wheel is read as data, never imported.  The names of a module are what its source defines
+at module level (functions, classes, assignments, imports, ``__all__``, ``from X import *`` of a
+module whose names are known) and its submodules; torch's own namespace adds the operators its
+``_C/_VariableFunctions.pyi`` stub lists (torch binds them at import).  A name counts as added in
+the first release from which every later release has it (a name that comes and goes is left out:
+the reports must not guess).  Names of the oldest release are not listed.
+Output is sorted JSON without timestamps: reruns are byte-identical.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+import zipfile
+from pathlib import Path
+from typing import Dict, Optional, Set, Tuple
+
+DATA = Path(__file__).resolve().parent.parent / "src" / "gpu2npu" / "data" / "torch_history.json"
+MODULES = (
+    "torch", "torch.nn", "torch.nn.functional", "torch.nn.attention", "torch.nn.init", "torch.nn.utils",
+    "torch.distributed", "torch.distributed.fsdp", "torch.distributed.tensor", "torch.distributed.checkpoint",
+    "torch.accelerator", "torch.amp", "torch.autograd", "torch.utils.data", "torch.utils.checkpoint",
+    "torch.compiler", "torch.optim", "torch.optim.lr_scheduler", "torch.linalg", "torch.fft", "torch.special",
+    "torch.export", "torch.func", "torch.library", "torch.backends", "torch.cpu", "torch.mps", "torch.xpu",
+)
+# functions whose keyword parameters are tracked (module-level defs of the tracked modules)
+VERSION = re.compile(r"torch-(\d+\.\d+\.\d+)")
+
+
+def _version_key(version: str) -> Tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+class Wheel:
+    def __init__(self, path: Path) -> None:
+        self.zip = zipfile.ZipFile(path)
+        self.files = set(self.zip.namelist())
+        self.own: Dict[str, Optional[Set[str]]] = {}  # module -> what its source defines itself
+        self.stars: Dict[str, Set[str]] = {}  # module -> modules it imports * from
+        self.links: Set[Tuple[str, str]] = set()  # (function where defined, name it has in a module)
+        self.parameters: Dict[str, Set[str]] = {}
+        self.links_from: Dict[str, list] = {}  # module -> (module, name) it imports by name
+        self._final: Dict[str, Set[str]] = {}
+
+    def source_of(self, module: str) -> Optional[str]:
+        base = module.replace(".", "/")
+        for candidate in (f"{base}/__init__.py", f"{base}.py"):
+            if candidate in self.files:
+                return self.zip.read(candidate).decode("utf-8", "replace")
+        return None
+
+    def is_package(self, module: str) -> bool:
+        return f"{module.replace('.', '/')}/__init__.py" in self.files
+
+    def read(self, modules) -> None:
+        """Read `modules` and every torch module they import from, then close the star imports
+        and the functions' parameters over what was read (imports go round in circles)."""
+        todo = list(modules)
+        while todo:
+            module = todo.pop()
+            if module in self.own:
+                continue
+            self.own[module] = self._own(module)
+            todo.extend(origin for origin, _ in self.links_from.pop(module, ()))
+            todo.extend(self.stars.get(module, ()))
+        final = {module: set(names) for module, names in self.own.items() if names is not None}
+        changed = True
+        while changed:
+            changed = False
+            for module, origins in self.stars.items():
+                if module not in final:
+                    continue
+                for origin in origins:
+                    new = {n for n in final.get(origin, ()) if not n.startswith("_")} - final[module]
+                    if new:
+                        final[module] |= new
+                        changed = True
+        self._final = final
+        for module, origins in self.stars.items():
+            for origin in origins:
+                for name in final.get(origin, ()):
+                    self.links.add((f"{origin}.{name}", f"{module}.{name}"))
+        changed = True
+        while changed:
+            changed = False
+            for origin, here in self.links:
+                if origin in self.parameters and here not in self.parameters:
+                    self.parameters[here] = self.parameters[origin]
+                    changed = True
+
+    def names(self, module: str) -> Optional[Set[str]]:
+        if self.own.get(module) is None:
+            return None
+        return {n for n in self._final.get(module, ()) if not n.startswith("_")}
+
+    def _own(self, module: str) -> Optional[Set[str]]:
+        source = self.source_of(module)
+        if source is None:
+            return None
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            return None
+        names: Set[str] = set()
+        imported = []
+        package = module if self.is_package(module) else module.rpartition(".")[0]
+        for statement in _module_level(tree.body):
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(statement.name)
+                arguments = statement.args
+                # ("**": it takes any keyword, so none is new to it)
+                self.parameters[f"{module}.{statement.name}"] = {
+                    a.arg for a in arguments.args + arguments.kwonlyargs} | ({"**"} if arguments.kwarg else set())
+            elif isinstance(statement, ast.ClassDef):
+                names.add(statement.name)
+            elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                for target in targets:
+                    for node in ast.walk(target):
+                        if isinstance(node, ast.Name):
+                            names.add(node.id)
+                if _is_all(statement):
+                    names.update(_strings(statement.value))
+            elif isinstance(statement, ast.Import):
+                names.update(alias.asname or alias.name.split(".")[0] for alias in statement.names)
+            elif isinstance(statement, ast.ImportFrom):
+                origin = _resolve(package, statement.module, statement.level)
+                for alias in statement.names:
+                    if alias.name == "*":
+                        if origin and origin.startswith("torch"):
+                            self.stars.setdefault(module, set()).add(origin)
+                    else:
+                        names.add(alias.asname or alias.name)
+                        if origin and origin.startswith("torch") and origin != module:
+                            self.links.add((f"{origin}.{alias.name}", f"{module}.{alias.asname or alias.name}"))
+                            imported.append((origin, alias.name))
+            elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+                call = statement.value  # __all__.extend([...]) / __all__.append("x")
+                if (isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+                        and call.func.value.id == "__all__" and call.args):
+                    names.update(_strings(call.args[0]))
+        self.links_from[module] = imported
+        if module == "torch":
+            stub = "torch/_C/_VariableFunctions.pyi"
+            if stub in self.files:
+                names.update(re.findall(r"^def (\w+)\(", self.zip.read(stub).decode("utf-8", "replace"), re.MULTILINE))
+        if self.is_package(module):
+            prefix = module.replace(".", "/") + "/"
+            for name in self.files:
+                if name.startswith(prefix):
+                    rest = name[len(prefix):].split("/")
+                    if len(rest) == 2 and rest[1] == "__init__.py" or len(rest) == 1 and rest[0].endswith(".py"):
+                        names.add(rest[0][:-3] if rest[0].endswith(".py") else rest[0])
+        return names
+
+
+def _module_level(body):
+    """Statements at module level, also inside if/try/with blocks."""
+    for statement in body:
+        if isinstance(statement, (ast.If, ast.Try, ast.With)):
+            yield from _module_level(statement.body)
+            yield from _module_level(getattr(statement, "orelse", []))
+            for handler in getattr(statement, "handlers", []):
+                yield from _module_level(handler.body)
+        else:
+            yield statement
+
+
+def _is_all(statement) -> bool:
+    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+    return any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets)
+
+
+def _strings(node) -> Set[str]:
+    return {e.value for e in getattr(node, "elts", []) if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+
+
+def _resolve(package: str, module: Optional[str], level: int) -> Optional[str]:
+    if level == 0:
+        return module
+    parts = package.split(".")
+    if level > 1:
+        parts = parts[:-(level - 1)]
+    return ".".join(parts + ([module] if module else []))
+
+
+def main() -> int:
+    folder = Path(sys.argv[1])
+    releases: Dict[str, Wheel] = {}
+    for path in folder.glob("torch-*.whl"):
+        releases[VERSION.search(path.name).group(1)] = Wheel(path)
+    versions = sorted(releases, key=_version_key)
+    present: Dict[str, Set[str]] = {}  # qualified name -> releases having it
+    signatures: Dict[str, Dict[str, Set[str]]] = {}  # function -> release -> its keyword parameters
+    for version in versions:
+        wheel = releases[version]
+        wheel.read(MODULES)
+        for module in MODULES:
+            names = wheel.names(module)
+            if names is None:
+                continue
+            present.setdefault(module, set()).add(version)
+            for name in names:
+                present.setdefault(f"{module}.{name}", set()).add(version)
+        for function, parameters in wheel.parameters.items():
+            if function.rpartition(".")[0] in MODULES:
+                signatures.setdefault(function, {})[version] = parameters
+
+    def added(having: Set[str]) -> Optional[str]:
+        """The first release from which every later one has it; None: in the oldest, or not kept."""
+        for index, version in enumerate(versions):
+            if version in having:
+                if index == 0 or any(later not in having for later in versions[index:]):
+                    return None
+                return version
+        return None
+
+    names_added = {name: version for name, having in present.items() for version in [added(having)] if version}
+    keywords_added = {}
+    for function, by_release in signatures.items():
+        if function.rpartition(".")[2].startswith("_"):
+            continue
+        # only where the function is a Python def in every release: a binding of C code shows no
+        # parameters (F.pad before it became a def)
+        if set(by_release) != set(versions):
+            continue
+        for parameter in set().union(*by_release.values()) - {"**"}:
+            if parameter.startswith("_"):
+                continue
+            having = {v for v, parameters in by_release.items() if parameter in parameters or "**" in parameters}
+            version = added(having)
+            if version:
+                keywords_added.setdefault(function, {})[parameter] = version
+    data = {
+        "_about": ("First torch release (of those listed) that has each public name of the tracked modules, and each "
+                   "keyword parameter of their functions; generated by scripts/gen_torch_history.py from torch wheels"),
+        "releases": versions,
+        "modules": list(MODULES),
+        "names": names_added,
+        "keywords": keywords_added,
+    }
+    DATA.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"{len(names_added)} names and {sum(map(len, keywords_added.values()))} keywords added after {versions[0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
