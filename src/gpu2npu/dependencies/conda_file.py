@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
-from ..change import Change, Finding, Operation
+from ..change import Change, Operation
 from .decide import CONDA_RULE, Context, Requirement, decide, parse_requirement
 from .requirements_file import REMOVED_NOTE, FileOutcome
 from .table import normalise
@@ -68,7 +68,6 @@ def migrate_environment(text: str, path: str, context: Context) -> FileOutcome:
     pip_requirements = [(number, item, parse_requirement(_strip_quotes(item.group("body")))) for number, item in pip_items]
     context.present.update(r.normalised for _, _, r in pip_requirements if r is not None and r.name)
     edits: Dict[int, str] = {}
-    inserts: List[str] = []
 
     def comment_out(number: int, item: re.Match, message: str) -> None:
         line = lines[number]
@@ -97,9 +96,7 @@ def migrate_environment(text: str, path: str, context: Context) -> FileOutcome:
         else:
             requirement = Requirement(conda.group("name"), spec=conda.group("rest").strip())
             decision = decide(requirement, context)
-            if decision.report is not None:
-                report, what, tip = decision.report
-                outcome.findings.append(Finding(path, number + 1, number + 1, report, what, tip, decision.rule))
+            outcome.report(decision, path, number + 1)
             if decision.write == []:
                 comment_out(number, item, decision.message)
             elif decision.write:
@@ -113,11 +110,7 @@ def migrate_environment(text: str, path: str, context: Context) -> FileOutcome:
         if requirement is None:
             continue
         decision = decide(requirement, context)
-        if decision.torch_pin is not None:
-            outcome.torch_pins.append((number + 1, decision.torch_pin))
-        if decision.report is not None:
-            report, what, tip = decision.report
-            outcome.findings.append(Finding(path, number + 1, number + 1, report, what, tip, decision.rule))
+        outcome.report(decision, path, number + 1)
         if decision.write == []:
             comment_out(number, item, decision.message)
             continue
@@ -139,15 +132,12 @@ def migrate_environment(text: str, path: str, context: Context) -> FileOutcome:
                 continue
             pip_name = "torch" if name == "pytorch" else name
             decision = decide(Requirement(pip_name), context)
-            if decision.report is not None:
-                report, what, tip = decision.report
-                outcome.findings.append(Finding(path, conda_torch[name] + 1, conda_torch[name] + 1, report, what, tip,
-                                                decision.rule))
+            decision.torch_pin = None  # (conda's pin of pytorch is recorded above)
+            outcome.report(decision, path, conda_torch[name] + 1)
             wanted.extend(decision.write or [])
             wanted.extend(decision.insert)
         if wanted:
-            inserts = wanted
-            _add_to_pip_section(lines, edits, inserts, pip_line, pip_items, dependencies, path, outcome, target)
+            _add_to_pip_section(lines, edits, wanted, pip_line, pip_items, dependencies, path, outcome, target)
     if edits:
         outcome.output = "".join(edits.get(number, line) for number, line in enumerate(lines))
     return outcome

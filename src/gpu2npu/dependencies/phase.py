@@ -9,7 +9,7 @@ import ast
 import re
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..apidata import ApiData

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from ..change import Change, Finding, Operation, Report
 from .decide import INDEX_RULE, Context, Requirement, decide, parse_requirement
@@ -95,7 +95,7 @@ def migrate_pyproject(text: str, path: str, context: Context) -> FileOutcome:
     try:
         import tomlkit
 
-        before = tomlkit.parse(text).unwrap()
+        tomlkit.parse(text)
     except Exception as error:  # not TOML: copied as it is, said why
         outcome.findings.append(Finding(path, 1, 1, Report.UNSUPPORTED, "pyproject.toml",
                                         f"not read as TOML ({type(error).__name__}): its dependencies are not migrated",
@@ -129,7 +129,7 @@ def migrate_pyproject(text: str, path: str, context: Context) -> FileOutcome:
         if requirement is None:
             continue
         decision = decide(requirement, context)
-        _record(decision, literal.line + 1, path, outcome)
+        outcome.record(decision, path, literal.line + 1)
         if decision.write == []:
             edits.append(_remove_literal(text, lines, offsets, literal))
         elif decision.write:
@@ -153,7 +153,7 @@ def migrate_pyproject(text: str, path: str, context: Context) -> FileOutcome:
         spec = _poetry_spec(value)
         requirement = Requirement(key, spec=spec)
         decision = decide(requirement, context)
-        _record(decision, number + 1, path, outcome)
+        outcome.record(decision, path, number + 1)
         line_start = offsets[number]
         line = lines[number]
         newline = line[len(line.rstrip("\r\n")):] or "\n"
@@ -243,16 +243,3 @@ def _poetry_spec(value: str) -> str:
         return ""
     spec = re.sub(r"^[\^~]", ">=", spec)
     return spec if re.match(r"[<>=!~]", spec) else f"=={spec}"
-
-
-def _record(decision, line: int, path: str, outcome: FileOutcome) -> None:
-    if decision.torch_pin is not None:
-        outcome.torch_pins.append((line, decision.torch_pin))
-    if decision.report is not None:
-        report, what, tip = decision.report
-        outcome.findings.append(Finding(path, line, line, report, what, tip, decision.rule))
-    if decision.write is not None:
-        outcome.changes.append(Change(path, line, line, Operation.MODIFY, decision.rule, decision.message,
-                                      REMOVED_NOTE if decision.write == [] else ""))
-    if decision.insert:
-        outcome.changes.append(Change(path, line, line, Operation.INSERT, decision.rule, decision.insert_message))

@@ -37,6 +37,24 @@ class FileOutcome:
     includes: List[str] = field(default_factory=list)  # -r/-c targets as written
     torch_pins: List[Tuple[int, str]] = field(default_factory=list)  # (line, torch spec as written)
 
+    def report(self, decision: Decision, path: str, first: int, last: Optional[int] = None) -> None:
+        """The decision's finding and torch pin, at the requirement's lines."""
+        if decision.torch_pin is not None:
+            self.torch_pins.append((first, decision.torch_pin))
+        if decision.report is not None:
+            report, what, tip = decision.report
+            self.findings.append(Finding(path, first, last or first, report, what, tip, decision.rule))
+
+    def record(self, decision: Decision, path: str, line: int) -> None:
+        """The decision's rows, for a requirement on one line of a file edited in place."""
+        self.report(decision, path, line)
+        if decision.write is not None:
+            wrote = REMOVED_NOTE if decision.write == [] else decision.write[0].split(";")[0].strip()
+            self.changes.append(Change(path, line, line, Operation.MODIFY, decision.rule, decision.message, wrote))
+        if decision.insert:
+            self.changes.append(Change(path, line, line, Operation.INSERT, decision.rule, decision.insert_message,
+                                       decision.insert[0].split(";")[0].strip()))
+
 
 @dataclass
 class _Logical:
@@ -102,8 +120,7 @@ def migrate_requirements(text: str, path: str, context: Context) -> FileOutcome:
             _index_line(entry, index.group(1), lines, path, context, outcome, replaced)
     for entry, requirement in requirements:
         decision = decide(requirement, context)
-        if decision.torch_pin is not None:
-            outcome.torch_pins.append((entry.first + 1, decision.torch_pin))
+        outcome.report(decision, path, entry.first + 1, entry.last + 1)
         _apply(decision, entry, lines, path, outcome, replaced, hashed)
     if hashed and any(c.wrote != REMOVED_NOTE and c.rule != INDEX_RULE for c in outcome.changes):
         outcome.findings.append(Finding(path, 1, 1, Report.UNSUPPORTED, "--hash", HASHES_TIP, TORCH_RULE))
@@ -144,9 +161,6 @@ def _index_line(entry: _Logical, url: str, lines: List[str], path: str, context:
 def _apply(decision: Decision, entry: _Logical, lines: List[str], path: str, outcome: FileOutcome, replaced,
            hashed: bool) -> None:
     first, last = entry.first + 1, entry.last + 1
-    if decision.report is not None:
-        report, what, tip = decision.report
-        outcome.findings.append(Finding(path, first, last, report, what, tip, decision.rule))
     if decision.write is None and not decision.insert:
         return
     block = lines[entry.first:entry.last + 1]

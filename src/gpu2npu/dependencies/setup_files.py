@@ -11,25 +11,12 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
-from ..change import Change, Finding, Operation, Report
+from ..change import Report
 from .decide import Context, Decision, decide, parse_requirement
 from .requirements_file import REMOVED_NOTE, FileOutcome
 
 _SECTION = re.compile(r"^\s*\[([^\]]+)\]")
 _OPTION = re.compile(r"^(?P<key>[A-Za-z0-9_.-]+)\s*[=:]\s*(?P<value>.*)$")
-
-
-def _record(decision, line: int, path: str, outcome: FileOutcome, wrote: str = "") -> None:
-    if decision.torch_pin is not None:
-        outcome.torch_pins.append((line, decision.torch_pin))
-    if decision.report is not None:
-        report, what, tip = decision.report
-        outcome.findings.append(Finding(path, line, line, report, what, tip, decision.rule))
-    if decision.write is not None:
-        outcome.changes.append(Change(path, line, line, Operation.MODIFY, decision.rule, decision.message,
-                                      REMOVED_NOTE if decision.write == [] else wrote))
-    if decision.insert:
-        outcome.changes.append(Change(path, line, line, Operation.INSERT, decision.rule, decision.insert_message))
 
 
 def migrate_setup_cfg(text: str, path: str, context: Context) -> FileOutcome:
@@ -77,7 +64,7 @@ def migrate_setup_cfg(text: str, path: str, context: Context) -> FileOutcome:
             new += "".join(f"{indent or '    '}{text}{newline}" for text in decision.insert)
         if new != line:
             edits[number] = new
-        _record(decision, number + 1, path, outcome, (decision.write or [""])[0].split(";")[0].strip())
+        outcome.record(decision, path, number + 1)
     if edits:
         outcome.output = "".join(edits.get(number, line) for number, line in enumerate(lines))
     return outcome
@@ -106,7 +93,7 @@ def migrate_setup_py(text: str, path: str, context: Context) -> FileOutcome:
             continue
         decision = decide(requirement, context)
         line = positions[element].start.line
-        _record(decision, line, path, outcome, (decision.write or [""])[0].split(";")[0].strip())
+        outcome.record(decision, path, line)
         if decision.write is not None or decision.insert:
             replacements[id(element)] = (decision.write, decision.insert)
     if not replacements:
