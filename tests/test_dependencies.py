@@ -209,3 +209,24 @@ def test_diff_shows_the_dependency_files_as_the_migration_writes_them(migrated_p
         if path.is_file():
             relative = path.relative_to(project)
             assert path.read_bytes() == (migrated_project / relative).read_bytes(), relative
+
+
+def test_unusual_requirement_lines():
+    text = ("-e .\n./vendor/local_pkg\n--trusted-host pypi.example.com\n"
+            'torch;python_version<"3.12"\n'
+            "Torch_Vision >= 0.15\n"  # another name than torchvision (PEP 503): left
+            "local-pkg @ file:///opt/pkgs/local_pkg-1.0.whl\n"
+            "-e git+https://github.com/Dao-AILab/flash-attention.git@v2.5.8#egg=flash-attn\n"
+            "https://download.pytorch.org/whl/cu118/torch-2.0.1%2Bcu118-cp311-cp311-linux_x86_64.whl\n"
+            "requests   # http client\n")
+    outcome = run("requirements.txt", text)
+    assert outcome.output == (
+        "-e .\n./vendor/local_pkg\n--trusted-host pypi.example.com\n"
+        'torch==2.1.0;python_version<"3.12"\ntorch_npu==2.1.0.post17;python_version<"3.12"\n'
+        'numpy;python_version<"3.12"\n'
+        "Torch_Vision >= 0.15\n"
+        "local-pkg @ file:///opt/pkgs/local_pkg-1.0.whl\n"
+        "# -e git+https://github.com/Dao-AILab/flash-attention.git@v2.5.8#egg=flash-attn  # removed by gpu2npu: CUDA-only\n"
+        "torch==2.1.0\n"
+        "requests   # http client\n")
+    assert run("requirements.txt", outcome.output).output is None

@@ -26,6 +26,8 @@ DOCKER_RULE = "NPU857"
 _NAMED = re.compile(r"^(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?P<extras>\[[^\]]*\])?\s*(?P<rest>.*)$", re.DOTALL)
 _URL = re.compile(r"^(?:git\+|hg\+|svn\+|bzr\+)?(?:https?|file|ssh|git)://|^git\+", re.IGNORECASE)
 _EGG = re.compile(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)")
+# the distribution a wheel or source archive URL holds: .../torch-2.0.1%2Bcu118-cp311-....whl
+_ARCHIVE = re.compile(r"/([A-Za-z0-9][A-Za-z0-9._]*)-\d[^/]*\.(?:whl|tar\.gz|zip)$")
 _VERSION = re.compile(r"(\d+(?:\.\d+)*)")
 _CLAUSE = re.compile(r"\s*(===|==|!=|~=|<=|>=|<|>)\s*([^\s,;]+)\s*")
 
@@ -49,7 +51,9 @@ def parse_requirement(text: str) -> Optional[Requirement]:
         return None
     if _URL.match(text):
         egg = _EGG.search(text)
-        return Requirement(egg.group(1) if egg else None, url=text)
+        archive = _ARCHIVE.search(text.split("#")[0].split("?")[0])
+        name = egg.group(1) if egg else archive.group(1) if archive else None
+        return Requirement(name, url=text)
     match = _NAMED.match(text)
     if match is None:
         return None
