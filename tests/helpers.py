@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "cuda_scripts"
 EXPECTED = ROOT / "fixtures" / "expected"
 REPORT_FILES = {
+    "report.html",
     "change_list.csv",
     "unsupported_api.csv",
     "unknown_api.csv",
@@ -334,3 +335,9 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def page_of_any_run(data: bytes) -> bytes:
+    """report.html without what differs from run to run of the same migration: the output
+    folder and the time."""
+    return re.sub(rb"<dt>(output|time)</dt><dd>[^<]*</dd>", rb"<dt>\1</dt><dd></dd>", data)

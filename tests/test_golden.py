@@ -28,6 +28,7 @@ from helpers import (
 )
 
 LOG = "msFmkTranspltlog.txt"
+PAGE = "report.html"
 MANIFEST = ".golden-files"
 LOG_LINE = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} \[(INFO|WARNING|ERROR)\] .+$")
 
@@ -48,6 +49,9 @@ def test_golden_tree(name, mode, tmp_path, update_goldens):
     log = (target / LOG).read_text(encoding="utf-8")
     assert all(LOG_LINE.match(line) for line in log.splitlines()), "log lines must follow the incumbent's format"
     (target / LOG).unlink()
+    # the review page holds the time of the run: checked in tests/test_html_report.py
+    assert (target / PAGE).is_file()
+    (target / PAGE).unlink()
     expected = FOLDERS[mode] / name
     got = tree_files(target)
     if update_goldens:

@@ -107,7 +107,7 @@ def test_run_writes_the_package_and_reports_each_wrap(tmp_path):
 def test_second_migration_keeps_the_users_mapping(tmp_path):
     first = migrate(JOB, tmp_path / "one", "2.1.0", "-m")
     (first / PACKAGE_NAME / "path_mapping_config.py").write_text(MAPPING)
-    for name in (*csv_reports.REPORT_NAMES, "msFmkTranspltlog.txt"):
+    for name in (*csv_reports.REPORT_NAMES, "msFmkTranspltlog.txt", "report.html"):
         (first / name).unlink(missing_ok=True)
     second = migrate(first, tmp_path / "two", "2.1.0", "-m")
     assert read_csv(second / "change_list.csv") == []

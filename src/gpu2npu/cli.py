@@ -85,12 +85,13 @@ def _fail(message: str, status: int = EXIT_USAGE) -> None:
 @click.option("--diff", "show_diff", is_flag=True,
               help="Print the unified diff of what would change and write nothing (-o is not needed).")
 @click.option("--force", is_flag=True, help="Replace an existing INPUT_NAME_msft/ (it is kept until the new one is complete).")
+@click.option("--no-html", is_flag=True, help="Do not write report.html (the review page beside the CSVs).")
 @click.option("--report-dir", type=click.Path(path_type=Path),
               help="Write the reports and the log here instead of into INPUT_NAME_msft/.")
 @click.version_option(__version__, "-V", "--tool-version", prog_name="gpu2npu")
 @click.pass_context
 def main(ctx, input_path, output_path, torch_version, specify_device, rule_file, amp_model, similar, modelarts,
-         jobs, cache_dir, no_cache, show_diff, force, report_dir):
+         jobs, cache_dir, no_cache, show_diff, force, no_html, report_dir):
     """Migrate PyTorch training code written for NVIDIA GPUs (CUDA) to Huawei Ascend NPUs
     (torch_npu), source to source.
 
@@ -120,7 +121,7 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
                          force=params["force"], report_dir=params["report_dir"], distributed=distributed,
                          specify_device=params["specify_device"], jobs=params["jobs"],
                          rule_file=params["rule_file"], modelarts=params["modelarts"],
-                         amp_model=params["amp_model"], similar=params["similar"],
+                         amp_model=params["amp_model"], similar=params["similar"], html=not params["no_html"],
                          cache_dir=None if params["no_cache"] else (params["cache_dir"] or cache.default_folder()))
     if params["show_diff"]:
         _print_preview(request)
@@ -153,6 +154,8 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
         f"{len(result.migrated)} migrated, {len(result.failed)} could not be "
         f"processed. Output: {result.target}  Reports: {result.report_folder}"
     )
+    if result.page is not None:
+        click.echo(f"Review page: {result.page}")
     for warning in result.warnings:
         click.echo(f"gpu2npu: warning: {warning}", err=True)
     for path, reason in result.failed:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import difflib
 import os
+import time
 import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from . import __version__, generated_packages, modelarts_package, similar
 from .change import Change, Finding, Report
@@ -41,6 +42,7 @@ class RunResult:
     findings: List[Finding] = field(default_factory=list)
     report_rows: Dict[str, int] = field(default_factory=dict)
     cache_hits: int = 0  # Python files whose result was read back from the cache
+    page: Optional[Path] = None  # report.html (in the report folder as it is after the run)
     dependency_files: int = 0  # requirements, environment, pyproject, setup and Dockerfiles read
     warnings: List[str] = field(default_factory=list)  # said on the console and in the log
 
@@ -68,6 +70,7 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
     report_folder.mkdir(parents=True, exist_ok=True)
     result = RunResult(target=target, report_folder=report_folder)
     logger = run_log.open_log(report_folder)
+    started = time.time()
     cuda_ops: List[Tuple[str, str]] = []
     try:
         logger.info(
@@ -137,6 +140,11 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             logger.info(f"wrote {similar.PACKAGE}/ (-sim): equivalents of {', '.join(sorted(similar.equivalents()))}; "
                         f"used by {len(used)} files")
         result.report_rows = csv_reports.write_all(report_folder, result.changes, result.findings, cuda_ops)
+        if request.html:
+            code_files = [entry.relative for entry in python] + [e.relative for e in entries if e.kind == Kind.OTHER
+                                                                and dependency_format(e.relative)]
+            page = _write_page(report_folder, source, staging, target, request, options, result, code_files, started)
+            result.page = target / page.name if request.report_dir is None else page
         _log_summary(logger, result)
     finally:
         run_log.close_log(logger)
@@ -189,6 +197,38 @@ def _unified_diff(entry: Entry, data: bytes, output: bytes) -> str:
     after = output.decode("utf-8", errors="replace").splitlines(keepends=True)
     diff = difflib.unified_diff(before, after, f"a/{entry.relative}", f"b/{entry.relative}")
     return "".join(line if line.endswith("\n") else line + "\n" for line in diff)
+
+
+def _write_page(report_folder: Path, source: Path, staging: Path, target: Path, request: RunRequest,
+                options: Options, result: RunResult, code_files: List[str], started: float) -> Path:
+    from .affinity import ADVICE
+    from .check import UNSUPPORTED_RULE, rule_descriptions
+    from .reports import html_report
+
+    def original(relative: str) -> Optional[bytes]:
+        try:
+            return (source / relative if source.is_dir() else source).read_bytes()
+        except OSError:
+            return None
+
+    def migrated(relative: str) -> Optional[bytes]:
+        try:
+            return (staging / relative if source.is_dir() else staging / source.name).read_bytes()
+        except OSError:
+            return None
+
+    flags = [flag for flag, on in (("-s", request.specify_device), ("-m", request.modelarts), ("-sim", request.similar),
+                                   (f"-a {request.amp_model}", request.amp_model), (f"-r {request.rule_file}", request.rule_file),
+                                   ("distributed", request.distributed is not None)) if on]
+    facts = html_report.PageFacts(
+        name=source.name, input=str(source), output=str(target), torch_version=options.api.torch_version,
+        torch_npu_version=options.api.torch_npu_version, options=" ".join(flags), tool_version=__version__,
+        time=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) + f" ({time.time() - started:.1f} s)",
+        files=result.files)
+    analysis = {UNSUPPORTED_RULE: rule_descriptions()[UNSUPPORTED_RULE] + ": the leftover analysis of the code "
+                                  "(API data of the chosen release, CUDA-only packages, hazards)", **ADVICE}
+    return html_report.write_page(report_folder, facts, result.changes, result.findings, code_files, original, migrated,
+                                  html_report.explanations_of(ALL_RULES_BY_CODE, analysis))
 
 
 def _migrate_dependencies(entries, python, destination_of, options: Options, result: RunResult, logger) -> None:

@@ -47,6 +47,7 @@ class RunRequest:
     modelarts: bool = False  # -m: route file paths through ModelArtsPathManager
     amp_model: Optional[str] = None  # -a: convert native AMP of this model to Ascend apex amp
     similar: bool = False  # -sim: unsupported APIs go to the generated ascend_function package
+    html: bool = True  # write report.html beside the CSVs (--no-html: not)
 
     @property
     def suffix(self) -> str:

@@ -1,0 +1,329 @@
+"""report.html: one self-contained page that a reviewer reads instead of the CSVs.
+
+What was migrated and the verdict, counts by report and by rule (inline SVG), what is left to do
+(every unsupported, unknown and advice row, by file and kind, with its source line, tip and the
+rule's explanation), and every change as a highlighted diff whose hunks carry the rules that made
+them.  No network, scripts, fonts or images from elsewhere; the content needs no JavaScript (the
+small script only filters and collapses, and takes its first filter from the address:
+`report.html#rule=NPU103&file=train.py`).  Every text that comes from the project is escaped.
+"""
+from __future__ import annotations
+
+import difflib
+import html
+import inspect
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from ..change import Change, Finding, Operation, Report
+
+FILE_NAME = "report.html"
+# A diff longer than this many lines is cut (the migrated file is in the output); the rows of
+# the report are never cut.
+MAX_DIFF_LINES = 400
+TODO_REPORTS = (Report.UNSUPPORTED, Report.UNKNOWN, Report.PERFORMANCE, Report.AFFINITY)
+REPORT_TITLES = {Report.UNSUPPORTED: "unsupported (unsupported_api.csv)", Report.UNKNOWN: "unknown (unknown_api.csv)",
+                 Report.PERFORMANCE: "advice (api_performance_advice.csv)",
+                 Report.AFFINITY: "faster NPU API (affinity_api_call.csv)"}
+
+
+@dataclass
+class PageFacts:
+    """What the header says of the run."""
+
+    name: str
+    input: str
+    output: str
+    torch_version: str
+    torch_npu_version: str
+    options: str
+    tool_version: str
+    time: str
+    files: int
+
+
+def _e(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _anchor(path: str) -> str:
+    """An id for a file: its path's characters that are safe in an id, and a number for the rest."""
+    return "f-" + "".join(c if c.isalnum() or c in "-_." else f"_{ord(c):x}" for c in path)
+
+
+def write_page(folder: Path, facts: PageFacts, changes: Sequence[Change], findings: Sequence[Finding],
+               files: Sequence[str], original: Callable[[str], Optional[bytes]],
+               migrated: Callable[[str], Optional[bytes]], explanations: Dict[str, str]) -> Path:
+    """Write report.html into `folder`; `original(path)` and `migrated(path)` read a file's bytes
+    before and after (None: not readable), `files` lists every migrated-kind file of the run."""
+    path = folder / FILE_NAME
+    with open(path, "w", encoding="utf-8") as out:
+        for part in _page(facts, changes, findings, files, original, migrated, explanations):
+            out.write(part)
+    return path
+
+
+def _page(facts, changes, findings, files, original, migrated, explanations) -> Iterable[str]:
+    todo = [f for f in findings if f.report in TODO_REPORTS]
+    changed = sorted({c.file for c in changes})
+    human = sum(1 for f in todo if f.report in (Report.UNSUPPORTED, Report.UNKNOWN))
+    yield ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+           f"<title>gpu2npu: {_e(facts.name)}</title><style>{_STYLE}</style></head><body>\n")
+    yield f"<header><h1>Migration of {_e(facts.name)}</h1><dl>"
+    for label, value in (("input", facts.input), ("output", facts.output), ("PyTorch", facts.torch_version),
+                         ("torch_npu", facts.torch_npu_version), ("options", facts.options or "none"),
+                         ("gpu2npu", facts.tool_version), ("time", facts.time)):
+        yield f"<dt>{_e(label)}</dt><dd>{_e(value)}</dd>"
+    yield (f"</dl><p class=\"verdict\" id=\"verdict\">{len(changed)} file{'s' if len(changed) != 1 else ''} changed "
+           f"({len(changes)} changes), {human} place{'s' if human != 1 else ''} need a human, "
+           f"{len(todo) - human} piece{'s' if len(todo) - human != 1 else ''} of advice</p></header>\n")
+    yield "<section id=\"counts\"><h2>Counts</h2><div class=\"charts\">"
+    by_report = Counter(REPORT_TITLES[f.report].split(" (")[0] for f in todo)
+    yield _bars("by report", [("changes", len(changes))] + sorted(by_report.items()))
+    yield _bars("by rule", sorted(Counter(c.rule for c in changes).items()) +
+                sorted(Counter(f"{f.rule or 'NPU900'} ({f.report.value})" for f in todo).items()))
+    yield "</div></section>\n"
+    rules = sorted({c.rule for c in changes} | {f.rule or "NPU900" for f in todo})
+    row_files = sorted({c.file for c in changes} | {f.file for f in todo})
+    yield "<nav id=\"filters\" class=\"filters\"><label>rule <select id=\"f-rule\"><option value=\"\">all</option>"
+    yield "".join(f"<option>{_e(r)}</option>" for r in rules)
+    yield "</select></label> <label>report <select id=\"f-report\"><option value=\"\">all</option><option>change</option>"
+    yield "".join(f"<option>{_e(r.value)}</option>" for r in TODO_REPORTS)
+    yield "</select></label> <label>file <select id=\"f-file\"><option value=\"\">all</option>"
+    yield "".join(f"<option>{_e(p)}</option>" for p in row_files)
+    yield ("</select></label> <label>search <input id=\"f-search\" type=\"search\" placeholder=\"text in a row\"></label>"
+           " <span id=\"f-count\"></span></nav>\n")
+    yield from _todo(todo, original, explanations, set(changed))
+    yield from _changes(changes, changed, files, original, migrated)
+    yield f"<script>{_SCRIPT}</script></body></html>\n"
+
+
+def _bars(title: str, items: List[Tuple[str, int]]) -> str:
+    if not items:
+        return ""
+    width, row = 420, 18
+    top = max(count for _, count in items) or 1
+    height = row * len(items) + 4
+    parts = [f"<figure><figcaption>{_e(title)}</figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" "
+             f"width=\"{width + 320}\" height=\"{height}\" role=\"img\" aria-label=\"{_e(title)}\">"]
+    for index, (label, count) in enumerate(items):
+        y = index * row + 2
+        length = max(1, round(width * count / top))
+        parts.append(f"<text x=\"0\" y=\"{y + 13}\" class=\"label\">{_e(label)}</text>"
+                     f"<rect x=\"250\" y=\"{y + 2}\" width=\"{length}\" height=\"{row - 5}\" class=\"bar\"/>"
+                     f"<text x=\"{255 + length}\" y=\"{y + 13}\" class=\"count\">{count}</text>")
+    parts.append("</svg></figure>")
+    return "".join(parts)
+
+
+def _lines_of(path: str, read: Callable[[str], Optional[bytes]], cache: Dict[str, List[str]]) -> List[str]:
+    if path not in cache:
+        data = read(path)
+        cache[path] = data.decode("utf-8", errors="replace").splitlines() if data is not None else []
+    return cache[path]
+
+
+def _todo(todo: Sequence[Finding], original, explanations, changed) -> Iterable[str]:
+    yield f"<section id=\"todo\"><h2>To do ({len(todo)})</h2>\n"
+    if not todo:
+        yield "<p>Nothing: every CUDA construct found was migrated.</p>"
+    by_file: Dict[str, List[Finding]] = defaultdict(list)
+    for finding in todo:
+        by_file[finding.file].append(finding)
+    sources: Dict[str, List[str]] = {}
+    for path in sorted(by_file):
+        rows = by_file[path]
+        yield (f"<details open class=\"file\" data-file=\"{_e(path)}\"><summary><span class=\"path\">{_e(path)}</span> "
+               f"<span class=\"n\">{len(rows)}</span></summary>")
+        lines = _lines_of(path, original, sources)
+        for report in TODO_REPORTS:
+            kind = sorted((f for f in rows if f.report == report), key=lambda f: (f.start_line, f.api))
+            if not kind:
+                continue
+            yield f"<h3>{_e(REPORT_TITLES[report])}</h3>"
+            for finding in kind:
+                rule = finding.rule or "NPU900"
+                source = lines[finding.start_line - 1] if 0 < finding.start_line <= len(lines) else ""
+                link = (f" <a href=\"#{_anchor(path)}\">in the diff</a>" if path in changed else "")
+                explanation = explanations.get(rule, "")
+                yield (f"<div class=\"row\" data-kind=\"finding\" data-rule=\"{_e(rule)}\" data-report=\"{finding.report.value}\" "
+                       f"data-file=\"{_e(path)}\" data-line=\"{finding.start_line}\">"
+                       f"<span class=\"line\">{finding.start_line}</span> <span class=\"rule\">{_e(rule)}</span> "
+                       f"<b class=\"api\">{_e(finding.api)}</b>{link}"
+                       f"<pre class=\"src\">{_e(source.strip())}</pre><p class=\"tip\">{_e(finding.tip)}"
+                       + (f" <em>→ {_e(finding.replacement)}</em>" if finding.replacement else "") + "</p>"
+                       + (f"<details class=\"why\"><summary>{_e(rule)}</summary><pre>{_e(explanation)}</pre></details>"
+                          if explanation else "") + "</div>\n")
+        yield "</details>\n"
+    yield "</section>\n"
+
+
+def _changes(changes: Sequence[Change], changed: Sequence[str], files: Sequence[str], original, migrated) -> Iterable[str]:
+    yield f"<section id=\"changes\"><h2>Changes ({len(changes)} in {len(changed)} files)</h2>\n"
+    by_file: Dict[str, List[Change]] = defaultdict(list)
+    for change in changes:
+        by_file[change.file].append(change)
+    for path in changed:
+        rows = by_file[path]
+        codes = sorted({c.rule for c in rows})
+        yield (f"<details open class=\"file\" id=\"{_anchor(path)}\" data-file=\"{_e(path)}\" data-rules=\"{_e(' '.join(codes))}\">"
+               f"<summary><span class=\"path\">{_e(path)}</span> <span class=\"n\">{len(rows)}</span> "
+               + " ".join(f"<span class=\"rule\">{_e(c)}</span>" for c in codes) + "</summary>")
+        before, after = original(path), migrated(path)
+        if before is None or after is None:
+            yield "<p>(not readable)</p></details>\n"
+            continue
+        yield from _diff(path, before.decode("utf-8", "replace").splitlines(),
+                         after.decode("utf-8", "replace").splitlines(), rows)
+        yield "</details>\n"
+    unchanged = sorted(set(files) - set(changed))
+    yield (f"<details class=\"unchanged\"><summary>{len(unchanged)} files unchanged</summary><ul>"
+           + "".join(f"<li>{_e(p)}</li>" for p in unchanged) + "</ul></details></section>\n")
+
+
+def _diff(path: str, old: List[str], new: List[str], rows: Sequence[Change]) -> Iterable[str]:
+    whole_file = path.endswith(".ipynb")  # rows name lines of cells, the diff is the notebook's JSON
+    shown = 0
+    lexer = _lexer_for(path)
+    matcher = difflib.SequenceMatcher(None, old, new)  # (as unified_diff: fast on long files)
+    for group in matcher.get_grouped_opcodes(3):
+        first_old, last_old = group[0][1] + 1, group[-1][2]
+        here = [r for r in rows if whole_file or (
+            first_old - 1 <= r.start_line <= last_old + 1 if r.operation == Operation.INSERT
+            else r.start_line <= last_old and r.end_line >= first_old)]
+        codes = sorted({r.rule for r in here})
+        yield (f"<div class=\"hunk\" data-file=\"{_e(path)}\" data-rules=\"{_e(' '.join(codes))}\" data-kind=\"change\">"
+               f"<div class=\"hunk-head\">@@ -{group[0][1] + 1},{group[-1][2] - group[0][1]} "
+               f"+{group[0][3] + 1},{group[-1][4] - group[0][3]} @@ "
+               + " ".join(f"<span class=\"rule\">{_e(c)}</span>" for c in codes) + "<ul>"
+               + "".join(f"<li>{r.start_line}: {_e(r.rule)} {_e(r.message)}</li>" for r in here) + "</ul></div><pre>")
+        for tag, i1, i2, j1, j2 in group:
+            if shown > MAX_DIFF_LINES:
+                break
+            if tag == "equal":
+                for k in range(i1, i2):
+                    yield _line(" ", k + 1, old[k], lexer)
+                shown += i2 - i1
+                continue
+            for k in range(i1, i2):
+                yield _line("-", k + 1, old[k], lexer)
+            for k in range(j1, j2):
+                yield _line("+", None, new[k], lexer)
+            shown += (i2 - i1) + (j2 - j1)
+        yield "</pre></div>\n"
+        if shown > MAX_DIFF_LINES:
+            yield (f"<p class=\"cut\">The diff of this file is longer than {MAX_DIFF_LINES} lines: the rest is in the "
+                   "migrated file and change_list.csv.</p>")
+            return
+
+
+def _line(sign: str, number: Optional[int], text: str, lexer) -> str:
+    kind = {"+": "add", "-": "del", " ": "ctx"}[sign]
+    where = f"{number}" if number is not None else ""
+    return f"<span class=\"{kind}\"><i>{where}</i>{sign} {_highlight(text, lexer)}</span>"
+
+
+_TOKEN_CLASSES = (("Keyword", "k"), ("Name.Builtin", "b"), ("Name.Function", "fn"), ("Name.Class", "fn"),
+                  ("Literal.String", "s"), ("Literal.Number", "m"), ("Comment", "c"), ("Operator.Word", "k"))
+
+
+def _lexer_for(path: str):
+    """pygments' lexer for the file's kind (Python, TOML, YAML, shell...), None without one."""
+    try:
+        from pygments.lexers import PythonLexer, get_lexer_for_filename
+        from pygments.util import ClassNotFound
+    except ImportError:  # the page is still right without colours
+        return None
+    if path.endswith(".py"):
+        return PythonLexer(stripnl=False, ensurenl=False)
+    try:
+        return get_lexer_for_filename(path, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return None
+
+
+def _highlight(text: str, lexer) -> str:
+    """`text` (one line) as escaped HTML with the lexer's tokens as classes."""
+    if lexer is None:
+        return _e(text)
+    parts = []
+    for token, value in lexer.get_tokens(text):
+        name = str(token).replace("Token.", "")
+        css = next((css for prefix, css in _TOKEN_CLASSES if name.startswith(prefix)), None)
+        parts.append(f"<em class=\"{css}\">{_e(value)}</em>" if css else _e(value))
+    return "".join(parts)
+
+
+def explanations_of(rules: Dict[str, type], analysis: Dict[str, str]) -> Dict[str, str]:
+    """What `gpu2npu explain` says of each code, shortened to its summary and description."""
+    texts = {code: f"{rule.summary}\n\n{inspect.cleandoc(rule.__doc__ or '')}" for code, rule in rules.items()}
+    texts.update(analysis)
+    return texts
+
+
+_STYLE = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1200px;padding:0 1em 4em;color:#1b1f24}
+h1{font-size:1.5em;margin:.8em 0 .3em}h2{border-bottom:1px solid #d0d7de;padding-bottom:.2em;margin-top:1.6em}
+h3{font-size:1em;margin:.8em 0 .3em;color:#57606a}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.1em 1em;margin:0}dt{color:#57606a}dd{margin:0;word-break:break-all}
+.verdict{font-size:1.2em;font-weight:600;margin:.8em 0}
+.charts{display:flex;flex-wrap:wrap;gap:2em}figure{margin:0}figcaption{color:#57606a}
+svg .bar{fill:#0969da}svg .label,svg .count{font:12px system-ui,sans-serif;fill:#1b1f24}
+.filters{position:sticky;top:0;background:#f6f8fa;border:1px solid #d0d7de;padding:.5em;margin-top:1em;z-index:1}
+.filters select{max-width:22em}
+details.file{border:1px solid #d0d7de;border-radius:6px;margin:.6em 0;padding:.3em .6em}
+summary{cursor:pointer}.path{font-family:ui-monospace,monospace;font-weight:600}.n{color:#57606a}
+.rule{font:12px ui-monospace,monospace;background:#ddf4ff;border-radius:4px;padding:0 .3em;margin-right:.2em}
+.row{border-top:1px solid #eaeef2;padding:.4em 0}.line{font-family:ui-monospace,monospace;color:#57606a}
+pre{margin:.2em 0;overflow-x:auto;font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace}
+pre.src{background:#f6f8fa;padding:.2em .4em}.tip{margin:.2em 0}
+.hunk{margin:.5em 0;border:1px solid #eaeef2}.hunk-head{background:#f6f8fa;padding:.2em .5em;font:12px ui-monospace,monospace}
+.hunk-head ul{margin:.2em 0;padding-left:1.2em;font-family:system-ui,sans-serif}
+.hunk pre span{display:block;white-space:pre}.add{background:#e6ffec}.del{background:#ffebe9}
+.hunk pre i{display:inline-block;width:4em;color:#8c959f;font-style:normal;user-select:none}
+em.k{color:#cf222e;font-style:normal}em.b,em.fn{color:#8250df;font-style:normal}em.s{color:#0a3069;font-style:normal}
+em.m{color:#0550ae;font-style:normal}em.c{color:#6e7781}
+.hidden{display:none!important}.cut{color:#9a6700}
+"""
+
+_SCRIPT = """
+(function(){
+  var rule=document.getElementById('f-rule'),report=document.getElementById('f-report'),
+      file=document.getElementById('f-file'),search=document.getElementById('f-search'),
+      count=document.getElementById('f-count');
+  var items=Array.prototype.slice.call(document.querySelectorAll('.row,.hunk'));
+  var files=Array.prototype.slice.call(document.querySelectorAll('details.file'));
+  function apply(){
+    var r=rule.value,p=report.value,f=file.value,q=search.value.toLowerCase(),shown=0;
+    items.forEach(function(el){
+      var kind=el.getAttribute('data-kind');
+      var ok=(!r||(' '+(el.getAttribute('data-rules')||el.getAttribute('data-rule'))+' ').indexOf(' '+r+' ')>=0)
+        &&(!p||(p==='change'?kind==='change':el.getAttribute('data-report')===p))
+        &&(!f||el.getAttribute('data-file')===f)
+        &&(!q||el.textContent.toLowerCase().indexOf(q)>=0);
+      el.classList.toggle('hidden',!ok); if(ok){shown++;}
+    });
+    files.forEach(function(d){
+      d.classList.toggle('hidden',!d.querySelector('.row:not(.hidden),.hunk:not(.hidden)'));
+    });
+    count.textContent=shown+' of '+items.length+' shown';
+    var state=[];
+    if(r){state.push('rule='+encodeURIComponent(r));} if(p){state.push('report='+encodeURIComponent(p));}
+    if(f){state.push('file='+encodeURIComponent(f));} if(q){state.push('q='+encodeURIComponent(q));}
+    if(state.length||location.hash.indexOf('=')>=0){history.replaceState(null,'',state.length?'#'+state.join('&'):location.pathname);}
+  }
+  function fromHash(){
+    location.hash.replace(/^#/,'').split('&').forEach(function(part){
+      var kv=part.split('='); if(kv.length!==2){return;}
+      var v=decodeURIComponent(kv[1]);
+      if(kv[0]==='rule'){rule.value=v;} else if(kv[0]==='report'){report.value=v;}
+      else if(kv[0]==='file'){file.value=v;} else if(kv[0]==='q'){search.value=v;}
+    });
+  }
+  [rule,report,file].forEach(function(s){s.addEventListener('change',apply);});
+  search.addEventListener('input',apply);
+  fromHash(); apply();
+})();
+"""
