@@ -135,3 +135,15 @@ def test_the_page_in_a_browser_filters_by_rule_and_file(migrated, tmp_path):
     screenshot = tmp_path / "page.png"
     taken = chromium("--window-size=1280,1400", f"--screenshot={screenshot}", url + "#file=train.py")
     assert taken.returncode == 0 and screenshot.stat().st_size > 20_000
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_every_link_to_the_diff_has_its_target(name, migrated):
+    import re
+
+    text = (migrated[name] / "report.html").read_text(encoding="utf-8")
+    ids = set(re.findall(r' id="([^"]+)"', text))
+    targets = re.findall(r'href="#([^"]+)"', text)
+    assert all(target in ids for target in targets), [t for t in targets if t not in ids][:5]
+    # a finding on a line the diff shows links to that line
+    assert name != "llm_env_project" or "requirements.txt-L11" in " ".join(targets)

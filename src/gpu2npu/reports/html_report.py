@@ -95,8 +95,10 @@ def _page(facts, changes, findings, files, original, migrated, explanations) -> 
     yield "".join(f"<option>{_e(p)}</option>" for p in row_files)
     yield ("</select></label> <label>search <input id=\"f-search\" type=\"search\" placeholder=\"text in a row\"></label>"
            " <span id=\"f-count\"></span></nav>\n")
-    yield from _todo(todo, original, explanations, set(changed))
-    yield from _changes(changes, changed, files, original, migrated)
+    shown: Dict[str, set] = defaultdict(set)  # file -> its original lines the diffs show
+    diffs = "".join(_changes(changes, changed, files, original, migrated, shown))
+    yield from _todo(todo, original, explanations, set(changed), shown)
+    yield diffs
     yield f"<script>{_SCRIPT}</script></body></html>\n"
 
 
@@ -125,7 +127,7 @@ def _lines_of(path: str, read: Callable[[str], Optional[bytes]], cache: Dict[str
     return cache[path]
 
 
-def _todo(todo: Sequence[Finding], original, explanations, changed) -> Iterable[str]:
+def _todo(todo: Sequence[Finding], original, explanations, changed, shown) -> Iterable[str]:
     yield f"<section id=\"todo\"><h2>To do ({len(todo)})</h2>\n"
     if not todo:
         yield "<p>Nothing: every CUDA construct found was migrated.</p>"
@@ -146,7 +148,9 @@ def _todo(todo: Sequence[Finding], original, explanations, changed) -> Iterable[
             for finding in kind:
                 rule = finding.rule or "NPU900"
                 source = lines[finding.start_line - 1] if 0 < finding.start_line <= len(lines) else ""
-                link = (f" <a href=\"#{_anchor(path)}\">in the diff</a>" if path in changed else "")
+                target = (f"{_anchor(path)}-L{finding.start_line}" if finding.start_line in shown[path]
+                          else _anchor(path))
+                link = (f" <a href=\"#{target}\">in the diff</a>" if path in changed else "")
                 explanation = explanations.get(rule, "")
                 yield (f"<div class=\"row\" data-kind=\"finding\" data-rule=\"{_e(rule)}\" data-report=\"{finding.report.value}\" "
                        f"data-file=\"{_e(path)}\" data-line=\"{finding.start_line}\">"
@@ -160,7 +164,8 @@ def _todo(todo: Sequence[Finding], original, explanations, changed) -> Iterable[
     yield "</section>\n"
 
 
-def _changes(changes: Sequence[Change], changed: Sequence[str], files: Sequence[str], original, migrated) -> Iterable[str]:
+def _changes(changes: Sequence[Change], changed: Sequence[str], files: Sequence[str], original, migrated,
+             shown: Dict[str, set]) -> Iterable[str]:
     yield f"<section id=\"changes\"><h2>Changes ({len(changes)} in {len(changed)} files)</h2>\n"
     by_file: Dict[str, List[Change]] = defaultdict(list)
     for change in changes:
@@ -176,14 +181,14 @@ def _changes(changes: Sequence[Change], changed: Sequence[str], files: Sequence[
             yield "<p>(not readable)</p></details>\n"
             continue
         yield from _diff(path, before.decode("utf-8", "replace").splitlines(),
-                         after.decode("utf-8", "replace").splitlines(), rows)
+                         after.decode("utf-8", "replace").splitlines(), rows, shown[path])
         yield "</details>\n"
     unchanged = sorted(set(files) - set(changed))
     yield (f"<details class=\"unchanged\"><summary>{len(unchanged)} files unchanged</summary><ul>"
            + "".join(f"<li>{_e(p)}</li>" for p in unchanged) + "</ul></details></section>\n")
 
 
-def _diff(path: str, old: List[str], new: List[str], rows: Sequence[Change]) -> Iterable[str]:
+def _diff(path: str, old: List[str], new: List[str], rows: Sequence[Change], shown_lines: set) -> Iterable[str]:
     whole_file = path.endswith(".ipynb")  # rows name lines of cells, the diff is the notebook's JSON
     shown = 0
     lexer = _lexer_for(path)
@@ -204,13 +209,15 @@ def _diff(path: str, old: List[str], new: List[str], rows: Sequence[Change]) -> 
                 break
             if tag == "equal":
                 for k in range(i1, i2):
-                    yield _line(" ", k + 1, old[k], lexer)
+                    yield _line(" ", k + 1, old[k], lexer, path)
+                shown_lines.update(range(i1 + 1, i2 + 1))
                 shown += i2 - i1
                 continue
             for k in range(i1, i2):
-                yield _line("-", k + 1, old[k], lexer)
+                yield _line("-", k + 1, old[k], lexer, path)
+            shown_lines.update(range(i1 + 1, i2 + 1))
             for k in range(j1, j2):
-                yield _line("+", None, new[k], lexer)
+                yield _line("+", None, new[k], lexer, path)
             shown += (i2 - i1) + (j2 - j1)
         yield "</pre></div>\n"
         if shown > MAX_DIFF_LINES:
@@ -219,10 +226,11 @@ def _diff(path: str, old: List[str], new: List[str], rows: Sequence[Change]) -> 
             return
 
 
-def _line(sign: str, number: Optional[int], text: str, lexer) -> str:
+def _line(sign: str, number: Optional[int], text: str, lexer, path: str) -> str:
     kind = {"+": "add", "-": "del", " ": "ctx"}[sign]
     where = f"{number}" if number is not None else ""
-    return f"<span class=\"{kind}\"><i>{where}</i>{sign} {_highlight(text, lexer)}</span>"
+    anchor = f" id=\"{_anchor(path)}-L{number}\"" if number is not None else ""
+    return f"<span class=\"{kind}\"{anchor}><i>{where}</i>{sign} {_highlight(text, lexer)}</span>"
 
 
 _TOKEN_CLASSES = (("Keyword", "k"), ("Name.Builtin", "b"), ("Name.Function", "fn"), ("Name.Class", "fn"),
