@@ -189,7 +189,10 @@ def _changes(changes: Sequence[Change], changed: Sequence[str], files: Sequence[
 
 
 def _diff(path: str, old: List[str], new: List[str], rows: Sequence[Change], shown_lines: set) -> Iterable[str]:
-    whole_file = path.endswith(".ipynb")  # rows name lines of cells, the diff is the notebook's JSON
+    # A notebook's rows name lines of its cells, its diff is of its JSON: every hunk carries the
+    # file's rules and the first lists its rows.
+    whole_file = path.endswith(".ipynb")
+    listed = False
     shown = 0
     lexer = _lexer_for(path)
     matcher = difflib.SequenceMatcher(None, old, new)  # (as unified_diff: fast on long files)
@@ -199,6 +202,8 @@ def _diff(path: str, old: List[str], new: List[str], rows: Sequence[Change], sho
             first_old - 1 <= r.start_line <= last_old + 1 if r.operation == Operation.INSERT
             else r.start_line <= last_old and r.end_line >= first_old)]
         codes = sorted({r.rule for r in here})
+        if whole_file:
+            here, listed = ([] if listed else here), True
         yield (f"<div class=\"hunk\" data-file=\"{_e(path)}\" data-rules=\"{_e(' '.join(codes))}\" data-kind=\"change\">"
                f"<div class=\"hunk-head\">@@ -{group[0][1] + 1},{group[-1][2] - group[0][1]} "
                f"+{group[0][3] + 1},{group[-1][4] - group[0][3]} @@ "
