@@ -17,6 +17,7 @@ from . import __version__, generated_packages, modelarts_package, similar
 from .change import Change, Finding, Report
 from .cuda_ops import custom_operators
 from .dependencies.formats import SETUP_PY, dependency_format
+from .dependencies.phase import dependency_entries
 from .discover import Entry, Kind, walk
 from .engine import Engine
 from .pipeline import FileResult, Status
@@ -78,7 +79,7 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             f"(torch_npu {options.api.torch_npu_version}) into {target}"
         )
         def destination_of(entry: Entry) -> Path:
-            return staging / entry.relative if source.is_dir() else staging / source.name
+            return staging / entry.relative  # (an input file's relative is its name)
 
         python: List[Entry] = []
         folders: List[Tuple[Entry, Path]] = []
@@ -122,7 +123,8 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             if engine.problem:
                 logger.warning(engine.problem)
             logger.info(f"cache {engine.cache.folder}: {engine.hits} files read back, {engine.misses} migrated")
-        _migrate_dependencies(entries, python, destination_of, options, result, logger)
+        dependencies = dependency_entries(entries)
+        _migrate_dependencies(dependencies, entries, python, destination_of, options, result, logger)
         copy_folder_modes(folders)
         for relative, name in cuda_ops:
             logger.info(f"{relative}: custom CUDA operator {name} needs an NPU implementation")
@@ -141,9 +143,8 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
                         f"used by {len(used)} files")
         result.report_rows = csv_reports.write_all(report_folder, result.changes, result.findings, cuda_ops)
         if request.html:
-            code_files = [entry.relative for entry in python] + [e.relative for e in entries if e.kind == Kind.OTHER
-                                                                and dependency_format(e.relative)]
-            page = _write_page(report_folder, source, staging, target, request, options, result, code_files, started)
+            read = [entry.relative for entry in python] + [e.relative for e, _ in dependencies if e.kind == Kind.OTHER]
+            page = _write_page(report_folder, source, staging, target, request, options, result, read, started)
             result.page = target / page.name if request.report_dir is None else page
         _log_summary(logger, result)
     finally:
@@ -172,7 +173,7 @@ def preview(request: RunRequest) -> Iterator[Tuple[str, str]]:
 
 
 def _preview_dependencies(entries, outputs: Dict[str, bytes], options: Options) -> Iterator[Tuple[str, str]]:
-    from .dependencies.phase import dependency_entries, migrate_project_dependencies
+    from .dependencies.phase import migrate_project_dependencies
 
     found = dependency_entries(entries)
 
@@ -205,15 +206,18 @@ def _write_page(report_folder: Path, source: Path, staging: Path, target: Path, 
     from .check import UNSUPPORTED_RULE, rule_descriptions
     from .reports import html_report
 
+    # (an input file's relative path is its name: it stands in its folder and in the staging one)
+    base = source if source.is_dir() else source.parent
+
     def original(relative: str) -> Optional[bytes]:
         try:
-            return (source / relative if source.is_dir() else source).read_bytes()
+            return (base / relative).read_bytes()
         except OSError:
             return None
 
     def migrated(relative: str) -> Optional[bytes]:
         try:
-            return (staging / relative if source.is_dir() else staging / source.name).read_bytes()
+            return (staging / relative).read_bytes()
         except OSError:
             return None
 
@@ -231,12 +235,11 @@ def _write_page(report_folder: Path, source: Path, staging: Path, target: Path, 
                                   html_report.explanations_of(ALL_RULES_BY_CODE, analysis))
 
 
-def _migrate_dependencies(entries, python, destination_of, options: Options, result: RunResult, logger) -> None:
+def _migrate_dependencies(found, entries, python, destination_of, options: Options, result: RunResult, logger) -> None:
     """Requirements, environment, pyproject, setup and Dockerfiles, once the code is migrated (see
     dependencies.phase): their rows join the code's, a torch pin other than -v's is a warning."""
-    from .dependencies.phase import dependency_entries, migrate_project_dependencies
+    from .dependencies.phase import migrate_project_dependencies
 
-    found = dependency_entries(entries)
     if not found:
         return
     code_files = [(entry.relative, destination_of(entry).read_bytes, entry.kind) for entry in python]

@@ -63,8 +63,6 @@ def migrate_environment(text: str, path: str, context: Context) -> FileOutcome:
                 pip_line, pip_indent = number, indent
             else:
                 dependencies.append((number, item))
-    names = [normalise(_strip_quotes(item.group("body")).split("::")[-1].split()[0].split("=")[0].split("<")[0].split(">")[0])
-             for _, item in dependencies]
     pip_requirements = [(number, item, parse_requirement(_strip_quotes(item.group("body")))) for number, item in pip_items]
     context.present.update(r.normalised for _, _, r in pip_requirements if r is not None and r.name)
     edits: Dict[int, str] = {}
@@ -80,11 +78,12 @@ def migrate_environment(text: str, path: str, context: Context) -> FileOutcome:
         if _strip_quotes(item.group("body")) == "nvidia":
             comment_out(number, item, "remove the nvidia channel: it holds NVIDIA's CUDA packages, which the NPU does not use")
     conda_torch = {}
-    for (number, item), name in zip(dependencies, names):
+    for number, item in dependencies:
         written = _strip_quotes(item.group("body"))
         conda = _CONDA_NAME.match(written)
         if conda is None:
             continue
+        name = normalise(conda.group("name"))
         if CONDA_CUDA.match(name):
             comment_out(number, item, f"remove {written}: CUDA libraries for CUDA builds of torch; torch_npu uses CANN")
         elif name in CONDA_TORCH:
@@ -100,7 +99,7 @@ def migrate_environment(text: str, path: str, context: Context) -> FileOutcome:
             if decision.write == []:
                 comment_out(number, item, decision.message)
             elif decision.write:
-                twin = decision.write[0].split("=")[0].split("<")[0].split(">")[0].split(";")[0]
+                twin = parse_requirement(decision.write[0]).name
                 new_body = f"{conda.group('channel') + '::' if conda.group('channel') else ''}{twin}{conda.group('rest')}"
                 line = lines[number]
                 edits[number] = line.replace(written, new_body, 1)
@@ -110,20 +109,17 @@ def migrate_environment(text: str, path: str, context: Context) -> FileOutcome:
         if requirement is None:
             continue
         decision = decide(requirement, context)
-        outcome.report(decision, path, number + 1)
         if decision.write == []:
+            outcome.report(decision, path, number + 1)
             comment_out(number, item, decision.message)
             continue
+        outcome.record(decision, path, number + 1)
         line = lines[number]
         if decision.write:
             edits[number] = line.replace(item.group("body"), decision.write[0], 1)
-            outcome.changes.append(Change(path, number + 1, number + 1, Operation.MODIFY, decision.rule,
-                                          decision.message, decision.write[0].split(";")[0].strip()))
         if decision.insert:
             newline = line[len(line.rstrip("\r\n")):] or "\n"
             edits[number] = edits.get(number, line) + "".join(f"{item.group('indent')}- {t}{newline}" for t in decision.insert)
-            outcome.changes.append(Change(path, number + 1, number + 1, Operation.INSERT, decision.rule,
-                                          decision.insert_message, decision.insert[0]))
     if conda_torch:
         target = context.api.torch_version
         wanted = []

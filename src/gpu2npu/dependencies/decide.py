@@ -129,13 +129,13 @@ class Context:
 
 def decide(requirement: Requirement, context: Context) -> Decision:
     name = requirement.normalised
-    rule = context.table.rule_for(name) if name else None
-    if rule is None and requirement.url:
-        rule = context.table.rule_for_repository(requirement.url)
     if name == "torch":
         return _torch(requirement, context)
     if name in ("torchvision", "torchaudio"):
         return _paired(requirement, context)
+    rule = context.table.rule_for(name) if name else None
+    if rule is None and requirement.url:
+        rule = context.table.rule_for_repository(requirement.url)
     if rule is not None:
         return _cuda_only(requirement, rule, context)
     return Decision()
@@ -145,8 +145,7 @@ def _torch(requirement: Requirement, context: Context) -> Decision:
     api = context.api
     target = api.torch_version
     decision = Decision(rule=TORCH_RULE, torch_pin=requirement.spec or requirement.url or None)
-    pinned = not requirement.url and re.fullmatch(rf"==\s*{re.escape(target)}(\+cpu)?", requirement.spec or "")
-    if not pinned:
+    if not _pinned_to(requirement, target):
         decision.write = [f"{requirement.name}{requirement.extras}=={target}{requirement.marker}"]
         was = requirement.url or requirement.spec or "(any version)"
         decision.message = (f"torch {was} -> =={target}: torch_npu {api.torch_npu_version} is built for torch {target} "
@@ -169,6 +168,11 @@ def _torch(requirement: Requirement, context: Context) -> Decision:
     return decision
 
 
+def _pinned_to(requirement: Requirement, version: str) -> bool:
+    """Whether the requirement asks for exactly `version` (or its CPU build)."""
+    return not requirement.url and re.fullmatch(rf"==\s*{re.escape(version)}(\+cpu)?", requirement.spec) is not None
+
+
 def _paired(requirement: Requirement, context: Context) -> Decision:
     target = context.api.torch_version
     name = requirement.normalised
@@ -177,7 +181,7 @@ def _paired(requirement: Requirement, context: Context) -> Decision:
         return Decision(rule=PAIRED_RULE, report=(
             Report.UNSUPPORTED, name, f"no {name} release is built for torch {target}: drop it, or choose the "
                                       f"torch_npu release (-v) of a torch that has one"))
-    if not requirement.url and re.fullmatch(rf"==\s*{re.escape(paired)}(\+cpu)?", requirement.spec or ""):
+    if _pinned_to(requirement, paired):
         return Decision()
     return Decision(rule=PAIRED_RULE,
                     write=[f"{requirement.name}{requirement.extras}=={paired}{requirement.marker}"],

@@ -6,10 +6,10 @@ Nothing is resolved or downloaded: every file is read as text.
 from __future__ import annotations
 
 import ast
+import posixpath
 import re
 import warnings
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..apidata import ApiData
@@ -101,10 +101,9 @@ def _imported_modules(data: bytes) -> Optional[frozenset]:
 def dependency_entries(entries: Sequence[Entry]) -> List[Tuple[Entry, str]]:
     """The entries that are dependency files, with their format (the files that requirement
     files include under other names are found while those are migrated)."""
-    found = [(entry, form) for entry in entries for form in [dependency_format(entry.relative)]
-             if form is not None and entry.kind in (Kind.OTHER, Kind.PYTHON)
-             and (form != SETUP_PY or entry.kind == Kind.PYTHON)]
-    return found
+    # (setup.py is Python; the others are copied files: a link or pipe of that name is not read)
+    return [(entry, form) for entry in entries for form in [dependency_format(entry.relative)]
+            if form is not None and entry.kind in (Kind.OTHER, Kind.PYTHON)]
 
 
 def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Sequence[Entry], code_files,
@@ -144,8 +143,7 @@ def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Se
         run.files.append(result)
         pins.extend((entry.relative, line, spec) for line, spec in outcome.torch_pins)
         for include in outcome.includes:
-            target = (PurePosixPath(entry.relative).parent / include).as_posix()
-            normal = _normalised_path(target)
+            normal = posixpath.normpath(posixpath.join(posixpath.dirname(entry.relative), include))
             included = by_relative.get(normal)
             if included is not None and normal not in seen:
                 seen.add(normal)
@@ -202,24 +200,11 @@ def _listed_with_includes(found, by_relative) -> Dict[str, List[str]]:
             own, includes = names_and_includes(relative, current)
             names.extend(own)
             for include in includes:
-                target = _normalised_path((PurePosixPath(relative).parent / include).as_posix())
+                target = posixpath.normpath(posixpath.join(posixpath.dirname(relative), include))
                 if target in by_relative:
                     todo.append((target, by_relative[target]))
         listed[entry.relative] = names
     return listed
-
-
-def _normalised_path(path: str) -> str:
-    parts: List[str] = []
-    for part in path.split("/"):
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if parts:
-                parts.pop()
-            continue
-        parts.append(part)
-    return "/".join(parts)
 
 
 def _moved(row, lines: LineMap):

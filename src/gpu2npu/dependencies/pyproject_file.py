@@ -108,12 +108,11 @@ def migrate_pyproject(text: str, path: str, context: Context) -> FileOutcome:
     edits: List[Tuple[int, int, str]] = []  # (start offset, end offset, new text)
 
     pep621 = []  # string literals holding PEP 508 requirements
-    poetry = []  # (line number, key, value text) of Poetry dependency lines
+    poetry = []  # (line number, its `key = value` match) of Poetry dependency lines
     for name, first, last in _tables(lines):
         region_start, region_end = offsets[first], offsets[last + 1]
         if name == "project":
-            for key in ("dependencies",):
-                pep621.extend(_array_strings(text, region_start, region_end, key))
+            pep621.extend(_array_strings(text, region_start, region_end, "dependencies"))
         elif name == "project.optional-dependencies":
             pep621.extend(_array_strings(text, region_start, region_end, None))
         elif re.fullmatch(r"tool\.poetry\.(dependencies|dev-dependencies|group\.[\w-]+\.dependencies)", name):
@@ -162,7 +161,7 @@ def migrate_pyproject(text: str, path: str, context: Context) -> FileOutcome:
                           f"{match.group('indent')}# {line.strip()}  # {REMOVED_NOTE}"))
         elif decision.write:
             new = parse_requirement(decision.write[0])
-            version = new.spec[2:] if new.spec.startswith("==") else (new.spec or "*")
+            version = _poetry_version(new)
             new_key = new.name if normalise(new.name) != normalise(key) else key
             table_version = re.search(r"(version\s*=\s*[\"'])([^\"']*)", value)
             if table_version and new_key == key:  # `{ version = "...", source = ... }`: its other keys stay
@@ -175,8 +174,7 @@ def migrate_pyproject(text: str, path: str, context: Context) -> FileOutcome:
             block = ""
             for text_ in decision.insert:
                 inserted = parse_requirement(text_)
-                version = inserted.spec[2:] if inserted.spec.startswith("==") else (inserted.spec or "*")
-                block += f"{match.group('indent')}{inserted.name.replace('_', '-')} = \"{version}\"{newline}"
+                block += f"{match.group('indent')}{inserted.name.replace('_', '-')} = \"{_poetry_version(inserted)}\"{newline}"
             edits.append((offsets[number + 1], offsets[number + 1], block))
     for literal in _strings_in(text, 0, len(text)):
         found = context.table.cuda_index.match(literal.value)
@@ -230,6 +228,11 @@ def _remove_literal(text: str, lines: List[str], offsets: List[int], literal: _S
         return start, end + after.end(), ""
     before = re.search(r",\s*$", text[:start])
     return (before.start() if before else start), end, ""
+
+
+def _poetry_version(requirement: Requirement) -> str:
+    """A requirement's version as Poetry writes it: `==2.1.0` is "2.1.0", none is "*"."""
+    return requirement.spec[2:] if requirement.spec.startswith("==") else (requirement.spec or "*")
 
 
 def _poetry_spec(value: str) -> str:

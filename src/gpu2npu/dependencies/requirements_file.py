@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 from ..change import Change, Finding, Operation, Report
-from .decide import INDEX_RULE, TORCH_RULE, Context, Decision, decide, parse_requirement
-from .table import normalise
+from .decide import INDEX_RULE, TORCH_RULE, Context, Decision, Requirement, decide, parse_requirement
 
 _COMMENT = re.compile(r"(^|\s+)#.*$")
 _OPTIONS = re.compile(r"\s+-{1,2}[A-Za-z]")  # where the options after a requirement begin
@@ -45,14 +44,16 @@ class FileOutcome:
             report, what, tip = decision.report
             self.findings.append(Finding(path, first, last or first, report, what, tip, decision.rule))
 
-    def record(self, decision: Decision, path: str, line: int) -> None:
-        """The decision's rows, for a requirement on one line of a file edited in place."""
-        self.report(decision, path, line)
+    def record(self, decision: Decision, path: str, first: int, last: Optional[int] = None) -> None:
+        """The decision's finding and rows, for a requirement on lines first..last (what it
+        inserts stands after the last)."""
+        last = last or first
+        self.report(decision, path, first, last)
         if decision.write is not None:
             wrote = REMOVED_NOTE if decision.write == [] else decision.write[0].split(";")[0].strip()
-            self.changes.append(Change(path, line, line, Operation.MODIFY, decision.rule, decision.message, wrote))
+            self.changes.append(Change(path, first, last, Operation.MODIFY, decision.rule, decision.message, wrote))
         if decision.insert:
-            self.changes.append(Change(path, line, line, Operation.INSERT, decision.rule, decision.insert_message,
+            self.changes.append(Change(path, last, last, Operation.INSERT, decision.rule, decision.insert_message,
                                        decision.insert[0].split(";")[0].strip()))
 
 
@@ -84,6 +85,23 @@ def _logical_lines(lines: List[str]) -> List[_Logical]:
     return result
 
 
+def _read(logical: List[_Logical]) -> Tuple[List[str], List[Tuple[_Logical, Requirement]]]:
+    """The files a requirements file includes (-r/-c) and its requirements (editable ones too)."""
+    includes, requirements = [], []
+    for entry in logical:
+        code = entry.code.strip()
+        include = _INCLUDE.match(code)
+        if include:
+            includes.append(include.group(1))
+            continue
+        editable = _EDITABLE.match(code)
+        target = editable.group(2) if editable else None if code.startswith("-") else code
+        requirement = parse_requirement(_OPTIONS.split(target, maxsplit=1)[0]) if target else None
+        if requirement is not None:
+            requirements.append((entry, requirement))
+    return includes, requirements
+
+
 def _newline(line: str) -> str:
     return line[len(line.rstrip("\r\n")):] or "\n"
 
@@ -91,26 +109,9 @@ def _newline(line: str) -> str:
 def migrate_requirements(text: str, path: str, context: Context) -> FileOutcome:
     lines = text.splitlines(keepends=True)
     logical = _logical_lines(lines)
-    outcome = FileOutcome(None)
-    requirements = []
-    for entry in logical:
-        code = entry.code.strip()
-        if not code:
-            continue
-        include = _INCLUDE.match(code)
-        if include:
-            outcome.includes.append(include.group(1))
-            continue
-        editable = _EDITABLE.match(code)
-        target = editable.group(2) if editable else None if code.startswith("-") else code
-        if target is None:
-            continue
-        requirement_text = _OPTIONS.split(target, maxsplit=1)[0]
-        requirement = parse_requirement(requirement_text)
-        if requirement is not None:
-            requirements.append((entry, requirement))
-            if requirement.name:
-                context.present.add(requirement.normalised)
+    includes, requirements = _read(logical)
+    outcome = FileOutcome(None, includes=includes)
+    context.present.update(requirement.normalised for _, requirement in requirements if requirement.name)
     hashed = any("--hash" in entry.code for entry in logical)
     replaced = {}  # first physical line -> its new lines
     for entry in logical:
@@ -120,8 +121,8 @@ def migrate_requirements(text: str, path: str, context: Context) -> FileOutcome:
             _index_line(entry, index.group(1), lines, path, context, outcome, replaced)
     for entry, requirement in requirements:
         decision = decide(requirement, context)
-        outcome.report(decision, path, entry.first + 1, entry.last + 1)
-        _apply(decision, entry, lines, path, outcome, replaced, hashed)
+        outcome.record(decision, path, entry.first + 1, entry.last + 1)
+        _apply(decision, entry, lines, replaced)
     if hashed and any(c.wrote != REMOVED_NOTE and c.rule != INDEX_RULE for c in outcome.changes):
         outcome.findings.append(Finding(path, 1, 1, Report.UNSUPPORTED, "--hash", HASHES_TIP, TORCH_RULE))
     if not replaced:
@@ -158,9 +159,8 @@ def _index_line(entry: _Logical, url: str, lines: List[str], path: str, context:
                                         "are gone", INDEX_RULE))
 
 
-def _apply(decision: Decision, entry: _Logical, lines: List[str], path: str, outcome: FileOutcome, replaced,
-           hashed: bool) -> None:
-    first, last = entry.first + 1, entry.last + 1
+def _apply(decision: Decision, entry: _Logical, lines: List[str], replaced) -> None:
+    """The new lines of the requirement's block, by the decision (its rows are recorded apart)."""
     if decision.write is None and not decision.insert:
         return
     block = lines[entry.first:entry.last + 1]
@@ -170,18 +170,10 @@ def _apply(decision: Decision, entry: _Logical, lines: List[str], path: str, out
         body = commented[-1].rstrip("\r\n")
         commented[-1] = f"{body}  # {REMOVED_NOTE}: CUDA-only{newline}"
         replaced[entry.first] = (entry.last, commented)
-        outcome.changes.append(Change(path, first, last, Operation.MODIFY, decision.rule, decision.message, REMOVED_NOTE))
         return
-    written = list(block)
-    if decision.write is not None:
-        written = [_rewritten(block, decision.write[0], newline)]
-        outcome.changes.append(Change(path, first, last, Operation.MODIFY, decision.rule, decision.message,
-                                      decision.write[0].split(";")[0].strip()))
-    if decision.insert:
-        indent = re.match(r"[ \t]*", block[0]).group(0)
-        written.extend(f"{indent}{text}{newline}" for text in decision.insert)
-        outcome.changes.append(Change(path, last, last, Operation.INSERT, decision.rule, decision.insert_message,
-                                      decision.insert[0].split(";")[0].strip()))
+    written = list(block) if decision.write is None else [_rewritten(block, decision.write[0], newline)]
+    indent = re.match(r"[ \t]*", block[0]).group(0)
+    written.extend(f"{indent}{text}{newline}" for text in decision.insert)
     replaced[entry.first] = (entry.last, written)
 
 
@@ -191,7 +183,7 @@ def _rewritten(block: List[str], requirement: str, newline: str) -> str:
     first = block[0].rstrip("\r\n")
     joined = "".join(line.rstrip("\r\n")[:-1] if line.rstrip("\r\n").endswith("\\") else line.rstrip("\r\n")
                      for line in block)
-    comment = _COMMENT.search(first if len(block) > 1 else joined)
+    comment = _COMMENT.search(first)  # (a line with a comment continues on no other)
     code = _COMMENT.sub("", joined)
     indent = re.match(r"[ \t]*", code).group(0)
     body = code.strip()
@@ -208,14 +200,5 @@ def _rewritten(block: List[str], requirement: str, newline: str) -> str:
 
 def requirement_names(text: str) -> Tuple[List[str], List[str]]:
     """The normalised names a requirements file lists, and the files it includes (-r/-c)."""
-    names, includes = [], []
-    for entry in _logical_lines(text.splitlines(keepends=True)):
-        code = entry.code.strip()
-        include = _INCLUDE.match(code)
-        if include:
-            includes.append(include.group(1))
-        elif code and not code.startswith("-"):
-            requirement = parse_requirement(_OPTIONS.split(code, maxsplit=1)[0])
-            if requirement is not None and requirement.name:
-                names.append(normalise(requirement.name))
-    return names, includes
+    includes, requirements = _read(_logical_lines(text.splitlines(keepends=True)))
+    return [requirement.normalised for _, requirement in requirements if requirement.name], includes
