@@ -23,7 +23,7 @@ from .apidata import ApiData
 from .change import Finding, Report
 from .rules import REROUTING_RULES
 from .rules.reroute import probe_label
-from .scan import bind_import, qualified_through
+from .scan import FileScan, qualified_through
 
 RULE = "NPU900"
 
@@ -143,40 +143,35 @@ def compile_tip(api: ApiData, call: Optional[ast.Call]) -> str:
 
 
 class _Hazards:
-    def __init__(self, nodes: List[ast.AST], path: str, api: ApiData, similar: bool = False) -> None:
+    def __init__(self, file_scan: "FileScan", path: str, api: ApiData, similar: bool = False) -> None:
         self.path = path
         self.api = api
         # -sim answers torch.cuda.get_device_properties(...).major/.minor (ascend_function)
         self.similar = similar
         self.cuda_properties: Set[str] = set()  # names bound to torch.cuda.get_device_properties(...)
         self.findings: List[Finding] = []
-        self.aliases: Dict[str, Set[str]] = {}
+        self.aliases = file_scan.aliases  # (the scan resolved the file's imports already)
         self.properties: Set[str] = set()  # names bound to get_device_properties(...)
-        # One pass gathers what the look below needs: imports, documentation, assignments, and
-        # which names and attributes are part of a longer chain or called.
+        # One pass over the scan's nodes gathers what the look below needs: documentation,
+        # assignments, and which names and attributes are part of a longer chain.
         documentation: Set[int] = set()
         assigns: List[ast.Assign] = []
         self._inner: Set[int] = set()  # the `a.b` of `a.b.c`: not the top of its chain
-        self._callees: Set[int] = set()
+        calls = file_scan.calls
+        self._callees = {id(call.func) for call in calls}
         references: List[ast.AST] = []
-        calls: List[ast.Call] = []
         strings: List[ast.Constant] = []
         functions: List[ast.AST] = []
-        for node in nodes:
+        for node in file_scan.nodes:
             kind = node.__class__
             if kind is ast.Attribute:
                 self._inner.add(id(node.value))
                 references.append(node)
             elif kind is ast.Name:
                 references.append(node)
-            elif kind is ast.Call:
-                self._callees.add(id(node.func))
-                calls.append(node)
             elif kind is ast.Constant:
                 if node.value.__class__ is str:
                     strings.append(node)
-            elif kind is ast.Import or kind is ast.ImportFrom:
-                bind_import(self.aliases, node)
             elif kind is ast.Expr:
                 if node.value.__class__ is ast.Constant:
                     documentation.add(id(node.value))
@@ -373,13 +368,13 @@ class _Hazards:
                 return
 
 
-def hazards_for_source(data: bytes, nodes: Optional[List[ast.AST]], path: str, api: ApiData,
+def hazards_for_source(data: bytes, file_scan: Optional["FileScan"], path: str, api: ApiData,
                        similar: bool = False) -> List[Finding]:
-    """The rows for one parsed file ([] when nothing in its bytes can be one), from its nodes as
-    `scan.nodes_of` lists them (None: the file could not be parsed); `similar`: a -sim run."""
-    if nodes is None or not might_have_hazard(data):
+    """The rows for one parsed file ([] when nothing in its bytes can be one), from its scan
+    (None: the file could not be parsed); `similar`: a -sim run."""
+    if file_scan is None or not might_have_hazard(data):
         return []
     try:
-        return sorted(set(_Hazards(nodes, path, api, similar).findings))
+        return sorted(set(_Hazards(file_scan, path, api, similar).findings))
     except RecursionError:
         return []

@@ -84,7 +84,7 @@ def migrate_source(
     if result.status != Status.FAILED and tree is not None:
         # and so do the CUDA questions the rules leave (torch.version.cuda, torch.compile, ...)
         advice = _unanswered((advice_for_source(data, path, options.api, tree) if options.advice else [])
-                             + hazards_for_source(data, file_scan.nodes, path, options.api, options.similar), result.changes)
+                             + hazards_for_source(data, file_scan, path, options.api, options.similar), result.changes)
         if advice:
             result.findings = sorted(set(result.findings) | set(advice))
     return result

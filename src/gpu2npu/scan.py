@@ -128,7 +128,6 @@ class FileScan:
         # nodes_of lists a statement before its value, so they are known when reached.
         self._documentation: Set[int] = set()
         self._functions: List[ast.AST] = []
-        self._branches: List[ast.AST] = []  # if / conditional expressions / try: may test the torch release
         self._release_guarded: Optional[List[Tuple[int, int]]] = None
         self._forwarder_names: Optional[Dict[str, Set[Tuple[int, str]]]] = None
         # Dispatch on the exact node class: millions of nodes, most of which need nothing.
@@ -138,8 +137,6 @@ class FileScan:
             ast.Assign: self._assign, ast.AnnAssign: self._ann_assign, ast.arg: self._arg,
             ast.Expr: self._expr,
             ast.FunctionDef: self._functions.append, ast.AsyncFunctionDef: self._functions.append,
-            ast.If: self._branches.append, ast.IfExp: self._branches.append, ast.Try: self._branches.append,
-            ast.BoolOp: self._branches.append,
         }
         self.nodes = nodes_of(tree)  # the hazards' look at the file walks these too
         names: List[ast.Name] = []
@@ -340,8 +337,9 @@ class FileScan:
         under a test of a version, `hasattr`, an `is_torch_...`/`..._available` helper, or in a
         `try` whose handler catches the ImportError/AttributeError/TypeError of an older torch."""
         if self._release_guarded is None:
-            self._release_guarded = [(node.lineno, node.end_lineno or node.lineno) for node in self._branches
-                                     if _tests_the_release(node)]
+            # (asked only of files that call something newer than the release: looked up then)
+            self._release_guarded = [(node.lineno, node.end_lineno or node.lineno) for node in self.nodes
+                                     if node.__class__ in _BRANCHES and _tests_the_release(node)]
         return any(first <= line <= last for first, last in self._release_guarded)
 
     def relevant_lines(self) -> List[int]:
@@ -359,6 +357,7 @@ class FileScan:
 # not `torch.xpu.is_available()`, which is the API in question.
 _RELEASE_NAMES = re.compile(r"version|hasattr|^is_torch|available|TORCH_[A-Z0-9_]*(GE|GREATER|LT|LESS|AT_LEAST)", re.IGNORECASE)
 _RELEASE_ATTRIBUTES = re.compile(r"version", re.IGNORECASE)
+_BRANCHES = (ast.If, ast.IfExp, ast.Try, ast.BoolOp)  # what may test the torch release
 _OLDER_TORCH_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "TypeError"})
 
 
