@@ -72,7 +72,7 @@ def available_versions() -> list:
         if entry.name.startswith("torch_npu_") and entry.name.endswith(".json")
     ]
     versions = [n[len("torch_npu_") : -len(".json")] for n in names]
-    return sorted(versions, key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()))
+    return sorted(versions, key=_version_key)
 
 
 @functools.lru_cache(maxsize=None)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterable, List, Optional, Sequence
 
 from .change import Operation, Report
+from .dependencies import decide
 from .dependencies.formats import SETUP_PY, dependency_format
 from .discover import Entry, Kind, kind_of, walk
 from .engine import Engine
@@ -100,7 +101,7 @@ def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
 
 # Dependency rules whose every edit removes or replaces something CUDA-only; a torch or
 # torchvision pin is one only where it names a CUDA build (`+cu121`).
-CUDA_DEPENDENCY_RULES = {"NPU853", "NPU854", "NPU855", "NPU856", "NPU857"}
+CUDA_DEPENDENCY_RULES = {decide.CUDA_ONLY_RULE, decide.TWIN_RULE, decide.INDEX_RULE, decide.CONDA_RULE, decide.DOCKER_RULE}
 _CUDA_BUILD = re.compile(r"\+cu\d+|/whl/cu\d+")
 
 

@@ -227,8 +227,7 @@ def _write_page(report_folder: Path, source: Path, staging: Path, target: Path, 
     facts = html_report.PageFacts(
         name=source.name, input=str(source), output=str(target), torch_version=options.api.torch_version,
         torch_npu_version=options.api.torch_npu_version, options=" ".join(flags), tool_version=__version__,
-        time=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) + f" ({time.time() - started:.1f} s)",
-        files=result.files)
+        time=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) + f" ({time.time() - started:.1f} s)")
     analysis = {UNSUPPORTED_RULE: rule_descriptions()[UNSUPPORTED_RULE] + ": the leftover analysis of the code "
                                   "(API data of the chosen release, CUDA-only packages, hazards)", **ADVICE}
     return html_report.write_page(report_folder, facts, result.changes, result.findings, code_files, original, migrated,

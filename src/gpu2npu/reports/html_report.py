@@ -10,6 +10,7 @@ small script only filters and collapses, and takes its first filter from the add
 from __future__ import annotations
 
 import difflib
+import functools
 import html
 import inspect
 from collections import Counter, defaultdict
@@ -41,7 +42,6 @@ class PageFacts:
     options: str
     tool_version: str
     time: str
-    files: int
 
 
 def _e(text) -> str:
@@ -59,6 +59,7 @@ def write_page(folder: Path, facts: PageFacts, changes: Sequence[Change], findin
     """Write report.html into `folder`; `original(path)` and `migrated(path)` read a file's bytes
     before and after (None: not readable), `files` lists every migrated-kind file of the run."""
     path = folder / FILE_NAME
+    original = functools.lru_cache(maxsize=None)(original)  # a file with rows and a diff is read once
     with open(path, "w", encoding="utf-8") as out:
         for part in _page(facts, changes, findings, files, original, migrated, explanations):
             out.write(part)
@@ -120,13 +121,6 @@ def _bars(title: str, items: List[Tuple[str, int]]) -> str:
     return "".join(parts)
 
 
-def _lines_of(path: str, read: Callable[[str], Optional[bytes]], cache: Dict[str, List[str]]) -> List[str]:
-    if path not in cache:
-        data = read(path)
-        cache[path] = data.decode("utf-8", errors="replace").splitlines() if data is not None else []
-    return cache[path]
-
-
 def _todo(todo: Sequence[Finding], original, explanations, changed, shown) -> Iterable[str]:
     yield f"<section id=\"todo\"><h2>To do ({len(todo)})</h2>\n"
     if not todo:
@@ -134,12 +128,12 @@ def _todo(todo: Sequence[Finding], original, explanations, changed, shown) -> It
     by_file: Dict[str, List[Finding]] = defaultdict(list)
     for finding in todo:
         by_file[finding.file].append(finding)
-    sources: Dict[str, List[str]] = {}
     for path in sorted(by_file):
         rows = by_file[path]
         yield (f"<details open class=\"file\" data-file=\"{_e(path)}\"><summary><span class=\"path\">{_e(path)}</span> "
                f"<span class=\"n\">{len(rows)}</span></summary>")
-        lines = _lines_of(path, original, sources)
+        data = original(path)
+        lines = data.decode("utf-8", errors="replace").splitlines() if data is not None else []
         for report in TODO_REPORTS:
             kind = sorted((f for f in rows if f.report == report), key=lambda f: (f.start_line, f.api))
             if not kind:
@@ -194,7 +188,7 @@ def _diff(path: str, old: List[str], new: List[str], rows: Sequence[Change], sho
     whole_file = path.endswith(".ipynb")
     listed = False
     shown = 0
-    lexer = _lexer_for(path)
+    lexer, anchor = _lexer_for(path), _anchor(path)
     matcher = difflib.SequenceMatcher(None, old, new)  # (as unified_diff: fast on long files)
     for group in matcher.get_grouped_opcodes(3):
         first_old, last_old = group[0][1] + 1, group[-1][2]
@@ -214,15 +208,15 @@ def _diff(path: str, old: List[str], new: List[str], rows: Sequence[Change], sho
                 break
             if tag == "equal":
                 for k in range(i1, i2):
-                    yield _line(" ", k + 1, old[k], lexer, path)
+                    yield _line(" ", k + 1, old[k], lexer, anchor)
                 shown_lines.update(range(i1 + 1, i2 + 1))
                 shown += i2 - i1
                 continue
             for k in range(i1, i2):
-                yield _line("-", k + 1, old[k], lexer, path)
+                yield _line("-", k + 1, old[k], lexer, anchor)
             shown_lines.update(range(i1 + 1, i2 + 1))
             for k in range(j1, j2):
-                yield _line("+", None, new[k], lexer, path)
+                yield _line("+", None, new[k], lexer, anchor)
             shown += (i2 - i1) + (j2 - j1)
         yield "</pre></div>\n"
         if shown > MAX_DIFF_LINES:
@@ -231,11 +225,11 @@ def _diff(path: str, old: List[str], new: List[str], rows: Sequence[Change], sho
             return
 
 
-def _line(sign: str, number: Optional[int], text: str, lexer, path: str) -> str:
+def _line(sign: str, number: Optional[int], text: str, lexer, anchor: str) -> str:
     kind = {"+": "add", "-": "del", " ": "ctx"}[sign]
     where = f"{number}" if number is not None else ""
-    anchor = f" id=\"{_anchor(path)}-L{number}\"" if number is not None else ""
-    return f"<span class=\"{kind}\"{anchor}><i>{where}</i>{sign} {_highlight(text, lexer)}</span>"
+    target = f" id=\"{anchor}-L{number}\"" if number is not None else ""
+    return f"<span class=\"{kind}\"{target}><i>{where}</i>{sign} {_highlight(text, lexer)}</span>"
 
 
 _TOKEN_CLASSES = (("Keyword", "k"), ("Name.Builtin", "b"), ("Name.Function", "fn"), ("Name.Class", "fn"),
