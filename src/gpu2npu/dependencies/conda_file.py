@@ -67,12 +67,12 @@ def migrate_environment(text: str, path: str, context: Context) -> FileOutcome:
     context.present.update(r.normalised for _, _, r in pip_requirements if r is not None and r.name)
     edits: Dict[int, str] = {}
 
-    def comment_out(number: int, item: re.Match, message: str) -> None:
+    def comment_out(number: int, item: re.Match, message: str, rule: str = CONDA_RULE) -> None:
         line = lines[number]
         newline = line[len(line.rstrip("\r\n")):]
         indent = item.group("indent")
         edits[number] = f"{indent}# {line.rstrip(chr(13) + chr(10))[len(indent):]}  # {REMOVED_NOTE}{newline}"
-        outcome.changes.append(Change(path, number + 1, number + 1, Operation.MODIFY, CONDA_RULE, message, REMOVED_NOTE))
+        outcome.changes.append(Change(path, number + 1, number + 1, Operation.MODIFY, rule, message, REMOVED_NOTE))
 
     for number, item in channels:
         if _strip_quotes(item.group("body")) == "nvidia":
@@ -97,7 +97,7 @@ def migrate_environment(text: str, path: str, context: Context) -> FileOutcome:
             decision = decide(requirement, context)
             outcome.report(decision, path, number + 1)
             if decision.write == []:
-                comment_out(number, item, decision.message)
+                comment_out(number, item, decision.message, decision.rule)
             elif decision.write:
                 twin = parse_requirement(decision.write[0]).name
                 new_body = f"{conda.group('channel') + '::' if conda.group('channel') else ''}{twin}{conda.group('rest')}"
@@ -111,7 +111,7 @@ def migrate_environment(text: str, path: str, context: Context) -> FileOutcome:
         decision = decide(requirement, context)
         if decision.write == []:
             outcome.report(decision, path, number + 1)
-            comment_out(number, item, decision.message)
+            comment_out(number, item, decision.message, decision.rule)
             continue
         outcome.record(decision, path, number + 1)
         line = lines[number]

@@ -22,6 +22,8 @@ TWIN_RULE = "NPU854"
 INDEX_RULE = "NPU855"
 CONDA_RULE = "NPU856"
 DOCKER_RULE = "NPU857"
+CPU_INDEX_WHY = ("the CUDA builds' index; torch_npu needs the CPU build of torch (on x86; aarch64 wheels on PyPI are "
+                 "CPU builds)")
 
 _NAMED = re.compile(r"^(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?P<extras>\[[^\]]*\])?\s*(?P<rest>.*)$", re.DOTALL)
 _URL = re.compile(r"^(?:git\+|hg\+|svn\+|bzr\+)?(?:https?|file|ssh|git)://|^git\+", re.IGNORECASE)

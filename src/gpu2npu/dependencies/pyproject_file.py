@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from ..change import Change, Finding, Operation, Report
-from .decide import INDEX_RULE, Context, Requirement, decide, parse_requirement
+from .decide import CPU_INDEX_WHY, INDEX_RULE, Context, Requirement, decide, parse_requirement
 from .requirements_file import REMOVED_NOTE, FileOutcome
 from .table import normalise
 
@@ -182,8 +182,7 @@ def migrate_pyproject(text: str, path: str, context: Context) -> FileOutcome:
             new = context.table.cpu_index + literal.value[found.end():]
             edits.append((literal.start, literal.end, new))
             outcome.changes.append(Change(path, literal.line + 1, literal.line + 1, Operation.MODIFY, INDEX_RULE,
-                                          f"{literal.value} -> {new}: torch_npu needs the CPU build of torch "
-                                          "(on x86; aarch64 wheels on PyPI are CPU builds)", context.table.cpu_index))
+                                          f"{literal.value} -> {new}: {CPU_INDEX_WHY}", context.table.cpu_index))
     if not edits:
         return outcome
     new_text = text

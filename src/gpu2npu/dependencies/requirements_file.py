@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 from ..change import Change, Finding, Operation, Report
-from .decide import INDEX_RULE, TORCH_RULE, Context, Decision, Requirement, decide, parse_requirement
+from .decide import CPU_INDEX_WHY, INDEX_RULE, TORCH_RULE, Context, Decision, Requirement, decide, parse_requirement
 
 _COMMENT = re.compile(r"(^|\s+)#.*$")
 _OPTIONS = re.compile(r"\s+-{1,2}[A-Za-z]")  # where the options after a requirement begin
@@ -151,8 +151,7 @@ def _index_line(entry: _Logical, url: str, lines: List[str], path: str, context:
         new = table.cuda_index.sub(table.cpu_index, line, count=1)
         replaced[entry.first] = (entry.last, [new])
         outcome.changes.append(Change(path, line_number, line_number, Operation.MODIFY, INDEX_RULE,
-                                      f"{url} -> {table.cpu_index}: the CUDA builds' index; torch_npu needs the CPU build "
-                                      "of torch (on x86; aarch64 wheels on PyPI are CPU builds)", table.cpu_index))
+                                      f"{url} -> {table.cpu_index}: {CPU_INDEX_WHY}", table.cpu_index))
     elif table.cuda_index.match(url) or any(pattern.match(url) for pattern in table.reported_indexes):
         outcome.findings.append(Finding(path, line_number, entry.last + 1, Report.UNSUPPORTED, url,
                                         "an index of CUDA packages: not needed on Ascend once the CUDA-only packages "
