@@ -78,7 +78,7 @@ def migrate_source(
 ) -> FileResult:
     tree = scan.parse(data)
     file_scan = scan.FileScan(tree) if tree is not None else None
-    result = _migrate_source(data, tree, file_scan, path, options, rules)
+    result = _migrate_source(data, file_scan, path, options, rules)
     # Advice (fused torch_npu APIs) concerns files with nothing to migrate too: model code
     # rarely mentions CUDA.  It reads the input, so its line numbers are the original ones.
     if result.status != Status.FAILED and tree is not None:
@@ -110,7 +110,7 @@ def _unanswered(rows: List[Finding], changes: List[Change]) -> List[Finding]:
                        for change in answers)]
 
 
-def _migrate_source(data: bytes, tree, file_scan: Optional["scan.FileScan"], path: str, options: Options,
+def _migrate_source(data: bytes, file_scan: Optional["scan.FileScan"], path: str, options: Options,
                     rules: Sequence[Type[Rule]]) -> FileResult:
     # Files that receive start-up code are migrated whatever they contain.
     starts_program = (options.distributed is not None and path == options.distributed.main_file) or (
@@ -130,20 +130,20 @@ def _migrate_source(data: bytes, tree, file_scan: Optional["scan.FileScan"], pat
         return FileResult(path, Status.SKIPPED)
     if refusal is not None:
         return FileResult(path, Status.FAILED, error=refusal)
-    may_cut = tree is not None and not starts_program and _may_cut(options)
+    may_cut = file_scan is not None and not starts_program and _may_cut(options)
     too_large = guards.too_large(data)
     if too_large is not None and not may_cut:
         return FileResult(path, Status.FAILED, error=too_large)
     if guards.risky(data) and not _IN_CHILD:
-        return guards.in_child(lambda: _migrate_in_child(data, tree, file_scan, path, options, rules),
+        return guards.in_child(lambda: _migrate_in_child(data, file_scan, path, options, rules),
                                lambda reason: FileResult(path, Status.FAILED, error=reason))
     result = None
     if too_large is not None:
-        result = _migrate_chunks(data, tree, file_scan, path, options, rules)
+        result = _migrate_chunks(data, file_scan, path, options, rules)
         if result is None:
             return FileResult(path, Status.FAILED, error=too_large)
     elif may_cut:
-        result = _migrate_cut(data, tree, file_scan, path, options, rules)
+        result = _migrate_cut(data, file_scan, path, options, rules)
     if result is None:
         result = _migrate_whole(data, path, options, rules)
     if api_rows and result.status != Status.FAILED:
@@ -194,11 +194,11 @@ def _may_cut(options: Options) -> bool:
             and not getattr(options, "similar", False))
 
 
-def _migrate_cut(data: bytes, tree, file_scan: "scan.FileScan", path: str, options: Options,
+def _migrate_cut(data: bytes, file_scan: "scan.FileScan", path: str, options: Options,
                  rules: Sequence[Type[Rule]]) -> Optional[FileResult]:
     """A large file migrated through its relevant top-level statements only (see `partial`);
     None when the file is not cut, or the cut run did not come back clean."""
-    reduction = partial.reduce(data, tree, file_scan.relevant_lines())
+    reduction = partial.reduce(data, file_scan.tree, file_scan.relevant_lines())
     if reduction is None:
         return None
     result = _migrate_whole(reduction.source.encode("utf-8"), path, options, rules)
@@ -228,12 +228,12 @@ def _in_original_lines(result: FileResult, reduction: "partial.Reduction"):
 CHUNK_BYTES = 512 * 1024
 
 
-def _migrate_chunks(data: bytes, tree, file_scan: "scan.FileScan", path: str, options: Options,
+def _migrate_chunks(data: bytes, file_scan: "scan.FileScan", path: str, options: Options,
                     rules: Sequence[Type[Rule]]) -> Optional[FileResult]:
     """A file too large to parse whole, migrated in pieces (`partial.chunks`): the definitions
     to migrate are spread over smaller modules that each hold the module-level context; None
     when it cannot be cut so or the pieces disagree on the context (see `partial.merge`)."""
-    reductions = partial.chunks(data, tree, file_scan.relevant_lines(), CHUNK_BYTES)
+    reductions = partial.chunks(data, file_scan.tree, file_scan.relevant_lines(), CHUNK_BYTES)
     if reductions is None:
         return None
     outputs: List[str] = []
@@ -289,12 +289,12 @@ pending_interrupt: Optional[BaseException] = None
 _IN_CHILD = False
 
 
-def _migrate_in_child(data: bytes, tree, file_scan, path: str, options: Options, rules) -> FileResult:
+def _migrate_in_child(data: bytes, file_scan, path: str, options: Options, rules) -> FileResult:
     """The migration proper, in the forked child: the parent has parsed the tree already (the
     child shares it) and adds the advice to whatever comes back."""
     global _IN_CHILD
     _IN_CHILD = True
-    return _migrate_source(data, tree, file_scan, path, options, rules)
+    return _migrate_source(data, file_scan, path, options, rules)
 
 
 def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rules) -> FileResult:
