@@ -88,10 +88,13 @@ def _fail(message: str, status: int = EXIT_USAGE) -> None:
 @click.option("--no-html", is_flag=True, help="Do not write report.html (the review page beside the CSVs).")
 @click.option("--report-dir", type=click.Path(path_type=Path),
               help="Write the reports and the log here instead of into INPUT_NAME_msft/.")
+@click.option("-api", "--third-party-apis", "api_files", multiple=True, type=click.Path(path_type=Path), metavar="CSV",
+              help="A library's affected APIs (full_unsupported_results.csv of `gpu2npu analyse -m third_party`); "
+                   "the project's calls of them go to unsupported_api.csv with the chain. Repeat for several files.")
 @click.version_option(__version__, "-V", "--tool-version", prog_name="gpu2npu")
 @click.pass_context
 def main(ctx, input_path, output_path, torch_version, specify_device, rule_file, amp_model, similar, modelarts,
-         jobs, cache_dir, no_cache, show_diff, force, no_html, report_dir):
+         jobs, cache_dir, no_cache, show_diff, force, no_html, report_dir, api_files):
     """Migrate PyTorch training code written for NVIDIA GPUs (CUDA) to Huawei Ascend NPUs
     (torch_npu), source to source.
 
@@ -122,6 +125,7 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
                          specify_device=params["specify_device"], jobs=params["jobs"],
                          rule_file=params["rule_file"], modelarts=params["modelarts"],
                          amp_model=params["amp_model"], similar=params["similar"], html=not params["no_html"],
+                         api_files=tuple(params["api_files"]),
                          cache_dir=None if params["no_cache"] else (params["cache_dir"] or cache.default_folder()))
     if params["show_diff"]:
         _print_preview(request)
@@ -250,16 +254,21 @@ def distributed(ctx, main_file, target, split_batch):
               help="Where per-file results are kept so that a re-run looks again only at what changed "
                    "(default: $GPU2NPU_CACHE_DIR, else ~/.cache/gpu2npu; shared with the migration).")
 @click.option("--no-cache", is_flag=True, help="Check every file afresh and keep no results.")
-def check(paths, torch_version, output_format, jobs, cache_dir, no_cache):
+@click.option("-api", "--third-party-apis", "api_files", multiple=True, type=click.Path(path_type=Path), metavar="CSV",
+              help="A library's affected APIs (full_unsupported_results.csv of `gpu2npu analyse -m third_party`): "
+                   "calls of them are findings too. Repeat for several files.")
+def check(paths, torch_version, output_format, jobs, cache_dir, no_cache, api_files):
     """Report CUDA-only code in PATHS (files or folders) without changing anything.
 
     Exit status 0 when no CUDA-only construct is found, 1 when findings remain, 2 on a usage
     error.  For CI and pre-commit: `gpu2npu check src/ --format sarif > gpu2npu.sarif`.
     """
     version = torch_version or apidata.available_versions()[-1]
+    from .analyse.affected_apis import ApiFileError, read_api_files
+
     try:
-        options = Options(api=apidata.load(version))
-    except apidata.UnknownVersionError as error:
+        options = Options(api=apidata.load(version), third_party_apis=read_api_files(api_files))
+    except (apidata.UnknownVersionError, ApiFileError) as error:
         _fail(str(error))
     missing = [str(path) for path in paths if not path.exists()]
     if missing:
@@ -277,6 +286,80 @@ def check(paths, torch_version, output_format, jobs, cache_dir, no_cache):
     if result.cache_problem:
         click.echo(f"gpu2npu: warning: {result.cache_problem}", err=True)
     sys.exit(1 if result.findings else 0)
+
+
+@main.command("analyse")
+@click.option("-i", "--input", "input_path", required=True, type=click.Path(path_type=Path), metavar="INPUT",
+              help="The project (torch_apis, affinity_apis, dynamic_shape) or the library (third_party: an "
+                   "installed package folder or a vendored folder) to analyse.")
+@click.option("-o", "--output", "output_path", required=True, type=click.Path(path_type=Path), metavar="OUTPUT",
+              help="Folder that receives INPUT_NAME_analysis/ (reports, log pytorch_analysis.txt).")
+@click.option("-v", "--version", "torch_version", required=True, metavar="VERSION",
+              help="PyTorch version of the code; selects the torch_npu release whose APIs count as supported.")
+@click.option("-m", "--mode", type=click.Choice(["torch_apis", "third_party", "affinity_apis", "dynamic_shape"]),
+              default="torch_apis", show_default=True, help="What to analyse (see above).")
+@click.option("-env", "--env", "env", multiple=True, type=click.Path(path_type=Path), metavar="PATH",
+              help="third_party: a folder jedi may import from besides the library (a subfolder of INPUT or any "
+                   "path). Repeat for several.")
+@click.option("-api", "--third-party-apis", "api_files", multiple=True, type=click.Path(path_type=Path), metavar="CSV",
+              help="torch_apis: a library's affected APIs (full_unsupported_results.csv of -m third_party); calls "
+                   "of them count as unsupported. Repeat for several (at most 100).")
+@click.option("-j", "--jobs", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Worker processes (0: one per core); the reports are the same for any number.")
+@click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
+              help="Where per-file results and third_party's call graph are kept between runs "
+                   "(default: $GPU2NPU_CACHE_DIR, else ~/.cache/gpu2npu).")
+@click.option("--no-cache", is_flag=True, help="Analyse every file afresh and keep no results.")
+@click.option("--force", is_flag=True, help="Replace an existing INPUT_NAME_analysis/.")
+def analyse(input_path, output_path, torch_version, mode, env, api_files, jobs, cache_dir, no_cache, force):
+    """Analyse without migrating (the incumbent's pytorch_analyse.sh), into OUTPUT/INPUT_NAME_analysis/.
+
+    \b
+    -m torch_apis     what the migration would change and what has no NPU support, as its CSVs
+                      (change_list, unsupported_api, unknown_api, cuda_op_list,
+                      api_performance_advice), without writing a migrated tree
+    -m affinity_apis  affinity_api_call.csv: code a fused torch_npu API can replace
+    -m third_party    INPUT is a library: every public API whose calls reach an unsupported,
+                      unknown or CUDA-only call, with the chain of calls (jedi resolves them):
+                      framework_unsupported_op.csv, unknown_op.csv, migration_needed_op.csv,
+                      cuda_op.csv, full_unsupported_results.csv (feed it back with -api)
+    -m dynamic_shape  writes an instrumented copy of the project; running it records the tensor
+                      shapes each call site sees (msft_dynamic_shape_analysis_report.csv and a
+                      ranked summary of the call sites whose shapes vary)
+
+    Example: gpu2npu analyse -i ./site-packages/timm -o ./out -v 2.1.0 -m third_party
+    """
+    from .analyse.run import AnalyseRequest, run_analysis
+
+    request = AnalyseRequest(input=input_path, output=output_path, version=torch_version, mode=mode, env=tuple(env),
+                             api_files=tuple(api_files), force=force, jobs=jobs,
+                             cache_dir=None if no_cache else (cache_dir or cache.default_folder()))
+    progress = ProgressLine()
+    try:
+        try:
+            with _sigterm_as_exception():
+                result = run_analysis(request, progress)
+        finally:
+            progress.close()
+    except UsageError as error:
+        _fail(str(error))
+    except KeyboardInterrupt:
+        click.echo("gpu2npu: interrupted; nothing was left half-written", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except Terminated:
+        click.echo("gpu2npu: terminated; nothing was left half-written", err=True)
+        sys.exit(EXIT_TERMINATED)
+    except OSError as error:
+        _fail(f"{error}", EXIT_FAILED)
+    if result.rows:
+        click.echo(console.report_table(result.rows))
+    for line in result.summary:
+        click.echo(line)
+    click.echo(f"analyse -m {mode}: {result.files} Python files, {len(result.failed)} could not be analysed. "
+               f"Output: {result.folder}")
+    for path, reason in result.failed:
+        click.echo(f"gpu2npu: warning: {path}: not analysed, {reason}", err=True)
+    sys.exit(EXIT_PARTIAL if result.failed else EXIT_OK)
 
 
 @main.command("rules")

@@ -85,6 +85,10 @@ def migrate_source(
         # and so do the CUDA questions the rules leave (torch.version.cuda, torch.compile, ...)
         advice = _unanswered((advice_for_source(data, path, options.api, tree) if options.advice else [])
                              + hazards_for_source(data, file_scan, path, options.api, options.similar), result.changes)
+        if options.third_party_apis and file_scan is not None:
+            from .analyse.affected_apis import affected_calls
+
+            advice += affected_calls(file_scan, path, options.third_party_apis)
         if advice:
             result.findings = sorted(set(result.findings) | set(advice))
     return result

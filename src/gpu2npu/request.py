@@ -48,6 +48,7 @@ class RunRequest:
     amp_model: Optional[str] = None  # -a: convert native AMP of this model to Ascend apex amp
     similar: bool = False  # -sim: unsupported APIs go to the generated ascend_function package
     html: bool = True  # write report.html beside the CSVs (--no-html: not)
+    api_files: Tuple[Path, ...] = ()  # -api: a library's affected APIs (analyse -m third_party)
 
     @property
     def suffix(self) -> str:
@@ -81,6 +82,12 @@ def check_request(request: RunRequest, writes: bool = True) -> Tuple[Path, Path,
             custom_rules = rule_file.load(request.rule_file)
         except rule_file.RuleFileError as error:
             raise UsageError(str(error)) from None
+    from .analyse.affected_apis import ApiFileError, read_api_files
+
+    try:
+        third_party_apis = read_api_files(request.api_files)
+    except ApiFileError as error:
+        raise UsageError(str(error)) from None
     package = source / modelarts_package.PACKAGE_NAME
     if request.modelarts and source.is_dir() and package.exists() and not package.is_dir():
         raise UsageError(f"-m writes the folder {modelarts_package.PACKAGE_NAME}/, but the input holds a file {package}")
@@ -93,7 +100,8 @@ def check_request(request: RunRequest, writes: bool = True) -> Tuple[Path, Path,
         _check_similar_package(source)
     return source, target, Options(api=api, distributed=settings, specify_device=specify,
                                    custom_rules=custom_rules, modelarts=request.modelarts,
-                                   amp_model=request.amp_model, similar=request.similar)
+                                   amp_model=request.amp_model, similar=request.similar,
+                                   third_party_apis=third_party_apis)
 
 
 def _check_similar_package(source: Path) -> None:

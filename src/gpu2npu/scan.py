@@ -129,6 +129,7 @@ class FileScan:
         self._documentation: Set[int] = set()
         self._functions: List[ast.AST] = []
         self._release_guarded: Optional[List[Tuple[int, int]]] = None
+        self._optional_names: Optional[Set[str]] = None
         self._forwarder_names: Optional[Dict[str, Set[Tuple[int, str]]]] = None
         # Dispatch on the exact node class: millions of nodes, most of which need nothing.
         handlers = {
@@ -338,9 +339,26 @@ class FileScan:
         `try` whose handler catches the ImportError/AttributeError/TypeError of an older torch."""
         if self._release_guarded is None:
             # (asked only of files that call something newer than the release: looked up then)
+            flags = _release_flags(self.nodes)
             self._release_guarded = [(node.lineno, node.end_lineno or node.lineno) for node in self.nodes
-                                     if node.__class__ in _BRANCHES and _tests_the_release(node)]
+                                     if node.__class__ in _BRANCHES and _tests_the_release(node, flags)]
         return any(first <= line <= last for first, last in self._release_guarded)
+
+    def optionally_imported(self, func: ast.AST) -> bool:
+        """Whether a callee's name comes from an import in a `try` that catches the ImportError of
+        an older torch (`try: from torch.nn.functional import rms_norm` / `except ImportError:`
+        a fallback of the same name): the call runs whichever the release has."""
+        if self._optional_names is None:
+            self._optional_names = set()
+            for node in self.nodes:
+                if node.__class__ is ast.Try and _tests_the_release(node):
+                    for statement in node.body:
+                        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                            self._optional_names.update((alias.asname or alias.name).split(".")[0]
+                                                        for alias in statement.names)
+        while func.__class__ is ast.Attribute:
+            func = func.value
+        return func.__class__ is ast.Name and func.id in self._optional_names
 
     def relevant_lines(self) -> List[int]:
         """Lines where a rule might edit or the leftover analysis might report something."""
@@ -361,7 +379,25 @@ _BRANCHES = (ast.If, ast.IfExp, ast.Try, ast.BoolOp)  # what may test the torch 
 _OLDER_TORCH_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "TypeError"})
 
 
-def _tests_the_release(node: ast.AST) -> bool:
+def _release_flags(nodes: List[ast.AST]) -> Set[str]:
+    """Names that hold the answer of a release test: `has_rms_norm = hasattr(F, "rms_norm")`, or
+    `has_apex = True` in a `try` whose handler catches the ImportError of a missing package."""
+    flags: Set[str] = set()
+    for node in nodes:
+        if node.__class__ is ast.Assign:
+            names = [target.id for target in node.targets if isinstance(target, ast.Name)]
+            if names and any((isinstance(part, ast.Name) and _RELEASE_NAMES.search(part.id))
+                             or (isinstance(part, ast.Attribute) and _RELEASE_ATTRIBUTES.search(part.attr))
+                             for part in ast.walk(node.value)):
+                flags.update(names)
+        elif node.__class__ is ast.Try and _tests_the_release(node, frozenset()):
+            for statement in node.body:
+                if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant):
+                    flags.update(target.id for target in statement.targets if isinstance(target, ast.Name))
+    return flags
+
+
+def _tests_the_release(node: ast.AST, flags: Set[str] = frozenset()) -> bool:
     if isinstance(node, ast.Try):
         caught = set()
         for handler in node.handlers:
@@ -372,7 +408,7 @@ def _tests_the_release(node: ast.AST) -> bool:
     tests = node.values if isinstance(node, ast.BoolOp) else [node.test]  # type: ignore[attr-defined]
     for test in tests:
         for part in ast.walk(test):
-            if ((isinstance(part, ast.Name) and _RELEASE_NAMES.search(part.id))
+            if ((isinstance(part, ast.Name) and (_RELEASE_NAMES.search(part.id) or part.id in flags))
                     or (isinstance(part, ast.Attribute) and _RELEASE_ATTRIBUTES.search(part.attr))):
                 return True
     return False
@@ -437,7 +473,7 @@ def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool 
             findings.append(finding)
         for name in names:
             newer = _judge_release(call, name, path, api)
-            if newer and not scan.release_guarded(call.lineno):
+            if newer and not scan.release_guarded(call.lineno) and not scan.optionally_imported(call.func):
                 findings.extend(newer)
                 break
     return sorted(findings)

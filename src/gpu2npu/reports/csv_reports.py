@@ -24,7 +24,7 @@ FINDING_FILES = {Report.UNSUPPORTED: UNSUPPORTED, Report.UNKNOWN: UNKNOWN, Repor
 REPORT_NAMES = (CHANGE_LIST, UNSUPPORTED, UNKNOWN, CUDA_OPS, PERFORMANCE, AFFINITY)
 
 
-def _write(path: Path, columns: Sequence[str], rows: Iterable[Sequence]) -> int:
+def write_rows(path: Path, columns: Sequence[str], rows: Iterable[Sequence]) -> int:
     # The csv module's minimal quoting, "\n" line ends, UTF-8: the incumbent's files (written by
     # pandas' to_csv, which uses the same writer), without a quarter of a second of pandas import.
     rows = list(rows)
@@ -42,8 +42,20 @@ def write_all(
     cuda_ops: Sequence[Tuple[str, str]],
 ) -> Dict[str, int]:
     """Write every CSV report into `folder`; returns {file name: row count}."""
+    counts = write_analysis(folder, changes, findings, cuda_ops)
+    counts[AFFINITY] = write_affinity(folder, [f for f in findings if f.report == Report.AFFINITY])
+    return counts
+
+
+def write_analysis(
+    folder: Path,
+    changes: Sequence[Change],
+    findings: Sequence[Finding],
+    cuda_ops: Sequence[Tuple[str, str]],
+) -> Dict[str, int]:
+    """change_list.csv and the API reports (what `analyse -m torch_apis` writes)."""
     counts = {
-        CHANGE_LIST: _write(
+        CHANGE_LIST: write_rows(
             folder / CHANGE_LIST,
             CHANGE_COLUMNS,
             ((c.file, c.start_line, c.end_line, c.operation.value, c.message, c.rule) for c in changes),
@@ -51,12 +63,14 @@ def write_all(
     }
     for report, name in FINDING_FILES.items():
         rows: List[Tuple] = [(f.file, f.start_line, f.end_line, f.api, f.tip) for f in findings if f.report == report]
-        counts[name] = _write(folder / name, FINDING_COLUMNS, rows)
-    counts[CUDA_OPS] = _write(folder / CUDA_OPS, CUDA_OP_COLUMNS, cuda_ops)
-    counts[AFFINITY] = _write(
+        counts[name] = write_rows(folder / name, FINDING_COLUMNS, rows)
+    counts[CUDA_OPS] = write_rows(folder / CUDA_OPS, CUDA_OP_COLUMNS, cuda_ops)
+    return counts
+
+
+def write_affinity(folder: Path, findings: Sequence[Finding]) -> int:
+    return write_rows(
         folder / AFFINITY,
         AFFINITY_COLUMNS,
-        ((f.file, f.start_line, f.end_line, f.api_type, f.api, f.replacement, f.tip)
-         for f in findings if f.report == Report.AFFINITY),
+        ((f.file, f.start_line, f.end_line, f.api_type, f.api, f.replacement, f.tip) for f in findings),
     )
-    return counts

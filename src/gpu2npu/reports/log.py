@@ -14,11 +14,11 @@ MAX_BYTES = 1024 * 1024
 BACKUPS = 10
 
 
-def open_log(folder: Path) -> logging.Logger:
-    logger = logging.getLogger(f"gpu2npu.run.{folder}")
+def open_log(folder: Path, name: str = LOG_NAME) -> logging.Logger:
+    logger = logging.getLogger(f"gpu2npu.run.{folder}.{name}")
     logger.setLevel(logging.INFO)
     logger.propagate = False
-    handler = RotatingFileHandler(folder / LOG_NAME, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8")
+    handler = RotatingFileHandler(folder / name, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8")
     handler.setFormatter(logging.Formatter(LOG_FORMAT, DATE_FORMAT))
     logger.addHandler(handler)
     return logger

@@ -79,6 +79,9 @@ class Options:
     # Whether to look for faster NPU APIs (affinity_api_call.csv, api_performance_advice.csv);
     # `check`, which never prints that advice, does not.
     advice: bool = True
+    # `-api CSV`: a library's public APIs that reach unsupported code, (name, why), sorted; the
+    # project's calls of them are reported (analyse/affected_apis.py).
+    third_party_apis: Tuple[Tuple[str, str], ...] = ()
 
     @property
     def device_per_process(self) -> bool:

@@ -1,0 +1,221 @@
+"""Who calls whom inside a library, resolved by jedi.
+
+jedi follows what a plain reading of the source cannot: re-exports through `__init__.py`,
+relative imports, aliases, methods reached through `self` or `super()` along the class
+hierarchy, and instance attributes holding the library's own modules (`self.attn = Attention()`
+then `self.attn(x)` runs Attention.forward).  It is slow (about 10 ms a call site on this
+machine), so it is asked only about the call sites that can lead into the library (a name the
+library defines, an attribute of `self` the library assigns), from a pool of processes, with
+nothing but the library (and `-env` folders) on its path, and what it answered is kept in the
+cache, keyed by the content of every file of the library: an unchanged library is resolved once.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+from .library import CLASS, CONSTRUCTORS, INSTANCE_CALL, CallSite, Library
+
+# (type, relative path, line, name) of what a call site may reach inside the library
+Target = Tuple[str, str, int, str]
+Edges = Dict[str, Set[str]]
+
+CACHE_VERSION = "1"
+
+
+def resolve(library: Library, env: Sequence[Path], jobs: int, cache_folder: Optional[Path]) -> Tuple[Edges, dict]:
+    """The call graph: caller key -> keys it may call; and figures about the resolution.  Also
+    sets library.base_classes (the base-class expressions are resolved with the call sites)."""
+    sites = [site for site in library.calls if library.worth_resolving(site)]
+    class_names = {key.rsplit(".", 1)[-1] for key, d in library.definitions.items() if d.kind == CLASS}
+    bases = [(definition.path, line, column) for definition in library.definitions.values()
+             for line, column, name in definition.bases if name in class_names]
+    key = _cache_key(library, env)
+    answers = _read_cache(cache_folder, key)
+    cached = answers is not None
+    if answers is None:
+        positions = [(site.path, site.line, site.column) for site in sites] + bases
+        answers = _ask_jedi(library, env, positions, jobs)
+        _write_cache(cache_folder, key, answers)
+    _set_base_classes(library, answers)
+    edges = _edges(library, sites, answers)
+    figures = {"call sites": len(library.calls), "asked": len(sites) + len(bases), "cached": cached,
+               "resolved": sum(1 for site in sites if answers.get(_site_id(site)))}
+    return edges, figures
+
+
+def _site_id(site: CallSite) -> str:
+    return f"{site.path}:{site.line}:{site.column}"
+
+
+# -- asking jedi --------------------------------------------------------------------------------
+def _ask_jedi(library: Library, env: Sequence[Path], positions: List[Tuple[str, int, int]],
+              jobs: int) -> Dict[str, List[Target]]:
+    by_file: Dict[str, List[Tuple[int, int]]] = {}
+    for path, line, column in positions:
+        by_file.setdefault(path, []).append((line, column))
+    work = sorted(by_file.items())
+    settings = (str(library.root), str(library.import_root), [str(folder) for folder in env])
+    jobs = jobs or os.cpu_count() or 1
+    answers: Dict[str, List[Target]] = {}
+    if jobs <= 1 or len(work) < 4:
+        _init(*settings)
+        results = map(_resolve_file, work)
+        for path_answers in results:
+            answers.update(path_answers)
+        return answers
+    # Files of similar work go to different processes: biggest first, handed out one at a time.
+    work.sort(key=lambda item: -len(item[1]))
+    with multiprocessing.get_context("spawn").Pool(min(jobs, len(work)), _init, settings) as pool:
+        for path_answers in pool.imap_unordered(_resolve_file, work, chunksize=1):
+            answers.update(path_answers)
+    return answers
+
+
+_ROOT: Optional[Path] = None
+_PROJECT = None
+
+
+def _init(root: str, import_root: str, env: List[str]) -> None:
+    global _ROOT, _PROJECT
+    import jedi
+
+    _ROOT = Path(root)
+    # Only the library and the -env folders: jedi need not read torch to find the library's own
+    # definitions (torch's calls are judged from the imports), and reading it costs seconds.
+    _PROJECT = jedi.Project(import_root, sys_path=[import_root, *env], smart_sys_path=False,
+                            load_unsafe_extensions=False)
+
+
+def _resolve_file(item: Tuple[str, List[Tuple[int, int]]]) -> Dict[str, List[Target]]:
+    import jedi
+
+    relative, positions = item
+    absolute = _ROOT / relative
+    data = absolute.read_bytes()
+    text = data.decode("utf-8", errors="replace")
+    lines = data.split(b"\n")
+    script = jedi.Script(text, path=str(absolute), project=_PROJECT)
+    answers: Dict[str, List[Target]] = {}
+    for line, byte_column in positions:
+        column = len(lines[line - 1][:byte_column].decode("utf-8", errors="replace"))  # jedi counts characters
+        try:
+            names = script.infer(line, column)
+        except Exception:  # jedi fails on some constructs: that call site stays unresolved
+            continue
+        targets: List[Target] = []
+        for name in names:
+            module_path = name.module_path
+            if module_path is None or name.line is None or name.type not in ("function", "class", "instance"):
+                continue
+            try:
+                inside = Path(module_path).resolve().relative_to(_ROOT.resolve()).as_posix()
+            except ValueError:
+                continue  # outside the library
+            targets.append((name.type, inside, name.line, name.name))
+        if targets:
+            answers[f"{relative}:{line}:{byte_column}"] = sorted(set(targets))
+    return answers
+
+
+# -- the graph ------------------------------------------------------------------------------------
+def _edges(library: Library, sites: Iterable[CallSite], answers: Dict[str, List[Target]]) -> Edges:
+    edges: Edges = {}
+    for site in sites:
+        for kind, path, line, name in answers.get(_site_id(site), ()):
+            if kind == "instance":
+                # jedi names an instance by its class: calling it runs __call__ (forward for a module)
+                owner = library.by_position.get((path, line, name))
+                for method in INSTANCE_CALL:
+                    target = method_of(library, owner, method) if owner else None
+                    if target:
+                        edges.setdefault(site.caller, set()).add(target)
+                        break
+                continue
+            target = library.by_position.get((path, line, name))
+            if target is not None and target != site.caller:
+                edges.setdefault(site.caller, set()).add(target)
+    for key, definition in library.definitions.items():
+        if definition.kind != CLASS:
+            continue
+        # Constructing a class runs its constructors, its own or inherited from library classes.
+        for method in CONSTRUCTORS:
+            target = method_of(library, key, method)
+            if target:
+                edges.setdefault(key, set()).add(target)
+    return edges
+
+
+def method_of(library: Library, class_key: str, method: str, seen: Optional[Set[str]] = None) -> Optional[str]:
+    """The key of the method `method` that an instance of `class_key` runs: its own, else the
+    first found along its library base classes (left to right, depth first)."""
+    seen = seen if seen is not None else set()
+    if class_key in seen:
+        return None
+    seen.add(class_key)
+    definition = library.definitions.get(class_key)
+    if definition is None:
+        return None
+    if method in definition.methods:
+        return definition.methods[method]
+    for base in library.base_classes.get(class_key, ()):
+        found = method_of(library, base, method, seen)
+        if found:
+            return found
+    return None
+
+
+def _set_base_classes(library: Library, answers: Dict[str, List[Target]]) -> None:
+    """library.base_classes: class key -> the library classes it derives from, in order."""
+    library.base_classes = {}
+    for key, definition in library.definitions.items():
+        bases: List[str] = []
+        for line, column, name in definition.bases:
+            for kind, path, target_line, target_name in answers.get(f"{definition.path}:{line}:{column}", ()):
+                target = library.by_position.get((path, target_line, target_name))
+                if kind == "class" and target and target != key and target not in bases:
+                    bases.append(target)
+        if bases:
+            library.base_classes[key] = bases
+
+
+# -- cache ----------------------------------------------------------------------------------------
+def _cache_key(library: Library, env: Sequence[Path]) -> str:
+    from .. import cache
+    import jedi
+
+    digest = hashlib.sha256(f"{CACHE_VERSION}\n{cache.code_fingerprint()}\n{jedi.__version__}\n".encode())
+    digest.update(str(library.root.resolve()).encode("utf-8", "surrogateescape"))
+    for folder in env:
+        digest.update(b"\0env\0" + str(folder.resolve()).encode("utf-8", "surrogateescape"))
+    for module in sorted(library.modules.values(), key=lambda m: m.path):
+        digest.update(b"\0" + module.path.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(hashlib.sha256(module.absolute.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _read_cache(folder: Optional[Path], key: str) -> Optional[Dict[str, List[Target]]]:
+    if folder is None:
+        return None
+    try:
+        data = json.loads((folder / "third_party" / f"{key}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return {site: [tuple(target) for target in targets] for site, targets in data.items()}
+
+
+def _write_cache(folder: Optional[Path], key: str, answers: Dict[str, List[Target]]) -> None:
+    if folder is None:
+        return
+    try:
+        target = folder / "third_party"
+        target.mkdir(parents=True, exist_ok=True)
+        temporary = target / f".{key}.{os.getpid()}.tmp"
+        temporary.write_text(json.dumps(answers, sort_keys=True), encoding="utf-8")
+        os.replace(temporary, target / f"{key}.json")
+    except OSError:
+        pass  # the analysis stands without its cache

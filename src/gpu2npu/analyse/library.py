@@ -1,0 +1,278 @@
+"""A library's shape as `third_party` needs it, read with `ast`: its modules, the functions,
+methods and classes each defines (with the lines of their bodies), the call sites inside them,
+and the public names under which a user reaches each definition (`timm.layers.Mlp` as well as
+`timm.layers.mlp.Mlp`, through the re-exports of the packages' `__init__.py`).
+
+Which definition a call site reaches is jedi's business (call_graph.py); this module only says
+what there is and where.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Set, Tuple
+
+from ..scan import parse
+
+FUNCTION, METHOD, CLASS, MODULE = "function", "method", "class", "module"
+CONSTRUCTORS = ("__init__", "__new__", "__post_init__")
+# What calling an instance runs: its __call__, which for torch.nn.Module is forward.
+INSTANCE_CALL = ("__call__", "forward")
+
+
+@dataclass
+class Definition:
+    key: str  # qualified name where it is defined: package.module.Class.method
+    kind: str
+    path: str  # relative to the library's root folder
+    line: int  # of its name (`def`/`class` line)
+    body: Tuple[int, int] = (0, 0)  # lines its body spans (for a module: the whole file)
+    owner: Optional[str] = None  # a method's class
+    methods: Dict[str, str] = field(default_factory=dict)  # a class's own methods: name -> key
+    bases: List[Tuple[int, int, str]] = field(default_factory=list)  # (line, column, last name) of base expressions
+
+
+@dataclass(frozen=True)
+class CallSite:
+    path: str
+    line: int  # where jedi is asked: the callee's last name
+    column: int
+    name: str  # that last name
+    caller: str  # the key of the innermost function (or the module) that makes the call
+    self_call: bool  # `self.x(...)` or `super().x(...)`: the receiver is the caller's own instance
+
+
+@dataclass
+class Module:
+    name: str
+    path: str
+    absolute: Path
+    tree: ast.Module
+    is_package: bool
+
+
+class Library:
+    """Every module of the library under `root`; `root` is a package (has __init__.py) or a folder
+    holding packages and modules (a vendored `third_party/`)."""
+
+    def __init__(self, root: Path, files: List[Path]) -> None:
+        self.root = root
+        self.is_package = (root / "__init__.py").is_file()
+        # jedi resolves imports from this folder: the package's parent, or the folder itself
+        self.import_root = root.parent if self.is_package else root
+        self.modules: Dict[str, Module] = {}
+        self.unparsed: List[str] = []
+        self.definitions: Dict[str, Definition] = {}
+        self.by_position: Dict[Tuple[str, int, str], str] = {}  # (relative path, line, name) -> key
+        self.calls: List[CallSite] = []
+        self.base_classes: Dict[str, List[str]] = {}  # class key -> library base classes (call_graph sets it)
+        for path in files:
+            relative = path.relative_to(root).as_posix()
+            name = self._module_name(relative)
+            if name is None:
+                continue
+            try:
+                tree = parse(path.read_bytes())
+            except OSError:
+                tree = None
+            if tree is None:
+                self.unparsed.append(relative)
+                continue
+            self.modules[name] = Module(name, relative, path, tree, relative.endswith("__init__.py"))
+        for module in self.modules.values():
+            self._collect(module)
+        self.names = {key.rsplit(".", 1)[-1] for key in self.definitions}  # every name a definition has
+        self.self_attributes = self._self_attributes()
+
+    def _module_name(self, relative: str) -> Optional[str]:
+        parts = relative[:-3].split("/")
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if self.is_package:
+            parts = [self.root.name, *parts]
+        if not parts or not all(part.isidentifier() for part in parts):
+            return None  # not importable under a name (e.g. a script with a dash): not the library's API
+        return ".".join(parts)
+
+    # -- definitions and call sites -------------------------------------------------------------
+    def _collect(self, module: Module) -> None:
+        lines = max((getattr(node, "end_lineno", 0) or 0 for node in module.tree.body), default=0)
+        self._add(Definition(module.name, MODULE, module.path, 1, (1, lines)))
+        self._scope(module, module.tree.body, module.name, module.name, None)
+
+    def _add(self, definition: Definition) -> None:
+        self.definitions.setdefault(definition.key, definition)
+
+    def _scope(self, module: Module, body: List[ast.stmt], prefix: str, caller: str, owner: Optional[Definition]) -> None:
+        """Definitions of a module or class body; the calls it makes directly belong to `caller`."""
+        for statement in body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._calls_of(module, statement.decorator_list + _defaults(statement.args), caller)
+                key = f"{prefix}.{statement.name}"
+                # (its signature belongs to it: a default `device="cuda"` is used by its calls)
+                definition = Definition(key, METHOD if owner else FUNCTION, module.path, statement.lineno,
+                                        (statement.lineno, statement.end_lineno or statement.lineno),
+                                        owner.key if owner else None)
+                self._add(definition)
+                self.by_position[(module.path, statement.lineno, statement.name)] = key
+                if owner is not None:
+                    owner.methods.setdefault(statement.name, key)
+                # nested functions and classes run as part of this one: their calls are its calls
+                self._calls_of(module, statement.body, key)
+            elif isinstance(statement, ast.ClassDef):
+                self._calls_of(module, statement.decorator_list + statement.keywords, caller)
+                key = f"{prefix}.{statement.name}"
+                definition = Definition(key, CLASS, module.path, statement.lineno,
+                                        (statement.lineno, statement.end_lineno or statement.lineno))
+                for base in statement.bases:
+                    self._calls_of(module, [base], caller)
+                    position = _last_name(base)
+                    if position is not None:
+                        definition.bases.append(position)
+                self._add(definition)
+                self.by_position[(module.path, statement.lineno, statement.name)] = key
+                self._scope(module, statement.body, key, caller, definition)
+            else:
+                self._calls_of(module, [statement], caller)
+
+    def _calls_of(self, module: Module, nodes: List[ast.AST], caller: str) -> None:
+        for root in nodes:
+            for node in ast.walk(root):
+                if not isinstance(node, ast.Call):
+                    continue
+                position = _last_name(node.func)
+                if position is None:
+                    continue
+                line, column, name = position
+                receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+                self_call = (isinstance(receiver, ast.Name) and receiver.id in ("self", "cls")) or (
+                    isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super")
+                self.calls.append(CallSite(module.path, line, column, name, caller, self_call))
+
+    def _self_attributes(self) -> Set[str]:
+        """Names of instance attributes the library assigns (`self.attn = Attention(...)`): calling
+        one may run a library class's forward."""
+        names: Set[str] = set()
+        for module in self.modules.values():
+            for node in ast.walk(module.tree):
+                if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for target in targets:
+                        if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                                and target.value.id == "self"):
+                            names.add(target.attr)
+        return names
+
+    def worth_resolving(self, call: CallSite) -> bool:
+        """Whether jedi should be asked where a call goes: only a name the library defines, or an
+        attribute of an instance that may hold one of its modules, can lead into the library."""
+        return call.name in self.names or (call.self_call and call.name in self.self_attributes)
+
+    def sources(self) -> Iterator[Module]:
+        return iter(self.modules.values())
+
+    # -- public names ---------------------------------------------------------------------------
+    def public_names(self) -> Dict[str, List[str]]:
+        """key -> the public names of that definition: where it is defined (when no part of the
+        path is private) and every public re-export of it in a package's __init__.py."""
+        exported: Dict[str, Dict[str, str]] = {}  # module -> {public name -> key}
+        for name, module in self.modules.items():
+            exported[name] = {definition.key.rsplit(".", 1)[-1]: definition.key
+                              for definition in self._top_level(name) if _public(definition.key.rsplit(".", 1)[-1])}
+        for _ in range(8):  # re-exports of re-exports, to a fixed point (packages nest a few levels)
+            grew = False
+            for name, module in self.modules.items():
+                # a package re-exports what its __init__ imports; a plain module only what its __all__ lists
+                listed = None if module.is_package else (_all_of(module.tree) or set())
+                for local, key in self._imported(module, exported).items():
+                    if listed is not None and local not in listed:
+                        continue
+                    if _public(local) and exported[name].get(local) != key and local not in exported[name]:
+                        exported[name][local] = key
+                        grew = True
+            if not grew:
+                break
+        names: Dict[str, List[str]] = {}
+        for module_name, table in exported.items():
+            if any(part.startswith("_") for part in module_name.split(".")):
+                continue
+            for local, key in table.items():
+                names.setdefault(key, []).append(f"{module_name}.{local}")
+        for key, definition in self.definitions.items():
+            if definition.kind == METHOD and _public(key.rsplit(".", 1)[-1]):
+                for owner_name in names.get(definition.owner or "", []):
+                    names.setdefault(key, []).append(f"{owner_name}.{key.rsplit('.', 1)[-1]}")
+            elif definition.kind == MODULE and not any(part.startswith("_") for part in key.split(".")):
+                names.setdefault(key, []).append(key)
+        return {key: sorted(set(values), key=lambda value: (value.count("."), value)) for key, values in names.items()}
+
+    def _top_level(self, module_name: str) -> Iterator[Definition]:
+        for statement in self.modules[module_name].tree.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                definition = self.definitions.get(f"{module_name}.{statement.name}")
+                if definition is not None:
+                    yield definition
+
+    def _imported(self, module: Module, exported: Dict[str, Dict[str, str]]) -> Dict[str, str]:
+        """Names a module binds by importing library definitions (`from .mlp import Mlp`,
+        `from .layers import *`), as known so far."""
+        bound: Dict[str, str] = {}
+        for statement in module.tree.body:
+            if not isinstance(statement, ast.ImportFrom):
+                continue
+            source = self._absolute(module, statement)
+            if source is None:
+                continue
+            for alias in statement.names:
+                if alias.name == "*":
+                    table = exported.get(source, {})
+                    allowed = _all_of(self.modules[source].tree) if source in self.modules else None
+                    for local, key in table.items():
+                        if allowed is None or local in allowed:
+                            bound[local] = key
+                    continue
+                key = exported.get(source, {}).get(alias.name)
+                if key is None and f"{source}.{alias.name}" in self.modules:
+                    continue  # a submodule, not a definition
+                if key is not None:
+                    bound[alias.asname or alias.name] = key
+        return bound
+
+    def _absolute(self, module: Module, statement: ast.ImportFrom) -> Optional[str]:
+        if not statement.level:
+            return statement.module if statement.module in self.modules else None
+        parts = module.name.split(".")
+        if not module.is_package:
+            parts = parts[:-1]
+        if statement.level > 1:
+            parts = parts[: len(parts) - (statement.level - 1)]
+        name = ".".join(parts + ([statement.module] if statement.module else []))
+        return name if name in self.modules else None
+
+
+def _public(name: str) -> bool:
+    return not name.startswith("_") or name in ("__init__", "__call__")
+
+
+def _all_of(tree: ast.Module) -> Optional[Set[str]]:
+    for statement in tree.body:
+        if (isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in statement.targets)
+                and isinstance(statement.value, (ast.List, ast.Tuple))):
+            return {element.value for element in statement.value.elts
+                    if isinstance(element, ast.Constant) and isinstance(element.value, str)}
+    return None
+
+
+def _defaults(arguments: ast.arguments) -> List[ast.AST]:
+    return [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
+
+
+def _last_name(node: ast.AST) -> Optional[Tuple[int, int, str]]:
+    """(line, column, name) of the last name of a Name/Attribute callee, where jedi is asked."""
+    if isinstance(node, ast.Name):
+        return node.lineno, node.col_offset, node.id
+    if isinstance(node, ast.Attribute) and node.end_lineno is not None and node.end_col_offset is not None:
+        # the attribute's name ends the node (on its last line; columns are UTF-8 byte offsets)
+        return node.end_lineno, node.end_col_offset - len(node.attr.encode("utf-8")), node.attr
+    return None
