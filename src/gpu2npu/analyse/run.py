@@ -20,7 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from .. import __version__, apidata
 from ..change import Report
@@ -92,7 +92,8 @@ def check_analyse_request(request: AnalyseRequest) -> Tuple[Path, Path, Options]
     if inside(output, source if source.is_dir() else source.parent) and source.is_dir():
         raise UsageError(f"output {request.output} must not lie inside the input {request.input}")
     if target.exists() and not request.force:
-        raise UsageError(f"{target} exists: pass --force to replace it (it is kept until the new one is complete)")
+        raise UsageError(f"{target} already exists: remove it, choose another output folder, or pass --force to "
+                         "replace it (it is kept until the new one is complete)")
     return source, target, Options(api=api, third_party_apis=apis)
 
 

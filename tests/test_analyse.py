@@ -1,0 +1,251 @@
+"""`gpu2npu analyse`: the four modes through the console script, their files and exit statuses,
+and `-api` feeding a library's result into the migration and `check`."""
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpu2npu.analyse import dynamic_shape
+from helpers import EXPECTED, FIXTURES, ROOT
+
+GPU2NPU = str(Path(sys.executable).parent / "gpu2npu")
+LIBRARY = ROOT / "fixtures" / "libraries" / "fancylib"
+USER = ROOT / "fixtures" / "libraries" / "fancylib_user"
+VARLEN = ROOT / "fixtures" / "dynamic_shapes" / "varlen_lm"
+
+
+def gpu2npu(*args, cwd=None):
+    return subprocess.run([GPU2NPU, *map(str, args)], capture_output=True, text=True, timeout=300, cwd=cwd,
+                          stdin=subprocess.DEVNULL)
+
+
+def rows(path: Path):
+    with open(path, encoding="utf-8", newline="") as handle:
+        return list(csv.reader(handle))
+
+
+@pytest.fixture(scope="module")
+def library_result(tmp_path_factory):
+    out = tmp_path_factory.mktemp("third_party")
+    done = gpu2npu("analyse", "-i", LIBRARY, "-o", out, "-v", "2.1.0", "-m", "third_party", "--no-cache", "-j", "1")
+    assert done.returncode == 0, done.stderr
+    return out / "fancylib_analysis", done
+
+
+# Every public name under which fancylib's affected APIs are reachable, worked out by reading the
+# fixture: flash-attn three calls below flash_attention, reached by FlashSelfAttention.forward and
+# through self.attn by TinyNet.forward; the compiled _C operator below fused_gelu (re-exported as
+# gelu), reached by BaseBlock.mix/forward and by Derived, which inherits forward; the torch.ops
+# namespace the library registers; torch.cuda and a "cuda" default device in utils.
+AFFECTED = {
+    "fancylib.FlashSelfAttention", "fancylib.FlashSelfAttention.forward",
+    "fancylib.layers.FlashSelfAttention", "fancylib.layers.FlashSelfAttention.forward",
+    "fancylib.layers.attention.FlashSelfAttention", "fancylib.layers.attention.FlashSelfAttention.forward",
+    "fancylib.flash_attention", "fancylib.layers.flash_attention", "fancylib.layers.attention.flash_attention",
+    "fancylib.TinyNet", "fancylib.TinyNet.forward", "fancylib.models.TinyNet", "fancylib.models.TinyNet.forward",
+    "fancylib.BaseBlock", "fancylib.BaseBlock.forward", "fancylib.BaseBlock.mix",
+    "fancylib.models.BaseBlock", "fancylib.models.BaseBlock.forward", "fancylib.models.BaseBlock.mix",
+    "fancylib.Derived", "fancylib.models.Derived",
+    "fancylib.gelu", "fancylib.ops.gelu.fused_gelu", "fancylib.ops.gelu.roi_pool",
+    "fancylib.seed_all", "fancylib.utils.seed_all", "fancylib.to_device", "fancylib.utils.to_device",
+}
+# Reach nothing that fails on the NPU: construction runs no forward (build_model, TinyNet's
+# __init__), Overriding replaces the forward that reaches the operator, apex is optional.
+NOT_AFFECTED = {
+    "fancylib.build_model", "fancylib.models.build_model", "fancylib.PlainNet", "fancylib.models.PlainNet",
+    "fancylib.Overriding", "fancylib.models.Overriding", "fancylib.Overriding.forward", "fancylib.Mlp",
+    "fancylib.layers.mlp.Mlp", "fancylib.fused_norm", "fancylib.optional.fused_norm", "fancylib.count_params",
+    "fancylib.ops.gelu.reference_gelu", "fancylib.Derived.scale", "fancylib.FlashSelfAttention.extra_repr",
+}
+
+
+def test_third_party_lists_every_affected_public_api_and_no_other(library_result):
+    folder, _ = library_result
+    full = rows(folder / "full_unsupported_results.csv")
+    assert full[0] == ["File", "3rd-party API", "Message", "Call Chain"]
+    listed = {row[1] for row in full[1:]}
+    assert listed == AFFECTED
+    assert not listed & NOT_AFFECTED
+
+
+def test_third_party_chains_lead_through_the_calls(library_result):
+    folder, _ = library_result
+    chains = {row[1]: row[3] for row in rows(folder / "full_unsupported_results.csv")[1:]}
+    assert chains["fancylib.TinyNet"] == (
+        "fancylib.models.TinyNet -> fancylib.models.TinyNet.forward -> fancylib.layers.attention.FlashSelfAttention.forward"
+        " -> fancylib.layers.attention.flash_attention -> fancylib.layers.attention._scaled"
+        " -> fancylib.layers.attention._kernel -> flash_attn.flash_attn_func")
+    assert chains["fancylib.Derived"] == ("fancylib.models.Derived -> fancylib.models.BaseBlock.forward -> "
+                                          "fancylib.models.BaseBlock.mix -> fancylib.ops.gelu.fused_gelu -> "
+                                          "fancylib._C.fused_gelu_forward")
+    assert chains["fancylib.seed_all"] == "fancylib.utils.seed_all -> torch.cuda.manual_seed_all"
+
+
+def test_third_party_sorts_hits_into_the_incumbent_files(library_result):
+    folder, done = library_result
+    cuda = rows(folder / "cuda_op.csv")
+    assert cuda[0][:2] == ["OP Name", "Affected 3rd-party API"]
+    operators = {row[0] for row in cuda[1:]}
+    assert operators == {"flash_attn.flash_attn_func", "fancylib._C.fused_gelu_forward", "torch.ops.fancylib.roi_pool"}
+    migration = rows(folder / "migration_needed_op.csv")
+    assert migration[0][:2] == ["Torch API", "Affected 3rd-party API"]
+    assert {row[0] for row in migration[1:]} == {"torch.cuda.manual_seed_all", "device string 'cuda'"}
+    for name in ("framework_unsupported_op.csv", "unknown_op.csv"):
+        assert rows(folder / name) == [["Torch API", "Affected 3rd-party API", "Call Chain", "File", "Line", "Tips"]]
+    assert (folder / "pytorch_analysis.txt").is_file()
+    assert "28 public APIs reach code that cannot run on the NPU" in done.stdout
+    assert f"-api {folder / 'full_unsupported_results.csv'}" in done.stdout
+
+
+def test_third_party_is_the_same_with_two_processes_and_from_the_cache(library_result, tmp_path):
+    folder, _ = library_result
+    cache = tmp_path / "cache"
+    for attempt in ("first", "cached"):
+        out = tmp_path / attempt
+        done = gpu2npu("analyse", "-i", LIBRARY, "-o", out, "-v", "2.1.0", "-m", "third_party", "-j", "2",
+                       "--cache-dir", cache)
+        assert done.returncode == 0, done.stderr
+        for name in ("full_unsupported_results.csv", "cuda_op.csv", "migration_needed_op.csv"):
+            assert (out / "fancylib_analysis" / name).read_bytes() == (folder / name).read_bytes()
+    assert "from the cache" in done.stdout and list((cache / "third_party").glob("*.json"))
+
+
+def test_api_results_reach_the_projects_reports(library_result, tmp_path):
+    folder, _ = library_result
+    apis = folder / "full_unsupported_results.csv"
+    done = gpu2npu("-i", USER, "-o", tmp_path, "-v", "2.1.0", "-api", apis)
+    assert done.returncode == 0, done.stderr
+    found = rows(tmp_path / "fancylib_user_msft" / "unsupported_api.csv")[1:]
+    # TinyNet(64) (not build_model on the same line), gelu, seed_all; not PlainNet or count_params
+    assert [(row[1], row[3]) for row in found] == [("6", "fancylib.TinyNet"), ("9", "fancylib.gelu"),
+                                                    ("10", "fancylib.seed_all")]
+    assert "flash_attn.flash_attn_func" in found[0][4] and "fancylib.models.TinyNet.forward" in found[0][4]
+    without = gpu2npu("check", USER)
+    assert without.returncode == 0, without.stdout
+    checked = gpu2npu("check", USER, "-api", apis)
+    assert checked.returncode == 1 and "train.py:6: NPU900 fancylib.TinyNet" in checked.stdout
+    assert "3 findings" in checked.stderr
+    analysed = gpu2npu("analyse", "-i", USER, "-o", tmp_path, "-v", "2.1.0", "-api", apis)
+    assert analysed.returncode == 0, analysed.stderr
+    assert rows(tmp_path / "fancylib_user_analysis" / "unsupported_api.csv")[1:] == found
+
+
+def test_api_file_without_the_column_is_a_usage_error(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("File,API\nx.py,foo\n", encoding="utf-8")
+    done = gpu2npu("-i", USER, "-o", tmp_path / "out", "-v", "2.1.0", "-api", bad)
+    assert done.returncode == 2 and "no '3rd-party API' column" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("fixture", ["single_gpu_loop", "nanogpt_style"])
+def test_torch_apis_writes_the_migrations_reports_without_a_tree(fixture, tmp_path):
+    done = gpu2npu("analyse", "-i", FIXTURES / fixture, "-o", tmp_path, "-v", "2.1.0", "--no-cache")
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / f"{fixture}_analysis"
+    written = sorted(path.name for path in folder.iterdir())
+    assert written == ["api_performance_advice.csv", "change_list.csv", "cuda_op_list.csv", "pytorch_analysis.txt",
+                       "unknown_api.csv", "unsupported_api.csv"]
+    for name in [n for n in written if n.endswith(".csv")]:
+        assert (folder / name).read_bytes() == (EXPECTED / fixture / name).read_bytes(), name
+    affinity = gpu2npu("analyse", "-i", FIXTURES / fixture, "-o", tmp_path / "a", "-v", "2.1.0", "-m", "affinity_apis")
+    assert affinity.returncode == 0, affinity.stderr
+    assert sorted(p.name for p in (tmp_path / "a" / f"{fixture}_analysis").iterdir()) == [
+        "affinity_api_call.csv", "pytorch_analysis.txt"]
+    assert ((tmp_path / "a" / f"{fixture}_analysis" / "affinity_api_call.csv").read_bytes()
+            == (EXPECTED / fixture / "affinity_api_call.csv").read_bytes())
+
+
+def test_an_earlier_analysis_is_replaced_only_with_force(tmp_path):
+    first = gpu2npu("analyse", "-i", FIXTURES / "single_gpu_loop", "-o", tmp_path, "-v", "2.1.0")
+    assert first.returncode == 0
+    marker = tmp_path / "single_gpu_loop_analysis" / "mine.txt"
+    marker.write_text("kept", encoding="utf-8")
+    again = gpu2npu("analyse", "-i", FIXTURES / "single_gpu_loop", "-o", tmp_path, "-v", "2.1.0")
+    assert again.returncode == 2 and "already exists" in again.stderr and marker.exists()
+    forced = gpu2npu("analyse", "-i", FIXTURES / "single_gpu_loop", "-o", tmp_path, "-v", "2.1.0", "--force")
+    assert forced.returncode == 0 and not marker.exists()
+    assert gpu2npu("analyse", "-i", tmp_path / "missing", "-o", tmp_path, "-v", "2.1.0").returncode == 2
+    assert gpu2npu("analyse", "-i", LIBRARY, "-o", tmp_path, "-v", "2.1.0", "-m", "third_party",
+                   "-env", "nowhere").returncode == 2
+
+
+def _losses(output: str):
+    return [line for line in output.splitlines() if line.startswith("step ")]
+
+
+def test_dynamic_shape_copy_trains_the_same_and_reports_varying_shapes(tmp_path):
+    pytest.importorskip("torch")
+    done = gpu2npu("analyse", "-i", VARLEN, "-o", tmp_path, "-v", "2.1.0", "-m", "dynamic_shape")
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / "varlen_lm_analysis"
+    copy = folder / "varlen_lm"
+    assert f"cd {copy} && python train.py" in done.stdout
+    original = subprocess.run([sys.executable, "train.py"], cwd=VARLEN, capture_output=True, text=True, timeout=300)
+    instrumented = subprocess.run([sys.executable, "train.py"], cwd=copy, capture_output=True, text=True, timeout=300)
+    assert original.returncode == 0 and instrumented.returncode == 0, instrumented.stderr
+    assert _losses(original.stdout) and _losses(instrumented.stdout) == _losses(original.stdout)
+    report = rows(folder / "msft_dynamic_shape_analysis_report.csv")
+    assert report[0][:6] == ["Function Name", "File Path", "Line Number", "Call Stack", "Input Shape Range",
+                             "Output Shape Range"]
+    by_site = {(row[1], row[2], row[0]): row for row in report[1:]}
+    embed = by_site[("model.py", "14", "self.embed (Embedding.forward)")]
+    # batches of 3 sentences padded to their longest, the last batch of 2 (14 sentences)
+    assert embed[4] == "[(2, 8)-(3, 11)]" and embed[8] == "input 0 dims 0, 1"
+    assert embed[3].startswith("model.py:14 (forward) <- train.py:51 (main)")
+    summary = (folder / "dynamic_shape_summary.txt").read_text(encoding="utf-8")
+    assert "model.py:14 self.embed (Embedding.forward): 3 input shapes in 6 calls" in summary
+    assert "pad or bucket" in summary
+    loss = by_site[("train.py", "52", "F.cross_entropy")]
+    assert loss[8] == "input 0 dim 0; input 1 dim 0"
+
+
+TRICKY = '''"""Docstring first."""
+from __future__ import annotations
+
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    @torch.jit.script_if_tracing
+    def scripted(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+    def forward(self, x):
+        parts = list(torch.relu(t) for t in x.unbind(0))
+        label = f"{len(parts)} parts of {x.size(0)}"
+        return self.fc(torch.stack(parts)), label, sum(v for v in (1, 2)), locals().get("x") is x
+
+
+def run():
+    return Net()(torch.ones(2, 4))
+'''
+
+
+def test_instrumented_code_keeps_its_meaning(tmp_path):
+    torch = pytest.importorskip("torch")
+    sites, files = {}, {}
+    code = dynamic_shape.instrument(TRICKY.encode(), "net.py", 0, sites, files).decode()
+    assert code.startswith('"""Docstring first."""\nfrom __future__ import annotations\ntry:')
+    assert "DETECTOR.hook_func(torch.relu, 'torch.relu', " in code
+    assert "super().__init__" in code and "DETECTOR.hook_func(super," not in code  # builtins are not hooked
+    assert 'f"{len(parts)} parts of {x.size(0)}"' in code  # nor calls inside f-strings
+    assert "DETECTOR.hook_func(locals," not in code and "DETECTOR.hook_func(locals().get, " in code
+    assert "        return torch.relu(x)\n" in code  # the body of a scripted function is left as written
+    (tmp_path / "net.py").write_text(code, encoding="utf-8")
+    (tmp_path / "gpu2npu_shape_detector.py").write_bytes(Path(dynamic_shape.detector.__file__).read_bytes())
+    done = subprocess.run([sys.executable, "-c", "import net; out = net.run(); print(out[1], out[2], out[3])"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={"GPU2NPU_SHAPE_REPORT_DIR": str(tmp_path / "reports"), "PATH": ""})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "2 parts of 2 3 True"
+    assert files["net.py"] == (2, 6)
+    assert torch is not None
