@@ -60,6 +60,7 @@ NOT_AFFECTED = {
     "fancylib.Overriding", "fancylib.models.Overriding", "fancylib.Overriding.forward", "fancylib.Mlp",
     "fancylib.layers.mlp.Mlp", "fancylib.fused_norm", "fancylib.optional.fused_norm", "fancylib.count_params",
     "fancylib.ops.gelu.reference_gelu", "fancylib.Derived.scale", "fancylib.FlashSelfAttention.extra_repr",
+    "fancylib.utils.move_to_cpu",
 }
 
 

@@ -185,10 +185,13 @@ def _set_base_classes(library: Library, answers: Dict[str, List[Target]]) -> Non
 
 # -- cache ----------------------------------------------------------------------------------------
 def _cache_key(library: Library, env: Sequence[Path]) -> str:
-    from .. import cache
     import jedi
 
-    digest = hashlib.sha256(f"{CACHE_VERSION}\n{cache.code_fingerprint()}\n{jedi.__version__}\n".encode())
+    # what jedi answered depends on the library, jedi and the code that asks: this module and
+    # library.py (which finds the call sites), not the rest of gpu2npu
+    digest = hashlib.sha256(f"{CACHE_VERSION}\n{jedi.__version__}\n".encode())
+    for asking in (Path(__file__), Path(__file__).with_name("library.py")):
+        digest.update(asking.read_bytes())
     digest.update(str(library.root.resolve()).encode("utf-8", "surrogateescape"))
     for folder in env:
         digest.update(b"\0env\0" + str(folder.resolve()).encode("utf-8", "surrogateescape"))

@@ -31,6 +31,7 @@ class Definition:
     owner: Optional[str] = None  # a method's class
     methods: Dict[str, str] = field(default_factory=dict)  # a class's own methods: name -> key
     bases: List[Tuple[int, int, str]] = field(default_factory=list)  # (line, column, last name) of base expressions
+    header_end: int = 0  # a function's last line before its body: the signature with its defaults
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ class Library:
                 # (its signature belongs to it: a default `device="cuda"` is used by its calls)
                 definition = Definition(key, METHOD if owner else FUNCTION, module.path, statement.lineno,
                                         (statement.lineno, statement.end_lineno or statement.lineno),
-                                        owner.key if owner else None)
+                                        owner.key if owner else None, header_end=statement.body[0].lineno - 1)
                 self._add(definition)
                 self.by_position[(module.path, statement.lineno, statement.name)] = key
                 if owner is not None:

@@ -285,14 +285,17 @@ def _owner_of_lines(library: Library) -> Dict[str, List[Tuple[int, int, str]]]:
     return spans
 
 
-def _holder(spans: Dict[str, List[Tuple[int, int, str]]], library: Library, path: str, line: int) -> str:
+def _holder(spans: Dict[str, List[Tuple[int, int, str]]], library: Library, path: str, line: int) -> Tuple[str, bool]:
+    """The innermost function holding `line` (else the module), and whether the line is in its
+    signature: a default value (`device="cuda"`) is used only by the calls that leave it out,
+    so such a hit marks the function itself, not its callers."""
     best: Optional[Tuple[int, str]] = None
     for first, last, key in spans.get(path, ()):
         if first <= line <= last and (best is None or last - first < best[0]):
             best = (last - first, key)
     if best is not None:
-        return best[1]
-    return next(m.name for m in library.sources() if m.path == path)
+        return best[1], line <= library.definitions[best[1]].header_end
+    return next(m.name for m in library.sources() if m.path == path), False
 
 
 def _report(library: Library, hits: List[Hit], edges: Dict[str, Set[str]], result: ThirdPartyResult) -> None:
@@ -301,9 +304,10 @@ def _report(library: Library, hits: List[Hit], edges: Dict[str, Set[str]], resul
     for caller, targets in edges.items():
         for target in targets:
             callers.setdefault(target, set()).add(caller)
-    hits_by_api: Dict[Tuple[str, str], List[Tuple[str, Hit]]] = {}
+    hits_by_api: Dict[Tuple[str, str], List[Tuple[str, bool, Hit]]] = {}
     for hit in hits:
-        hits_by_api.setdefault((hit.category, hit.api), []).append((_holder(spans, library, hit.path, hit.line), hit))
+        holder, in_signature = _holder(spans, library, hit.path, hit.line)
+        hits_by_api.setdefault((hit.category, hit.api), []).append((holder, in_signature, hit))
     public = library.public_names()
     rows: Dict[str, Set[Tuple]] = {name: set() for name in CATEGORY_FILES.values()}
     nearest: Dict[str, Tuple[int, int, List[str], Hit]] = {}  # public name -> (rank, length, chain, hit)
@@ -337,15 +341,17 @@ def _key_of_chain(chain: List[str]) -> str:
     return chain[0]
 
 
-def _reach(holders: List[Tuple[str, Hit]], callers: Dict[str, Set[str]]) -> Dict[str, Tuple[List[str], Hit]]:
+def _reach(holders: List[Tuple[str, bool, Hit]], callers: Dict[str, Set[str]]) -> Dict[str, Tuple[List[str], Hit]]:
     """Every definition from which a chain of calls leads to one of the hits: key -> (the chain
-    of keys from it to the hit's holder, the hit); shortest chains, ties broken by name."""
+    of keys from it to the hit's holder, the hit); shortest chains, ties broken by name.  A hit
+    in a signature stays with its function."""
     reached: Dict[str, Tuple[List[str], Hit]] = {}
     queue = deque()
-    for holder, hit in sorted(holders, key=lambda item: (item[0], item[1])):
+    for holder, in_signature, hit in sorted(holders, key=lambda item: (item[1], item[0], item[2])):
         if holder not in reached:
             reached[holder] = ([holder], hit)
-            queue.append(holder)
+            if not in_signature:
+                queue.append(holder)
     while queue:
         key = queue.popleft()
         chain, hit = reached[key]
