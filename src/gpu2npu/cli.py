@@ -288,7 +288,7 @@ def check(paths, torch_version, output_format, jobs, cache_dir, no_cache, api_fi
     sys.exit(1 if result.findings else 0)
 
 
-@main.command("analyse")
+@main.command("analyse", context_settings={"max_content_width": 100})
 @click.option("-i", "--input", "input_path", required=True, type=click.Path(path_type=Path), metavar="INPUT",
               help="The project (torch_apis, affinity_apis, dynamic_shape) or the library (third_party: an "
                    "installed package folder or a vendored folder) to analyse.")

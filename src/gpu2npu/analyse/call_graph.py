@@ -15,6 +15,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import signal
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -70,7 +71,7 @@ def _ask_jedi(library: Library, env: Sequence[Path], positions: List[Tuple[str, 
         return answers
     # Files of similar work go to different processes: biggest first, handed out one at a time.
     work.sort(key=lambda item: -len(item[1]))
-    with multiprocessing.get_context("spawn").Pool(min(jobs, len(work)), _init, settings) as pool:
+    with multiprocessing.get_context("spawn").Pool(min(jobs, len(work)), _init_worker, settings) as pool:
         for path_answers in pool.imap_unordered(_resolve_file, work, chunksize=1):
             answers.update(path_answers)
     return answers
@@ -78,6 +79,12 @@ def _ask_jedi(library: Library, env: Sequence[Path], positions: List[Tuple[str, 
 
 _ROOT: Optional[Path] = None
 _PROJECT = None
+
+
+def _init_worker(root: str, import_root: str, env: List[str]) -> None:
+    # Ctrl-C reaches every process of the terminal's group: the parent alone handles it
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _init(root, import_root, env)
 
 
 def _init(root: str, import_root: str, env: List[str]) -> None:
