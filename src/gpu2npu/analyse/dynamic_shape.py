@@ -134,6 +134,16 @@ def _stays_first(statement: cst.CSTNode, position: int) -> bool:
     return isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name) and small.module.value == "__future__"
 
 
+def _entry_script(source: Path):
+    """The project's likely entry: a file with a __main__ guard, train*.py first."""
+    if source.is_file():
+        return source.name
+    candidates = sorted(path.relative_to(source).as_posix() for path in source.rglob("*.py")
+                        if path.is_file() and b"__main__" in path.read_bytes())
+    candidates.sort(key=lambda name: (not Path(name).name.startswith("train"), name.count("/"), name))
+    return candidates[0] if candidates else None
+
+
 def write_instrumented(source: Path, staging: Path, target: Path, result, logger) -> None:
     name = source.stem if source.is_file() else source.name
     copy = staging / name
@@ -166,10 +176,11 @@ def write_instrumented(source: Path, staging: Path, target: Path, result, logger
     (copy / detector.SITES_FILE).write_text(json.dumps(table, indent=0), encoding="utf-8")
     logger.info(f"instrumented {result.files} Python files: {len(sites)} call sites hooked into {target / name}")
     result.rows[f"{name}/ (instrumented copy)"] = len(sites)
+    entry = _entry_script(source)
     result.summary += [
         f"{len(sites)} call sites hooked in {target / name}",
         f"next: run the copy as you run the project (a few steps are enough), e.g. cd {target / name} && python "
-        "train.py ...; the reports appear in "
+        f"{entry or 'YOUR_SCRIPT.py'} ...; the reports appear in "
         f"{target}: {detector.REPORT} (shape ranges per call site) and {detector.SUMMARY} (the call sites whose "
         "shapes vary, ranked, with the fix)",
     ]

@@ -207,6 +207,7 @@ def _third_party(source: Path, staging: Path, request: AnalyseRequest, options: 
             third_party.CUDA_OP_COLUMNS if name == third_party.CUDA_OP else third_party.OP_COLUMNS)
         result.rows[name] = csv_reports.write_rows(staging / name, columns, rows)
     for path in found.unparsed:
+        result.files += 1
         result.failed.append((path, "not parsed as Python"))
     for hit in found.hits:
         logger.info(f"{hit.path} line: {hit.line} {third_party.CATEGORY_WORDS[hit.category]}: {hit.api}: {hit.tip}")
@@ -216,9 +217,14 @@ def _third_party(source: Path, staging: Path, request: AnalyseRequest, options: 
         logger.info(f"{key}: {value}")
     result.figures = found.figures
     result.summary.append(
-        f"{found.figures['affected public APIs']} public APIs reach code that cannot run on the NPU as it is "
-        f"({found.figures['hits']} call sites in {found.figures['files']} modules; jedi resolved "
-        f"{found.figures['resolved']} of {found.figures['asked']} call sites asked"
+        f"{_count(found.figures['affected public APIs'], 'public API')} "
+        f"{'reaches' if found.figures['affected public APIs'] == 1 else 'reach'} code that cannot run on the NPU as it is "
+        f"({_count(found.figures['hits'], 'call site')} in {_count(found.figures['files'], 'module')}; jedi resolved "
+        f"{found.figures['resolved']} of {_count(found.figures['asked'], 'call site')} asked"
         + (", from the cache" if found.figures["cached"] else "") + ")")
     result.summary.append(f"feed them into the project's migration or check: gpu2npu ... -api "
                           f"{result.folder / third_party.FULL_RESULTS}")
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"

@@ -79,8 +79,11 @@ def analyse_library(root: Path, options, env: Sequence[Path], jobs: int, cache_f
     """`engine_results(entries)` yields (entry, FileResult) for Python entries (the migration's
     per-file analysis, cached); returns the rows of the five CSVs."""
     started = time.perf_counter()
-    files = sorted(path for path in (root.rglob("*.py") if root.is_dir() else [root])
-                   if path.is_file() and not any(part.startswith(".") for part in path.relative_to(root).parts))
+    if root.is_dir():
+        files = sorted(path for path in root.rglob("*.py")
+                       if path.is_file() and not any(part.startswith(".") for part in path.relative_to(root).parts))
+    else:  # a single module: its folder is the library's root
+        files, root = [root], root.parent
     library = Library(root, files)
     result = ThirdPartyResult(unparsed=list(library.unparsed))
     read = time.perf_counter()
