@@ -250,3 +250,22 @@ def test_instrumented_code_keeps_its_meaning(tmp_path):
     assert done.stdout.strip() == "2 parts of 2 3 True"
     assert files["net.py"] == (2, 6)
     assert torch is not None
+
+
+def test_a_file_that_does_not_parse_is_named_and_the_run_goes_on(tmp_path):
+    library = tmp_path / "vendored"
+    library.mkdir()
+    (library / "one.py").write_text("import torch\n\n\ndef to_gpu(x):\n    return x.cuda()\n", encoding="utf-8")
+    (library / "bad.py").write_text("def broken(:\n", encoding="utf-8")
+    done = gpu2npu("analyse", "-i", library, "-o", tmp_path / "out", "-v", "2.1.0", "-m", "third_party")
+    assert done.returncode == 3 and "bad.py: not analysed, not parsed as Python" in done.stderr
+    assert "2 Python files, 1 could not be analysed" in done.stdout
+    full = rows(tmp_path / "out" / "vendored_analysis" / "full_unsupported_results.csv")
+    assert [row[:2] for row in full[1:]] == [["one.py", "one.to_gpu"]] and full[1][3] == "one.to_gpu -> .cuda"
+    alone = gpu2npu("analyse", "-i", library / "one.py", "-o", tmp_path / "single", "-v", "2.1.0", "-m", "third_party")
+    assert alone.returncode == 0 and "1 public API reaches" in alone.stdout
+    shaped = gpu2npu("analyse", "-i", library, "-o", tmp_path / "shape", "-v", "2.1.0", "-m", "dynamic_shape")
+    assert shaped.returncode == 3 and "bad.py: not analysed, copied without hooks" in shaped.stderr
+    copy = tmp_path / "shape" / "vendored_analysis" / "vendored"
+    assert (copy / "bad.py").read_bytes() == (library / "bad.py").read_bytes()
+    assert "DETECTOR.hook_func(x.cuda, 'x.cuda', 1)" in (copy / "one.py").read_text(encoding="utf-8")
