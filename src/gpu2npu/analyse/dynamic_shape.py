@@ -102,7 +102,7 @@ def instrument(code: bytes, path: str, depth: int, sites: Dict[int, Tuple[str, i
     hooked = MetadataWrapper(module).visit(_Hooks(path, sites))
     up = ", ".join(['".."'] * depth)
     import_lines = [
-        f"try:  # gpu2npu analyse -m dynamic_shape: records the shapes of each call's tensors",
+        "try:  # gpu2npu analyse -m dynamic_shape: records the shapes of each call's tensors",
         f"    from {DETECTOR_MODULE} import DETECTOR",
         "except ImportError:  # run from a subfolder: the detector sits at the top of the instrumented copy",
         "    import os as _gpu2npu_os, sys as _gpu2npu_sys",

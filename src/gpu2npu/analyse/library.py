@@ -64,6 +64,7 @@ class Library:
         self.import_root = root.parent if self.is_package else root
         self.modules: Dict[str, Module] = {}
         self.unparsed: List[str] = []
+        self._module_names: Optional[Dict[str, str]] = None
         self.definitions: Dict[str, Definition] = {}
         self.by_position: Dict[Tuple[str, int, str], str] = {}  # (relative path, line, name) -> key
         self.calls: List[CallSite] = []
@@ -172,6 +173,12 @@ class Library:
 
     def sources(self) -> Iterator[Module]:
         return iter(self.modules.values())
+
+    def module_of(self, path: str) -> str:
+        """The name of the module in the file `path` (relative to the root)."""
+        if self._module_names is None:
+            self._module_names = {module.path: name for name, module in self.modules.items()}
+        return self._module_names[path]
 
     # -- public names ---------------------------------------------------------------------------
     def public_names(self) -> Dict[str, List[str]]:

@@ -107,9 +107,10 @@ def analyse_library(root: Path, options, env: Sequence[Path], jobs: int, cache_f
 def _hits(library: Library, options, engine_results) -> List[Hit]:
     entries = [Entry(module.path, module.absolute, Kind.PYTHON) for module in library.sources()]
     operators, extension_modules = _custom_cuda(library)
+    modules = {module.path: module for module in library.sources()}
     hits: Set[Hit] = set()
     for entry, outcome in engine_results(entries):
-        module = next(m for m in library.sources() if m.path == entry.relative)
+        module = modules[entry.relative]
         import_lines = _import_lines(module.tree)
         optional = _optional_imports(module.tree)
         for change in outcome.changes:
@@ -298,7 +299,7 @@ def _holder(spans: Dict[str, List[Tuple[int, int, str]]], library: Library, path
             best = (last - first, key)
     if best is not None:
         return best[1], line <= library.definitions[best[1]].header_end
-    return next(m.name for m in library.sources() if m.path == path), False
+    return library.module_of(path), False
 
 
 def _report(library: Library, hits: List[Hit], edges: Dict[str, Set[str]], result: ThirdPartyResult) -> None:
@@ -334,14 +335,10 @@ def _report(library: Library, hits: List[Hit], edges: Dict[str, Set[str]], resul
         message = f"{CATEGORY_WORDS[CATEGORY_ORDER[rank]]}: {hit.api} ({hit.path}:{hit.line}): {hit.tip}"
         if others:
             message += f"; also reaches {', '.join(others[:5])}" + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-        definition = library.definitions[_key_of_chain(chain)]
+        definition = library.definitions[chain[0]]
         full.append((definition.path, name, message, " -> ".join([*chain, hit.api])))
         result.affected[name] = message
     result.rows[FULL_RESULTS] = full
-
-
-def _key_of_chain(chain: List[str]) -> str:
-    return chain[0]
 
 
 def _reach(holders: List[Tuple[str, bool, Hit]], callers: Dict[str, Set[str]]) -> Dict[str, Tuple[List[str], Hit]]:
