@@ -1,8 +1,8 @@
 """Run (migrated) training scripts on the CPU with the torch_npu stand-in.
 
 ``run_script`` runs ``sys.executable script *args`` with CUDA hidden and, when
-``use_standin`` is true, ``tests/standin`` first on PYTHONPATH so that
-``import torch_npu`` loads the CPU stand-in.  ``parse_losses`` reads the
+``use_standin`` is true, the CPU imitation of torch_npu that ``gpu2npu dryrun`` uses
+(src/gpu2npu/dryrun/standin) first on PYTHONPATH so that ``import torch_npu`` loads it.  ``parse_losses`` reads the
 ``step <i> loss <value>`` lines such scripts print.
 """
 
@@ -11,7 +11,9 @@ import re
 import subprocess
 import sys
 
-STANDIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standin")
+import gpu2npu.dryrun
+
+STANDIN_DIR = os.path.join(os.path.dirname(os.path.abspath(gpu2npu.dryrun.__file__)), "standin")
 
 _LOSS_RE = re.compile(r"^\s*step\s+(\d+)\s*[:,]?\s*loss\s*[:=]?\s*(\S+?)[,;]?\s*$", re.IGNORECASE)
 
@@ -28,6 +30,7 @@ def standin_env(env_extra=None, use_standin=True, base=None):
     else:
         env.pop("PYTHONPATH", None)
     env["CUDA_VISIBLE_DEVICES"] = ""
+    env["GPU2NPU_DRYRUN"] = "1"  # the imitation loads only where this says so
     if env_extra:
         env.update({k: str(v) for k, v in env_extra.items()})
     return env

@@ -3,7 +3,7 @@
 The fixture `single_card_for_multi` (a plain single-card trainer) is converted with
 `gpu2npu -i ... -o ... -v 2.1.0 distributed -m train.py -t model`, and the generated
 `run_distributed_npu.sh` starts two ranks on the CPU against the torch_npu stand-in
-(tests/standin: "npu" is the CPU, "hccl" is Gloo).  `tests/multicard/sitecustomize.py`, loaded
+(the CPU imitation in src/gpu2npu/dryrun/standin: "npu" is the CPU, "hccl" is Gloo).  `tests/multicard/sitecustomize.py`, loaded
 into every rank through PYTHONPATH, records without touching the script what each rank's
 DistributedSampler yielded per epoch and checksums of the DDP model's parameters (at DDP
 construction, after the first optimizer step, at exit) into MULTICARD_RECORD_DIR/rank<r>.json.
@@ -53,7 +53,7 @@ FOREIGN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_R
 def rank_env(record_dir, extra=None):
     """Stand-in torch_npu and the recorder on PYTHONPATH, CUDA hidden, two stand-in NPUs."""
     base = {k: v for k, v in os.environ.items() if k not in FOREIGN_VARS and not k.startswith("TORCHELASTIC_")}
-    env = standin_env(base=base)  # tests/standin first, CUDA_VISIBLE_DEVICES=""
+    env = standin_env(base=base)  # the CPU imitation first, CUDA_VISIBLE_DEVICES=""
     parts = [p for p in env["PYTHONPATH"].split(os.pathsep) if os.path.abspath(p) != MULTICARD_DIR]
     parts.insert(parts.index(STANDIN_DIR) + 1, MULTICARD_DIR)
     env["PYTHONPATH"] = os.pathsep.join(parts)

@@ -1,5 +1,5 @@
 """Migrated fixtures really train: run them for a few steps against the CPU stand-in of
-torch_npu (tests/standin) and compare their losses with the original scripts run on the CPU.
+torch_npu (src/gpu2npu/dryrun/standin) and compare their losses with the original scripts run on the CPU.
 
 The stand-in exposes only the torch_npu.npu names that the real release for the chosen version
 has (from the same data the tool uses), keeps every CUDA path failing as on CPU-only torch, and
@@ -96,7 +96,7 @@ def test_specify_device_rejects_a_device_that_is_not_there(tmp_path):
 
 @pytest.mark.parametrize("amp_flag", ["--amp", "--no-amp"])
 def test_apex_amp_migration_trains_like_the_original(amp_flag, tmp_path):
-    """-a model: the migrated script trains through apex amp (stand-in: tests/standin/apex,
+    """-a model: the migrated script trains through apex amp (stand-in: src/gpu2npu/dryrun/standin/apex,
     which scales the loss by 2**16 and unscales the gradients, exactly, and casts nothing), so
     its losses are those of the original on the CPU; its checkpoint holds the amp state."""
     import torch

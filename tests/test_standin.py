@@ -1,4 +1,4 @@
-"""Tests of the CPU stand-in for torch_npu (tests/standin/torch_npu).
+"""Tests of the CPU stand-in for torch_npu (src/gpu2npu/dryrun/standin/torch_npu).
 
 Importing the stand-in patches torch for the rest of this pytest process; that
 only happens inside the ``npu`` fixture (i.e. when these tests run).  Anything

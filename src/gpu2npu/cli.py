@@ -362,6 +362,56 @@ def analyse(input_path, output_path, torch_version, mode, env, api_files, jobs, 
     sys.exit(EXIT_PARTIAL if result.failed else EXIT_OK)
 
 
+@main.command("dryrun", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False,
+                                          "max_content_width": 100})
+@click.option("-v", "--version", "torch_version", default=None, metavar="VERSION",
+              help="PyTorch version whose torch_npu release the imitation has the names of (default: the newest).")
+@click.option("--nproc", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Start N ranks as run_distributed_npu.sh does (RANK_ID/DEVICE_ID/RANK_SIZE, RANK/WORLD_SIZE/"
+                   "LOCAL_RANK), HCCL over Gloo; a shell launcher is started once with NPUS=0,...,N-1.")
+@click.option("--max-steps", type=click.IntRange(min=1), default=None, metavar="K",
+              help="End each process after K optimizer steps (exit status 0).")
+@click.option("--report", "report_file", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="Also write the report as JSON to FILE.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def dryrun(torch_version, nproc, max_steps, report_file, command):
+    """Run COMMAND with a CPU imitation of torch_npu, as if on an NPU, before booking NPU time.
+
+    \b
+        gpu2npu dryrun -v 2.1.0 --max-steps 5 -- python train.py --epochs 1
+        gpu2npu dryrun --nproc 2 --max-steps 5 -- bash run_distributed_npu.sh
+
+    In the processes COMMAND starts (and only there): the "npu" device is the CPU; torch_npu and
+    torch_npu.npu have exactly the names of the chosen release, so one the release lacks fails as
+    it would on the NPU; the fused operators the migration writes (npu_fusion_attention,
+    npu_rms_norm, npu_swiglu, the NpuFused optimizers) compute their documented results; CUDA left in
+    the code (torch.cuda.*, .cuda(), a "cuda" device, the NCCL backend) fails naming its file and
+    line; HCCL runs over Gloo.  At the end a report: whether the command finished, the optimizer
+    steps, each CUDA use and missing torch_npu API hit (file:line, count), the torch_npu APIs
+    called.  Exit status 0 only if the command finished and nothing was hit; 1 otherwise; 2 on a
+    usage error.
+
+    A dry run cannot tell speed, memory, numerical differences of NPU kernels, or anything the
+    CANN stack itself does (HCCL timeouts, operator compilation).
+    """
+    from .dryrun.run import dry_run, summary
+
+    version = torch_version or apidata.available_versions()[-1]
+    try:
+        result = dry_run(command, version, nproc or 0, max_steps or 0)
+    except apidata.UnknownVersionError as error:
+        _fail(str(error))
+    except FileNotFoundError as error:
+        _fail(f"cannot start {command[0]}: {error.strerror}")
+    except KeyboardInterrupt:
+        click.echo("gpu2npu: dry run interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    click.echo(summary(result), err=True)
+    if report_file is not None:
+        report_file.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+    sys.exit(EXIT_OK if result.ok else EXIT_FAILED)
+
+
 @main.command("rules")
 def list_rules():
     """List every rule: code, fix safety and what it does."""

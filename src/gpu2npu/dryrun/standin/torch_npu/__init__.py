@@ -1,7 +1,8 @@
-"""CPU stand-in for Huawei's ``torch_npu`` (test use only).
+"""CPU imitation of Huawei's ``torch_npu``, for ``gpu2npu dryrun`` (and gpu2npu's tests).
 
-Put ``tests/standin`` on PYTHONPATH and ``import torch_npu`` makes the "npu"
-device usable on a CPU-only machine by running everything on the CPU.
+With its folder (gpu2npu/dryrun/standin) first on PYTHONPATH, ``import torch_npu`` makes the
+"npu" device usable on a CPU-only machine by running everything on the CPU.  It is no torch_npu:
+it imports only under that name, in a process that gpu2npu dryrun (or a test) started.
 
 Design (torch 2.13):
 
@@ -35,7 +36,13 @@ Design (torch 2.13):
   ``STANDIN_AUTOCAST`` (``cpu`` default, or ``off``).
 """
 
-import torch as _torch  # noqa: F401  (real torch_npu requires torch first)
+import os as _os
+
+if __name__ != "torch_npu" or not _os.environ.get("GPU2NPU_DRYRUN"):
+    raise ImportError("this is gpu2npu dryrun's CPU imitation of torch_npu, not torch_npu: it loads only in the "
+                      "processes that `gpu2npu dryrun` starts")
+
+import torch as _torch  # noqa: F401,E402  (real torch_npu requires torch first)
 
 from . import _names, _patch
 from . import npu

@@ -189,8 +189,30 @@ def mem_get_info(device=None):
     return (total, total)
 
 
+_memory_fraction = {}  # device index -> the fraction set (torch_npu: 1.0 until set)
+
+
 def set_per_process_memory_fraction(fraction, device=None):
-    return None
+    # as torch.cuda's: a float in [0, 1], else ValueError; it caps what the caching allocator may take
+    if not isinstance(fraction, float):
+        raise TypeError("Invalid type for fraction argument, must be `float`")
+    if not 0 <= fraction <= 1:
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+    _memory_fraction[_index_of(device)] = fraction
+
+
+def get_per_process_memory_fraction(device=None):
+    """torch_npu 2.8 and later: the fraction set_per_process_memory_fraction set (1.0 if none)."""
+    return _memory_fraction.get(_index_of(device), 1.0)
+
+
+def _index_of(device):
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        return device
+    device = torch.device(device)
+    return device.index if device.index is not None else current_device()
 
 
 # -- random numbers ---------------------------------------------------------------

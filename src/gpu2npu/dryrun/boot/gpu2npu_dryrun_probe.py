@@ -1,0 +1,293 @@
+"""What a dry run watches in each of its processes (gpu2npu dryrun; loaded by sitecustomize).
+
+- CUDA left in the user's code fails loudly, naming the file and line: any call of torch.cuda.*,
+  `.cuda()`, a "cuda" device given to `.to()` or a factory, the NCCL backend.  Calls that torch
+  or another library make on its own are let through (they are not the user's lines).
+- Names the chosen torch_npu release lacks fail in the CPU imitation of torch_npu, which records
+  them here; the torch_npu functions the program calls are counted.
+- GPU2NPU_DRYRUN_MAX_STEPS=K: when an optimizer is about to take step K+1, the process ends with
+  status 0 (each rank of a distributed run at the same step).
+- At exit, GPU2NPU_DRYRUN_DIR/<pid>.json holds what was seen; gpu2npu dryrun merges them.
+"""
+import atexit
+import functools
+import importlib.abc
+import importlib.machinery
+import json
+import linecache
+import os
+import sys
+import sysconfig
+
+_DIR = os.environ.get("GPU2NPU_DRYRUN_DIR")
+_MAX_STEPS = int(os.environ.get("GPU2NPU_DRYRUN_MAX_STEPS") or 0)
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_STANDIN = os.path.join(os.path.dirname(_HERE), "standin")
+
+hits = {}  # (kind, what, where) -> count
+exercised = {}  # torch_npu name -> calls
+state = {"steps": 0, "stopped": False}
+
+
+class DryRunCudaError(RuntimeError):
+    """CUDA in the user's code: on the NPU it fails or silently runs elsewhere."""
+
+
+# -- where a call comes from ----------------------------------------------------------------------
+def _library_roots():
+    roots = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    roots.update(p for p in sys.path if p.endswith(("site-packages", "dist-packages")))
+    roots.update({_HERE, _STANDIN, sys.prefix, sys.base_prefix})
+    return tuple(sorted(os.path.abspath(root) + os.sep for root in roots if root))
+
+
+_ROOTS = None
+
+
+def _is_user(filename):
+    global _ROOTS
+    if filename.startswith("<"):
+        return False
+    if _ROOTS is None:
+        _ROOTS = _library_roots()
+    return not os.path.abspath(filename).startswith(_ROOTS)
+
+
+def _is_machinery(filename):
+    """The dry run's own code (the probe, the CPU imitation): skipped when looking for who called."""
+    return os.path.abspath(filename).startswith((_HERE + os.sep, _STANDIN + os.sep))
+
+
+def caller(depth=2):
+    """The frame that made the call, above the dry run's own, if it is the user's code; None when
+    it is torch's or another library's (`torch.manual_seed` calls torch.cuda itself)."""
+    frame = sys._getframe(depth)
+    while frame is not None and _is_machinery(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None or not _is_user(frame.f_code.co_filename):
+        return None
+    return frame
+
+
+def _where(frame):
+    filename = os.path.relpath(frame.f_code.co_filename)
+    return f"{filename}:{frame.f_lineno}"
+
+
+def record(kind, what, depth=3):
+    """Count a hit at the user's line; returns "file:line" (or None: not the user's code, or a
+    `hasattr`/`getattr` test of the name, which is how code asks what a release has)."""
+    frame = caller(depth)
+    if frame is None:
+        return None
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    if kind != "cuda" and ("hasattr(" in line or "getattr(" in line):
+        return None
+    where = _where(frame)
+    key = (kind, what, where)
+    hits[key] = hits.get(key, 0) + 1
+    return where
+
+
+# -- CUDA traps -------------------------------------------------------------------------------------
+def _cuda_error(what, where):
+    return DryRunCudaError(f"{where}: {what} is CUDA, which the NPU does not have (gpu2npu dryrun: the migration "
+                           "left it, or it was written after; use the NPU or a device-neutral call)")
+
+
+def _trap(function, what):
+    @functools.wraps(function)
+    def trapped(*args, **kwargs):
+        where = record("cuda", what)
+        if where is not None:
+            raise _cuda_error(what, where)
+        return function(*args, **kwargs)
+
+    trapped.__gpu2npu_trapped__ = function
+    return trapped
+
+
+def _names_cuda(value):
+    import torch
+
+    if isinstance(value, str):
+        return value == "cuda" or value.startswith("cuda:")
+    return isinstance(value, torch.device) and value.type == "cuda"
+
+
+def _device_trap(function, what):
+    @functools.wraps(function)
+    def checked(*args, **kwargs):
+        if any(_names_cuda(value) for value in (*args, kwargs.get("device"))):
+            where = record("cuda", f"{what}(cuda device)")
+            if where is not None:
+                raise _cuda_error(f"a cuda device given to {what}", where)
+        return function(*args, **kwargs)
+
+    checked.__gpu2npu_trapped__ = function
+    return checked
+
+
+_FACTORIES = ("zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange", "tensor", "as_tensor",
+              "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randperm",
+              "linspace", "eye")
+
+
+def _install_cuda_traps(torch):
+    import inspect
+    import types
+
+    for name, value in list(vars(torch.cuda).items()):
+        if name.startswith("_") or not callable(value) or inspect.isclass(value) or isinstance(value, types.ModuleType):
+            continue
+        setattr(torch.cuda, name, _trap(value, f"torch.cuda.{name}"))
+    amp = getattr(torch.cuda, "amp", None)
+    for name in ("GradScaler", "autocast"):
+        cls = getattr(amp, name, None) if amp is not None else None
+        if inspect.isclass(cls):
+            setattr(amp, name, _trapped_class(cls, f"torch.cuda.amp.{name}"))
+    for name in ("Stream", "Event"):
+        cls = getattr(torch.cuda, name, None)
+        if inspect.isclass(cls):
+            setattr(torch.cuda, name, _trapped_class(cls, f"torch.cuda.{name}"))
+    torch.Tensor.cuda = _trap(torch.Tensor.cuda, "Tensor.cuda()")
+    torch.nn.Module.cuda = _trap(torch.nn.Module.cuda, "Module.cuda()")
+    torch.Tensor.to = _device_trap(torch.Tensor.to, "Tensor.to")
+    torch.nn.Module.to = _device_trap(torch.nn.Module.to, "Module.to")
+    for name in _FACTORIES:
+        if hasattr(torch, name):
+            setattr(torch, name, _device_trap(getattr(torch, name), f"torch.{name}"))
+    import torch.distributed as dist
+
+    for name in ("init_process_group", "new_group"):
+        function = getattr(dist, name, None)
+        if function is not None:
+            setattr(dist, name, _backend_trap(function, f"torch.distributed.{name}"))
+
+
+def _trapped_class(cls, what):
+    def __init__(self, *args, **kwargs):
+        where = record("cuda", what)
+        if where is not None:
+            raise _cuda_error(what, where)
+        cls.__init__(self, *args, **kwargs)
+
+    import warnings
+
+    with warnings.catch_warnings():  # (torch.cuda.amp's classes warn of their deprecation when subclassed)
+        warnings.simplefilter("ignore")
+        return type(cls.__name__, (cls,), {"__init__": __init__, "__module__": cls.__module__,
+                                          "__qualname__": cls.__qualname__})
+
+
+def _backend_trap(function, what):
+    @functools.wraps(function)
+    def checked(*args, **kwargs):
+        backend = kwargs.get("backend", args[0] if args and what.endswith("init_process_group") else None)
+        if isinstance(backend, str) and "nccl" in backend.lower():
+            where = record("cuda", f"{what}(backend={backend!r})")
+            if where is not None:
+                raise _cuda_error(f"the {backend} backend", where)
+        return function(*args, **kwargs)
+
+    return checked
+
+
+# -- steps ------------------------------------------------------------------------------------------
+def _install_step_counter(torch):
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    def counted(optimizer, args, kwargs):
+        state["steps"] += 1
+
+    def stop_before_one_more(optimizer, args, kwargs):
+        # at the start of step K+1, so that whatever the program does after step K (printing
+        # its loss) is done
+        if _MAX_STEPS and state["steps"] >= _MAX_STEPS:
+            state["stopped"] = True
+            write()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
+
+    register_optimizer_step_pre_hook(stop_before_one_more)
+    register_optimizer_step_post_hook(counted)
+
+
+# -- torch_npu calls ----------------------------------------------------------------------------------
+def _count_calls(module, prefix):
+    import types
+
+    for name, value in list(vars(module).items()):
+        if name.startswith("_") or not isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
+            continue
+
+        def counted(*args, __function=value, __name=f"{prefix}.{name}", **kwargs):
+            if caller(2) is not None:
+                exercised[__name] = exercised.get(__name, 0) + 1
+            return __function(*args, **kwargs)
+
+        functools.update_wrapper(counted, value)
+        setattr(module, name, counted)
+
+
+# -- after-import patches ---------------------------------------------------------------------------
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs a patch right after a module is first imported (torch, torch_npu)."""
+
+    def __init__(self, patches):
+        self.patches = patches
+
+    def find_spec(self, name, path, target=None):
+        patch = self.patches.get(name)
+        if patch is None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return None
+        loader = spec.loader
+        original = loader.exec_module
+
+        def exec_module(module, _original=original, _patch=patch, _name=name):
+            _original(module)
+            self.patches.pop(_name, None)
+            _patch(module)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def _after_torch(torch):
+    _install_cuda_traps(torch)
+    _install_step_counter(torch)
+
+
+def _after_torch_npu(torch_npu):
+    _count_calls(torch_npu, "torch_npu")
+    npu = sys.modules.get("torch_npu.npu")
+    if npu is not None:
+        _count_calls(npu, "torch_npu.npu")
+
+
+def write():
+    if not _DIR:
+        return
+    report = {
+        "pid": os.getpid(), "rank": os.environ.get("RANK", os.environ.get("RANK_ID", "")),
+        "steps": state["steps"], "stopped": state["stopped"], "argv": sys.argv,
+        "hits": [{"kind": kind, "what": what, "where": where, "count": count}
+                 for (kind, what, where), count in sorted(hits.items())],
+        "exercised": exercised,
+    }
+    try:
+        with open(os.path.join(_DIR, f"{os.getpid()}.json"), "w", encoding="utf-8") as handle:
+            json.dump(report, handle)
+    except OSError:
+        pass
+
+
+def start():
+    if not _DIR:
+        return
+    sys.meta_path.insert(0, _AfterImport({"torch": _after_torch, "torch_npu": _after_torch_npu}))
+    atexit.register(write)

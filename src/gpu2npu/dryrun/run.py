@@ -1,0 +1,159 @@
+"""`gpu2npu dryrun -- COMMAND...`: run the command with the CPU imitation of torch_npu.
+
+Only the processes started here see it: their PYTHONPATH starts with boot/ (whose
+sitecustomize loads the probe) and standin/ (torch_npu, Ascend apex), CUDA is hidden, the
+imitation exposes the names of the chosen release (STANDIN_TORCH_NPU_DATA, the tool's own API
+data), and each process writes what it saw into a private folder that this module merges.
+
+`--nproc N` starts N ranks as the generated launcher does (RANK_ID/DEVICE_ID/RANK_SIZE and the
+torchrun variables, one process each) when the command is Python; a shell launcher is started
+once with NPUS=0,...,N-1 and starts its ranks itself.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .. import apidata
+
+HERE = Path(__file__).resolve().parent
+BOOT = HERE / "boot"
+STANDIN = HERE / "standin"
+
+
+@dataclass
+class DryRunResult:
+    version: str
+    torch_npu_version: str
+    command: List[str]
+    exit_codes: List[int] = field(default_factory=list)
+    stopped: bool = False  # ended after --max-steps
+    steps: Dict[str, int] = field(default_factory=dict)  # rank (or pid) -> optimizer steps
+    hits: List[dict] = field(default_factory=list)  # {kind, what, where, count}
+    exercised: Dict[str, int] = field(default_factory=dict)
+    processes: int = 0
+
+    @property
+    def finished(self) -> bool:
+        return bool(self.exit_codes) and all(code == 0 for code in self.exit_codes)
+
+    @property
+    def ok(self) -> bool:
+        return self.finished and not self.hits
+
+    def to_json(self) -> dict:
+        return {"status": "passed" if self.ok else "failed", "finished": self.finished,
+                "stopped_after_max_steps": self.stopped, "exit_codes": self.exit_codes,
+                "torch_version": self.version, "torch_npu_version": self.torch_npu_version,
+                "command": self.command, "processes": self.processes, "steps": self.steps,
+                "hits": self.hits, "torch_npu_apis": dict(sorted(self.exercised.items()))}
+
+
+def data_file(version: str) -> Path:
+    return Path(str(apidata.resources.files(apidata.DATA_PACKAGE).joinpath(f"torch_npu_{version}.json")))
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _is_python(command: Sequence[str]) -> bool:
+    return Path(command[0]).name.startswith("python")
+
+
+def environment(version: str, record_dir: Path, max_steps: int, npus: int, base: Optional[dict] = None) -> dict:
+    env = dict(os.environ if base is None else base)
+    path = [str(BOOT), str(STANDIN)] + [part for part in env.get("PYTHONPATH", "").split(os.pathsep) if part]
+    env.update({
+        "PYTHONPATH": os.pathsep.join(path),
+        "GPU2NPU_DRYRUN": "1",
+        "GPU2NPU_DRYRUN_DIR": str(record_dir),
+        "GPU2NPU_DRYRUN_MAX_STEPS": str(max_steps or 0),
+        "STANDIN_TORCH_NPU_DATA": str(data_file(version)),
+        "STANDIN_NPU_COUNT": str(npus),
+        "CUDA_VISIBLE_DEVICES": "",
+    })
+    return env
+
+
+def dry_run(command: Sequence[str], version: str, nproc: int = 0, max_steps: int = 0,
+            cwd: Optional[Path] = None, timeout: Optional[float] = None) -> DryRunResult:
+    api = apidata.load(version)  # UnknownVersionError for the caller to tell
+    command = list(command)
+    result = DryRunResult(api.torch_version, api.torch_npu_version, list(command))
+    with tempfile.TemporaryDirectory(prefix="gpu2npu-dryrun-") as folder:
+        record_dir = Path(folder)
+        ranks = max(nproc, 1)
+        env = environment(version, record_dir, max_steps, ranks)
+        env.setdefault("MASTER_ADDR", "127.0.0.1")
+        env["MASTER_PORT"] = str(_free_port())
+        processes: List[subprocess.Popen] = []
+        try:
+            if nproc and _is_python(command):
+                for rank in range(nproc):
+                    rank_env = dict(env, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nproc),
+                                    RANK_ID=str(rank), DEVICE_ID=str(rank), RANK_SIZE=str(nproc))
+                    processes.append(subprocess.Popen(command, cwd=cwd, env=rank_env))
+            else:
+                if nproc:
+                    env["NPUS"] = ",".join(str(rank) for rank in range(nproc))
+                processes.append(subprocess.Popen(command, cwd=cwd, env=env))
+            for process in processes:
+                result.exit_codes.append(process.wait(timeout=timeout))
+        finally:
+            for process in processes:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+        _merge(record_dir, result)
+    return result
+
+
+def _merge(record_dir: Path, result: DryRunResult) -> None:
+    hits: Dict[Tuple[str, str, str], int] = {}
+    for path in sorted(record_dir.glob("*.json")):
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        result.processes += 1
+        if report.get("steps"):
+            result.steps[report.get("rank") or str(report["pid"])] = report["steps"]
+        result.stopped = result.stopped or report.get("stopped", False)
+        for hit in report.get("hits", ()):
+            key = (hit["kind"], hit["what"], hit["where"])
+            hits[key] = hits.get(key, 0) + hit["count"]
+        for name, count in report.get("exercised", {}).items():
+            result.exercised[name] = result.exercised.get(name, 0) + count
+    result.hits = [{"kind": kind, "what": what, "where": where, "count": count}
+                   for (kind, what, where), count in sorted(hits.items(), key=lambda item: (item[0][2], item[0][1]))]
+
+
+def summary(result: DryRunResult) -> str:
+    """What the console says at the end of a dry run."""
+    lines = [f"gpu2npu dryrun (CPU imitation of torch_npu {result.torch_npu_version}, torch {result.version}): "
+             + ("PASSED" if result.ok else "FAILED")]
+    codes = ", ".join(str(code) for code in result.exit_codes)
+    finished = ("ended after the --max-steps optimizer steps" if result.stopped
+                else "finished" if result.finished else f"did not finish (exit status {codes})")
+    lines.append(f"  command {finished}; {result.processes} Python process{'es' if result.processes != 1 else ''} "
+                 "watched")
+    if result.steps:
+        lines.append("  optimizer steps: " + ", ".join(f"rank {rank}: {steps}" if rank.isdigit() and len(rank) < 4
+                                                       else f"{steps}" for rank, steps in sorted(result.steps.items())))
+    for hit in result.hits:
+        label = {"cuda": "CUDA left", "missing": "not in this torch_npu release",
+                 "not imitated": "not imitated on the CPU (torch_npu has it; try it on the NPU)"}.get(hit["kind"], hit["kind"])
+        lines.append(f"  {hit['where']}: {hit['what']}: {label} ({hit['count']}x)")
+    if result.exercised:
+        lines.append("  torch_npu APIs called: " + ", ".join(f"{name} ({count}x)" for name, count
+                                                         in sorted(result.exercised.items())))
+    return "\n".join(lines)

@@ -1,0 +1,77 @@
+"""Hide stand-in names that the real torch_npu does not have.
+
+If ``STANDIN_TORCH_NPU_DATA`` names a JSON file of the form
+``{"modules": {"torch_npu.npu": [names...], ...}}`` (the project's
+``src/gpu2npu/data/torch_npu_<torch>.json``), every public name that a stand-in
+module implements but the file does not list for that module is removed, so
+accessing it raises AttributeError just like the real package.  Modules the
+file does not mention, and names starting with "_", are left alone.  Without
+the variable, everything implemented is exposed.
+"""
+
+import json
+import os
+
+_cache = {}
+hidden = {}  # module name -> sorted list of names removed (for debugging/tests)
+
+
+def _allowed(module_name):
+    path = os.environ.get("STANDIN_TORCH_NPU_DATA")
+    if not path:
+        return None
+    if path not in _cache:
+        with open(path, encoding="utf-8") as f:
+            _cache[path] = json.load(f).get("modules", {})
+    names = _cache[path].get(module_name)
+    return None if names is None else set(names)
+
+
+def release():
+    """The torch_npu release the names come from (as the data file says), or None."""
+    path = os.environ.get("STANDIN_TORCH_NPU_DATA")
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data.get("torch_npu_version")
+
+
+def missing(module_name, name):
+    """The AttributeError for `module.name`, told as the real package would fail, and recorded
+    for gpu2npu dryrun's report when its probe is loaded."""
+    import sys
+
+    allowed = _allowed(module_name)
+    if name in hidden.get(module_name, ()):
+        kind, why = "missing", f"torch_npu {release() or ''} does not have it".replace("  ", " ")
+    elif allowed is not None and name in allowed:
+        kind, why = "not imitated", "torch_npu has it, but gpu2npu dryrun's CPU imitation does not implement it"
+    else:
+        kind, why = "missing", "no torch_npu release has it"
+    probe = sys.modules.get("gpu2npu_dryrun_probe")
+    where = probe.record(kind, f"{module_name}.{name}") if probe is not None else None
+    prefix = f"{where}: " if where else ""
+    return AttributeError(f"{prefix}module '{module_name}' has no attribute '{name}' ({why}; CPU imitation of "
+                          "torch_npu, gpu2npu dryrun)")
+
+
+def apply_filter(module_name, namespace):
+    def __getattr__(name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise missing(module_name, name)
+
+    namespace["__getattr__"] = __getattr__
+    allowed = _allowed(module_name)
+    if allowed is None:
+        return
+    drop = [n for n in list(namespace) if not n.startswith("_") and n not in allowed]
+    for n in drop:
+        del namespace[n]
+    if "__all__" in namespace:
+        namespace["__all__"] = [n for n in namespace["__all__"] if n in allowed]
+    hidden[module_name] = sorted(drop)
