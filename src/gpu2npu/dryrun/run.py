@@ -119,7 +119,7 @@ def dry_run(command: Sequence[str], version: str, nproc: int = 0, max_steps: int
 
 def _merge(record_dir: Path, result: DryRunResult) -> None:
     hits: Dict[Tuple[str, str, str], int] = {}
-    for path in sorted(record_dir.glob("*.json")):
+    for path in sorted(record_dir.glob("*.json"), key=lambda path: int(path.stem) if path.stem.isdigit() else 0):
         try:
             report = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -133,8 +133,9 @@ def _merge(record_dir: Path, result: DryRunResult) -> None:
             hits[key] = hits.get(key, 0) + hit["count"]
         for name, count in report.get("exercised", {}).items():
             result.exercised[name] = result.exercised.get(name, 0) + count
+    # in the order the processes met them (the first CUDA line of the run first)
     result.hits = [{"kind": kind, "what": what, "where": where, "count": count}
-                   for (kind, what, where), count in sorted(hits.items(), key=lambda item: (item[0][2], item[0][1]))]
+                   for (kind, what, where), count in hits.items()]
 
 
 def summary(result: DryRunResult) -> str:

@@ -1,8 +1,10 @@
 """What a dry run watches in each of its processes (gpu2npu dryrun; loaded by sitecustomize).
 
 - CUDA left in the user's code fails loudly, naming the file and line: any call of torch.cuda.*,
-  `.cuda()`, a "cuda" device given to `.to()` or a factory, the NCCL backend.  Calls that torch
-  or another library make on its own are let through (they are not the user's lines).
+  `.cuda()`, a "cuda" device given to `.to()` or a factory, the NCCL backend.  The questions an
+  NPU machine answers (torch.cuda.is_available() is False there, device_count() 0) are answered
+  so and recorded: the run goes on and reports each.  Calls that torch or another library makes
+  on its own are let through (they are not the user's lines).
 - Names the chosen torch_npu release lacks fail in the CPU imitation of torch_npu, which records
   them here; the torch_npu functions the program calls are counted.
 - GPU2NPU_DRYRUN_MAX_STEPS=K: when an optimizer is about to take step K+1, the process ends with
@@ -24,7 +26,7 @@ _MAX_STEPS = int(os.environ.get("GPU2NPU_DRYRUN_MAX_STEPS") or 0)
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _STANDIN = os.path.join(os.path.dirname(_HERE), "standin")
 
-hits = {}  # (kind, what, where) -> count
+hits = {}  # (kind, what, where) -> count, in the order first met
 exercised = {}  # torch_npu name -> calls
 state = {"steps": 0, "stopped": False}
 
@@ -95,6 +97,11 @@ def _cuda_error(what, where):
                            "left it, or it was written after; use the NPU or a device-neutral call)")
 
 
+# Questions about CUDA that have an answer on an NPU machine (no CUDA there): answered as there,
+# and recorded, so that one run lists every CUDA use that follows instead of stopping at the first.
+QUERIES = {"is_available": False, "device_count": 0, "is_initialized": False}
+
+
 def _trap(function, what):
     @functools.wraps(function)
     def trapped(*args, **kwargs):
@@ -105,6 +112,17 @@ def _trap(function, what):
 
     trapped.__gpu2npu_trapped__ = function
     return trapped
+
+
+def _query(function, what, answer):
+    @functools.wraps(function)
+    def answered(*args, **kwargs):
+        if record("cuda", what) is not None:
+            return answer
+        return function(*args, **kwargs)
+
+    answered.__gpu2npu_trapped__ = function
+    return answered
 
 
 def _names_cuda(value):
@@ -140,7 +158,10 @@ def _install_cuda_traps(torch):
     for name, value in list(vars(torch.cuda).items()):
         if name.startswith("_") or not callable(value) or inspect.isclass(value) or isinstance(value, types.ModuleType):
             continue
-        setattr(torch.cuda, name, _trap(value, f"torch.cuda.{name}"))
+        if name in QUERIES:
+            setattr(torch.cuda, name, _query(value, f"torch.cuda.{name}", QUERIES[name]))
+        else:
+            setattr(torch.cuda, name, _trap(value, f"torch.cuda.{name}"))
     amp = getattr(torch.cuda, "amp", None)
     for name in ("GradScaler", "autocast"):
         cls = getattr(amp, name, None) if amp is not None else None
@@ -276,7 +297,7 @@ def write():
         "pid": os.getpid(), "rank": os.environ.get("RANK", os.environ.get("RANK_ID", "")),
         "steps": state["steps"], "stopped": state["stopped"], "argv": sys.argv,
         "hits": [{"kind": kind, "what": what, "where": where, "count": count}
-                 for (kind, what, where), count in sorted(hits.items())],
+                 for (kind, what, where), count in hits.items()],  # in the order first met
         "exercised": exercised,
     }
     try:

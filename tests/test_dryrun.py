@@ -1,0 +1,199 @@
+"""`gpu2npu dryrun`, through the console script: migrated fixtures run on the CPU imitation of
+torch_npu, what is left of CUDA fails naming its line, the chosen release decides which
+torch_npu names exist, ranks start as the generated launcher starts them, and the losses are the
+original's."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from helpers import FIXTURES, migrate  # noqa: E402
+from standin_runner import STANDIN_DIR, parse_losses  # noqa: E402
+
+GPU2NPU = str(Path(sys.executable).parent / "gpu2npu")
+TIMEOUT = 240
+
+
+def dryrun(*args, cwd, env=None):
+    environment = dict(os.environ if env is None else env)
+    environment.pop("GPU2NPU_DRYRUN", None)  # set by conftest for the tests' own runs; a user has none
+    # `python` in the command is this interpreter, as it is in an activated environment
+    environment["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), environment.get("PATH", "")])
+    return subprocess.run([GPU2NPU, "dryrun", *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=TIMEOUT, env=environment, stdin=subprocess.DEVNULL)
+
+
+def original_run(script: Path, args, cwd):
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    environment["CUDA_VISIBLE_DEVICES"] = ""
+    return subprocess.run([sys.executable, str(script), *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=TIMEOUT, env=environment)
+
+
+# Fixture, entry script, its arguments: the migrated project must dry-run to the end.
+PASSING = [
+    ("single_gpu_loop", "train.py", ["--steps", "4"]),
+    ("native_amp", "train_amp.py", ["--no-amp"]),
+    ("data_parallel", "train_dp.py", []),
+    ("aliased_imports", "launch.py", []),
+    ("llama_style", "train.py", []),
+    ("llm_env_project", "train.py", []),
+    ("modelarts_job", "train.py", []),
+    ("npu_aware", "train.py", []),
+    ("similar_ops", "train.py", []),
+    ("single_card_for_multi", "train.py", ["--epochs", "1"]),
+    ("xformers_llama", "train.py", []),
+]
+# Need torchvision, which has no build for the torch of the tests here.
+NEEDS_TORCHVISION = [("ddp_spawn_imagenet", "main.py", ["--dummy", "-a", "resnet18", "-b", "4", "--epochs", "1"]),
+                     ("multi_module_package", "train.py", [])]
+
+
+def _torchvision() -> bool:
+    try:
+        import torchvision  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("fixture, script, args", PASSING + [pytest.param(*case, marks=pytest.mark.skipif(
+    not _torchvision(), reason="needs torchvision")) for case in NEEDS_TORCHVISION], ids=lambda value: str(value))
+def test_migrated_fixture_dry_runs_to_the_end(fixture, script, args, tmp_path):
+    migrated = migrate(FIXTURES / fixture, tmp_path / "out", "2.1.0", "--no-html")
+    report = tmp_path / "report.json"
+    done = dryrun("-v", "2.1.0", "--max-steps", "3", "--report", report, "--", "python", script, *args, cwd=migrated)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    assert "PASSED" in done.stderr and "CPU imitation of torch_npu 2.1.0" in done.stderr
+    facts = json.loads(report.read_text(encoding="utf-8"))
+    assert facts["status"] == "passed" and facts["hits"] == [] and facts["finished"]
+
+
+def test_cuda_the_migration_reported_fails_the_dry_run_where_the_report_says(tmp_path):
+    """flash_attn_patch: the migration leaves a CUDA capability test it cannot translate and
+    reports it; the dry run goes on (the test answers False, as on an NPU) and fails on it."""
+    migrated = migrate(FIXTURES / "flash_attn_patch", tmp_path / "out", "2.1.0", "--no-html")
+    report = tmp_path / "report.json"
+    done = dryrun("-v", "2.1.0", "--max-steps", "2", "--report", report, "--", "python", "train.py", cwd=migrated)
+    assert done.returncode == 1
+    facts = json.loads(report.read_text(encoding="utf-8"))
+    assert facts["finished"] and facts["steps"]  # it trained: the branch is not taken on the NPU
+    [hit] = facts["hits"]
+    assert hit["what"] == "torch.cuda.is_available" and hit["where"].startswith("flash_attn_patch.py:")
+    line = int(hit["where"].split(":")[1])
+    assert "torch.cuda.is_available()" in (migrated / "flash_attn_patch.py").read_text().splitlines()[line - 1]
+    assert "device test torch.cuda.is_available()" in (migrated / "unsupported_api.csv").read_text()
+
+
+def test_apex_parts_ascend_apex_lacks_fail_as_reported(tmp_path):
+    migrated = migrate(FIXTURES / "apex_amp", tmp_path / "out", "2.1.0", "--no-html")
+    done = dryrun("-v", "2.1.0", "--max-steps", "2", "--", "python", "train_apex.py", cwd=migrated)
+    assert done.returncode == 1 and "No module named 'apex.parallel'" in done.stderr
+    assert "apex.parallel.DistributedDataParallel" in (migrated / "unsupported_api.csv").read_text()
+
+
+def test_the_original_cuda_script_fails_naming_its_first_cuda_line(tmp_path):
+    done = dryrun("-v", "2.1.0", "--max-steps", "2", "--", "python", "train.py", "--steps", "2",
+                  cwd=FIXTURES / "single_gpu_loop")
+    assert done.returncode == 1 and "FAILED" in done.stderr
+    first = next(line for line in done.stderr.splitlines() if "CUDA left" in line)
+    assert first.strip() == "train.py:41: torch.cuda.is_available: CUDA left (1x)"
+    lines = (FIXTURES / "single_gpu_loop" / "train.py").read_text().splitlines()
+    assert "torch.cuda" in lines[40] and not any("torch.cuda" in line or ".cuda()" in line for line in lines[:40])
+
+
+def test_cuda_calls_fail_loudly_with_the_users_line(tmp_path):
+    script = tmp_path / "left.py"
+    script.write_text("import torch\nimport torch_npu\n\nx = torch.ones(2)\ny = x.to('npu')\nz = y.cuda()\n")
+    done = dryrun("--", "python", "left.py", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "left.py:6: Tensor.cuda() is CUDA, which the NPU does not have" in done.stderr
+    nccl = tmp_path / "nccl.py"
+    nccl.write_text("import torch.distributed as dist\n"
+                    "dist.init_process_group('nccl', init_method='tcp://127.0.0.1:1', rank=0, world_size=1)\n")
+    done = dryrun("--", "python", "nccl.py", cwd=tmp_path)
+    assert done.returncode == 1 and "nccl.py:2: the nccl backend is CUDA" in done.stderr
+
+
+def test_the_release_decides_which_torch_npu_names_exist(tmp_path):
+    """torch_npu.npu.get_per_process_memory_fraction: in torch_npu 2.8.0, not in 2.1.0."""
+    script = tmp_path / "train.py"
+    script.write_text("import torch\nimport torch_npu\n\ntorch_npu.npu.set_per_process_memory_fraction(0.5)\n"
+                      "print('fraction', torch_npu.npu.get_per_process_memory_fraction())\n")
+    newer = dryrun("-v", "2.8.0", "--", "python", "train.py", cwd=tmp_path)
+    assert newer.returncode == 0 and "fraction 0.5" in newer.stdout
+    assert "torch_npu.npu.get_per_process_memory_fraction (1x)" in newer.stderr  # exercised
+    older = dryrun("-v", "2.1.0", "--", "python", "train.py", cwd=tmp_path)
+    assert older.returncode == 1
+    assert ("train.py:5: torch_npu.npu.get_per_process_memory_fraction: not in this torch_npu release"
+            in older.stderr)
+    assert "torch_npu 2.1.0.post17 does not have it" in older.stderr
+    guarded = tmp_path / "guarded.py"  # asking is not using
+    guarded.write_text("import torch_npu\nprint(hasattr(torch_npu.npu, 'get_per_process_memory_fraction'))\n")
+    asked = dryrun("-v", "2.1.0", "--", "python", "guarded.py", cwd=tmp_path)
+    assert asked.returncode == 0 and asked.stdout.strip() == "False"
+
+
+@pytest.fixture(scope="module")
+def multi(tmp_path_factory):
+    return migrate(FIXTURES / "single_card_for_multi", tmp_path_factory.mktemp("multi"), "2.1.0", "--no-html",
+                   "distributed", "-m", "train.py", "-t", "model")
+
+
+def test_two_ranks_of_a_distributed_migration_stop_after_k_steps(multi, tmp_path):
+    report = tmp_path / "report.json"
+    done = dryrun("-v", "2.1.0", "--nproc", "2", "--max-steps", "3", "--report", report, "--",
+                  "python", "train.py", "--epochs", "1", cwd=multi)
+    assert done.returncode == 0, done.stderr[-3000:]
+    facts = json.loads(report.read_text(encoding="utf-8"))
+    assert facts["stopped_after_max_steps"] and facts["steps"] == {"0": 3, "1": 3} and facts["processes"] == 2
+    assert "torch_npu.npu.set_device" in facts["torch_npu_apis"]
+    assert len(parse_losses(done.stdout)) == 6  # three steps printed by each rank
+
+
+def test_the_generated_launcher_dry_runs_its_ranks(multi, tmp_path):
+    done = dryrun("-v", "2.1.0", "--nproc", "2", "--max-steps", "2", "--", "bash", multi / "run_distributed_npu.sh",
+                  "--epochs", "1", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "optimizer steps: rank 0: 2, rank 1: 2" in done.stderr
+    assert sorted(path.name for path in tmp_path.glob("output_npu_*.log")) == ["output_npu_0.log", "output_npu_1.log"]
+
+
+@pytest.mark.parametrize("fixture, script, args", [
+    ("single_gpu_loop", "train.py", ["--steps", "6"]),
+    ("native_amp", "train_amp.py", ["--no-amp"]),
+    ("data_parallel", "train_dp.py", []),
+])
+def test_dry_run_losses_are_the_originals(fixture, script, args, tmp_path):
+    original = original_run(FIXTURES / fixture / script, args, tmp_path)
+    assert original.returncode == 0, original.stderr
+    migrated = migrate(FIXTURES / fixture, tmp_path / "out", "2.1.0", "--no-html")
+    done = dryrun("-v", "2.1.0", "--", "python", script, *args, cwd=migrated)
+    assert done.returncode == 0, done.stderr[-3000:]
+    expected, got = parse_losses(original.stdout), parse_losses(done.stdout)
+    assert expected and len(got) == len(expected)
+    assert all(abs(a - b) <= 1e-5 for a, b in zip(expected, got))
+
+
+def test_the_imitation_is_not_torch_npu_outside_a_dry_run(tmp_path):
+    environment = {key: value for key, value in os.environ.items() if key != "GPU2NPU_DRYRUN"}
+    environment["PYTHONPATH"] = STANDIN_DIR
+    done = subprocess.run([sys.executable, "-c", "import torch_npu"], capture_output=True, text=True,
+                          env=environment, timeout=TIMEOUT)
+    assert done.returncode == 1 and "CPU imitation of torch_npu, not torch_npu" in done.stderr
+    done = subprocess.run([sys.executable, "-c", "import gpu2npu.dryrun.standin.torch_npu"], capture_output=True,
+                          text=True, env=dict(os.environ, GPU2NPU_DRYRUN="1"), timeout=TIMEOUT)
+    assert done.returncode == 1 and "CPU imitation of torch_npu, not torch_npu" in done.stderr
+
+
+def test_usage_errors(tmp_path):
+    assert dryrun("-v", "9.9.9", "--", "python", "-c", "pass", cwd=tmp_path).returncode == 2
+    missing = dryrun("--", "no-such-program-here", cwd=tmp_path)
+    assert missing.returncode == 2 and "cannot start no-such-program-here" in missing.stderr
