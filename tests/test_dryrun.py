@@ -197,3 +197,20 @@ def test_usage_errors(tmp_path):
     assert dryrun("-v", "9.9.9", "--", "python", "-c", "pass", cwd=tmp_path).returncode == 2
     missing = dryrun("--", "no-such-program-here", cwd=tmp_path)
     assert missing.returncode == 2 and "cannot start no-such-program-here" in missing.stderr
+
+
+def test_fused_optimizers_are_their_torch_algorithm_with_torch_npus_signature(tmp_path):
+    script = tmp_path / "opt.py"
+    script.write_text(
+        "import torch\nimport torch_npu\n\n"
+        "torch.manual_seed(0)\nmodel = torch.nn.Linear(4, 2).to('npu')\nreference = torch.nn.Linear(4, 2)\n"
+        "reference.load_state_dict(model.state_dict())\n"
+        "pairs = [(model, torch_npu.optim.NpuFusedAdamW(model.parameters(), lr=0.1)),\n"
+        "         (reference, torch.optim.AdamW(reference.parameters(), lr=0.1))]\n"
+        "for step in range(3):\n    x = torch.randn(8, 4)\n    for m, o in pairs:\n"
+        "        o.zero_grad()\n        m(x.to('npu')).pow(2).mean().backward()\n        o.step()\n"
+        "print('same', all(torch.equal(a, b) for a, b in zip(model.parameters(), reference.parameters())))\n"
+        "torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1, foreach=True)\n")
+    done = dryrun("-v", "2.1.0", "--", "python", "opt.py", cwd=tmp_path)
+    assert "same True" in done.stdout
+    assert done.returncode == 1 and "NpuFusedSGD.__init__() got an unexpected keyword argument 'foreach'" in done.stderr
