@@ -17,7 +17,6 @@ from pathlib import Path
 import click
 
 from . import __version__, apidata, cache, pipeline
-from .affinity import ADVICE
 from .check import check_paths, rule_descriptions
 from .project import preview, run
 from .request import DistributedRequest, RunRequest, UsageError
@@ -223,7 +222,7 @@ def _print_preview(request: RunRequest) -> None:
 @click.option("-t", "--target_model", "--target-model", "target", default="model", show_default=True,
               help="Variable holding the model in the main file (dotted names such as self.model allowed).")
 @click.option("--split-batch", is_flag=True,
-              help="Divide training batch sizes by the number of processes, keeping the global batch (seed 002).")
+              help="Divide training batch sizes by the number of processes, keeping the global batch (as the Ascend imagenet multi-card guide does).")
 @click.pass_context
 def distributed(ctx, main_file, target, split_batch):
     """Convert a single-card script into a multi-card one: one process per NPU, DDP over HCCL.
@@ -414,19 +413,30 @@ def dryrun(torch_version, nproc, max_steps, report_file, command):
 
 @main.command("rules")
 def list_rules():
-    """List every rule: code, fix safety and what it does."""
+    """List every code a report can carry: the rules (code, name, fix safety, what it does), then
+    the rows no rule makes (NPU900: what a human must do; NPU951-NPU962: advice)."""
+    from .report_codes import REPORT_CODES
+
     for code, rule in ALL_RULES_BY_CODE.items():
         click.echo(f"{code}  {rule.__name__:<29} {rule.fix_safety:<7} {rule.summary}")
+    for code, report in REPORT_CODES.items():
+        name = "LeftoverAnalysis" if report.kind == "report" else "Advice"
+        click.echo(f"{code}  {name:<29} {report.kind:<7} {report.summary}")
 
 
 @main.command("explain")
 @click.argument("code")
 def explain(code):
     """Print a rule's description and its before/after examples."""
+    from .report_codes import REPORT_CODES
+
     rule = ALL_RULES_BY_CODE.get(code.upper())
-    if rule is None and code.upper() in ADVICE:
-        click.echo(f"{code.upper()} advice, never an edit (affinity_api_call.csv / api_performance_advice.csv): "
-                   f"{ADVICE[code.upper()]}")
+    report = REPORT_CODES.get(code.upper())
+    if rule is None and report is not None:
+        click.echo(f"{report.code} ({report.kind}, never an edit): {report.summary}\n")
+        click.echo(inspect.cleandoc(report.description) + "\n")
+        for number, (source, name, where) in enumerate(report.examples, 1):
+            click.echo(f"Example {number}:\n{_indent(source)}\nreported in {where}: {name}\n")
         return
     if rule is None:
         _fail(f"no rule {code}; `gpu2npu rules` lists them")

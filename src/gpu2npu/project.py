@@ -278,7 +278,7 @@ def _write_launcher(staging: Path, settings: DistributedSettings, logger) -> Non
     logger.info(
         "batch size: every process uses the batch size it is given, so the global batch is the number of "
         "NPUs times larger than on one card" + ("" if settings.split_batch else
-        "; pass --split-batch to divide training batch sizes by the number of processes (seed 002)")
+        "; pass --split-batch to divide training batch sizes by the number of processes (as the Ascend imagenet multi-card guide does)")
     )
     if settings.main_spawns:
         logger.info(f"{settings.main_file} starts its own processes: {launcher.name} runs it once on the NPUs in NPUS")

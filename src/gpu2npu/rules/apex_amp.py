@@ -186,13 +186,13 @@ def _mentions_parameters(call: cst.Call, model: str) -> bool:
 
 class ApexAmp(Rule):
     """`-a MODEL_VAR`: the native mixed precision (torch.cuda.amp / torch.amp autocast and
-    GradScaler) that trains MODEL_VAR becomes Ascend apex AMP, as seed 002 migrates ImageNet:
+    GradScaler) that trains MODEL_VAR becomes Ascend apex AMP, as the Ascend multi-card migration of pytorch/examples imagenet does:
 
     - `from apex import amp` is imported (as `apex_amp` where the file already uses the name `amp`);
     - the GradScaler is replaced by `model, optimizer = amp.initialize(model, optimizer,
       opt_level="O2", loss_scale="dynamic")` where both exist (`enabled=` is passed on); the
       optimizer is the one the scaler steps, and it must be built from `MODEL_VAR.parameters()`;
-      O2 and dynamic loss scaling (seed 002 and the Ascend apex guide) keep GradScaler's schedule;
+      O2 and dynamic loss scaling (the Ascend imagenet multi-card guide and the Ascend apex guide) keep GradScaler's schedule;
     - `scaler.scale(loss).backward()` becomes `with amp.scale_loss(loss, optimizer) as scaled_loss:
       scaled_loss.backward()`; `scaler.step(optimizer)` becomes `optimizer.step()`;
       `scaler.update()` and `scaler.unscale_(optimizer)` go (apex unscales when `scale_loss` ends);
@@ -371,7 +371,7 @@ class ApexAmp(Rule):
         return plan, ""
 
     def _plan_checkpoints(self, plan: _Plan, survey: _Survey, construction_function) -> None:
-        """The amp state travels with the optimizer state (seed 002 steps 13-14)."""
+        """The amp state travels with the optimizer state (the Ascend imagenet multi-card guide, steps 13-14)."""
         for node in survey.names.get(f"{plan.optimizer}.state_dict", ()):
             call = self.get_metadata(ParentNodeProvider, node, None)
             element = call and self.get_metadata(ParentNodeProvider, call, None)

@@ -1,4 +1,4 @@
-"""Training DataLoaders drop their last partial batch on NPU (seed 002, step 10)."""
+"""Training DataLoaders drop their last partial batch on NPU (the Ascend imagenet multi-card guide, step 10)."""
 from __future__ import annotations
 
 
@@ -16,14 +16,14 @@ PIN_MEMORY_SINCE = (2, 1)
 
 class DataLoaderForNpu(LoaderRoles, Rule):
     """Ascend compiles one graph per input shape; a short last batch costs a recompilation
-    every epoch, so training loaders get `drop_last=True` (seed 002).
+    every epoch, so training loaders get `drop_last=True` (as the Ascend imagenet multi-card guide does).
 
     Only loaders that are clearly for training change (their variable, function or dataset is
     named for training, or they shuffle).  Evaluation loaders are not edited: dropping samples
     would change the reported metric; they are listed in api_performance_advice.csv instead, as
     are loaders whose role cannot be told.  A `drop_last` the code already passes is the author's
     choice and is kept (and reported when it is not True).  `pin_memory=True` stays from torch
-    2.1 on (torch_npu pins host memory); for older versions it becomes False as in seed 002.
+    2.1 on (torch_npu pins host memory); for older versions it becomes False as in the Ascend imagenet multi-card guide.
     """
 
     code = "NPU201"

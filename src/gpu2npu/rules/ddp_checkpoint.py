@@ -15,7 +15,7 @@ GUARD = "torch.distributed.get_rank() == 0"
 class SaveOnRankZero(Rule):
     """Every process holds the same weights after a step, so one copy is enough, and several
     processes writing one file at once can leave it corrupt.  A `torch.save(...)` statement
-    becomes `if torch.distributed.get_rank() == 0: torch.save(...)` (seed 002 step 12 does the
+    becomes `if torch.distributed.get_rank() == 0: torch.save(...)` (the Ascend imagenet multi-card guide, step 12, does the
     same with its own rank test).  Only when gpu2npu adds the process group: a script that
     initialises one itself is trusted to choose who saves.
     """

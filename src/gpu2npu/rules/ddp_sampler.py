@@ -25,7 +25,7 @@ class DistributedSamplerForLoaders(LoaderRoles, Rule):
     `loader.sampler.set_epoch(epoch)` is inserted, so that each epoch is shuffled differently
     and the same way on every process.  Evaluation loaders are not split: each process still
     evaluates the whole set.  `batch_size` stays the per-process batch (the global batch grows
-    with the number of NPUs) unless `--split-batch` divides it, as seed 002 does by hand.
+    with the number of NPUs) unless `--split-batch` divides it, as the Ascend imagenet multi-card guide does by hand.
     """
 
     code = "NPU301"

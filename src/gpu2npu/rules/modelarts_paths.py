@@ -75,7 +75,7 @@ FILE_OBJECTS = {"builtins.open", "io.open", "io.BytesIO", "io.StringIO", "tempfi
 
 class ModelArtsPaths(Rule):
     """With `-m`, a migrated script can run on Huawei ModelArts, where its data and results live
-    in object storage (seed 000): each path argument of a function that reads or writes files
+    in object storage (as the Ascend ModelArts migration guide describes): each path argument of a function that reads or writes files
     (open, os and os.path, shutil, glob, pathlib.Path, numpy/pandas/PIL/cv2 I/O, torch.load/save,
     torchvision datasets' `root`, ...) is wrapped in `ModelArtsPathManager().get_path(...)`,
     and `from ascend_modelarts_function import ModelArtsPathManager` is added after the imports.
