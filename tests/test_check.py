@@ -24,7 +24,7 @@ def test_flags_the_original_and_only_known_unsupported_after_migration(name, tmp
     findings = json.loads(after.stdout)["findings"]
     # what is left: CUDA constructs without an NPU form, in the code (NPU900) or the dependency
     # files (a package still imported, a CUDA base image: their own rules), all reported
-    assert all(f["rule"] == "NPU900" or (f["rule"].startswith("NPU85") and f["level"] == "warning")
+    assert all(f["rule"] == "NPU900" or (f["rule"].startswith("NPU85") and f["level"] == "error")
                for f in findings), findings
     # Lines differ (the output has inserted lines; the report speaks of the input's), the API not.
     reported = {(row["File"], row["OP"]) for row in read_csv(target / "unsupported_api.csv")}

@@ -73,3 +73,47 @@ def test_no_internal_labels_in_what_users_read():
         assert not re.search(r"seed\s*0\d\d", text, re.IGNORECASE)
     for path in (ROOT / "src" / "gpu2npu").rglob("*.py"):
         assert not re.search(r"seed\s*0\d\d", path.read_text(encoding="utf-8"), re.IGNORECASE), path
+
+
+FIXTURE = ROOT / "fixtures" / "cuda_scripts"
+
+
+def test_version_prefixes_and_local_suffixes_name_one_release(tmp_path):
+    for given in ("2.1", "2.1.0+cu121"):
+        done = gpu2npu("-i", str(FIXTURE / "single_gpu_loop"), "-o", str(tmp_path / given), "-v", given, "--no-html")
+        assert done.returncode == 0, done.stderr
+        assert f"gpu2npu: -v {given}: PyTorch 2.1.0 (torch_npu 2.1.0.post17)" in done.stderr
+        assert "torch_npu" in (tmp_path / given / "single_gpu_loop_msft" / "train.py").read_text()
+    exact = gpu2npu("check", "-v", "2.1.0", str(FIXTURE / "npu_aware"))
+    assert exact.returncode == 0 and "-v 2.1.0:" not in exact.stderr
+    ambiguous = gpu2npu("-i", str(FIXTURE / "single_gpu_loop"), "-o", str(tmp_path / "x"), "-v", "2.9")
+    assert ambiguous.returncode == 2 and "2.9.0, 2.9.1; give one of them" in ambiguous.stderr
+    unknown = gpu2npu("check", "-v", "2.0", str(FIXTURE / "npu_aware"))
+    assert unknown.returncode == 2 and "the nearest known: 1.11.0 and 2.1.0" in unknown.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_version_without_a_value_prints_the_tools_version():
+    from gpu2npu import __version__
+
+    for spelling in ("--version", "-V", "--tool-version"):
+        done = gpu2npu(spelling)
+        assert done.returncode == 0 and done.stdout.strip() == f"gpu2npu {__version__}"
+
+
+def test_check_levels_put_manual_work_highest_and_count_files_with_findings():
+    import json
+
+    done = gpu2npu("check", "-v", "2.1.0", "--format", "sarif", str(FIXTURE / "flash_attn_patch"))
+    assert done.returncode == 1
+    results = json.loads(done.stdout)["runs"][0]["results"]
+    levels = {(result["ruleId"], result["level"]) for result in results}
+    assert ("NPU900", "error") in levels and ("NPU261", "warning") in levels
+    assert all(level == ("error" if rule == "NPU900" else "warning") for rule, level in levels)
+    files = {result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for result in results}
+    manual = sum(1 for result in results if result["level"] == "error")
+    text = gpu2npu("check", "-v", "2.1.0", str(FIXTURE / "flash_attn_patch"))
+    assert (f"{len(results)} findings in {len(files)} files (3 files checked): {manual} to do by hand (error), "
+            f"{len(results) - manual} that gpu2npu migrates (warning)") in text.stderr
+    clean = gpu2npu("check", str(FIXTURE / "npu_aware"))
+    assert clean.returncode == 0 and "no CUDA-only code found (2 files checked)" in clean.stderr

@@ -75,6 +75,31 @@ def available_versions() -> list:
     return sorted(versions, key=_version_key)
 
 
+def resolve_version(text: str) -> str:
+    """The known version `text` names: itself; without a local suffix (`2.1.0+cu121` -> 2.1.0);
+    or the one release a prefix names (`2.1` -> 2.1.0).  UnknownVersionError otherwise, naming the
+    candidates of an ambiguous prefix or the nearest known versions."""
+    known = available_versions()
+    text = text.strip()
+    bare = text.split("+", 1)[0].lstrip("v")
+    if bare in known:
+        return bare
+    if bare and all(part.isdigit() for part in bare.split(".")):
+        matching = [version for version in known if version.startswith(bare + ".")]
+        if len(matching) == 1:
+            return matching[0]
+        if matching:
+            raise UnknownVersionError(f"-v {text} names several PyTorch versions with API data: "
+                                      f"{', '.join(matching)}; give one of them")
+        wanted = _version_key(bare)
+        below = [version for version in known if _version_key(version) < wanted]
+        above = [version for version in known if _version_key(version) > wanted]
+        nearest = (below[-1:] + above[:1])
+        raise UnknownVersionError(f"no API data for PyTorch {text}; the nearest known: {' and '.join(nearest)} "
+                                  f"(all: {', '.join(known)})")
+    raise UnknownVersionError(f"-v {text} is not a PyTorch version (known versions: {', '.join(known)})")
+
+
 @functools.lru_cache(maxsize=None)
 def load(version: str) -> ApiData:
     resource = resources.files(DATA_PACKAGE).joinpath(f"torch_npu_{version}.json")

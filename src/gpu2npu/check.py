@@ -27,6 +27,9 @@ from .sources import ALL_RULES_BY_CODE, MIGRATED_KINDS
 # Rules whose edits do not mean "CUDA-only code is here".
 NOT_FINDINGS = {"NPU001", "NPU201"}
 UNSUPPORTED_RULE = "NPU900"
+# SARIF levels: what needs a human is the highest; what `gpu2npu` migrates by itself is below it.
+MANUAL = "error"
+FIXED_BY_MIGRATION = "warning"
 
 
 @dataclass(frozen=True, order=True)
@@ -36,13 +39,20 @@ class CheckFinding:
     end_line: int
     rule: str
     message: str
-    level: str  # "error": CUDA-only code the migration fixes; "warning": no NPU equivalent
+    # "error": a human must act (no NPU equivalent: manual work, the highest level); "warning":
+    # CUDA-only code the migration fixes by itself
+    level: str
 
 
 @dataclass
 class CheckResult:
     findings: List[CheckFinding]
-    files: int
+    files: int  # files checked
+
+    @property
+    def files_with_findings(self) -> int:
+        return len({finding.path for finding in self.findings})
+
     unreadable: List[str]
     cache_problem: Optional[str] = None  # why the cache could not be used (the check went on without)
 
@@ -89,11 +99,11 @@ def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
             for change in result.changes:
                 if change.rule not in NOT_FINDINGS:
                     findings.append(CheckFinding(shown, change.start_line, change.end_line, change.rule,
-                                                 f"CUDA-only: {change.message}", "error"))
+                                                 f"CUDA-only: {change.message}", FIXED_BY_MIGRATION))
             for finding in result.findings:
                 if finding.report == Report.UNSUPPORTED:
                     findings.append(CheckFinding(shown, finding.start_line, finding.end_line, UNSUPPORTED_RULE,
-                                                 f"{finding.api} has no NPU equivalent: {finding.tip}", "warning"))
+                                                 f"{finding.api} has no NPU equivalent: {finding.tip}", MANUAL))
     finally:
         engine.close()
     return CheckResult(sorted(set(findings)), len(entries), unreadable, engine.problem)
@@ -122,11 +132,11 @@ def _dependency_findings(entry: Entry, form: str, options: Options, findings: Li
             continue
         if change.rule in CUDA_DEPENDENCY_RULES or _CUDA_BUILD.search(written):
             findings.append(CheckFinding(entry.relative, change.start_line, change.end_line, change.rule,
-                                         f"CUDA-only: {change.message}", "error"))
+                                         f"CUDA-only: {change.message}", FIXED_BY_MIGRATION))
     for finding in outcome.findings:
         if finding.report == Report.UNSUPPORTED and finding.api != "--hash":
             findings.append(CheckFinding(entry.relative, finding.start_line, finding.end_line, finding.rule,
-                                         f"{finding.api} has no NPU equivalent: {finding.tip}", "warning"))
+                                         f"{finding.api} has no NPU equivalent: {finding.tip}", MANUAL))
     return None
 
 

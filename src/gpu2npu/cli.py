@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from . import __version__, apidata, cache, pipeline
-from .check import check_paths, rule_descriptions
+from .check import MANUAL, check_paths, rule_descriptions
 from .project import preview, run
 from .request import DistributedRequest, RunRequest, UsageError
 from .reports import check_formats, console
@@ -45,9 +45,25 @@ PyTorch versions with API data: {", ".join(apidata.available_versions())}
 """
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def _fail(message: str, status: int = EXIT_USAGE) -> None:
     click.echo(f"gpu2npu: error: {message}", err=True)
     sys.exit(status)
+
+
+def _version(text: str) -> str:
+    """The known PyTorch version -v names (said on stderr when it is not written out)."""
+    try:
+        version = apidata.resolve_version(text)
+    except apidata.UnknownVersionError as error:
+        _fail(str(error))
+    if version != text:
+        api = apidata.load(version)
+        click.echo(f"gpu2npu: -v {text}: PyTorch {version} (torch_npu {api.torch_npu_version})", err=True)
+    return version
 
 
 @click.group(
@@ -59,8 +75,9 @@ def _fail(message: str, status: int = EXIT_USAGE) -> None:
               help="Folder of the project to migrate (a single .py file is accepted too).")
 @click.option("-o", "--output", "output_path", type=click.Path(path_type=Path), metavar="OUTPUT",
               help="Folder that receives INPUT_NAME_msft/ (the migrated copy and its reports); must not lie inside INPUT.")
-@click.option("-v", "--version", "torch_version", metavar="VERSION",
-              help="PyTorch version of the original code; selects what torch_npu provides.")
+@click.option("-v", "--version", "torch_version", metavar="VERSION", is_flag=False, flag_value="",
+              help="PyTorch version of the original code; selects what torch_npu provides (2.1, 2.1.0 and "
+                   "2.1.0+cu121 all mean 2.1.0). Without a value, --version prints gpu2npu's own version.")
 @click.option("-s", "--specify-device", is_flag=True,
               help="The NPU comes from the DEVICE_ID environment variable at run time (default 0), set once per program.")
 @click.option("-r", "--rule", "rule_file", type=click.Path(path_type=Path), metavar="FILE",
@@ -90,7 +107,7 @@ def _fail(message: str, status: int = EXIT_USAGE) -> None:
 @click.option("-api", "--third-party-apis", "api_files", multiple=True, type=click.Path(path_type=Path), metavar="CSV",
               help="A library's affected APIs (full_unsupported_results.csv of `gpu2npu analyse -m third_party`); "
                    "the project's calls of them go to unsupported_api.csv with the chain. Repeat for several files.")
-@click.version_option(__version__, "-V", "--tool-version", prog_name="gpu2npu")
+@click.version_option(__version__, "-V", "--tool-version", prog_name="gpu2npu", message="%(prog)s %(version)s")
 @click.pass_context
 def main(ctx, input_path, output_path, torch_version, specify_device, rule_file, amp_model, similar, modelarts,
          jobs, cache_dir, no_cache, show_diff, force, no_html, report_dir, api_files):
@@ -107,6 +124,9 @@ def main(ctx, input_path, output_path, torch_version, specify_device, rule_file,
 
     Example: gpu2npu -i ./my_project -o ./out -v 2.1.0
     """
+    if torch_version == "":
+        click.echo(f"gpu2npu {__version__}")
+        sys.exit(EXIT_OK)
     if ctx.invoked_subcommand is not None:
         return
     _migrate(ctx.params)
@@ -119,6 +139,7 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
     missing = [flag for flag, key in required if params[key] is None]
     if missing:
         _fail(f"missing option {', '.join(missing)} (see gpu2npu --help)")
+    params = dict(params, torch_version=_version(params["torch_version"]))
     request = RunRequest(input=params["input_path"], output=params["output_path"], version=params["torch_version"],
                          force=params["force"], report_dir=params["report_dir"], distributed=distributed,
                          specify_device=params["specify_device"], jobs=params["jobs"],
@@ -262,7 +283,7 @@ def check(paths, torch_version, output_format, jobs, cache_dir, no_cache, api_fi
     Exit status 0 when no CUDA-only construct is found, 1 when findings remain, 2 on a usage
     error.  For CI and pre-commit: `gpu2npu check src/ --format sarif > gpu2npu.sarif`.
     """
-    version = torch_version or apidata.available_versions()[-1]
+    version = _version(torch_version) if torch_version else apidata.available_versions()[-1]
     from .analyse.affected_apis import ApiFileError, read_api_files
 
     try:
@@ -279,7 +300,13 @@ def check(paths, torch_version, output_format, jobs, cache_dir, no_cache, api_fi
         click.echo(check_formats.as_sarif(result.findings, rule_descriptions()), nl=False)
     else:
         click.echo(check_formats.as_text(result.findings), nl=False)
-        click.echo(f"{len(result.findings)} findings in {result.files} files", err=True)
+        manual = sum(1 for finding in result.findings if finding.level == MANUAL)
+        if not result.findings:
+            click.echo(f"no CUDA-only code found ({_count(result.files, 'file')} checked)", err=True)
+        else:
+            click.echo(f"{_count(len(result.findings), 'finding')} in {_count(result.files_with_findings, 'file')} "
+                       f"({_count(result.files, 'file')} checked): {manual} to do by hand (error), "
+                       f"{len(result.findings) - manual} that gpu2npu migrates (warning)", err=True)
     for problem in result.unreadable:
         click.echo(f"gpu2npu: warning: not checked: {problem}", err=True)
     if result.cache_problem:
@@ -330,7 +357,8 @@ def analyse(input_path, output_path, torch_version, mode, env, api_files, jobs, 
     """
     from .analyse.run import AnalyseRequest, run_analysis
 
-    request = AnalyseRequest(input=input_path, output=output_path, version=torch_version, mode=mode, env=tuple(env),
+    request = AnalyseRequest(input=input_path, output=output_path, version=_version(torch_version), mode=mode,
+                             env=tuple(env),
                              api_files=tuple(api_files), force=force, jobs=jobs,
                              cache_dir=None if no_cache else (cache_dir or cache.default_folder()))
     progress = ProgressLine()
@@ -395,7 +423,7 @@ def dryrun(torch_version, nproc, max_steps, report_file, command):
     """
     from .dryrun.run import dry_run, summary
 
-    version = torch_version or apidata.available_versions()[-1]
+    version = _version(torch_version) if torch_version else apidata.available_versions()[-1]
     try:
         result = dry_run(command, version, nproc or 0, max_steps or 0)
     except apidata.UnknownVersionError as error:
