@@ -117,3 +117,23 @@ def test_check_levels_put_manual_work_highest_and_count_files_with_findings():
             f"{len(results) - manual} that gpu2npu migrates (warning)") in text.stderr
     clean = gpu2npu("check", str(FIXTURE / "npu_aware"))
     assert clean.returncode == 0 and "no CUDA-only code found (2 files checked)" in clean.stderr
+
+
+def test_a_report_folder_of_an_earlier_run_is_replaced_whole_or_not_at_all(tmp_path):
+    reports = tmp_path / "reports"
+    first = gpu2npu("-i", str(FIXTURE / "single_gpu_loop"), "-o", str(tmp_path / "a"), "-v", "2.1.0",
+                    "--report-dir", str(reports))
+    assert first.returncode == 0, first.stderr
+    log = reports / "msFmkTranspltlog.txt"
+    before = {path.name: path.read_bytes() for path in reports.iterdir()}
+    assert {"change_list.csv", "report.html", "msFmkTranspltlog.txt"} <= set(before)
+    (reports / "msFmkTranspltlog.txt.1").write_text("an older rotation\n")
+    again = gpu2npu("-i", str(FIXTURE / "single_gpu_loop"), "-o", str(tmp_path / "b"), "-v", "2.1.0",
+                    "--report-dir", str(reports))
+    assert again.returncode == 2 and "holds the reports of an earlier run" in again.stderr
+    assert not (tmp_path / "b").exists() and log.read_bytes() == before["msFmkTranspltlog.txt"]
+    forced = gpu2npu("-i", str(FIXTURE / "single_gpu_loop"), "-o", str(tmp_path / "b"), "-v", "2.1.0",
+                     "--report-dir", str(reports), "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert not (reports / "msFmkTranspltlog.txt.1").exists()  # the whole earlier log went, not just some files
+    assert log.read_text().count("migrating") == 1  # one run's log, not two appended

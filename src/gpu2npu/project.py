@@ -24,7 +24,7 @@ from .pipeline import FileResult, Status
 from .reports import csv_reports, log as run_log
 from .launcher import LAUNCHER_NAME, launcher_script
 from .rules import REROUTING_RULES, DistributedSettings, Options
-from .request import RunRequest, check_request
+from .request import RunRequest, check_request, earlier_reports
 from .sources import ALL_RULES_BY_CODE, MIGRATED_KINDS
 from .tree_copy import copy_entry, copy_folder_modes, move_into_place, remove_tree, write_python
 
@@ -69,6 +69,9 @@ def run(request: RunRequest, progress: Callable[[int, int], None] = lambda done,
 def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, options: Options, progress) -> RunResult:
     report_folder = staging if request.report_dir is None else request.report_dir.resolve()
     report_folder.mkdir(parents=True, exist_ok=True)
+    if request.report_dir is not None:
+        for earlier in earlier_reports(report_folder):  # (--force: check_request refused them otherwise)
+            earlier.unlink()
     result = RunResult(target=target, report_folder=report_folder)
     logger = run_log.open_log(report_folder)
     started = time.time()

@@ -160,12 +160,29 @@ def _check_output(request: RunRequest, source: Path) -> Path:
             )
     if request.report_dir is not None and inside(request.report_dir.resolve(), folder) and source.is_dir():
         raise UsageError(f"report folder {request.report_dir} lies inside the input: choose a folder outside it")
+    earlier = earlier_reports(request.report_dir) if request.report_dir is not None else []
+    if earlier and not request.force:
+        raise UsageError(f"report folder {request.report_dir} holds the reports of an earlier run "
+                         f"({', '.join(path.name for path in earlier[:4])}{', ...' if len(earlier) > 4 else ''}): "
+                         "choose another folder, or pass --force to replace them all")
     if request.cache_dir is not None:
         cache_dir = request.cache_dir.resolve()
         if (source.is_dir() and inside(cache_dir, folder)) or inside(cache_dir, target):
             raise UsageError(f"cache folder {request.cache_dir} lies inside the input or the output: "
                              "choose a folder outside both (or --no-cache)")
     return target
+
+
+def earlier_reports(folder: Path) -> list:
+    """The files of a run's reports already in `folder`: the CSVs, the review page and the log
+    with its rotated parts (a re-run with --force replaces them all, not some)."""
+    from .reports.html_report import FILE_NAME as PAGE
+
+    names = set(csv_reports.REPORT_NAMES) | {PAGE, run_log.LOG_NAME}
+    names |= {f"{run_log.LOG_NAME}.{number}" for number in range(1, run_log.BACKUPS + 1)}
+    if not folder.is_dir():
+        return []
+    return sorted(path for path in folder.iterdir() if path.name in names)
 
 
 def _specify_device(source: Path) -> SpecifyDeviceSettings:
