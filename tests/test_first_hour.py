@@ -137,3 +137,43 @@ def test_a_report_folder_of_an_earlier_run_is_replaced_whole_or_not_at_all(tmp_p
     assert forced.returncode == 0, forced.stderr
     assert not (reports / "msFmkTranspltlog.txt.1").exists()  # the whole earlier log went, not just some files
     assert log.read_text().count("migrating") == 1  # one run's log, not two appended
+
+
+PROFILED = """\
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    y = torch.ones(2) * 2
+with torch.autograd.profiler.profile(use_cuda=True) as old_style:
+    y = torch.ones(2) * 2
+with torch.autograd.profiler.profile(use_cuda=False) as cpu_only:
+    y = torch.ones(2) * 2
+"""
+
+
+def test_cuda_profiling_is_reported_with_the_npu_profiler(tmp_path):
+    project = tmp_path / "profiled"
+    project.mkdir()
+    (project / "bench.py").write_text(PROFILED, encoding="utf-8")
+    done = gpu2npu("-i", str(project), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-html")
+    assert done.returncode == 0, done.stderr
+    rows = (tmp_path / "out" / "profiled_msft" / "unsupported_api.csv").read_text().splitlines()[1:]
+    assert [row.split(",")[1:4] for row in rows] == [
+        ["4", "4", "torch.profiler.ProfilerActivity.CUDA"], ["6", "6", "torch.autograd.profiler.profile(use_cuda=)"]]
+    assert all("torch_npu.profiler.ProfilerActivity.NPU" in row for row in rows)
+    checked = gpu2npu("check", "-v", "2.1.0", str(project))
+    assert checked.returncode == 1 and "bench.py:4: NPU900 torch.profiler.ProfilerActivity.CUDA" in checked.stdout
+
+
+def test_time_left_comes_from_bytes_and_only_once_it_means_something():
+    from gpu2npu.reports.progress import format_progress
+
+    # 10 files of 100 in 4 s holding 1% of the bytes: too early to tell (by files it would say 0:36)
+    assert "left" not in format_progress(10, 100, 4.0, 1_000, 100_000)
+    # 10 files holding 10% of the bytes: 36 s; 10 files holding half the bytes: 4 s, not 36
+    assert format_progress(10, 100, 4.0, 10_000, 100_000).endswith("about 0:36 left")
+    assert format_progress(10, 100, 4.0, 50_000, 100_000).endswith("about 0:04 left")
+    assert format_progress(50, 100, 4.0, 90_000, 100_000).endswith("about 0:00 left")
+    assert "left" not in format_progress(90, 100, 1.0, 90_000, 100_000)  # a second in: too early
+    assert "left" not in format_progress(10, 100, 10.0)  # no bytes, no guess

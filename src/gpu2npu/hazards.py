@@ -31,7 +31,7 @@ RULE = "NPU900"
 _MIGHT_HAVE_HAZARD = re.compile(
     rb"version\.cuda|import cuda|get_device_propert|(?<!re)\.compile\b|import compile|_inductor|float32_matmul_precision|8bit|32bit"
     rb"|bnb|load_in_|BitsAndBytes|Bitsandbytes|triton|get_kernel|ademamix|find_spec|version\(|get_distribution"
-    rb"|fp32_precision|get_gpu_ids|use_gpu|reduce_tensor")
+    rb"|fp32_precision|get_gpu_ids|use_gpu|reduce_tensor|ProfilerActivity|use_cuda|use_device")
 
 # Words of which each alternative above holds one: a file holding none of them is passed over
 # without the pattern, whose search through a whole file that does not match costs a
@@ -39,7 +39,7 @@ _MIGHT_HAVE_HAZARD = re.compile(
 _HAZARD_WORDS = (b"version.cuda", b"import cuda", b"get_device_propert", b"compile", b"_inductor", b"float32_matmul_precision", b"8bit", b"32bit",
                  b"bnb", b"load_in_", b"BitsAndBytes", b"Bitsandbytes", b"triton", b"get_kernel", b"ademamix",
                  b"find_spec", b"version(", b"get_distribution", b"fp32_precision", b"get_gpu_ids", b"use_gpu",
-                 b"reduce_tensor")
+                 b"reduce_tensor", b"ProfilerActivity", b"use_cuda", b"use_device")
 
 
 def might_have_hazard(data: bytes) -> bool:
@@ -221,9 +221,22 @@ class _Hazards:
         return self._is_properties_call(node) and "torch.cuda.get_device_properties" in self.qualified(node.func)
 
     # -- what is looked at -------------------------------------------------------------------
+    def _profiler_tip(self) -> str:
+        if self.api.module_has("torch_npu.profiler", "profile"):
+            return (f"torch's profiler records no NPU activity: profile with torch_npu.profiler.profile(activities="
+                    "[torch_npu.profiler.ProfilerActivity.CPU, torch_npu.profiler.ProfilerActivity.NPU], "
+                    "on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(folder)) (torch_npu "
+                    f"{self.api.torch_npu_version} has it; its traces open in MindStudio Insight or TensorBoard)")
+        return (f"torch's profiler records no NPU activity, and torch_npu {self.api.torch_npu_version} has no "
+                "torch_npu.profiler: profile the CPU side only, or choose a release that has it")
+
     def _reference(self, node: ast.AST) -> None:
         names = self.qualified(node)
         for name in names:
+            if name in ("torch.profiler.ProfilerActivity.CUDA", "torch.autograd.profiler.ProfilerActivity.CUDA",
+                        "torch._C._profiler.ProfilerActivity.CUDA"):
+                self._add(node, Report.UNSUPPORTED, name, self._profiler_tip())
+                return
             if name == "torch.version.cuda" or name.startswith("torch.version.cuda."):
                 self._add(node, Report.UNSUPPORTED, "torch.version.cuda", CUDA_VERSION_TIP)
                 return
@@ -303,6 +316,13 @@ class _Hazards:
                 if tip is not None:
                     self._add(call.func, Report.UNSUPPORTED, name.rsplit(".", 1)[-1], tip)
                     return  # its load_in_4bit is part of the same row
+        if names & {"torch.autograd.profiler.profile", "torch.profiler.profile", "torch.autograd.profile",
+                    "torch.autograd.profiler.record_function"}:
+            for keyword in call.keywords:
+                cuda = (keyword.arg == "use_cuda" and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value)) or (
+                    keyword.arg == "use_device" and isinstance(keyword.value, ast.Constant) and keyword.value.value == "cuda")
+                if cuda:
+                    self._add(keyword.value, Report.UNSUPPORTED, f"{sorted(names)[0]}({keyword.arg}=)", self._profiler_tip())
         for keyword in call.keywords:
             if keyword.arg in ("load_in_4bit", "load_in_8bit") and not (
                     isinstance(keyword.value, ast.Constant) and not keyword.value.value):

@@ -49,7 +49,8 @@ class RunResult:
 
 
 def run(request: RunRequest, progress: Callable[[int, int], None] = lambda done, total: None) -> RunResult:
-    """Migrate the project; `progress(done, total)` is called after each Python file."""
+    """Migrate the project; `progress(done, total, done_bytes, total_bytes)` is called after each
+    Python file."""
     source, target, options = check_request(request)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
@@ -105,6 +106,8 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
                 text = entry.absolute.read_bytes().decode("utf-8", errors="replace")
                 cuda_ops.extend((entry.relative, name) for name in custom_operators(text))
         engine = Engine(options, request.jobs, request.cache_dir)
+        sizes = [_size(entry) for entry in python]  # the time left is told from bytes (reports/progress.py)
+        total_bytes, done_bytes = sum(sizes), 0
         for done, (entry, outcome) in enumerate(engine.results(python), 1):
             result.files += 1
             if entry.kind == Kind.PYTHON:
@@ -119,7 +122,8 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
                 result.migrated.append(outcome.path)
             result.changes.extend(outcome.changes)
             result.findings.extend(outcome.findings)
-            progress(done, len(python))
+            done_bytes += sizes[done - 1]
+            progress(done, len(python), done_bytes, total_bytes)
         if engine.cache is not None:
             engine.close()
             result.cache_hits = engine.hits
@@ -153,6 +157,13 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
     finally:
         run_log.close_log(logger)
     return result
+
+
+def _size(entry: Entry) -> int:
+    try:
+        return entry.absolute.stat().st_size
+    except OSError:
+        return 0
 
 
 def preview(request: RunRequest) -> Iterator[Tuple[str, str]]:
