@@ -177,3 +177,22 @@ def test_time_left_comes_from_bytes_and_only_once_it_means_something():
     assert format_progress(50, 100, 4.0, 90_000, 100_000).endswith("about 0:00 left")
     assert "left" not in format_progress(90, 100, 1.0, 90_000, 100_000)  # a second in: too early
     assert "left" not in format_progress(10, 100, 10.0)  # no bytes, no guess
+
+
+def test_distributed_says_what_it_did_and_diff_shows_the_launcher(tmp_path):
+    done = gpu2npu("-i", str(FIXTURE / "single_card_for_multi"), "-o", str(tmp_path), "-v", "2.1.0", "--no-html",
+                   "distributed", "-m", "train.py", "-t", "model")
+    assert done.returncode == 0, done.stderr
+    launcher = tmp_path / "single_card_for_multi_msft_multi" / "run_distributed_npu.sh"
+    assert launcher.is_file()
+    assert f"distributed: launcher {launcher}: NPUS=0,1,... bash run_distributed_npu.sh" in done.stdout
+    assert "distributed: HCCL process group initialised in train.py (train.py:" in done.stdout
+    assert "distributed: model variable 'model' wrapped in DistributedDataParallel (train.py:" in done.stdout
+    log = (launcher.parent / "msFmkTranspltlog.txt").read_text()
+    assert "distributed: model variable 'model' wrapped" in log
+    diff = gpu2npu("-i", str(FIXTURE / "single_card_for_multi"), "-v", "2.1.0", "--diff",
+                   "distributed", "-m", "train.py", "-t", "model")
+    assert diff.returncode == 0
+    assert "--- /dev/null\n+++ b/run_distributed_npu.sh\n" in diff.stdout
+    assert launcher.read_text() in "".join(line[1:] + "\n" for line in diff.stdout.split("+++ b/run_distributed_npu.sh\n")[1]
+                                           .splitlines()[1:])

@@ -178,6 +178,8 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
         f"{len(result.migrated)} migrated, {len(result.failed)} could not be "
         f"processed. Output: {result.target}  Reports: {result.report_folder}"
     )
+    for note in result.notes:
+        click.echo(note)
     if result.page is not None:
         click.echo(f"Review page: {result.page}")
     for warning in result.warnings:

@@ -46,6 +46,7 @@ class RunResult:
     page: Optional[Path] = None  # report.html (in the report folder as it is after the run)
     dependency_files: int = 0  # requirements, environment, pyproject, setup and Dockerfiles read
     warnings: List[str] = field(default_factory=list)  # said on the console and in the log
+    notes: List[str] = field(default_factory=list)  # what the mode did and where (console and log)
 
 
 def run(request: RunRequest, progress: Callable[[int, int], None] = lambda done, total: None) -> RunResult:
@@ -136,7 +137,8 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
         for relative, name in cuda_ops:
             logger.info(f"{relative}: custom CUDA operator {name} needs an NPU implementation")
         if options.distributed is not None:
-            _write_launcher(staging, options.distributed, logger)
+            launcher = _write_launcher(staging, options.distributed, logger)
+            result.notes += _distributed_notes(target / launcher.name, options.distributed, result.changes)
         if options.modelarts:
             _write_modelarts_package(staging, logger)
         for rule in REROUTING_RULES:
@@ -153,6 +155,8 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             read = [entry.relative for entry in python] + [e.relative for e, _ in dependencies if e.kind == Kind.OTHER]
             page = _write_page(report_folder, source, staging, target, request, options, result, read, started)
             result.page = target / page.name if request.report_dir is None else page
+        for note in result.notes:
+            logger.info(note)
         _log_summary(logger, result)
     finally:
         run_log.close_log(logger)
@@ -184,6 +188,11 @@ def preview(request: RunRequest) -> Iterator[Tuple[str, str]]:
     finally:
         engine.close()
     yield from _preview_dependencies(entries, outputs, options)
+    if options.distributed is not None:  # the launcher `distributed` writes beside the files
+        name = LAUNCHER_NAME if not (source / LAUNCHER_NAME).exists() else f"gpu2npu_{LAUNCHER_NAME}"
+        text = launcher_script(options.distributed.main_file, options.distributed.main_spawns)
+        diff = difflib.unified_diff([], text.splitlines(keepends=True), "/dev/null", f"b/{name}")
+        yield name, "".join(diff), ""
 
 
 def _preview_dependencies(entries, outputs: Dict[str, bytes], options: Options) -> Iterator[Tuple[str, str]]:
@@ -279,7 +288,32 @@ def _migrate_dependencies(found, entries, python, destination_of, options: Optio
         result.warnings.append(warning)
 
 
-def _write_launcher(staging: Path, settings: DistributedSettings, logger) -> None:
+def _distributed_notes(launcher: Path, settings: DistributedSettings, changes: List[Change]) -> List[str]:
+    """What `distributed` did, for the console: the launcher, the entry file, the model."""
+    def lines_of(code: str) -> List[str]:
+        return sorted({f"{c.file}:{c.start_line}" for c in changes if c.rule == code},
+                      key=lambda where: (where.rsplit(":", 1)[0], int(where.rsplit(":", 1)[1])))
+
+    wrapped, initialised = lines_of("NPU303"), lines_of("NPU304")
+    notes = [f"distributed: launcher {launcher}: NPUS=0,1,... bash {launcher.name} [arguments of {settings.main_file}] "
+             "starts one process per NPU"]
+    if settings.project_initialises:
+        notes.append("distributed: the project initialises its process group itself: that call was migrated (hccl)")
+    elif initialised:
+        notes.append(f"distributed: HCCL process group initialised in {settings.main_file} ({', '.join(initialised)})")
+    if wrapped:
+        notes.append(f"distributed: model variable '{settings.target}' wrapped in DistributedDataParallel "
+                     f"({', '.join(wrapped)})")
+    else:
+        notes.append(f"distributed: no model variable '{settings.target}' found to wrap in DistributedDataParallel: "
+                     "pass -t with the variable that holds the model (self.model allowed); nothing was wrapped")
+    samplers = lines_of("NPU301")
+    if samplers:
+        notes.append(f"distributed: DistributedSampler for the training DataLoaders ({', '.join(samplers)})")
+    return notes
+
+
+def _write_launcher(staging: Path, settings: DistributedSettings, logger) -> Path:
     launcher = staging / LAUNCHER_NAME
     if launcher.exists():
         launcher = staging / f"gpu2npu_{LAUNCHER_NAME}"
@@ -298,6 +332,7 @@ def _write_launcher(staging: Path, settings: DistributedSettings, logger) -> Non
         logger.info(f"{settings.main_file} starts its own processes: {launcher.name} runs it once on the NPUs in NPUS")
     if settings.project_initialises:
         logger.info("the project initialises its process group itself: that call was migrated, none was added")
+    return launcher
 
 
 def _write_modelarts_package(staging: Path, logger) -> None:
