@@ -426,12 +426,15 @@ class _Detector:
             target = assign.targets[0]
             if not self._is_condition(target.slice, conditions) or mentions(target.value, host_arrays):
                 continue
+            replacement = _masked_fill(assign)
             self.add(assign.lineno, end_line(assign), "NPU957", Report.AFFINITY, "special", "input[condition] = value",
                      "torch_npu.contrib.function.npu_fast_condition_index_put",
                      f"boolean-mask assignment in {scope.name}: on NPU it becomes a nonzero (a result of data-"
                      "dependent shape, which synchronises with the host) plus an index_put; "
-                     "npu_fast_condition_index_put(x, condition, value) (= torch.where(condition, value, x)) or "
-                     "x.masked_fill_(condition, value) keep shapes static; only for torch tensors with a bool condition")
+                     + (f"here: {replacement} " if replacement else "")
+                     + "(x.masked_fill_(condition, value), or npu_fast_condition_index_put(x, condition, value) = "
+                     "torch.where(condition, value, x)) keeps shapes static; only for torch tensors with a bool "
+                     "condition and a scalar or broadcastable value")
 
     def _is_condition(self, node, conditions: Set[str]) -> bool:
         if isinstance(node, ast.Compare):
@@ -541,10 +544,51 @@ _MIGHT_HAVE_ADVICE = re.compile(
     rb"|scaled_dot_product|allow_tf32|\]\s*=\s*-?\.?\d")
 
 
+def _masked_fill(assign: ast.Assign) -> Optional[str]:
+    """`x.masked_fill_(condition, value)` written with the assignment's own expressions."""
+    target = assign.targets[0]
+    try:
+        return (f"`{ast.unparse(target.value)}.masked_fill_({ast.unparse(target.slice)}, "
+                f"{ast.unparse(assign.value)})`")
+    except (AttributeError, ValueError, RecursionError):  # (ast.unparse: Python 3.9+)
+        return None
+
+
+# Advice is for code that runs on the device, once per source of truth: not in files generated
+# from another (transformers' modeling files generated from modular_*.py say so in their first
+# lines), not in a definition copied from another ("# Copied from ..." above it: the original has
+# the row), not in host-side preprocessing (tokenizers, image/video/feature processors, data
+# collators, conversion scripts).
+_GENERATED = re.compile(rb"automatically generated from|This file was automatically generated|DO NOT EDIT", re.IGNORECASE)
+_HOST_SIDE = re.compile(r"(^|/)(image_processing|video_processing|feature_extraction|processing|tokenization|convert|"
+                        r"data_collator)[^/]*\.py$")
+_COPIED = "# Copied from"
+
+
+def generated_file(data: bytes) -> bool:
+    return _GENERATED.search(data[:4096]) is not None
+
+
+def _copied_spans(data: bytes, tree: ast.Module) -> List[Tuple[int, int]]:
+    if _COPIED.encode() not in data:
+        return []
+    lines = data.split(b"\n")
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            first = min([decorator.lineno for decorator in node.decorator_list] + [node.lineno])
+            if first >= 2 and _COPIED.encode() in lines[first - 2]:
+                spans.append((node.lineno, node.end_lineno or node.lineno))
+    return spans
+
+
 def advice_for_source(data: bytes, path: str, api: ApiData, tree: Optional[ast.Module] = None) -> List[Finding]:
     """find_affinity for a file's bytes (and its tree, when already parsed): [] when it cannot be
-    parsed (the migration reports that)."""
+    parsed (the migration reports that), and for what is not device code or not the source of
+    truth (see _GENERATED)."""
     if b"torch" not in data or not _MIGHT_HAVE_ADVICE.search(data):
+        return []
+    if _HOST_SIDE.search(path) or generated_file(data):
         return []
     if tree is None:
         try:
@@ -554,6 +598,8 @@ def advice_for_source(data: bytes, path: str, api: ApiData, tree: Optional[ast.M
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return []
     try:
-        return find_affinity(tree, path, api)
+        found = find_affinity(tree, path, api)
     except RecursionError:
         return []
+    copied = _copied_spans(data, tree)
+    return [row for row in found if not any(first <= row.start_line <= last for first, last in copied)]

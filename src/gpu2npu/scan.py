@@ -130,6 +130,7 @@ class FileScan:
         self._functions: List[ast.AST] = []
         self._release_guarded: Optional[List[Tuple[int, int]]] = None
         self._optional_names: Optional[Set[str]] = None
+        self._accelerator_guards: Dict[str, List[Tuple[int, int]]] = {}
         self._forwarder_names: Optional[Dict[str, Set[Tuple[int, str]]]] = None
         # Dispatch on the exact node class: millions of nodes, most of which need nothing.
         handlers = {
@@ -360,6 +361,40 @@ class FileScan:
             func = func.value
         return func.__class__ is ast.Name and func.id in self._optional_names
 
+    def accelerator_guarded(self, line: int, word: str) -> bool:
+        """Whether `line` runs only where the accelerator `word` ("xpu", "hpu", ...) is there: under
+        a test that names it (`hasattr(torch, "xpu")`, `is_torch_hpu_available()`,
+        `device.type == "mlu"`), or after a `return`/`raise` of a function that tests it first, or
+        under a test of the release."""
+        if self.release_guarded(line):
+            return True
+        guards = self._accelerator_guards.get(word)
+        if guards is None:
+            guards = self._accelerator_guards[word] = self._guards_naming(word)
+        return any(first <= line <= last for first, last in guards)
+
+    def _guards_naming(self, word: str) -> List[Tuple[int, int]]:
+        def names(test: ast.AST) -> bool:
+            for part in ast.walk(test):
+                text = (part.id if isinstance(part, ast.Name) else part.attr if isinstance(part, ast.Attribute)
+                        else part.value if isinstance(part, ast.Constant) and isinstance(part.value, str) else "")
+                if re.search(rf"(^|_){word}($|_)", text.lower()):
+                    return True
+            return False
+
+        spans: List[Tuple[int, int]] = []
+        for node in self.nodes:
+            if node.__class__ in (ast.If, ast.IfExp, ast.While) and names(node.test):
+                spans.append((node.lineno, node.end_lineno or node.lineno))
+            elif node.__class__ is ast.BoolOp and any(names(value) for value in node.values[:-1]):
+                spans.append((node.lineno, node.end_lineno or node.lineno))
+            elif node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef):
+                for statement in node.body:  # `if not is_torch_hpu_available(): return ...` first
+                    if (isinstance(statement, ast.If) and names(statement.test) and statement.body
+                            and isinstance(statement.body[-1], (ast.Return, ast.Raise))):
+                        spans.append((statement.end_lineno or statement.lineno, node.end_lineno or node.lineno))
+        return spans
+
     def relevant_lines(self) -> List[int]:
         """Lines where a rule might edit or the leftover analysis might report something."""
         return sorted(set(self.word_lines) | set(self.package_lines) | set(self.integer_device_lines()))
@@ -466,6 +501,9 @@ def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool 
         for name in names:
             finding = _judge_torch_call(call, name, path, api, similar)
             if finding is not None:
+                accelerator = _other_accelerator(name)
+                if accelerator and scan.accelerator_guarded(call.lineno, accelerator):
+                    finding = None  # code for another accelerator, skipped on the NPU: not unknown
                 break
         if finding is None and not names and isinstance(call.func, ast.Attribute):
             finding = _judge_method_call(call, path, api)
@@ -477,6 +515,15 @@ def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool 
                 findings.extend(newer)
                 break
     return sorted(findings)
+
+
+# torch's modules for accelerators other than CUDA and the NPU (and their availability words)
+_OTHER_ACCELERATORS = ("xpu", "mlu", "musa", "hpu", "mps", "mtia", "xla", "ipu", "dml", "sdaa", "gcu")
+
+
+def _other_accelerator(name: str) -> Optional[str]:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 2 and parts[0] == "torch" and parts[1] in _OTHER_ACCELERATORS else None
 
 
 def _judge_release(call: ast.Call, name: str, path: str, api: apidata.ApiData) -> List[Finding]:
