@@ -239,7 +239,7 @@ def _print_preview(request: RunRequest) -> None:
     sys.exit(EXIT_PARTIAL if failed else EXIT_OK)
 
 
-@main.command("distributed")
+@main.command("distributed", short_help="Convert a single-card script into one process per NPU (DDP over HCCL).")
 @click.option("-m", "--main", "main_file", required=True, type=click.Path(path_type=Path),
               help="The training entry file (inside INPUT); it initialises the process group.")
 @click.option("-t", "--target_model", "--target-model", "target", default="model", show_default=True,
@@ -264,7 +264,7 @@ def distributed(ctx, main_file, target, split_batch):
     _migrate(ctx.parent.params, DistributedRequest(main=main_file, target=target, split_batch=split_batch))
 
 
-@main.command("check")
+@main.command("check", short_help="Report CUDA-only code without changing anything (CI, pre-commit).")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-v", "--version", "torch_version", default=None, metavar="VERSION",
               help="PyTorch version whose torch_npu release decides what is unsupported (default: the newest).")
@@ -316,7 +316,8 @@ def check(paths, torch_version, output_format, jobs, cache_dir, no_cache, api_fi
     sys.exit(1 if result.findings else 0)
 
 
-@main.command("analyse", context_settings={"max_content_width": 100})
+@main.command("analyse", context_settings={"max_content_width": 100},
+              short_help="Analyse without migrating: torch_apis, affinity_apis, third_party, dynamic_shape.")
 @click.option("-i", "--input", "input_path", required=True, type=click.Path(path_type=Path), metavar="INPUT",
               help="The project (torch_apis, affinity_apis, dynamic_shape) or the library (third_party: an "
                    "installed package folder or a vendored folder) to analyse.")
@@ -392,7 +393,8 @@ def analyse(input_path, output_path, torch_version, mode, env, api_files, jobs, 
 
 
 @main.command("dryrun", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False,
-                                          "max_content_width": 100})
+                                          "max_content_width": 100},
+              short_help="Run a (migrated) command on the CPU with an imitation of torch_npu.")
 @click.option("-v", "--version", "torch_version", default=None, metavar="VERSION",
               help="PyTorch version whose torch_npu release the imitation has the names of (default: the newest).")
 @click.option("--nproc", type=click.IntRange(min=1), default=None, metavar="N",
@@ -441,7 +443,7 @@ def dryrun(torch_version, nproc, max_steps, report_file, command):
     sys.exit(EXIT_OK if result.ok else EXIT_FAILED)
 
 
-@main.command("rules")
+@main.command("rules", short_help="List every code a report can carry.")
 def list_rules():
     """List every code a report can carry: the rules (code, name, fix safety, what it does), then
     the rows no rule makes (NPU900: what a human must do; NPU951-NPU962: advice)."""
@@ -454,7 +456,7 @@ def list_rules():
         click.echo(f"{code}  {name:<29} {report.kind:<7} {report.summary}")
 
 
-@main.command("explain")
+@main.command("explain", short_help="Print a code's description and examples.")
 @click.argument("code")
 def explain(code):
     """Print a rule's description and its before/after examples."""

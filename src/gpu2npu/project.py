@@ -49,7 +49,7 @@ class RunResult:
     notes: List[str] = field(default_factory=list)  # what the mode did and where (console and log)
 
 
-def run(request: RunRequest, progress: Callable[[int, int], None] = lambda done, total: None) -> RunResult:
+def run(request: RunRequest, progress: Callable[..., None] = lambda *done_and_total: None) -> RunResult:
     """Migrate the project; `progress(done, total, done_bytes, total_bytes)` is called after each
     Python file."""
     source, target, options = check_request(request)
