@@ -10,8 +10,10 @@ The user runs the copy as they run the project, a few steps are enough; the repo
 OUTPUT/NAME_analysis/.
 
 Left as written: builtins (whose frame matters to some: `locals()`, `super()`), decorators,
-annotations, calls inside f-strings, and the bodies of functions TorchScript or torch.compile
-compile (a hook there would break scripting or add graph breaks).
+annotations, calls inside f-strings, and the bodies of functions and classes decorated for
+TorchScript or torch.compile (a hook there would break scripting or add graph breaks).  A module
+scripted by a call (`torch.jit.script(model)`) cannot be told from the source: its forward is
+hooked and scripting it fails in the copy; trace shapes without scripting.
 """
 from __future__ import annotations
 
@@ -64,6 +66,9 @@ class _Hooks(cst.CSTTransformer):
             self._skip -= 1
         return updated
 
+    visit_ClassDef = visit_FunctionDef  # (a @torch.jit.script class too)
+    leave_ClassDef = leave_FunctionDef
+
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if self._skip:
             return updated
@@ -81,7 +86,7 @@ class _Hooks(cst.CSTTransformer):
                         lpar=updated.lpar, rpar=updated.rpar)
 
 
-def _compiled(node: cst.FunctionDef) -> bool:
+def _compiled(node) -> bool:
     """Decorated with torch.jit.script, torch.compile or the like."""
     return any(word in cst.Module([]).code_for_node(decorator.decorator)
                for decorator in node.decorators for word in COMPILING_DECORATORS)
