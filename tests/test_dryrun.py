@@ -214,3 +214,14 @@ def test_fused_optimizers_are_their_torch_algorithm_with_torch_npus_signature(tm
     done = dryrun("-v", "2.1.0", "--", "python", "opt.py", cwd=tmp_path)
     assert "same True" in done.stdout
     assert done.returncode == 1 and "NpuFusedSGD.__init__() got an unexpected keyword argument 'foreach'" in done.stderr
+
+
+def test_a_specify_device_migration_dry_runs_on_its_device_id(tmp_path):
+    migrated = migrate(FIXTURES / "single_gpu_loop", tmp_path / "out", "2.1.0", "--no-html", "-s")
+    environment = dict(os.environ, DEVICE_ID="1")  # the imitation then has two NPUs
+    report = tmp_path / "report.json"
+    done = dryrun("-v", "2.1.0", "--max-steps", "2", "--report", report, "--", "python", "train.py", cwd=migrated,
+                  env=environment)
+    assert done.returncode == 0, done.stderr[-3000:]
+    facts = json.loads(report.read_text(encoding="utf-8"))
+    assert facts["status"] == "passed" and "torch_npu.npu.set_device" in facts["torch_npu_apis"]

@@ -400,12 +400,14 @@ def analyse(input_path, output_path, torch_version, mode, env, api_files, jobs, 
 @click.option("--nproc", type=click.IntRange(min=1), default=None, metavar="N",
               help="Start N ranks as run_distributed_npu.sh does (RANK_ID/DEVICE_ID/RANK_SIZE, RANK/WORLD_SIZE/"
                    "LOCAL_RANK), HCCL over Gloo; a shell launcher is started once with NPUS=0,...,N-1.")
+@click.option("--npus", type=click.IntRange(min=1), default=None, metavar="N",
+              help="How many NPUs the imitation reports (default: one per rank, and enough for DEVICE_ID).")
 @click.option("--max-steps", type=click.IntRange(min=1), default=None, metavar="K",
               help="End each process after K optimizer steps (exit status 0).")
 @click.option("--report", "report_file", type=click.Path(path_type=Path), default=None, metavar="FILE",
               help="Also write the report as JSON to FILE.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def dryrun(torch_version, nproc, max_steps, report_file, command):
+def dryrun(torch_version, nproc, npus, max_steps, report_file, command):
     """Run COMMAND with a CPU imitation of torch_npu, as if on an NPU, before booking NPU time.
 
     \b
@@ -429,7 +431,7 @@ def dryrun(torch_version, nproc, max_steps, report_file, command):
 
     version = _version(torch_version) if torch_version else apidata.available_versions()[-1]
     try:
-        result = dry_run(command, version, nproc or 0, max_steps or 0)
+        result = dry_run(command, version, nproc or 0, max_steps or 0, npus=npus or 0)
     except apidata.UnknownVersionError as error:
         _fail(str(error))
     except FileNotFoundError as error:

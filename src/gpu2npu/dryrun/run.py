@@ -84,15 +84,24 @@ def environment(version: str, record_dir: Path, max_steps: int, npus: int, base:
     return env
 
 
+def npu_count(nproc: int, npus: int, env: dict) -> int:
+    """How many NPUs the imitation says the machine has: --npus, else one per rank, and at least
+    enough for the DEVICE_ID the environment gives (a `-s` migration sets that device)."""
+    count = npus or max(nproc, 1)
+    device = env.get("DEVICE_ID", "")
+    if device.isdigit():
+        count = max(count, int(device) + 1)
+    return count
+
+
 def dry_run(command: Sequence[str], version: str, nproc: int = 0, max_steps: int = 0,
-            cwd: Optional[Path] = None, timeout: Optional[float] = None) -> DryRunResult:
+            cwd: Optional[Path] = None, timeout: Optional[float] = None, npus: int = 0) -> DryRunResult:
     api = apidata.load(version)  # UnknownVersionError for the caller to tell
     command = list(command)
     result = DryRunResult(api.torch_version, api.torch_npu_version, list(command))
     with tempfile.TemporaryDirectory(prefix="gpu2npu-dryrun-") as folder:
         record_dir = Path(folder)
-        ranks = max(nproc, 1)
-        env = environment(version, record_dir, max_steps, ranks)
+        env = environment(version, record_dir, max_steps, npu_count(nproc, npus, os.environ))
         env.setdefault("MASTER_ADDR", "127.0.0.1")
         env["MASTER_PORT"] = str(_free_port())
         processes: List[subprocess.Popen] = []
