@@ -214,6 +214,24 @@ def test_fused_optimizers_are_their_torch_algorithm_with_torch_npus_signature(tm
     done = dryrun("-v", "2.1.0", "--", "python", "opt.py", cwd=tmp_path)
     assert "same True" in done.stdout
     assert done.returncode == 1 and "NpuFusedSGD.__init__() got an unexpected keyword argument 'foreach'" in done.stderr
+    assert ("opt.py:17: torch_npu.optim.NpuFusedSGD(foreach=): an argument this torch_npu release does not take"
+            in done.stderr)
+    assert "torch_npu.optim.NpuFusedAdamW (1x)" in done.stderr
+
+
+def test_rotary_mul_is_the_documented_rotation(tmp_path):
+    script = tmp_path / "rope.py"
+    script.write_text(
+        "import torch\nimport torch_npu\n\ntorch.manual_seed(0)\nx = torch.randn(2, 5, 3, 8)\n"
+        "cos, sin = torch.randn(1, 5, 1, 8), torch.randn(1, 5, 1, 8)\n"
+        "half = torch.cat((-x[..., 4:], x[..., :4]), dim=-1)\n"
+        "print('half', torch.allclose(torch_npu.npu_rotary_mul(x, cos, sin), x * cos + half * sin))\n"
+        "pairs = torch.stack((-x[..., 1::2], x[..., ::2]), dim=-1).reshape(x.shape)\n"
+        "print('interleave', torch.allclose(torch_npu.npu_rotary_mul(x, cos, sin, rotary_mode='interleave'),\n"
+        "                                   x * cos + pairs * sin))\n")
+    done = dryrun("-v", "2.8.0", "--", "python", "rope.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["half", "True", "interleave", "True"]
 
 
 def test_a_specify_device_migration_dry_runs_on_its_device_id(tmp_path):

@@ -161,6 +161,7 @@ def summary(result: DryRunResult) -> str:
                                                        else f"{steps}" for rank, steps in sorted(result.steps.items())))
     for hit in result.hits:
         label = {"cuda": "CUDA left", "missing": "not in this torch_npu release",
+                 "keyword": "an argument this torch_npu release does not take",
                  "not imitated": "not imitated on the CPU (torch_npu has it; try it on the NPU)"}.get(hit["kind"], hit["kind"])
         lines.append(f"  {hit['where']}: {hit['what']}: {label} ({hit['count']}x)")
     if result.exercised:

@@ -246,10 +246,44 @@ def _count_calls(module, prefix):
         def counted(*args, __function=value, __name=f"{prefix}.{name}", **kwargs):
             if caller(2) is not None:
                 exercised[__name] = exercised.get(__name, 0) + 1
-            return __function(*args, **kwargs)
+            try:
+                return __function(*args, **kwargs)
+            except TypeError as error:
+                _keyword_hit(__name, error)
+                raise
 
         functools.update_wrapper(counted, value)
         setattr(module, name, counted)
+
+
+def _keyword_hit(name, error):
+    """A keyword (or argument) the release's API does not take: recorded at the user's line."""
+    text = str(error)
+    if "unexpected keyword argument" in text or "positional argument" in text:
+        keyword = text.rsplit("'", 2)[-2] if text.count("'") >= 2 else "?"
+        record("keyword", f"{name}({keyword}=)" if "keyword" in text else name, depth=4)
+
+
+def _count_constructions(module, prefix):
+    """The classes of torch_npu.optim: their construction counted, a keyword they lack recorded."""
+    import inspect
+
+    for name, value in list(vars(module).items()):
+        if name.startswith("_") or not inspect.isclass(value):
+            continue
+        original = value.__init__
+
+        def __init__(self, *args, __original=original, __name=f"{prefix}.{name}", **kwargs):
+            if caller(2) is not None:
+                exercised[__name] = exercised.get(__name, 0) + 1
+            try:
+                __original(self, *args, **kwargs)
+            except TypeError as error:
+                _keyword_hit(__name, error)
+                raise
+
+        functools.update_wrapper(__init__, original)
+        value.__init__ = __init__
 
 
 # -- after-import patches ---------------------------------------------------------------------------
@@ -288,6 +322,9 @@ def _after_torch_npu(torch_npu):
     npu = sys.modules.get("torch_npu.npu")
     if npu is not None:
         _count_calls(npu, "torch_npu.npu")
+    optim = sys.modules.get("torch_npu.optim")
+    if optim is not None:
+        _count_constructions(optim, "torch_npu.optim")
 
 
 def write():

@@ -27,6 +27,11 @@ npu_rms_norm(x, gamma, epsilon=1e-6) -> (y, rstd): rstd = 1 / sqrt(mean(x^2) + e
   trailing dimensions of gamma's shape, y = x * rstd * gamma.
 
 npu_swiglu(x, dim=-1) -> silu(a) * b, where a, b are the two halves of x along dim.
+
+npu_rotary_mul(input, r1, r2, rotary_mode="half") -> input * r1 + rotated * r2, where for "half"
+  rotated = cat(-x2, x1) of the two halves x1, x2 of input's last dimension (rotate_half), and for
+  "interleave" the pairs (x[2i], x[2i+1]) become (-x[2i+1], x[2i]); r1 and r2 (cos and sin)
+  broadcast to input.
 """
 import torch
 import torch.nn.functional as F
@@ -165,3 +170,15 @@ def npu_rms_norm(x, gamma, epsilon=1e-6):
 def npu_swiglu(x, dim=-1):
     a, b = x.chunk(2, dim=dim)
     return F.silu(a) * b
+
+
+def npu_rotary_mul(input, r1, r2, rotary_mode="half"):
+    if rotary_mode == "half":
+        x1, x2 = input.chunk(2, dim=-1)
+        rotated = torch.cat((-x2, x1), dim=-1)
+    elif rotary_mode == "interleave":
+        x1, x2 = input[..., ::2], input[..., 1::2]
+        rotated = torch.stack((-x2, x1), dim=-1).reshape(input.shape)
+    else:
+        raise ValueError(f"rotary_mode must be 'half' or 'interleave', not {rotary_mode!r}")
+    return input * r1 + rotated * r2
