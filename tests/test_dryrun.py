@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -166,7 +167,8 @@ def test_two_ranks_of_a_distributed_migration_stop_after_k_steps(multi, tmp_path
     facts = json.loads(report.read_text(encoding="utf-8"))
     assert facts["stopped_after_max_steps"] and facts["steps"] == {"0": 3, "1": 3} and facts["processes"] == 2
     assert "torch_npu.npu.set_device" in facts["torch_npu_apis"]
-    assert len(parse_losses(done.stdout)) == 6  # three steps printed by each rank
+    # three steps printed by each rank (two processes writing to one pipe: lines may interleave)
+    assert sorted(re.findall(r"step (\d) loss", done.stdout)) == ["1", "1", "2", "2", "3", "3"]
 
 
 def test_the_generated_launcher_dry_runs_its_ranks(multi, tmp_path):
