@@ -256,3 +256,13 @@ def test_a_specify_device_migration_dry_runs_on_its_device_id(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     facts = json.loads(report.read_text(encoding="utf-8"))
     assert facts["status"] == "passed" and "torch_npu.npu.set_device" in facts["torch_npu_apis"]
+
+
+def test_the_environments_own_sitecustomize_still_runs(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import os\nos.environ['FROM_USER_SITE'] = 'yes'\n")
+    environment = dict(os.environ, PYTHONPATH=str(site))
+    done = dryrun("--", "python", "-c", "import os; print(os.environ.get('FROM_USER_SITE'))", cwd=tmp_path,
+                  env=environment)
+    assert done.returncode == 0 and done.stdout.strip() == "yes"
