@@ -45,10 +45,6 @@ PyTorch versions with API data: {", ".join(apidata.available_versions())}
 """
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
 def _fail(message: str, status: int = EXIT_USAGE) -> None:
     click.echo(f"gpu2npu: error: {message}", err=True)
     sys.exit(status)
@@ -304,10 +300,10 @@ def check(paths, torch_version, output_format, jobs, cache_dir, no_cache, api_fi
         click.echo(check_formats.as_text(result.findings), nl=False)
         manual = sum(1 for finding in result.findings if finding.level == MANUAL)
         if not result.findings:
-            click.echo(f"no CUDA-only code found ({_count(result.files, 'file')} checked)", err=True)
+            click.echo(f"no CUDA-only code found ({console.counted(result.files, 'file')} checked)", err=True)
         else:
-            click.echo(f"{_count(len(result.findings), 'finding')} in {_count(result.files_with_findings, 'file')} "
-                       f"({_count(result.files, 'file')} checked): {manual} to do by hand (error), "
+            click.echo(f"{console.counted(len(result.findings), 'finding')} in {console.counted(result.files_with_findings, 'file')} "
+                       f"({console.counted(result.files, 'file')} checked): {manual} to do by hand (error), "
                        f"{len(result.findings) - manual} that gpu2npu migrates (warning)", err=True)
     for problem in result.unreadable:
         click.echo(f"gpu2npu: warning: not checked: {problem}", err=True)

@@ -29,6 +29,7 @@ from ..discover import Kind, walk
 from ..engine import Engine
 from ..pipeline import Status
 from ..reports import csv_reports, log as run_log
+from ..reports.console import counted
 from ..request import UsageError, inside
 from ..rules import Options
 from ..sources import MIGRATED_KINDS
@@ -217,14 +218,10 @@ def _third_party(source: Path, staging: Path, request: AnalyseRequest, options: 
         logger.info(f"{key}: {value}")
     result.figures = found.figures
     result.summary.append(
-        f"{_count(found.figures['affected public APIs'], 'public API')} "
+        f"{counted(found.figures['affected public APIs'], 'public API')} "
         f"{'reaches' if found.figures['affected public APIs'] == 1 else 'reach'} code that cannot run on the NPU as it is "
-        f"({_count(found.figures['hits'], 'call site')} in {_count(found.figures['files'], 'module')}; jedi resolved "
-        f"{found.figures['resolved']} of {_count(found.figures['asked'], 'call site')} asked"
+        f"({counted(found.figures['hits'], 'call site')} in {counted(found.figures['files'], 'module')}; jedi resolved "
+        f"{found.figures['resolved']} of {counted(found.figures['asked'], 'call site')} asked"
         + (", from the cache" if found.figures["cached"] else "") + ")")
     result.summary.append(f"feed them into the project's migration or check: gpu2npu ... -api "
                           f"{result.folder / third_party.FULL_RESULTS}")
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"

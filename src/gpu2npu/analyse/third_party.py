@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from ..change import Report
 from ..cuda_ops import custom_operators
 from ..discover import CUDA_SOURCE_SUFFIXES, Entry, Kind
-from ..scan import FileScan
+from ..scan import FileScan, dotted
 from ..tips import CUDA_ONLY_PACKAGES, tip_for
 from .call_graph import method_of, resolve
 from .library import CLASS, FUNCTION, INSTANCE_CALL, METHOD, MODULE, Library
@@ -255,7 +255,7 @@ def _cuda_calls(module, operators: Set[str], extension_modules: Set[str]) -> Set
             if isinstance(root, ast.Name) and ((root.id in extension_names and (not operators or func.attr in operators))
                                                or (func.attr in operators and root.id in imported_names)):
                 qualified = sorted(scan.qualified(func))
-                hits.add(Hit("cuda", qualified[0] if qualified else _dotted(func), module.path, line,
+                hits.add(Hit("cuda", qualified[0] if qualified else dotted(func) or func.attr, module.path, line,
                              "custom CUDA operator of the library's extension: it needs an NPU implementation "
                              "(an Ascend C custom operator, or torch/torch_npu operators)"))
     return hits
@@ -269,14 +269,6 @@ def _package_tip(name: str, package: str) -> str:
         return (f"CUDA-only package {package}: the library's call fails on the NPU; migrating the library's source "
                 "(gpu2npu -i LIBRARY ...) points it at the generated ascend_flash_attn (torch_npu.npu_fusion_attention)")
     return f"CUDA-only package {package}: {tip_for(name)}"
-
-
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value)}.{node.attr}"
-    if isinstance(node, ast.Name):
-        return node.id
-    return "?"
 
 
 # -- propagation and rows -----------------------------------------------------------------------

@@ -9,6 +9,11 @@ from prettytable import PrettyTable
 from ..change import Change
 
 
+def counted(number: int, noun: str) -> str:
+    """`1 file`, `3 files`."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def report_table(counts: Dict[str, int]) -> str:
     table = PrettyTable(["report", "rows"])
     table.align["report"] = "l"
