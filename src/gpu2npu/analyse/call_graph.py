@@ -17,7 +17,7 @@ import multiprocessing
 import os
 import signal
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .library import CLASS, CONSTRUCTORS, INSTANCE_CALL, CallSite, Library
 
@@ -28,7 +28,8 @@ Edges = Dict[str, Set[str]]
 CACHE_VERSION = "1"
 
 
-def resolve(library: Library, env: Sequence[Path], jobs: int, cache_folder: Optional[Path]) -> Tuple[Edges, dict]:
+def resolve(library: Library, env: Sequence[Path], jobs: int, cache_folder: Optional[Path],
+            progress: Callable[..., None] = lambda *done_and_total: None) -> Tuple[Edges, dict]:
     """The call graph: caller key -> keys it may call; and figures about the resolution.  Also
     sets library.base_classes (the base-class expressions are resolved with the call sites)."""
     sites = [site for site in library.calls if library.worth_resolving(site)]
@@ -40,7 +41,7 @@ def resolve(library: Library, env: Sequence[Path], jobs: int, cache_folder: Opti
     cached = answers is not None
     if answers is None:
         positions = [(site.path, site.line, site.column) for site in sites] + bases
-        answers = _ask_jedi(library, env, positions, jobs)
+        answers = _ask_jedi(library, env, positions, jobs, progress)
         _write_cache(cache_folder, key, answers)
     _set_base_classes(library, answers)
     edges = _edges(library, sites, answers)
@@ -55,7 +56,7 @@ def _site_id(site: CallSite) -> str:
 
 # -- asking jedi --------------------------------------------------------------------------------
 def _ask_jedi(library: Library, env: Sequence[Path], positions: List[Tuple[str, int, int]],
-              jobs: int) -> Dict[str, List[Target]]:
+              jobs: int, progress: Callable[..., None]) -> Dict[str, List[Target]]:
     by_file: Dict[str, List[Tuple[int, int]]] = {}
     for path, line, column in positions:
         by_file.setdefault(path, []).append((line, column))
@@ -66,14 +67,16 @@ def _ask_jedi(library: Library, env: Sequence[Path], positions: List[Tuple[str, 
     if jobs <= 1 or len(work) < 4:
         _init(*settings)
         results = map(_resolve_file, work)
-        for path_answers in results:
+        for done, path_answers in enumerate(results, 1):
             answers.update(path_answers)
+            progress(done, len(work))
         return answers
     # Files of similar work go to different processes: biggest first, handed out one at a time.
     work.sort(key=lambda item: -len(item[1]))
     with multiprocessing.get_context("spawn").Pool(min(jobs, len(work)), _init_worker, settings) as pool:
-        for path_answers in pool.imap_unordered(_resolve_file, work, chunksize=1):
+        for done, path_answers in enumerate(pool.imap_unordered(_resolve_file, work, chunksize=1), 1):
             answers.update(path_answers)
+            progress(done, len(work))
     return answers
 
 

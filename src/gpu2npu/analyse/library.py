@@ -42,6 +42,7 @@ class CallSite:
     name: str  # that last name
     caller: str  # the key of the innermost function (or the module) that makes the call
     self_call: bool  # `self.x(...)` or `super().x(...)`: the receiver is the caller's own instance
+    receiver: str = ""  # "" for `f(...)`; the receiver's name for `name.x(...)`; "?" for any other receiver
 
 
 @dataclass
@@ -84,7 +85,12 @@ class Library:
             self.modules[name] = Module(name, relative, path, tree, relative.endswith("__init__.py"))
         for module in self.modules.values():
             self._collect(module)
-        self.names = {key.rsplit(".", 1)[-1] for key in self.definitions}  # every name a definition has
+        # the names calls can reach the library by: its functions and classes (module level or
+        # nested), its methods (through self/cls/super or a class), and instance attributes that
+        # hold its classes' instances
+        self.names = {key.rsplit(".", 1)[-1] for key, d in self.definitions.items() if d.kind in (FUNCTION, CLASS)}
+        self.method_names = {key.rsplit(".", 1)[-1] for key, d in self.definitions.items() if d.kind == METHOD}
+        self.class_names = {key.rsplit(".", 1)[-1] for key, d in self.definitions.items() if d.kind == CLASS}
         self.self_attributes = self._self_attributes()
 
     def _module_name(self, relative: str) -> Optional[str]:
@@ -150,11 +156,13 @@ class Library:
                 receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
                 self_call = (isinstance(receiver, ast.Name) and receiver.id in ("self", "cls")) or (
                     isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super")
-                self.calls.append(CallSite(module.path, line, column, name, caller, self_call))
+                receiver_name = "" if receiver is None else receiver.id if isinstance(receiver, ast.Name) else "?"
+                self.calls.append(CallSite(module.path, line, column, name, caller, self_call, receiver_name))
 
     def _self_attributes(self) -> Set[str]:
-        """Names of instance attributes the library assigns (`self.attn = Attention(...)`): calling
-        one may run a library class's forward."""
+        """Names of instance attributes the library assigns (`self.attn = Attention(...)`, also
+        from a parameter whose default jedi can follow): calling one may run a library class's
+        forward."""
         names: Set[str] = set()
         for module in self.modules.values():
             for node in ast.walk(module.tree):
@@ -167,9 +175,18 @@ class Library:
         return names
 
     def worth_resolving(self, call: CallSite) -> bool:
-        """Whether jedi should be asked where a call goes: only a name the library defines, or an
-        attribute of an instance that may hold one of its modules, can lead into the library."""
-        return call.name in self.names or (call.self_call and call.name in self.self_attributes)
+        """Whether jedi should be asked where a call goes: only what can lead into the library:
+        a function or class it defines called by name or through a module (`layers.create(...)`),
+        a method through self/cls/super or a class of its own, an attribute of self (it may hold
+        an instance of one of its classes).  (A method of some other object, `x.view(...)`, would need
+        the object's type, which jedi seldom knows and which costs most of its time.)"""
+        if call.self_call:
+            return call.name in self.method_names or call.name in self.self_attributes or call.name in self.names
+        if not call.receiver:
+            return call.name in self.names
+        if call.receiver in self.class_names:
+            return call.name in self.method_names
+        return call.receiver != "?" and call.name in self.names
 
     def sources(self) -> Iterator[Module]:
         return iter(self.modules.values())

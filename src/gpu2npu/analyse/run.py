@@ -117,7 +117,7 @@ def run_analysis(request: AnalyseRequest, progress: Callable[[int, int], None] =
             logger.info(f"gpu2npu {__version__}: analyse -m {request.mode} {source} for PyTorch "
                         f"{options.api.torch_version} (torch_npu {options.api.torch_npu_version}) into {target}")
             if request.mode == "third_party":
-                _third_party(source, staging, request, options, result, logger)
+                _third_party(source, staging, request, options, result, logger, progress)
             elif request.mode == "dynamic_shape":
                 from .dynamic_shape import write_instrumented
 
@@ -185,7 +185,7 @@ def _api_modes(source: Path, staging: Path, request: AnalyseRequest, options: Op
 
 
 def _third_party(source: Path, staging: Path, request: AnalyseRequest, options: Options, result: AnalyseResult,
-                 logger) -> None:
+                 logger, progress) -> None:
     from . import third_party
 
     env = [env_folder(folder, source) for folder in request.env]
@@ -200,7 +200,9 @@ def _third_party(source: Path, staging: Path, request: AnalyseRequest, options: 
             yield entry, outcome
 
     try:
-        found = third_party.analyse_library(source, options, env, request.jobs, request.cache_dir, engine_results)
+        # (the progress line counts the files jedi resolves, the long part)
+        found = third_party.analyse_library(source, options, env, request.jobs, request.cache_dir, engine_results,
+                                            progress)
     finally:
         engine.close()
     for name, rows in found.rows.items():

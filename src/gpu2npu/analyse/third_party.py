@@ -75,7 +75,7 @@ class ThirdPartyResult:
 
 
 def analyse_library(root: Path, options, env: Sequence[Path], jobs: int, cache_folder: Optional[Path],
-                    engine_results) -> ThirdPartyResult:
+                    engine_results, progress=lambda *done_and_total: None) -> ThirdPartyResult:
     """`engine_results(entries)` yields (entry, FileResult) for Python entries (the migration's
     per-file analysis, cached); returns the rows of the five CSVs."""
     started = time.perf_counter()
@@ -89,7 +89,7 @@ def analyse_library(root: Path, options, env: Sequence[Path], jobs: int, cache_f
     read = time.perf_counter()
     hits = _hits(library, options, engine_results)
     hit_time = time.perf_counter()
-    edges, figures = resolve(library, env, jobs, cache_folder)
+    edges, figures = resolve(library, env, jobs, cache_folder, progress)
     resolved = time.perf_counter()
     result.hits = hits
     _report(library, hits, edges, result)
