@@ -18,7 +18,7 @@ from .rules import device_guards, flash_attn, npu_aware
 from .rules.names import DEVICE_STRING, ImportAliases, DocstringTracker, dotted_name, framework_option, qualified_names, string_text
 from .rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from .rules.walk import ParentNodeProvider, walk, walk_wrapped
-from .tips import CUDA_ONLY_PACKAGES, TIPS, migratable_cuda_path, tip_for
+from .tips import TIPS, cuda_only_package, migratable_cuda_path, tip_for
 
 RULE = "NPU900"
 DEVICE_NEUTRAL = ("torch.backends.cudnn", "torch.backends.cuda")
@@ -27,13 +27,6 @@ REPORTED_TORCH_NAMES = tuple(key for key in TIPS if key.startswith("torch.") and
 
 def _is_apex_amp(name: str) -> bool:
     return name == "apex.amp" or name.startswith("apex.amp.")
-
-
-def _package_of(name: str) -> Optional[str]:
-    for package in CUDA_ONLY_PACKAGES:
-        if name == package or name.startswith(package + "."):
-            return package
-    return None
 
 
 class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
@@ -121,7 +114,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
             local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) \
                 else imported
             name = f"{module}.{imported}"
-            if _package_of(name) is not None and not (self.wants_apex_amp and _is_apex_amp(name)):
+            if cuda_only_package(name) is not None and not (self.wants_apex_amp and _is_apex_amp(name)):
                 if self._metadata_only(local):
                     self._add(node, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
                 else:
@@ -137,7 +130,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
         return False
 
     def _check_imported(self, node: cst.CSTNode, name: str, local: Optional[str]) -> None:
-        package = _package_of(name)
+        package = cuda_only_package(name)
         if self.wants_apex_amp and _is_apex_amp(name):
             self._add(node, Report.NOTE, name, "-a: needs Ascend apex installed (its amp API is NVIDIA apex's)")
         elif package is not None and local is not None and self._metadata_only(local):
@@ -189,7 +182,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
                 self._add(node, Report.UNSUPPORTED, name, "Lightning's CUDA accelerator: no NPU counterpart in Lightning; "
                           "count NPUs with torch_npu.npu.device_count()")
                 return
-            package = _package_of(name)
+            package = cuda_only_package(name)
             if package is not None and self._is_called(node) and not (self.wants_apex_amp and _is_apex_amp(name)):
                 self._add(node, Report.UNSUPPORTED, name, tip_for(name))
                 return

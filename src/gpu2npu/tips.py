@@ -185,6 +185,14 @@ CUDA_ONLY_PACKAGES = (
 )
 
 
+def cuda_only_package(name: str) -> Optional[str]:
+    """The CUDA-only package (of CUDA_ONLY_PACKAGES) that the qualified `name` belongs to, if any."""
+    for package in CUDA_ONLY_PACKAGES:
+        if name == package or name.startswith(package + "."):
+            return package
+    return None
+
+
 def tip_for(name: str, api: Optional[ApiData] = None) -> str:
     short = name[len("torch.cuda."):] if name.startswith("torch.cuda.") else None
     if short is not None and short.split(".")[0] in NOT_EQUIVALENT:

@@ -26,7 +26,7 @@ from ..change import Report
 from ..cuda_ops import custom_operators
 from ..discover import CUDA_SOURCE_SUFFIXES, Entry, Kind
 from ..scan import FileScan, dotted
-from ..tips import CUDA_ONLY_PACKAGES, tip_for
+from ..tips import cuda_only_package, tip_for
 from .call_graph import method_of, resolve
 from .library import CLASS, FUNCTION, INSTANCE_CALL, METHOD, MODULE, Library
 
@@ -122,7 +122,7 @@ def _hits(library: Library, options, engine_results) -> List[Hit]:
             if finding.report not in (Report.UNSUPPORTED, Report.UNKNOWN) or finding.start_line in import_lines:
                 continue
             category = "framework_unsupported" if finding.report == Report.UNSUPPORTED else "unknown"
-            if _cuda_only_package(finding.api) or _custom_namespace(finding.api):
+            if cuda_only_package(finding.api) or _custom_namespace(finding.api):
                 if _is_optional(finding.api, optional):
                     continue  # imported where installed, with a fallback: see _optional_imports
                 category = "cuda"
@@ -174,13 +174,6 @@ def _changed_name(message: str) -> str:
         return f"{match.group(1)} {match.group(2)}"
     match = _CHANGED_NAME.match(message)
     return match.group(1) if match else message.split(":")[0]
-
-
-def _cuda_only_package(name: str) -> Optional[str]:
-    for package in CUDA_ONLY_PACKAGES:
-        if name == package or name.startswith(package + "."):
-            return package
-    return None
 
 
 def _custom_namespace(name: str) -> bool:
@@ -241,7 +234,7 @@ def _cuda_calls(module, operators: Set[str], extension_modules: Set[str]) -> Set
     for call in scan.calls:
         line = call.func.lineno
         for name in sorted(scan.qualified(call.func)):
-            package = _cuda_only_package(name)
+            package = cuda_only_package(name)
             if package is not None:
                 hits.add(Hit("cuda", name, module.path, line, _package_tip(name, package)))
                 break

@@ -33,7 +33,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..apidata import ApiData
-from ..tips import CUDA_ONLY_PACKAGES, migratable_cuda_path
+from ..tips import CUDA_ONLY_PACKAGES, cuda_only_package, migratable_cuda_path
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
 from .names import DEVICE_STRING, ImportAliases, dotted_name, nodes_within, qualified_names, string_text
@@ -59,13 +59,6 @@ class DeadGuard:
     test: str  # the device test's code
     guarded: str  # the first CUDA-only name it guards (reported at its own line too)
     gates_tf32: bool = False  # what it guards is a TF32 switch (the tip differs)
-
-
-def _package_of(name: str) -> Optional[str]:
-    for package in CUDA_ONLY_PACKAGES:
-        if name == package or name.startswith(package + "."):
-            return package
-    return None
 
 
 class _Resolver(cst.CSTVisitor):
@@ -171,7 +164,7 @@ def _cuda_only_name(api: ApiData, name: str) -> bool:
         return npu_path(api, path) is None
     if name.startswith(CUDA_ONLY_TORCH) or name.startswith(CUDA_ONLY_CLASSES):
         return True
-    package = _package_of(name)
+    package = cuda_only_package(name)
     # A package's metadata (`flash_attn.__version__`) is no use of its kernels.
     return package is not None and not name.rsplit(".", 1)[-1].startswith("__")
 
