@@ -8,6 +8,7 @@ writes one.  Read as text: the sources are never compiled or run.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import List
 
 _BLOCK_START = re.compile(r"\b(PYBIND11_MODULE|TORCH_LIBRARY|TORCH_LIBRARY_FRAGMENT|TORCH_LIBRARY_IMPL)\s*\(([^)]*)\)\s*\{")
@@ -40,3 +41,8 @@ def custom_operators(source: str) -> List[str]:
             if name and name not in names:
                 names.append(name)
     return names
+
+
+def operators_in(path: Path) -> List[str]:
+    """custom_operators of a C++/CUDA source file (read as UTF-8, undecodable bytes replaced)."""
+    return custom_operators(path.read_bytes().decode("utf-8", errors="replace"))

@@ -15,7 +15,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from . import __version__, generated_packages, modelarts_package, similar
 from .change import Change, Finding, Report
-from .cuda_ops import custom_operators
+from .cuda_ops import operators_in
 from .dependencies.formats import SETUP_PY, dependency_format
 from .dependencies.phase import dependency_entries
 from .discover import Entry, Kind, walk
@@ -104,8 +104,7 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
                 logger.warning(f"{entry.relative}: {instead}")
                 continue
             if entry.kind == Kind.CUDA_SOURCE:
-                text = entry.absolute.read_bytes().decode("utf-8", errors="replace")
-                cuda_ops.extend((entry.relative, name) for name in custom_operators(text))
+                cuda_ops.extend((entry.relative, name) for name in operators_in(entry.absolute))
         engine = Engine(options, request.jobs, request.cache_dir)
         sizes = [_size(entry) for entry in python]  # the time left is told from bytes (reports/progress.py)
         total_bytes, done_bytes = sum(sizes), 0

@@ -24,7 +24,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from .. import __version__, apidata
 from ..change import Report
-from ..cuda_ops import custom_operators
+from ..cuda_ops import operators_in
 from ..discover import Kind, walk
 from ..engine import Engine
 from ..pipeline import Status
@@ -147,10 +147,9 @@ def _api_modes(source: Path, staging: Path, request: AnalyseRequest, options: Op
     for entry in entries:
         if entry.kind == Kind.CUDA_SOURCE:
             try:
-                text = entry.absolute.read_bytes().decode("utf-8", errors="replace")
+                cuda_ops.extend((entry.relative, name) for name in operators_in(entry.absolute))
             except OSError:
                 continue
-            cuda_ops.extend((entry.relative, name) for name in custom_operators(text))
     changes, findings = [], []
     engine = Engine(dataclasses.replace(options, advice=affinity or options.advice), request.jobs, request.cache_dir)
     try:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ..change import Report
-from ..cuda_ops import custom_operators
+from ..cuda_ops import operators_in
 from ..discover import CUDA_SOURCE_SUFFIXES, Entry, Kind
 from ..scan import FileScan, dotted
 from ..tips import cuda_only_package, tip_for
@@ -192,7 +192,7 @@ def _custom_cuda(library: Library) -> Tuple[Set[str], Set[str]]:
         name = path.name
         if name.endswith(CUDA_SOURCE_SUFFIXES) and path.is_file():
             try:
-                operators.update(custom_operators(path.read_bytes().decode("utf-8", errors="replace")))
+                operators.update(operators_in(path))
             except OSError:
                 pass
         elif name.endswith((".so", ".pyd")) and path.is_file():
