@@ -145,23 +145,7 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
                          cache_dir=None if params["no_cache"] else (params["cache_dir"] or cache.default_folder()))
     if params["show_diff"]:
         _print_preview(request)
-    progress = ProgressLine()
-    try:
-        try:
-            with _sigterm_as_exception():
-                result = run(request, progress)
-        finally:
-            progress.close()  # before any message, so that none lands on the progress line
-    except UsageError as error:
-        _fail(str(error))
-    except KeyboardInterrupt:
-        click.echo("gpu2npu: interrupted; nothing was left half-written", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    except Terminated:
-        click.echo("gpu2npu: terminated; nothing was left half-written", err=True)
-        sys.exit(EXIT_TERMINATED)
-    except OSError as error:
-        _fail(f"{error}", EXIT_FAILED)
+    result = _carry_out(run, request)
 
     titles = {code: rule.summary for code, rule in ALL_RULES_BY_CODE.items()}
     click.echo(console.report_table(result.report_rows))
@@ -185,6 +169,28 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
     for path, instead in result.not_copied:
         click.echo(f"gpu2npu: warning: {path}: {instead}", err=True)
     sys.exit(EXIT_PARTIAL if result.failed or result.not_copied else EXIT_OK)
+
+
+def _carry_out(command, request):
+    """`command(request, progress)` with a progress line, its usage errors, interrupts and I/O
+    errors told as the exit statuses of --help say (a run that writes a result folder)."""
+    progress = ProgressLine()
+    try:
+        try:
+            with _sigterm_as_exception():
+                return command(request, progress)
+        finally:
+            progress.close()  # before any message, so that none lands on the progress line
+    except UsageError as error:
+        _fail(str(error))
+    except KeyboardInterrupt:
+        click.echo("gpu2npu: interrupted; nothing was left half-written", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except Terminated:
+        click.echo("gpu2npu: terminated; nothing was left half-written", err=True)
+        sys.exit(EXIT_TERMINATED)
+    except OSError as error:
+        _fail(f"{error}", EXIT_FAILED)
 
 
 class Terminated(BaseException):
@@ -360,23 +366,7 @@ def analyse(input_path, output_path, torch_version, mode, env, api_files, jobs, 
                              env=tuple(env),
                              api_files=tuple(api_files), force=force, jobs=jobs,
                              cache_dir=None if no_cache else (cache_dir or cache.default_folder()))
-    progress = ProgressLine()
-    try:
-        try:
-            with _sigterm_as_exception():
-                result = run_analysis(request, progress)
-        finally:
-            progress.close()
-    except UsageError as error:
-        _fail(str(error))
-    except KeyboardInterrupt:
-        click.echo("gpu2npu: interrupted; nothing was left half-written", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    except Terminated:
-        click.echo("gpu2npu: terminated; nothing was left half-written", err=True)
-        sys.exit(EXIT_TERMINATED)
-    except OSError as error:
-        _fail(f"{error}", EXIT_FAILED)
+    result = _carry_out(run_analysis, request)
     if result.rows:
         click.echo(console.report_table(result.rows))
     for line in result.summary:
