@@ -139,13 +139,11 @@ def _stays_first(statement: cst.CSTNode, position: int) -> bool:
     return isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name) and small.module.value == "__future__"
 
 
-def _entry_script(source: Path):
-    """The project's likely entry: a file with a __main__ guard, train*.py first."""
+def _entry_script(source: Path, mains: List[str]):
+    """The project's likely entry among the files with a __main__ guard (`mains`), train*.py first."""
     if source.is_file():
         return source.name
-    candidates = sorted(path.relative_to(source).as_posix() for path in source.rglob("*.py")
-                        if path.is_file() and b"__main__" in path.read_bytes())
-    candidates.sort(key=lambda name: (not Path(name).name.startswith("train"), name.count("/"), name))
+    candidates = sorted(mains, key=lambda name: (not Path(name).name.startswith("train"), name.count("/"), name))
     return candidates[0] if candidates else None
 
 
@@ -156,6 +154,7 @@ def write_instrumented(source: Path, staging: Path, target: Path, result, logger
     sites: Dict[int, Tuple[str, int, str]] = {}
     files: Dict[str, Tuple[int, int]] = {}
     folders: List = []
+    mains: List[str] = []  # files with a __main__ guard, read as they are instrumented
     for entry in walk(source):
         destination = copy / entry.relative
         if entry.kind != Kind.PYTHON:
@@ -168,6 +167,8 @@ def write_instrumented(source: Path, staging: Path, target: Path, result, logger
         result.files += 1
         try:
             data = entry.absolute.read_bytes()
+            if b"__main__" in data:
+                mains.append(entry.relative)
             destination.write_bytes(instrument(data, entry.relative, entry.relative.count("/"), sites, files))
             shutil.copymode(entry.absolute, destination)
         except OSError as error:
@@ -181,7 +182,7 @@ def write_instrumented(source: Path, staging: Path, target: Path, result, logger
     (copy / detector.SITES_FILE).write_text(json.dumps(table, indent=0), encoding="utf-8")
     logger.info(f"instrumented {result.files} Python files: {len(sites)} call sites hooked into {target / name}")
     result.rows[f"{name}/ (instrumented copy)"] = len(sites)
-    entry = _entry_script(source)
+    entry = _entry_script(source, mains)
     result.summary += [
         f"{len(sites)} call sites hooked in {target / name}",
         f"next: run the copy as you run the project (a few steps are enough), e.g. cd {target / name} && python "
