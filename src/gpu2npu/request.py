@@ -63,31 +63,36 @@ def inside(path: Path, folder: Path) -> bool:
         return False
 
 
+def checked_inputs(path: Path, version: str, api_files: Tuple[Path, ...]):
+    """What every run that reads a project checks first (the migration, `analyse`): the input
+    (a folder or a .py file; resolved), the API data of `version`, and the -api files read."""
+    from .analyse.affected_apis import ApiFileError, read_api_files
+
+    if not path.exists():
+        raise UsageError(f"input {path} does not exist")
+    if not (path.is_dir() or path.suffix == ".py"):
+        raise UsageError(f"input {path} must be a folder or a .py file")
+    try:
+        api = apidata.load(version)
+    except apidata.UnknownVersionError as error:
+        raise UsageError(str(error)) from None
+    try:
+        third_party_apis = read_api_files(api_files)
+    except ApiFileError as error:
+        raise UsageError(str(error)) from None
+    return path.resolve(), api, third_party_apis
+
+
 def check_request(request: RunRequest, writes: bool = True) -> Tuple[Path, Path, Options]:
     """Validate everything up front; returns (input root, target folder, options).  With
     `writes` False (a preview) the output folder is not looked at."""
-    source = request.input
-    if not source.exists():
-        raise UsageError(f"input {source} does not exist")
-    if not (source.is_dir() or source.suffix == ".py"):
-        raise UsageError(f"input {source} must be a folder or a .py file")
-    source = source.resolve()
-    try:
-        api = apidata.load(request.version)
-    except apidata.UnknownVersionError as error:
-        raise UsageError(str(error)) from None
+    source, api, third_party_apis = checked_inputs(request.input, request.version, request.api_files)
     custom_rules = None
     if request.rule_file is not None:
         try:
             custom_rules = rule_file.load(request.rule_file)
         except rule_file.RuleFileError as error:
             raise UsageError(str(error)) from None
-    from .analyse.affected_apis import ApiFileError, read_api_files
-
-    try:
-        third_party_apis = read_api_files(request.api_files)
-    except ApiFileError as error:
-        raise UsageError(str(error)) from None
     package = source / modelarts_package.PACKAGE_NAME
     if request.modelarts and source.is_dir() and package.exists() and not package.is_dir():
         raise UsageError(f"-m writes the folder {modelarts_package.PACKAGE_NAME}/, but the input holds a file {package}")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
-from .. import __version__, apidata
+from .. import __version__
 from ..change import Report
 from ..cuda_ops import operators_in
 from ..discover import Kind, walk
@@ -30,11 +30,10 @@ from ..engine import Engine
 from ..pipeline import Status
 from ..reports import csv_reports, log as run_log
 from ..reports.console import counted
-from ..request import UsageError, inside
+from ..request import UsageError, checked_inputs, inside
 from ..rules import Options
 from ..sources import MIGRATED_KINDS
 from ..tree_copy import move_into_place, remove_tree
-from .affected_apis import ApiFileError, read_api_files
 
 MODES = ("torch_apis", "third_party", "affinity_apis", "dynamic_shape")
 OUTPUT_SUFFIX = "_analysis"
@@ -66,22 +65,9 @@ class AnalyseResult:
 
 
 def check_analyse_request(request: AnalyseRequest) -> Tuple[Path, Path, Options]:
-    source = request.input
-    if not source.exists():
-        raise UsageError(f"input {source} does not exist")
-    if not (source.is_dir() or source.suffix == ".py"):
-        raise UsageError(f"input {source} must be a folder or a .py file")
-    source = source.resolve()
+    source, api, apis = checked_inputs(request.input, request.version, request.api_files)
     if request.mode not in MODES:
         raise UsageError(f"unknown mode {request.mode}: choose one of {', '.join(MODES)}")
-    try:
-        api = apidata.load(request.version)
-    except apidata.UnknownVersionError as error:
-        raise UsageError(str(error)) from None
-    try:
-        apis = read_api_files(request.api_files)
-    except ApiFileError as error:
-        raise UsageError(str(error)) from None
     if apis and request.mode not in ("torch_apis",):
         raise UsageError(f"-api feeds affected third-party APIs into -m torch_apis (and into a migration or check), "
                          f"not into -m {request.mode}")
