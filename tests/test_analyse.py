@@ -221,6 +221,18 @@ def test_dynamic_shape_copy_trains_the_same_and_reports_varying_shapes(tmp_path)
     assert loss[8] == "input 0 dim 0; input 1 dim 0"
 
 
+def test_gpu2npu_itself_writes_no_shape_report(tmp_path):
+    # dynamic_shape imports the detector to copy it; only the copy in the instrumented project records
+    package = Path(dynamic_shape.__file__).parent.parent
+    before = sorted(package.rglob("*"))
+    done = subprocess.run([sys.executable, "-c", "import gpu2npu.analyse.dynamic_shape"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert [p for p in sorted(package.rglob("*")) if "__pycache__" not in p.parts] == \
+        [p for p in before if "__pycache__" not in p.parts]
+    assert not list(tmp_path.iterdir())
+
+
 TRICKY = '''"""Docstring first."""
 from __future__ import annotations
 

@@ -256,4 +256,7 @@ def _advice(dims):
             "of a bucket), so that the operators see a small set of shapes")
 
 
-DETECTOR = ShapeDetector()
+# Only the copy in an instrumented project records: imported as part of gpu2npu (to copy this file),
+# an instance would write an empty report into the installed package at exit.
+if __name__ != "gpu2npu.analyse.detector":
+    DETECTOR = ShapeDetector()
