@@ -1,4 +1,5 @@
-"""Keeps track of which original line each line of a rewritten file came from.
+"""Keeps track of which original line each line of a rewritten file came from, and compares a
+file with its migration line by line (for the line map, `--diff` and the review page).
 
 Rules report lines of the tree they were given.  Most rules edit in place (same number of
 lines), so their lines are the original ones; a rule that inserts lines shifts everything
@@ -32,7 +33,7 @@ class LineMap:
         if len(old_lines) == len(new_lines):
             return  # edits in place: every line keeps its place
         origin: List[int] = []
-        for tag, i1, i2, j1, j2 in _opcodes(old_lines, new_lines):
+        for tag, i1, i2, j1, j2 in opcodes(old_lines, new_lines):
             if tag == "equal":
                 origin.extend(self.origin[i1:i2])
             elif tag == "replace":
@@ -42,24 +43,147 @@ class LineMap:
         self.origin = origin
 
 
-def _opcodes(old: Sequence[str], new: Sequence[str]) -> List[Tuple[str, int, int, int, int]]:
-    """difflib's opcodes turning `old` into `new`."""
+def opcodes(old: Sequence[str], new: Sequence[str]) -> List[Tuple[str, int, int, int, int]]:
+    """difflib's opcodes turning `old` into `new`; on long files in time close to linear (the
+    alignment may then differ from difflib's where lines repeat, never in what it shows)."""
     if len(old) + len(new) <= 2 * DIRECT_ALIGNMENT_LINES:
         return difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
-    opcodes: List[Tuple[str, int, int, int, int]] = []
-    previous_i = previous_j = 0
-    for i, j in _anchors(old, new) + [(len(old), len(new))]:
-        if i > previous_i or j > previous_j:  # the stretch between two anchors
-            if i - previous_i == j - previous_j:
-                opcodes.append(("replace", previous_i, i, previous_j, j))  # line for line
-            else:
-                gap = difflib.SequenceMatcher(None, old[previous_i:i], new[previous_j:j], autojunk=False)
-                opcodes.extend((tag, i1 + previous_i, i2 + previous_i, j1 + previous_j, j2 + previous_j)
-                               for tag, i1, i2, j1, j2 in gap.get_opcodes())
-        if i < len(old):
-            opcodes.append(("equal", i, i + 1, j, j + 1))
-        previous_i, previous_j = i + 1, j + 1
-    return opcodes
+    codes: List[Tuple[str, int, int, int, int]] = []
+    _align(old, new, 0, len(old), 0, len(new), codes)
+    return _merged(codes)
+
+
+def _align(old: Sequence[str], new: Sequence[str], old_start: int, old_end: int, new_start: int, new_end: int,
+           codes: List[Tuple[str, int, int, int, int]]) -> None:
+    """Opcodes of old[old_start:old_end] -> new[new_start:new_end] appended to `codes`: the
+    lines found once in each side anchor the alignment (patience diff), the stretches between
+    them are aligned again the same way, and by difflib once they are short."""
+    while old_start < old_end and new_start < new_end and old[old_start] == new[new_start]:
+        codes.append(("equal", old_start, old_start + 1, new_start, new_start + 1))
+        old_start, new_start = old_start + 1, new_start + 1
+    tail = 0
+    while old_end - tail > old_start and new_end - tail > new_start and old[old_end - tail - 1] == new[new_end - tail - 1]:
+        tail += 1
+    old_end, new_end = old_end - tail, new_end - tail
+    if (old_end - old_start) + (new_end - new_start) <= 2 * DIRECT_ALIGNMENT_LINES:
+        matcher = difflib.SequenceMatcher(None, old[old_start:old_end], new[new_start:new_end], autojunk=False)
+        codes.extend((tag, i1 + old_start, i2 + old_start, j1 + new_start, j2 + new_start)
+                     for tag, i1, i2, j1, j2 in matcher.get_opcodes())
+    else:
+        anchors = _anchors(old[old_start:old_end], new[new_start:new_end])
+        if not anchors:
+            _align_nearby(old, new, old_start, old_end, new_start, new_end, codes)
+        else:
+            previous_i, previous_j = old_start, new_start
+            for i, j in anchors:
+                _align(old, new, previous_i, old_start + i, previous_j, new_start + j, codes)
+                codes.append(("equal", old_start + i, old_start + i + 1, new_start + j, new_start + j + 1))
+                previous_i, previous_j = old_start + i + 1, new_start + j + 1
+            _align(old, new, previous_i, old_end, previous_j, new_end, codes)
+    codes.extend(("equal", old_end + k, old_end + k + 1, new_end + k, new_end + k + 1) for k in range(tail))
+
+
+# How far `_align_nearby` looks for the next line the two sides share, in lines of each side.
+NEARBY_LINES = 200
+
+
+def _align_nearby(old: Sequence[str], new: Sequence[str], i: int, old_end: int, j: int, new_end: int,
+                  codes: List[Tuple[str, int, int, int, int]]) -> None:
+    """A long stretch with no line found once on each side (a generated file repeating the same
+    lines): aligned line by line, an unequal line resynchronised at the nearest equal pair.  The
+    edits of a migration are a few lines each, so the nearest pair is the right one."""
+    while i < old_end and j < new_end:
+        if old[i] == new[j]:
+            codes.append(("equal", i, i + 1, j, j + 1))
+            i, j = i + 1, j + 1
+            continue
+        found = None
+        for distance in range(1, 2 * NEARBY_LINES + 1):
+            for skipped_old in range(max(0, distance - NEARBY_LINES), min(distance, NEARBY_LINES) + 1):
+                skipped_new = distance - skipped_old
+                if i + skipped_old < old_end and j + skipped_new < new_end \
+                        and old[i + skipped_old] == new[j + skipped_new]:
+                    found = skipped_old, skipped_new
+                    break
+            if found:
+                break
+        skipped_old, skipped_new = found or (1, 1)
+        codes.append(("replace", i, i + skipped_old, j, j + skipped_new))
+        i, j = i + skipped_old, j + skipped_new
+    if i < old_end or j < new_end:
+        codes.append(("replace", i, old_end, j, new_end))
+
+
+def _merged(codes: List[Tuple[str, int, int, int, int]]) -> List[Tuple[str, int, int, int, int]]:
+    """Adjacent opcodes of one kind joined (equal with equal, changes with changes), each change
+    named by what it does, as difflib's are."""
+    merged: List[List] = []
+    for tag, i1, i2, j1, j2 in codes:
+        if i1 == i2 and j1 == j2:
+            continue
+        changed = tag != "equal"
+        if merged and (merged[-1][0] != "equal") == changed:
+            merged[-1][2], merged[-1][4] = i2, j2
+        else:
+            merged.append([tag, i1, i2, j1, j2])
+    for code in merged:
+        if code[0] != "equal":
+            code[0] = "replace" if code[1] < code[2] and code[3] < code[4] else "delete" if code[1] < code[2] else "insert"
+    return [tuple(code) for code in merged]
+
+
+def grouped_opcodes(old: Sequence[str], new: Sequence[str], context: int = 3):
+    """The hunks of the difference, each a list of opcodes with up to `context` equal lines
+    around the changes: difflib's `get_grouped_opcodes`, on `opcodes`."""
+    codes = opcodes(old, new)
+    if not codes:
+        codes = [("equal", 0, 1, 0, 1)]
+    if codes[0][0] == "equal":  # the leading and trailing equal stretches keep `context` lines
+        tag, i1, i2, j1, j2 = codes[0]
+        codes[0] = tag, max(i1, i2 - context), i2, max(j1, j2 - context), j2
+    if codes[-1][0] == "equal":
+        tag, i1, i2, j1, j2 = codes[-1]
+        codes[-1] = tag, i1, min(i2, i1 + context), j1, min(j2, j1 + context)
+    group: List[Tuple[str, int, int, int, int]] = []
+    for tag, i1, i2, j1, j2 in codes:
+        if tag == "equal" and i2 - i1 > 2 * context:  # a long equal stretch ends one hunk, starts the next
+            group.append((tag, i1, min(i2, i1 + context), j1, min(j2, j1 + context)))
+            yield group
+            group = []
+            i1, j1 = max(i1, i2 - context), max(j1, j2 - context)
+        group.append((tag, i1, i2, j1, j2))
+    if group and not (len(group) == 1 and group[0][0] == "equal"):
+        yield group
+
+
+def unified_diff(old: Sequence[str], new: Sequence[str], old_name: str, new_name: str, context: int = 3):
+    """The lines of a unified diff (as `difflib.unified_diff`, lines kept with their ends)."""
+    started = False
+    for group in grouped_opcodes(old, new, context):
+        if not started:
+            started = True
+            yield f"--- {old_name}\n"
+            yield f"+++ {new_name}\n"
+        first, last = group[0], group[-1]
+        yield f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n"
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                yield from (" " + line for line in old[i1:i2])
+                continue
+            if tag in ("replace", "delete"):
+                yield from ("-" + line for line in old[i1:i2])
+            if tag in ("replace", "insert"):
+                yield from ("+" + line for line in new[j1:j2])
+
+
+def _range(start: int, stop: int) -> str:
+    """A hunk's range in the unified format (difflib's `_format_range_unified`)."""
+    beginning, length = start + 1, stop - start
+    if length == 1:
+        return f"{beginning}"
+    if not length:
+        beginning -= 1  # an empty range begins at the line before
+    return f"{beginning},{length}"
 
 
 def _anchors(old: Sequence[str], new: Sequence[str]) -> List[Tuple[int, int]]:

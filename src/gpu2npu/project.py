@@ -4,7 +4,6 @@ place.  Nothing is written before the request is known to be valid, and an exist
 never replaced unless asked to (`force`).  `preview` is the same run printed as a diff."""
 from __future__ import annotations
 
-import difflib
 import os
 import time
 import stat
@@ -23,6 +22,7 @@ from .engine import Engine
 from .pipeline import FileResult, Status
 from .reports import csv_reports, log as run_log
 from .launcher import LAUNCHER_NAME, launcher_script
+from .linemap import unified_diff
 from .rules import REROUTING_RULES, DistributedSettings, Options
 from .request import RunRequest, check_request, earlier_reports
 from .sources import ALL_RULES_BY_CODE, MIGRATED_KINDS
@@ -190,7 +190,7 @@ def preview(request: RunRequest) -> Iterator[Tuple[str, str]]:
     if options.distributed is not None:  # the launcher `distributed` writes beside the files
         name = LAUNCHER_NAME if not (source / LAUNCHER_NAME).exists() else f"gpu2npu_{LAUNCHER_NAME}"
         text = launcher_script(options.distributed.main_file, options.distributed.main_spawns)
-        diff = difflib.unified_diff([], text.splitlines(keepends=True), "/dev/null", f"b/{name}")
+        diff = unified_diff([], text.splitlines(keepends=True), "/dev/null", f"b/{name}")
         yield name, "".join(diff), ""
 
 
@@ -218,7 +218,7 @@ def _preview_dependencies(entries, outputs: Dict[str, bytes], options: Options) 
 def _unified_diff(entry: Entry, data: bytes, output: bytes) -> str:
     before = data.decode("utf-8", errors="replace").splitlines(keepends=True)
     after = output.decode("utf-8", errors="replace").splitlines(keepends=True)
-    diff = difflib.unified_diff(before, after, f"a/{entry.relative}", f"b/{entry.relative}")
+    diff = unified_diff(before, after, f"a/{entry.relative}", f"b/{entry.relative}")
     return "".join(line if line.endswith("\n") else line + "\n" for line in diff)
 
 

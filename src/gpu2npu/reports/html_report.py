@@ -9,7 +9,6 @@ small script only filters and collapses, and takes its first filter from the add
 """
 from __future__ import annotations
 
-import difflib
 import functools
 import html
 import inspect
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..change import Change, Finding, Operation, Report
+from ..linemap import grouped_opcodes
 
 FILE_NAME = "report.html"
 # A diff longer than this many lines is cut (the migrated file is in the output); the rows of
@@ -189,8 +189,7 @@ def _diff(path: str, old: List[str], new: List[str], rows: Sequence[Change], sho
     listed = False
     shown = 0
     lexer, anchor = _lexer_for(path), _anchor(path)
-    matcher = difflib.SequenceMatcher(None, old, new)  # (as unified_diff: fast on long files)
-    for group in matcher.get_grouped_opcodes(3):
+    for group in grouped_opcodes(old, new, 3):
         first_old, last_old = group[0][1] + 1, group[-1][2]
         here = [r for r in rows if whole_file or (
             first_old - 1 <= r.start_line <= last_old + 1 if r.operation == Operation.INSERT
