@@ -33,17 +33,30 @@ _MIGHT_HAVE_HAZARD = re.compile(
     rb"|bnb|load_in_|BitsAndBytes|Bitsandbytes|triton|get_kernel|ademamix|find_spec|version\(|get_distribution"
     rb"|fp32_precision|get_gpu_ids|use_gpu|reduce_tensor|ProfilerActivity|use_cuda|use_device")
 
-# Words of which each alternative above holds one: a file holding none of them is passed over
-# without the pattern, whose search through a whole file that does not match costs a
-# twentieth of a second per megabyte (the words' searches, a fifth of that).
-_HAZARD_WORDS = (b"version.cuda", b"import cuda", b"get_device_propert", b"compile", b"_inductor", b"float32_matmul_precision", b"8bit", b"32bit",
-                 b"bnb", b"load_in_", b"BitsAndBytes", b"Bitsandbytes", b"triton", b"get_kernel", b"ademamix",
-                 b"find_spec", b"version(", b"get_distribution", b"fp32_precision", b"get_gpu_ids", b"use_gpu",
-                 b"reduce_tensor", b"ProfilerActivity", b"use_cuda", b"use_device")
+# The alternatives above that are plain words: found by a byte search each (the pattern's search
+# through a whole file costs a twentieth of a second per megabyte, the words' a fifth of that).
+_HAZARD_WORDS = (b"version.cuda", b"import cuda", b"get_device_propert", b"import compile", b"_inductor",
+                 b"float32_matmul_precision", b"8bit", b"32bit", b"bnb", b"load_in_", b"BitsAndBytes", b"Bitsandbytes",
+                 b"triton", b"get_kernel", b"ademamix", b"find_spec", b"version(", b"get_distribution",
+                 b"fp32_precision", b"get_gpu_ids", b"use_gpu", b"reduce_tensor", b"ProfilerActivity", b"use_cuda",
+                 b"use_device")
 
 
 def might_have_hazard(data: bytes) -> bool:
-    return any(word in data for word in _HAZARD_WORDS) and _MIGHT_HAVE_HAZARD.search(data) is not None
+    """Whether `data` matches _MIGHT_HAVE_HAZARD, found without running it."""
+    return any(word in data for word in _HAZARD_WORDS) or _calls_compile(data)
+
+
+def _calls_compile(data: bytes) -> bool:
+    """`(?<!re)\\.compile\\b`: a `.compile` that is not `re.compile` and ends a word."""
+    at = data.find(b".compile")
+    while at >= 0:
+        end = at + len(b".compile")
+        following = data[end:end + 1]
+        if data[max(at - 2, 0):at] != b"re" and not (following.isalnum() or following == b"_"):
+            return True
+        at = data.find(b".compile", end)
+    return False
 
 
 # CUDA-only packages that gpu2npu can point at a generated package (the rerouting rules'), by the

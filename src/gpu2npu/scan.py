@@ -19,6 +19,8 @@ The scan reads the original text, so its line numbers are those of the input fil
 from __future__ import annotations
 
 import ast
+import bisect
+import functools
 import re
 import warnings
 from typing import Dict, List, Optional, Set, Tuple
@@ -341,8 +343,9 @@ class FileScan:
         if self._release_guarded is None:
             # (asked only of files that call something newer than the release: looked up then)
             flags = _release_flags(self.nodes)
+            names = _ReleaseNames(self.nodes, flags)
             self._release_guarded = [(node.lineno, node.end_lineno or node.lineno) for node in self.nodes
-                                     if node.__class__ in _BRANCHES and _tests_the_release(node, flags)]
+                                     if node.__class__ in _BRANCHES and _tests_the_release(node, flags, names)]
         return any(first <= line <= last for first, last in self._release_guarded)
 
     def optionally_imported(self, func: ast.AST) -> bool:
@@ -414,17 +417,52 @@ _BRANCHES = (ast.If, ast.IfExp, ast.Try, ast.BoolOp)  # what may test the torch 
 _OLDER_TORCH_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "TypeError"})
 
 
+@functools.lru_cache(maxsize=4096)
+def _names_the_release(identifier: str) -> bool:
+    return _RELEASE_NAMES.search(identifier) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _holds_a_version(attribute: str) -> bool:
+    return _RELEASE_ATTRIBUTES.search(attribute) is not None
+
+
+def _is_release_part(part: ast.AST, flags: Set[str]) -> bool:
+    """A name or attribute that asks which torch this is (or holds the answer: a flag)."""
+    if part.__class__ is ast.Name:
+        return _names_the_release(part.id) or part.id in flags
+    return part.__class__ is ast.Attribute and _holds_a_version(part.attr)
+
+
+class _ReleaseNames:
+    """Where a file's release parts start: an expression whose span holds none of them has none,
+    which spares walking the many that do not (an expression's nodes lie within its span)."""
+
+    def __init__(self, nodes: List[ast.AST], flags: Set[str] = frozenset()) -> None:
+        self.starts = sorted((node.lineno, node.col_offset) for node in nodes
+                             if node.__class__ in (ast.Name, ast.Attribute) and _is_release_part(node, flags))
+
+    def may_hold(self, node: ast.AST) -> bool:
+        at = bisect.bisect_left(self.starts, (node.lineno, node.col_offset))
+        return at < len(self.starts) and self.starts[at] <= (node.end_lineno or node.lineno, node.end_col_offset or 0)
+
+
+def _holds_release_part(expression: ast.AST, flags: Set[str], names: Optional[_ReleaseNames]) -> bool:
+    if names is not None and not names.may_hold(expression):
+        return False
+    return any(_is_release_part(part, flags) for part in nodes_of(expression))
+
+
 def _release_flags(nodes: List[ast.AST]) -> Set[str]:
     """Names that hold the answer of a release test: `has_rms_norm = hasattr(F, "rms_norm")`, or
     `has_apex = True` in a `try` whose handler catches the ImportError of a missing package."""
     flags: Set[str] = set()
+    names = _ReleaseNames(nodes)
     for node in nodes:
         if node.__class__ is ast.Assign:
-            names = [target.id for target in node.targets if isinstance(target, ast.Name)]
-            if names and any((isinstance(part, ast.Name) and _RELEASE_NAMES.search(part.id))
-                             or (isinstance(part, ast.Attribute) and _RELEASE_ATTRIBUTES.search(part.attr))
-                             for part in ast.walk(node.value)):
-                flags.update(names)
+            targets = [target.id for target in node.targets if isinstance(target, ast.Name)]
+            if targets and _holds_release_part(node.value, frozenset(), names):
+                flags.update(targets)
         elif node.__class__ is ast.Try and _tests_the_release(node, frozenset()):
             for statement in node.body:
                 if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant):
@@ -432,7 +470,7 @@ def _release_flags(nodes: List[ast.AST]) -> Set[str]:
     return flags
 
 
-def _tests_the_release(node: ast.AST, flags: Set[str] = frozenset()) -> bool:
+def _tests_the_release(node: ast.AST, flags: Set[str] = frozenset(), names: Optional[_ReleaseNames] = None) -> bool:
     if isinstance(node, ast.Try):
         caught = set()
         for handler in node.handlers:
@@ -441,12 +479,7 @@ def _tests_the_release(node: ast.AST, flags: Set[str] = frozenset()) -> bool:
                           for kind in kinds if kind is not None)
         return bool(caught & _OLDER_TORCH_ERRORS)
     tests = node.values if isinstance(node, ast.BoolOp) else [node.test]  # type: ignore[attr-defined]
-    for test in tests:
-        for part in ast.walk(test):
-            if ((isinstance(part, ast.Name) and (_RELEASE_NAMES.search(part.id) or part.id in flags))
-                    or (isinstance(part, ast.Attribute) and _RELEASE_ATTRIBUTES.search(part.attr))):
-                return True
-    return False
+    return any(_holds_release_part(test, flags, names) for test in tests)
 
 
 def bind_import(aliases: Dict[str, Set[str]], node: ast.AST) -> None:
