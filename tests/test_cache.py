@@ -48,6 +48,17 @@ def test_a_rerun_reads_every_file_back_and_writes_the_same_tree(project, tmp_pat
     assert _snapshot(uncached.target) == cold_tree
 
 
+def test_a_rerun_reads_the_review_pages_diffs_back(project, tmp_path, monkeypatch):
+    from gpu2npu.reports import html_report
+
+    cold = _run(project, tmp_path / "cold", tmp_path / "cache")
+    assert cold.migrated
+    monkeypatch.setattr(html_report, "_diff", lambda *args: pytest.fail("a diff made again on a re-run"))
+    warm = _run(project, tmp_path / "warm", tmp_path / "cache")
+    assert page_of_any_run((warm.target / "report.html").read_bytes()) == \
+        page_of_any_run((cold.target / "report.html").read_bytes())
+
+
 def test_a_changed_file_is_migrated_again_and_nothing_else(project, tmp_path):
     _run(project, tmp_path / "out", tmp_path / "cache")
     changed = sorted(project.rglob("*.py"))[0]

@@ -12,9 +12,10 @@ import difflib
 from typing import List, Sequence, Tuple
 
 # Up to this many lines difflib aligns the texts by itself; beyond, its matcher (without autojunk,
-# which would misalign repeated lines) takes quadratic time on the many repeated lines of a big
-# file, so lines found once in each text anchor the alignment first (as patience diff does).
-DIRECT_ALIGNMENT_LINES = 4000
+# which would misalign repeated lines) takes time quadratic in the blank and other repeated lines
+# of a file, so lines found once in each text anchor the alignment first (as patience diff does),
+# and difflib aligns the short stretches between them.
+DIRECT_ALIGNMENT_LINES = 100
 
 
 class LineMap:
@@ -44,8 +45,8 @@ class LineMap:
 
 
 def opcodes(old: Sequence[str], new: Sequence[str]) -> List[Tuple[str, int, int, int, int]]:
-    """difflib's opcodes turning `old` into `new`; on long files in time close to linear (the
-    alignment may then differ from difflib's where lines repeat, never in what it shows)."""
+    """difflib's opcodes turning `old` into `new`; beyond a hundred lines in time close to linear
+    (the alignment may then differ from difflib's where lines repeat, never in what it shows)."""
     if len(old) + len(new) <= 2 * DIRECT_ALIGNMENT_LINES:
         return difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
     codes: List[Tuple[str, int, int, int, int]] = []
@@ -65,7 +66,9 @@ def _align(old: Sequence[str], new: Sequence[str], old_start: int, old_end: int,
     while old_end - tail > old_start and new_end - tail > new_start and old[old_end - tail - 1] == new[new_end - tail - 1]:
         tail += 1
     old_end, new_end = old_end - tail, new_end - tail
-    if (old_end - old_start) + (new_end - new_start) <= 2 * DIRECT_ALIGNMENT_LINES:
+    if old_start == old_end or new_start == new_end:  # lines only added, or only taken out
+        codes.append(("replace", old_start, old_end, new_start, new_end))
+    elif (old_end - old_start) + (new_end - new_start) <= 2 * DIRECT_ALIGNMENT_LINES:
         matcher = difflib.SequenceMatcher(None, old[old_start:old_end], new[new_start:new_end], autojunk=False)
         codes.extend((tag, i1 + old_start, i2 + old_start, j1 + new_start, j2 + new_start)
                      for tag, i1, i2, j1, j2 in matcher.get_opcodes())

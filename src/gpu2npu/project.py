@@ -125,10 +125,7 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             done_bytes += sizes[done - 1]
             progress(done, len(python), done_bytes, total_bytes)
         if engine.cache is not None:
-            engine.close()
             result.cache_hits = engine.hits
-            if engine.problem:
-                logger.warning(engine.problem)
             logger.info(f"cache {engine.cache.folder}: {engine.hits} files read back, {engine.misses} migrated")
         dependencies = dependency_entries(entries)
         _migrate_dependencies(dependencies, entries, python, destination_of, options, result, logger)
@@ -152,8 +149,12 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
         result.report_rows = csv_reports.write_all(report_folder, result.changes, result.findings, cuda_ops)
         if request.html:
             read = [entry.relative for entry in python] + [e.relative for e, _ in dependencies if e.kind == Kind.OTHER]
-            page = _write_page(report_folder, source, staging, target, request, options, result, read, started)
+            page = _write_page(report_folder, source, staging, target, request, options, result, read, started,
+                               engine.cache)
             result.page = target / page.name if request.report_dir is None else page
+        engine.close()  # (after the page, whose diffs it keeps too)
+        if engine.problem:
+            logger.warning(engine.problem)
         for note in result.notes:
             logger.info(note)
         _log_summary(logger, result)
@@ -223,7 +224,7 @@ def _unified_diff(entry: Entry, data: bytes, output: bytes) -> str:
 
 
 def _write_page(report_folder: Path, source: Path, staging: Path, target: Path, request: RunRequest,
-                options: Options, result: RunResult, code_files: List[str], started: float) -> Path:
+                options: Options, result: RunResult, code_files: List[str], started: float, memo=None) -> Path:
     from .affinity import ADVICE
     from .check import UNSUPPORTED_RULE, rule_descriptions
     from .reports import html_report
@@ -253,7 +254,7 @@ def _write_page(report_folder: Path, source: Path, staging: Path, target: Path, 
     analysis = {UNSUPPORTED_RULE: rule_descriptions()[UNSUPPORTED_RULE] + ": the leftover analysis of the code "
                                   "(API data of the chosen release, CUDA-only packages, hazards)", **ADVICE}
     return html_report.write_page(report_folder, facts, result.changes, result.findings, code_files, original, migrated,
-                                  html_report.explanations_of(ALL_RULES_BY_CODE, analysis))
+                                  html_report.explanations_of(ALL_RULES_BY_CODE, analysis), memo)
 
 
 def _migrate_dependencies(found, entries, python, destination_of, options: Options, result: RunResult, logger) -> None:

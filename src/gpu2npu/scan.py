@@ -342,10 +342,13 @@ class FileScan:
         `try` whose handler catches the ImportError/AttributeError/TypeError of an older torch."""
         if self._release_guarded is None:
             # (asked only of files that call something newer than the release: looked up then)
-            flags = _release_flags(self.nodes)
-            names = _ReleaseNames(self.nodes, flags)
-            self._release_guarded = [(node.lineno, node.end_lineno or node.lineno) for node in self.nodes
-                                     if node.__class__ in _BRANCHES and _tests_the_release(node, flags, names)]
+            groups: Dict[type, List[ast.AST]] = {}
+            for node in self.nodes:  # one pass, then only the kinds of node a release test is made of
+                groups.setdefault(node.__class__, []).append(node)
+            flags = _release_flags(groups)
+            names = _ReleaseNames(groups, flags)
+            self._release_guarded = sorted((node.lineno, node.end_lineno or node.lineno) for kind in _BRANCHES
+                                           for node in groups.get(kind, ()) if _tests_the_release(node, flags, names))
         return any(first <= line <= last for first, last in self._release_guarded)
 
     def optionally_imported(self, func: ast.AST) -> bool:
@@ -438,9 +441,12 @@ class _ReleaseNames:
     """Where a file's release parts start: an expression whose span holds none of them has none,
     which spares walking the many that do not (an expression's nodes lie within its span)."""
 
-    def __init__(self, nodes: List[ast.AST], flags: Set[str] = frozenset()) -> None:
-        self.starts = sorted((node.lineno, node.col_offset) for node in nodes
-                             if node.__class__ in (ast.Name, ast.Attribute) and _is_release_part(node, flags))
+    def __init__(self, groups: Dict[type, List[ast.AST]], flags: Set[str] = frozenset()) -> None:
+        names, attributes = groups.get(ast.Name, ()), groups.get(ast.Attribute, ())
+        release = {identifier for identifier in {node.id for node in names} if _names_the_release(identifier)} | flags
+        versions = {attribute for attribute in {node.attr for node in attributes} if _holds_a_version(attribute)}
+        self.starts = sorted([(node.lineno, node.col_offset) for node in names if node.id in release]
+                             + [(node.lineno, node.col_offset) for node in attributes if node.attr in versions])
 
     def may_hold(self, node: ast.AST) -> bool:
         at = bisect.bisect_left(self.starts, (node.lineno, node.col_offset))
@@ -453,17 +459,18 @@ def _holds_release_part(expression: ast.AST, flags: Set[str], names: Optional[_R
     return any(_is_release_part(part, flags) for part in nodes_of(expression))
 
 
-def _release_flags(nodes: List[ast.AST]) -> Set[str]:
+def _release_flags(groups: Dict[type, List[ast.AST]]) -> Set[str]:
     """Names that hold the answer of a release test: `has_rms_norm = hasattr(F, "rms_norm")`, or
-    `has_apex = True` in a `try` whose handler catches the ImportError of a missing package."""
+    `has_apex = True` in a `try` whose handler catches the ImportError of a missing package
+    (`groups`: a file's nodes by their class)."""
     flags: Set[str] = set()
-    names = _ReleaseNames(nodes)
-    for node in nodes:
-        if node.__class__ is ast.Assign:
-            targets = [target.id for target in node.targets if isinstance(target, ast.Name)]
-            if targets and _holds_release_part(node.value, frozenset(), names):
-                flags.update(targets)
-        elif node.__class__ is ast.Try and _tests_the_release(node, frozenset()):
+    names = _ReleaseNames(groups)
+    for node in groups.get(ast.Assign, ()):
+        targets = [target.id for target in node.targets if isinstance(target, ast.Name)]
+        if targets and _holds_release_part(node.value, frozenset(), names):
+            flags.update(targets)
+    for node in groups.get(ast.Try, ()):
+        if _tests_the_release(node, frozenset()):
             for statement in node.body:
                 if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant):
                     flags.update(target.id for target in statement.targets if isinstance(target, ast.Name))

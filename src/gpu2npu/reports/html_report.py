@@ -15,7 +15,7 @@ import inspect
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from ..change import Change, Finding, Operation, Report
 from ..linemap import grouped_opcodes
@@ -55,18 +55,20 @@ def _anchor(path: str) -> str:
 
 def write_page(folder: Path, facts: PageFacts, changes: Sequence[Change], findings: Sequence[Finding],
                files: Sequence[str], original: Callable[[str], Optional[bytes]],
-               migrated: Callable[[str], Optional[bytes]], explanations: Dict[str, str]) -> Path:
+               migrated: Callable[[str], Optional[bytes]], explanations: Dict[str, str], memo=None) -> Path:
     """Write report.html into `folder`; `original(path)` and `migrated(path)` read a file's bytes
-    before and after (None: not readable), `files` lists every migrated-kind file of the run."""
+    before and after (None: not readable), `files` lists every migrated-kind file of the run.
+    `memo`: the run's result cache (`cache.ResultCache`), where each file's diff is kept once
+    made, so that a re-run does not compare and highlight the same files again."""
     path = folder / FILE_NAME
     original = functools.lru_cache(maxsize=None)(original)  # a file with rows and a diff is read once
     with open(path, "w", encoding="utf-8") as out:
-        for part in _page(facts, changes, findings, files, original, migrated, explanations):
+        for part in _page(facts, changes, findings, files, original, migrated, explanations, memo):
             out.write(part)
     return path
 
 
-def _page(facts, changes, findings, files, original, migrated, explanations) -> Iterable[str]:
+def _page(facts, changes, findings, files, original, migrated, explanations, memo=None) -> Iterable[str]:
     todo = [f for f in findings if f.report in TODO_REPORTS]
     changed = sorted({c.file for c in changes})
     human = sum(1 for f in todo if f.report in (Report.UNSUPPORTED, Report.UNKNOWN))
@@ -97,7 +99,7 @@ def _page(facts, changes, findings, files, original, migrated, explanations) -> 
     yield ("</select></label> <label>search <input id=\"f-search\" type=\"search\" placeholder=\"text in a row\"></label>"
            " <span id=\"f-count\"></span></nav>\n")
     shown: Dict[str, set] = defaultdict(set)  # file -> its original lines the diffs show
-    diffs = "".join(_changes(changes, changed, files, original, migrated, shown))
+    diffs = "".join(_changes(changes, changed, files, original, migrated, shown, memo))
     yield from _todo(todo, original, explanations, set(changed), shown)
     yield diffs
     yield f"<script>{_SCRIPT}</script></body></html>\n"
@@ -159,7 +161,7 @@ def _todo(todo: Sequence[Finding], original, explanations, changed, shown) -> It
 
 
 def _changes(changes: Sequence[Change], changed: Sequence[str], files: Sequence[str], original, migrated,
-             shown: Dict[str, set]) -> Iterable[str]:
+             shown: Dict[str, set], memo=None) -> Iterable[str]:
     yield f"<section id=\"changes\"><h2>Changes ({len(changes)} in {len(changed)} files)</h2>\n"
     by_file: Dict[str, List[Change]] = defaultdict(list)
     for change in changes:
@@ -174,12 +176,32 @@ def _changes(changes: Sequence[Change], changed: Sequence[str], files: Sequence[
         if before is None or after is None:
             yield "<p>(not readable)</p></details>\n"
             continue
-        yield from _diff(path, before.decode("utf-8", "replace").splitlines(),
-                         after.decode("utf-8", "replace").splitlines(), rows, shown[path])
+        text, lines = _file_diff(path, before, after, rows, memo)
+        shown[path].update(lines)
+        yield text
         yield "</details>\n"
     unchanged = sorted(set(files) - set(changed))
     yield (f"<details class=\"unchanged\"><summary>{len(unchanged)} files unchanged</summary><ul>"
            + "".join(f"<li>{_e(p)}</li>" for p in unchanged) + "</ul></details></section>\n")
+
+
+def _file_diff(path: str, before: bytes, after: bytes, rows: Sequence[Change], memo) -> Tuple[str, FrozenSet[int]]:
+    """The diff of one file as the page shows it, and the original lines it shows; read back
+    from `memo` where the same file, migration and rows were shown before."""
+    key = None
+    if memo is not None:
+        made_of = b"\0".join([before, after, repr(list(rows)).encode("utf-8", "surrogateescape"),
+                              _highlighter_version().encode()])
+        key = memo.key(f"report.html diff of {path}", made_of)
+        kept = memo.get(key)
+        if kept is not None:
+            return kept
+    lines: set = set()
+    text = "".join(_diff(path, before.decode("utf-8", "replace").splitlines(),
+                         after.decode("utf-8", "replace").splitlines(), rows, lines))
+    if memo is not None:
+        memo.put(key, (text, frozenset(lines)))
+    return text, frozenset(lines)
 
 
 def _diff(path: str, old: List[str], new: List[str], rows: Sequence[Change], shown_lines: set) -> Iterable[str]:
@@ -233,6 +255,14 @@ def _line(sign: str, number: Optional[int], text: str, lexer, anchor: str) -> st
 
 _TOKEN_CLASSES = (("Keyword", "k"), ("Name.Builtin", "b"), ("Name.Function", "fn"), ("Name.Class", "fn"),
                   ("Literal.String", "s"), ("Literal.Number", "m"), ("Comment", "c"), ("Operator.Word", "k"))
+
+
+def _highlighter_version() -> str:
+    try:
+        from pygments import __version__ as version
+    except ImportError:
+        return "none"
+    return version
 
 
 def _lexer_for(path: str):
