@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from gpu2npu import apidata
 from gpu2npu.pipeline import Status, migrate_source
-from gpu2npu.request import INIT_CALL, SPAWN_CALL
+from gpu2npu.modes.distributed import INIT_CALL, SPAWN_CALL
 from gpu2npu.rules import DistributedSettings, Options, SpecifyDeviceSettings, rules_for
 from helpers import lost_edits, unexplained_differences
 

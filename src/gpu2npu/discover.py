@@ -28,6 +28,15 @@ class Kind(str, enum.Enum):
     UNLISTABLE = "unlistable"  # a folder whose content cannot be listed
 
 
+def inside(path: Path, folder: Path) -> bool:
+    """Whether `path` lies in `folder` (or is it), as written (resolve both first)."""
+    try:
+        path.relative_to(folder)
+        return True
+    except ValueError:
+        return False
+
+
 @dataclass(frozen=True)
 class Entry:
     relative: str  # POSIX-style path below the input root

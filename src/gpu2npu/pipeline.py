@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Sequence, Set, Type
 import libcst as cst
 from .rules.walk import MetadataWrapper
 
-from . import apidata, guards, partial, scan
+from . import apidata, guards, modes, partial, scan
 from .affinity import TF32_ADVICE, advice_for_source
 from .analysis import find_leftovers
 from .hazards import hazards_for_source
@@ -134,7 +134,7 @@ def _migrate_source(data: bytes, file_scan: Optional["scan.FileScan"], path: str
         return FileResult(path, Status.SKIPPED)
     if refusal is not None:
         return FileResult(path, Status.FAILED, error=refusal)
-    may_cut = file_scan is not None and not starts_program and _may_cut(options)
+    may_cut = file_scan is not None and not starts_program and modes.may_cut(options)
     too_large = guards.too_large(data)
     if too_large is not None and not may_cut:
         return FileResult(path, Status.FAILED, error=too_large)
@@ -188,14 +188,6 @@ def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Typ
             raise pending_interrupt from error
         return FileResult(path, Status.FAILED,
                           error=f"internal error while migrating ({type(error).__name__}: {error}); please report it")
-
-
-def _may_cut(options: Options) -> bool:
-    """Only the plain single-card rules are known to read no more than `partial` keeps; the
-    modes and optional rules (distributed, -s, -m, -r, -a, -sim) see whole files."""
-    return (options.distributed is None and options.specify_device is None and not options.modelarts
-            and options.custom_rules is None and not getattr(options, "amp_model", None)
-            and not getattr(options, "similar", False))
 
 
 def _migrate_cut(data: bytes, file_scan: "scan.FileScan", path: str, options: Options,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
-from . import __version__, generated_packages, modelarts_package, similar
+from . import __version__, generated_packages, modes
 from .change import Change, Finding, Report
 from .cuda_ops import operators_in
 from .dependencies.formats import SETUP_PY, dependency_format
@@ -21,9 +21,8 @@ from .discover import Entry, Kind, walk
 from .engine import Engine
 from .pipeline import FileResult, Status
 from .reports import csv_reports, log as run_log
-from .launcher import LAUNCHER_NAME, launcher_script
 from .linemap import unified_diff
-from .rules import REROUTING_RULES, DistributedSettings, Options
+from .rules import REROUTING_RULES, Options
 from .request import RunRequest, check_request, earlier_reports
 from .sources import ALL_RULES_BY_CODE, MIGRATED_KINDS
 from .tree_copy import copy_entry, copy_folder_modes, move_into_place, remove_tree, write_python
@@ -132,20 +131,11 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
         copy_folder_modes(folders)
         for relative, name in cuda_ops:
             logger.info(f"{relative}: custom CUDA operator {name} needs an NPU implementation")
-        if options.distributed is not None:
-            launcher = _write_launcher(staging, options.distributed, logger)
-            result.notes += _distributed_notes(target / launcher.name, options.distributed, result.changes)
-        if options.modelarts:
-            _write_modelarts_package(staging, logger)
+        result.notes += modes.write_all(staging, target, options, result, logger)
         for rule in REROUTING_RULES:
             users = sorted({c.file for c in result.changes if c.rule == rule.code})
             if users:
                 _write_generated_package(staging, rule, users, logger)
-        if options.similar:
-            similar.write_package(staging)
-            used = sorted({c.file for c in result.changes if c.rule == "NPU252"})
-            logger.info(f"wrote {similar.PACKAGE}/ (-sim): equivalents of {', '.join(sorted(similar.equivalents()))}; "
-                        f"used by {len(used)} files")
         result.report_rows = csv_reports.write_all(report_folder, result.changes, result.findings, cuda_ops)
         if request.html:
             read = [entry.relative for entry in python] + [e.relative for e, _ in dependencies if e.kind == Kind.OTHER]
@@ -188,9 +178,7 @@ def preview(request: RunRequest) -> Iterator[Tuple[str, str]]:
     finally:
         engine.close()
     yield from _preview_dependencies(entries, outputs, options)
-    if options.distributed is not None:  # the launcher `distributed` writes beside the files
-        name = LAUNCHER_NAME if not (source / LAUNCHER_NAME).exists() else f"gpu2npu_{LAUNCHER_NAME}"
-        text = launcher_script(options.distributed.main_file, options.distributed.main_spawns)
+    for name, text in modes.new_files(source, options):  # (the launcher of `distributed`)
         diff = unified_diff([], text.splitlines(keepends=True), "/dev/null", f"b/{name}")
         yield name, "".join(diff), ""
 
@@ -286,63 +274,6 @@ def _migrate_dependencies(found, entries, python, destination_of, options: Optio
     for warning in run.warnings:
         logger.warning(warning)
         result.warnings.append(warning)
-
-
-def _distributed_notes(launcher: Path, settings: DistributedSettings, changes: List[Change]) -> List[str]:
-    """What `distributed` did, for the console: the launcher, the entry file, the model."""
-    def lines_of(code: str) -> List[str]:
-        return sorted({f"{c.file}:{c.start_line}" for c in changes if c.rule == code},
-                      key=lambda where: (where.rsplit(":", 1)[0], int(where.rsplit(":", 1)[1])))
-
-    wrapped, initialised = lines_of("NPU303"), lines_of("NPU304")
-    notes = [f"distributed: launcher {launcher}: NPUS=0,1,... bash {launcher.name} [arguments of {settings.main_file}] "
-             "starts one process per NPU"]
-    if settings.project_initialises:
-        notes.append("distributed: the project initialises its process group itself: that call was migrated (hccl)")
-    elif initialised:
-        notes.append(f"distributed: HCCL process group initialised in {settings.main_file} ({', '.join(initialised)})")
-    if wrapped:
-        notes.append(f"distributed: model variable '{settings.target}' wrapped in DistributedDataParallel "
-                     f"({', '.join(wrapped)})")
-    else:
-        notes.append(f"distributed: no model variable '{settings.target}' found to wrap in DistributedDataParallel: "
-                     "pass -t with the variable that holds the model (self.model allowed); nothing was wrapped")
-    samplers = lines_of("NPU301")
-    if samplers:
-        notes.append(f"distributed: DistributedSampler for the training DataLoaders ({', '.join(samplers)})")
-    return notes
-
-
-def _write_launcher(staging: Path, settings: DistributedSettings, logger) -> Path:
-    launcher = staging / LAUNCHER_NAME
-    if launcher.exists():
-        launcher = staging / f"gpu2npu_{LAUNCHER_NAME}"
-    launcher.write_text(launcher_script(settings.main_file, settings.main_spawns), encoding="utf-8")
-    launcher.chmod(0o750)
-    logger.info(
-        f"wrote {launcher.name}: NPUS=0,1,... bash {launcher.name} [arguments of {settings.main_file}] "
-        "starts one process per NPU (or use torchrun --nproc_per_node=N)"
-    )
-    logger.info(
-        "batch size: every process uses the batch size it is given, so the global batch is the number of "
-        "NPUs times larger than on one card" + ("" if settings.split_batch else
-        "; pass --split-batch to divide training batch sizes by the number of processes (as the Ascend imagenet multi-card guide does)")
-    )
-    if settings.main_spawns:
-        logger.info(f"{settings.main_file} starts its own processes: {launcher.name} runs it once on the NPUs in NPUS")
-    if settings.project_initialises:
-        logger.info("the project initialises its process group itself: that call was migrated, none was added")
-    return launcher
-
-
-def _write_modelarts_package(staging: Path, logger) -> None:
-    if not modelarts_package.write_package(staging):
-        logger.info(f"{modelarts_package.PACKAGE_NAME}/ is in the input already: kept as it is")
-        return
-    logger.info(
-        f"wrote {modelarts_package.PACKAGE_NAME}/: before training on ModelArts, list in its path_mapping_config.py "
-        "the local paths to download from and upload to object storage; run the scripts from this folder"
-    )
 
 
 def _write_generated_package(staging: Path, rule, users, logger) -> None:

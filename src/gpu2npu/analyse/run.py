@@ -30,7 +30,8 @@ from ..engine import Engine
 from ..pipeline import Status
 from ..reports import csv_reports, log as run_log
 from ..reports.console import counted
-from ..request import UsageError, checked_inputs, inside
+from ..discover import inside
+from ..request import UsageError, checked_inputs
 from ..rules import Options
 from ..sources import MIGRATED_KINDS
 from ..tree_copy import move_into_place, remove_tree

@@ -102,24 +102,20 @@ SPECIFY_DEVICE_RULES: Tuple[Type[Rule], ...] = (*SINGLE_CARD_RULES[:-1], DeviceF
 OPTIONAL_RULES: Tuple[Type[Rule], ...] = (ApexAmp, AscendFunctionEquivalents)
 
 
+def after_common_rules(rules: Tuple[Type[Rule], ...], rule: Type[Rule]) -> Tuple[Type[Rule], ...]:
+    """`rules` with an option's `rule` after the common rules and the options' rules already there
+    (in OPTIONAL_RULES order), before the mode's own insertions and ImportTorchNpu."""
+    at = len(COMMON_RULES)
+    while at < len(rules) and rules[at] in OPTIONAL_RULES and OPTIONAL_RULES.index(rules[at]) < OPTIONAL_RULES.index(rule):
+        at += 1
+    return (*rules[:at], rule, *rules[at:])
+
+
 def rules_for(options: Options) -> Tuple[Type[Rule], ...]:
-    """The ordered rules for a run's options (`distributed` includes `-s`'s device handling)."""
-    if options.distributed is not None:
-        rules = DISTRIBUTED_RULES
-    elif options.specify_device is not None:
-        rules = SPECIFY_DEVICE_RULES
-    else:
-        rules = SINGLE_CARD_RULES
-    wanted = {ApexAmp: options.amp_model is not None, AscendFunctionEquivalents: options.similar}
-    extra = tuple(rule for rule in OPTIONAL_RULES if wanted[rule])
-    if extra:
-        common = len(COMMON_RULES)
-        rules = (*rules[:common], *extra, *rules[common:])
-    if options.modelarts:
-        # -m: after every other rewrite of a call (it wraps the arguments they leave), before
-        # ImportTorchNpu, which places itself relative to the final imports.
-        rules = (*rules[:-1], ModelArtsPaths, rules[-1])
-    return rules
+    """The ordered rules for a run's options: each mode places its own (gpu2npu.modes)."""
+    from ..modes import rules_for as placed
+
+    return placed(options)
 
 
 # -r: the user's rules run before all of these, in a pass of their own (see custom.py).

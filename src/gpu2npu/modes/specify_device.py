@@ -1,0 +1,64 @@
+"""`-s`: the device chosen once per program from DEVICE_ID, in the files that start a program
+(for jobs started by a scheduler that sets DEVICE_ID per process)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from typing import Optional
+
+from ..discover import Kind, walk
+from ..rules import SPECIFY_DEVICE_RULES, SpecifyDeviceSettings
+from ..usage import UsageError
+from .distributed import MAIN_GUARD, SPAWN_CALL, _read
+
+# The device is set where the program starts: the entry files are migrated whole.
+CUTS = False
+
+
+def active(options) -> bool:
+    return options.specify_device is not None
+
+
+def settings(request, source: Path) -> Optional[SpecifyDeviceSettings]:
+    """The entry files of -s (None without it; `distributed` sets the device of each process itself)."""
+    if not request.specify_device or request.distributed is not None:
+        return None
+    return _specify_device(source)
+
+
+def place(rules, options):
+    return SPECIFY_DEVICE_RULES
+
+
+def write(staging, target, options, result, logger):
+    return []
+
+
+def _specify_device(source: Path) -> SpecifyDeviceSettings:
+    """-s sets the device once per program: in the files that start one and use a device (a
+    data-preparation script with a `__main__` block of its own is no place to choose the NPU)."""
+    python = [entry for entry in walk(source) if entry.kind == Kind.PYTHON]
+    texts = {entry.relative: _read(entry) for entry in python}
+    for relative, text in texts.items():
+        spawn = SPAWN_CALL.search(text.decode("utf-8", "replace"))
+        if spawn is not None:
+            line = text[:spawn.start()].count(b"\n") + 1
+            raise UsageError(
+                f"-s: {relative} starts its worker processes itself (line {line}: {spawn.group(0)}...) and each "
+                "worker selects its card from its index; with -s every worker would run on the one DEVICE_ID "
+                "NPU. Migrate without -s: each worker then selects its own NPU from its index, as it did its GPU.")
+    starts = [relative for relative, text in texts.items() if MAIN_GUARD.search(text)]
+    entries = frozenset(relative for relative in starts if DEVICE_USE.search(texts[relative]))
+    if not entries:  # scripts without a __main__ block: the top-level ones that use a device
+        entries = frozenset(relative for relative, text in texts.items()
+                            if "/" not in relative and DEVICE_USE.search(text))
+    return SpecifyDeviceSettings(entry_files=entries)
+
+
+# What a program that picks a device mentions.
+DEVICE_USE = re.compile(rb"cuda|\.to\(|device|set_device")
+
+
+def new_files(folder, options):
+    return []
