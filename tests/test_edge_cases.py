@@ -4,7 +4,7 @@ import pytest
 from gpu2npu import apidata
 from gpu2npu.change import Report
 from gpu2npu.cuda_ops import custom_operators
-from gpu2npu.linemap import DIRECT_ALIGNMENT_LINES, LineMap, grouped_opcodes, opcodes, unified_diff
+from gpu2npu.linemap import LineMap, grouped_opcodes, opcodes, unified_diff
 from gpu2npu.pipeline import Status, migrate_source
 from gpu2npu.rules import Options, rules_for
 
@@ -236,45 +236,46 @@ def _edited(lines, seed):
     return new
 
 
-@pytest.mark.parametrize("seed", range(300))
-def test_diffs_are_difflibs_on_short_files(seed):
+def test_diffs_are_difflibs_on_short_files():
     import difflib
 
-    old = [f"line {(seed * 7 + k * k) % 9}\n" for k in range(seed % 50)]
-    new = _edited(old, seed)
-    assert list(unified_diff(old, new, "a/f.py", "b/f.py")) == list(difflib.unified_diff(old, new, "a/f.py", "b/f.py"))
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    assert list(grouped_opcodes(old, new)) == list(matcher.get_grouped_opcodes(3))
+    for seed in range(300):  # files of 0 to 49 lines of few distinct lines, with up to five edits
+        old = [f"line {(seed * 7 + k * k) % 9}\n" for k in range(seed % 50)]
+        new = _edited(old, seed)
+        assert list(unified_diff(old, new, "a/f.py", "b/f.py")) == \
+            list(difflib.unified_diff(old, new, "a/f.py", "b/f.py")), seed
+        matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+        assert list(grouped_opcodes(old, new)) == list(matcher.get_grouped_opcodes(3)), seed
 
 
 def test_the_diff_of_a_long_file_of_repeated_lines_shows_each_edit_once():
     # the review page and --diff of a generated 3 MiB file: difflib alone takes minutes on it
     block = ["def step(x):\n", "    x = x.cuda()\n", "    return x\n", "\n"]
-    old = block * (DIRECT_ALIGNMENT_LINES // 2)
+    old = block * 2000
     new = [line.replace("cuda()", "npu()") for line in old]
     new.insert(0, "import torch_npu\n")
     diff = list(unified_diff(old, new, "a", "b", context=0))
     removed = [line for line in diff if line.startswith("-") and not line.startswith("---")]
     added = [line for line in diff if line.startswith("+") and not line.startswith("+++")]
-    assert removed == ["-    x = x.cuda()\n"] * (DIRECT_ALIGNMENT_LINES // 2)
-    assert added == ["+import torch_npu\n"] + ["+    x = x.npu()\n"] * (DIRECT_ALIGNMENT_LINES // 2)
+    assert removed == ["-    x = x.cuda()\n"] * 2000
+    assert added == ["+import torch_npu\n"] + ["+    x = x.npu()\n"] * 2000
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_the_opcodes_of_long_files_rebuild_the_new_text(seed):
-    old = [f"line {(seed + k * k) % 13}\n" if k % 5 else f"def f{k}():\n" for k in range(3 * DIRECT_ALIGNMENT_LINES)]
-    new = old
-    for part in range(10):
-        new = _edited(new, seed * 10 + part)
-    rebuilt = []
-    old_at = new_at = 0
-    for tag, i1, i2, j1, j2 in opcodes(old, new):
-        assert (i1, j1) == (old_at, new_at)  # contiguous, covering both texts
-        if tag == "equal":
-            assert old[i1:i2] == new[j1:j2]
-        rebuilt += new[j1:j2]
-        old_at, new_at = i2, j2
-    assert rebuilt == new and old_at == len(old)
+def test_the_opcodes_of_long_files_rebuild_the_new_text():
+    for seed in range(20):  # 300 to 20,000 lines, unique lines among repeated ones, 50 edits
+        old = [f"line {(seed + k * k) % 13}\n" if k % 5 else f"def f{k}():\n" for k in range(300 + 1000 * seed)]
+        new = old
+        for part in range(10):
+            new = _edited(new, seed * 10 + part)
+        rebuilt = []
+        old_at = new_at = 0
+        for tag, i1, i2, j1, j2 in opcodes(old, new):
+            assert (i1, j1) == (old_at, new_at)  # contiguous, covering both texts
+            if tag == "equal":
+                assert old[i1:i2] == new[j1:j2]
+            rebuilt += new[j1:j2]
+            old_at, new_at = i2, j2
+        assert rebuilt == new and old_at == len(old), seed
 
 
 def test_operators_without_an_npu_kernel_are_reported():
