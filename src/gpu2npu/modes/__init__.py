@@ -4,8 +4,8 @@
 A mode module owns what the mode needs end to end, so that a new mode is one module here and one
 flag in the CLI:
 - `settings(request, source)`: checks what the mode needs of the project before anything is
-  written (raising `UsageError` with the reason) and returns what goes into `Options` (None:
-  the mode is off);
+  written (raising `UsageError` with the reason) and returns what goes into `Options` (None
+  or False: the mode is off); `active(options)` tells whether it is on;
 - `place(rules, options)`: where its rules stand among the ordered rules of the run;
 - `write(staging, target, options, result, logger)`: the files it adds to the output beside
   the migrated ones (a launcher, a generated package), with its log lines and console notes;
