@@ -125,17 +125,21 @@ def test_each_triton_kernel_is_named_at_its_def_line():
         import triton.language as tl
 
 
-        @triton.autotune(configs=[], key=["n"])
+        @triton.autotune(configs=[triton.Config({"BLOCK": 128})], key=["n"])
         @triton.jit
         def rms_norm_kernel(x_ptr, n, BLOCK: tl.constexpr):
-            pass
+            offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
 
 
         def launch(x):
-            rms_norm_kernel[(1,)](x, 1, BLOCK=128)
+            rms_norm_kernel[(triton.cdiv(x.numel(), 128),)](x, x.numel())
         """)
     kernels = [(line, api) for line, api, _ in rows if api.startswith("Triton kernel")]
     assert kernels == [(7, "Triton kernel rms_norm_kernel")]
+    # one row for the kernel, not one per tl.* call in it; the imports and the launcher's calls keep theirs
+    assert [(line, api) for line, api, _ in rows if not api.startswith("Triton kernel")] == [
+        (1, "triton"), (2, "triton.language"), (13, "triton.cdiv")]
 
 
 def test_llm_kernel_packages_get_a_tip_per_name():

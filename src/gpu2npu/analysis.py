@@ -18,11 +18,16 @@ from .rules import device_guards, flash_attn, npu_aware
 from .rules.names import DEVICE_STRING, ImportAliases, DocstringTracker, dotted_name, framework_option, qualified_names, string_text
 from .rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from .rules.walk import ParentNodeProvider, walk, walk_wrapped
-from .tips import TIPS, cuda_only_package, migratable_cuda_path, tip_for
+from .tips import TIPS, TRITON_DECORATORS, cuda_only_package, migratable_cuda_path, tip_for
 
 RULE = "NPU900"
 DEVICE_NEUTRAL = ("torch.backends.cudnn", "torch.backends.cuda")
 REPORTED_TORCH_NAMES = tuple(key for key in TIPS if key.startswith("torch.") and not key.startswith("torch.cuda"))
+
+
+def _callee(expression: cst.BaseExpression) -> cst.BaseExpression:
+    """`triton.autotune` of `@triton.autotune(configs=...)`; the expression itself otherwise."""
+    return expression.func if isinstance(expression, cst.Call) else expression
 
 
 def _is_apex_amp(name: str) -> bool:
@@ -43,6 +48,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
         self.wants_apex_amp = context.options.amp_model is not None
         self.reads_flash_attn = False  # the output imports the generated flash-attn package
         self._dead: List[cst.CSTNode] = []  # the dead-guarded nodes being visited (device_guards)
+        self._kernels: List[cst.FunctionDef] = []  # the Triton kernels being visited
 
     def _add(self, node: cst.CSTNode, report: Report, api_name: str, tip: str) -> None:
         span = self.get_metadata(PositionProvider, node)
@@ -183,9 +189,23 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
                           "count NPUs with torch_npu.npu.device_count()")
                 return
             package = cuda_only_package(name)
+            if package == "triton" and self._kernels:
+                return  # the kernel has its row: not one per tl.load of it
             if package is not None and self._is_called(node) and not (self.wants_apex_amp and _is_apex_amp(name)):
                 self._add(node, Report.UNSUPPORTED, name, tip_for(name))
                 return
+
+    # -- Triton kernels ----------------------------------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        """A `@triton.jit` kernel is one row, at its name (hazards.py writes it): what must be
+        rewritten, or ported to Triton-Ascend, is the kernel, not each of its hundred `tl.*` calls."""
+        if any(name in TRITON_DECORATORS for decorator in node.decorators
+               for name in qualified_names(self, _callee(decorator.decorator))):
+            self._kernels.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        if self._kernels and self._kernels[-1] is original_node:
+            self._kernels.pop()
 
     # -- other frameworks' GPU resources ------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:

@@ -24,6 +24,7 @@ from .change import Finding, Report
 from .rules import REROUTING_RULES
 from .rules.reroute import probe_label
 from .scan import FileScan, qualified_through
+from .tips import TRITON_DECORATORS
 
 RULE = "NPU900"
 
@@ -393,7 +394,7 @@ class _Hazards:
     def _triton_kernel(self, function: ast.AST) -> None:
         for decorator in function.decorator_list:  # type: ignore[attr-defined]
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
-            if any(name in ("triton.jit", "triton.autotune", "triton.heuristics") for name in self.qualified(target)):
+            if any(name in TRITON_DECORATORS for name in self.qualified(target)):
                 self._add(function, Report.UNSUPPORTED, f"Triton kernel {function.name}",  # type: ignore[attr-defined]
                           f"{function.name} is compiled by Triton for CUDA: write what it computes with torch "  # type: ignore[attr-defined]
                           "operators (or the torch_npu fused operator for it: npu_rms_norm, npu_swiglu, "

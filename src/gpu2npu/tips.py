@@ -185,6 +185,10 @@ CUDA_ONLY_PACKAGES = (
 )
 
 
+# What makes a function a Triton kernel (compiled for CUDA): one row names it, not its calls.
+TRITON_DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
+
+
 def cuda_only_package(name: str) -> Optional[str]:
     """The CUDA-only package (of CUDA_ONLY_PACKAGES) that the qualified `name` belongs to, if any."""
     for package in CUDA_ONLY_PACKAGES:
