@@ -142,6 +142,32 @@ def test_each_triton_kernel_is_named_at_its_def_line():
         (1, "triton"), (2, "triton.language"), (13, "triton.cdiv")]
 
 
+def test_a_kernel_under_a_decorator_of_the_projects_own_is_one_row_too():
+    rows = _rows("""\
+        import torch
+        import triton
+        import triton.language as tl
+
+
+        def _jit(fn):
+            return triton.jit(fn)
+
+
+        @_jit
+        def _scale_kernel(x_ptr, n, BLOCK: tl.constexpr):
+            offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n) * 2, mask=offsets < n)
+
+
+        def scale(x):
+            _scale_kernel[(triton.cdiv(x.numel(), 128),)](x, x.numel(), BLOCK=128)
+            return x
+        """)
+    assert [(line, api) for line, api, _ in rows] == [
+        (2, "triton"), (3, "triton.language"), (7, "triton.jit"), (11, "Triton kernel _scale_kernel"),
+        (17, "triton.cdiv")]
+
+
 def test_llm_kernel_packages_get_a_tip_per_name():
     rows = _rows("""\
         from liger_kernel.transformers import apply_liger_kernel_to_qwen2

@@ -18,7 +18,7 @@ from .rules import device_guards, flash_attn, npu_aware
 from .rules.names import DEVICE_STRING, ImportAliases, DocstringTracker, dotted_name, framework_option, qualified_names, string_text
 from .rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from .rules.walk import ParentNodeProvider, walk, walk_wrapped
-from .tips import TIPS, TRITON_DECORATORS, cuda_only_package, migratable_cuda_path, tip_for
+from .tips import TIPS, TRITON_DECORATORS, cuda_only_package, migratable_cuda_path, tip_for, triton_kernel_tip
 
 RULE = "NPU900"
 DEVICE_NEUTRAL = ("torch.backends.cudnn", "torch.backends.cuda")
@@ -48,7 +48,8 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
         self.wants_apex_amp = context.options.amp_model is not None
         self.reads_flash_attn = False  # the output imports the generated flash-attn package
         self._dead: List[cst.CSTNode] = []  # the dead-guarded nodes being visited (device_guards)
-        self._kernels: List[cst.FunctionDef] = []  # the Triton kernels being visited
+        # the functions being visited: [node, decorated as a Triton kernel, calls triton.language]
+        self._functions: List[list] = []
 
     def _add(self, node: cst.CSTNode, report: Report, api_name: str, tip: str) -> None:
         span = self.get_metadata(PositionProvider, node)
@@ -189,7 +190,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
                           "count NPUs with torch_npu.npu.device_count()")
                 return
             package = cuda_only_package(name)
-            if package == "triton" and self._kernels:
+            if package == "triton" and self._in_triton_kernel(name):
                 return  # the kernel has its row: not one per tl.load of it
             if package is not None and self._is_called(node) and not (self.wants_apex_amp and _is_apex_amp(name)):
                 self._add(node, Report.UNSUPPORTED, name, tip_for(name))
@@ -197,15 +198,30 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
 
     # -- Triton kernels ----------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        """A `@triton.jit` kernel is one row, at its name (hazards.py writes it): what must be
-        rewritten, or ported to Triton-Ascend, is the kernel, not each of its hundred `tl.*` calls."""
-        if any(name in TRITON_DECORATORS for decorator in node.decorators
-               for name in qualified_names(self, _callee(decorator.decorator))):
-            self._kernels.append(node)
+        """A Triton kernel is one row, at its name: what must be rewritten, or ported to
+        Triton-Ascend, is the kernel, not each of its hundred `tl.*` calls.  hazards.py names the
+        kernels decorated with `@triton.jit` (and autotune, heuristics); a function that calls
+        `triton.language` under a decorator of the project's own (`@_jit`, which calls
+        triton.jit) is one too, named here once its body is read."""
+        decorated = any(name in TRITON_DECORATORS for decorator in node.decorators
+                        for name in qualified_names(self, _callee(decorator.decorator)))
+        self._functions.append([node, decorated, False])
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        if self._kernels and self._kernels[-1] is original_node:
-            self._kernels.pop()
+        node, decorated, calls_triton_language = self._functions.pop()
+        if calls_triton_language and not decorated and not self._dead:
+            self._add(node.name, Report.UNSUPPORTED, f"Triton kernel {node.name.value}",
+                      triton_kernel_tip(node.name.value))
+
+    def _in_triton_kernel(self, name: str) -> bool:
+        """Whether `name` (of the triton package) is used inside a kernel, which has its row."""
+        if not self._functions:
+            return False
+        frame = self._functions[-1]
+        if name.startswith("triton.language."):
+            frame[2] = True
+            return True
+        return any(decorated for _, decorated, _ in self._functions)
 
     # -- other frameworks' GPU resources ------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:

@@ -24,7 +24,7 @@ from .change import Finding, Report
 from .rules import REROUTING_RULES
 from .rules.reroute import probe_label
 from .scan import FileScan, qualified_through
-from .tips import TRITON_DECORATORS
+from .tips import TRITON_DECORATORS, triton_kernel_tip
 
 RULE = "NPU900"
 
@@ -396,9 +396,7 @@ class _Hazards:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
             if any(name in TRITON_DECORATORS for name in self.qualified(target)):
                 self._add(function, Report.UNSUPPORTED, f"Triton kernel {function.name}",  # type: ignore[attr-defined]
-                          f"{function.name} is compiled by Triton for CUDA: write what it computes with torch "  # type: ignore[attr-defined]
-                          "operators (or the torch_npu fused operator for it: npu_rms_norm, npu_swiglu, "
-                          "npu_rotary_mul, npu_fusion_attention), or port it to Triton-Ascend")
+                          triton_kernel_tip(function.name))  # type: ignore[attr-defined]
                 return
 
 

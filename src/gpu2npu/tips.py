@@ -189,6 +189,12 @@ CUDA_ONLY_PACKAGES = (
 TRITON_DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
 
 
+def triton_kernel_tip(name: str) -> str:
+    return (f"{name} is compiled by Triton for CUDA: write what it computes with torch operators (or the torch_npu "
+            "fused operator for it: npu_rms_norm, npu_swiglu, npu_rotary_mul, npu_fusion_attention), or port it to "
+            "Triton-Ascend")
+
+
 def cuda_only_package(name: str) -> Optional[str]:
     """The CUDA-only package (of CUDA_ONLY_PACKAGES) that the qualified `name` belongs to, if any."""
     for package in CUDA_ONLY_PACKAGES:
