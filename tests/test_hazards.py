@@ -142,6 +142,19 @@ def test_each_triton_kernel_is_named_at_its_def_line():
         (1, "triton"), (2, "triton.language"), (13, "triton.cdiv")]
 
 
+def test_the_raw_cuda_stream_handed_to_cuda_libraries_is_reported():
+    rows = _rows("""\
+        import torch
+        from cuda import cuda
+
+        stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+        s = torch.cuda.Stream()
+        handle = s.cuda_stream
+        """, version="2.6.0")
+    assert [(line, api) for line, api, _ in rows if api == "Stream.cuda_stream"] == [
+        (4, "Stream.cuda_stream"), (6, "Stream.cuda_stream")]
+
+
 def test_a_kernel_under_a_decorator_of_the_projects_own_is_one_row_too():
     rows = _rows("""\
         import torch
