@@ -230,3 +230,20 @@ def test_unusual_requirement_lines():
         "torch==2.1.0\n"
         "requests   # http client\n")
     assert run("requirements.txt", outcome.output).output is None
+
+
+def test_every_cuda_only_package_of_the_table_is_one_in_the_code_too():
+    # a project that lists mamba-ssm hears about it in requirements.txt; its `import mamba_ssm`
+    # must be reported in the code as well (unsupported_api.csv, check)
+    from gpu2npu.tips import CUDA_ONLY_PACKAGES, tip_for
+
+    runs_on_ascend = {"vllm"}  # through the vllm-ascend plugin
+    namespaces = {"nvidia"}  # CUDA runtime libraries; their Python parts are listed one by one (nvidia.dali)
+    for package in load_table().packages:
+        if package.action == "replace":  # (a twin without CUDA provides the same module)
+            continue
+        for module in package.imports:
+            if module in runs_on_ascend | namespaces:
+                continue
+            assert module in CUDA_ONLY_PACKAGES, (module, package.names)
+            assert tip_for(module) != tip_for("an.unknown.name"), module

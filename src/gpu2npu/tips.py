@@ -163,6 +163,21 @@ TIPS = {
     "has not: vllm-ascend's PyHcclCommunicator (vllm_ascend.distributed.device_communicators.pyhccl) takes the same "
     "arguments (a non-HCCL group or a StatelessProcessGroup, and the device) and has the same all_reduce and broadcast",
     "nvidia.dali": "DALI is CUDA-only: use a torch DataLoader pipeline",
+    "mamba_ssm": "Mamba's selective-scan kernels are CUDA-only: use the model's torch implementation of the scan "
+    "(transformers' Mamba models fall back to it when mamba_ssm is not installed)",
+    "causal_conv1d": "causal-conv1d's kernels are CUDA-only: for x of shape (batch, dim, seqlen) and weight (dim, "
+    "width), F.conv1d(F.pad(x, (width - 1, 0)), weight.unsqueeze(1), bias, groups=dim) computes causal_conv1d_fn "
+    "(followed by F.silu where activation='silu')",
+    "flashinfer": "FlashInfer's attention and sampling kernels are CUDA-only: torch_npu.npu_fusion_attention for "
+    "attention, torch operators for sampling (or serve with vLLM through the vllm-ascend plugin)",
+    "auto_gptq": "AutoGPTQ's quantized matmul kernels are CUDA-only: load the unquantized model in float16/bfloat16, "
+    "or quantize for Ascend with msModelSlim",
+    "awq": "AutoAWQ's quantized matmul kernels are CUDA-only: load the unquantized model in float16/bfloat16, or "
+    "quantize for Ascend with msModelSlim",
+    "spconv": "spconv's sparse convolutions are CUDA-only: no NPU build (a dense torch convolution computes the same "
+    "on a dense grid)",
+    "gpustat": "gpustat reads NVIDIA's NVML: on Ascend read npu-smi, or torch_npu.npu.memory_allocated() and "
+    "torch_npu.npu.mem_get_info()",
     "tensorrt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL for inference",
     "torch2trt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL for inference",
     "torch_tensorrt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL (or torch.compile) for inference",
@@ -175,7 +190,7 @@ CUDA_ONLY_PACKAGES = (
     "apex", "amp_C", "cupy", "pycuda", "pynvml", "nvidia_smi", "GPUtil", "triton", "flash_attn",
     "xformers", "bitsandbytes", "nvidia.dali", "tensorrt", "torch2trt", "torch_tensorrt", "numba.cuda",
     "liger_kernel", "transformer_engine", "ring_flash_attn", "xentropy_cuda_lib", "fused_dense_lib", "rotary_emb",
-    "dropout_layer_norm",
+    "dropout_layer_norm", "mamba_ssm", "causal_conv1d", "flashinfer", "auto_gptq", "awq", "spconv", "gpustat",
     # the parts of DeepSpeed (which has an NPU accelerator) and of vLLM (vllm-ascend) that have no NPU build
     "deepspeed.ops.transformer.DeepSpeedTransformerLayer", "deepspeed.ops.transformer.DeepSpeedTransformerConfig",
     "deepspeed.ops.transformer.transformer", "deepspeed.ops.deepspeed4science", "deepspeed.ops.fp_quantizer",
