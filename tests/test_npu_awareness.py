@@ -62,3 +62,13 @@ def test_a_line_has_one_verdict():
     modified = {c.start_line for c in result.changes if c.operation.value == "MODIFY"}
     noted = {f.start_line for f in result.findings if f.report == Report.NOTE and f.api == NOTE_API}
     assert modified == {3} and not modified & noted
+
+
+def test_a_dict_keyed_by_device_type_that_has_npu_is_left_whole():
+    # renaming its "cuda" key would give two "npu" keys, the CUDA entry's value winning
+    output, result = _migrate(
+        'import torch\nBACKENDS = {"cuda": "nccl", "npu": "hccl", "xpu": "ccl"}\n'
+        'PLAIN = {"cuda": "nccl", "cpu": "gloo"}\n')
+    assert 'BACKENDS = {"cuda": "nccl", "npu": "hccl", "xpu": "ccl"}' in output
+    assert 'PLAIN = {"npu": "hccl", "cpu": "gloo"}' in output
+    assert [(f.start_line, f.api) for f in result.findings if f.report == Report.NOTE] == [(2, NOTE_API)]

@@ -123,6 +123,9 @@ def is_npu_aware(node: cst.CSTNode) -> bool:
         return mentions_npu(node)
     if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
         return any(_string_value(el.value) is not None and mentions_npu(el.value) for el in node.elements)
+    if isinstance(node, cst.Dict):  # {"cuda": "nccl", "npu": "hccl"}: renaming its "cuda" key would clash
+        return any(isinstance(el, cst.DictElement) and _string_value(el.key) is not None and mentions_npu(el.key)
+                   for el in node.elements)
     return False
 
 
@@ -200,7 +203,7 @@ class _Guards(cst.CSTVisitor):
         elif isinstance(node, cst.IfExp) and mentions_npu(node.test):
             self._add(node.test)
             self._add(node.body if _negated(node.test) else node.orelse)
-        elif isinstance(node, (cst.BooleanOperation, cst.Tuple, cst.List, cst.Set)) and is_npu_aware(node):
+        elif isinstance(node, (cst.BooleanOperation, cst.Tuple, cst.List, cst.Set, cst.Dict)) and is_npu_aware(node):
             self._add(node)
             return False
         return True
