@@ -293,6 +293,20 @@ def test_a_cuda_switch_of_another_package_keeps_the_cuda_answer_and_is_reported(
     assert rows == [(4, "MergeOptions(cuda=)")]
 
 
+def test_a_device_test_given_to_another_packages_cuda_switch_keeps_cuda():
+    source = (
+        "import torch\nfrom onnx2tf import convert\nfrom .export import to_saved_model\n"
+        "convert(model, cuda=device.type == 'cuda' and not rocm)\n"
+        "to_saved_model(model, cuda=device.type == 'cuda')\n"
+    )
+    output, result = migrate(source)
+    assert "convert(model, cuda=device.type == 'cuda' and not rocm)" in output
+    assert "to_saved_model(model, cuda=device.type == 'npu')" in output
+    # one row, from the rule that left it (not a second one from the leftover analysis)
+    rows = [(f.start_line, f.api) for f in result.findings if f.report == Report.UNSUPPORTED]
+    assert rows == [(4, "convert(cuda=)")]
+
+
 def test_operators_without_an_npu_kernel_are_reported():
     source = (
         "import torch\nimport torch.nn.functional as F\n"

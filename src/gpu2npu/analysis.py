@@ -15,7 +15,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from .apidata import ApiData
 from .change import Finding, Report
 from .rules import device_guards, flash_attn, npu_aware
-from .rules.names import DEVICE_STRING, ImportAliases, DocstringTracker, dotted_name, framework_option, qualified_names, string_text
+from .rules.names import (DEVICE_STRING, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name, framework_option,
+                          qualified_names, string_text)
 from .rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from .rules.walk import ParentNodeProvider, walk, walk_wrapped
 from .tips import TIPS, TRITON_DECORATORS, cuda_only_package, migratable_cuda_path, tip_for, triton_kernel_tip
@@ -250,7 +251,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
         text = string_text(node)
         if text is None:
             return
-        if DEVICE_STRING.match(text) and framework_option(self, node):
+        if DEVICE_STRING.match(text) and (framework_option(self, node) or cuda_switch_of(self, node)):
             return  # reported by the rule that left it (NPU103), with the framework's reason
         if DEVICE_STRING.match(text):
             self._add(node, Report.UNSUPPORTED, f"device string {text!r}", 'use "npu" devices on Ascend')

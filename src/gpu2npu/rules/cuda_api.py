@@ -9,7 +9,7 @@ from libcst.metadata import PositionProvider
 from ..tips import migratable_cuda_path
 from ..change import Report
 from .base import Example, Rule, code_of
-from .names import build_dotted, dotted_name, qualified_names
+from .names import build_dotted, cuda_switch_of, cuda_switch_tip, dotted_name, qualified_names
 from .walk import ParentNodeProvider
 
 CUDA = "torch.cuda"
@@ -111,13 +111,9 @@ class TorchCudaApiToNpu(Rule):
         root = self._cuda_root(original_node)
         if root is None:
             return updated_node
-        option = self._cuda_option_fed(original_node)
+        option = cuda_switch_of(self, original_node)
         if option is not None:
-            self.report(original_node, Report.UNSUPPORTED, option,
-                        f"{code_of(original_node)} is left as written: {option} is another package's CUDA switch, "
-                        "which would run that package's CUDA code on an NPU machine if given the NPU's answer; with "
-                        "the CUDA answer (False there) it stays off CUDA (on the CPU). To use the NPU, give that "
-                        "package the NPU device its own way, if it has one")
+            self.report(original_node, Report.UNSUPPORTED, option, cuda_switch_tip(code_of(original_node), option))
             return updated_node
         originals = _chain(original_node)
         depth = originals.index(root)  # how many attributes stand above torch.cuda
@@ -134,28 +130,6 @@ class TorchCudaApiToNpu(Rule):
         self.record(original_node, f"change {old_name} to {'.'.join([NPU, *new_path])}")
         self.context.needs_torch_npu = True
         return new_node
-
-    def _cuda_option_fed(self, node: cst.CSTNode) -> Optional[str]:
-        """`MergeOptions(cuda=)` when the value goes to a CUDA option of another package's function
-        (`MergeOptions(cuda=torch.cuda.is_available())`): that package runs CUDA code when it is
-        true, so the NPU's answer would make it crash where the CUDA one keeps it off CUDA.  The
-        project's own functions (defined here or imported relatively) are migrated with it."""
-        parent = self.get_metadata(ParentNodeProvider, node, None)
-        while parent is not None and not isinstance(parent, (cst.BaseStatement, cst.BaseSmallStatement, cst.Lambda)):
-            if isinstance(parent, cst.Arg) and parent.keyword is not None and "cuda" in parent.keyword.value.lower():
-                call = self.get_metadata(ParentNodeProvider, parent, None)
-                if isinstance(call, cst.Call) and self._imported_from_another_package(call.func):
-                    return f"{code_of(call.func)}({parent.keyword.value}=)"
-                return None
-            parent = self.get_metadata(ParentNodeProvider, parent, None)
-        return None
-
-    def _imported_from_another_package(self, func: cst.BaseExpression) -> bool:
-        root = _chain(func)[-1]
-        if not isinstance(root, cst.Name):
-            return False
-        imported = (self.import_aliases or {}).get(root.value, set())
-        return bool(imported) and not any(name.startswith(".") for name in imported)
 
     # -- imports -----------------------------------------------------------------------------
     def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):

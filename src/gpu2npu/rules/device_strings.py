@@ -8,7 +8,7 @@ from libcst.metadata import PositionProvider
 
 from ..change import Report
 from .base import Example, Rule
-from .names import DEVICE_STRING, DocstringTracker, framework_option, string_text, with_string_text
+from .names import DEVICE_STRING, DocstringTracker, cuda_switch_of, cuda_switch_tip, framework_option, string_text, with_string_text
 from .walk import ParentNodeProvider
 
 TENSOR_TYPE_STRING = re.compile(r"^torch\.cuda\.[A-Z][A-Za-z0-9]*Tensor$")
@@ -64,6 +64,8 @@ class CudaDeviceStrings(DocstringTracker, Rule):
         'def f():\n    """Moves the batch to "cuda:0"."""\n    print("running on cuda")\n',
         'import lightning as L\ntrainer = L.Trainer(accelerator="cuda", devices=2)\n',
         'accelerator = "cuda"\n',
+        # another package's CUDA switch: true on NPU it would run that package's CUDA code
+        'from onnx2tf import convert\nconvert(model, cuda=device.type == "cuda")\n',
         "x = b'cuda'\n",
     )
 
@@ -87,6 +89,10 @@ class CudaDeviceStrings(DocstringTracker, Rule):
         option = framework_option(self, original_node)
         if option is not None:
             self.report(original_node, Report.UNSUPPORTED, f"{option[0]}={text!r}", option[1])
+            return updated_node
+        switch = cuda_switch_of(self, original_node)
+        if switch is not None:
+            self.report(original_node, Report.UNSUPPORTED, switch, cuda_switch_tip(repr(text), switch))
             return updated_node
         new_text = "npu" + text[len("cuda") :]
         index = text[len("cuda:"):]

@@ -218,3 +218,30 @@ def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
             if last in anywhere:
                 return last, anywhere[last]
     return None
+
+
+def cuda_switch_of(rule, node: cst.CSTNode) -> Optional[str]:
+    """`MergeOptions(cuda=)` when `node` stands in the value of a CUDA option (a keyword named
+    with "cuda") of a function another package provides (`MergeOptions(cuda=torch.cuda.is_available())`,
+    `convert(cuda=device.type == "cuda")`): that package runs its CUDA code when the value is true,
+    so the NPU's answer would make it crash where the CUDA one keeps it off CUDA.  The project's own
+    functions (defined in the file, imported relatively) are not another package's.  `rule`
+    declares ParentNodeProvider."""
+    parent = rule.get_metadata(ParentNodeProvider, node, None)
+    while parent is not None and not isinstance(parent, (cst.BaseStatement, cst.BaseSmallStatement, cst.Lambda)):
+        if isinstance(parent, cst.Arg) and parent.keyword is not None and "cuda" in parent.keyword.value.lower():
+            call = rule.get_metadata(ParentNodeProvider, parent, None)
+            if not isinstance(call, cst.Call):
+                return None
+            names = {name for name in qualified_names(rule, call.func) if not name.startswith("builtins.")}
+            if names and not any(name.startswith(".") for name in names):
+                return f"{cst.Module(body=()).code_for_node(call.func)}({parent.keyword.value}=)"
+            return None
+        parent = rule.get_metadata(ParentNodeProvider, parent, None)
+    return None
+
+
+def cuda_switch_tip(written: str, option: str) -> str:
+    return (f"{written} is left as written: {option} is another package's CUDA switch, which would run that "
+            "package's CUDA code on an NPU machine if given the NPU's answer; with the CUDA answer (False there) it "
+            "stays off CUDA (on the CPU). To use the NPU, give that package the NPU device its own way, if it has one")
