@@ -36,7 +36,7 @@ from ..apidata import ApiData
 from ..tips import CUDA_ONLY_PACKAGES, cuda_only_package, migratable_cuda_path
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
-from .names import DEVICE_STRING, ImportAliases, dotted_name, nodes_within, qualified_names, string_text
+from .names import DEVICE_STRING, dotted_name, nodes_within, qualified_names, string_text
 from .walk import ParentNodeProvider, walk
 
 Span = npu_aware.Span
