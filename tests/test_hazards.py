@@ -155,6 +155,23 @@ def test_the_raw_cuda_stream_handed_to_cuda_libraries_is_reported():
         (4, "Stream.cuda_stream"), (6, "Stream.cuda_stream")]
 
 
+def test_fused_optimizers_without_an_npu_kernel_are_reported():
+    rows = _rows("""\
+        import torch
+        from torch import optim
+
+        adam = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True)
+        adamw = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+        sgd = optim.SGD(model.parameters(), lr=0.1, momentum=0.9, fused=True)
+        plain = torch.optim.Adam(model.parameters(), lr=1e-3, fused=False)
+        """, version="2.6.0")
+    fused = [(line, api) for line, api, _ in rows if "fused" in api]
+    # torch_npu has aten::_fused_adamw_ only (npu_native_functions.yaml of every release in the data)
+    assert fused == [(4, "torch.optim.Adam(fused=True)"), (6, "torch.optim.SGD(fused=True)")]
+    tip = next(tip for line, _, tip in rows if line == 4)
+    assert "aten::_fused_adam_" in tip and "torch_npu.optim.NpuFusedAdam" in tip
+
+
 def test_a_kernel_under_a_decorator_of_the_projects_own_is_one_row_too():
     rows = _rows("""\
         import torch

@@ -32,7 +32,7 @@ RULE = "NPU900"
 _MIGHT_HAVE_HAZARD = re.compile(
     rb"version\.cuda|import cuda|get_device_propert|(?<!re)\.compile\b|import compile|_inductor|float32_matmul_precision|8bit|32bit"
     rb"|bnb|load_in_|BitsAndBytes|Bitsandbytes|triton|get_kernel|ademamix|find_spec|version\(|get_distribution"
-    rb"|fp32_precision|get_gpu_ids|use_gpu|reduce_tensor|ProfilerActivity|use_cuda|use_device|cuda_stream")
+    rb"|fp32_precision|get_gpu_ids|use_gpu|reduce_tensor|ProfilerActivity|use_cuda|use_device|cuda_stream|fused")
 
 # The alternatives above that are plain words: found by a byte search each (the pattern's search
 # through a whole file costs a twentieth of a second per megabyte, the words' a fifth of that).
@@ -40,8 +40,12 @@ _HAZARD_WORDS = (b"version.cuda", b"import cuda", b"get_device_propert", b"impor
                  b"float32_matmul_precision", b"8bit", b"32bit", b"bnb", b"load_in_", b"BitsAndBytes", b"Bitsandbytes",
                  b"triton", b"get_kernel", b"ademamix", b"find_spec", b"version(", b"get_distribution",
                  b"fp32_precision", b"get_gpu_ids", b"use_gpu", b"reduce_tensor", b"ProfilerActivity", b"use_cuda",
-                 b"use_device", b"cuda_stream")
+                 b"use_device", b"cuda_stream", b"fused")
 
+
+# torch optimizers with a fused implementation -> the ATen operator it runs (an NPU kernel for it or not)
+FUSED_OPTIMIZERS = {"torch.optim.Adam": "_fused_adam_", "torch.optim.AdamW": "_fused_adamw_",
+                    "torch.optim.SGD": "_fused_sgd_", "torch.optim.Adagrad": "_fused_adagrad_"}
 
 CUDA_STREAM_TIP = ("the raw CUDA stream handle, which CUDA libraries take (cuda-python, CuTe, CUTLASS, cupy): an NPU "
                    "stream has none (its handle, .npu_stream, is for ACL and AscendC code), so the code it is given "
@@ -311,6 +315,18 @@ class _Hazards:
             self._add(call.func, Report.UNSUPPORTED, f"kernels.get_kernel({repo!r})" if repo else "kernels.get_kernel",
                       "Hub kernels are compiled for CUDA: for attention use torch_npu.npu_fusion_attention (or SDPA), "
                       "for norms and activations torch_npu.npu_rms_norm / npu_swiglu, otherwise the torch operators")
+        elif names & FUSED_OPTIMIZERS.keys() and any(
+                k.arg == "fused" and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords):
+            name = sorted(names & FUSED_OPTIMIZERS.keys())[0]
+            kernel = FUSED_OPTIMIZERS[name]
+            if kernel not in self.api.native_functions | self.api.custom_functions:
+                short = name.rsplit(".", 1)[-1]
+                instead = (f"torch_npu.optim.NpuFused{short} (the same algorithm, fused for the NPU)"
+                           if self.api.module_has("torch_npu.optim", f"NpuFused{short}") else "nothing fused")
+                self._add(call.func, Report.UNSUPPORTED, f"{name}(fused=True)",
+                          f"torch_npu {self.api.torch_npu_version} has no NPU kernel for aten::{kernel} (it has "
+                          f"aten::_fused_adamw_ only), so the first step raises: leave fused out (the foreach "
+                          f"implementation runs on the NPU), or use {instead}")
         elif "ray.get_gpu_ids" in names:
             self._add(call.func, Report.UNSUPPORTED, "ray.get_gpu_ids",
                       "the GPU ids Ray gave the task: none on an Ascend node; the NPU ids are "
