@@ -21,6 +21,12 @@ def _migrate(source: str):
     'accelerator = "cuda"\n',
     'cfg.accelerator = "cuda"\n',
     'import argparse\np = argparse.ArgumentParser()\np.add_argument("--accelerator", default="cuda")\n',
+    # the names a check allows, a test compares or an annotation lists: renamed alone, they would refuse
+    # the "cuda" that the rest of the code still passes
+    'allowed_accelerators = {"cpu", "gpu", "cuda", "mps", "auto"}\n',
+    'if accelerator not in ("cuda", "gpu"):\n    pass\n',
+    'if args.accelerator == "cuda":\n    pass\n',
+    'from typing import Literal\ndef load(accelerator: Literal["cpu", "cuda", "auto"] = "auto"):\n    pass\n',
 ])
 def test_lightning_accelerator_names_are_left_and_reported(source):
     output, result = _migrate(source)

@@ -217,6 +217,39 @@ def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
             last = name.rsplit(".", 1)[-1] if name else None
             if last in anywhere:
                 return last, anywhere[last]
+    return _named_among(rule, node, anywhere)
+
+
+def _named_among(rule, node: cst.CSTNode, anywhere) -> Optional[Tuple[str, str]]:
+    """The option whose values a collection of names holds or a test compares, by the name of the
+    variable: `allowed_accelerators = {"cpu", "cuda"}`, `accelerator not in ("cuda", "gpu")`,
+    `accelerator: Literal["cpu", "cuda", "auto"]`: one of these renamed and not the others would
+    refuse the names the rest of the code still uses."""
+    def parent_of(child):
+        return rule.get_metadata(ParentNodeProvider, child, None)
+
+    def option_in(name: Optional[str]) -> Optional[str]:
+        last = name.rsplit(".", 1)[-1].lower() if name else ""
+        return next((option for option in anywhere if option in last), None)
+
+    holder, parent = node, parent_of(node)
+    while isinstance(parent, (cst.Element, cst.Tuple, cst.List, cst.Set, cst.SubscriptElement, cst.Index,
+                              cst.Subscript, cst.Annotation, cst.ComparisonTarget)):
+        holder, parent = parent, parent_of(parent)
+    if isinstance(parent, cst.Comparison):
+        for operand in (parent.left, *(target.comparator for target in parent.comparisons)):
+            option = option_in(dotted_name(operand))
+            if option:
+                return option, anywhere[option]
+    elif isinstance(parent, (cst.Assign, cst.AnnAssign)) and holder is not node:
+        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        option = next((option_in(dotted_name(target)) for target in targets if option_in(dotted_name(target))), None)
+        if option:
+            return option, anywhere[option]
+    elif isinstance(parent, cst.Param) and isinstance(holder, cst.Annotation):
+        option = option_in(parent.name.value)
+        if option:
+            return option, anywhere[option]
     return None
 
 
