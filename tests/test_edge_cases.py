@@ -293,6 +293,25 @@ def test_a_cuda_switch_of_another_package_keeps_the_cuda_answer_and_is_reported(
     assert rows == [(4, "MergeOptions(cuda=)")]
 
 
+def test_a_cuda_test_that_decides_a_fused_optimizer_keeps_cuda():
+    # torch_npu has a fused kernel for AdamW only: with the NPU's answer, Adam(**extra) raises at the first step
+    source = (
+        "import torch\nextra = {'fused': fabric.device.type == 'cuda', key: 1}\n"
+        "opt = torch.optim.Adam(params, fused=torch.cuda.is_available())\n"
+        "device = torch.device('cuda')\n"
+        "adamw = torch.optim.AdamW(params, fused=(device_type == 'cuda'))\n"
+    )
+    output, result = migrate(source)
+    assert "extra = {'fused': fabric.device.type == 'cuda', key: 1}" in output
+    assert "torch.optim.Adam(params, fused=torch.cuda.is_available())" in output
+    assert "device = torch.device('npu')" in output
+    # AdamW has its fused kernel on the NPU: its test is migrated
+    assert "torch.optim.AdamW(params, fused=(device_type == 'npu'))" in output
+    rows = [(f.start_line, f.api) for f in result.findings if f.report == Report.UNSUPPORTED]
+    assert rows == [(2, "fused"), (3, "fused")]
+    assert all("aten::_fused_adamw_" in f.tip for f in result.findings if f.api == "fused")
+
+
 def test_a_device_test_given_to_another_packages_cuda_switch_keeps_cuda():
     source = (
         "import torch\nfrom onnx2tf import convert\nfrom .export import to_saved_model\n"

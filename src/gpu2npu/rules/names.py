@@ -254,7 +254,9 @@ def _named_among(rule, node: cst.CSTNode, anywhere) -> Optional[Tuple[str, str]]
 
 
 def cuda_switch_of(rule, node: cst.CSTNode) -> Optional[str]:
-    """`MergeOptions(cuda=)` when `node` stands in the value of a CUDA option (a keyword named
+    """"fused" when `node` stands in the value that decides a torch optimizer's `fused` (a keyword
+    or a dict entry: `{"fused": device.type == "cuda"}`; see cuda_switch_tip).
+    `MergeOptions(cuda=)` when `node` stands in the value of a CUDA option (a keyword named
     with "cuda") of a function another package provides (`MergeOptions(cuda=torch.cuda.is_available())`,
     `convert(cuda=device.type == "cuda")`): that package runs its CUDA code when the value is true,
     so the NPU's answer would make it crash where the CUDA one keeps it off CUDA.  The project's own
@@ -262,6 +264,14 @@ def cuda_switch_of(rule, node: cst.CSTNode) -> Optional[str]:
     declares ParentNodeProvider."""
     parent = rule.get_metadata(ParentNodeProvider, node, None)
     while parent is not None and not isinstance(parent, (cst.BaseStatement, cst.BaseSmallStatement, cst.Lambda)):
+        if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == FUSED:
+            # torch's fused optimizers: on the NPU only AdamW has a fused kernel
+            call = rule.get_metadata(ParentNodeProvider, parent, None)
+            fused_adamw = isinstance(call, cst.Call) and FUSED_ADAMW & qualified_names(rule, call.func)
+            return None if fused_adamw else FUSED
+        if (isinstance(parent, cst.DictElement) and isinstance(parent.key, cst.SimpleString)
+                and string_text(parent.key) == FUSED):
+            return FUSED  # (for whichever optimizer the entry is given to)
         if isinstance(parent, cst.Arg) and parent.keyword is not None and "cuda" in parent.keyword.value.lower():
             call = rule.get_metadata(ParentNodeProvider, parent, None)
             if not isinstance(call, cst.Call):
@@ -274,7 +284,17 @@ def cuda_switch_of(rule, node: cst.CSTNode) -> Optional[str]:
     return None
 
 
+FUSED = "fused"
+# the optimizers torch_npu has a fused kernel for (aten::_fused_adamw_ in every release of the data)
+FUSED_ADAMW = frozenset({"torch.optim.AdamW", "torch.optim.adamw.AdamW"})
+
+
 def cuda_switch_tip(written: str, option: str) -> str:
+    if option == FUSED:
+        return (f"{written} is left as written: it decides `fused` of a torch optimizer, and torch_npu has a fused "
+                "kernel for AdamW only (aten::_fused_adamw_; Adam, SGD and Adagrad have none, so fused=True raises "
+                "there at the first step); with the CUDA answer the optimizer runs unfused on the NPU. For AdamW "
+                "pass fused=True on the NPU, or use torch_npu.optim.NpuFusedAdamW / NpuFusedAdam / NpuFusedSGD")
     return (f"{written} is left as written: {option} is another package's CUDA switch, which would run that "
             "package's CUDA code on an NPU machine if given the NPU's answer; with the CUDA answer (False there) it "
             "stays off CUDA (on the CPU). To use the NPU, give that package the NPU device its own way, if it has one")
