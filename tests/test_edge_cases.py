@@ -312,6 +312,13 @@ def test_a_cuda_test_that_decides_a_fused_optimizer_keeps_cuda():
     assert all("aten::_fused_adamw_" in f.tip for f in result.findings if f.api == "fused")
 
 
+def test_another_accelerators_index_is_no_cuda_device():
+    output, _ = migrate("import torch\nif torch.xpu.is_available():\n    model.to(torch.xpu.current_device())\n"
+                        "else:\n    model.to(torch.cuda.current_device())\n")
+    assert "model.to(torch.xpu.current_device())" in output
+    assert 'model.to(f"npu:{torch_npu.npu.current_device()}")' in output
+
+
 def test_a_device_test_given_to_another_packages_cuda_switch_keeps_cuda():
     source = (
         "import torch\nfrom onnx2tf import convert\nfrom .export import to_saved_model\n"

@@ -558,12 +558,12 @@ def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool 
 
 
 # torch's modules for accelerators other than CUDA and the NPU (and their availability words)
-_OTHER_ACCELERATORS = ("xpu", "mlu", "musa", "hpu", "mps", "mtia", "xla", "ipu", "dml", "sdaa", "gcu")
+OTHER_ACCELERATORS = ("xpu", "mlu", "musa", "hpu", "mps", "mtia", "xla", "ipu", "dml", "sdaa", "gcu")
 
 
 def _other_accelerator(name: str) -> Optional[str]:
     parts = name.split(".")
-    return parts[1] if len(parts) > 2 and parts[0] == "torch" and parts[1] in _OTHER_ACCELERATORS else None
+    return parts[1] if len(parts) > 2 and parts[0] == "torch" and parts[1] in OTHER_ACCELERATORS else None
 
 
 def _judge_release(call: ast.Call, name: str, path: str, api: apidata.ApiData) -> List[Finding]:

@@ -6,6 +6,7 @@ from typing import Dict, Optional, Set
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from ..scan import OTHER_ACCELERATORS
 from .base import Example, Rule
 from .names import dotted_name, qualified_names
 from .walk import walk
@@ -18,6 +19,12 @@ FSDP = {"torch.distributed.fsdp.FullyShardedDataParallel",
 FSDP_INT_MEANS_CUDA_UNTIL = (2, 2)
 # Calls that return a device index.
 INDEX_RETURNING = {"current_device", "get_rank", "get_local_rank", "device_count", "get_world_size"}
+
+
+def _of_another_accelerator(module: cst.BaseExpression) -> bool:
+    """`torch.xpu` of `torch.xpu.current_device()`: an XPU's index, not a CUDA device's."""
+    name = dotted_name(module)
+    return name is not None and name.rsplit(".", 1)[-1] in OTHER_ACCELERATORS
 
 
 class _IntNames(cst.CSTVisitor):
@@ -107,7 +114,8 @@ class _IntNames(cst.CSTVisitor):
         if isinstance(expr, cst.Call):
             if isinstance(expr.func, cst.Name) and expr.func.value == "int":
                 return True
-            return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in INDEX_RETURNING
+            return (isinstance(expr.func, cst.Attribute) and expr.func.attr.value in INDEX_RETURNING
+                    and not _of_another_accelerator(expr.func.value))
         name = dotted_name(expr)
         if name is None or name in seen:
             return False
