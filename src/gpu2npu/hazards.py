@@ -32,7 +32,7 @@ RULE = "NPU900"
 _MIGHT_HAVE_HAZARD = re.compile(
     rb"version\.cuda|import cuda|get_device_propert|(?<!re)\.compile\b|import compile|_inductor|float32_matmul_precision|8bit|32bit"
     rb"|bnb|load_in_|BitsAndBytes|Bitsandbytes|triton|get_kernel|ademamix|find_spec|version\(|get_distribution"
-    rb"|fp32_precision|get_gpu_ids|use_gpu|reduce_tensor|ProfilerActivity|use_cuda|use_device|cuda_stream|fused")
+    rb"|fp32_precision|get_gpu_ids|use_gpu|reduce_tensor|ProfilerActivity|use_cuda|use_device|cuda_stream|fused=True|fused = True")
 
 # The alternatives above that are plain words: found by a byte search each (the pattern's search
 # through a whole file costs a twentieth of a second per megabyte, the words' a fifth of that).
@@ -40,7 +40,7 @@ _HAZARD_WORDS = (b"version.cuda", b"import cuda", b"get_device_propert", b"impor
                  b"float32_matmul_precision", b"8bit", b"32bit", b"bnb", b"load_in_", b"BitsAndBytes", b"Bitsandbytes",
                  b"triton", b"get_kernel", b"ademamix", b"find_spec", b"version(", b"get_distribution",
                  b"fp32_precision", b"get_gpu_ids", b"use_gpu", b"reduce_tensor", b"ProfilerActivity", b"use_cuda",
-                 b"use_device", b"cuda_stream", b"fused")
+                 b"use_device", b"cuda_stream", b"fused=True", b"fused = True")
 
 
 # torch optimizers with a fused implementation -> the ATen operator it runs (an NPU kernel for it or not)
