@@ -283,12 +283,16 @@ def test_a_cuda_switch_of_another_package_keeps_the_cuda_answer_and_is_reported(
         "import torch\nfrom mergekit.merge import MergeOptions\nfrom .training import fit\n"
         "options = MergeOptions(device='auto', cuda=torch.cuda.is_available() and not cpu_only)\n"
         "fit(model, use_cuda=torch.cuda.is_available())\n"
+        "from transformers import TrainingArguments\n"
+        "args = TrainingArguments(output_dir='out', no_cuda=not torch.cuda.is_available())\n"
     )
     output, result = migrate(source)
     # true on an NPU machine, mergekit's switch would run its CUDA code there: it keeps the CUDA answer
     assert "MergeOptions(device='auto', cuda=torch.cuda.is_available() and not cpu_only)" in output
     # the project's own function is migrated with its caller
     assert "fit(model, use_cuda=torch_npu.npu.is_available())" in output
+    # transformers chooses the NPU itself: its no_cuda (use_cpu) takes the NPU's answer
+    assert "TrainingArguments(output_dir='out', no_cuda=not torch_npu.npu.is_available())" in output
     rows = [(f.start_line, f.api) for f in result.findings if f.report == Report.UNSUPPORTED]
     assert rows == [(4, "MergeOptions(cuda=)")]
 

@@ -277,7 +277,7 @@ def cuda_switch_of(rule, node: cst.CSTNode) -> Optional[str]:
             if not isinstance(call, cst.Call):
                 return None
             names = {name for name in qualified_names(rule, call.func) if not name.startswith("builtins.")}
-            if names and not any(name.startswith(".") for name in names):
+            if names and not any(name.startswith(".") or name.split(".")[0] in NPU_AWARE_PACKAGES for name in names):
                 return f"{cst.Module(body=()).code_for_node(call.func)}({parent.keyword.value}=)"
             return None
         parent = rule.get_metadata(ParentNodeProvider, parent, None)
@@ -285,6 +285,9 @@ def cuda_switch_of(rule, node: cst.CSTNode) -> Optional[str]:
 
 
 FUSED = "fused"
+# Packages that choose the NPU themselves where there is one: their CUDA-named options mean "an
+# accelerator" (transformers' TrainingArguments(no_cuda=) is use_cpu), so the NPU's answer is right.
+NPU_AWARE_PACKAGES = frozenset({"transformers", "accelerate", "trl", "peft", "diffusers"})
 # the optimizers torch_npu has a fused kernel for (aten::_fused_adamw_ in every release of the data)
 FUSED_ADAMW = frozenset({"torch.optim.AdamW", "torch.optim.adamw.AdamW"})
 
