@@ -251,7 +251,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
         text = string_text(node)
         if text is None:
             return
-        if DEVICE_STRING.match(text) and (framework_option(self, node) or cuda_switch_of(self, node)):
+        if DEVICE_STRING.match(text) and (framework_option(self, node) or cuda_switch_of(self, node, self.api)):
             return  # reported by the rule that left it (NPU103), with the framework's reason
         if DEVICE_STRING.match(text):
             self._add(node, Report.UNSUPPORTED, f"device string {text!r}", 'use "npu" devices on Ascend')

@@ -24,7 +24,7 @@ from .change import Finding, Report
 from .rules import REROUTING_RULES
 from .rules.reroute import probe_label
 from .scan import FileScan, qualified_through
-from .tips import TRITON_DECORATORS, triton_kernel_tip
+from .tips import FUSED_OPTIMIZERS, TRITON_DECORATORS, has_fused_kernel, triton_kernel_tip
 
 RULE = "NPU900"
 
@@ -42,10 +42,6 @@ _HAZARD_WORDS = (b"version.cuda", b"import cuda", b"get_device_propert", b"impor
                  b"fp32_precision", b"get_gpu_ids", b"use_gpu", b"reduce_tensor", b"ProfilerActivity", b"use_cuda",
                  b"use_device", b"cuda_stream", b"fused=True", b"fused = True")
 
-
-# torch optimizers with a fused implementation -> the ATen operator it runs (an NPU kernel for it or not)
-FUSED_OPTIMIZERS = {"torch.optim.Adam": "_fused_adam_", "torch.optim.AdamW": "_fused_adamw_",
-                    "torch.optim.SGD": "_fused_sgd_", "torch.optim.Adagrad": "_fused_adagrad_"}
 
 CUDA_STREAM_TIP = ("the raw CUDA stream handle, which CUDA libraries take (cuda-python, CuTe, CUTLASS, cupy): an NPU "
                    "stream has none (its handle, .npu_stream, is for ACL and AscendC code), so the code it is given "
@@ -319,7 +315,7 @@ class _Hazards:
                 k.arg == "fused" and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords):
             name = sorted(names & FUSED_OPTIMIZERS.keys())[0]
             kernel = FUSED_OPTIMIZERS[name]
-            if kernel not in self.api.native_functions | self.api.custom_functions:
+            if not has_fused_kernel(self.api, name):
                 short = name.rsplit(".", 1)[-1]
                 instead = (f"torch_npu.optim.NpuFused{short} (the same algorithm, fused for the NPU)"
                            if self.api.module_has("torch_npu.optim", f"NpuFused{short}") else "nothing fused")

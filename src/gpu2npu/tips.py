@@ -200,6 +200,19 @@ CUDA_ONLY_PACKAGES = (
 )
 
 
+# torch optimizers with a fused implementation -> the ATen operator `fused=True` runs (torch_npu has
+# an NPU kernel for it or not: has_fused_kernel)
+FUSED_OPTIMIZERS = {"torch.optim.Adam": "_fused_adam_", "torch.optim.AdamW": "_fused_adamw_",
+                    "torch.optim.adamw.AdamW": "_fused_adamw_", "torch.optim.SGD": "_fused_sgd_",
+                    "torch.optim.Adagrad": "_fused_adagrad_"}
+
+
+def has_fused_kernel(api: ApiData, optimizer: str) -> bool:
+    """Whether the release has an NPU kernel for the fused update of the optimizer (qualified name)."""
+    kernel = FUSED_OPTIMIZERS.get(optimizer)
+    return kernel is not None and kernel in api.native_functions | api.custom_functions
+
+
 # What makes a function a Triton kernel (compiled for CUDA): one row names it, not its calls.
 TRITON_DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
 

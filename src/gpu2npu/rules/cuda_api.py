@@ -111,7 +111,7 @@ class TorchCudaApiToNpu(Rule):
         root = self._cuda_root(original_node)
         if root is None:
             return updated_node
-        option = cuda_switch_of(self, original_node)
+        option = cuda_switch_of(self, original_node, self.context.api)
         if option is not None:
             self.report(original_node, Report.UNSUPPORTED, option, cuda_switch_tip(code_of(original_node), option))
             return updated_node

@@ -90,7 +90,7 @@ class CudaDeviceStrings(DocstringTracker, Rule):
         if option is not None:
             self.report(original_node, Report.UNSUPPORTED, f"{option[0]}={text!r}", option[1])
             return updated_node
-        switch = cuda_switch_of(self, original_node)
+        switch = cuda_switch_of(self, original_node, self.context.api)
         if switch is not None:
             self.report(original_node, Report.UNSUPPORTED, switch, cuda_switch_tip(repr(text), switch))
             return updated_node

@@ -8,6 +8,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from libcst.metadata import QualifiedNameProvider
 
+from ..tips import has_fused_kernel
 from .walk import ParentNodeProvider, walk
 
 
@@ -253,9 +254,10 @@ def _named_among(rule, node: cst.CSTNode, anywhere) -> Optional[Tuple[str, str]]
     return None
 
 
-def cuda_switch_of(rule, node: cst.CSTNode) -> Optional[str]:
-    """"fused" when `node` stands in the value that decides a torch optimizer's `fused` (a keyword
-    or a dict entry: `{"fused": device.type == "cuda"}`; see cuda_switch_tip).
+def cuda_switch_of(rule, node: cst.CSTNode, api) -> Optional[str]:
+    """"fused" when `node` stands in the value that decides a torch optimizer's `fused` (a dict
+    entry, `{"fused": device.type == "cuda"}`, or the keyword of an optimizer the release `api` has
+    no fused NPU kernel for; see cuda_switch_tip).
     `MergeOptions(cuda=)` when `node` stands in the value of a CUDA option (a keyword named
     with "cuda") of a function another package provides (`MergeOptions(cuda=torch.cuda.is_available())`,
     `convert(cuda=device.type == "cuda")`): that package runs its CUDA code when the value is true,
@@ -265,10 +267,10 @@ def cuda_switch_of(rule, node: cst.CSTNode) -> Optional[str]:
     parent = rule.get_metadata(ParentNodeProvider, node, None)
     while parent is not None and not isinstance(parent, (cst.BaseStatement, cst.BaseSmallStatement, cst.Lambda)):
         if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == FUSED:
-            # torch's fused optimizers: on the NPU only AdamW has a fused kernel
             call = rule.get_metadata(ParentNodeProvider, parent, None)
-            fused_adamw = isinstance(call, cst.Call) and FUSED_ADAMW & qualified_names(rule, call.func)
-            return None if fused_adamw else FUSED
+            fused_on_npu = isinstance(call, cst.Call) and any(
+                has_fused_kernel(api, name) for name in qualified_names(rule, call.func))
+            return None if fused_on_npu else FUSED
         if (isinstance(parent, cst.DictElement) and isinstance(parent.key, cst.SimpleString)
                 and string_text(parent.key) == FUSED):
             return FUSED  # (for whichever optimizer the entry is given to)
@@ -288,8 +290,6 @@ FUSED = "fused"
 # Packages that choose the NPU themselves where there is one: their CUDA-named options mean "an
 # accelerator" (transformers' TrainingArguments(no_cuda=) is use_cpu), so the NPU's answer is right.
 NPU_AWARE_PACKAGES = frozenset({"transformers", "accelerate", "trl", "peft", "diffusers"})
-# the optimizers torch_npu has a fused kernel for (aten::_fused_adamw_ in every release of the data)
-FUSED_ADAMW = frozenset({"torch.optim.AdamW", "torch.optim.adamw.AdamW"})
 
 
 def cuda_switch_tip(written: str, option: str) -> str:
