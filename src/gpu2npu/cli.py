@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Optional
 
 import click
 
@@ -50,8 +51,11 @@ def _fail(message: str, status: int = EXIT_USAGE) -> None:
     sys.exit(status)
 
 
-def _version(text: str) -> str:
-    """The known PyTorch version -v names (said on stderr when it is not written out)."""
+def _version(text: Optional[str]) -> str:
+    """The known PyTorch version -v names (said on stderr when it is not written out); without
+    -v, the newest (check and dryrun)."""
+    if not text:
+        return apidata.available_versions()[-1]
     try:
         version = apidata.resolve_version(text)
     except apidata.UnknownVersionError as error:
@@ -287,7 +291,7 @@ def check(paths, torch_version, output_format, jobs, cache_dir, no_cache, api_fi
     Exit status 0 when no CUDA-only construct is found, 1 when findings remain, 2 on a usage
     error.  For CI and pre-commit: `gpu2npu check src/ --format sarif > gpu2npu.sarif`.
     """
-    version = _version(torch_version) if torch_version else apidata.available_versions()[-1]
+    version = _version(torch_version)
     from .analyse.affected_apis import ApiFileError, read_api_files
 
     try:
@@ -415,11 +419,9 @@ def dryrun(torch_version, nproc, npus, max_steps, report_file, command):
     """
     from .dryrun.run import dry_run, summary
 
-    version = _version(torch_version) if torch_version else apidata.available_versions()[-1]
+    version = _version(torch_version)
     try:
         result = dry_run(command, version, nproc or 0, max_steps or 0, npus=npus or 0)
-    except apidata.UnknownVersionError as error:
-        _fail(str(error))
     except FileNotFoundError as error:
         _fail(f"cannot start {command[0]}: {error.strerror}")
     except KeyboardInterrupt:
