@@ -48,13 +48,12 @@ class CheckFinding:
 class CheckResult:
     findings: List[CheckFinding]
     files: int  # files checked
+    unreadable: List[str]
+    cache_problem: Optional[str] = None  # why the cache could not be used (the check went on without)
 
     @property
     def files_with_findings(self) -> int:
         return len({finding.path for finding in self.findings})
-
-    unreadable: List[str]
-    cache_problem: Optional[str] = None  # why the cache could not be used (the check went on without)
 
 
 def _checked_files(paths: Sequence[Path]) -> Iterable[Entry]:

@@ -25,12 +25,11 @@ from typing import Callable, Dict, List, Optional, Tuple
 from .. import __version__
 from ..change import Report
 from ..cuda_ops import operators_in
-from ..discover import Kind, walk
+from ..discover import Kind, inside, walk
 from ..engine import Engine
 from ..pipeline import Status
 from ..reports import csv_reports, log as run_log
 from ..reports.console import counted
-from ..discover import inside
 from ..request import UsageError, checked_inputs
 from ..rules import Options
 from ..sources import MIGRATED_KINDS
