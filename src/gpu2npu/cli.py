@@ -296,7 +296,7 @@ def check(paths, torch_version, output_format, jobs, cache_dir, no_cache, api_fi
 
     try:
         options = Options(api=apidata.load(version), third_party_apis=read_api_files(api_files))
-    except (apidata.UnknownVersionError, ApiFileError) as error:
+    except ApiFileError as error:  # (the version is resolved above)
         _fail(str(error))
     missing = [str(path) for path in paths if not path.exists()]
     if missing:
