@@ -171,37 +171,22 @@ class _Hazards:
         self.findings: List[Finding] = []
         self.aliases = file_scan.aliases  # (the scan resolved the file's imports already)
         self.properties: Set[str] = set()  # names bound to get_device_properties(...)
-        # One pass over the scan's nodes gathers what the look below needs: documentation,
-        # assignments, and which names and attributes are part of a longer chain.
-        documentation: Set[int] = set()
-        assigns: List[ast.Assign] = []
-        self._inner: Set[int] = set()  # the `a.b` of `a.b.c`: not the top of its chain
+        # The scan's nodes by class give what the look below needs: documentation, assignments,
+        # and which names and attributes are part of a longer chain.
+        groups = file_scan.groups
+        attributes = groups.get(ast.Attribute, ())
+        self._inner: Set[int] = {id(node.value) for node in attributes}  # the `a.b` of `a.b.c`: not the top of its chain
         calls = file_scan.calls
         self._callees = {id(call.func) for call in calls}
-        references: List[ast.AST] = []
-        strings: List[ast.Constant] = []
-        functions: List[ast.AST] = []
-        for node in file_scan.nodes:
-            kind = node.__class__
-            if kind is ast.Attribute:
-                self._inner.add(id(node.value))
-                references.append(node)
-            elif kind is ast.Name:
-                references.append(node)
-            elif kind is ast.Constant:
-                if node.value.__class__ is str:
-                    strings.append(node)
-            elif kind is ast.Expr:
-                if node.value.__class__ is ast.Constant:
-                    documentation.add(id(node.value))
-            elif kind is ast.ClassDef:
-                # a class attribute holding a name (`PAGED_ADAMW = "paged_adamw_32bit"` of an enum)
-                # defines the name; it is reported where it is chosen
-                documentation.update(id(statement.value) for statement in node.body if isinstance(statement, ast.Assign))
-            elif kind is ast.Assign:
-                assigns.append(node)
-            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-                functions.append(node)
+        documentation = {id(node.value) for node in groups.get(ast.Expr, ()) if node.value.__class__ is ast.Constant}
+        for node in groups.get(ast.ClassDef, ()):
+            # a class attribute holding a name (`PAGED_ADAMW = "paged_adamw_32bit"` of an enum)
+            # defines the name; it is reported where it is chosen
+            documentation.update(id(statement.value) for statement in node.body if isinstance(statement, ast.Assign))
+        references = [*attributes, *groups.get(ast.Name, ())]
+        strings = [node for node in groups.get(ast.Constant, ()) if node.value.__class__ is str]
+        assigns = groups.get(ast.Assign, ())
+        functions = file_scan.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef)
         for assign in assigns:  # once every import is known (function-local ones too)
             if self._is_properties_call(assign.value):
                 self.properties.update(t.id for t in assign.targets if isinstance(t, ast.Name))

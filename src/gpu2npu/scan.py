@@ -79,18 +79,30 @@ _NOT_NODES = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "module
 
 
 def nodes_of(tree: ast.AST) -> List[ast.AST]:
-    """Every node of `tree` (but operator singletons), each before its children: what `ast.walk`
-    yields, in another order, in a third of its time, which counts on every file of a project."""
-    nodes: List[ast.AST] = []
+    """Every node of `tree` (but operator singletons): what `ast.walk` yields, in another order,
+    in a third of its time."""
+    return [node for group in nodes_by_class(tree).values() for node in group]
+
+
+def nodes_by_class(tree: ast.AST) -> Dict[type, List[ast.AST]]:
+    """Every node of `tree` (but operator singletons) by its class, each group in the order of a
+    walk that lists a node before its children.  What looks at a file asks for a few classes
+    of node (calls, imports, assignments): it gets them without going through the millions of
+    others, and the walk is made once for all."""
+    groups: Dict[type, List[ast.AST]] = {}
     todo = [tree]
-    pop, push, append, node_class = todo.pop, todo.append, nodes.append, ast.AST
-    fields_of = _CHILD_FIELDS.get
+    pop, push, node_class = todo.pop, todo.append, ast.AST
+    fields_of, group_of = _CHILD_FIELDS.get, groups.get
     while todo:
         node = pop()
-        append(node)
-        fields = fields_of(node.__class__)
+        kind = node.__class__
+        group = group_of(kind)
+        if group is None:
+            group = groups[kind] = []
+        group.append(node)
+        fields = fields_of(kind)
         if fields is None:
-            fields = _CHILD_FIELDS[node.__class__] = tuple(f for f in node._fields if f not in _NOT_NODES)
+            fields = _CHILD_FIELDS[kind] = tuple(f for f in node._fields if f not in _NOT_NODES)
         for name in fields:
             value = getattr(node, name)
             if value.__class__ is list:
@@ -99,7 +111,7 @@ def nodes_of(tree: ast.AST) -> List[ast.AST]:
                         push(item)
             elif isinstance(value, node_class):
                 push(value)
-    return nodes
+    return groups
 
 
 def parse(data: bytes) -> Optional[ast.Module]:
@@ -126,29 +138,25 @@ class FileScan:
         self._flagged_names: Set[str] = set()  # local names imported from flagged modules
         self._partial_names: Dict[str, str] = {}  # local name -> a package with CUDA-only parts
         self._part_uses: List[ast.Attribute] = []  # `name.part` where part may lead to such a part
-        # Strings standing alone as statements (docstrings, string "comments") are documentation;
-        # nodes_of lists a statement before its value, so they are known when reached.
+        # Strings standing alone as statements (docstrings, string "comments") are documentation.
         self._documentation: Set[int] = set()
-        self._functions: List[ast.AST] = []
         self._release_guarded: Optional[List[Tuple[int, int]]] = None
         self._optional_names: Optional[Set[str]] = None
         self._accelerator_guards: Dict[str, List[Tuple[int, int]]] = {}
         self._forwarder_names: Optional[Dict[str, Set[Tuple[int, str]]]] = None
-        # Dispatch on the exact node class: millions of nodes, most of which need nothing.
-        handlers = {
-            ast.Attribute: self._attribute, ast.Constant: self._constant,
-            ast.Call: self._call, ast.Import: self._import, ast.ImportFrom: self._import_from,
-            ast.Assign: self._assign, ast.AnnAssign: self._ann_assign, ast.arg: self._arg,
-            ast.Expr: self._expr,
-            ast.FunctionDef: self._functions.append, ast.AsyncFunctionDef: self._functions.append,
-        }
-        self.nodes = nodes_of(tree)  # the hazards' look at the file walks these too
-        names: List[ast.Name] = []
-        handlers[ast.Name] = names.append
-        for node in self.nodes:
-            handler = handlers.get(node.__class__)
-            if handler is not None:
+        # The hazards' look at the file and the release tests take their nodes from here too.
+        self.groups = nodes_by_class(tree)
+        # Documentation first: the strings below are told apart by it.
+        handlers = (
+            (ast.Expr, self._expr), (ast.Attribute, self._attribute), (ast.Constant, self._constant),
+            (ast.Call, self._call), (ast.Import, self._import), (ast.ImportFrom, self._import_from),
+            (ast.Assign, self._assign), (ast.AnnAssign, self._ann_assign), (ast.arg, self._arg),
+        )
+        for kind, handler in handlers:
+            for node in self.groups.get(kind, ()):
                 handler(node)
+        self._functions = self.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef)
+        names = self.groups.get(ast.Name, ())
         if self._flagged_names:  # their uses may be edited or reported too (DataLoader(...), amp.scale_loss)
             self.word_lines.extend(node.lineno for node in names if node.id in self._flagged_names)
         for use in self._part_uses:
@@ -257,6 +265,10 @@ class FileScan:
                 self._int_options.add(arg.value.lstrip("-").replace("-", "_"))
 
     # -- questions ---------------------------------------------------------------------------
+    def nodes_of(self, *kinds: type) -> List[ast.AST]:
+        """The file's nodes of these classes."""
+        return [node for kind in kinds for node in self.groups.get(kind, ())]
+
     def qualified(self, node: ast.AST) -> Set[str]:
         """Fully qualified names `node` (a Name/Attribute chain) may stand for through imports."""
         return qualified_through(self.aliases, node)
@@ -342,9 +354,7 @@ class FileScan:
         `try` whose handler catches the ImportError/AttributeError/TypeError of an older torch."""
         if self._release_guarded is None:
             # (asked only of files that call something newer than the release: looked up then)
-            groups: Dict[type, List[ast.AST]] = {}
-            for node in self.nodes:  # one pass, then only the kinds of node a release test is made of
-                groups.setdefault(node.__class__, []).append(node)
+            groups = self.groups
             flags = _release_flags(groups)
             names = _ReleaseNames(groups, flags)
             self._release_guarded = sorted((node.lineno, node.end_lineno or node.lineno) for kind in _BRANCHES
@@ -357,8 +367,8 @@ class FileScan:
         a fallback of the same name): the call runs whichever the release has."""
         if self._optional_names is None:
             self._optional_names = set()
-            for node in self.nodes:
-                if node.__class__ is ast.Try and _tests_the_release(node):
+            for node in self.groups.get(ast.Try, ()):
+                if _tests_the_release(node):
                     for statement in node.body:
                         if isinstance(statement, (ast.Import, ast.ImportFrom)):
                             self._optional_names.update((alias.asname or alias.name).split(".")[0]
@@ -389,16 +399,17 @@ class FileScan:
             return False
 
         spans: List[Tuple[int, int]] = []
-        for node in self.nodes:
-            if node.__class__ in (ast.If, ast.IfExp, ast.While) and names(node.test):
+        for node in self.nodes_of(ast.If, ast.IfExp, ast.While):
+            if names(node.test):
                 spans.append((node.lineno, node.end_lineno or node.lineno))
-            elif node.__class__ is ast.BoolOp and any(names(value) for value in node.values[:-1]):
+        for node in self.nodes_of(ast.BoolOp):
+            if any(names(value) for value in node.values[:-1]):
                 spans.append((node.lineno, node.end_lineno or node.lineno))
-            elif node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef):
-                for statement in node.body:  # `if not is_torch_hpu_available(): return ...` first
-                    if (isinstance(statement, ast.If) and names(statement.test) and statement.body
-                            and isinstance(statement.body[-1], (ast.Return, ast.Raise))):
-                        spans.append((statement.end_lineno or statement.lineno, node.end_lineno or node.lineno))
+        for node in self.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef):
+            for statement in node.body:  # `if not is_torch_hpu_available(): return ...` first
+                if (isinstance(statement, ast.If) and names(statement.test) and statement.body
+                        and isinstance(statement.body[-1], (ast.Return, ast.Raise))):
+                    spans.append((statement.end_lineno or statement.lineno, node.end_lineno or node.lineno))
         return spans
 
     def relevant_lines(self) -> List[int]:
