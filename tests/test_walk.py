@@ -105,3 +105,89 @@ def test_the_parent_provider_gives_libcsts_parents():
         assert all(ours[node] is parent for node, parent in theirs.items()), name
         nodes += len(theirs)
     assert nodes > 10000
+
+
+class _Editing(cst.CSTTransformer):
+    """Edits of every kind a rule may make: a replaced node, a removed statement, element and
+    optional part, a statement turned into two, a removal that empties a block; each call and
+    the code of the node it was handed are traced."""
+
+    def __init__(self):
+        super().__init__()
+        self.events = []
+        self.empty = cst.Module(body=())
+
+    def on_visit(self, node):
+        self.events.append(("visit", type(node).__name__, id(node)))
+        return True
+
+    def on_leave(self, original_node, updated_node):
+        # (the code of what stands alone: an annotation, say, is printed only inside its parent)
+        alone = isinstance(updated_node, (cst.BaseExpression, cst.BaseStatement, cst.BaseSmallStatement))
+        self.events.append(("leave", type(original_node).__name__, id(original_node), type(updated_node).__name__,
+                            self.empty.code_for_node(updated_node) if alone else None,
+                            # (an emptied line prints as `pass`: what a block holds shows it is gone)
+                            len(updated_node.body) if isinstance(getattr(updated_node, "body", None), tuple) else None))
+        return super().on_leave(original_node, updated_node)
+
+    def leave_Name(self, original_node, updated_node):
+        return updated_node.with_changes(value="renamed") if updated_node.value == "x" else updated_node
+
+    def leave_Pass(self, original_node, updated_node):
+        return cst.RemovalSentinel.REMOVE  # the whole `pass` line goes; a block left empty keeps it
+
+    def leave_AsName(self, original_node, updated_node):
+        return cst.RemovalSentinel.REMOVE  # an optional part: `import a as b` -> `import a`
+
+    def leave_Arg(self, original_node, updated_node):
+        keyword = updated_node.keyword
+        return cst.RemovalSentinel.REMOVE if keyword is not None and keyword.value == "sep" else updated_node
+
+    def leave_Break(self, original_node, updated_node):
+        return cst.FlattenSentinel([cst.Continue(), updated_node])
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        if any(isinstance(statement, cst.Global) for statement in original_node.body):
+            return cst.FlattenSentinel([updated_node, updated_node.deep_clone()])
+        return updated_node
+
+
+def test_the_transform_builds_what_libcsts_visit_builds():
+    from gpu2npu.rules import walk as walk_module
+    from gpu2npu.rules.walk import transform
+
+    walk_module._FIELDS.clear()
+    walk_module._TRANSFORMED_FIELDS.clear()
+    compared = changed = 0
+    for name, text in _sources():
+        module = cst.parse_module(text)
+        ours, libcsts = _Editing(), _Editing()
+        ours_result, libcsts_result = transform(ours, module), module.visit(libcsts)
+        assert ours_result.code == libcsts_result.code, name
+        assert ours.events == libcsts.events, name
+        compared += 1
+        changed += ours_result.code != text
+    assert compared > 20 and changed > 20
+    assert "renamed" in transform(_Editing(), cst.parse_module(SYNTAX)).code
+
+
+def test_the_transform_hands_on_unchanged_nodes_as_they_are():
+    module = cst.parse_module("a = f(b, c=1)\nx = 2\n")
+    seen = {}
+
+    class Recording(cst.CSTTransformer):
+        def on_leave(self, original_node, updated_node):
+            seen[id(original_node)] = updated_node is original_node
+            return super().on_leave(original_node, updated_node)
+
+        def leave_Name(self, original_node, updated_node):
+            return updated_node.with_changes(value="y") if updated_node.value == "x" else updated_node
+
+    from gpu2npu.rules.walk import transform
+
+    result = transform(Recording(), module)
+    assert result.code == "a = f(b, c=1)\ny = 2\n"
+    first, second = module.body
+    assert seen[id(first)] is True  # nothing below it changed: the same node, not a copy
+    assert seen[id(second)] is False and seen[id(module)] is False
+    assert result.body[0] is first

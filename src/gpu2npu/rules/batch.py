@@ -24,7 +24,7 @@ from libcst.metadata import MetadataWrapper
 
 from ..change import Operation
 from .base import Edit, FileContext, Rule, RuleOutcome
-from .walk import own_hooks
+from .walk import own_hooks, transform
 
 
 class RuleBatch(cst.CSTTransformer):
@@ -42,6 +42,8 @@ class RuleBatch(cst.CSTTransformer):
         self._leave_table: Dict[type, List[int]] = {}
         self._hooks = [_hooks(type(rule)) for rule in self.rules]
         self._attribute_rules = [index for index, hooks in enumerate(self._hooks) if hooks[2]]
+        # (libcst's own visit calls attribute hooks; `walk.transform` does not)
+        self.has_attribute_hooks = bool(self._attribute_rules)
         # the rules share one context: the nodes that rules skip whole (NPU-aware code, dead device
         # tests, nodes another rule claimed) must reach every rule, whatever it handles
         self._context = self.rules[0].context if self.rules else None
@@ -199,7 +201,8 @@ def run_batch(rule_types: Sequence[Type[Rule]], wrapper: MetadataWrapper, contex
     metadata = wrapper.resolve_many(providers)
     for rule in rules:
         rule.metadata = metadata
-    new_module = wrapper.module.visit(RuleBatch(rules))
+    batch = RuleBatch(rules)
+    new_module = wrapper.module.visit(batch) if batch.has_attribute_hooks else transform(batch, wrapper.module)
     outcome = RuleOutcome(new_module)
     for rule in rules:
         outcome.edits.extend((rule.code, edit) for edit in rule.edits)

@@ -21,26 +21,39 @@ from libcst.metadata import BaseMetadataProvider
 
 # Node class -> the names of its fields that hold child nodes, in the order libcst visits them.
 _FIELDS: Dict[type, Tuple[str, ...]] = {}
-# libcst's helpers that visit a field: visit_required(parent, "field", value, visitor), ...
-_VISIT_HELPERS = frozenset({"visit_required", "visit_optional", "visit_sequence", "visit_iterable",
-                            "visit_body_sequence", "visit_body_iterable", "visit_sentinel"})
+# libcst's helpers that visit a field, visit_required(parent, "field", value, visitor), ..., by
+# what they make of the result of a child's visit (a removal, a FlattenSentinel).
+_REQUIRED, _OPTIONAL, _SENTINEL, _SEQUENCE, _BODY = range(5)
+_HELPER_KINDS = {"visit_required": _REQUIRED, "visit_optional": _OPTIONAL, "visit_sentinel": _SENTINEL,
+                 "visit_sequence": _SEQUENCE, "visit_iterable": _SEQUENCE,
+                 "visit_body_sequence": _BODY, "visit_body_iterable": _BODY}
+_VISIT_HELPERS = frozenset(_HELPER_KINDS)
+# Node class -> (field, _HELPER_KINDS of its helper) for each field libcst visits.
+_TRANSFORMED_FIELDS: Dict[type, Tuple[Tuple[str, int], ...]] = {}
 
 
 def _fields(node: cst.CSTNode) -> Tuple[str, ...]:
     """The fields libcst's `_visit_and_replace_children` of the node's class visits, in the order
-    they stand there (read from its source once per class: some classes visit a field only when
-    it is set, `FormattedStringExpression.format_spec`, so watching one instance is not enough)."""
-    kind = type(node)
-    fields = _FIELDS.get(kind)
+    they stand there."""
+    fields = _FIELDS.get(type(node))
     if fields is None:
-        source = textwrap.dedent(inspect.getsource(kind._visit_and_replace_children))
-        calls = [call for call in ast.walk(ast.parse(source)) if isinstance(call, ast.Call)
-                 and isinstance(call.func, ast.Name) and call.func.id in _VISIT_HELPERS]
-        calls.sort(key=lambda call: (call.lineno, call.col_offset))
-        names = {call.args[1].value: None for call in calls
-                 if len(call.args) > 1 and isinstance(call.args[1], ast.Constant)}
-        fields = _FIELDS[kind] = tuple(names)
+        _fields_of(type(node))
+        fields = _FIELDS[type(node)]
     return fields
+
+
+def _fields_of(kind: type) -> None:
+    """Read the fields that `kind._visit_and_replace_children` visits, and with which of libcst's
+    helpers, from its source (once per class: some classes visit a field only when it is set,
+    `FormattedStringExpression.format_spec`, so watching one instance is not enough)."""
+    source = textwrap.dedent(inspect.getsource(kind._visit_and_replace_children))
+    calls = [call for call in ast.walk(ast.parse(source)) if isinstance(call, ast.Call)
+             and isinstance(call.func, ast.Name) and call.func.id in _VISIT_HELPERS]
+    calls.sort(key=lambda call: (call.lineno, call.col_offset))
+    helpers = {call.args[1].value: call.func.id for call in calls
+               if len(call.args) > 1 and isinstance(call.args[1], ast.Constant)}
+    _FIELDS[kind] = tuple(helpers)
+    _TRANSFORMED_FIELDS[kind] = tuple((name, _HELPER_KINDS[helper]) for name, helper in helpers.items())
 
 
 # Class of a field's value -> 1 a node, 2 a sequence of nodes, 0 anything else (a string, None,
@@ -109,6 +122,75 @@ def walk_wrapped(visitor: cst.CSTVisitor, wrapper) -> None:
     """`wrapper.visit(visitor)` (metadata resolved for the visitor) for a visitor that only looks."""
     with visitor.resolve(wrapper):
         walk(visitor, wrapper.module)
+
+
+def _transformed_fields(kind: type) -> Tuple[Tuple[str, int], ...]:
+    fields = _TRANSFORMED_FIELDS.get(kind)
+    if fields is None:
+        _fields_of(kind)
+        fields = _TRANSFORMED_FIELDS[kind]
+    return fields
+
+
+def transform(transformer: cst.CSTTransformer, node: cst.CSTNode):
+    """`node.visit(transformer)` for a transformer without attribute hooks (`visit_Call_func`),
+    except that a node none of whose children changed is handed to `on_leave` as it is, not as
+    an equal copy: libcst rebuilds (and validates) every node of the tree, which cost more than
+    the rules' own work.  What the transformer returns, and the tree it builds, are the same."""
+    if transformer.on_visit(node):
+        changes = None
+        for name, helper in _transformed_fields(type(node)):
+            value = getattr(node, name)
+            kind = _KINDS.get(type(value))
+            if kind is None:
+                kind = _kind(value)
+            if kind == 2:  # (a sequence field may also hold None: FormattedStringExpression.format_spec)
+                items = None
+                for index, child in enumerate(value):
+                    result = transform(transformer, child)
+                    if result is child and items is None:
+                        continue
+                    if items is None:
+                        items = list(value[:index])
+                    _add_child(items, child, result, helper)
+                if items is not None:
+                    changes = changes or {}
+                    changes[name] = tuple(items)
+            elif kind == 1:
+                result = transform(transformer, value)
+                if result is not value:
+                    changes = changes or {}
+                    changes[name] = _single_child(value, result, helper)
+        updated = node if changes is None else node.with_changes(**changes)
+    else:
+        updated = node
+    result = transformer.on_leave(node, updated)
+    if result is not updated and not isinstance(result, (cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel)):
+        raise cst.CSTValidationError("Expected a node of type CSTNode or a RemovalSentinel, "
+                                     f"but got a return value of {type(result).__name__}")
+    return result
+
+
+def _single_child(child: cst.CSTNode, result, helper: int):
+    """What libcst's visit_required / visit_optional / visit_sentinel make of a child's result."""
+    if isinstance(result, cst.FlattenSentinel) or (helper == _REQUIRED and isinstance(result, cst.RemovalSentinel)):
+        raise TypeError(f"We got a {type(result).__name__} while visiting a {type(child).__name__}. This node's "
+                        "parent does not allow it to be removed or replaced with a sequence.")
+    if isinstance(result, cst.RemovalSentinel):
+        return None if helper == _OPTIONAL else cst.MaybeSentinel.DEFAULT
+    return result
+
+
+def _add_child(items: list, child: cst.CSTNode, result, helper: int) -> None:
+    """What libcst's visit_sequence / visit_body_sequence keep of a child's result: nothing for a
+    removal, the nodes of a FlattenSentinel, and (in a body) no statement that became empty
+    where the original was not."""
+    if isinstance(result, cst.RemovalSentinel):
+        return
+    for new in (result if isinstance(result, cst.FlattenSentinel) else (result,)):
+        if helper == _BODY and not child._is_removable() and new._is_removable():
+            continue
+        items.append(new)
 
 
 class _Parents(cst.CSTVisitor):
