@@ -25,7 +25,8 @@ BAD_FILES = {
     "binary.py": (bytes(range(256)) * 4 + b"cuda", "binary content (a NUL byte at offset 0)"),
     "deep_parens.py": (b"import torch\nx = " + b"(" * 3000 + b"t.cuda()" + b")" * 3000 + b"\n", "nested too deeply"),
     "deep_strings.py": (b"import torch\nx = " + b"'cuda' " * 8000 + b"\n", "nested too deeply"),
-    "deep_lists.py": (b"import torch\nx = " + b"[" * 150 + b"t.cuda()" + b"]" * 150 + b"\n", "nested too deeply"),
+    # (deeper than CPython's own limit of 200 brackets: ast cannot read it either)
+    "deep_lists.py": (b"import torch\nx = " + b"[" * 250 + b"t.cuda()" + b"]" * 250 + b"\n", "nested too deeply"),
     "large.py": (b"import torch\n" + CUDA_LINE * (guards.MAX_SOURCE_BYTES // len(CUDA_LINE) + 1), "too large to migrate"),
 }
 
@@ -183,3 +184,15 @@ def test_a_statement_that_would_crash_the_parser_is_isolated():
     assert not guards.risky(long_string)
     assert not guards.risky(b'"""\n' + b"((((" * 1000 + b'\n"""\n')  # brackets in a docstring are text
     assert not guards.risky(b"# " + b"[" * 5000 + b"\n" + b"x = 1\n" * 100)
+
+
+def test_nesting_that_python_reads_is_migrated():
+    """150 nested lists: below CPython's limit of 200 brackets, so the rules walk it too."""
+    from gpu2npu import apidata, sources
+    from gpu2npu.pipeline import Status
+    from gpu2npu.rules import Options
+
+    source = b"import torch\nx = " + b"[" * 150 + b"t.cuda()" + b"]" * 150 + b"\n"
+    result = sources.migrate_file(sources.Kind.PYTHON, source, "deep.py", Options(api=apidata.load("2.1.0")))
+    assert result.status == Status.MIGRATED, result.error
+    assert result.output == b"import torch\nimport torch_npu\n" + source[len(b"import torch\n"):].replace(b"cuda", b"npu")
