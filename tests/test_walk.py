@@ -91,6 +91,53 @@ def test_the_walk_visits_as_libcst_does(skip):
     assert compared > 20
 
 
+class _Hooks(cst.CSTVisitor):
+    """libcst's own on_visit / on_leave, which call visit_<Class> / leave_<Class> hooks: a hook
+    returning False stops the walk below the node, one returning None does not."""
+
+    def __init__(self):
+        super().__init__()
+        self.events = []
+
+    def visit_FunctionDef(self, node):
+        self.events.append(("visit", "FunctionDef", id(node)))
+        return node.name.value != "m"  # not below `def m`
+
+    def visit_Call(self, node):
+        self.events.append(("visit", "Call", id(node)))  # None: go on below
+
+    def visit_Name(self, node):
+        self.events.append(("visit", "Name", id(node)))
+        return False
+
+    def leave_Name(self, node):
+        self.events.append(("leave", "Name", id(node)))
+
+    def leave_ClassDef(self, node):
+        self.events.append(("leave", "ClassDef", id(node)))
+
+
+class _OwnVisit(_Hooks):
+    """An on_visit of its own, libcst's on_leave with its leave_<Class> hooks."""
+
+    def on_visit(self, node):
+        self.events.append(("on_visit", type(node).__name__, id(node)))
+        return None if isinstance(node, cst.Subscript) else True  # (None stops here, as False does)
+
+
+@pytest.mark.parametrize("visitor_class", [_Hooks, _OwnVisit])
+def test_the_walk_calls_libcsts_hooks_as_libcst_does(visitor_class):
+    compared = 0
+    for name, text in _sources():
+        module = cst.parse_module(text)
+        ours, libcsts = visitor_class(), visitor_class()
+        walk(ours, module)
+        module.visit(libcsts)
+        assert ours.events == libcsts.events, name
+        compared += bool(ours.events)
+    assert compared > 20
+
+
 def test_the_parent_provider_gives_libcsts_parents():
     from libcst.metadata import MetadataWrapper
     from libcst.metadata import ParentNodeProvider as LibcstParents

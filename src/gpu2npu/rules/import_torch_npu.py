@@ -1,7 +1,7 @@
 """`import torch_npu` once, in every file whose migrated code needs it."""
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import PositionProvider
@@ -28,25 +28,26 @@ def _is_plain_import(statement: cst.SimpleStatementLine) -> bool:
     return all(isinstance(small, cst.Import) for small in statement.body)
 
 
-class _UsesName(cst.CSTVisitor):
-    """Whether a package is loaded by some import (`loaded`), whether its name is bound
+class _Usage(cst.CSTVisitor):
+    """The packages some import loads (`loaded`), and whether `name` is bound by an import
     (`bound`: `import torch_npu`, not `from torch_npu.npu import amp`) and used (`used`)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.loaded = False
+        self.loaded: Set[str] = set()
         self.bound = False
         self.used = False
 
     def visit_Import(self, node: cst.Import) -> bool:
-        self.loaded |= _imports_torch(node, self.name)
         for alias in node.names:
+            self.loaded.add((dotted_name(alias.name) or "").split(".")[0])
             binds = dotted_name(alias.asname.name) if alias.asname else (dotted_name(alias.name) or "").split(".")[0]
             self.bound |= binds == self.name
         return False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        self.loaded |= _imports_torch(node, self.name)
+        if not node.relative and node.module is not None:
+            self.loaded.add((dotted_name(node.module) or "").split(".")[0])
         return False
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -84,13 +85,11 @@ class ImportTorchNpu(Rule):
     )
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module):
-        usage = _UsesName("torch_npu")
+        usage = _Usage("torch_npu")
         walk(usage, updated_node)
-        torch_usage = _UsesName("torch")
-        walk(torch_usage, updated_node)
         # A file that never imports torch (a config module naming a device) relies on the
         # process having loaded torch_npu elsewhere; it only needs the import to use the name.
-        needs_load = self.context.needs_torch_npu and torch_usage.loaded and not usage.loaded
+        needs_load = self.context.needs_torch_npu and "torch" in usage.loaded and "torch_npu" not in usage.loaded
         if not (needs_load or (usage.used and not usage.bound)):
             return updated_node
         new_line = cst.parse_statement(IMPORT_LINE + updated_node.default_newline)

@@ -112,10 +112,54 @@ def own_hooks(visitor_type: type) -> Tuple[FrozenSet[str], FrozenSet[str], bool]
 
 def walk(visitor: cst.CSTVisitor, node: cst.CSTNode) -> None:
     """`node.visit(visitor)` for a visitor that only looks."""
-    if own_hooks(type(visitor))[2]:  # (not cached: some visitor classes are made per call)
+    kind = type(visitor)
+    if own_hooks(kind)[2]:  # (not cached: some visitor classes are made per call)
         node.visit(visitor)
+    elif kind.on_visit is cst.CSTVisitor.on_visit or kind.on_leave is cst.CSTVisitor.on_leave:
+        _walk_hooks(visitor, node, {})
     else:
         _walk(visitor, node)
+
+
+def _walk_hooks(visitor: cst.CSTVisitor, node: cst.CSTNode, hooks: Dict[type, tuple]) -> None:
+    """`_walk` for a visitor that keeps libcst's on_visit or on_leave, which look up a
+    `visit_<Class>` / `leave_<Class>` method by name on every node: each class's hooks are looked
+    up once per walk here (`hooks`), and a node without one costs no call."""
+    kind = type(node)
+    found = hooks.get(kind)
+    if found is None:
+        found = hooks[kind] = _hooks_for(visitor, kind)
+    visit, leave, visit_is_hook = found
+    if visit is None or (visit(node) is not False if visit_is_hook else visit(node)):
+        fields = _FIELDS.get(kind)
+        for name in fields if fields is not None else _fields(node):
+            value = getattr(node, name)
+            kind_of_value = _KINDS.get(type(value))
+            if kind_of_value is None:
+                kind_of_value = _kind(value)
+            if kind_of_value == 1:
+                _walk_hooks(visitor, value, hooks)
+            elif kind_of_value == 2:
+                for item in value:
+                    _walk_hooks(visitor, item, hooks)
+    if leave is not None:
+        leave(node)
+
+
+def _hooks_for(visitor: cst.CSTVisitor, node_class: type) -> tuple:
+    """(what to call on entering a node of `node_class`, on leaving it, whether the first is a
+    `visit_` hook, whose None means "go on", rather than on_visit, whose falsy answer means stop).
+    A hook that is libcst's do-nothing declaration counts as none."""
+    visitor_class = type(visitor)
+
+    def own(name: str):
+        method = getattr(visitor_class, name, None)
+        return None if method is None or method is getattr(cst.CSTVisitor, name, None) else getattr(visitor, name)
+
+    default_visit = visitor_class.on_visit is cst.CSTVisitor.on_visit
+    visit = own(f"visit_{node_class.__name__}") if default_visit else visitor.on_visit
+    leave = own(f"leave_{node_class.__name__}") if visitor_class.on_leave is cst.CSTVisitor.on_leave else visitor.on_leave
+    return visit, leave, default_visit
 
 
 def walk_wrapped(visitor: cst.CSTVisitor, wrapper) -> None:
