@@ -112,3 +112,37 @@ def test_an_attribute_named_like_a_device_variable_is_no_device_test():
     output, guards = _migrate(source)
     assert guards == []
     assert "torch.device('npu')" in output
+
+
+def test_a_name_imported_from_two_places_is_reported_the_same_every_run():
+    """Which of its two imports a guarded name is reported as does not depend on the run (string
+    hashing differs from one Python process to the next)."""
+    import os
+    import subprocess
+    import sys
+
+    source = (
+        "import torch\n"
+        'DEVICE_TYPE = "cuda" if torch.cuda.is_available() else "cpu"\n'
+        'if DEVICE_TYPE == "cuda":\n'
+        "    try:\n"
+        "        from triton.backends.nvidia.driver import libcuda_dirs\n"
+        "    except ImportError:\n"
+        "        from triton.common.build import libcuda_dirs\n"
+        "    libcuda_dirs()\n"
+    )
+    program = (
+        "import sys\n"
+        "from gpu2npu import apidata, pipeline\n"
+        "from gpu2npu.rules import Options, rules_for\n"
+        "options = Options(api=apidata.load('2.6.0'))\n"
+        "result = pipeline.migrate_source(sys.stdin.buffer.read(), 'gpu_init.py', options, rules_for(options))\n"
+        "print([(f.start_line, f.api, f.tip) for f in result.findings if f.start_line == 3])\n"
+    )
+    answers = set()
+    for seed in range(6):
+        run = subprocess.run([sys.executable, "-c", program], input=source.encode(), capture_output=True,
+                             env={**os.environ, "PYTHONHASHSEED": str(seed)}, check=True)
+        answers.add(run.stdout)
+    assert len(answers) == 1
+    assert b"triton.backends.nvidia.driver.libcuda_dirs" in answers.pop()

@@ -351,7 +351,7 @@ class _Hazards:
         for target in assign.targets:
             if not (isinstance(target, ast.Attribute) and target.attr == "fp32_precision"):
                 continue
-            name = next((q for q in self.qualified(target) if q.startswith("torch.backends.")), None)
+            name = next((q for q in sorted(self.qualified(target)) if q.startswith("torch.backends.")), None)
             if name is not None:
                 self._add(assign, Report.PERFORMANCE, name,
                           "sets how CUDA (or cuDNN, oneDNN) computes float32 operations; on the NPU it changes "

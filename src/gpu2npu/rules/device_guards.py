@@ -110,9 +110,12 @@ class _Resolver(cst.CSTVisitor):
         parent = self.get_metadata(ParentNodeProvider, node, None)
         if isinstance(parent, cst.Attribute) and parent.value is node:
             return  # judged at the top of the chain
-        for name in qualified_names(self, node):
+        # (sorted: a name imported from two places, in a try and its except, names the same one
+        # every run)
+        for name in sorted(qualified_names(self, node)):
             if name not in self.rerouted and _cuda_only_name(self.api, name):
                 self.cuda_only[id(node)] = name
+                break
                 return
             if name == "torch.cuda" or name.startswith("torch.cuda."):
                 self.device_terms.add(id(node))

@@ -76,7 +76,7 @@ class NcclToHccl(DocstringTracker, Rule):
         return with_string_text(updated_node, new_text)
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute):
-        for name in qualified_names(self, original_node):
+        for name in sorted(qualified_names(self, original_node)):
             if name in _NAMES:
                 new_attr = _NAMES[name]
                 self.record(original_node, f"change {name} to {name.rsplit('.', 1)[0]}.{new_attr}")

@@ -60,7 +60,7 @@ class Tf32ToHf32(Rule):
             return updated_node
         # The defaults of the two agree (matmuls off, convolutions on), so a program that sets
         # neither behaves as before and one that sets either gets the same choice on the NPU.
-        for name in qualified_names(self, original_node):
+        for name in sorted(qualified_names(self, original_node)):
             switch = hf32_switch(self.context.api, name)
             if switch is not None:
                 self.record(original_node, f"change {name} to {switch}")
@@ -75,7 +75,7 @@ class Tf32ToHf32(Rule):
         value = _PRECISION_VALUES.get(original_node.value.evaluated_value)
         if not isinstance(target, cst.Attribute) or target.attr.value != "fp32_precision" or value is None:
             return updated_node
-        for name in qualified_names(self, target):
+        for name in sorted(qualified_names(self, target)):
             switch = hf32_switch(self.context.api, FP32_PRECISION.get(name))
             if switch is not None:
                 self.record(original_node, f"change {name} = {original_node.value.value} to {switch} = {value}")
