@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import copy
 import functools
 import re
 import warnings
@@ -355,8 +356,9 @@ class FileScan:
         if self._release_guarded is None:
             # (asked only of files that call something newer than the release: looked up then)
             groups = self.groups
-            flags = _release_flags(groups)
-            names = _ReleaseNames(groups, flags)
+            names = _ReleaseNames(groups)
+            flags = _release_flags(groups, names)
+            names = names.with_flags(groups, flags)
             self._release_guarded = sorted((node.lineno, node.end_lineno or node.lineno) for kind in _BRANCHES
                                            for node in groups.get(kind, ()) if _tests_the_release(node, flags, names))
         return any(first <= line <= last for first, last in self._release_guarded)
@@ -452,12 +454,23 @@ class _ReleaseNames:
     """Where a file's release parts start: an expression whose span holds none of them has none,
     which spares walking the many that do not (an expression's nodes lie within its span)."""
 
-    def __init__(self, groups: Dict[type, List[ast.AST]], flags: Set[str] = frozenset()) -> None:
+    def __init__(self, groups: Dict[type, List[ast.AST]]) -> None:
         names, attributes = groups.get(ast.Name, ()), groups.get(ast.Attribute, ())
-        release = {identifier for identifier in {node.id for node in names} if _names_the_release(identifier)} | flags
+        self.release = {identifier for identifier in {node.id for node in names} if _names_the_release(identifier)}
         versions = {attribute for attribute in {node.attr for node in attributes} if _holds_a_version(attribute)}
-        self.starts = sorted([(node.lineno, node.col_offset) for node in names if node.id in release]
+        self.starts = sorted([(node.lineno, node.col_offset) for node in names if node.id in self.release]
                              + [(node.lineno, node.col_offset) for node in attributes if node.attr in versions])
+
+    def with_flags(self, groups: Dict[type, List[ast.AST]], flags: Set[str]) -> "_ReleaseNames":
+        """These starts and those of the names that hold a release test's answer (`_release_flags`)."""
+        added = set(flags) - self.release
+        if not added:
+            return self
+        flagged = copy.copy(self)
+        flagged.release = self.release | added
+        flagged.starts = sorted(self.starts + [(node.lineno, node.col_offset) for node in groups.get(ast.Name, ())
+                                               if node.id in added])
+        return flagged
 
     def may_hold(self, node: ast.AST) -> bool:
         at = bisect.bisect_left(self.starts, (node.lineno, node.col_offset))
@@ -470,12 +483,11 @@ def _holds_release_part(expression: ast.AST, flags: Set[str], names: Optional[_R
     return any(_is_release_part(part, flags) for part in nodes_of(expression))
 
 
-def _release_flags(groups: Dict[type, List[ast.AST]]) -> Set[str]:
+def _release_flags(groups: Dict[type, List[ast.AST]], names: "_ReleaseNames") -> Set[str]:
     """Names that hold the answer of a release test: `has_rms_norm = hasattr(F, "rms_norm")`, or
     `has_apex = True` in a `try` whose handler catches the ImportError of a missing package
-    (`groups`: a file's nodes by their class)."""
+    (`groups`: a file's nodes by their class, `names`: their release parts)."""
     flags: Set[str] = set()
-    names = _ReleaseNames(groups)
     for node in groups.get(ast.Assign, ()):
         targets = [target.id for target in node.targets if isinstance(target, ast.Name)]
         if targets and _holds_release_part(node.value, frozenset(), names):
