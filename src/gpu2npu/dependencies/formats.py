@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 from pathlib import PurePosixPath
 from typing import Optional
 
@@ -18,15 +19,21 @@ _CONDA_NAMES = ("environment*.yml", "environment*.yaml", "conda*.yml", "conda*.y
                 "*environment.yaml", "*-env.yml", "*_env.yml")
 
 
+# Each list as one pattern: asked of every file of a project, a dozen fnmatch calls per file
+# cost more than the rest of a re-run's look at it.
+_REQUIREMENT_NAME = re.compile("|".join(fnmatch.translate(pattern) for pattern in _REQUIREMENT_NAMES))
+_CONDA_NAME = re.compile("|".join(fnmatch.translate(pattern) for pattern in _CONDA_NAMES))
+
+
 def dependency_format(relative: str) -> Optional[str]:
     """Which kind of dependency file `relative` is (None: none)."""
     path = PurePosixPath(relative)
     name = path.name.lower()
-    if any(fnmatch.fnmatchcase(name, pattern) for pattern in _REQUIREMENT_NAMES):
+    if _REQUIREMENT_NAME.match(name):
         return REQUIREMENTS
     if name.endswith(".txt") and path.parent.name.lower() in ("requirements", "reqs", "requirement"):
         return REQUIREMENTS
-    if any(fnmatch.fnmatchcase(name, pattern) for pattern in _CONDA_NAMES):
+    if _CONDA_NAME.match(name):
         return CONDA
     if name == "pyproject.toml":
         return PYPROJECT
