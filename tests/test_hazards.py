@@ -142,6 +142,57 @@ def test_each_triton_kernel_is_named_at_its_def_line():
         (1, "triton"), (2, "triton.language"), (13, "triton.cdiv")]
 
 
+def test_cute_dsl_and_cutile_kernels_are_one_row_each_and_cuda_python_is_reported():
+    rows = _rows("""\
+        import torch
+        import cutlass.cute as cute
+        import cuda.tile as ct
+        from cuda.bindings import driver
+
+
+        @cute.kernel
+        def scale_kernel(gA: cute.Tensor, gB: cute.Tensor):
+            tidx, _, _ = cute.arch.thread_idx()
+            gB[tidx] = gA[tidx] * 2
+
+
+        @cute.jit
+        def scale(mA: cute.Tensor, mB: cute.Tensor):
+            scale_kernel(mA, mB).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+        @ct.kernel
+        def add(a, b, c, tile: ct.Constant[int]):
+            pid = ct.bid(0)
+            ct.store(c, index=(pid,), tile=ct.load(a, index=(pid,), shape=(tile,)) + ct.load(b, index=(pid,), shape=(tile,)))
+
+
+        def launch(a, b, c):
+            compiled = cute.compile(scale, a, b)
+            ct.launch(torch.cuda.current_stream(), (1, 1, 1), add, (a, b, c, 256))
+            driver.cuCtxSynchronize()
+        """, version="2.6.0")
+    # the kernels and the function that compiles and launches one: a row each at the def line,
+    # none for the language's calls inside them; the imports and the host calls keep theirs
+    assert [(line, api) for line, api, _ in rows] == [
+        (2, "cutlass.cute"), (3, "cuda.tile"), (4, "cuda.bindings.driver"),
+        (8, "CuTe DSL kernel scale_kernel"), (14, "CuTe DSL kernel scale"), (19, "cuTile kernel add"),
+        (25, "cutlass.cute.compile"), (26, "cuda.tile.launch"), (27, "cuda.bindings.driver.cuCtxSynchronize")]
+    tips = {line: tip for line, _, tip in rows}
+    assert "Ascend C" in tips[8] and "CuTe DSL" in tips[2] and "torch_npu.npu" in tips[4]
+
+
+def test_torchs_and_numbas_cuda_are_not_cuda_python():
+    rows = _rows("""\
+        import torch
+        from torch import cuda
+        from numba import cuda as numba_cuda
+        use_cuda = cuda.is_available()
+        cuda_ok = torch.cuda.is_available()
+        """, version="2.6.0")
+    assert [(line, api) for line, api, _ in rows] == [(3, "numba.cuda")]
+
+
 def test_the_raw_cuda_stream_handed_to_cuda_libraries_is_reported():
     rows = _rows("""\
         import torch

@@ -19,7 +19,7 @@ from .rules.names import (DEVICE_STRING, ImportAliases, DocstringTracker, cuda_s
                           qualified_names, string_text)
 from .rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from .rules.walk import ParentNodeProvider, walk, walk_wrapped
-from .tips import TIPS, TRITON_DECORATORS, cuda_only_package, migratable_cuda_path, tip_for, triton_kernel_tip
+from .tips import KERNEL_PACKAGES, TIPS, cuda_only_package, kernel_language, kernel_tip, migratable_cuda_path, tip_for
 
 RULE = "NPU900"
 DEVICE_NEUTRAL = ("torch.backends.cudnn", "torch.backends.cuda")
@@ -191,31 +191,31 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
                           "count NPUs with torch_npu.npu.device_count()")
                 return
             package = cuda_only_package(name)
-            if package == "triton" and self._in_triton_kernel(name):
+            if package in KERNEL_PACKAGES and self._in_kernel(name):
                 return  # the kernel has its row: not one per tl.load of it
             if package is not None and self._is_called(node) and not (self.wants_apex_amp and _is_apex_amp(name)):
                 self._add(node, Report.UNSUPPORTED, name, tip_for(name))
                 return
 
-    # -- Triton kernels ----------------------------------------------------------------------
+    # -- kernels -----------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        """A Triton kernel is one row, at its name: what must be rewritten, or ported to
-        Triton-Ascend, is the kernel, not each of its hundred `tl.*` calls.  hazards.py names the
-        kernels decorated with `@triton.jit` (and autotune, heuristics); a function that calls
-        `triton.language` under a decorator of the project's own (`@_jit`, which calls
-        triton.jit) is one too, named here once its body is read."""
-        decorated = any(name in TRITON_DECORATORS for decorator in node.decorators
-                        for name in qualified_names(self, _callee(decorator.decorator)))
+        """A kernel is one row, at its name: what must be rewritten, or ported to Triton-Ascend or
+        Ascend C, is the kernel, not each of its hundred `tl.*` or `cute.*` calls.  hazards.py names
+        the kernels of a kernel language's decorators (`@triton.jit`, `@cute.kernel`, `@ct.kernel`:
+        tips.KERNEL_DECORATORS); a function that calls `triton.language` under a decorator of the
+        project's own (`@_jit`, which calls triton.jit) is one too, named here once its body is read."""
+        decorated = any(kernel_language(qualified_names(self, _callee(decorator.decorator))) is not None
+                        for decorator in node.decorators)
         self._functions.append([node, decorated, False])
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         node, decorated, calls_triton_language = self._functions.pop()
         if calls_triton_language and not decorated and not self._dead:
             self._add(node.name, Report.UNSUPPORTED, f"Triton kernel {node.name.value}",
-                      triton_kernel_tip(node.name.value))
+                      kernel_tip(node.name.value))
 
-    def _in_triton_kernel(self, name: str) -> bool:
-        """Whether `name` (of the triton package) is used inside a kernel, which has its row."""
+    def _in_kernel(self, name: str) -> bool:
+        """Whether `name` (of a kernel language's package) is used inside a kernel, which has its row."""
         if not self._functions:
             return False
         frame = self._functions[-1]

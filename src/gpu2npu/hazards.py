@@ -24,7 +24,7 @@ from .change import Finding, Report
 from .rules import REROUTING_RULES
 from .rules.reroute import probe_label
 from .scan import FileScan, qualified_through
-from .tips import FUSED_OPTIMIZERS, TRITON_DECORATORS, has_fused_kernel, triton_kernel_tip
+from .tips import FUSED_OPTIMIZERS, has_fused_kernel, kernel_language, kernel_tip
 
 RULE = "NPU900"
 
@@ -32,7 +32,8 @@ RULE = "NPU900"
 _MIGHT_HAVE_HAZARD = re.compile(
     rb"version\.cuda|import cuda|get_device_propert|(?<!re)\.compile\b|import compile|_inductor|float32_matmul_precision|8bit|32bit"
     rb"|bnb|load_in_|BitsAndBytes|Bitsandbytes|triton|get_kernel|ademamix|find_spec|version\(|get_distribution"
-    rb"|fp32_precision|get_gpu_ids|use_gpu|reduce_tensor|ProfilerActivity|use_cuda|use_device|cuda_stream|fused=True|fused = True")
+    rb"|fp32_precision|get_gpu_ids|use_gpu|reduce_tensor|ProfilerActivity|use_cuda|use_device|cuda_stream|fused=True|fused = True"
+    rb"|cutlass|cuda\.tile|cuda import tile")
 
 # The alternatives above that are plain words: found by a byte search each (the pattern's search
 # through a whole file costs a twentieth of a second per megabyte, the words' a fifth of that).
@@ -40,7 +41,8 @@ _HAZARD_WORDS = (b"version.cuda", b"import cuda", b"get_device_propert", b"impor
                  b"float32_matmul_precision", b"8bit", b"32bit", b"bnb", b"load_in_", b"BitsAndBytes", b"Bitsandbytes",
                  b"triton", b"get_kernel", b"ademamix", b"find_spec", b"version(", b"get_distribution",
                  b"fp32_precision", b"get_gpu_ids", b"use_gpu", b"reduce_tensor", b"ProfilerActivity", b"use_cuda",
-                 b"use_device", b"cuda_stream", b"fused=True", b"fused = True")
+                 b"use_device", b"cuda_stream", b"fused=True", b"fused = True", b"cutlass", b"cuda.tile",
+                 b"cuda import tile")
 
 
 CUDA_STREAM_TIP = ("the raw CUDA stream handle, which CUDA libraries take (cuda-python, CuTe, CUTLASS, cupy): an NPU "
@@ -202,7 +204,7 @@ class _Hazards:
             if id(node) not in documentation:
                 self._string(node)
         for function in functions:
-            self._triton_kernel(function)
+            self._kernel(function)
 
     # -- helpers ---------------------------------------------------------------------------
     def _add(self, node: ast.AST, report: Report, api_name: str, tip: str, api_type: str = "") -> None:
@@ -396,12 +398,14 @@ class _Hazards:
                   f"transformers builds this optimizer with bitsandbytes (CUDA kernels): {instead}"
                   + ("; " + "; ".join(costs) if costs else ""))
 
-    def _triton_kernel(self, function: ast.AST) -> None:
+    def _kernel(self, function: ast.AST) -> None:
+        """One row for a function that a kernel language compiles (`@triton.jit`, `@cute.kernel`)."""
         for decorator in function.decorator_list:  # type: ignore[attr-defined]
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
-            if any(name in TRITON_DECORATORS for name in self.qualified(target)):
-                self._add(function, Report.UNSUPPORTED, f"Triton kernel {function.name}",  # type: ignore[attr-defined]
-                          triton_kernel_tip(function.name))  # type: ignore[attr-defined]
+            language = kernel_language(self.qualified(target))
+            if language is not None:
+                self._add(function, Report.UNSUPPORTED, f"{language} kernel {function.name}",  # type: ignore[attr-defined]
+                          kernel_tip(function.name, language))  # type: ignore[attr-defined]
                 return
 
 

@@ -182,6 +182,12 @@ TIPS = {
     "torch2trt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL for inference",
     "torch_tensorrt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL (or torch.compile) for inference",
     "numba.cuda": "numba CUDA kernels do not run on NPU: use torch operators",
+    "cutlass": "CUTLASS and its CuTe DSL compile kernels for NVIDIA GPUs only: write what the kernel computes with "
+    "torch operators (or the torch_npu fused operator for it: npu_rms_norm, npu_swiglu, npu_rotary_mul, "
+    "npu_fusion_attention), or port it to Ascend C",
+    "cuda": "NVIDIA's CUDA Python (cuda.bindings: the driver, runtime and NVRTC; cuda.core; cuTile's cuda.tile) needs "
+    "the CUDA driver: streams, events and memory through torch_npu.npu (current_stream(), Event, mem_get_info()), "
+    "kernels as torch operators, torch_npu fused operators or Ascend C",
     "Tensor.cuda": "rewrite as .npu() (left because it stands in code already branching on device)",
 }
 
@@ -191,6 +197,8 @@ CUDA_ONLY_PACKAGES = (
     "xformers", "bitsandbytes", "nvidia.dali", "tensorrt", "torch2trt", "torch_tensorrt", "numba.cuda",
     "liger_kernel", "transformer_engine", "ring_flash_attn", "xentropy_cuda_lib", "fused_dense_lib", "rotary_emb",
     "dropout_layer_norm", "mamba_ssm", "causal_conv1d", "flashinfer", "auto_gptq", "awq", "spconv", "gpustat",
+    # NVIDIA's kernel languages and CUDA Python: CUTLASS / CuTe DSL, cuda.bindings, cuda.core, cuTile
+    "cutlass", "cuda",
     # the parts of DeepSpeed (which has an NPU accelerator) and of vLLM (vllm-ascend) that have no NPU build
     "deepspeed.ops.transformer.DeepSpeedTransformerLayer", "deepspeed.ops.transformer.DeepSpeedTransformerConfig",
     "deepspeed.ops.transformer.transformer", "deepspeed.ops.deepspeed4science", "deepspeed.ops.fp_quantizer",
@@ -214,13 +222,29 @@ def has_fused_kernel(api: ApiData, optimizer: str) -> bool:
 
 
 # What makes a function a Triton kernel (compiled for CUDA): one row names it, not its calls.
-TRITON_DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
+# Decorators that make a function a kernel of a GPU kernel language (or the host function that
+# compiles and launches its kernels) -> the language.  Such a function is one row, at its name:
+# what must be rewritten is the kernel, not each of the hundred operations of the language in it.
+KERNEL_DECORATORS = {
+    "triton.jit": "Triton", "triton.autotune": "Triton", "triton.heuristics": "Triton",
+    "cutlass.cute.kernel": "CuTe DSL", "cutlass.cute.jit": "CuTe DSL",
+    "cuda.tile.kernel": "cuTile",
+}
+# The packages of those languages: their names used inside a kernel are the kernel's row.
+KERNEL_PACKAGES = ("triton", "cutlass", "cuda")
 
 
-def triton_kernel_tip(name: str) -> str:
-    return (f"{name} is compiled by Triton for CUDA: write what it computes with torch operators (or the torch_npu "
-            "fused operator for it: npu_rms_norm, npu_swiglu, npu_rotary_mul, npu_fusion_attention), or port it to "
-            "Triton-Ascend")
+def kernel_language(decorators) -> Optional[str]:
+    """The kernel language of a function with these decorators (qualified names), or None."""
+    return next((KERNEL_DECORATORS[name] for name in sorted(decorators) if name in KERNEL_DECORATORS), None)
+
+
+def kernel_tip(name: str, language: str = "Triton") -> str:
+    instead = ("write what it computes with torch operators (or the torch_npu fused operator for it: npu_rms_norm, "
+               "npu_swiglu, npu_rotary_mul, npu_fusion_attention), or port it to ")
+    if language == "Triton":
+        return f"{name} is compiled by Triton for CUDA: {instead}Triton-Ascend"
+    return f"{name} is a {language} kernel, which compiles for NVIDIA GPUs only: {instead}Ascend C"
 
 
 def cuda_only_package(name: str) -> Optional[str]:

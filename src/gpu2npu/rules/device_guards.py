@@ -358,8 +358,9 @@ def _exits(block: cst.BaseSuite, exits=EXITS) -> bool:
     return isinstance(last, exits)
 
 
-_CUDA_ONLY_WORD = re.compile(r"\b(%s)\b" % "|".join(sorted(
-    {package.split(".")[0] for package in CUDA_ONLY_PACKAGES}
+# (CUDA Python's `cuda` by its modules: the word alone is in every `torch.cuda` too)
+_CUDA_ONLY_WORD = re.compile(r"\b(%s)\b|(?<![\w.])cuda\.\w|\bfrom\s+cuda\s+import\b" % "|".join(sorted(
+    {package.split(".")[0] for package in CUDA_ONLY_PACKAGES if package != "cuda"}
     | {name.rsplit(".", 1)[-1] for name in CUDA_ONLY_TORCH + CUDA_ONLY_CLASSES})))
 _CUDA_CHAIN = re.compile(r"\bcuda((?:\.\w+)+)")
 _CUDA_IMPORT = re.compile(r"\bfrom\s+torch\.cuda((?:\.\w+)*)\s+import\s+\(?([\w\s,]+)")
