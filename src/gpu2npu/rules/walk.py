@@ -1,12 +1,15 @@
-"""A read-only walk of a libcst tree, for the visitors that only look.
+"""Walks of a libcst tree: a read-only one for the visitors that only look, and one for the batch
+of rules, which changes the tree.
 
-libcst's `node.visit(visitor)` is written for transformers: for every node it rebuilds the node
-from its visited children (and validates it), and calls the visitor's attribute hooks around
-every field, even for a CSTVisitor that changes nothing.  Over a whole file that is most of the
-cost of a look at it.  `walk` calls the same `on_visit` / `on_leave` of the visitor, in the same
-order (each node's fields in the order libcst's code for its class visits them, which is their
-order in the source), and nothing else: no node is built, no attribute hook is called.
-Visitors that define attribute hooks (`visit_Call_func`) are walked by libcst itself.
+libcst's `node.visit(visitor)` rebuilds every node from its visited children (and validates
+it), and calls the visitor's attribute hooks around every field, even for a CSTVisitor that
+changes nothing.  Over a whole file that is most of the cost of a look at it.  `walk` calls the
+same `on_visit` / `on_leave` of the visitor (or, where those are libcst's, the same
+`visit_<Class>` / `leave_<Class>` hooks), in the same order (each node's fields in the order
+libcst's code for its class visits them, which is their order in the source), and nothing else:
+no node is built, no attribute hook is called.  `transform` rebuilds only the nodes whose
+children changed.  Visitors that define attribute hooks (`visit_Call_func`) are walked by
+libcst itself.
 """
 from __future__ import annotations
 
@@ -68,22 +71,6 @@ def _kind(value) -> int:
     return kind
 
 
-def _walk(visitor: cst.CSTVisitor, node: cst.CSTNode) -> None:
-    if visitor.on_visit(node):
-        fields = _FIELDS.get(type(node))
-        for name in fields if fields is not None else _fields(node):
-            value = getattr(node, name)
-            kind = _KINDS.get(type(value))
-            if kind is None:
-                kind = _kind(value)
-            if kind == 1:
-                _walk(visitor, value)
-            elif kind == 2:
-                for item in value:
-                    _walk(visitor, item)
-    visitor.on_leave(node)
-
-
 NODE_CLASSES = frozenset(name for name, value in vars(cst).items()
                          if isinstance(value, type) and issubclass(value, cst.CSTNode))
 
@@ -112,19 +99,16 @@ def own_hooks(visitor_type: type) -> Tuple[FrozenSet[str], FrozenSet[str], bool]
 
 def walk(visitor: cst.CSTVisitor, node: cst.CSTNode) -> None:
     """`node.visit(visitor)` for a visitor that only looks."""
-    kind = type(visitor)
-    if own_hooks(kind)[2]:  # (not cached: some visitor classes are made per call)
+    if own_hooks(type(visitor))[2]:  # (not cached: some visitor classes are made per call)
         node.visit(visitor)
-    elif kind.on_visit is cst.CSTVisitor.on_visit or kind.on_leave is cst.CSTVisitor.on_leave:
-        _walk_hooks(visitor, node, {})
     else:
-        _walk(visitor, node)
+        _walk(visitor, node, {})
 
 
-def _walk_hooks(visitor: cst.CSTVisitor, node: cst.CSTNode, hooks: Dict[type, tuple]) -> None:
-    """`_walk` for a visitor that keeps libcst's on_visit or on_leave, which look up a
-    `visit_<Class>` / `leave_<Class>` method by name on every node: each class's hooks are looked
-    up once per walk here (`hooks`), and a node without one costs no call."""
+def _walk(visitor: cst.CSTVisitor, node: cst.CSTNode, hooks: Dict[type, tuple]) -> None:
+    """The walk proper.  Where the visitor keeps libcst's on_visit or on_leave, which look up a
+    `visit_<Class>` / `leave_<Class>` method by name on every node, each class's hooks are
+    looked up once per walk (`hooks`), and a node without one costs no call."""
     kind = type(node)
     found = hooks.get(kind)
     if found is None:
@@ -138,10 +122,10 @@ def _walk_hooks(visitor: cst.CSTVisitor, node: cst.CSTNode, hooks: Dict[type, tu
             if kind_of_value is None:
                 kind_of_value = _kind(value)
             if kind_of_value == 1:
-                _walk_hooks(visitor, value, hooks)
+                _walk(visitor, value, hooks)
             elif kind_of_value == 2:
                 for item in value:
-                    _walk_hooks(visitor, item, hooks)
+                    _walk(visitor, item, hooks)
     if leave is not None:
         leave(node)
 
@@ -260,7 +244,7 @@ class ParentNodeProvider(BaseMetadataProvider[cst.CSTNode]):
     batchable provider: libcst runs those in a visit of its own, which rebuilds every node."""
 
     def _gen_impl(self, module: cst.Module) -> None:
-        _walk(_Parents(self), module)
+        _walk(_Parents(self), module, {})
 
 
 class MetadataWrapper(libcst_metadata.MetadataWrapper):
