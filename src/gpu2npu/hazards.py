@@ -188,7 +188,7 @@ class _Hazards:
         references = [*attributes, *groups.get(ast.Name, ())]
         strings = [node for node in groups.get(ast.Constant, ()) if node.value.__class__ is str]
         assigns = groups.get(ast.Assign, ())
-        functions = file_scan.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef)
+        functions = file_scan.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef)
         for assign in assigns:  # once every import is known (function-local ones too)
             if self._is_properties_call(assign.value):
                 self.properties.update(t.id for t in assign.targets if isinstance(t, ast.Name))

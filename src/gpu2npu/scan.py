@@ -156,7 +156,7 @@ class FileScan:
         for kind, handler in handlers:
             for node in self.groups.get(kind, ()):
                 handler(node)
-        self._functions = self.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef)
+        self._functions = self.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef)
         names = self.groups.get(ast.Name, ())
         if self._flagged_names:  # their uses may be edited or reported too (DataLoader(...), amp.scale_loss)
             self.word_lines.extend(node.lineno for node in names if node.id in self._flagged_names)
@@ -266,7 +266,7 @@ class FileScan:
                 self._int_options.add(arg.value.lstrip("-").replace("-", "_"))
 
     # -- questions ---------------------------------------------------------------------------
-    def nodes_of(self, *kinds: type) -> List[ast.AST]:
+    def nodes_of_class(self, *kinds: type) -> List[ast.AST]:
         """The file's nodes of these classes."""
         return [node for kind in kinds for node in self.groups.get(kind, ())]
 
@@ -401,13 +401,13 @@ class FileScan:
             return False
 
         spans: List[Tuple[int, int]] = []
-        for node in self.nodes_of(ast.If, ast.IfExp, ast.While):
+        for node in self.nodes_of_class(ast.If, ast.IfExp, ast.While):
             if names(node.test):
                 spans.append((node.lineno, node.end_lineno or node.lineno))
-        for node in self.nodes_of(ast.BoolOp):
+        for node in self.nodes_of_class(ast.BoolOp):
             if any(names(value) for value in node.values[:-1]):
                 spans.append((node.lineno, node.end_lineno or node.lineno))
-        for node in self.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef):
+        for node in self.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef):
             for statement in node.body:  # `if not is_torch_hpu_available(): return ...` first
                 if (isinstance(statement, ast.If) and names(statement.test) and statement.body
                         and isinstance(statement.body[-1], (ast.Return, ast.Raise))):
