@@ -92,14 +92,13 @@ def test_findings_are_the_same_for_any_number_of_processes_cached_or_not(tmp_pat
     assert serial.stdout == cold.stdout == warm.stdout
     assert serial.stderr == cold.stderr == warm.stderr
     # one result per file checked (the unparseable one's too), read back by the warm run
-    from gpu2npu.discover import walk
-    from gpu2npu.sources import MIGRATED_KINDS
+    from gpu2npu.discover import MIGRATED_KINDS, walk
 
     assert stored == len([entry for entry in walk(project) if entry.kind in MIGRATED_KINDS]) >= 16
 
 
 def test_a_warm_check_reads_results_back_instead_of_computing_them(tmp_path, monkeypatch):
-    from gpu2npu import apidata, engine
+    from gpu2npu import apidata, sources
     from gpu2npu.check import check_paths
     from gpu2npu.rules import Options
 
@@ -109,6 +108,6 @@ def test_a_warm_check_reads_results_back_instead_of_computing_them(tmp_path, mon
     def refuse(*args):
         raise AssertionError("a file was migrated again although its result is cached")
 
-    monkeypatch.setattr(engine, "migrate_file", refuse)
+    monkeypatch.setattr(sources, "migrate_file", refuse)  # (what the engine calls)
     warm = check_paths([FIXTURES / "single_gpu_loop"], options, 1, tmp_path / "cache")
     assert warm.findings == cold.findings and warm.files == cold.files > 0

@@ -20,7 +20,7 @@ import os
 import pickle
 import sqlite3
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from . import __version__
 
@@ -97,6 +97,7 @@ class ResultCache:
             folder.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(folder / FILE_NAME), timeout=30)
             self._db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+            self._db.execute("CREATE TABLE IF NOT EXISTS derived (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
         except (OSError, sqlite3.Error) as error:
             self._disable(error)
 
@@ -130,6 +131,32 @@ class ResultCache:
             return None
         self.hits += 1
         return result
+
+    def derived(self, name: str, build: Callable[[], Any]) -> Any:
+        """What `build()` makes from gpu2npu's own code alone (the rule catalogue), kept under the
+        code fingerprint: built once per version of the code, read back by later runs.  Not
+        counted among the files' hits and misses."""
+        key = hashlib.sha256(f"{code_fingerprint()}\0{name}".encode()).hexdigest()
+        if self._db is not None:
+            try:
+                row = self._db.execute("SELECT value FROM derived WHERE key = ?", (key,)).fetchone()
+            except sqlite3.Error as error:
+                self._disable(error)
+                row = None
+            if row is not None:
+                try:
+                    return pickle.loads(row[0])
+                except Exception:  # written by an incompatible interpreter: built again
+                    pass
+        value = build()
+        if self._db is not None:
+            try:
+                self._db.execute("INSERT OR REPLACE INTO derived (key, value) VALUES (?, ?)",
+                                 (key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)))
+                self._pending += 1
+            except sqlite3.Error as error:
+                self._disable(error)
+        return value
 
     def put(self, key: str, result) -> None:
         if self._db is None:

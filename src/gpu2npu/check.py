@@ -13,20 +13,21 @@ import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence
 
 from .change import Operation, Report
 from .dependencies import decide
 from .dependencies.formats import SETUP_PY, dependency_format
-from .discover import Entry, Kind, kind_of, walk
+from .catalogue import RuleEntry, rule_catalogue
+from .discover import MIGRATED_KINDS, Entry, Kind, kind_of, walk
 from .engine import Engine
-from .pipeline import Status
-from .rules import Options
-from .sources import ALL_RULES_BY_CODE, MIGRATED_KINDS
+from .results import Status
+from .options import Options
 
 # Rules whose edits do not mean "CUDA-only code is here".
 NOT_FINDINGS = {"NPU001", "NPU201"}
 UNSUPPORTED_RULE = "NPU900"
+UNSUPPORTED_DESCRIPTION = "CUDA construct with no NPU equivalent for the chosen torch_npu release"
 # SARIF levels: what needs a human is the highest; what `gpu2npu` migrates by itself is below it.
 MANUAL = "error"
 FIXED_BY_MIGRATION = "warning"
@@ -50,6 +51,7 @@ class CheckResult:
     files: int  # files checked
     unreadable: List[str]
     cache_problem: Optional[str] = None  # why the cache could not be used (the check went on without)
+    descriptions: Dict[str, str] = dataclasses.field(default_factory=dict)  # code -> summary, when asked for
 
     @property
     def files_with_findings(self) -> int:
@@ -74,9 +76,10 @@ def _checked_files(paths: Sequence[Path]) -> Iterable[Entry]:
 
 
 def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
-                cache_folder: Optional[Path] = None) -> CheckResult:
+                cache_folder: Optional[Path] = None, describe: bool = False) -> CheckResult:
     """The findings of `paths`, computed as the migration computes its results (the same engine:
-    `jobs` processes, the content-hash cache in `cache_folder`)."""
+    `jobs` processes, the content-hash cache in `cache_folder`); with `describe`, the summary of
+    every code a finding can carry too (SARIF lists them)."""
     findings: List[CheckFinding] = []
     unreadable: List[str] = []
     entries = list(_checked_files(paths))
@@ -103,9 +106,10 @@ def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
                 if finding.report == Report.UNSUPPORTED:
                     findings.append(CheckFinding(shown, finding.start_line, finding.end_line, UNSUPPORTED_RULE,
                                                  f"{finding.api} has no NPU equivalent: {finding.tip}", MANUAL))
+        descriptions = rule_descriptions(rule_catalogue(engine.cache)) if describe else {}
     finally:
         engine.close()
-    return CheckResult(sorted(set(findings)), len(entries), unreadable, engine.problem)
+    return CheckResult(sorted(set(findings)), len(entries), unreadable, engine.problem, descriptions)
 
 
 # Dependency rules whose every edit removes or replaces something CUDA-only; a torch or
@@ -139,7 +143,7 @@ def _dependency_findings(entry: Entry, form: str, options: Options, findings: Li
     return None
 
 
-def rule_descriptions() -> dict:
-    descriptions = {code: rule.summary for code, rule in ALL_RULES_BY_CODE.items() if code not in NOT_FINDINGS}
-    descriptions[UNSUPPORTED_RULE] = "CUDA construct with no NPU equivalent for the chosen torch_npu release"
+def rule_descriptions(rules: Dict[str, RuleEntry]) -> Dict[str, str]:
+    descriptions = {code: rule.summary for code, rule in rules.items() if code not in NOT_FINDINGS}
+    descriptions[UNSUPPORTED_RULE] = UNSUPPORTED_DESCRIPTION
     return descriptions

@@ -17,14 +17,13 @@ from typing import Optional
 
 import click
 
-from . import __version__, apidata, cache, pipeline
-from .check import MANUAL, check_paths, rule_descriptions
+from . import __version__, apidata, cache, results
+from .check import MANUAL, check_paths
 from .project import preview, run
 from .request import DistributedRequest, RunRequest, UsageError
 from .reports import check_formats, console
 from .reports.progress import ProgressLine
-from .rules import Options
-from .sources import ALL_RULES_BY_CODE
+from .options import Options
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -151,7 +150,7 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
         _print_preview(request)
     result = _carry_out(run, request)
 
-    titles = {code: rule.summary for code, rule in ALL_RULES_BY_CODE.items()}
+    titles = {code: rule.summary for code, rule in result.rules.items()}
     click.echo(console.report_table(result.report_rows))
     if result.changes:
         click.echo(console.rule_table(result.changes, titles))
@@ -202,13 +201,13 @@ class Terminated(BaseException):
 
 
 def _raise_terminated(signum, frame):
-    pipeline.pending_interrupt = Terminated()
-    raise pipeline.pending_interrupt
+    results.pending_interrupt = Terminated()
+    raise results.pending_interrupt
 
 
 def _raise_interrupted(signum, frame):
-    pipeline.pending_interrupt = KeyboardInterrupt()
-    raise pipeline.pending_interrupt
+    results.pending_interrupt = KeyboardInterrupt()
+    raise results.pending_interrupt
 
 
 @contextlib.contextmanager
@@ -301,11 +300,12 @@ def check(paths, torch_version, output_format, jobs, cache_dir, no_cache, api_fi
     missing = [str(path) for path in paths if not path.exists()]
     if missing:
         _fail(f"no such file or folder: {', '.join(missing)}")
-    result = check_paths(paths, options, jobs, None if no_cache else (cache_dir or cache.default_folder()))
+    result = check_paths(paths, options, jobs, None if no_cache else (cache_dir or cache.default_folder()),
+                         describe=output_format == "sarif")
     if output_format == "json":
         click.echo(check_formats.as_json(result.findings), nl=False)
     elif output_format == "sarif":
-        click.echo(check_formats.as_sarif(result.findings, rule_descriptions()), nl=False)
+        click.echo(check_formats.as_sarif(result.findings, result.descriptions), nl=False)
     else:
         click.echo(check_formats.as_text(result.findings), nl=False)
         manual = sum(1 for finding in result.findings if finding.level == MANUAL)
@@ -438,6 +438,7 @@ def list_rules():
     """List every code a report can carry: the rules (code, name, fix safety, what it does), then
     the rows no rule makes (NPU900: what a human must do; NPU951-NPU962: advice)."""
     from .report_codes import REPORT_CODES
+    from .sources import ALL_RULES_BY_CODE
 
     for code, rule in ALL_RULES_BY_CODE.items():
         click.echo(f"{code}  {rule.__name__:<29} {rule.fix_safety:<7} {rule.summary}")
@@ -451,6 +452,7 @@ def list_rules():
 def explain(code):
     """Print a rule's description and its before/after examples."""
     from .report_codes import REPORT_CODES
+    from .sources import ALL_RULES_BY_CODE
 
     rule = ALL_RULES_BY_CODE.get(code.upper())
     report = REPORT_CODES.get(code.upper())

@@ -28,6 +28,10 @@ class Kind(str, enum.Enum):
     UNLISTABLE = "unlistable"  # a folder whose content cannot be listed
 
 
+# The kinds whose files go through the engine (the others are copied, or read as dependencies).
+MIGRATED_KINDS = (Kind.PYTHON, Kind.NOTEBOOK, Kind.LAUNCH_SCRIPT)
+
+
 def inside(path: Path, folder: Path) -> bool:
     """Whether `path` lies in `folder` (or is it), as written (resolve both first)."""
     try:

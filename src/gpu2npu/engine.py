@@ -18,9 +18,8 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 from . import cache
 from .discover import Entry
-from .pipeline import FileResult, Status
-from .rules import Options
-from .sources import migrate_file
+from .results import FileResult, Status
+from .options import Options
 
 
 class Engine:
@@ -60,6 +59,8 @@ def _migrate_entry(entry: Entry, options: Options, salt: Optional[str] = None):
         data = entry.absolute.read_bytes()
     except OSError as error:
         return None, FileResult(entry.relative, Status.FAILED, error=f"cannot be read: {error.strerror or error}")
+    from .sources import migrate_file  # (libcst and the rules: only where a file is migrated)
+
     result = migrate_file(entry.kind, data, entry.relative, options)
     return (cache.key_for(salt, entry.relative, data) if salt else None), result
 
@@ -151,6 +152,8 @@ def migrate_all(entries: Sequence[Entry], options: Options, jobs: int,
 
 
 def _compute(entries: Sequence[Entry], options: Options, jobs: int, salt: Optional[str]):
+    from . import sources  # noqa: F401 (imported once here, before the workers fork, not in each)
+
     jobs = jobs or os.cpu_count() or 1
     if jobs <= 1 or len(entries) < PARALLEL_FROM:
         with _long_lived_frozen() if len(entries) > COLLECT_EVERY else contextlib.nullcontext():

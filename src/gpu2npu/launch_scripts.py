@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple, Type
 
 from .change import Change, Finding, Operation
-from .pipeline import FileResult, Status
+from .results import FileResult, Status
 from .script_rules import LAUNCH_SCRIPT_RULES, LineEdit, ScriptRule
 from .shell_syntax import Dialect, ScannedLine, dialect_for, scan
 

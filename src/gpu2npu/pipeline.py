@@ -8,21 +8,20 @@ from __future__ import annotations
 import ast
 import collections
 import dataclasses
-import enum
 import functools
 import re
-from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Type
 
 import libcst as cst
 from .rules.walk import MetadataWrapper
 
-from . import apidata, guards, modes, partial, scan
+from . import apidata, guards, modes, partial, results, scan
 from .affinity import TF32_ADVICE, advice_for_source
 from .analysis import find_leftovers
 from .hazards import hazards_for_source
 from .change import Change, Finding, Operation
 from .linemap import LineMap
+from .results import FileResult, Status
 from .rules import (REROUTING_RULES, COMMON_RULES, SINGLE_CARD_RULES, Bf16CapabilityGateToNpu, Bf16ReadinessWithoutCudaVersion, FileContext, Options, Rule,
                     Tf32ToHf32, device_guards, npu_aware)
 from .rules.bf16_readiness import CUDA_VERSION
@@ -51,23 +50,6 @@ def _relevant(data: bytes, api) -> bool:
     """Whether anything in the file could be changed or reported: CUDA words, or a call of an
     operator this torch_npu release has no kernel for."""
     return any(word.encode() in data for word in RELEVANT_WORDS) or _missing_ops_pattern(api).search(data) is not None
-
-
-class Status(str, enum.Enum):
-    MIGRATED = "migrated"  # changed
-    UNCHANGED = "unchanged"  # parsed, nothing to change
-    SKIPPED = "skipped"  # nothing relevant in it, not parsed
-    FAILED = "failed"  # could not be decoded or parsed: copied as it is
-
-
-@dataclass
-class FileResult:
-    path: str
-    status: Status
-    output: Optional[bytes] = None  # None: the output is the input, byte for byte
-    changes: List[Change] = field(default_factory=list)
-    findings: List[Finding] = field(default_factory=list)
-    error: str = ""
 
 
 def migrate_source(
@@ -184,8 +166,8 @@ def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Typ
     except RecursionError:
         return FileResult(path, Status.FAILED, error="nested too deeply to migrate")
     except Exception as error:  # a defect of ours must cost one file, not the run
-        if pending_interrupt is not None:
-            raise pending_interrupt from error
+        if results.pending_interrupt is not None:
+            raise results.pending_interrupt from error
         return FileResult(path, Status.FAILED,
                           error=f"internal error while migrating ({type(error).__name__}: {error}); please report it")
 
@@ -275,11 +257,6 @@ def _syntax_error(data: bytes, error: cst.ParserSyntaxError) -> str:
     # LibCST gives up on some valid code (thousands of adjacent strings, say) with a syntax error.
     return f"nested too deeply or too complex to parse at {where} (though valid Python)"
 
-
-# Set by the command's signal handlers (Ctrl-C, SIGTERM) before they raise: an interrupt that
-# arrives inside a C-level lookup (a dict probing a node's __eq__) is swallowed there and
-# surfaces as an unrelated error, which must end the run, not fail one file.
-pending_interrupt: Optional[BaseException] = None
 
 # True in the forked child that migrates a file whose nesting could crash the parser.
 _IN_CHILD = False

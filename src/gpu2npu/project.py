@@ -14,17 +14,17 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from . import __version__, generated_packages, modes
 from .change import Change, Finding, Report
+from .catalogue import RuleEntry, WrittenPackage, rule_catalogue
 from .cuda_ops import operators_in
 from .dependencies.formats import SETUP_PY, dependency_format
 from .dependencies.phase import dependency_entries
-from .discover import Entry, Kind, walk
+from .discover import MIGRATED_KINDS, Entry, Kind, walk
 from .engine import Engine
-from .pipeline import FileResult, Status
+from .results import FileResult, Status
 from .reports import csv_reports, log as run_log
 from .linemap import unified_diff
-from .rules import REROUTING_RULES, Options
+from .options import Options
 from .request import RunRequest, check_request, earlier_reports
-from .sources import ALL_RULES_BY_CODE, MIGRATED_KINDS
 from .tree_copy import copy_entry, copy_folder_modes, move_into_place, remove_tree, write_python
 
 
@@ -46,6 +46,7 @@ class RunResult:
     dependency_files: int = 0  # requirements, environment, pyproject, setup and Dockerfiles read
     warnings: List[str] = field(default_factory=list)  # said on the console and in the log
     notes: List[str] = field(default_factory=list)  # what the mode did and where (console and log)
+    rules: Dict[str, RuleEntry] = field(default_factory=dict)  # the rule catalogue (names, summaries)
 
 
 def run(request: RunRequest, progress: Callable[..., None] = lambda *done_and_total: None) -> RunResult:
@@ -132,10 +133,11 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
         for relative, name in cuda_ops:
             logger.info(f"{relative}: custom CUDA operator {name} needs an NPU implementation")
         result.notes += modes.write_all(staging, target, options, result, logger)
-        for rule in REROUTING_RULES:
-            users = sorted({c.file for c in result.changes if c.rule == rule.code})
+        result.rules = rule_catalogue(engine.cache)
+        for rule in result.rules.values():
+            users = sorted({c.file for c in result.changes if c.rule == rule.code}) if rule.package else []
             if users:
-                _write_generated_package(staging, rule, users, logger)
+                _write_generated_package(staging, rule.package, users, logger)
         result.report_rows = csv_reports.write_all(report_folder, result.changes, result.findings, cuda_ops)
         if request.html:
             read = [entry.relative for entry in python] + [e.relative for e, _ in dependencies if e.kind == Kind.OTHER]
@@ -214,7 +216,7 @@ def _unified_diff(entry: Entry, data: bytes, output: bytes) -> str:
 def _write_page(report_folder: Path, source: Path, staging: Path, target: Path, request: RunRequest,
                 options: Options, result: RunResult, code_files: List[str], started: float, memo=None) -> Path:
     from .affinity import ADVICE
-    from .check import UNSUPPORTED_RULE, rule_descriptions
+    from .check import UNSUPPORTED_DESCRIPTION, UNSUPPORTED_RULE
     from .reports import html_report
 
     # (an input file's relative path is its name: it stands in its folder and in the staging one)
@@ -239,10 +241,10 @@ def _write_page(report_folder: Path, source: Path, staging: Path, target: Path, 
         name=source.name, input=str(source), output=str(target), torch_version=options.api.torch_version,
         torch_npu_version=options.api.torch_npu_version, options=" ".join(flags), tool_version=__version__,
         time=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) + f" ({time.time() - started:.1f} s)")
-    analysis = {UNSUPPORTED_RULE: rule_descriptions()[UNSUPPORTED_RULE] + ": the leftover analysis of the code "
+    analysis = {UNSUPPORTED_RULE: UNSUPPORTED_DESCRIPTION + ": the leftover analysis of the code "
                                   "(API data of the chosen release, CUDA-only packages, hazards)", **ADVICE}
     return html_report.write_page(report_folder, facts, result.changes, result.findings, code_files, original, migrated,
-                                  html_report.explanations_of(ALL_RULES_BY_CODE, analysis), memo)
+                                  html_report.explanations_of(result.rules, analysis), memo)
 
 
 def _migrate_dependencies(found, entries, python, destination_of, options: Options, result: RunResult, logger) -> None:
@@ -276,12 +278,12 @@ def _migrate_dependencies(found, entries, python, destination_of, options: Optio
         result.warnings.append(warning)
 
 
-def _write_generated_package(staging: Path, rule, users, logger) -> None:
-    name = rule.PACKAGE
-    if not generated_packages.copy_package(staging, name, rule.FILES):
+def _write_generated_package(staging: Path, package: WrittenPackage, users, logger) -> None:
+    name = package.name
+    if not generated_packages.copy_package(staging, name, package.files):
         logger.info(f"{name}/ is in the input already: kept as it is")
         return
-    logger.info(f"wrote {name}/: {rule.WHAT}, imported by {len(users)} file{'s' if len(users) != 1 else ''} "
+    logger.info(f"wrote {name}/: {package.what}, imported by {len(users)} file{'s' if len(users) != 1 else ''} "
                 f"({', '.join(users[:5])}{', ...' if len(users) > 5 else ''})")
 
 
@@ -307,4 +309,4 @@ def _log_summary(logger, result: RunResult) -> None:
     )
     for code in sorted({c.rule for c in result.changes}):
         count = sum(1 for c in result.changes if c.rule == code)
-        logger.info(f"rule {code} ({ALL_RULES_BY_CODE[code].__name__}): {count} changes")
+        logger.info(f"rule {code} ({result.rules[code].name}): {count} changes")

@@ -10,7 +10,7 @@ from typing import Optional, Tuple
 from . import apidata, modes
 from .discover import inside
 from .reports import csv_reports, log as run_log
-from .rules import Options
+from .options import Options
 from .usage import UsageError
 
 OUTPUT_SUFFIX = "_msft"

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-import libcst as cst
-
 MAX_BYTES = 10 * 1024 * 1024  # the incumbent's limit
 IDENTIFIER = re.compile(r"^[A-Za-z_]\w*$")
 DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
@@ -201,6 +199,8 @@ def _args_entry(label: str, entry: Dict[str, Any]) -> ArgsModify:
                                 "does not delete the next one")
         new = ""
     else:
+        import libcst as cst  # (only -r needs it)
+
         try:
             cst.parse_expression(new)
         except Exception:  # libcst's parser errors: the text is not an expression

@@ -6,11 +6,10 @@ from .discover import Kind
 from .launch_scripts import migrate_script
 from .notebooks import migrate_notebook
 from .pipeline import FileResult, migrate_source
-from .rules import RULES_BY_CODE, Options, rules_for
+from .options import Options
+from .rules import RULES_BY_CODE, rules_for
 from .dependencies.rules import DEPENDENCY_RULES_BY_CODE
 from .script_rules import SCRIPT_RULES_BY_CODE
-
-MIGRATED_KINDS = (Kind.PYTHON, Kind.NOTEBOOK, Kind.LAUNCH_SCRIPT)
 
 # Every rule of every kind of file, by code: what `gpu2npu rules` lists and the reports name.
 ALL_RULES_BY_CODE = {**RULES_BY_CODE, **SCRIPT_RULES_BY_CODE, **DEPENDENCY_RULES_BY_CODE}

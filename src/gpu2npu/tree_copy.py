@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional, Sequence, Tuple
 
 from .discover import Entry, Kind
-from .pipeline import FileResult, Status
+from .results import FileResult, Status
 from .request import inside
 
 

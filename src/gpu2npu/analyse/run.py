@@ -27,12 +27,12 @@ from ..change import Report
 from ..cuda_ops import operators_in
 from ..discover import Kind, inside, walk
 from ..engine import Engine
-from ..pipeline import Status
+from ..results import Status
 from ..reports import csv_reports, log as run_log
 from ..reports.console import counted
 from ..request import UsageError, checked_inputs
-from ..rules import Options
-from ..sources import MIGRATED_KINDS
+from ..options import Options
+from ..discover import MIGRATED_KINDS
 from ..tree_copy import move_into_place, remove_tree
 
 MODES = ("torch_apis", "third_party", "affinity_apis", "dynamic_shape")

@@ -10,7 +10,7 @@ from typing import List, Optional, Tuple
 from ..change import Change
 from ..discover import Entry, Kind, inside, walk
 from ..launcher import LAUNCHER_NAME, launcher_script
-from ..rules import DISTRIBUTED_RULES, DistributedSettings
+from ..options import DistributedSettings
 from ..usage import UsageError
 
 TARGET_PATTERN = re.compile(r"^([a-zA-Z_]\w*\.)*([a-zA-Z_]\w*)$")
@@ -35,6 +35,8 @@ def settings(request, source: Path) -> Optional[DistributedSettings]:
 
 
 def place(rules, options):
+    from ..rules import DISTRIBUTED_RULES
+
     return DISTRIBUTED_RULES
 
 

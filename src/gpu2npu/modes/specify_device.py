@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..discover import Kind, walk
-from ..rules import SPECIFY_DEVICE_RULES, SpecifyDeviceSettings
+from ..options import SpecifyDeviceSettings
 from ..usage import UsageError
 from .distributed import MAIN_GUARD, SPAWN_CALL, _read
 
@@ -28,6 +28,8 @@ def settings(request, source: Path) -> Optional[SpecifyDeviceSettings]:
 
 
 def place(rules, options):
+    from ..rules import SPECIFY_DEVICE_RULES
+
     return SPECIFY_DEVICE_RULES
 
 

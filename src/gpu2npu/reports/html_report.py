@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import functools
 import html
-import inspect
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from ..change import Change, Finding, Operation, Report
 from ..linemap import grouped_opcodes
+
+if TYPE_CHECKING:
+    from ..catalogue import RuleEntry
 
 FILE_NAME = "report.html"
 # A diff longer than this many lines is cut (the migrated file is in the output); the rows of
@@ -292,9 +294,9 @@ def _highlight(text: str, lexer) -> str:
     return "".join(parts)
 
 
-def explanations_of(rules: Dict[str, type], analysis: Dict[str, str]) -> Dict[str, str]:
+def explanations_of(rules: Dict[str, "RuleEntry"], analysis: Dict[str, str]) -> Dict[str, str]:
     """What `gpu2npu explain` says of each code, shortened to its summary and description."""
-    texts = {code: f"{rule.summary}\n\n{inspect.cleandoc(rule.__doc__ or '')}" for code, rule in rules.items()}
+    texts = {code: f"{rule.summary}\n\n{rule.description}" for code, rule in rules.items()}
     texts.update(analysis)
     return texts
 
