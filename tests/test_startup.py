@@ -1,6 +1,8 @@
 """Start-up: what is not needed is not imported.  libcst and the rules are imported only where a
 file is migrated; `--help`, `--version` and a re-run whose files all come back from the cache
-(a migration or a check) do without them, and say exactly what they said with them."""
+(a migration or a check) do without them, and say exactly what they said with them.  Where
+libcst is needed, a module of it that only some rules need in some files is not imported before
+them (libcst.matchers alone costs a tenth of a second)."""
 from __future__ import annotations
 
 import json
@@ -43,6 +45,12 @@ def _console(*args: str):
 def test_help_and_version_do_without_libcst(args):
     status, out, _, imported = _console(*args)
     assert status == 0 and out and not imported
+
+
+def test_the_rules_start_without_libcst_matchers():
+    code = "import sys, gpu2npu.sources; print('libcst' in sys.modules, 'libcst.matchers' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["True", "False"]
 
 
 def _log_rule_lines(target):
