@@ -20,7 +20,8 @@ Compiles gpu2npu's bytecode first (as `pip install` does), then runs, one after 
                  top-level modules and models/a* to models/d*, the baseline and a cold migration
                  of that part alone (a project of a few hundred files);
 and prints the wall times, the ratios to the baseline, and the peak memory of each run
-(resident memory of all its processes together, sampled every 20 ms).  The baseline is
+(resident memory of all its processes together, sampled every 20 ms).  Before each run the
+file system's pending writes are flushed (`sync`), so that no run pays for the previous one's.  The baseline is
 measured first and again last, and the ratios use the mean of the two: on a shared machine
 the same work takes a quarter more or less from one minute to the next.
 
@@ -132,6 +133,10 @@ class PeakMemory:
 
 
 def _timed_child(argv) -> tuple:
+    # What the previous run wrote is flushed first: a warm run must not pay for the writeback of
+    # the cold run's tree (the same 60 MB of files, written a second before).
+    if hasattr(os, "sync"):
+        os.sync()
     started = time.perf_counter()
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     with PeakMemory(process.pid) as memory:
