@@ -27,6 +27,8 @@ from . import __version__
 FILE_NAME = "results.sqlite"
 # Results are committed in batches: one transaction per file would dominate a warm run.
 COMMIT_EVERY = 200
+# What `_read` answers when nothing usable is kept (None is a value like any other).
+_MISSING = object()
 
 
 def default_folder() -> Path:
@@ -114,56 +116,51 @@ class ResultCache:
         return key_for(self.salt, relative, data)
 
     def get(self, key: str):
-        if self._db is None:
-            return None
-        try:
-            row = self._db.execute("SELECT value FROM results WHERE key = ?", (key,)).fetchone()
-        except sqlite3.Error as error:
-            self._disable(error)
-            return None
-        if row is None:
-            self.misses += 1
-            return None
-        try:
-            result = pickle.loads(row[0])
-        except Exception:  # an entry written by an incompatible interpreter: recompute it
-            self.misses += 1
+        result = self._read("results", key)
+        if result is _MISSING:
+            if self._db is not None:  # (not when the cache just went out of use)
+                self.misses += 1
             return None
         self.hits += 1
         return result
+
+    def put(self, key: str, result) -> None:
+        self._write("results", key, result)
 
     def derived(self, name: str, build: Callable[[], Any]) -> Any:
         """What `build()` makes from gpu2npu's own code alone (the rule catalogue), kept under the
         code fingerprint: built once per version of the code, read back by later runs.  Not
         counted among the files' hits and misses."""
         key = hashlib.sha256(f"{code_fingerprint()}\0{name}".encode()).hexdigest()
-        if self._db is not None:
-            try:
-                row = self._db.execute("SELECT value FROM derived WHERE key = ?", (key,)).fetchone()
-            except sqlite3.Error as error:
-                self._disable(error)
-                row = None
-            if row is not None:
-                try:
-                    return pickle.loads(row[0])
-                except Exception:  # written by an incompatible interpreter: built again
-                    pass
-        value = build()
-        if self._db is not None:
-            try:
-                self._db.execute("INSERT OR REPLACE INTO derived (key, value) VALUES (?, ?)",
-                                 (key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)))
-                self._pending += 1
-            except sqlite3.Error as error:
-                self._disable(error)
+        value = self._read("derived", key)
+        if value is _MISSING:
+            value = build()
+            self._write("derived", key, value)
         return value
 
-    def put(self, key: str, result) -> None:
+    def _read(self, table: str, key: str) -> Any:
+        """The value kept under `key` in `table`, or _MISSING: none kept, one written by an
+        incompatible interpreter (computed again), or no cache in use."""
+        if self._db is None:
+            return _MISSING
+        try:
+            row = self._db.execute(f"SELECT value FROM {table} WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as error:
+            self._disable(error)
+            return _MISSING
+        if row is None:
+            return _MISSING
+        try:
+            return pickle.loads(row[0])
+        except Exception:
+            return _MISSING
+
+    def _write(self, table: str, key: str, value: Any) -> None:
         if self._db is None:
             return
         try:
-            self._db.execute("INSERT OR REPLACE INTO results (key, value) VALUES (?, ?)",
-                             (key, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)))
+            self._db.execute(f"INSERT OR REPLACE INTO {table} (key, value) VALUES (?, ?)",
+                             (key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)))
             self._pending += 1
             if self._pending >= COMMIT_EVERY:
                 self._db.commit()

@@ -135,7 +135,9 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
         result.notes += modes.write_all(staging, target, options, result, logger)
         result.rules = rule_catalogue(engine.cache)
         for rule in result.rules.values():
-            users = sorted({c.file for c in result.changes if c.rule == rule.code}) if rule.package else []
+            if rule.package is None:
+                continue
+            users = sorted({c.file for c in result.changes if c.rule == rule.code})
             if users:
                 _write_generated_package(staging, rule.package, users, logger)
         result.report_rows = csv_reports.write_all(report_folder, result.changes, result.findings, cuda_ops)

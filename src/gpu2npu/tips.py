@@ -36,6 +36,11 @@ DEEPSPEED_CUDA_BUILDERS = (
     "SpatialInferenceBuilder", "GDSBuilder", "DeepCompileBuilder",
 )
 
+# What to do instead of a GPU kernel (Triton, CuTe DSL, cuTile): "write what it computes ...".
+_KERNEL_INSTEAD = ("with torch operators (or the torch_npu fused operator for it: npu_rms_norm, npu_swiglu, "
+                   "npu_rotary_mul, npu_fusion_attention), or port it to ")
+
+
 TIPS = {
     "torch.cuda.nvtx": "use torch_npu.npu.mstx (mark, range_start/range_end) to annotate NPU profiles",
     "torch.cuda.CUDAGraph": "use torch_npu.npu.NPUGraph (torch_npu.npu.graph) where available",
@@ -182,9 +187,8 @@ TIPS = {
     "torch2trt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL for inference",
     "torch_tensorrt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL (or torch.compile) for inference",
     "numba.cuda": "numba CUDA kernels do not run on NPU: use torch operators",
-    "cutlass": "CUTLASS and its CuTe DSL compile kernels for NVIDIA GPUs only: write what the kernel computes with "
-    "torch operators (or the torch_npu fused operator for it: npu_rms_norm, npu_swiglu, npu_rotary_mul, "
-    "npu_fusion_attention), or port it to Ascend C",
+    "cutlass": f"CUTLASS and its CuTe DSL compile kernels for NVIDIA GPUs only: write what the kernel computes "
+    f"{_KERNEL_INSTEAD}Ascend C",
     "cuda": "NVIDIA's CUDA Python (cuda.bindings: the driver, runtime and NVRTC; cuda.core; cuTile's cuda.tile) needs "
     "the CUDA driver: streams, events and memory through torch_npu.npu (current_stream(), Event, mem_get_info()), "
     "kernels as torch operators, torch_npu fused operators or Ascend C",
@@ -240,11 +244,10 @@ def kernel_language(decorators) -> Optional[str]:
 
 
 def kernel_tip(name: str, language: str = "Triton") -> str:
-    instead = ("write what it computes with torch operators (or the torch_npu fused operator for it: npu_rms_norm, "
-               "npu_swiglu, npu_rotary_mul, npu_fusion_attention), or port it to ")
     if language == "Triton":
-        return f"{name} is compiled by Triton for CUDA: {instead}Triton-Ascend"
-    return f"{name} is a {language} kernel, which compiles for NVIDIA GPUs only: {instead}Ascend C"
+        return f"{name} is compiled by Triton for CUDA: write what it computes {_KERNEL_INSTEAD}Triton-Ascend"
+    return (f"{name} is a {language} kernel, which compiles for NVIDIA GPUs only: "
+            f"write what it computes {_KERNEL_INSTEAD}Ascend C")
 
 
 def cuda_only_package(name: str) -> Optional[str]:

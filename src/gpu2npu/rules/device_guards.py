@@ -115,7 +115,6 @@ class _Resolver(cst.CSTVisitor):
         for name in sorted(qualified_names(self, node)):
             if name not in self.rerouted and _cuda_only_name(self.api, name):
                 self.cuda_only[id(node)] = name
-                break
                 return
             if name == "torch.cuda" or name.startswith("torch.cuda."):
                 self.device_terms.add(id(node))

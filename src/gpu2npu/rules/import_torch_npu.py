@@ -14,12 +14,18 @@ from .walk import walk
 IMPORT_LINE = "import torch_npu"
 
 
-def _imports_torch(small: cst.BaseSmallStatement, package: str = "torch") -> bool:
+def _loaded_packages(small: cst.BaseSmallStatement) -> Set[str]:
+    """The top-level packages an import statement loads (`import torch.nn` and `from torch import
+    nn` load torch; a relative import loads none)."""
     if isinstance(small, cst.Import):
-        return any((dotted_name(a.name) or "").split(".")[0] == package for a in small.names)
+        return {(dotted_name(a.name) or "").split(".")[0] for a in small.names}
     if isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
-        return (dotted_name(small.module) or "").split(".")[0] == package
-    return False
+        return {(dotted_name(small.module) or "").split(".")[0]}
+    return set()
+
+
+def _imports_torch(small: cst.BaseSmallStatement) -> bool:
+    return "torch" in _loaded_packages(small)
 
 
 def _is_plain_import(statement: cst.SimpleStatementLine) -> bool:
@@ -39,15 +45,14 @@ class _Usage(cst.CSTVisitor):
         self.used = False
 
     def visit_Import(self, node: cst.Import) -> bool:
+        self.loaded |= _loaded_packages(node)
         for alias in node.names:
-            self.loaded.add((dotted_name(alias.name) or "").split(".")[0])
             binds = dotted_name(alias.asname.name) if alias.asname else (dotted_name(alias.name) or "").split(".")[0]
             self.bound |= binds == self.name
         return False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        if not node.relative and node.module is not None:
-            self.loaded.add((dotted_name(node.module) or "").split(".")[0])
+        self.loaded |= _loaded_packages(node)
         return False
 
     def visit_Name(self, node: cst.Name) -> None:
