@@ -67,41 +67,59 @@ def kind_of(path: Path) -> Kind:
 
 def walk(root: Path) -> Iterator[Entry]:
     """Every file, link and folder below `root` (or `root` itself if it is a file), sorted, so
-    that runs are deterministic.  Links are reported as links and never followed, so a link
-    pointing outside the tree or into a loop cannot take the run elsewhere."""
+    that runs are deterministic: a folder's subfolders, then its files, then what each subfolder
+    holds.  Links are reported as links and never followed, so a link pointing outside the tree
+    or into a loop cannot take the run elsewhere."""
     if root.is_file():
         yield Entry(root.name, root, _kind(root))
         return
-    unlistable = []
-    for folder, dirs, files in os.walk(root, followlinks=False, onerror=unlistable.append):
-        yield from _unlistable(root, unlistable)
-        dirs.sort()
-        base = Path(folder)
-        for name in list(dirs):
-            path = base / name
-            relative = path.relative_to(root).as_posix()
-            if path.is_symlink():
-                dirs.remove(name)
-                yield Entry(relative, path, Kind.SYMLINK)
+    unlistable: list = []
+    # (os.scandir's entries tell folders, links and regular files apart without a stat each)
+    pending = [(os.fspath(root), "")]
+    while pending:
+        folder, prefix = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                children = sorted(listing, key=lambda child: child.name)
+        except OSError as error:
+            unlistable.append(error)
+            yield from _unlistable(root, unlistable)
+            continue
+        folders, files = [], []
+        for child in children:
+            try:
+                is_folder = child.is_dir()
+            except OSError:
+                is_folder = False
+            (folders if is_folder else files).append(child)
+        descend = []
+        for child in folders:
+            relative = prefix + child.name
+            if _is_link(child):
+                yield Entry(relative, Path(child.path), Kind.SYMLINK)
             else:
-                yield Entry(relative, path, Kind.DIRECTORY)
-        for name in sorted(files):
-            path = base / name
-            relative = path.relative_to(root).as_posix()
-            yield Entry(relative, path, _file_kind(path))
-    yield from _unlistable(root, unlistable)
+                yield Entry(relative, Path(child.path), Kind.DIRECTORY)
+                descend.append((child.path, relative + "/"))
+        for child in files:
+            yield Entry(prefix + child.name, Path(child.path), _file_kind(child))
+        pending.extend(reversed(descend))
 
 
-def _file_kind(path: Path) -> Kind:
+def _is_link(child: os.DirEntry) -> bool:
     try:
-        mode = path.lstat().st_mode
+        return child.is_symlink()
+    except OSError:
+        return False
+
+
+def _file_kind(child: os.DirEntry) -> Kind:
+    try:
+        if child.is_symlink():
+            return Kind.SYMLINK
+        regular = child.is_file(follow_symlinks=False)
     except OSError:  # vanished since it was listed: reading it will say why
-        return _kind(path)
-    if stat.S_ISLNK(mode):
-        return Kind.SYMLINK
-    if not stat.S_ISREG(mode):
-        return Kind.SPECIAL
-    return _kind(path)
+        return _kind(Path(child.name))
+    return _kind(Path(child.name)) if regular else Kind.SPECIAL
 
 
 def _unlistable(root: Path, errors: list) -> Iterator[Entry]:

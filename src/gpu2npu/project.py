@@ -25,7 +25,7 @@ from .reports import csv_reports, log as run_log
 from .linemap import unified_diff
 from .options import Options
 from .request import RunRequest, check_request, earlier_reports
-from .tree_copy import copy_entry, copy_folder_modes, move_into_place, remove_tree, write_python
+from .tree_copy import copy_entry, copy_folder_modes, move_into_place, previous_result, remove_tree, write_new, write_python
 
 
 @dataclass
@@ -86,6 +86,11 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
         def destination_of(entry: Entry) -> Path:
             return staging / entry.relative  # (an input file's relative is its name)
 
+        previous = previous_result(target)  # (--force): unchanged copies are linked from there
+
+        def previous_of(entry: Entry) -> Optional[Path]:
+            return previous / entry.relative if previous is not None else None
+
         python: List[Entry] = []
         folders: List[Tuple[Entry, Path]] = []
         entries: List[Entry] = []
@@ -98,7 +103,7 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
                 folders.append((entry, destination_of(entry)))
             else:
                 result.files += 1
-            instead = copy_entry(entry, destination_of(entry), source)
+            instead = copy_entry(entry, destination_of(entry), source, previous_of(entry))
             if instead is not None:
                 result.not_copied.append((entry.relative, instead))
                 logger.warning(f"{entry.relative}: {instead}")
@@ -114,7 +119,7 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
                 result.python_files += 1
             else:
                 result.script_files += 1
-            write_python(entry, destination_of(entry), outcome)
+            write_python(entry, destination_of(entry), outcome, previous_of(entry))
             _log_file(logger, outcome)
             if outcome.status == Status.FAILED:
                 result.failed.append((outcome.path, outcome.error))
@@ -261,7 +266,7 @@ def _migrate_dependencies(found, entries, python, destination_of, options: Optio
                                        options.api)
     for outcome in run.files:
         if outcome.output is not None:
-            destination_of(outcome.entry).write_bytes(outcome.output)
+            write_new(destination_of(outcome.entry), outcome.output)
         result.dependency_files += 1
         if outcome.error:
             logger.warning(f"{outcome.path}: {outcome.error}")

@@ -57,4 +57,6 @@ def write_package(root) -> None:
     """Write ascend_function/__init__.py under `root` (a pathlib.Path)."""
     folder = root / PACKAGE
     folder.mkdir(exist_ok=True)
+    # (a file of the input there may be a link to the replaced result's copy: not written through)
+    (folder / "__init__.py").unlink(missing_ok=True)
     (folder / "__init__.py").write_text(package_text(), encoding="utf-8", newline="\n")

@@ -1,7 +1,14 @@
 """The output tree: the input's files, folders and links reproduced as they are (the migrated
-Python files written in their place), and the finished tree moved into place in one step."""
+Python files written in their place), and the finished tree moved into place in one step.
+
+A re-run with --force builds the whole new tree beside the result it replaces, then swaps the
+two.  A file copied unchanged that the replaced result holds already, as its own copy of the same
+input file, is linked from there instead of copied again: the new tree is complete and separate
+all the same once the replaced one is removed (each such file then has one name again), and a
+re-run of an unchanged project neither writes nor frees the data of thousands of files."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -15,10 +22,11 @@ from .results import FileResult, Status
 from .request import inside
 
 
-def copy_entry(entry: Entry, destination: Path, source: Path) -> Optional[str]:
+def copy_entry(entry: Entry, destination: Path, source: Path, previous: Optional[Path] = None) -> Optional[str]:
     """Reproduce one non-Python entry; returns what was done instead when it could not be
     copied as it is (None when it was).  Folder modes are applied at the end
-    (`copy_folder_modes`): a read-only folder must still receive its files."""
+    (`copy_folder_modes`): a read-only folder must still receive its files.  `previous`: where
+    the result being replaced holds this entry (see `copy_file`)."""
     if entry.kind == Kind.DIRECTORY:
         destination.mkdir(exist_ok=True)
     elif entry.kind == Kind.UNLISTABLE:
@@ -34,10 +42,34 @@ def copy_entry(entry: Entry, destination: Path, source: Path) -> Optional[str]:
         return "not a regular file (a socket or device): not copied"
     else:
         try:
-            shutil.copy2(entry.absolute, destination)
+            copy_file(entry.absolute, destination, previous)
         except OSError as error:
             return f"cannot be read ({error.strerror or error}): not copied"
     return None
+
+
+def copy_file(source: Path, destination: Path, previous: Optional[Path] = None) -> None:
+    """`shutil.copy2(source, destination)`; or, where `previous` (the same file in the result
+    that --force replaces) is a copy of `source` as it is now, a new link to `previous`."""
+    if previous is not None and _unchanged_copy(source, previous):
+        try:
+            os.link(previous, destination)
+            return
+        except OSError:
+            pass  # (another file system, or one without links: copied)
+    shutil.copy2(source, destination)
+
+
+def _unchanged_copy(source: Path, previous: Path) -> bool:
+    """Whether `previous` is what `shutil.copy2(source, ...)` would make now: a regular file of
+    ours with the size, modification time (copied to the nanosecond) and mode of `source`, and no
+    other name (a file linked elsewhere, by the user or into the input, is never shared)."""
+    try:
+        now, copied = os.stat(source), os.lstat(previous)
+    except OSError:
+        return False
+    return (stat.S_ISREG(copied.st_mode) and copied.st_nlink == 1 and copied.st_uid == os.geteuid()
+            and (copied.st_size, copied.st_mtime_ns, copied.st_mode) == (now.st_size, now.st_mtime_ns, now.st_mode))
 
 
 def _link_target(entry: Entry, source: Path) -> str:
@@ -57,17 +89,31 @@ def copy_folder_modes(folders: Sequence[Tuple[Entry, Path]]) -> None:
             pass  # the folder's content is what matters
 
 
-def write_python(entry: Entry, destination: Path, result: FileResult) -> None:
+def write_python(entry: Entry, destination: Path, result: FileResult, previous: Optional[Path] = None) -> None:
     if result.output is None:
         try:
-            shutil.copy2(entry.absolute, destination)
+            copy_file(entry.absolute, destination, previous)
         except OSError as error:
             if result.status != Status.FAILED:
                 raise
             result.error += f"; not copied either: {error.strerror or error}"
     else:
-        destination.write_bytes(result.output)
+        write_new(destination, result.output)
         shutil.copymode(entry.absolute, destination)
+
+
+def write_new(path: Path, data: bytes) -> None:
+    """Write `data` at `path` of the tree being built as a file of its own: one there already
+    (copied, or linked from the result being replaced) is unlinked first, never written through."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    path.write_bytes(data)
+
+
+def previous_result(target: Path) -> Optional[Path]:
+    """The result that this run replaces (--force), where files may be linked from; None when
+    there is none (or it is not a plain folder)."""
+    return target if target.is_dir() and not target.is_symlink() else None
 
 
 def move_into_place(staging: Path, target: Path) -> None:

@@ -137,7 +137,9 @@ def _todo(todo: Sequence[Finding], original, explanations, changed, shown) -> It
         yield (f"<details open class=\"file\" data-file=\"{_e(path)}\"><summary><span class=\"path\">{_e(path)}</span> "
                f"<span class=\"n\">{len(rows)}</span></summary>")
         data = original(path)
-        lines = data.decode("utf-8", errors="replace").splitlines() if data is not None else []
+        # (split as Python numbers lines, on \n, \r\n and \r only, where str.splitlines also splits
+        # at a form feed; only the lines shown are decoded)
+        lines = data.splitlines() if data is not None else []
         for report in TODO_REPORTS:
             kind = sorted((f for f in rows if f.report == report), key=lambda f: (f.start_line, f.api))
             if not kind:
@@ -145,7 +147,8 @@ def _todo(todo: Sequence[Finding], original, explanations, changed, shown) -> It
             yield f"<h3>{_e(REPORT_TITLES[report])}</h3>"
             for finding in kind:
                 rule = finding.rule or "NPU900"
-                source = lines[finding.start_line - 1] if 0 < finding.start_line <= len(lines) else ""
+                source = (lines[finding.start_line - 1].decode("utf-8", errors="replace")
+                          if 0 < finding.start_line <= len(lines) else "")
                 target = (f"{_anchor(path)}-L{finding.start_line}" if finding.start_line in shown[path]
                           else _anchor(path))
                 link = (f" <a href=\"#{target}\">in the diff</a>" if path in changed else "")
