@@ -9,6 +9,7 @@ new texts are compared line by line and the mapping is carried forward.
 from __future__ import annotations
 
 import difflib
+import re
 from typing import List, Sequence, Tuple
 
 # Up to this many lines difflib aligns the texts by itself; beyond, its matcher (without autojunk,
@@ -16,6 +17,21 @@ from typing import List, Sequence, Tuple
 # of a file, so lines found once in each text anchor the alignment first (as patience diff does),
 # and difflib aligns the short stretches between them.
 DIRECT_ALIGNMENT_LINES = 100
+
+
+# Python ends a line at \n, \r\n or \r only, where str.splitlines also ends one at a form feed, a
+# vertical tab, \x1c-\x1e, \x85 and U+2028/U+2029, which source files hold in comments and strings.
+_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_PYTHON_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
+def source_lines(text: str, keepends: bool = False) -> List[str]:
+    """The lines of `text` as Python, libcst, `patch` and editors number them: `str.splitlines`
+    but for the characters only it takes for line ends."""
+    if _OTHER_BREAKS.search(text) is None:
+        return text.splitlines(keepends)
+    lines = _PYTHON_LINE.findall(text)
+    return lines if keepends else [line.rstrip("\r\n") for line in lines]
 
 
 class LineMap:
@@ -29,8 +45,8 @@ class LineMap:
         return self.origin[min(line, len(self.origin)) - 1]
 
     def update(self, old_text: str, new_text: str) -> None:
-        old_lines = old_text.splitlines(keepends=True)
-        new_lines = new_text.splitlines(keepends=True)
+        old_lines = source_lines(old_text, keepends=True)
+        new_lines = source_lines(new_text, keepends=True)
         if len(old_lines) == len(new_lines):
             return  # edits in place: every line keeps its place
         origin: List[int] = []

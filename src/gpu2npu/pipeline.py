@@ -20,7 +20,7 @@ from .affinity import TF32_ADVICE, advice_for_source
 from .analysis import find_leftovers
 from .hazards import hazards_for_source
 from .change import Change, Finding, Operation
-from .linemap import LineMap
+from .linemap import LineMap, source_lines
 from .results import FileResult, Status
 from .rules import (REROUTING_RULES, COMMON_RULES, SINGLE_CARD_RULES, Bf16CapabilityGateToNpu, Bf16ReadinessWithoutCudaVersion, FileContext, Options, Rule,
                     Tf32ToHf32, device_guards, npu_aware)
@@ -271,7 +271,7 @@ def _migrate_in_child(data: bytes, file_scan, path: str, options: Options, rules
 
 
 def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rules) -> FileResult:
-    lines = LineMap(len(code.splitlines()))  # the built-in rules' input -> the original file
+    lines = LineMap(len(source_lines(code)))  # the built-in rules' input -> the original file
     changes: List[Change] = []
     if options.custom_rules is not None:
         # -r: the user's rules first, in a pass of their own; the built-in rules then resolve
@@ -295,7 +295,7 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
     ]
     findings: List[Finding] = [_relocate(finding, lines) for finding in outcome.findings]
     new_code = outcome.module.code
-    stage = LineMap(len(code.splitlines()))  # the output -> the built-in rules' input
+    stage = LineMap(len(source_lines(code)))  # the output -> the built-in rules' input
     if new_code != code:
         stage.update(code, new_code)
         wrapper = MetadataWrapper(outcome.module, unsafe_skip_copy=True)

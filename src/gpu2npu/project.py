@@ -22,7 +22,7 @@ from .discover import MIGRATED_KINDS, Entry, Kind, walk
 from .engine import Engine
 from .results import FileResult, Status
 from .reports import csv_reports, log as run_log
-from .linemap import unified_diff
+from .linemap import source_lines, unified_diff
 from .options import Options
 from .request import RunRequest, check_request, earlier_reports
 from .tree_copy import copy_entry, copy_folder_modes, move_into_place, previous_result, remove_tree, write_new, write_python
@@ -214,8 +214,8 @@ def _preview_dependencies(entries, outputs: Dict[str, bytes], options: Options) 
 
 
 def _unified_diff(entry: Entry, data: bytes, output: bytes) -> str:
-    before = data.decode("utf-8", errors="replace").splitlines(keepends=True)
-    after = output.decode("utf-8", errors="replace").splitlines(keepends=True)
+    before = source_lines(data.decode("utf-8", errors="replace"), keepends=True)
+    after = source_lines(output.decode("utf-8", errors="replace"), keepends=True)
     diff = unified_diff(before, after, f"a/{entry.relative}", f"b/{entry.relative}")
     return "".join(line if line.endswith("\n") else line + "\n" for line in diff)
 

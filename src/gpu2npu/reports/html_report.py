@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from ..change import Change, Finding, Operation, Report
-from ..linemap import grouped_opcodes
+from ..linemap import grouped_opcodes, source_lines
 
 if TYPE_CHECKING:
     from ..catalogue import RuleEntry
@@ -202,8 +202,8 @@ def _file_diff(path: str, before: bytes, after: bytes, rows: Sequence[Change], m
         if kept is not None:
             return kept
     lines: set = set()
-    text = "".join(_diff(path, before.decode("utf-8", "replace").splitlines(),
-                         after.decode("utf-8", "replace").splitlines(), rows, lines))
+    text = "".join(_diff(path, source_lines(before.decode("utf-8", "replace")),
+                         source_lines(after.decode("utf-8", "replace")), rows, lines))
     if memo is not None:
         memo.put(key, (text, frozenset(lines)))
     return text, frozenset(lines)
