@@ -1,6 +1,7 @@
 """Python ends a line at \\n, \\r\\n or \\r only.  A form feed, a vertical tab, \\x1c-\\x1e, \\x85 or
 U+2028/U+2029 inside a line (page breaks in comments, separators in strings) must not shift the
 line numbers of the reports, the review page or the `--diff`, which str.splitlines would do."""
+import json
 import re
 import shutil
 import subprocess
@@ -67,3 +68,22 @@ def test_source_lines_end_only_at_python_line_ends(text):
     assert source_lines(text) == [line.rstrip("\r\n") for line in lines]
     if not re.search("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]", text):
         assert lines == text.splitlines(keepends=True)
+
+
+def test_a_notebook_cell_with_such_characters_is_migrated_on_its_lines(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    cell = ["import torch\n", 's = "a\u2028b"  # page\x0cbreak\n', "x = torch.zeros(1).cuda()\n",
+            "print(torch.cuda.nvtx)"]
+    notebook = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                           "source": cell}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (project / "n.ipynb").write_text(json.dumps(notebook))
+    result = run_cli("-i", str(project), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-cache")
+    assert result.exit_code == 0, result.output
+    target = tmp_path / "out" / "proj_msft"
+    [modified] = [row for row in read_csv(target / "change_list.csv") if row["Operation Type"] == "MODIFY"]
+    assert ".cuda()" in cell[int(modified["Start Line"]) - 1]
+    [unsupported] = read_csv(target / "unsupported_api.csv")
+    assert "torch.cuda.nvtx" in cell[int(unsupported["Start Line"]) - 1]
+    source = "".join(json.loads((target / "n.ipynb").read_text())["cells"][0]["source"])
+    assert 's = "a\u2028b"  # page\x0cbreak\n' in source and ".npu()" in source

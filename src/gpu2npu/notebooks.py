@@ -31,6 +31,7 @@ import libcst as cst
 
 from .change import Change, Finding, Operation
 from .launch_scripts import rewrite_lines
+from .linemap import source_lines
 from .pipeline import FileResult, Status, _relevant, migrate_source
 from .rules import Options, Rule
 from .script_rules import LAUNCH_SCRIPT_RULES, ScriptRule
@@ -212,7 +213,7 @@ def _inside_strings(bodies: List[str], ipython: Dict[int, str]) -> set:
 
 
 def _python_cell(number: int, text: str, path: str, records: Records, next_id: List[int]) -> PythonCell:
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text, keepends=True)
     bodies = [line.rstrip("\r\n") for line in lines]
     masked: List[str] = []
     magics: Dict[int, str] = {}
@@ -239,7 +240,7 @@ def _python_cell(number: int, text: str, path: str, records: Records, next_id: L
 
 
 def _shell_cell(number: int, text: str, path: str, records: Records) -> str:
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text, keepends=True)
     bodies = [line.rstrip("\r\n") for line in lines]
     outcome = rewrite_lines(bodies[1:], Dialect.SHELL)
     _record(number, 2, outcome.changes, outcome.findings, path, records)
@@ -306,7 +307,7 @@ def _split_cells(output: str, cells: List[PythonCell]) -> Dict[int, str]:
     texts: Dict[int, List[str]] = {cells[0].number: []}
     current = cells[0].number
     markers = {_cell_marker(cell.number): cell.number for cell in cells[1:]}
-    for line in output.splitlines(keepends=True):
+    for line in source_lines(output, keepends=True):
         number = markers.get(line.rstrip("\r\n"))
         if number is not None:
             current = number
@@ -368,7 +369,7 @@ def _migrate(data: bytes, path: str, options: Options, rules) -> FileResult:
         if kind == "shell":
             new_texts[number] = _shell_cell(number, text, path, records)
         elif kind == "other":
-            lines = max(1, len(text.splitlines()))
+            lines = max(1, len(source_lines(text)))
             _report_magic("%%" + CELL_MAGIC.match(text.split("\n", 1)[0]).group("name"), text, number, 1, lines, path, records)
         else:
             python.append(_python_cell(number, text, path, records, next_id))
