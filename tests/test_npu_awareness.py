@@ -72,3 +72,18 @@ def test_a_dict_keyed_by_device_type_that_has_npu_is_left_whole():
     assert 'BACKENDS = {"cuda": "nccl", "npu": "hccl", "xpu": "ccl"}' in output
     assert 'PLAIN = {"npu": "hccl", "cpu": "gloo"}' in output
     assert [(f.start_line, f.api) for f in result.findings if f.report == Report.NOTE] == [(2, NOTE_API)]
+
+
+def test_a_class_naming_npu_among_its_device_types_keeps_its_cuda_member():
+    # accelerate's RNGType: renamed, CUDA and NPU would both hold "npu" and the Enum would make NPU
+    # an alias of CUDA; RNGType("cuda"), read from a config, would raise
+    source = ('import enum\nimport torch\n\nclass RNGType(str, enum.Enum):\n    TORCH = "torch"\n    CUDA = "cuda"\n'
+              '    NPU = "npu"\n    XPU = "xpu"\n\nclass Backends:\n    NCCL: str = "nccl"\n    HCCL: str = "hccl"\n\n'
+              'class Plain(str, enum.Enum):\n    CPU = "cpu"\n    CUDA = "cuda"\n\n'
+              'def pick():\n    return "cuda" if torch.cuda.is_available() else "cpu"\n')
+    output, result = _migrate(source)
+    assert '    CUDA = "cuda"\n    NPU = "npu"' in output and '    NCCL: str = "nccl"' in output
+    assert '    CUDA = "npu"' in output.split("class Plain")[1]  # a class with no NPU member is migrated
+    assert 'return "npu" if torch_npu.npu.is_available() else "cpu"' in output
+    noted = sorted(f.start_line for f in result.findings if f.report == Report.NOTE and f.api == NOTE_API)
+    assert noted == [6, 11]

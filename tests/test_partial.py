@@ -68,7 +68,8 @@ def test_a_cut_file_keeps_only_relevant_statements(monkeypatch):
     kept = reduction.source
     assert "def pinned" in kept and "class Block" in kept and "import torch" in kept
     assert "def forward" not in kept and "def helper" not in kept and "def __init__" not in kept
-    assert "scale = 2" not in kept  # inside a class, only the statements that matter are kept
+    # inside a class, only the statements that matter (and attributes holding strings) are kept
+    assert "scale = 2" not in kept
     result = migrate_source(data, "lib.py", OPTIONS)
     whole_text = result.output.decode()
     assert whole_text.count("def forward") == 1 and "def helper" in whole_text
@@ -76,6 +77,23 @@ def test_a_cut_file_keeps_only_relevant_statements(monkeypatch):
     for change in result.changes:  # rows name lines of the original file
         if change.operation.value == "MODIFY":
             assert "cuda" in LIBRARY.splitlines()[change.start_line - 1]
+
+
+def test_a_cut_class_keeps_the_attributes_that_make_it_npu_aware(monkeypatch):
+    # only `CUDA = "cuda"` holds a rewrite word; without `NPU = "npu"` beside it the cut module's
+    # class would not be NPU-aware, and its CUDA member would be renamed into a second "npu"
+    source = ('import enum\nimport torch\n\n\nclass RNGType(str, enum.Enum):\n    TORCH = "torch"\n'
+              '    CUDA = "cuda"\n    NPU = "npu"\n\n    def seed(self):\n        return 0\n\n\n'
+              + "".join(f"def helper_{k}(x):\n    return x + {k}\n\n\n" for k in range(60))
+              + "def step(x):\n    return x.cuda()\n").encode()
+    whole = migrate_source(source, "m.py", OPTIONS)
+    _cut_everything(monkeypatch)
+    tree = scan.parse(source)
+    kept = partial.reduce(source, tree, scan.FileScan(tree).relevant_lines()).source
+    assert 'NPU = "npu"' in kept and "def helper_1" not in kept and "def seed" not in kept
+    cut = migrate_source(source, "m.py", OPTIONS)
+    assert (cut.output, cut.changes, cut.findings) == (whole.output, whole.changes, whole.findings)
+    assert b'    CUDA = "cuda"\n' in cut.output and b"return x.npu()" in cut.output
 
 
 def test_files_that_are_not_plainly_cut_are_left_whole(monkeypatch):

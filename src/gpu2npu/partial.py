@@ -4,8 +4,9 @@ A 4,000-line library module that calls `torch.cuda.is_available()` in one functi
 much to run through libcst as any other 4,000 lines, yet the rules can only change the
 statements the ast scan flagged (`FileScan.relevant_lines`).  So such a file is cut at its
 statements: the top-level ones holding a flagged line (a class is cut further, down to its
-flagged members), together with every top-level statement that is not a function or class
-(imports and module-level bindings: the context rules read), are joined into a smaller module;
+flagged members and its attributes holding strings), together with every top-level statement that is not a
+function or class (imports and module-level bindings: the context rules read), are joined into a
+smaller module;
 the others are left out.  The smaller module is migrated as a
 whole file would be, and each kept statement's text is put back in its place.
 
@@ -59,11 +60,12 @@ def _statement_spans(body: Sequence[ast.stmt]) -> List[Tuple[int, int, Optional[
 
 def _kept_spans(body: Sequence[ast.stmt], relevant: Sequence[int], module_level: bool = True) -> List[Tuple[int, int]]:
     """Line spans to keep of a module's or class's body: the statements holding a relevant line
-    (classes cut further), and at module level every statement that is not a function or class
-    (imports and module-level bindings, which rules read)."""
+    (classes cut further), at module level every statement that is not a function or class
+    (imports and module-level bindings, which rules read), and in a class its attributes holding
+    a string (`NPU = "npu"` beside `CUDA = "cuda"` makes the class NPU-aware)."""
     kept: List[Tuple[int, int]] = []
     for first, last, node in _statement_spans(body):
-        if module_level and node is not None and not isinstance(node, _DEFINITIONS):
+        if node is not None and (not isinstance(node, _DEFINITIONS) if module_level else _holds_a_string(node)):
             kept.append((first, last))
         elif not _any_between(relevant, first, last):
             continue
@@ -78,6 +80,12 @@ def _kept_spans(body: Sequence[ast.stmt], relevant: Sequence[int], module_level:
         else:
             kept.append((first, last))
     return kept
+
+
+def _holds_a_string(node: ast.stmt) -> bool:
+    """`NAME = "..."` or `NAME: T = "..."`."""
+    value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+    return isinstance(value, ast.Constant) and isinstance(value.value, str)
 
 
 def reduce(data: bytes, tree: ast.Module, relevant_lines: Sequence[int]) -> Optional[Reduction]:

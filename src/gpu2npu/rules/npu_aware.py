@@ -15,7 +15,8 @@ left alone when its test mentions CUDA but not NPU, when its test is a negated N
 the branch an NPU test selects is migrated, since it runs on the NPU.  The same holds for `if`
 statements beside one with an NPU test in the same block, and for conditional expressions
 (`"npu" if npu_ok else "cuda"`).  Boolean expressions and collection literals that mention NPU
-(`device in ("npu", "cuda")`) are left whole.  "Mentions NPU" is decided on tokens that mean
+(`device in ("npu", "cuda")`) are left whole, and so are the CUDA values of a class whose attributes
+name NPU too (`CUDA = "cuda"` beside `NPU = "npu"`).  "Mentions NPU" is decided on tokens that mean
 NPU, never on a substring: a name that is `npu` or has it as a word (`torch_npu`, `torch.npu`,
 `is_npu`, `use_npu`, `npu_available`, `npu_fusion_attention`), or an "npu"/"npu:N"/"hccl"
 string; `input` or `args.input_val_bin` mention no NPU.  An `if` beside an NPU-aware one in the
@@ -183,6 +184,20 @@ class _Guards(cst.CSTVisitor):
         if npu_seen and isinstance(orelse, cst.Else):
             self._add(orelse)
 
+    def _device_members(self, node: cst.ClassDef) -> None:
+        """A class whose attributes name device types, NPU among them (`CUDA = "cuda"` beside
+        `NPU = "npu"`, an Enum of RNG or device types): its CUDA values are left as written.
+        Renamed, two members would hold "npu" (in an Enum the second becomes an alias of the
+        first) and the CUDA member's name would no longer parse from "cuda"."""
+        values = [small.value for statement in getattr(node.body, "body", ())
+                  if isinstance(statement, cst.SimpleStatementLine) for small in statement.body
+                  if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None
+                  and _string_value(small.value) is not None]
+        if any(_NPU_STRING.match(_string_value(value).strip()) for value in values):
+            for value in values:
+                if mentions_cuda(value):
+                    self._add(value)
+
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.If) and isinstance(node.orelse, cst.If):
             self._elifs.add(id(node.orelse))
@@ -198,6 +213,8 @@ class _Guards(cst.CSTVisitor):
                     if (not is_npu_aware(statement) and mentions_cuda(statement.test)
                             and _compared_subjects(statement.test) & tested):
                         self._guard_branch(statement.test, statement.body)
+        if isinstance(node, cst.ClassDef):
+            self._device_members(node)
         if isinstance(node, cst.If) and is_npu_aware(node) and id(node) not in self._elifs:
             self._chain(node)
         elif isinstance(node, cst.IfExp) and mentions_npu(node.test):
