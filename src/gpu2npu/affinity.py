@@ -574,12 +574,31 @@ def _copied_spans(data: bytes, tree: ast.Module) -> List[Tuple[int, int]]:
         return []
     lines = data.split(b"\n")
     spans = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            first = min([decorator.lineno for decorator in node.decorator_list] + [node.lineno])
-            if first >= 2 and _COPIED.encode() in lines[first - 2]:
-                spans.append((node.lineno, node.end_lineno or node.lineno))
+    for node in _definitions(tree):
+        first = min([decorator.lineno for decorator in node.decorator_list] + [node.lineno])
+        if first >= 2 and _COPIED.encode() in lines[first - 2]:
+            spans.append((node.lineno, node.end_lineno or node.lineno))
     return spans
+
+
+_DEFINITION_KINDS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# The fields that hold statements (and `except` clauses and `case`s, which hold statements).
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _definitions(tree: ast.Module) -> List[ast.AST]:
+    """Every function and class of `tree`, nested ones too: found through its statements only (a
+    definition is a statement), not through the far more numerous expressions as ast.walk does."""
+    found, todo = [], list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, _DEFINITION_KINDS):
+            found.append(node)
+        for field in _BLOCKS:
+            block = getattr(node, field, None)
+            if block.__class__ is list:
+                todo.extend(block)
+    return found
 
 
 def advice_for_source(data: bytes, path: str, api: ApiData, tree: Optional[ast.Module] = None) -> List[Finding]:

@@ -68,8 +68,13 @@ def _unchanged_copy(source: Path, previous: Path) -> bool:
         now, copied = os.stat(source), os.lstat(previous)
     except OSError:
         return False
-    return (stat.S_ISREG(copied.st_mode) and copied.st_nlink == 1 and copied.st_uid == os.geteuid()
+    return (stat.S_ISREG(copied.st_mode) and copied.st_nlink == 1 and copied.st_uid == _OWNER
             and (copied.st_size, copied.st_mtime_ns, copied.st_mode) == (now.st_size, now.st_mtime_ns, now.st_mode))
+
+
+# Who owns the files this run writes (a copy belongs to whoever copies; where the system has no
+# user ids, st_uid is 0).
+_OWNER = os.geteuid() if hasattr(os, "geteuid") else 0
 
 
 def _link_target(entry: Entry, source: Path) -> str:
