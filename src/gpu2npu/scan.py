@@ -51,20 +51,30 @@ _STRING_WORD = re.compile(r"^cuda|torch\.cuda\.|(?i:nccl)|CUDA_VISIBLE_DEVICES|"
 DEVICE_METHODS = {"to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
 INDEX_RETURNING = {"current_device", "get_rank", "get_local_rank", "device_count", "get_world_size"}
 _RAY_REQUESTS = frozenset({"num_gpus", "resources_per_worker"})
-_CUDA_PACKAGES = tuple(sorted(CUDA_ONLY_PACKAGES))
+_CUDA_PACKAGES = frozenset(CUDA_ONLY_PACKAGES)
+# The packages that hold a CUDA-only package and other parts (`deepspeed` of `deepspeed.ops.gds`).
+_CUDA_PACKAGE_PARENTS = frozenset(".".join(package.split(".")[:end]) for package in CUDA_ONLY_PACKAGES
+                                  for end in range(1, package.count(".") + 1))
 # Attribute names that can lead from a package to a CUDA-only part of it (`ops` of deepspeed).
 _PACKAGE_PARTS = frozenset(part for package in CUDA_ONLY_PACKAGES for part in package.split(".")[1:])
 
 
 def _is_cuda_module(module: str) -> bool:
     """A CUDA-only package or a module of one (`flash_attn.bert_padding`)."""
-    return any(module == package or module.startswith(package + ".") for package in _CUDA_PACKAGES)
+    # (asked of every import of every file: a look-up of each of the module's packages)
+    if module in _CUDA_PACKAGES:
+        return True
+    end = module.find(".")
+    while end > 0:
+        if module[:end] in _CUDA_PACKAGES:
+            return True
+        end = module.find(".", end + 1)
+    return False
 
 
 def _holds_cuda_module(module: str) -> bool:
     """A package with a CUDA-only part and others (`deepspeed` holds `deepspeed.ops.gds`)."""
-    prefix = module + "."
-    return any(package.startswith(prefix) for package in _CUDA_PACKAGES)
+    return module in _CUDA_PACKAGE_PARENTS
 
 
 def _called_name(call: ast.Call) -> Optional[str]:
