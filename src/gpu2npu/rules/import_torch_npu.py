@@ -82,6 +82,11 @@ class ImportTorchNpu(Rule):
             "import os\nfrom torch import nn\nm = nn.Linear(2, 2).cuda()\n",
             "import os\nimport torch_npu\nfrom torch import nn\nm = nn.Linear(2, 2).npu()\n",
         ),
+        # a module of torch imported in a `try` may be missing: torch_npu goes before it
+        Example(
+            "try:\n    import torch.sdaa\nexcept ImportError:\n    pass\nBACKEND = 'nccl'\n",
+            "try:\n    import torch_npu\n    import torch.sdaa\nexcept ImportError:\n    pass\nBACKEND = 'hccl'\n",
+        ),
     )
     unchanged = (
         "import torch\nimport torch_npu\nx = x.npu()\n",
@@ -112,9 +117,17 @@ class ImportTorchNpu(Rule):
         return updated_node.with_changes(body=body)
 
 
-def _insert_near_torch(updated_body, original_body, new_line, rule: Rule) -> Optional[Tuple]:
+def _imports_a_torch_module(statement: cst.SimpleStatementLine) -> bool:
+    """`import torch.sdaa`: a module of torch, which may be missing (another vendor's backend)."""
+    return any(isinstance(small, cst.Import) and any((dotted_name(alias.name) or "").startswith("torch.")
+                                                     for alias in small.names) for small in statement.body)
+
+
+def _insert_near_torch(updated_body, original_body, new_line, rule: Rule, in_try: bool = False) -> Optional[Tuple]:
     """Insert next to the first module-level torch import (inside if/try blocks too, never
-    inside functions or classes).  Returns (new body, original line the new one follows)."""
+    inside functions or classes).  Returns (new body, original line the new one follows).  In a
+    `try`, the import of a torch module (`import torch.sdaa`, which raises where that backend is
+    not installed) would skip what follows it: torch_npu goes before it."""
     pairs = pair_with_originals(updated_body, original_body, rule.context.inserted, rule.context.removed)
     body = list(updated_body)
     for index, (statement, original) in enumerate(pairs):
@@ -123,7 +136,7 @@ def _insert_near_torch(updated_body, original_body, new_line, rule: Rule) -> Opt
         if isinstance(statement, cst.SimpleStatementLine):
             if not any(_imports_torch(small) for small in statement.body):
                 continue
-            if _is_plain_import(statement):
+            if _is_plain_import(statement) and not (in_try and _imports_a_torch_module(statement)):
                 body.insert(index + 1, new_line)
                 return body, rule.lines_of(original)[1]
             # Before a `from torch... import`: the new line takes over the comments and blank
@@ -134,7 +147,8 @@ def _insert_near_torch(updated_body, original_body, new_line, rule: Rule) -> Opt
             body.insert(index, placed)
             return body, rule.lines_of(original)[0] - 1
         if isinstance(statement, (cst.If, cst.Try)) and isinstance(statement.body, cst.IndentedBlock):
-            found = _insert_near_torch(statement.body.body, original.body.body, new_line, rule)
+            found = _insert_near_torch(statement.body.body, original.body.body, new_line, rule,
+                                       in_try or isinstance(statement, cst.Try))
             if found is not None:
                 new_block_body, anchor = found
                 body[index] = statement.with_changes(body=statement.body.with_changes(body=new_block_body))
