@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
-from typing import Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 from .affinity_facts import (FileFacts, Matcher, Scope, argument, collect, end_line, int_value, int_values,
                              mentions, target_names)
 from .apidata import ApiData
 from .change import Finding, Report
+
+if TYPE_CHECKING:
+    from .scan import FileScan
 
 # Rule codes of the advice (the Finding.rule field), with what each one finds.
 ADVICE = {
@@ -569,56 +571,28 @@ def generated_file(data: bytes) -> bool:
     return _GENERATED.search(data[:4096]) is not None
 
 
-def _copied_spans(data: bytes, tree: ast.Module) -> List[Tuple[int, int]]:
+def _copied_spans(data: bytes, file_scan: "FileScan") -> List[Tuple[int, int]]:
     if _COPIED.encode() not in data:
         return []
     lines = data.split(b"\n")
     spans = []
-    for node in _definitions(tree):
+    for node in file_scan.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
         first = min([decorator.lineno for decorator in node.decorator_list] + [node.lineno])
         if first >= 2 and _COPIED.encode() in lines[first - 2]:
             spans.append((node.lineno, node.end_lineno or node.lineno))
     return spans
 
 
-_DEFINITION_KINDS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-# The fields that hold statements (and `except` clauses and `case`s, which hold statements).
-_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
-
-
-def _definitions(tree: ast.Module) -> List[ast.AST]:
-    """Every function and class of `tree`, nested ones too: found through its statements only (a
-    definition is a statement), not through the far more numerous expressions as ast.walk does."""
-    found, todo = [], list(tree.body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, _DEFINITION_KINDS):
-            found.append(node)
-        for field in _BLOCKS:
-            block = getattr(node, field, None)
-            if block.__class__ is list:
-                todo.extend(block)
-    return found
-
-
-def advice_for_source(data: bytes, path: str, api: ApiData, tree: Optional[ast.Module] = None) -> List[Finding]:
-    """find_affinity for a file's bytes (and its tree, when already parsed): [] when it cannot be
-    parsed (the migration reports that), and for what is not device code or not the source of
-    truth (see _GENERATED)."""
+def advice_for_source(data: bytes, path: str, api: ApiData, file_scan: "FileScan") -> List[Finding]:
+    """find_affinity for a parsed file (its bytes and its scan, whose tree and definitions it
+    reads): [] for what is not device code or not the source of truth (see _GENERATED)."""
     if b"torch" not in data or not _MIGHT_HAVE_ADVICE.search(data):
         return []
     if _HOST_SIDE.search(path) or generated_file(data):
         return []
-    if tree is None:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # invalid escapes in the user's strings are not our report
-                tree = ast.parse(data)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return []
     try:
-        found = find_affinity(tree, path, api)
+        found = find_affinity(file_scan.tree, path, api)
     except RecursionError:
         return []
-    copied = _copied_spans(data, tree)
+    copied = _copied_spans(data, file_scan)
     return [row for row in found if not any(first <= row.start_line <= last for first, last in copied)]

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import enum
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator

@@ -65,7 +65,7 @@ def migrate_source(
     # rarely mentions CUDA.  It reads the input, so its line numbers are the original ones.
     if result.status != Status.FAILED and tree is not None:
         # and so do the CUDA questions the rules leave (torch.version.cuda, torch.compile, ...)
-        advice = _unanswered((advice_for_source(data, path, options.api, tree) if options.advice else [])
+        advice = _unanswered((advice_for_source(data, path, options.api, file_scan) if options.advice else [])
                              + hazards_for_source(data, file_scan, path, options.api, options.similar), result.changes)
         if options.third_party_apis and file_scan is not None:
             from .analyse.affected_apis import affected_calls

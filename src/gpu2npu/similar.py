@@ -56,7 +56,7 @@ def equivalents() -> Dict[str, Equivalent]:
 def write_package(root) -> None:
     """Write ascend_function/__init__.py under `root` (a pathlib.Path)."""
     folder = root / PACKAGE
+    from .tree_copy import write_new  # (a file of the input there may be linked from the replaced result)
+
     folder.mkdir(exist_ok=True)
-    # (a file of the input there may be a link to the replaced result's copy: not written through)
-    (folder / "__init__.py").unlink(missing_ok=True)
-    (folder / "__init__.py").write_text(package_text(), encoding="utf-8", newline="\n")
+    write_new(folder / "__init__.py", package_text().encode("utf-8"))
