@@ -10,6 +10,7 @@ import pytest
 
 from gpu2npu import apidata
 from gpu2npu.affinity import find_affinity
+from gpu2npu.scan import FileScan
 from gpu2npu.change import Report
 from gpu2npu.check import check_paths
 from gpu2npu.pipeline import Status, migrate_source
@@ -21,7 +22,7 @@ API = apidata.load("2.1.0")
 
 
 def advice(code, api=API, rule=None):
-    findings = find_affinity(ast.parse(textwrap.dedent(code)), "m.py", api)
+    findings = find_affinity(FileScan(ast.parse(textwrap.dedent(code))), "m.py", api)
     return [f for f in findings if rule is None or f.rule == rule]
 
 
@@ -377,6 +378,27 @@ def test_optimizer_keywords_the_fused_class_lacks_are_named():
 ])
 def test_optimizer_near_misses(code):
     assert advice(code, rule="NPU955") == []
+
+
+@pytest.mark.parametrize("code", [
+    # the CUDA fused optimizer first, torch's where it is missing (as on an NPU machine)
+    "try:\n    from apex.optimizers import FusedSGD as SGD\nexcept ImportError:\n"
+    "    from torch.optim import SGD\nopt = SGD(params, lr=0.1)\n",
+    # torch's first, the project's own fallback for an older torch
+    "try:\n    from torch.optim import SGD\nexcept ImportError:\n"
+    "    from .compat import SGD\nopt = SGD(params, lr=0.1)\n",
+])
+def test_a_name_imported_as_several_things_is_advised_on_as_torch_s(code):
+    # Either import may be the one that runs; the NPU runs torch's wherever it is (the scan's
+    # resolution: a name stands for everything the file's imports bind it to).
+    assert [(f.start_line, f.api) for f in advice(code, rule="NPU955")] == [(5, "torch.optim.SGD")]
+
+
+def test_a_relatively_imported_module_is_no_tensor():
+    # `shifts.roll(...)` of a module of the project is not Tensor.roll
+    code = ("from . import shifts\ndef window(x):\n    return shifts.roll(x, shifts=(-3, -3), dims=(1, 2))\n")
+    assert advice(code, rule="NPU956") == []
+    assert advice(code.replace("from . import shifts\n", "shifts = x\n"), rule="NPU956") != []
 
 
 # -- torch_npu.contrib replacements -------------------------------------------------------------

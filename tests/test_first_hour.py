@@ -12,6 +12,7 @@ import pytest
 
 from gpu2npu import apidata
 from gpu2npu.affinity import find_affinity
+from gpu2npu.scan import FileScan
 from gpu2npu.discover import Kind
 from gpu2npu.report_codes import REPORT_CODES
 from gpu2npu.rules import Options
@@ -56,7 +57,7 @@ def test_report_code_examples_produce_their_rows(code):
     assert report.examples
     for source, name, _ in report.examples:
         if report.kind == "advice":
-            rows = find_affinity(ast.parse(source), "example.py", api)
+            rows = find_affinity(FileScan(ast.parse(source)), "example.py", api)
         else:
             rows = migrate_file(Kind.PYTHON, source.encode(), "example.py", Options(api=api)).findings
         assert (code, name) in {(row.rule, row.api) for row in rows}

@@ -324,7 +324,7 @@ class _Detector:
                         f"{self.api.torch_npu_version} implements with its own kernel" if sdpa_native else ""))
 
     def _is_einsum(self, node) -> bool:
-        return isinstance(node, ast.Call) and self.match.names.qualified(node.func) == "torch.einsum"
+        return isinstance(node, ast.Call) and "torch.einsum" in self.match.names.qualified(node.func)
 
     # NPU955, NPU956, NPU960, NPU961 and scaled_dot_product_attention: calls of known APIs
     def api_calls(self, scope: Scope) -> None:
@@ -334,33 +334,43 @@ class _Detector:
             last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
             if last not in CALLED_NAMES:
                 continue
-            qualified = names.qualified(func)
-            if qualified is None:
+            if not names.is_imported(func):
                 if self.match.method_call(call, "roll") is not None:
                     self._roll(call, scope, "x.roll", 0)
                 continue
-            if qualified in FUSED_OPTIMIZERS:
-                self._optimizer(call, qualified)
-            elif qualified == "torch.roll":
-                self._roll(call, scope, qualified, 1)
-            elif qualified in ROI_ALIGN:
-                self.add(call.lineno, end_line(call), "NPU960", Report.AFFINITY, "torchvision", qualified,
-                         "torch_npu.contrib.module.ROIAlign",
-                         "torchvision's RoIAlign has no NPU kernel; torch_npu.contrib.module.ROIAlign(output_size, "
-                         "spatial_scale, sampling_ratio, aligned=...) runs torch_npu.npu_roi_align: its aligned "
-                         "defaults to True (torchvision: False), so pass it explicitly; results differ slightly")
-            elif qualified in TORCH_RMS_NORM and not ({"rms_norm", "_fused_rms_norm"} & self.api.native_functions):
-                self.add(call.lineno, end_line(call), "NPU961", Report.AFFINITY, "torch", qualified,
-                         "torch_npu.npu_rms_norm",
-                         f"torch_npu {self.api.torch_npu_version} has no kernel of its own for rms_norm (it runs as "
-                         "separate pow/mean/rsqrt/mul ops): torch_npu.npu_rms_norm(x, weight, epsilon=eps)[0] is one "
-                         "kernel; it normalises over the trailing dimensions of weight's shape")
-            elif qualified == SDPA and "scaled_dot_product_attention" not in self.api.native_functions:
-                self.add(call.lineno, end_line(call), "NPU954", Report.AFFINITY, "torch", qualified,
-                         "torch_npu.npu_fusion_attention",
-                         f"torch_npu {self.api.torch_npu_version} runs scaled_dot_product_attention as separate ops: "
-                         "torch_npu.npu_fusion_attention(q, k, v, head_num, input_layout='BNSD', scale=...)[0] is "
-                         "one kernel; its atten_mask is boolean with True = masked out")
+            # A name imported as several things (`try: from apex... import X` / `except ImportError:
+            # from torch... import X`) may be any of them: the NPU runs the torch one.
+            for qualified in sorted(names.qualified(func)):
+                if self._known_call(call, scope, qualified):
+                    break
+
+    def _known_call(self, call: ast.Call, scope: Scope, qualified: str) -> bool:
+        """Advise on a call of `qualified` where there is advice on it; whether there was."""
+        if qualified in FUSED_OPTIMIZERS:
+            self._optimizer(call, qualified)
+        elif qualified == "torch.roll":
+            self._roll(call, scope, qualified, 1)
+        elif qualified in ROI_ALIGN:
+            self.add(call.lineno, end_line(call), "NPU960", Report.AFFINITY, "torchvision", qualified,
+                     "torch_npu.contrib.module.ROIAlign",
+                     "torchvision's RoIAlign has no NPU kernel; torch_npu.contrib.module.ROIAlign(output_size, "
+                     "spatial_scale, sampling_ratio, aligned=...) runs torch_npu.npu_roi_align: its aligned "
+                     "defaults to True (torchvision: False), so pass it explicitly; results differ slightly")
+        elif qualified in TORCH_RMS_NORM and not ({"rms_norm", "_fused_rms_norm"} & self.api.native_functions):
+            self.add(call.lineno, end_line(call), "NPU961", Report.AFFINITY, "torch", qualified,
+                     "torch_npu.npu_rms_norm",
+                     f"torch_npu {self.api.torch_npu_version} has no kernel of its own for rms_norm (it runs as "
+                     "separate pow/mean/rsqrt/mul ops): torch_npu.npu_rms_norm(x, weight, epsilon=eps)[0] is one "
+                     "kernel; it normalises over the trailing dimensions of weight's shape")
+        elif qualified == SDPA and "scaled_dot_product_attention" not in self.api.native_functions:
+            self.add(call.lineno, end_line(call), "NPU954", Report.AFFINITY, "torch", qualified,
+                     "torch_npu.npu_fusion_attention",
+                     f"torch_npu {self.api.torch_npu_version} runs scaled_dot_product_attention as separate ops: "
+                     "torch_npu.npu_fusion_attention(q, k, v, head_num, input_layout='BNSD', scale=...)[0] is "
+                     "one kernel; its atten_mask is boolean with True = masked out")
+        else:
+            return False
+        return True
 
     # NPU962: the TF32 switches set the precision of float32 matmuls and convolutions on CUDA only
     def tf32_switches(self, scope: Scope) -> None:
@@ -369,10 +379,11 @@ class _Detector:
         for assign in scope.assigns:
             targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
             for target in targets:
-                qualified = self.facts.names.qualified(target) if isinstance(target, ast.Attribute) else None
-                switch = hf32_switch(self.api, qualified)
-                if switch is None:
+                candidates = self.facts.names.qualified(target) if isinstance(target, ast.Attribute) else ()
+                qualified = next((name for name in sorted(candidates) if hf32_switch(self.api, name)), None)
+                if qualified is None:
                     continue
+                switch = hf32_switch(self.api, qualified)
                 _, what, default = TF32_SWITCHES[qualified]
                 self.findings.append(Finding(
                     self.path, assign.lineno, end_line(assign), Report.PERFORMANCE, qualified,
@@ -453,8 +464,7 @@ class _Detector:
         """A numpy-like value: made by numpy/cv2/PIL..., or by a method only arrays have."""
         for sub in ast.walk(node):
             if isinstance(sub, ast.Call):
-                qualified = self.facts.names.qualified(sub.func)
-                if qualified and qualified.split(".")[0] in NUMPY_LIKE:
+                if any(name.split(".")[0] in NUMPY_LIKE for name in self.facts.names.qualified(sub.func)):
                     return True
                 if any(self.match.method_call(sub, method) is not None for method in HOST_METHODS):
                     return True
@@ -470,8 +480,9 @@ class _Detector:
         for parameter in arguments.posonlyargs + arguments.args + arguments.kwonlyargs:
             annotation = parameter.annotation
             if annotation is not None and any(
-                    (self.facts.names.qualified(sub) or "").split(".")[0] in NUMPY_LIKE
-                    for sub in ast.walk(annotation) if isinstance(sub, (ast.Name, ast.Attribute))):
+                    name.split(".")[0] in NUMPY_LIKE
+                    for sub in ast.walk(annotation) if isinstance(sub, (ast.Name, ast.Attribute))
+                    for name in self.facts.names.qualified(sub)):
                 found.add(parameter.arg)
         return found
 
@@ -496,7 +507,8 @@ class _Detector:
         """Functions that rotate half of the last dimension: those of this file returning
         cat((-x2, x1), -1) (whatever their name: an interleaved `rotate_half_pairs` is another
         layout), and `rotate_half` imported from another module."""
-        found = {name for name, qualified in self.facts.names.aliases.items() if qualified.endswith(".rotate_half")}
+        found = {name for name, targets in self.facts.names.bound.items()
+                 if any(target.endswith(".rotate_half") for target in targets)}
         for _, node in self.facts.functions:
             if any(isinstance(stmt, ast.Return) and self._negated_cat(stmt.value) for stmt in node.body):
                 found.add(node.name)
@@ -522,9 +534,9 @@ class _Detector:
                         self.facts.silu_attributes.setdefault(scope.class_name, set()).add(target.attr)
 
 
-def find_affinity(tree: ast.Module, path: str, api: ApiData) -> List[Finding]:
-    """Advice for one parsed file: fused torch_npu replacements that exist in `api`'s release."""
-    facts = collect(tree)
+def find_affinity(file_scan: "FileScan", path: str, api: ApiData) -> List[Finding]:
+    """Advice for one scanned file: fused torch_npu replacements that exist in `api`'s release."""
+    facts = collect(file_scan.tree, file_scan.imports)
     detector = _Detector(facts, path, api)
     detector.silu_attributes()
     rotate_names = detector.rotate_names()
@@ -591,7 +603,7 @@ def advice_for_source(data: bytes, path: str, api: ApiData, file_scan: "FileScan
     if _HOST_SIDE.search(path) or generated_file(data):
         return []
     try:
-        found = find_affinity(file_scan.tree, path, api)
+        found = find_affinity(file_scan, path, api)
     except RecursionError:
         return []
     copied = _copied_spans(data, file_scan)

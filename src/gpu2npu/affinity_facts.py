@@ -1,58 +1,19 @@
 """What the affinity detectors read from one file's `ast` tree, gathered in a single pass.
 
-`collect` sorts a file's calls, binary operations and assignments by function (its `Scope`) and
-resolves import aliases (`Names`); `Matcher` answers the small shape questions the detectors ask
+`collect` sorts a file's calls, binary operations and assignments by function (its `Scope`); names
+are resolved through the file's imports as the scan read them (`scan.ImportTable`); `Matcher` answers the small shape questions the detectors ask
 (is this a mean of squares over the last dimension, a transposed operand, a matrix product...).
 """
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
+
+if TYPE_CHECKING:
+    from .scan import ImportTable
 
 MATMUL = {"torch.matmul", "torch.bmm", "torch.einsum"}
-
-
-# -- names ----------------------------------------------------------------------------------
-
-class Names:
-    """What the imports of one file bind: `import torch as th`, `from torch import nn`,
-    `import torch.nn.functional as F`, `from torch.nn import functional as F`.  Function-local
-    imports count for the whole file (a name is rarely imported as two different things)."""
-
-    def __init__(self) -> None:
-        self.aliases: Dict[str, str] = {}
-
-    def add(self, node) -> None:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    self.aliases[alias.asname] = alias.name
-                else:
-                    top = alias.name.split(".")[0]
-                    self.aliases[top] = top
-        else:  # a relative import keeps its dots: it never resolves to torch
-            module = "." * node.level + (node.module or "")
-            for alias in node.names:
-                if alias.name != "*":
-                    self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
-
-    def qualified(self, expr) -> Optional[str]:
-        """`th.nn.functional.softmax` -> "torch.nn.functional.softmax"; None when the leftmost
-        name is not an import (a local variable, `self`)."""
-        parts = []
-        while isinstance(expr, ast.Attribute):
-            parts.append(expr.attr)
-            expr = expr.value
-        if not isinstance(expr, ast.Name):
-            return None
-        base = self.aliases.get(expr.id)
-        if base is None:
-            return None
-        return ".".join([base] + parts[::-1])
-
-    def imports(self, package: str) -> bool:
-        return any(q == package or q.startswith(package + ".") for q in self.aliases.values())
 
 
 # -- one traversal ----------------------------------------------------------------------------
@@ -72,7 +33,7 @@ class Scope:
 
 @dataclass
 class FileFacts:
-    names: Names
+    names: "ImportTable"
     scopes: List[Scope]
     functions: List[Tuple[str, ast.AST]]  # (qualified name, FunctionDef)
     classes: List[Tuple[str, ast.ClassDef]]
@@ -102,10 +63,10 @@ def _is_number(node) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) in (int, float)
 
 
-def collect(tree: ast.Module) -> FileFacts:
-    """One pass over the tree, sorting what the detectors look at by scope.  It is the hot loop of
-    the advice (every file goes through it), hence the hand-rolled traversal."""
-    names = Names()
+def collect(tree: ast.Module, names: "ImportTable") -> FileFacts:
+    """One pass over the tree, sorting what the detectors look at by scope (`names`: what its
+    imports bind).  It is the hot loop of the advice (every file goes through it), hence the
+    hand-rolled traversal."""
     top = Scope("<module>")
     facts = FileFacts(names, [top], [], [], {})
     # bodies still to visit: (statements, their scope, qualified-name prefix, class owning them directly)
@@ -145,7 +106,6 @@ def collect(tree: ast.Module) -> FileFacts:
                 bodies.append((node.body, scope, f"{qualified}.", qualified))
                 continue
             elif kind is ast.Import or kind is ast.ImportFrom:
-                names.add(node)
                 continue
             for name in _code_fields(kind):
                 value = getattr(node, name, None)
@@ -189,16 +149,16 @@ def argument(call: ast.Call, index: int, keyword: str):
 class Matcher:
     """Questions about expressions of one file, answered with its imports."""
 
-    def __init__(self, names: Names) -> None:
+    def __init__(self, names: "ImportTable") -> None:
         self.names = names
 
     def function_call(self, node, qualified: Set[str]) -> bool:
-        return isinstance(node, ast.Call) and self.names.qualified(node.func) in qualified
+        return isinstance(node, ast.Call) and not self.names.qualified(node.func).isdisjoint(qualified)
 
     def method_call(self, node, method: str) -> Optional[ast.AST]:
         """The receiver of `<receiver>.method(...)` when the receiver is a value, not a module."""
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method
-                and self.names.qualified(node.func) is None):
+                and not self.names.is_imported(node.func)):
             return node.func.value
         return None
 
@@ -242,7 +202,7 @@ class Matcher:
 
     def transposed(self, node) -> bool:
         """k.transpose(-2, -1), k.transpose(2, 3), torch.transpose(k, -1, -2), k.mT, k.permute(0, 1, 3, 2)."""
-        if isinstance(node, ast.Attribute) and node.attr == "mT" and self.names.qualified(node) is None:
+        if isinstance(node, ast.Attribute) and node.attr == "mT" and not self.names.is_imported(node):
             return True
         if not isinstance(node, ast.Call):
             return False
@@ -264,9 +224,9 @@ class Matcher:
         if not isinstance(node, ast.Call):
             return None
         qualified = self.names.qualified(node.func)
-        if qualified == "torch.einsum":
+        if "torch.einsum" in qualified:
             return list(node.args[1:])
-        if qualified in MATMUL:
+        if not qualified.isdisjoint(MATMUL):
             return list(node.args[:2])
         for method in ("matmul", "bmm"):
             receiver = self.method_call(node, method)

@@ -140,7 +140,6 @@ class FileScan:
 
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
-        self.aliases: Dict[str, Set[str]] = {}  # local name -> qualified names it may stand for
         self.calls: List[ast.Call] = []
         self.word_lines: List[int] = []  # lines of identifiers/strings holding a REWRITE_WORD
         self.package_lines: List[int] = []  # lines importing a CUDA-only package
@@ -157,6 +156,8 @@ class FileScan:
         self._forwarder_names: Optional[Dict[str, Set[Tuple[int, str]]]] = None
         # The hazards' look at the file and the release tests take their nodes from here too.
         self.groups = nodes_by_class(tree)
+        self.imports = ImportTable(self.nodes_of_class(ast.Import, ast.ImportFrom))
+        self.aliases = self.imports.aliases  # local name -> qualified names it may stand for
         # Documentation first: the strings below are told apart by it.
         handlers = (
             (ast.Expr, self._expr), (ast.Attribute, self._attribute), (ast.Constant, self._constant),
@@ -206,7 +207,6 @@ class FileScan:
             self.package_lines.append(node.lineno)
 
     def _import(self, node: ast.Import) -> None:
-        bind_import(self.aliases, node)
         for alias in node.names:
             word = self._word(alias.name, node)
             self._cuda_package(alias.name, node)
@@ -217,7 +217,6 @@ class FileScan:
     def _import_from(self, node: ast.ImportFrom) -> None:
         if node.level or not node.module:
             return
-        bind_import(self.aliases, node)
         word_module = self._word(node.module, node)
         cuda_module = self._cuda_package(node.module, node)
         for alias in node.names:
@@ -522,21 +521,51 @@ def _tests_the_release(node: ast.AST, flags: Set[str] = frozenset(), names: Opti
     return any(_holds_release_part(test, flags, names) for test in tests)
 
 
-def bind_import(aliases: Dict[str, Set[str]], node: ast.AST) -> None:
-    """Add what an import statement binds to `aliases` (local name -> the qualified names it may
-    stand for): `import a.b` binds a, `import a.b as x` binds x to a.b, `from a import b as y`
-    binds y to a.b; relative imports bind nothing that resolves."""
-    if isinstance(node, ast.Import):
-        for alias in node.names:
-            if alias.asname:
-                aliases.setdefault(alias.asname, set()).add(alias.name)
-            else:
-                root = alias.name.split(".")[0]
-                aliases.setdefault(root, set()).add(root)
-    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-        for alias in node.names:
-            if alias.name != "*":
-                aliases.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+class ImportTable:
+    """What the imports of one file bind: the one resolver of names for everything that reads
+    the file's `ast` (the scan, the API rows, the hazards, the advice).  `import a.b` binds a,
+    `import a.b as x` binds x to a.b, `from a import b as y` binds y to a.b; a relative import
+    binds its name to a path starting with its dots, which never resolves to an installed
+    package.  Function-local imports count for the whole file."""
+
+    def __init__(self, nodes) -> None:
+        # local name -> what the imports bind it to, in the order of the source
+        self.bound: Dict[str, List[str]] = {}
+        for node in sorted(nodes, key=lambda node: (node.lineno, node.col_offset)):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    self._bind(alias.asname, alias.name) if alias.asname else self._bind(*(alias.name.split(".")[0],) * 2)
+            elif isinstance(node, ast.ImportFrom):
+                module = "." * node.level + (node.module or "")
+                for alias in node.names:
+                    if alias.name != "*":
+                        self._bind(alias.asname or alias.name,
+                                   f"{module}{alias.name}" if module.endswith(".") else f"{module}.{alias.name}")
+        # local name -> the installed modules and names it may stand for (relative imports left out)
+        self.aliases: Dict[str, Set[str]] = {}
+        for name, targets in self.bound.items():
+            absolute = {target for target in targets if not target.startswith(".")}
+            if absolute:
+                self.aliases[name] = absolute
+
+    def _bind(self, name: str, target: str) -> None:
+        self.bound.setdefault(name, []).append(target)
+
+    def qualified(self, node: ast.AST) -> Set[str]:
+        """The qualified names a Name/Attribute chain may stand for (any import of its root)."""
+        return qualified_through(self.aliases, node)
+
+    def is_imported(self, node: ast.AST) -> bool:
+        """Whether an import (relative ones too) binds the root of a Name/Attribute chain: a
+        module or a name of one, not a value of the file's own (a local variable, `self`)."""
+        while node.__class__ is ast.Attribute:
+            node = node.value
+        return node.__class__ is ast.Name and node.id in self.bound
+
+    def imports(self, package: str) -> bool:
+        """Whether the file imports `package` or something in it."""
+        return any(target == package or target.startswith(package + ".")
+                   for targets in self.aliases.values() for target in targets)
 
 
 def qualified_through(aliases: Dict[str, Set[str]], node: ast.AST) -> Set[str]:
