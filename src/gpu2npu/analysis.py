@@ -18,7 +18,7 @@ from .rules import device_guards, flash_attn, npu_aware
 from .rules.names import (DEVICE_STRING, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name, framework_option,
                           qualified_names, string_text)
 from .rules.ray_resources import gpu_requests, imports_ray, is_ray_call
-from .rules.walk import ParentNodeProvider, walk, walk_wrapped
+from .rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
 from .tips import KERNEL_PACKAGES, TIPS, cuda_only_package, kernel_language, kernel_tip, migratable_cuda_path, tip_for
 
 RULE = "NPU900"
@@ -35,7 +35,7 @@ def _is_apex_amp(name: str) -> bool:
     return name == "apex.amp" or name.startswith("apex.amp.")
 
 
-class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
+class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
 
     def __init__(self, path: str, api: ApiData, context) -> None:
@@ -61,7 +61,7 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
             position = self.get_metadata(PositionProvider, node)
             key = self.context.lines_key(node, position.start.line, position.end.line)
             if key not in self.context.guarded_lines:
-                return super().on_visit(node)
+                return self.class_visit(node)
             if key in self.context.dead_guards_by_lines:
                 # CUDA-only code behind a CUDA test: its CUDA-only names are still reported
                 # (they are what the user must port), its device strings and .cuda() are not
@@ -70,16 +70,16 @@ class CudaLeftovers(DocstringTracker, cst.CSTVisitor):
                 if guard is not None:
                     self._add(node, Report.UNSUPPORTED, f"device test {guard.test}", dead_guard_tip(guard, self.api))
                 self._dead.append(node)
-                return super().on_visit(node)
+                return self.class_visit(node)
             if npu_aware.mentions_cuda(node):
                 self._add(node, Report.NOTE, npu_aware.NOTE_API, "left as written: it already selects between NPU and CUDA")
             return False
-        return super().on_visit(node)
+        return self.class_visit(node)
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         if self._dead and self._dead[-1] is original_node:
             self._dead.pop()
-        super().on_leave(original_node)
+        self.class_leave(original_node)
 
     # -- imports ---------------------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> None:

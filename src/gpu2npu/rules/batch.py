@@ -34,6 +34,7 @@ class RuleBatch(cst.CSTTransformer):
         self._edit_lists = [rule.edits for rule in self.rules]  # (rules edit them in place)
         # For each rule, the node below which it does not look (it asked not to), if any.
         self._skipping: List[Optional[cst.CSTNode]] = [None] * len(self.rules)
+        self._skips = 0  # how many rules are not looking now
         # For each node being visited, how many edits each rule had recorded when it was entered.
         self._marks: List[Tuple[int, ...]] = []
         # Node class -> the rules to call on entering / leaving such a node: most rules handle a
@@ -66,6 +67,7 @@ class RuleBatch(cst.CSTTransformer):
         for index in indices:
             if skipping[index] is None and not self.rules[index].on_visit(node):
                 skipping[index] = node
+                self._skips += 1
         self._marks.append(tuple(map(len, self._edit_lists)))
         return True
 
@@ -74,12 +76,15 @@ class RuleBatch(cst.CSTTransformer):
         inner = tuple(map(len, self._edit_lists))  # edits made below this node
         result = updated_node
         handlers = self._indices(self._leave_table, type(original_node), 1)
-        for index, rule in enumerate(self.rules):
+        # (while every rule looks, only those with something to do on leaving such a node)
+        for index in range(len(self.rules)) if self._skips else handlers:
+            rule = self.rules[index]
             skip_root = self._skipping[index]
             if skip_root is not None:
                 if skip_root is not original_node:
                     continue
                 self._skipping[index] = None  # its on_leave ends the skip (Rule.on_leave)
+                self._skips -= 1
             elif index not in handlers:
                 continue  # it has nothing to do on leaving such a node
             if not isinstance(result, cst.CSTNode) or type(result) is not type(original_node):

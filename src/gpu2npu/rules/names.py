@@ -9,7 +9,7 @@ import libcst as cst
 from libcst.metadata import QualifiedNameProvider
 
 from ..tips import has_fused_kernel
-from .walk import ParentNodeProvider, walk
+from .walk import ClassHooks, ParentNodeProvider, walk
 
 
 def qualified_names(rule: cst.MetadataDependent, node: cst.CSTNode) -> Set[str]:
@@ -58,7 +58,12 @@ def _is_access(rule: cst.MetadataDependent, node: cst.Name) -> bool:
     return True
 
 
-class ImportAliases(cst.CSTVisitor):
+# Node class -> whether it is an expression (isinstance against libcst's abstract classes is
+# slow, and asked of every statement and expression head of a module).
+_EXPRESSIONS: Dict[type, bool] = {}
+
+
+class ImportAliases(ClassHooks, cst.CSTVisitor):
     """Local name -> the qualified names it is imported as, over every import of a module.
     Imports are statements, so expressions are never entered: a small part of a full walk."""
 
@@ -73,9 +78,10 @@ class ImportAliases(cst.CSTVisitor):
         return collector.aliases
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.BaseExpression):
-            return False
-        return super().on_visit(node)
+        expression = _EXPRESSIONS.get(type(node))
+        if expression is None:
+            expression = _EXPRESSIONS[type(node)] = isinstance(node, cst.BaseExpression)
+        return not expression and self.class_visit(node)
 
     def visit_Import(self, node: cst.Import) -> bool:
         for alias in node.names:

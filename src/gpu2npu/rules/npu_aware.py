@@ -34,7 +34,7 @@ from typing import FrozenSet, Set, Tuple
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from .walk import walk, walk_wrapped
+from .walk import hooks_for, walk, walk_wrapped
 
 # The API column of the log note on code left as written because it already handles NPU.
 NOTE_API = "NPU-aware code"
@@ -154,6 +154,12 @@ def _compared_subjects(test: cst.BaseExpression) -> Set[str]:
     return subjects
 
 
+# The node classes _Guards looks at (none has subclasses: a look-up of the class stands for
+# isinstance, which for libcst's abstract-based classes costs ten times more).
+_LOOKED_AT = frozenset({cst.If, cst.Module, cst.IndentedBlock, cst.ClassDef, cst.IfExp, cst.BooleanOperation,
+                        cst.Tuple, cst.List, cst.Set, cst.Dict})
+
+
 class _Guards(cst.CSTVisitor):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
@@ -199,6 +205,8 @@ class _Guards(cst.CSTVisitor):
                     self._add(value)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        if type(node) not in _LOOKED_AT:  # (asked of every node of a file: most are none of these)
+            return True
         if isinstance(node, cst.If) and isinstance(node.orelse, cst.If):
             self._elifs.add(id(node.orelse))
         body = getattr(node, "body", None)
@@ -249,22 +257,37 @@ class _Together(cst.CSTVisitor):
         super().__init__()
         self.visitors = list(visitors)
         self._skipping = [None] * len(self.visitors)
+        # each visitor's hooks by node class, found once (as `walk` finds them): libcst's
+        # on_visit / on_leave would look a `visit_<Class>` method up by name on every node
+        self._hooks = [{} for _ in self.visitors]
+
+    def _hooks_of(self, index: int, kind: type) -> tuple:
+        found = self._hooks[index].get(kind)
+        if found is None:
+            found = self._hooks[index][kind] = hooks_for(self.visitors[index], kind)
+        return found
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.Module):
             for visitor in self.visitors:
                 visitor.metadata = self.metadata
-        for index, visitor in enumerate(self.visitors):
-            if self._skipping[index] is None and not visitor.on_visit(node):
-                self._skipping[index] = node
+        kind = type(node)
+        for index in range(len(self.visitors)):
+            if self._skipping[index] is None:
+                visit, _, visit_is_hook = self._hooks_of(index, kind)
+                if visit is not None and (visit(node) is False if visit_is_hook else not visit(node)):
+                    self._skipping[index] = node
         return True
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
-        for index, visitor in enumerate(self.visitors):
+        kind = type(original_node)
+        for index in range(len(self.visitors)):
             skip_root = self._skipping[index]
             if skip_root is None or skip_root is original_node:
                 self._skipping[index] = None
-                visitor.on_leave(original_node)
+                leave = self._hooks_of(index, kind)[1]
+                if leave is not None:
+                    leave(original_node)
 
 
 def guarded_types(spans: FrozenSet[Span]) -> FrozenSet[str]:

@@ -112,7 +112,7 @@ def _walk(visitor: cst.CSTVisitor, node: cst.CSTNode, hooks: Dict[type, tuple]) 
     kind = type(node)
     found = hooks.get(kind)
     if found is None:
-        found = hooks[kind] = _hooks_for(visitor, kind)
+        found = hooks[kind] = hooks_for(visitor, kind)
     visit, leave, visit_is_hook = found
     if visit is None or (visit(node) is not False if visit_is_hook else visit(node)):
         fields = _FIELDS.get(kind)
@@ -130,20 +130,46 @@ def _walk(visitor: cst.CSTVisitor, node: cst.CSTNode, hooks: Dict[type, tuple]) 
         leave(node)
 
 
-def _hooks_for(visitor: cst.CSTVisitor, node_class: type) -> tuple:
+def hooks_for(visitor: cst.CSTVisitor, node_class: type) -> tuple:
     """(what to call on entering a node of `node_class`, on leaving it, whether the first is a
     `visit_` hook, whose None means "go on", rather than on_visit, whose falsy answer means stop).
     A hook that is libcst's do-nothing declaration counts as none."""
     visitor_class = type(visitor)
-
-    def own(name: str):
-        method = getattr(visitor_class, name, None)
-        return None if method is None or method is getattr(cst.CSTVisitor, name, None) else getattr(visitor, name)
-
     default_visit = visitor_class.on_visit is cst.CSTVisitor.on_visit
-    visit = own(f"visit_{node_class.__name__}") if default_visit else visitor.on_visit
-    leave = own(f"leave_{node_class.__name__}") if visitor_class.on_leave is cst.CSTVisitor.on_leave else visitor.on_leave
+    visit = own_hook(visitor, f"visit_{node_class.__name__}") if default_visit else visitor.on_visit
+    leave = (own_hook(visitor, f"leave_{node_class.__name__}") if visitor_class.on_leave is cst.CSTVisitor.on_leave
+             else visitor.on_leave)
     return visit, leave, default_visit
+
+
+def own_hook(visitor: cst.CSTVisitor, name: str):
+    """The visitor's method `name` (`visit_Call`), or None where it has none or only libcst's
+    do-nothing declaration."""
+    method = getattr(type(visitor), name, None)
+    return None if method is None or method is getattr(cst.CSTVisitor, name, None) else getattr(visitor, name)
+
+
+class ClassHooks:
+    """For a visitor whose on_visit / on_leave end in libcst's (`super().on_visit(node)`): the
+    same `visit_<Class>` / `leave_<Class>` calls, each class's hooks looked up once instead of
+    by name on every node."""
+
+    def class_visit(self, node: cst.CSTNode) -> bool:
+        hooks = self.__dict__.setdefault("_class_visits", {})
+        kind = type(node)
+        if kind not in hooks:
+            hooks[kind] = own_hook(self, f"visit_{kind.__name__}")
+        hook = hooks[kind]
+        return hook is None or hook(node) is not False
+
+    def class_leave(self, node: cst.CSTNode) -> None:
+        hooks = self.__dict__.setdefault("_class_leaves", {})
+        kind = type(node)
+        if kind not in hooks:
+            hooks[kind] = own_hook(self, f"leave_{kind.__name__}")
+        hook = hooks[kind]
+        if hook is not None:
+            hook(node)
 
 
 def walk_wrapped(visitor: cst.CSTVisitor, wrapper) -> None:
