@@ -529,12 +529,12 @@ class ImportTable:
     package.  Function-local imports count for the whole file."""
 
     def __init__(self, nodes) -> None:
-        # local name -> what the imports bind it to, in the order of the source
-        self.bound: Dict[str, List[str]] = {}
-        for node in sorted(nodes, key=lambda node: (node.lineno, node.col_offset)):
+        self.bound: Dict[str, Set[str]] = {}  # local name -> what the imports bind it to
+        for node in nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
-                    self._bind(alias.asname, alias.name) if alias.asname else self._bind(*(alias.name.split(".")[0],) * 2)
+                    root = alias.name.split(".")[0]
+                    self._bind(alias.asname or root, alias.name if alias.asname else root)
             elif isinstance(node, ast.ImportFrom):
                 module = "." * node.level + (node.module or "")
                 for alias in node.names:
@@ -549,7 +549,7 @@ class ImportTable:
                 self.aliases[name] = absolute
 
     def _bind(self, name: str, target: str) -> None:
-        self.bound.setdefault(name, []).append(target)
+        self.bound.setdefault(name, set()).add(target)
 
     def qualified(self, node: ast.AST) -> Set[str]:
         """The qualified names a Name/Attribute chain may stand for (any import of its root)."""
