@@ -308,6 +308,7 @@ class FileScan:
     def integer_device_lines(self) -> List[int]:
         """Lines of calls whose device argument might be an int."""
         lines = []
+        forwarders = self._forwarders()
         for call in self.calls:
             func = call.func
             if isinstance(func, ast.Attribute) and func.attr in ("to", "to_empty") and call.args:
@@ -318,7 +319,7 @@ class FileScan:
                 lines.append(call.lineno)
                 continue
             called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-            forwarded = self._forwarders().get(called)
+            forwarded = forwarders.get(called)
             if forwarded and self._forwards_int(call, forwarded):
                 lines.append(call.lineno)
         return lines
