@@ -77,6 +77,13 @@ def _holds_cuda_module(module: str) -> bool:
     return module in _CUDA_PACKAGE_PARENTS
 
 
+@functools.lru_cache(maxsize=65536)
+def _attribute_word(attribute: str) -> bool:
+    """Whether an attribute name holds a rewrite word (asked of every attribute of every file:
+    the names repeat, the answers are kept)."""
+    return _ATTRIBUTE_WORD.search(attribute) is not None
+
+
 def _called_name(call: ast.Call) -> Optional[str]:
     func = call.func
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
@@ -190,7 +197,7 @@ class FileScan:
                 self._documentation.update(id(part) for part in node.value.values)
 
     def _attribute(self, node: ast.Attribute) -> None:
-        if _ATTRIBUTE_WORD.search(node.attr):
+        if _attribute_word(node.attr):
             self.word_lines.append(node.lineno)
         elif node.attr in _PACKAGE_PARTS and node.value.__class__ is ast.Name:
             self._part_uses.append(node)
@@ -201,9 +208,11 @@ class FileScan:
 
     def _call(self, node: ast.Call) -> None:
         self.calls.append(node)
-        self._argparse_int(node)
+        called = _called_name(node)
+        if called == "add_argument":
+            self._argparse_int(node)
         # Ray's GPU resource: NPU110 rewrites it or the analysis reports it
-        if any(keyword.arg in _RAY_REQUESTS for keyword in node.keywords) or _called_name(node) == "placement_group":
+        if called == "placement_group" or (node.keywords and any(k.arg in _RAY_REQUESTS for k in node.keywords)):
             self.package_lines.append(node.lineno)
 
     def _import(self, node: ast.Import) -> None:
