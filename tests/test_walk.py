@@ -5,7 +5,8 @@ import libcst as cst
 import pytest
 
 from helpers import FIXTURES
-from gpu2npu.rules.walk import walk
+from gpu2npu.rules import npu_aware
+from gpu2npu.rules.walk import ClassHooks, walk
 
 SYNTAX = '''
 from __future__ import annotations
@@ -238,3 +239,52 @@ def test_the_transform_hands_on_unchanged_nodes_as_they_are():
     assert seen[id(first)] is True  # nothing below it changed: the same node, not a copy
     assert seen[id(second)] is False and seen[id(module)] is False
     assert result.body[0] is first
+
+
+class _ThroughClassHooks(ClassHooks, _Hooks):
+    """_OwnVisit's own on_visit and on_leave, ending in the hooks found once per class."""
+
+    def on_visit(self, node):
+        self.events.append(("on_visit", type(node).__name__, id(node)))
+        return not isinstance(node, cst.Subscript) and self.class_visit(node)
+
+    def on_leave(self, original_node):
+        self.class_leave(original_node)
+
+
+class _ThroughLibcst(_Hooks):
+    def on_visit(self, node):
+        self.events.append(("on_visit", type(node).__name__, id(node)))
+        return not isinstance(node, cst.Subscript) and super().on_visit(node)
+
+    def on_leave(self, original_node):
+        super().on_leave(original_node)
+
+
+def test_hooks_found_once_per_class_are_called_as_libcst_calls_them():
+    compared = 0
+    for name, text in _sources():
+        module = cst.parse_module(text)
+        ours, libcsts = _ThroughClassHooks(), _ThroughLibcst()
+        walk(ours, module)
+        module.visit(libcsts)
+        assert ours.events == libcsts.events, name
+        compared += bool(ours.events)
+    assert compared > 20
+
+
+def test_visitors_walked_together_see_what_each_sees_alone():
+    for name, text in _sources():
+        module = cst.parse_module(text)
+        alone = [_Hooks(), _OwnVisit()]
+        for visitor in alone:
+            walk(visitor, module)
+        together = [_Hooks(), _OwnVisit()]
+        walk(npu_aware._together(together), module)
+        assert [v.events for v in together] == [v.events for v in alone], name
+
+
+def test_the_classes_the_npu_aware_walk_looks_up_have_no_subclasses():
+    # (it tells them by their class alone: a subclass would go unseen)
+    for kind in npu_aware._LOOKED_AT:
+        assert kind.__subclasses__() == [], kind
