@@ -380,10 +380,10 @@ class _Detector:
             targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
             for target in targets:
                 candidates = self.facts.names.qualified(target) if isinstance(target, ast.Attribute) else ()
-                qualified = next((name for name in sorted(candidates) if hf32_switch(self.api, name)), None)
+                switches = [(name, hf32_switch(self.api, name)) for name in sorted(candidates)]
+                qualified, switch = next(((name, switch) for name, switch in switches if switch), (None, None))
                 if qualified is None:
                     continue
-                switch = hf32_switch(self.api, qualified)
                 _, what, default = TF32_SWITCHES[qualified]
                 self.findings.append(Finding(
                     self.path, assign.lineno, end_line(assign), Report.PERFORMANCE, qualified,

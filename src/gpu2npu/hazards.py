@@ -23,7 +23,7 @@ from .apidata import ApiData
 from .change import Finding, Report
 from .rules import REROUTING_RULES
 from .rules.reroute import probe_label
-from .scan import FileScan, qualified_through
+from .scan import FileScan
 from .tips import FUSED_OPTIMIZERS, has_fused_kernel, kernel_language, kernel_tip
 
 RULE = "NPU900"
@@ -171,7 +171,7 @@ class _Hazards:
         self.similar = similar
         self.cuda_properties: Set[str] = set()  # names bound to torch.cuda.get_device_properties(...)
         self.findings: List[Finding] = []
-        self.aliases = file_scan.aliases  # (the scan resolved the file's imports already)
+        self.imports = file_scan.imports  # (the scan resolved the file's imports already)
         self.properties: Set[str] = set()  # names bound to get_device_properties(...)
         # The scan's nodes by class give what the look below needs: documentation, assignments,
         # and which names and attributes are part of a longer chain.
@@ -213,7 +213,7 @@ class _Hazards:
         self.findings.append(Finding(self.path, node.lineno, end, report, api_name, tip, RULE, api_type=api_type))
 
     def qualified(self, node: ast.AST) -> Set[str]:
-        return qualified_through(self.aliases, node)
+        return self.imports.qualified(node)
 
     def _is_called(self, node: ast.AST) -> bool:
         return id(node) in self._callees

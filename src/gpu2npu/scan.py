@@ -164,7 +164,6 @@ class FileScan:
         # The hazards' look at the file and the release tests take their nodes from here too.
         self.groups = nodes_by_class(tree)
         self.imports = ImportTable(self.nodes_of_class(ast.Import, ast.ImportFrom))
-        self.aliases = self.imports.aliases  # local name -> qualified names it may stand for
         # Documentation first: the strings below are told apart by it.
         handlers = (
             (ast.Expr, self._expr), (ast.Attribute, self._attribute), (ast.Constant, self._constant),
@@ -290,7 +289,7 @@ class FileScan:
 
     def qualified(self, node: ast.AST) -> Set[str]:
         """Fully qualified names `node` (a Name/Attribute chain) may stand for through imports."""
-        return qualified_through(self.aliases, node)
+        return self.imports.qualified(node)
 
     def _possibly_int(self, expr: ast.AST, seen: Set[str]) -> bool:
         """Generous version of NPU104's "holds an int wherever the file binds it": one int-like
@@ -563,7 +562,18 @@ class ImportTable:
 
     def qualified(self, node: ast.AST) -> Set[str]:
         """The qualified names a Name/Attribute chain may stand for (any import of its root)."""
-        return qualified_through(self.aliases, node)
+        # (asked of every name and attribute of a file: the root is looked up before any text is made)
+        parts = []
+        while node.__class__ is ast.Attribute:
+            parts.append(node.attr)
+            node = node.value
+        targets = self.aliases.get(node.id) if node.__class__ is ast.Name else None
+        if not targets:
+            return set()
+        if not parts:
+            return set(targets)
+        rest = ".".join(reversed(parts))
+        return {f"{target}.{rest}" for target in targets}
 
     def is_imported(self, node: ast.AST) -> bool:
         """Whether an import (relative ones too) binds the root of a Name/Attribute chain: a
@@ -576,22 +586,6 @@ class ImportTable:
         """Whether the file imports `package` or something in it."""
         return any(target == package or target.startswith(package + ".")
                    for targets in self.aliases.values() for target in targets)
-
-
-def qualified_through(aliases: Dict[str, Set[str]], node: ast.AST) -> Set[str]:
-    """The qualified names a Name/Attribute chain may stand for through `aliases`."""
-    # (asked of every name and attribute of a file: the root is looked up before any text is made)
-    parts = []
-    while node.__class__ is ast.Attribute:
-        parts.append(node.attr)
-        node = node.value
-    targets = aliases.get(node.id) if node.__class__ is ast.Name else None
-    if not targets:
-        return set()
-    if not parts:
-        return set(targets)
-    rest = ".".join(reversed(parts))
-    return {f"{target}.{rest}" for target in targets}
 
 
 def dotted(node: ast.AST) -> Optional[str]:

@@ -145,31 +145,41 @@ def hooks_for(visitor: cst.CSTVisitor, node_class: type) -> tuple:
 def own_hook(visitor: cst.CSTVisitor, name: str):
     """The visitor's method `name` (`visit_Call`), or None where it has none or only libcst's
     do-nothing declaration."""
-    method = getattr(type(visitor), name, None)
-    return None if method is None or method is getattr(cst.CSTVisitor, name, None) else getattr(visitor, name)
+    function = _own_function(type(visitor), name)
+    return None if function is None else getattr(visitor, name)
+
+
+def _own_function(visitor_class: type, name: str):
+    function = getattr(visitor_class, name, None)
+    return None if function is None or function is getattr(cst.CSTVisitor, name, None) else function
 
 
 class ClassHooks:
     """For a visitor whose on_visit / on_leave end in libcst's (`super().on_visit(node)`): the
-    same `visit_<Class>` / `leave_<Class>` calls, each class's hooks looked up once instead of
-    by name on every node."""
+    same `visit_<Class>` / `leave_<Class>` calls, each class's hooks looked up once per visitor
+    class instead of by name on every node."""
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._class_visits: Dict[type, object] = {}  # node class -> the visit_ function or None
+        cls._class_leaves: Dict[type, object] = {}
 
     def class_visit(self, node: cst.CSTNode) -> bool:
-        hooks = self.__dict__.setdefault("_class_visits", {})
         kind = type(node)
+        hooks = self._class_visits
         if kind not in hooks:
-            hooks[kind] = own_hook(self, f"visit_{kind.__name__}")
+            hooks[kind] = _own_function(type(self), f"visit_{kind.__name__}")
         hook = hooks[kind]
-        return hook is None or hook(node) is not False
+        return hook is None or hook(self, node) is not False
 
     def class_leave(self, node: cst.CSTNode) -> None:
-        hooks = self.__dict__.setdefault("_class_leaves", {})
         kind = type(node)
+        hooks = self._class_leaves
         if kind not in hooks:
-            hooks[kind] = own_hook(self, f"leave_{kind.__name__}")
+            hooks[kind] = _own_function(type(self), f"leave_{kind.__name__}")
         hook = hooks[kind]
         if hook is not None:
-            hook(node)
+            hook(self, node)
 
 
 def walk_wrapped(visitor: cst.CSTVisitor, wrapper) -> None:
