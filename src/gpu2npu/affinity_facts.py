@@ -1,8 +1,9 @@
 """What the affinity detectors read from one file's `ast` tree, gathered in a single pass.
 
 `collect` sorts a file's calls, binary operations and assignments by function (its `Scope`); names
-are resolved through the file's imports as the scan read them (`scan.ImportTable`); `Matcher` answers the small shape questions the detectors ask
-(is this a mean of squares over the last dimension, a transposed operand, a matrix product...).
+are resolved through the file's imports as the scan read them (`scan.ImportTable`); `Matcher`
+answers the small shape questions the detectors ask (is this a mean of squares over the last
+dimension, a transposed operand, a matrix product...).
 """
 from __future__ import annotations
 
