@@ -87,3 +87,37 @@ def test_a_class_naming_npu_among_its_device_types_keeps_its_cuda_member():
     assert 'return "npu" if torch_npu.npu.is_available() else "cpu"' in output
     noted = sorted(f.start_line for f in result.findings if f.report == Report.NOTE and f.api == NOTE_API)
     assert noted == [6, 11]
+
+
+def test_a_text_that_cannot_mention_npu_has_no_npu_aware_span():
+    """The walk for NPU-aware code is skipped where the text cannot mention NPU: on every fixture
+    file where that is so, the walk would have found nothing."""
+    import libcst as cst
+    from helpers import FIXTURES
+    from gpu2npu.rules import npu_aware
+    from gpu2npu.rules.walk import MetadataWrapper
+
+    skipped = walked = 0
+    for path in sorted(FIXTURES.rglob("*.py")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            module = cst.parse_module(text)
+        except cst.ParserSyntaxError:
+            continue
+        spans = npu_aware.guarded_spans(MetadataWrapper(module, unsafe_skip_copy=True))
+        if npu_aware.may_mention_npu(text):
+            walked += 1
+        else:
+            assert not spans, path
+            skipped += 1
+    assert skipped > 10 and walked > 0
+
+
+def test_an_escaped_npu_string_still_makes_its_test_npu_aware():
+    source = 'import torch\nif device == "\\x6epu":\n    x = torch.ones(1).to(device)\nelse:\n    x = torch.ones(1).cuda()\n'
+    from gpu2npu.rules import npu_aware
+
+    assert npu_aware.may_mention_npu(source)
+    output, result = _migrate(source)
+    assert ".cuda()" in output  # the CUDA branch of the project's own NPU test is left as written
+    assert not [c for c in result.changes if c.rule != "NPU001"]

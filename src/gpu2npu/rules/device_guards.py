@@ -388,7 +388,7 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     `rerouted` the names of CUDA-only packages that the rules point at an NPU implementation
     (flash_attn.ReroutePlan): valid after migration."""
     if "cuda" not in code.lower() or not _may_hold_cuda_only(code, api):
-        return npu_aware.guarded_spans(wrapper), {}
+        return npu_aware.guarded_spans(wrapper, code=code), {}
     resolver = _Resolver(api, aliases, rerouted)
     spans = npu_aware.guarded_spans(wrapper, resolver)
     return spans, dead_guards(wrapper, resolver)

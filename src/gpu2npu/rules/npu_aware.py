@@ -234,11 +234,25 @@ class _Guards(cst.CSTVisitor):
         return True
 
 
-def guarded_spans(wrapper: MetadataWrapper, *also: cst.CSTVisitor) -> FrozenSet[Span]:
+def may_mention_npu(code: str) -> bool:
+    """False when no name or string of `code` can mean NPU (`mentions_npu`): neither "npu" nor
+    "hccl" is in its text, in any case, and no escape could spell one in a string."""
+    lowered = code.lower()
+    return "npu" in lowered or "hccl" in lowered or _SPELLING_ESCAPE.search(code) is not None
+
+
+# An escape that can stand for a letter in a string ("\x6epu"): the text may hide "npu".
+_SPELLING_ESCAPE = re.compile(r"\\[xuUN0-7]")
+
+
+def guarded_spans(wrapper: MetadataWrapper, *also: cst.CSTVisitor, code: str = None) -> FrozenSet[Span]:
     """The span of every node of the original file that is left as
     written because it only runs where there is no NPU (or is the project's own NPU test).
     `also`: other visitors of the original file, run in the same walk (a walk of a large tree
-    costs more than what most visitors do in it)."""
+    costs more than what most visitors do in it); `code`: the file's text, where known (a text
+    that mentions no NPU has no such span, and is not walked for them)."""
+    if not also and code is not None and not may_mention_npu(code):
+        return frozenset()
     guards = _Guards()
     walk_wrapped(_together([guards, *also]) if also else guards, wrapper)
     return frozenset(guards.spans)
