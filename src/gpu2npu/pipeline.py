@@ -22,6 +22,7 @@ from .hazards import hazards_for_source
 from .change import Change, Finding, Operation
 from .linemap import LineMap, source_lines
 from .results import FileResult, Status
+from .rules import positions
 from .rules import (REROUTING_RULES, COMMON_RULES, SINGLE_CARD_RULES, Bf16CapabilityGateToNpu, Bf16ReadinessWithoutCudaVersion, FileContext, Options, Rule,
                     Tf32ToHf32, device_guards, npu_aware)
 from .rules.bf16_readiness import CUDA_VERSION
@@ -294,11 +295,15 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
         for code_, edit in outcome.edits
     ]
     findings: List[Finding] = [_relocate(finding, lines) for finding in outcome.findings]
-    new_code = outcome.module.code
+    new_code = code
     stage = LineMap(len(source_lines(code)))  # the output -> the built-in rules' input
-    if new_code != code:
-        stage.update(code, new_code)
-        wrapper = MetadataWrapper(outcome.module, unsafe_skip_copy=True)
+    if outcome.module is not module:  # (the rules' walk rebuilds only what changed)
+        # the leftover analysis reads the output's positions: found with its code, in one printing
+        output_positions, new_code = positions.positions_and_code(outcome.module)
+        if new_code != code:
+            stage.update(code, new_code)
+            wrapper = MetadataWrapper(outcome.module, unsafe_skip_copy=True)
+            wrapper.know_positions(output_positions)
 
     context.original_line = stage.original
     leftovers = find_leftovers(wrapper, path, options.api, context)

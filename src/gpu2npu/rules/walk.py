@@ -22,6 +22,8 @@ import libcst as cst
 import libcst.metadata as libcst_metadata
 from libcst.metadata import BaseMetadataProvider
 
+from . import positions
+
 # Node class -> the names of its fields that hold child nodes, in the order libcst visits them.
 _FIELDS: Dict[type, Tuple[str, ...]] = {}
 # libcst's helpers that visit a field, visit_required(parent, "field", value, visitor), ..., by
@@ -295,8 +297,15 @@ class MetadataWrapper(libcst_metadata.MetadataWrapper):
         if metadata is None or not all(_computed_alone(provider) for provider in pending):
             return super().resolve_many(providers)
         for provider in pending:
-            metadata[provider] = provider()._gen(self)
+            if provider is libcst_metadata.PositionProvider:  # (libcst's positions, found faster)
+                metadata[provider] = positions.positions_and_code(self.module)[0]
+            else:
+                metadata[provider] = provider()._gen(self)
         return {provider: metadata[provider] for provider in providers}
+
+    def know_positions(self, known: "positions.Positions") -> None:
+        """The module's positions, found by the caller along with its code."""
+        self._metadata[libcst_metadata.PositionProvider] = known
 
 
 def _computed_alone(provider) -> bool:
