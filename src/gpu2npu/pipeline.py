@@ -298,12 +298,13 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
     new_code = code
     stage = LineMap(len(source_lines(code)))  # the output -> the built-in rules' input
     if outcome.module is not module:  # (the rules' walk rebuilds only what changed)
-        # the leftover analysis reads the output's positions: found with its code, in one printing
-        output_positions, new_code = positions.positions_and_code(outcome.module)
+        # the leftover analysis reads the output's positions and parents: found with its code
+        printed = positions.printing(outcome.module)
+        new_code = printed.code
         if new_code != code:
             stage.update(code, new_code)
             wrapper = MetadataWrapper(outcome.module, unsafe_skip_copy=True)
-            wrapper.know_positions(output_positions)
+            wrapper.know_printing(printed)
 
     context.original_line = stage.original
     leftovers = find_leftovers(wrapper, path, options.api, context)

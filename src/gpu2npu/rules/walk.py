@@ -259,30 +259,16 @@ def _add_child(items: list, child: cst.CSTNode, result, helper: int) -> None:
         items.append(new)
 
 
-class _Parents(cst.CSTVisitor):
-    def __init__(self, provider: "ParentNodeProvider") -> None:
-        super().__init__()
-        self.provider = provider
-        self.open: list = []  # the nodes being walked, outermost first
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.open:
-            self.provider.set_metadata(node, self.open[-1])
-        self.open.append(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.open.pop()
-
-
 class ParentNodeProvider(BaseMetadataProvider[cst.CSTNode]):
-    """Each node's parent, as libcst's ParentNodeProvider gives it, found by the walk: libcst's
-    own asks every node for its `children`, which rebuilds the node a second time, and so costs
-    twice a libcst visit of the file.  The rules and the analysis resolve this one.  Not a
-    batchable provider: libcst runs those in a visit of its own, which rebuilds every node."""
+    """Each node's parent, as libcst's ParentNodeProvider gives it, found while the module is
+    printed for its positions (`positions`): libcst's own asks every node for its `children`,
+    which rebuilds the node a second time, and so costs twice a libcst visit of the file.  The
+    rules and the analysis resolve this one.  Not a batchable provider: libcst runs those in a
+    visit of its own, which rebuilds every node."""
 
     def _gen_impl(self, module: cst.Module) -> None:
-        _walk(_Parents(self), module, {})
+        for node, parent in positions.printing(module).parents.items():
+            self.set_metadata(node, parent)
 
 
 class MetadataWrapper(libcst_metadata.MetadataWrapper):
@@ -297,15 +283,21 @@ class MetadataWrapper(libcst_metadata.MetadataWrapper):
         if metadata is None or not all(_computed_alone(provider) for provider in pending):
             return super().resolve_many(providers)
         for provider in pending:
-            if provider is libcst_metadata.PositionProvider:  # (libcst's positions, found faster)
-                metadata[provider] = positions.positions_and_code(self.module)[0]
+            if provider in metadata:
+                continue  # (found by the printing of the one before)
+            if provider in _PRINTED:  # libcst's positions and our parents, found faster together
+                self.know_printing(positions.printing(self.module))
             else:
                 metadata[provider] = provider()._gen(self)
         return {provider: metadata[provider] for provider in providers}
 
-    def know_positions(self, known: "positions.Positions") -> None:
-        """The module's positions, found by the caller along with its code."""
-        self._metadata[libcst_metadata.PositionProvider] = known
+    def know_printing(self, printing: "positions.Printing") -> None:
+        """The module's positions and parents, found by a printing of it (the caller's, maybe)."""
+        self._metadata[libcst_metadata.PositionProvider] = printing.positions
+        self._metadata[ParentNodeProvider] = printing.parents
+
+
+_PRINTED = (libcst_metadata.PositionProvider, ParentNodeProvider)
 
 
 def _computed_alone(provider) -> bool:
