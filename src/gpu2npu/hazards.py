@@ -50,9 +50,19 @@ CUDA_STREAM_TIP = ("the raw CUDA stream handle, which CUDA libraries take (cuda-
                    "to needs an NPU counterpart (torch operators or torch_npu fused ones)")
 
 
+# Words holding one of these parts are looked for only where the part is: a file without "cuda"
+# is searched once for it, not once for each of the six words holding it.
+_SHARED_PARTS = (b"cuda", b"precision", b"bit", b"fused")
+_SEARCHES = tuple((part, tuple(word for word in _HAZARD_WORDS if part in word)) for part in _SHARED_PARTS) + tuple(
+    (word, ()) for word in _HAZARD_WORDS if not any(part in word for part in _SHARED_PARTS))
+
+
 def might_have_hazard(data: bytes) -> bool:
     """Whether `data` matches _MIGHT_HAVE_HAZARD, found without running it."""
-    return any(word in data for word in _HAZARD_WORDS) or _calls_compile(data)
+    for part, words in _SEARCHES:
+        if part in data and (not words or any(word in data for word in words)):
+            return True
+    return _calls_compile(data)
 
 
 def _calls_compile(data: bytes) -> bool:
