@@ -6,6 +6,7 @@ import pytest
 
 from gpu2npu import apidata, scan
 from gpu2npu.change import Report
+from gpu2npu.results import Status
 
 API = apidata.load("2.1.0")
 
@@ -108,3 +109,54 @@ def test_what_a_rule_acts_on_makes_the_file_and_its_line_relevant(source, line):
 def test_text_this_python_cannot_parse_is_left_to_libcst():
     assert scan.parse(b"print 'python 2'\n") is None
     assert scan.parse(b"x = '\\d'\n") is not None  # an invalid escape warns, nothing more
+
+
+# What makes the scan send a file to the rules, each written so that no CUDA word shows.
+SCAN_TRIGGERS = [
+    "import os\nos.environ['CUBLAS_WORKSPACE_CONFIG'] = ':4096:8'\n",
+    "import os\nos.environ['PYTORCH_ALLOC_CONF'] = 'expandable_segments:True'\n",
+    "import torch\ntorch.backends.cudnn.allow_tf32 = True\n",
+    "import torch\ntorch.backends.cudnn.conv.fp32_precision = 'tf32'\n",
+    "import torch\nmodel = model.to_empty(device = 0)\n",
+    "import torch\nx = x.to (0)\n",
+    "import torch\nx = torch.ones(2, device_id = 1)\n",
+    "import ray\n\n\n@ray.remote(num_gpus=1)\ndef train():\n    pass\n",
+    "from ray.util import placement_group\n\npg = placement_group([{'CPU': 1}])\n",
+    "x = 'c\\x75da:0'\n",
+] + [f"import {package}\n" for package in sorted(scan._CUDA_PACKAGES)]
+
+
+@pytest.mark.parametrize("source", SCAN_TRIGGERS)
+def test_a_text_the_scan_cannot_read_is_judged_by_the_scans_own_triggers(source):
+    """A file Python's `ast` cannot read (newer syntax than this Python's) or a notebook goes to
+    the rules when it holds anything that makes the scan send a parsed file there."""
+    assert scan.FileScan(scan.parse(source.encode())).needs_rewrite()
+    assert scan.could_need_rewrite(source)
+
+
+def test_every_fixture_the_scan_sends_to_the_rules_passes_the_text_test():
+    from helpers import FIXTURES
+
+    sent = 0
+    for path in sorted(FIXTURES.rglob("*.py")):
+        data = path.read_bytes()
+        tree = scan.parse(data)
+        if tree is not None and scan.FileScan(tree).needs_rewrite():
+            assert scan.could_need_rewrite(data.decode("utf-8", "replace")), path
+            sent += 1
+    assert sent > 20
+
+
+def test_a_text_with_nothing_for_the_rules_is_not_sent():
+    assert not scan.could_need_rewrite("import numpy as np\n\n\ndef mean(values):\n    return np.mean(values)  # to disk\n")
+
+
+def test_a_file_this_python_cannot_parse_is_migrated_by_what_the_scan_would_see(monkeypatch):
+    from gpu2npu import apidata, pipeline
+    from gpu2npu.rules import Options, rules_for
+
+    options = Options(api=apidata.load("2.1.0"))
+    monkeypatch.setattr(scan, "parse", lambda data: None)  # as under a Python older than the file's syntax
+    result = pipeline.migrate_source(b"import liger_kernel\n\nliger_kernel.apply()\n", "m.py", options, rules_for(options))
+    assert result.status != Status.SKIPPED
+    assert "liger_kernel" in {finding.api for finding in result.findings}

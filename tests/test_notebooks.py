@@ -234,3 +234,12 @@ def test_lines_of_a_multi_line_string_are_not_magics():
                                                      "x = torch.ones(1).npu()\n!npu-smi info").replace(
         "import torch\n", "import torch\nimport torch_npu\n", 1)
     assert not [f for f in result.findings if f.rule == "NPU602"]
+
+
+def test_a_notebook_whose_only_cuda_switch_names_no_cuda_is_migrated():
+    """The notebook's gate is the scan's: cuDNN's TF32 switch (no CUDA word in it) is migrated
+    and a CUDA-only package is reported, as they are in a .py file."""
+    result = run(encode(notebook(("code", "import torch\ntorch.backends.cudnn.allow_tf32 = True"))))
+    assert result.status == Status.MIGRATED and "allow_hf32" in sources(result.output)[0]
+    reported = run(encode(notebook(("code", "import liger_kernel\nliger_kernel.apply()"))))
+    assert "liger_kernel" in {finding.api for finding in reported.findings}

@@ -32,7 +32,8 @@ from .rules.custom import apply_custom_rules
 from .rules.names import ImportAliases
 
 # When Python's `ast` cannot read a file (newer syntax, broken code), a file containing none of
-# these cannot be touched by any rule or reported by the analysis, so it is not parsed at all.
+# these, and nothing else the scan would send to the rules (`scan.could_need_rewrite`), cannot be
+# touched by any rule or reported by the analysis, so it is not parsed at all.
 RELEVANT_WORDS = ("cuda", "CUDA", "nccl", "NCCL", "DataParallel", "DataLoader", "torch_npu", ".to(", "device=",
                   "apex", "amp_C", "cupy", "pycuda", "pynvml", "nvidia", "GPUtil", "triton", "flash_attn",
                   "xformers", "bitsandbytes", "tensorrt", "torch2trt")
@@ -48,9 +49,11 @@ def _missing_ops_pattern(api) -> "re.Pattern":
 
 
 def _relevant(data: bytes, api) -> bool:
-    """Whether anything in the file could be changed or reported: CUDA words, or a call of an
-    operator this torch_npu release has no kernel for."""
-    return any(word.encode() in data for word in RELEVANT_WORDS) or _missing_ops_pattern(api).search(data) is not None
+    """Whether anything in the file could be changed or reported: CUDA words, anything that makes
+    the scan send a file to the rules (a CUDA-only package, an env var of CUDA's, a TF32 switch,
+    a device argument), or a call of an operator this torch_npu release has no kernel for."""
+    return (any(word.encode() in data for word in RELEVANT_WORDS) or _missing_ops_pattern(api).search(data) is not None
+            or scan.could_need_rewrite(data.decode("utf-8", "replace")))
 
 
 def migrate_source(
@@ -113,7 +116,8 @@ def _migrate_source(data: bytes, file_scan: Optional["scan.FileScan"], path: str
         api_rows = scan.api_findings(file_scan, path, options.api, options.similar)
         if not starts_program and not for_options and not _needs_rewrite(file_scan, data, rules):
             return FileResult(path, Status.UNCHANGED, findings=sorted(set(api_rows)))
-    elif refusal is None and not starts_program and not for_options and not _relevant(data, options.api):
+    elif (refusal is None and not starts_program and not for_options and not _relevant(data, options.api)
+          and not _triggers_a_mode_rule(data, rules)):
         return FileResult(path, Status.SKIPPED)
     if refusal is not None:
         return FileResult(path, Status.FAILED, error=refusal)
@@ -243,8 +247,10 @@ def _migrate_chunks(data: bytes, file_scan: "scan.FileScan", path: str, options:
 def _needs_rewrite(file_scan: "scan.FileScan", data: bytes, rules: Sequence[Type[Rule]]) -> bool:
     """Whether the file must go through libcst: the ast scan's generous test for the rules every
     mode runs, and the text triggers of the mode-specific rules (distributed, -s)."""
-    if file_scan.needs_rewrite():
-        return True
+    return file_scan.needs_rewrite() or _triggers_a_mode_rule(data, rules)
+
+
+def _triggers_a_mode_rule(data: bytes, rules: Sequence[Type[Rule]]) -> bool:
     common = set(COMMON_RULES) | set(SINGLE_CARD_RULES)
     return any(trigger.encode() in data for rule in rules if rule not in common for trigger in rule.triggers)
 

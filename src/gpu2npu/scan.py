@@ -84,6 +84,29 @@ def _attribute_word(attribute: str) -> bool:
     return _ATTRIBUTE_WORD.search(attribute) is not None
 
 
+# Every word of a text, strings' and comments' too: what the scan can look at of a text it cannot
+# parse is among them.
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What may pass an int as a device (integer_device_lines; a forwarder's body holds one too).
+_DEVICE_ARGUMENT = re.compile(r"\bto(?:_empty)?[\s\\]*\(|\bdevice(?:_id)?[\s\\]*=(?!=)")
+# An escape that can stand for a letter in a string ("\x63uda"): the text may hide a word.
+_SPELLING_ESCAPE = re.compile(r"\\[xuUN0-7]")
+
+
+def could_need_rewrite(text: str) -> bool:
+    """For a text the scan cannot read (Python's `ast` refuses it; a notebook before its cells
+    are parsed): False only when none of what makes `FileScan.needs_rewrite` true can be in it.
+    Judged by the scan's own words, packages and calls, on every word of the text."""
+    if _DEVICE_ARGUMENT.search(text) or _SPELLING_ESCAPE.search(text):
+        return True
+    for word in set(_WORDS.findall(text)):
+        if (_attribute_word(word) or _REWRITE_WORD.search(word) or env_vars.NAME.match(word)
+                or _is_cuda_module(word) or _holds_cuda_module(word) or word in _RAY_REQUESTS
+                or word == "placement_group"):
+            return True
+    return False
+
+
 def _called_name(call: ast.Call) -> Optional[str]:
     func = call.func
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
