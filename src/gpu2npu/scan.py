@@ -90,14 +90,14 @@ _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # What may pass an int as a device (integer_device_lines; a forwarder's body holds one too).
 _DEVICE_ARGUMENT = re.compile(r"\bto(?:_empty)?[\s\\]*\(|\bdevice(?:_id)?[\s\\]*=(?!=)")
 # An escape that can stand for a letter in a string ("\x63uda"): the text may hide a word.
-_SPELLING_ESCAPE = re.compile(r"\\[xuUN0-7]")
+SPELLING_ESCAPE = re.compile(r"\\[xuUN0-7]")
 
 
 def could_need_rewrite(text: str) -> bool:
     """For a text the scan cannot read (Python's `ast` refuses it; a notebook before its cells
     are parsed): False only when none of what makes `FileScan.needs_rewrite` true can be in it.
     Judged by the scan's own words, packages and calls, on every word of the text."""
-    if _DEVICE_ARGUMENT.search(text) or _SPELLING_ESCAPE.search(text):
+    if _DEVICE_ARGUMENT.search(text) or SPELLING_ESCAPE.search(text):
         return True
     for word in set(_WORDS.findall(text)):
         if (_attribute_word(word) or _REWRITE_WORD.search(word) or env_vars.NAME.match(word)

@@ -34,6 +34,7 @@ from typing import FrozenSet, Set, Tuple
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from ..scan import SPELLING_ESCAPE
 from .walk import hooks_for, walk, walk_wrapped
 
 # The API column of the log note on code left as written because it already handles NPU.
@@ -238,11 +239,7 @@ def may_mention_npu(code: str) -> bool:
     """False when no name or string of `code` can mean NPU (`mentions_npu`): neither "npu" nor
     "hccl" is in its text, in any case, and no escape could spell one in a string."""
     lowered = code.lower()
-    return "npu" in lowered or "hccl" in lowered or _SPELLING_ESCAPE.search(code) is not None
-
-
-# An escape that can stand for a letter in a string ("\x6epu"): the text may hide "npu".
-_SPELLING_ESCAPE = re.compile(r"\\[xuUN0-7]")
+    return "npu" in lowered or "hccl" in lowered or SPELLING_ESCAPE.search(code) is not None
 
 
 def guarded_spans(wrapper: MetadataWrapper, *also: cst.CSTVisitor, code: str = None) -> FrozenSet[Span]:
