@@ -17,17 +17,14 @@ the state; only what the hooks keep is cheaper.  test_positions compares both on
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
-from libcst.metadata.position_provider import PositionProvidingCodegenState
-
-_NEWLINE = re.compile(r"\r\n?|\n")  # (what libcst's position tracking counts as a line end)
+from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
 
 _Span = Tuple[int, int, int, int]  # first line, first column, last line, last column
 
@@ -71,7 +68,7 @@ class Printing:
 
 def printing(module: cst.Module) -> Printing:
     state = _Tracking(default_indent=module.default_indent, default_newline=module.default_newline, provider=None)
-    state.spans, state.parents, state.open = {}, {}, []
+    state.spans, state.parents = {}, {}
     module._codegen(state)
     return Printing(Positions(state.spans), MappingProxyType(state.parents), "".join(state.tokens))
 
@@ -102,11 +99,11 @@ class _Recording:
 
 class _Tracking(PositionProvidingCodegenState):
     """libcst's position-tracking codegen state, keeping tuples in `spans` and each node's parent
-    in `parents` (the state's slots hold libcst's fields; this class adds a dict for the rest)."""
+    in `parents` (the state's slots hold libcst's fields; this class adds a dict for the rest).
+    Its `_stack` holds (node, line, column) of each node being printed, outermost first."""
 
     spans: Dict[cst.CSTNode, _Span]
     parents: Dict[cst.CSTNode, cst.CSTNode]
-    open: List[cst.CSTNode]  # the nodes being printed, outermost first
 
     def add_token(self, value: str) -> None:
         self.tokens.append(value)
@@ -119,21 +116,20 @@ class _Tracking(PositionProvidingCodegenState):
 
     def _advance(self, value: str) -> None:
         if "\n" in value or "\r" in value:
-            segments = _NEWLINE.split(value)
+            segments = NEWLINE_RE.split(value)  # (what libcst's own tracking counts as line ends)
             self.line += len(segments) - 1
             self.column = len(segments[-1])
         else:
             self.column += len(value)
 
     def before_codegen(self, node: cst.CSTNode) -> None:
-        if self.open:
-            self.parents[node] = self.open[-1]
-        self.open.append(node)
-        self._stack.append((self.line, self.column))
+        stack = self._stack
+        if stack:
+            self.parents[node] = stack[-1][0]
+        stack.append((node, self.line, self.column))
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        self.open.pop()
-        line, column = self._stack.pop()
+        _, line, column = self._stack.pop()
         if node not in self.spans:  # (a syntactic span recorded by the node's codegen stands)
             self.spans[node] = (line, column, self.line, self.column)
 
