@@ -250,9 +250,12 @@ def _needs_rewrite(file_scan: "scan.FileScan", data: bytes, rules: Sequence[Type
     return file_scan.needs_rewrite() or _triggers_a_mode_rule(data, rules)
 
 
+# The rules every mode runs: the scan's test covers them (the others have text triggers).
+_EVERY_MODES_RULES = frozenset(COMMON_RULES) | frozenset(SINGLE_CARD_RULES)
+
+
 def _triggers_a_mode_rule(data: bytes, rules: Sequence[Type[Rule]]) -> bool:
-    common = set(COMMON_RULES) | set(SINGLE_CARD_RULES)
-    return any(trigger.encode() in data for rule in rules if rule not in common for trigger in rule.triggers)
+    return any(trigger.encode() in data for rule in rules if rule not in _EVERY_MODES_RULES for trigger in rule.triggers)
 
 
 def _syntax_error(data: bytes, error: cst.ParserSyntaxError) -> str:
