@@ -9,7 +9,8 @@ Compiles gpu2npu's bytecode first (as `pip install` does), then runs, one after 
   2. cold:       `gpu2npu -i TREE ...` with an empty cache;
   3. warm:       the same command again (unchanged tree, cache filled by the cold run);
   4. check cold: `gpu2npu check TREE` with an empty cache of its own;
-  5. check warm: the same again;
+  5. check warm: the same again, and `ast.parse` of every file alone, with the same number of
+                 processes (start-up included): the least a check that reads every file must pay;
   6. small:      the migration and the check of one small project that ships with the repository
                  (fixtures/cuda_scripts/ddp_spawn_imagenet, an imagenet-style script), each with
                  no cache, the median of 5 runs: what a user waits for on a one-script project
@@ -77,13 +78,25 @@ def _parse_and_print(path: str) -> int:
         return 0
 
 
-def _baseline(files, jobs: int) -> None:
+def _parse_with_ast(path: str) -> int:
+    import ast
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (invalid escapes in strings)
+        try:
+            return len(ast.parse(Path(path).read_bytes()).body)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return 0
+
+
+def _baseline(files, jobs: int, work=_parse_and_print) -> None:
     if jobs <= 1:
         for path in files:
-            _parse_and_print(path)
+            work(path)
         return
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
-        for _ in pool.imap_unordered(_parse_and_print, files, chunksize=4):
+        for _ in pool.imap_unordered(work, files, chunksize=4):
             pass
 
 
@@ -169,6 +182,7 @@ def main() -> int:
                  "--cache-dir", str(work / "check-cache")]
         check_cold, check_cold_peak = _timed_child(check)
         check_warm, check_warm_peak = _timed_child(check)
+        ast_only, ast_only_peak = _timed_child([sys.executable, __file__, "--ast-only", str(args.tree), str(args.jobs)])
         small = []
         for name, argv in (("migration", [sys.executable, "-m", "gpu2npu", "-i", str(SMALL_PROJECT), "-o",
                                           str(work / "small"), "-v", args.version, "--no-cache", "--force"]),
@@ -206,6 +220,7 @@ def main() -> int:
     print(row("warm", warm, warm_peak))
     print(row("check cold", check_cold, check_cold_peak))
     print(row("check warm", check_warm, check_warm_peak))
+    print(row("ast.parse", ast_only, ast_only_peak) + "  (alone: the least a check that reads every file pays)")
     for name, seconds in small:
         print(f"small {name:<9} {seconds:6.2f} s wall (median of 5, {SMALL_PROJECT.name})")
     print(f"large 3 MiB file {large:6.1f} s  peak {large_peak / 2**20:7.0f} MiB  "
@@ -242,8 +257,9 @@ def _fifth_of(tree: Path, part: Path) -> Path:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--baseline-only":
+    if len(sys.argv) == 4 and sys.argv[1] in ("--baseline-only", "--ast-only"):
         tree, jobs = Path(sys.argv[2]), int(sys.argv[3])
-        _baseline(sorted(str(p) for p in tree.rglob("*.py") if p.is_file() and not p.is_symlink()), jobs)
+        _baseline(sorted(str(p) for p in tree.rglob("*.py") if p.is_file() and not p.is_symlink()), jobs,
+                  _parse_and_print if sys.argv[1] == "--baseline-only" else _parse_with_ast)
         sys.exit(0)
     sys.exit(main())
