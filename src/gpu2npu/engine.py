@@ -3,6 +3,11 @@ this process when there are few), read back from the content-hash cache where it
 before, and handed on in the order of the files, whatever the number of processes, so that
 what a command prints or writes is identical with -j 1 and -j N, cached or not.
 
+With a cache, this process reads each file for its key and the worker that migrates it reads it
+again, keying the result on the bytes it migrated.  Handing the bytes read here to the workers
+instead costs more than the second read: this process then spends 0.4 s more CPU on the 2,860
+files of transformers, beside the workers, on a machine whose cores they already fill.
+
 The commands differ only in what they do with the results: the migration writes a tree and
 the reports, `--diff` prints diffs, `check` prints findings.
 """
