@@ -51,6 +51,7 @@ _STRING_WORD = re.compile(r"^cuda|torch\.cuda\.|(?i:nccl)|CUDA_VISIBLE_DEVICES|"
 DEVICE_METHODS = {"to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
 INDEX_RETURNING = {"current_device", "get_rank", "get_local_rank", "device_count", "get_world_size"}
 _RAY_REQUESTS = frozenset({"num_gpus", "resources_per_worker"})
+_RAY_PLACEMENT = "placement_group"  # (its bundles ask for GPUs: NPU110)
 _CUDA_PACKAGES = frozenset(CUDA_ONLY_PACKAGES)
 # The packages that hold a CUDA-only package and other parts (`deepspeed` of `deepspeed.ops.gds`).
 _CUDA_PACKAGE_PARENTS = frozenset(".".join(package.split(".")[:end]) for package in CUDA_ONLY_PACKAGES
@@ -102,7 +103,7 @@ def could_need_rewrite(text: str) -> bool:
     for word in set(_WORDS.findall(text)):
         if (_attribute_word(word) or _REWRITE_WORD.search(word) or env_vars.NAME.match(word)
                 or _is_cuda_module(word) or _holds_cuda_module(word) or word in _RAY_REQUESTS
-                or word == "placement_group"):
+                or word == _RAY_PLACEMENT):
             return True
     return False
 
@@ -234,7 +235,7 @@ class FileScan:
         if called == "add_argument":
             self._argparse_int(node)
         # Ray's GPU resource: NPU110 rewrites it or the analysis reports it
-        if called == "placement_group" or (node.keywords and any(k.arg in _RAY_REQUESTS for k in node.keywords)):
+        if called == _RAY_PLACEMENT or (node.keywords and any(k.arg in _RAY_REQUESTS for k in node.keywords)):
             self.package_lines.append(node.lineno)
 
     def _import(self, node: ast.Import) -> None:
