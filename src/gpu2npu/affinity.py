@@ -380,7 +380,7 @@ class _Detector:
             targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
             for target in targets:
                 candidates = self.facts.names.qualified(target) if isinstance(target, ast.Attribute) else ()
-                switches = [(name, hf32_switch(self.api, name)) for name in sorted(candidates)]
+                switches = ((name, hf32_switch(self.api, name)) for name in sorted(candidates))
                 qualified, switch = next(((name, switch) for name, switch in switches if switch), (None, None))
                 if qualified is None:
                     continue
