@@ -96,3 +96,43 @@ def test_deepspeed_parts_without_an_npu_build_and_vllms_nccl_communicator_are_re
     assert "NotImplementedBuilder" in tips["deepspeed.ops.op_builder.EvoformerAttnBuilder"]
     # one tip for the two names of one statement: they are the same layer
     assert tips[rows[0][1]].count("TransformerBuilder") == 1
+
+
+def _extension_rows(source: str):
+    _, result = _migrate(source)
+    return [(f.start_line, f.api, "if its" in f.tip or "if it is" in f.tip) for f in _rows(result, Report.UNSUPPORTED)]
+
+
+def test_a_cpp_only_extension_build_is_no_cuda_construct():
+    # C++ sources alone build a host extension: it compiles and runs on an Ascend machine as it is
+    source = ("import os\nfrom torch.utils.cpp_extension import load, load_inline\n\n"
+              "ext = load(name='ops', sources=['ops.cpp', os.path.join(HERE, 'util.cc')])\n"
+              "inline = load_inline('inl', cpp_sources=SOURCE, functions=['f'])\n"
+              "none_given = load_inline('inl2', SOURCE, None)\n")
+    assert _extension_rows(source) == []
+
+
+def test_an_extension_build_with_cuda_sources_is_reported_at_its_call():
+    source = ("from torch.utils import cpp_extension\nfrom torch.utils.cpp_extension import load, load_inline\n\n"
+              "a = load(name='ops', sources=[f'{HERE}/ops.cpp', f'{HERE}/ops_kernel.cu'])\n"
+              "b = cpp_extension.load('ops2', 'kernel.CUH')\n"
+              "c = load('ops3', ['ops.cpp'], with_cuda=True)\n"
+              "d = load_inline('ops4', cpp_sources='int f();', cuda_sources=['__global__ void k() {}'])\n")
+    assert _extension_rows(source) == [(4, "torch.utils.cpp_extension.load", False),
+                                       (5, "torch.utils.cpp_extension.load", False),
+                                       (6, "torch.utils.cpp_extension.load", False),
+                                       (7, "torch.utils.cpp_extension.load_inline", False)]
+
+
+def test_an_extension_build_whose_sources_are_not_written_out_is_reported_as_undecided():
+    source = ("from torch.utils.cpp_extension import load, load_inline\n\n"
+              "a = load('ops', SOURCES)\n"
+              "b = load('ops', ['ops.cpp', *MORE])\n"
+              "c = load_inline('ops', cpp_sources=CPP, cuda_sources=CUDA)\n"
+              "d = load('ops', ['ops.cpp'], with_cuda=USE_CUDA)\n"
+              "builder = load\n")
+    assert _extension_rows(source) == [(3, "torch.utils.cpp_extension.load", True),
+                                       (4, "torch.utils.cpp_extension.load", True),
+                                       (5, "torch.utils.cpp_extension.load_inline", True),
+                                       (6, "torch.utils.cpp_extension.load", True),
+                                       (7, "torch.utils.cpp_extension.load", True)]

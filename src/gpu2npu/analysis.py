@@ -12,6 +12,7 @@ from typing import Dict, List, Optional, Set
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from . import extension_builds
 from .apidata import ApiData
 from .change import Finding, Report
 from .rules import device_guards, flash_attn, npu_aware
@@ -183,6 +184,9 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                     tip = TF32_TIP if name.endswith(".get_device_capability") and _gates_tf32(self, node) else None
                     self._add(node, Report.UNSUPPORTED, name, tip or tip_for(name, self.api))
                 return
+            if name in extension_builds.BUILDERS:
+                self._judge_extension_build(node, name)
+                return
             if name.startswith(REPORTED_TORCH_NAMES) and (self._is_called(node) or "DataParallel" not in name):
                 self._add(node, Report.UNSUPPORTED, name, tip_for(name))
                 return
@@ -196,6 +200,17 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             if package is not None and self._is_called(node) and not (self.wants_apex_amp and _is_apex_amp(name)):
                 self._add(node, Report.UNSUPPORTED, name, tip_for(name))
                 return
+
+    def _judge_extension_build(self, node: cst.CSTNode, name: str) -> None:
+        """A run-time C++ extension build: a row where it builds CUDA code or may (see
+        extension_builds); C++ sources alone build for the host and run on an Ascend machine."""
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        call = parent if isinstance(parent, cst.Call) and parent.func is node else None
+        build = extension_builds.build_of(name, call)
+        if build == extension_builds.Build.CUDA:
+            self._add(node, Report.UNSUPPORTED, name, extension_builds.CUDA_TIP[name])
+        elif build == extension_builds.Build.UNDECIDED:
+            self._add(node, Report.UNSUPPORTED, name, extension_builds.UNDECIDED_TIP[name])
 
     # -- kernels -----------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

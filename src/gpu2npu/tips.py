@@ -55,7 +55,6 @@ TIPS = {
     "torch.utils.cpp_extension.CUDAExtension": "CUDA C++ extensions do not build for Ascend: port the kernels "
     "to Ascend C custom operators or use torch_npu operators (see cuda_op_list.csv)",
     "torch.utils.cpp_extension.CUDA_HOME": "no CUDA toolkit on Ascend machines",
-    "torch.utils.cpp_extension.load": "loading .cu sources needs CUDA: port the kernels to Ascend C",
     "torch.nn.DataParallel": "DataParallel is not supported on NPU: use DistributedDataParallel "
     "(gpu2npu ... distributed) or run on one NPU",
     "torch.nn.parallel.data_parallel": "DataParallel is not supported on NPU: call the module directly "
