@@ -339,19 +339,27 @@ class FileScan:
 
     def integer_device_lines(self) -> List[int]:
         """Lines of calls whose device argument might be an int."""
+        # (asked of every call of every file: plain loops and class tests, no generator per call)
         lines = []
         forwarders = self._forwarders()
+        possibly_int = self._possibly_int
         for call in self.calls:
             func = call.func
-            if isinstance(func, ast.Attribute) and func.attr in ("to", "to_empty") and call.args:
-                if self._possibly_int(call.args[0], set()):
-                    lines.append(call.lineno)
-                    continue
-            if any(k.arg in ("device", "device_id") and self._possibly_int(k.value, set()) for k in call.keywords):
+            kind = func.__class__
+            called = func.attr if kind is ast.Attribute else func.id if kind is ast.Name else None
+            if kind is ast.Attribute and called in ("to", "to_empty") and call.args \
+                    and possibly_int(call.args[0], set()):
                 lines.append(call.lineno)
                 continue
-            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-            forwarded = forwarders.get(called)
+            passes_int = False
+            for keyword in call.keywords:
+                if keyword.arg in ("device", "device_id") and possibly_int(keyword.value, set()):
+                    passes_int = True
+                    break
+            if passes_int:
+                lines.append(call.lineno)
+                continue
+            forwarded = forwarders.get(called) if forwarders else None
             if forwarded and self._forwards_int(call, forwarded):
                 lines.append(call.lineno)
         return lines
@@ -375,11 +383,14 @@ class FileScan:
         if self._forwarder_names is None:
             forwarders: Dict[str, Set[Tuple[int, str]]] = {}
             for call in self.calls:
-                passed = [k.value for k in call.keywords if k.arg == "device"]
-                if isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "to_empty") and call.args:
-                    passed.append(call.args[0])
+                func = call.func
+                passed = [call.args[0]] if func.__class__ is ast.Attribute and func.attr in ("to", "to_empty") \
+                    and call.args else []
+                for keyword in call.keywords:
+                    if keyword.arg == "device":
+                        passed.append(keyword.value)
                 for value in passed:
-                    if not isinstance(value, ast.Name):
+                    if value.__class__ is not ast.Name:
                         continue
                     around = [f for f in self._functions
                               if f.lineno <= call.lineno <= (f.end_lineno or f.lineno)
