@@ -108,14 +108,16 @@ def test_a_cpp_only_extension_build_is_no_cuda_construct():
     source = ("import os\nfrom torch.utils.cpp_extension import load, load_inline\n\n"
               "ext = load(name='ops', sources=['ops.cpp', os.path.join(HERE, 'util.cc')])\n"
               "inline = load_inline('inl', cpp_sources=SOURCE, functions=['f'])\n"
-              "none_given = load_inline('inl2', SOURCE, None)\n")
+              "none_given = load_inline('inl2', SOURCE, None)\n"
+              "empty = load_inline('inl3', SOURCE, cuda_sources=[])\n"
+              "upper_case = load('ops2', ['ops.CU'])\n")  # (torch compiles only .cu and .cuh with nvcc)
     assert _extension_rows(source) == []
 
 
 def test_an_extension_build_with_cuda_sources_is_reported_at_its_call():
     source = ("from torch.utils import cpp_extension\nfrom torch.utils.cpp_extension import load, load_inline\n\n"
               "a = load(name='ops', sources=[f'{HERE}/ops.cpp', f'{HERE}/ops_kernel.cu'])\n"
-              "b = cpp_extension.load('ops2', 'kernel.CUH')\n"
+              "b = cpp_extension.load('ops2', 'kernel.cuh')\n"
               "c = load('ops3', ['ops.cpp'], with_cuda=True)\n"
               "d = load_inline('ops4', cpp_sources='int f();', cuda_sources=['__global__ void k() {}'])\n")
     assert _extension_rows(source) == [(4, "torch.utils.cpp_extension.load", False),

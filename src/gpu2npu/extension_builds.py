@@ -42,7 +42,8 @@ class Build(enum.Enum):
 
 
 def build_of(name: str, call: Optional[cst.Call]) -> Build:
-    """What the call of `name` (one of BUILDERS) builds; None: a reference that is not called."""
+    """What `call`, a call of `name` (one of BUILDERS), builds; `call` is None for a reference to
+    `name` that is not a call (handed on: what it builds is not known here)."""
     if call is None or any(arg.star for arg in call.args):
         return Build.UNDECIDED
     keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
@@ -52,21 +53,25 @@ def build_of(name: str, call: Optional[cst.Call]) -> Build:
         return Build.CUDA
     # (with_cuda comes ninth or later in every torch release: a call passing that many arguments
     # by position is not read)
-    if with_cuda not in (None, False) or len(positional) > 8:
+    if (with_cuda is not None and with_cuda is not False) or len(positional) > 8:
         return Build.UNDECIDED
     if name == LOAD_INLINE:
         cuda_sources = keywords.get("cuda_sources", positional[2] if len(positional) > 2 else None)
+        # (torch compiles them when they are truthy)
         if _constant(cuda_sources) is None:  # not given, or None
             return Build.HOST
-        if isinstance(cuda_sources, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)) or (
-                isinstance(cuda_sources, (cst.List, cst.Tuple)) and cuda_sources.elements):
+        if isinstance(cuda_sources, (cst.List, cst.Tuple)):
+            return Build.CUDA if cuda_sources.elements else Build.HOST
+        if isinstance(cuda_sources, cst.SimpleString) and string_text(cuda_sources) is not None:
+            return Build.CUDA if string_text(cuda_sources) else Build.HOST
+        if isinstance(cuda_sources, (cst.ConcatenatedString, cst.FormattedString)):
             return Build.CUDA
         return Build.UNDECIDED  # a variable, which may hold None
     sources = keywords.get("sources", positional[1] if len(positional) > 1 else None)
     suffixes = _suffixes(sources)
     if suffixes is None:
         return Build.UNDECIDED
-    if any(suffix.lower().endswith(CUDA_SUFFIXES) for suffix in suffixes):
+    if any(suffix.endswith(CUDA_SUFFIXES) for suffix in suffixes):  # (as torch tells them: case matters)
         return Build.CUDA
     return Build.HOST
 
