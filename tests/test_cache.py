@@ -102,3 +102,10 @@ def test_parallel_workers_fill_the_cache_with_the_same_results(project, tmp_path
     warm = _run(project, tmp_path / "warm", tmp_path / "cache", jobs=1)
     assert warm.cache_hits == _migrated_kinds(warm)
     assert _snapshot(warm.target) == _snapshot(cold.target)
+
+
+def test_another_python_misses(project, tmp_path, monkeypatch):
+    # its parser reads other syntax: which files get API rows is the running Python's
+    _run(project, tmp_path / "out", tmp_path / "cache")
+    monkeypatch.setattr(cache.sys, "version_info", (3, 99, 0))
+    assert _run(project, tmp_path / "out", tmp_path / "cache").cache_hits == 0

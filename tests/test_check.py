@@ -111,3 +111,15 @@ def test_a_warm_check_reads_results_back_instead_of_computing_them(tmp_path, mon
     monkeypatch.setattr(sources, "migrate_file", refuse)  # (what the engine calls)
     warm = check_paths([FIXTURES / "single_gpu_loop"], options, 1, tmp_path / "cache")
     assert warm.findings == cold.findings and warm.files == cold.files > 0
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="this Python parses a `type` statement")
+def test_a_file_this_python_cannot_parse_is_named_as_partly_checked(tmp_path):
+    source = tmp_path / "typed.py"
+    source.write_text("import torch\n\ntype Batch = list[torch.Tensor]\n\nx = torch.zeros(2).cuda()\n")
+    done = subprocess.run([sys.executable, "-m", "gpu2npu", "check", "-v", "2.1.0", "--no-cache", str(source)],
+                          capture_output=True, text=True)
+    assert done.returncode == 1  # the .cuda() that libcst reads is found all the same
+    assert f"{source}:5: NPU102" in done.stdout
+    warning = [line for line in done.stderr.splitlines() if "partly checked" in line]
+    assert len(warning) == 1 and f"{source}:3: Python 3." in warning[0] and "(invalid syntax here)" in warning[0]

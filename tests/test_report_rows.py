@@ -138,3 +138,24 @@ def test_an_extension_build_whose_sources_are_not_written_out_is_reported_as_und
                                        (5, "torch.utils.cpp_extension.load_inline", True),
                                        (6, "torch.utils.cpp_extension.load", True),
                                        (7, "torch.utils.cpp_extension.load", True)]
+
+
+def test_a_file_this_python_cannot_parse_says_that_its_api_calls_were_not_analysed():
+    # (a `type` statement needs Python 3.12; libcst reads it, so the .cuda() is migrated all the same)
+    import sys
+
+    source = ("import torch\n\ntype Batch = list[torch.Tensor]\n\n"
+              "def step(model, x):\n    return torch.compile(model)(x.cuda())\n")
+    output, result = _migrate(source)
+    rows = [f for f in result.findings if f.api == "syntax this Python cannot parse"]
+    if sys.version_info >= (3, 12):
+        assert rows == [] and any(f.api == "torch.compile" for f in result.findings)
+        return
+    assert "x.npu()" in output
+    assert [(f.start_line, f.report) for f in rows] == [(3, Report.UNKNOWN)]
+    assert "(invalid syntax here)" in rows[0].tip and f"Python 3.{sys.version_info[1]}" in rows[0].tip
+
+
+def test_a_file_without_torch_that_no_python_parses_gets_no_such_row():
+    _, result = _migrate("print 'hello'\n")
+    assert result.findings == []

@@ -3,8 +3,8 @@ changed.
 
 The key of a file is the hash of its bytes, its path in the project (reports name it) and a salt
 made of everything else a result depends on: the tool's own code and data (so a new version, or
-a modified checkout, never reads old results) and the run's options (torch version, mode, rule
-files...).  A changed file or option therefore misses; everything else is read back as it was
+a modified checkout, never reads old results), the Python minor version (its parser decides which
+files get API rows) and the run's options (torch version, mode, rule files...).  A changed file or option therefore misses; everything else is read back as it was
 computed.  The cache lives outside the migrated tree (by default in the user's cache folder) in
 one SQLite file, written by the main process only; a cache that cannot be opened or written is
 reported once and the run goes on without it.
@@ -19,6 +19,7 @@ import json
 import os
 import pickle
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -75,7 +76,10 @@ def _canonical(value: Any) -> Any:
 
 def salt_for(options: Any) -> str:
     text = json.dumps(_canonical(options), sort_keys=True, default=str)
-    return hashlib.sha256(f"{code_fingerprint()}\n{text}".encode()).hexdigest()
+    # Which syntax Python's own parser reads (and so which files get API rows) is the running
+    # Python's: a result is read back only by the Python minor version that computed it.
+    python = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    return hashlib.sha256(f"{code_fingerprint()}\n{python}\n{text}".encode()).hexdigest()
 
 
 def key_for(salt: str, relative: str, data: bytes) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence
 
 from .change import Operation, Report
+from . import scan
 from .dependencies import decide
 from .dependencies.formats import SETUP_PY, dependency_format
 from .catalogue import RuleEntry, rule_catalogue
@@ -50,6 +51,8 @@ class CheckResult:
     findings: List[CheckFinding]
     files: int  # files checked
     unreadable: List[str]
+    # files whose API calls and hazards were not looked at (this Python cannot parse them): "path:line: why"
+    partly_checked: List[str] = dataclasses.field(default_factory=list)
     cache_problem: Optional[str] = None  # why the cache could not be used (the check went on without)
     descriptions: Dict[str, str] = dataclasses.field(default_factory=dict)  # code -> summary, when asked for
 
@@ -82,6 +85,7 @@ def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
     every code a finding can carry too (SARIF lists them)."""
     findings: List[CheckFinding] = []
     unreadable: List[str] = []
+    partly_checked: List[str] = []
     entries = list(_checked_files(paths))
     code = [entry for entry in entries if entry.kind in MIGRATED_KINDS]
     for entry in entries:
@@ -103,13 +107,15 @@ def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
                     findings.append(CheckFinding(shown, change.start_line, change.end_line, change.rule,
                                                  f"CUDA-only: {change.message}", FIXED_BY_MIGRATION))
             for finding in result.findings:
+                if finding.api == scan.NOT_PARSED:
+                    partly_checked.append(f"{shown}:{finding.start_line}: {finding.tip}")
                 if finding.report == Report.UNSUPPORTED:
                     findings.append(CheckFinding(shown, finding.start_line, finding.end_line, UNSUPPORTED_RULE,
                                                  f"{finding.api} has no NPU equivalent: {finding.tip}", MANUAL))
         descriptions = rule_descriptions(rule_catalogue(engine.cache)) if describe else {}
     finally:
         engine.close()
-    return CheckResult(sorted(set(findings)), len(entries), unreadable, engine.problem, descriptions)
+    return CheckResult(sorted(set(findings)), len(entries), unreadable, partly_checked, engine.problem, descriptions)
 
 
 # Dependency rules whose every edit removes or replaces something CUDA-only; a torch or

@@ -317,6 +317,8 @@ def check(paths, torch_version, output_format, jobs, cache_dir, no_cache, api_fi
                        f"{len(result.findings) - manual} that gpu2npu migrates (warning)", err=True)
     for problem in result.unreadable:
         click.echo(f"gpu2npu: warning: not checked: {problem}", err=True)
+    for problem in result.partly_checked:
+        click.echo(f"gpu2npu: warning: partly checked: {problem}", err=True)
     if result.cache_problem:
         click.echo(f"gpu2npu: warning: {result.cache_problem}", err=True)
     sys.exit(1 if result.findings else 0)

@@ -77,6 +77,11 @@ def migrate_source(
             advice += affected_calls(file_scan, path, options.third_party_apis)
         if advice:
             result.findings = sorted(set(result.findings) | set(advice))
+    elif result.status != Status.FAILED:
+        # what the ast would have told (API rows, hazards) is missing: the reports say so
+        unanalysed = scan.not_parsed_row(data, path)
+        if unanalysed is not None:
+            result.findings = sorted(set(result.findings) | {unanalysed})
     return result
 
 

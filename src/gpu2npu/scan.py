@@ -23,6 +23,7 @@ import bisect
 import copy
 import functools
 import re
+import sys
 import warnings
 from typing import Dict, List, Optional, Set, Tuple
 
@@ -164,6 +165,32 @@ def parse(data: bytes) -> Optional[ast.Module]:
             return ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+# The api of the row that says a file was not analysed because this Python cannot parse it.
+NOT_PARSED = "syntax this Python cannot parse"
+
+
+def not_parsed_row(data: bytes, path: str) -> Optional[Finding]:
+    """For a file `parse` gave up on: the unknown_api.csv row that says its API calls and hazards
+    were not looked at (they are read from the ast), where there is any torch in it to look at
+    (a file of newer syntax, which libcst may migrate all the same, or a broken one)."""
+    if b"torch" not in data:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(data)
+        return None
+    except SyntaxError as error:  # (the row stands at its line)
+        line, reason = error.lineno or 1, error.msg
+    except (ValueError, RecursionError, MemoryError) as error:
+        line, reason = 1, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    python = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    return Finding(path, line, line, Report.UNKNOWN, NOT_PARSED,
+                   f"Python {python}, which runs gpu2npu, cannot parse this file ({reason} here), so its torch API calls "
+                   "and CUDA hazards (torch.compile, CUDA version checks, quantization) were not analysed: run gpu2npu "
+                   "with the Python the project needs, or mend the syntax", RULE)
 
 
 class FileScan:
