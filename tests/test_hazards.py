@@ -142,6 +142,38 @@ def test_each_triton_kernel_is_named_at_its_def_line():
         (1, "triton"), (2, "triton.language"), (13, "triton.cdiv")]
 
 
+@pytest.mark.parametrize("handing_on", ["from vllm_like.triton_utils import tl, triton",
+                                        "from ..utils import triton, tl as tl"])
+def test_triton_handed_on_by_a_module_of_the_project_is_triton(handing_on):
+    # (`from M import triton, tl`: the kernels written with them are named, one row each, and the
+    # launcher's calls keep theirs, as with a direct import; the kernel had gone unreported, or
+    # where M was a CUDA-only package each tl.* call in it had had a row)
+    rows = _rows(f"""\
+        import torch
+        {handing_on}
+
+
+        @triton.jit
+        def add_one_kernel(x_ptr, n, BLOCK: tl.constexpr):
+            offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n) + 1, mask=offsets < n)
+
+
+        def add_one(x):
+            add_one_kernel[(triton.cdiv(x.numel(), 128),)](x, x.numel(), BLOCK=128)
+            return x.cuda()
+        """)
+    assert [(line, api) for line, api, _ in rows] == [(6, "Triton kernel add_one_kernel"), (12, "triton.cdiv")]
+
+
+def test_a_name_handed_on_from_triton_itself_or_under_another_name_is_what_it_is():
+    from gpu2npu.tips import handed_on
+
+    assert handed_on("vllm.triton_utils", "triton") == "triton" and handed_on(".utils", "tl") == "triton.language"
+    assert handed_on("triton", "language") is None and handed_on("triton.runtime", "triton") is None
+    assert handed_on("vllm.triton_utils", "HAS_TRITON") is None
+
+
 def test_cute_dsl_and_cutile_kernels_are_one_row_each_and_cuda_python_is_reported():
     rows = _rows("""\
         import torch

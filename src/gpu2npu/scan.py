@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Set, Tuple
 from . import apidata, env_vars
 from .change import Finding, Report
 from .similar import equivalents
-from .tips import CUDA_ONLY_PACKAGES
+from .tips import CUDA_ONLY_PACKAGES, handed_on
 
 RULE = "NPU900"
 
@@ -610,8 +610,8 @@ class ImportTable:
                 module = "." * node.level + (node.module or "")
                 for alias in node.names:
                     if alias.name != "*":
-                        self._bind(alias.asname or alias.name,
-                                   f"{module}{alias.name}" if module.endswith(".") else f"{module}.{alias.name}")
+                        self._bind(alias.asname or alias.name, handed_on(module, alias.name) or (
+                            f"{module}{alias.name}" if module.endswith(".") else f"{module}.{alias.name}"))
         # local name -> the installed modules and names it may stand for (relative imports left out)
         self.aliases: Dict[str, Set[str]] = {}
         for name, targets in self.bound.items():

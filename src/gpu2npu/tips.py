@@ -235,6 +235,20 @@ KERNEL_DECORATORS = {
 }
 # The packages of those languages: their names used inside a kernel are the kernel's row.
 KERNEL_PACKAGES = ("triton", "cutlass", "cuda")
+# Names under which a module of the project hands Triton on (`from vllm.triton_utils import tl,
+# triton`, DeepSpeed's `from deepspeed.ops.triton_ops._triton import triton, tl`, a project's own
+# `from .utils import triton`): they stand for Triton itself, so that the kernels written with them
+# are found and named, one row each, as where Triton is imported directly.
+HANDED_ON = {"triton": "triton", "tl": "triton.language"}
+
+
+def handed_on(module: str, name: str) -> Optional[str]:
+    """What `from module import name` binds where `module` (relative ones too) hands on a kernel
+    language under its usual name; None for any other import."""
+    target = HANDED_ON.get(name)
+    if target is None or module.lstrip(".") == "triton" or module.startswith("triton."):
+        return None
+    return target
 
 
 def kernel_language(decorators) -> Optional[str]:

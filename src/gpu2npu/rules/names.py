@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from libcst.metadata import QualifiedNameProvider
 
-from ..tips import has_fused_kernel
+from ..tips import handed_on, has_fused_kernel
 from .walk import ClassHooks, ParentNodeProvider, walk
 
 
@@ -101,7 +101,8 @@ class ImportAliases(ClassHooks, cst.CSTVisitor):
         for alias in node.names:
             imported = dotted_name(alias.name) or ""
             local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else imported
-            self.aliases.setdefault(local, set()).add(f"{prefix}.{imported}" if prefix and not prefix.endswith(".") else f"{prefix}{imported}")
+            self.aliases.setdefault(local, set()).add(handed_on(prefix, imported) or (
+                f"{prefix}.{imported}" if prefix and not prefix.endswith(".") else f"{prefix}{imported}"))
         return False
 
 
