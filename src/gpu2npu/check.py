@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence
 
-from .change import Operation, Report
 from . import scan
+from .change import Operation, Report
 from .dependencies import decide
 from .dependencies.formats import SETUP_PY, dependency_format
 from .catalogue import RuleEntry, rule_catalogue
