@@ -5,9 +5,10 @@ The key of a file is the hash of its bytes, its path in the project (reports nam
 made of everything else a result depends on: the tool's own code and data (so a new version, or
 a modified checkout, never reads old results), the Python minor version (its parser decides which
 files get API rows) and the run's options (torch version, mode, rule files...).  A changed file or
-option therefore misses; everything else is read back as it was computed.  The cache lives outside the migrated tree (by default in the user's cache folder) in
-one SQLite file, written by the main process only; a cache that cannot be opened or written is
-reported once and the run goes on without it.
+option therefore misses; everything else is read back as it was computed.  The cache lives
+outside the migrated tree (by default in the user's cache folder) in one SQLite file, written by
+the main process only; a cache that cannot be opened or written is reported once and the run goes
+on without it.
 """
 from __future__ import annotations
 
