@@ -123,3 +123,27 @@ def test_a_file_this_python_cannot_parse_is_named_as_partly_checked(tmp_path):
     assert f"{source}:5: NPU102" in done.stdout
     warning = [line for line in done.stderr.splitlines() if "partly checked" in line]
     assert len(warning) == 1 and f"{source}:3: Python 3." in warning[0] and "(invalid syntax here)" in warning[0]
+    # machines read it too: JSON's warnings, SARIF's notifications of the invocation
+    for output_format in ("json", "sarif"):
+        done = subprocess.run([sys.executable, "-m", "gpu2npu", "check", "-v", "2.1.0", "--no-cache", "--format",
+                               output_format, str(source)], capture_output=True, text=True)
+        report = json.loads(done.stdout)
+        if output_format == "json":
+            texts = report["warnings"]
+        else:
+            [invocation] = report["runs"][0]["invocations"]
+            assert invocation["executionSuccessful"] is True
+            assert {note["level"] for note in invocation["toolExecutionNotifications"]} == {"warning"}
+            texts = [note["message"]["text"] for note in invocation["toolExecutionNotifications"]]
+        assert texts == [warning[0][len("gpu2npu: warning: "):]]
+
+
+def test_a_file_that_cannot_be_read_is_named_on_stderr_and_in_json(tmp_path):
+    (tmp_path / "requirements.txt").write_bytes(b"torch==2.1.0\n\xff\xfe\n")
+    (tmp_path / "train.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    done = subprocess.run([sys.executable, "-m", "gpu2npu", "check", "-v", "2.1.0", "--no-cache", "--format", "json",
+                           str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 1 and json.loads(done.stdout)["count"] == 1  # the .cuda() is checked all the same
+    [warning] = json.loads(done.stdout)["warnings"]
+    assert warning.startswith(f"not checked: {tmp_path / 'requirements.txt'}: not read as UTF-8 text")
+    assert f"gpu2npu: warning: {warning}" in done.stderr.splitlines()

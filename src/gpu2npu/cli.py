@@ -302,10 +302,12 @@ def check(paths, torch_version, output_format, jobs, cache_dir, no_cache, api_fi
         _fail(f"no such file or folder: {', '.join(missing)}")
     result = check_paths(paths, options, jobs, None if no_cache else (cache_dir or cache.default_folder()),
                          describe=output_format == "sarif")
+    warnings = [f"not checked: {problem}" for problem in result.unreadable] + [
+        f"partly checked: {problem}" for problem in result.partly_checked]
     if output_format == "json":
-        click.echo(check_formats.as_json(result.findings), nl=False)
+        click.echo(check_formats.as_json(result.findings, warnings), nl=False)
     elif output_format == "sarif":
-        click.echo(check_formats.as_sarif(result.findings, result.descriptions), nl=False)
+        click.echo(check_formats.as_sarif(result.findings, result.descriptions, warnings), nl=False)
     else:
         click.echo(check_formats.as_text(result.findings), nl=False)
         manual = sum(1 for finding in result.findings if finding.level == MANUAL)
@@ -315,10 +317,8 @@ def check(paths, torch_version, output_format, jobs, cache_dir, no_cache, api_fi
             click.echo(f"{console.counted(len(result.findings), 'finding')} in {console.counted(result.files_with_findings, 'file')} "
                        f"({console.counted(result.files, 'file')} checked): {manual} to do by hand (error), "
                        f"{len(result.findings) - manual} that gpu2npu migrates (warning)", err=True)
-    for problem in result.unreadable:
-        click.echo(f"gpu2npu: warning: not checked: {problem}", err=True)
-    for problem in result.partly_checked:
-        click.echo(f"gpu2npu: warning: partly checked: {problem}", err=True)
+    for warning in warnings:
+        click.echo(f"gpu2npu: warning: {warning}", err=True)
     if result.cache_problem:
         click.echo(f"gpu2npu: warning: {result.cache_problem}", err=True)
     sys.exit(1 if result.findings else 0)

@@ -1,4 +1,7 @@
-"""Renderings of `gpu2npu check` findings: text (one per line), JSON, SARIF 2.1.0."""
+"""Renderings of `gpu2npu check` findings: text (one per line), JSON, SARIF 2.1.0.  The files it
+could not check, or checked only in part, are in the JSON and SARIF too (`warnings`, the
+invocation's notifications), as they are on stderr: a machine reading them learns what a person
+reading the console does."""
 from __future__ import annotations
 
 import json
@@ -13,16 +16,16 @@ def as_text(findings: Sequence) -> str:
     return "".join(f"{f.path}:{f.start_line}: {f.rule} {f.message}\n" for f in findings)
 
 
-def as_json(findings: Sequence) -> str:
+def as_json(findings: Sequence, warnings: Sequence[str] = ()) -> str:
     rows = [
         {"path": f.path, "start_line": f.start_line, "end_line": f.end_line, "rule": f.rule,
          "level": f.level, "message": f.message}
         for f in findings
     ]
-    return json.dumps({"findings": rows, "count": len(rows)}, indent=2) + "\n"
+    return json.dumps({"findings": rows, "count": len(rows), "warnings": list(warnings)}, indent=2) + "\n"
 
 
-def as_sarif(findings: Sequence, rules: Dict[str, str]) -> str:
+def as_sarif(findings: Sequence, rules: Dict[str, str], warnings: Sequence[str] = ()) -> str:
     used = sorted({f.rule for f in findings} | set(rules))
     log = {
         "$schema": SARIF_SCHEMA,
@@ -52,6 +55,14 @@ def as_sarif(findings: Sequence, rules: Dict[str, str]) -> str:
                         ],
                     }
                     for f in findings
+                ],
+                "invocations": [
+                    {
+                        "executionSuccessful": True,
+                        "toolExecutionNotifications": [
+                            {"level": "warning", "message": {"text": text}} for text in warnings
+                        ],
+                    }
                 ],
             }
         ],
