@@ -156,9 +156,13 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         parent = self.get_metadata(ParentNodeProvider, node, None)
         return not (isinstance(parent, cst.Attribute) and parent.value is node)
 
-    def _is_called(self, node: cst.CSTNode) -> bool:
+    def _call_of(self, node: cst.CSTNode) -> Optional[cst.Call]:
+        """The call whose callee `node` is, if any."""
         parent = self.get_metadata(ParentNodeProvider, node, None)
-        return isinstance(parent, cst.Call) and parent.func is node
+        return parent if isinstance(parent, cst.Call) and parent.func is node else None
+
+    def _is_called(self, node: cst.CSTNode) -> bool:
+        return self._call_of(node) is not None
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._check_reference(node)
@@ -204,9 +208,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
     def _judge_extension_build(self, node: cst.CSTNode, name: str) -> None:
         """A run-time C++ extension build: a row where it builds CUDA code or may (see
         extension_builds); C++ sources alone build for the host and run on an Ascend machine."""
-        parent = self.get_metadata(ParentNodeProvider, node, None)
-        call = parent if isinstance(parent, cst.Call) and parent.func is node else None
-        build = extension_builds.build_of(name, call)
+        build = extension_builds.build_of(name, self._call_of(node))
         if build == extension_builds.Build.CUDA:
             self._add(node, Report.UNSUPPORTED, name, extension_builds.CUDA_TIP[name])
         elif build == extension_builds.Build.UNDECIDED:

@@ -157,13 +157,22 @@ def nodes_by_class(tree: ast.AST) -> Dict[type, List[ast.AST]]:
     return groups
 
 
+# What Python's parser raises for a text it cannot parse.
+_NOT_PARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
+
+
+def _ast_of(data: bytes) -> ast.Module:
+    """The ast of `data`; raises one of _NOT_PARSABLE."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # invalid escapes in the user's strings are not our report
+        return ast.parse(data)
+
+
 def parse(data: bytes) -> Optional[ast.Module]:
     """The ast of `data`, or None when this Python cannot parse it (libcst may still)."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escapes in the user's strings are not our report
-            return ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _ast_of(data)
+    except _NOT_PARSABLE:
         return None
 
 
@@ -177,14 +186,12 @@ def not_parsed_row(data: bytes, path: str) -> Optional[Finding]:
     (a file of newer syntax, which libcst may migrate all the same, or a broken one)."""
     if b"torch" not in data:
         return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(data)
+    try:  # (parsed again for the reason: only files `parse` gave up on come here)
+        _ast_of(data)
         return None
     except SyntaxError as error:  # (the row stands at its line)
         line, reason = error.lineno or 1, error.msg
-    except (ValueError, RecursionError, MemoryError) as error:
+    except _NOT_PARSABLE as error:
         line, reason = 1, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     python = f"{sys.version_info[0]}.{sys.version_info[1]}"
     return Finding(path, line, line, Report.UNKNOWN, NOT_PARSED,
