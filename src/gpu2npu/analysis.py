@@ -352,10 +352,12 @@ def _sets_tf32(code: str) -> bool:
     return "allow_tf32" in code or "allow_hf32" in code
 
 
-def find_leftovers(wrapper: MetadataWrapper, path: str, api: ApiData, context) -> List[Finding]:
-    """`context` (a FileContext) tells which nodes are left as written on purpose (NPU-aware)."""
+def find_leftovers(wrapper: MetadataWrapper, path: str, api: ApiData, context, scopes=None) -> List[Finding]:
+    """`context` (a FileContext) tells which nodes are left as written on purpose (NPU-aware);
+    `scopes` what the names of the output stand for where they are read (scopes.Scopes)."""
     visitor = CudaLeftovers(path, api, context)
     visitor.import_aliases = ImportAliases.of(wrapper.module)  # of the output: its imports changed
+    visitor.scopes = scopes
     visitor.reads_flash_attn = any(flash_attn.PACKAGE in name for names in visitor.import_aliases.values()
                                    for name in names)
     visitor.imports_ray = imports_ray(visitor)

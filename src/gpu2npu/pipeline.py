@@ -30,6 +30,7 @@ from .rules.reroute import answers_probe
 from .rules.batch import run_batch
 from .rules.custom import apply_custom_rules
 from .rules.names import ImportAliases
+from .scopes import Scopes
 
 # When Python's `ast` cannot read a file (newer syntax, broken code), a file containing none of
 # these, and nothing else the scan would send to the rules (`scan.could_need_rewrite`), cannot be
@@ -63,7 +64,7 @@ def migrate_source(
     rules: Sequence[Type[Rule]] = SINGLE_CARD_RULES,
 ) -> FileResult:
     tree = scan.parse(data)
-    file_scan = scan.FileScan(tree) if tree is not None else None
+    file_scan = scan.FileScan(tree, data) if tree is not None else None
     result = _migrate_source(data, file_scan, path, options, rules)
     # Advice (fused torch_npu APIs) concerns files with nothing to migrate too: model code
     # rarely mentions CUDA.  It reads the input, so its line numbers are the original ones.
@@ -141,7 +142,7 @@ def _migrate_source(data: bytes, file_scan: Optional["scan.FileScan"], path: str
     elif may_cut:
         result = _migrate_cut(data, file_scan, path, options, rules)
     if result is None:
-        result = _migrate_whole(data, path, options, rules)
+        result = _migrate_whole(data, path, options, rules, file_scan)
     if api_rows and result.status != Status.FAILED:
         result.findings = sorted(set(result.findings) | set(_still_called(api_rows, result.changes)))
     return result
@@ -159,7 +160,9 @@ def _still_called(api_rows: List[Finding], changes: List[Change]) -> List[Findin
     return [row for row in api_rows if not any(first <= row.start_line <= last for first, last in replaced)]
 
 
-def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Type[Rule]]) -> FileResult:
+def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Type[Rule]],
+                   file_scan: Optional["scan.FileScan"] = None) -> FileResult:
+    """`file_scan`: the scan of `data`, where it was read (its scopes serve the rules)."""
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as error:
@@ -172,7 +175,8 @@ def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Typ
         return FileResult(path, Status.FAILED, error=f"cannot be parsed: {type(error).__name__}: {error}")
     try:
         # libcst prints back exactly what it read: the text is the decoded input, not a printing
-        return _apply_rules(module, data.decode(module.encoding), path, options, rules)
+        scopes = file_scan.imports.scopes if file_scan is not None else _UNKNOWN
+        return _apply_rules(module, data.decode(module.encoding), path, options, rules, scopes)
     except RecursionError:
         return FileResult(path, Status.FAILED, error="nested too deeply to migrate")
     except Exception as error:  # a defect of ours must cost one file, not the run
@@ -285,7 +289,11 @@ def _migrate_in_child(data: bytes, file_scan, path: str, options: Options, rules
     return _migrate_source(data, file_scan, path, options, rules)
 
 
-def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rules) -> FileResult:
+# (the scopes of a text not read with `ast` before: found from the text the rules are given)
+_UNKNOWN = object()
+
+
+def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rules, scopes=_UNKNOWN) -> FileResult:
     lines = LineMap(len(source_lines(code)))  # the built-in rules' input -> the original file
     changes: List[Change] = []
     if options.custom_rules is not None:
@@ -293,15 +301,19 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
         # names in its output, and their lines are mapped back through `lines`.
         module, custom_edits = apply_custom_rules(module, path, options)
         changes = [Change(path, e.start_line, e.end_line, e.operation, code_, e.message) for code_, e in custom_edits]
+        if module.code != code:
+            scopes = _UNKNOWN  # (the built-in rules read the custom rules' output)
         lines.update(code, module.code)
         code = module.code
+    if scopes is _UNKNOWN:
+        scopes = Scopes.of_code(code)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     aliases = ImportAliases.of(module)
     plans = {rule.code: rule.plan_for(module, code) for rule in REROUTING_RULES}
     rerouted = set().union(*(plan.names for plan in plans.values()))
-    aware, dead = device_guards.guarded_spans(wrapper, options.api, code, aliases, rerouted)
+    aware, dead = device_guards.guarded_spans(wrapper, options.api, code, aliases, rerouted, scopes)
     context = FileContext(path=path, options=options, guarded=aware | frozenset(dead), dead_guards=dead,
-                          import_aliases=aliases, reroute_plans=plans)
+                          import_aliases=aliases, scopes=scopes, reroute_plans=plans)
     outcome = run_batch([rule for rule in rules if rule.wants(code)], wrapper, context)
     changes += [
         Change(path, lines.original(edit.start_line), lines.original(edit.end_line), edit.operation, code_, edit.message,
@@ -310,6 +322,7 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
     ]
     findings: List[Finding] = [_relocate(finding, lines) for finding in outcome.findings]
     new_code = code
+    output_scopes = scopes
     stage = LineMap(len(source_lines(code)))  # the output -> the built-in rules' input
     if outcome.module is not module:  # (the rules' walk rebuilds only what changed)
         # the leftover analysis reads the output's positions and parents: found with its code
@@ -319,9 +332,10 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
             stage.update(code, new_code)
             wrapper = MetadataWrapper(outcome.module, unsafe_skip_copy=True)
             wrapper.know_printing(printed)
+            output_scopes = Scopes.of_code(new_code)  # (its positions moved)
 
     context.original_line = stage.original
-    leftovers = find_leftovers(wrapper, path, options.api, context)
+    leftovers = find_leftovers(wrapper, path, options.api, context, output_scopes)
     findings.extend(_relocate(_relocate(f, stage), lines) for f in leftovers)
     findings = _one_verdict_per_line(findings, changes)
     if not changes:

@@ -30,7 +30,8 @@ from typing import Dict, List, Optional, Set, Tuple
 from . import apidata, env_vars
 from .change import Finding, Report
 from .similar import equivalents
-from .tips import CUDA_ONLY_PACKAGES, handed_on
+from .scopes import Scopes, import_bindings
+from .tips import CUDA_ONLY_PACKAGES
 
 RULE = "NPU900"
 
@@ -203,7 +204,9 @@ def not_parsed_row(data: bytes, path: str) -> Optional[Finding]:
 class FileScan:
     """One pass over the tree collecting imports, calls and the words rules look for."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, data: Optional[bytes] = None) -> None:
+        """`data`: the text `tree` was parsed from (where it is not ASCII, the columns of the names
+        that libcst asks about are counted in its characters)."""
         self.tree = tree
         self.calls: List[ast.Call] = []
         self.word_lines: List[int] = []  # lines of identifiers/strings holding a REWRITE_WORD
@@ -221,7 +224,7 @@ class FileScan:
         self._forwarder_names: Optional[Dict[str, Set[Tuple[int, str]]]] = None
         # The hazards' look at the file and the release tests take their nodes from here too.
         self.groups = nodes_by_class(tree)
-        self.imports = ImportTable(self.nodes_of_class(ast.Import, ast.ImportFrom))
+        self.imports = ImportTable(self.nodes_of_class(ast.Import, ast.ImportFrom), tree, self.groups, data)
         # Documentation first: the strings below are told apart by it.
         handlers = (
             (ast.Expr, self._expr), (ast.Attribute, self._attribute), (ast.Constant, self._constant),
@@ -604,39 +607,52 @@ class ImportTable:
     the file's `ast` (the scan, the API rows, the hazards, the advice).  `import a.b` binds a,
     `import a.b as x` binds x to a.b, `from a import b as y` binds y to a.b; a relative import
     binds its name to a path starting with its dots, which never resolves to an installed
-    package.  Function-local imports count for the whole file."""
+    package.  A name is read through Python's scopes (`scopes.Scopes`): a parameter, local or
+    loop variable of an imported name is not the import, and an import inside a function binds
+    its name there only."""
 
-    def __init__(self, nodes) -> None:
-        self.bound: Dict[str, Set[str]] = {}  # local name -> what the imports bind it to
+    def __init__(self, nodes, tree: Optional[ast.Module] = None, groups=None, data: Optional[bytes] = None) -> None:
+        self.bound: Dict[str, Set[str]] = {}  # local name -> what the imports anywhere bind it to
         for node in nodes:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    root = alias.name.split(".")[0]
-                    self._bind(alias.asname or root, alias.name if alias.asname else root)
-            elif isinstance(node, ast.ImportFrom):
-                module = "." * node.level + (node.module or "")
-                for alias in node.names:
-                    if alias.name != "*":
-                        self._bind(alias.asname or alias.name, handed_on(module, alias.name) or (
-                            f"{module}{alias.name}" if module.endswith(".") else f"{module}.{alias.name}"))
+            for name, target in import_bindings(node):
+                self.bound.setdefault(name, set()).add(target)
         # local name -> the installed modules and names it may stand for (relative imports left out)
         self.aliases: Dict[str, Set[str]] = {}
         for name, targets in self.bound.items():
             absolute = {target for target in targets if not target.startswith(".")}
             if absolute:
                 self.aliases[name] = absolute
+        # what the names whose meaning depends on the place stand for where they are read
+        self.scopes: Optional[Scopes] = None
+        if tree is not None and self.bound:
+            self.scopes = Scopes.of(tree, groups if groups is not None else nodes_by_class(tree), set(self.bound), data)
 
-    def _bind(self, name: str, target: str) -> None:
-        self.bound.setdefault(name, set()).add(target)
+    def _targets(self, root: ast.AST) -> Optional[Set[str]]:
+        """What the imports bind the root Name of a chain to where it stands (relative ones too)."""
+        if root.__class__ is not ast.Name:
+            return None
+        scopes = self.scopes
+        if scopes is not None and root.id in scopes.names:
+            meaning = scopes.of_node(root)
+            if meaning is not None:
+                return meaning
+        return self.bound.get(root.id)
 
     def qualified(self, node: ast.AST) -> Set[str]:
-        """The qualified names a Name/Attribute chain may stand for (any import of its root)."""
+        """The qualified names a Name/Attribute chain may stand for (the imports its root stands for)."""
         # (asked of every name and attribute of a file: the root is looked up before any text is made)
         parts = []
         while node.__class__ is ast.Attribute:
             parts.append(node.attr)
             node = node.value
-        targets = self.aliases.get(node.id) if node.__class__ is ast.Name else None
+        if node.__class__ is not ast.Name:
+            return set()
+        scopes = self.scopes
+        if scopes is not None and node.id in scopes.names:
+            meaning = scopes.of_node(node)
+            targets = {t for t in meaning if not t.startswith(".")} if meaning is not None else self.aliases.get(node.id)
+        else:
+            targets = self.aliases.get(node.id)
         if not targets:
             return set()
         if not parts:
@@ -649,7 +665,7 @@ class ImportTable:
         module or a name of one, not a value of the file's own (a local variable, `self`)."""
         while node.__class__ is ast.Attribute:
             node = node.value
-        return node.__class__ is ast.Name and node.id in self.bound
+        return bool(self._targets(node))
 
     def imports(self, package: str) -> bool:
         """Whether the file imports `package` or something in it."""

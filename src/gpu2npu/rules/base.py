@@ -21,6 +21,7 @@ from .walk import MetadataWrapper
 
 if TYPE_CHECKING:
     from ..rule_file import CustomRules
+    from ..scopes import Scopes
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,9 @@ class FileContext:
     # Local name -> qualified names, from the imports of the tree the rules are given
     # (names.ImportAliases); None: resolve names with libcst's scope analysis.
     import_aliases: Optional[Dict[str, Set[str]]] = None
+    # What the names whose meaning depends on the place stand for where they are read, in the
+    # tree the rules are given (scopes.Scopes); None: none does.
+    scopes: Optional["Scopes"] = None
     # Rule code -> the reroute.ReroutePlan of the file, for the rules that point a CUDA-only
     # package's imports at a generated package (made once, before the rules run).
     reroute_plans: Dict[str, object] = field(default_factory=dict)
@@ -142,6 +146,10 @@ class Rule(cst.CSTTransformer):
     @property
     def import_aliases(self) -> Optional[Dict[str, Set[str]]]:
         return self.context.import_aliases
+
+    @property
+    def scopes(self) -> Optional["Scopes"]:
+        return self.context.scopes
 
     # -- running ---------------------------------------------------------------------------------
     @classmethod

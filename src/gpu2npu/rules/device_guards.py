@@ -65,12 +65,14 @@ class _Resolver(cst.CSTVisitor):
     """Collects, over the whole original file, the nodes that stay CUDA-only after migration:
     references to torch.cuda APIs the release lacks, to CUDA-only packages and classes."""
 
-    METADATA_DEPENDENCIES = (ParentNodeProvider,)
+    METADATA_DEPENDENCIES = (ParentNodeProvider, PositionProvider)
 
-    def __init__(self, api: ApiData, aliases: Dict[str, Set[str]], rerouted: Set[str] = frozenset()) -> None:
+    def __init__(self, api: ApiData, aliases: Dict[str, Set[str]], rerouted: Set[str] = frozenset(),
+                 scopes=None) -> None:
         super().__init__()
         self.api = api
         self.import_aliases = aliases
+        self.scopes = scopes
         self.rerouted = rerouted  # names of CUDA-only packages that a rule points at an NPU package
         self.cuda_only: Dict[int, str] = {}  # id(node) -> the CUDA-only name it refers to
         # ids of what the rules turn into NPU terms: a test holding one is a device test
@@ -382,14 +384,15 @@ def _may_hold_cuda_only(code: str, api: ApiData) -> bool:
 
 
 def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Dict[str, Set[str]],
-                  rerouted: Set[str] = frozenset()):
+                  rerouted: Set[str] = frozenset(), scopes=None):
     """(the NPU-aware spans of `npu_aware`, the dead guards of `dead_guards`), from one walk of
     the original file.  `code` is its text, `aliases` its imports (names.ImportAliases),
     `rerouted` the names of CUDA-only packages that the rules point at an NPU implementation
-    (flash_attn.ReroutePlan): valid after migration."""
+    (flash_attn.ReroutePlan): valid after migration; `scopes` what its names stand for where
+    they are read (scopes.Scopes)."""
     if "cuda" not in code.lower() or not _may_hold_cuda_only(code, api):
         return npu_aware.guarded_spans(wrapper, code=code), {}
-    resolver = _Resolver(api, aliases, rerouted)
+    resolver = _Resolver(api, aliases, rerouted, scopes)
     spans = npu_aware.guarded_spans(wrapper, resolver)
     return spans, dead_guards(wrapper, resolver)
 

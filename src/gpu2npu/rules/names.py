@@ -6,7 +6,7 @@ import re
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
+from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from ..tips import handed_on, has_fused_kernel
 from .walk import ClassHooks, ParentNodeProvider, walk
@@ -15,10 +15,12 @@ from .walk import ClassHooks, ParentNodeProvider, walk
 def qualified_names(rule: cst.MetadataDependent, node: cst.CSTNode) -> Set[str]:
     """Fully qualified names `node` may refer to (aliases and local imports resolved).
 
-    Resolved through the file's imports (`ImportAliases`, wherever they stand in the file) when
-    the rule or analysis has them: libcst's scope analysis costs more than all the rules
-    together, and what the rules ask is only "which module does this name come from".  A name
-    no import binds is a builtin if Python has one of that name.
+    Resolved through the file's imports (`ImportAliases`) and, for the names whose meaning
+    depends on where they are read, through the file's scopes (`scopes.Scopes`, found by
+    Python's `ast` of the same text: the rule or analysis has them as `scopes`), when the rule
+    or analysis has them: libcst's scope analysis costs more than all the rules together, and
+    what the rules ask is only "which module does this name come from here".  A name no import
+    binds is a builtin if Python has one of that name.
     """
     aliases = getattr(rule, "import_aliases", None)
     if aliases is None:
@@ -32,9 +34,26 @@ def qualified_names(rule: cst.MetadataDependent, node: cst.CSTNode) -> Set[str]:
         return set()
     root, _, rest = name.partition(".")
     targets = aliases.get(root)
+    scopes = getattr(rule, "scopes", None)
+    if scopes is not None and root in scopes.names:
+        here = _meaning_here(rule, scopes, node)
+        if here is not None:
+            targets = here
     if targets is None:
         return {f"builtins.{name}"} if root in _BUILTINS else set()
     return {f"{target}.{rest}" if rest else target for target in targets}
+
+
+def _meaning_here(rule: cst.MetadataDependent, scopes, node: cst.CSTNode):
+    """What the root Name of a chain stands for where it stands (None: a node the scopes do not
+    know, one a rule made, say)."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    try:
+        position = rule.get_metadata(PositionProvider, node, None)
+    except KeyError:
+        return None
+    return None if position is None else scopes.at(position.start.line, position.start.column)
 
 
 _BUILTINS = frozenset(dir(builtins))
@@ -53,8 +72,9 @@ def _is_access(rule: cst.MetadataDependent, node: cst.Name) -> bool:
         return parent.value is node
     if isinstance(parent, cst.Arg):
         return parent.keyword is not node
-    if isinstance(parent, (cst.Param, cst.FunctionDef, cst.ClassDef, cst.AsName, cst.ImportAlias, cst.ImportFrom)):
-        return False
+    if isinstance(parent, (cst.Param, cst.FunctionDef, cst.ClassDef, cst.AsName, cst.ImportAlias, cst.ImportFrom,
+                           cst.NameItem, cst.MatchAs, cst.MatchStar, cst.MatchMapping)):
+        return False  # (a definition, a `global` or `nonlocal` name, a `match` capture)
     return True
 
 

@@ -1,0 +1,232 @@
+"""A name stands for an import only where Python's scopes say it does: the migration, `check`,
+`analyse -m torch_apis` and the `-r` rules answer alike.
+
+Each class is one way a name is bound again (or reached) in an inner scope.  `LEFT` holds code
+whose names are not the import there: the migration must leave it as written and no report may
+speak of it.  `MIGRATED` holds (before, after): code where the name is the import."""
+import ast
+import json
+
+import pytest
+
+from gpu2npu import apidata
+from gpu2npu.pipeline import migrate_source
+from gpu2npu.rules import Options
+from gpu2npu.scan import FileScan
+
+from helpers import read_csv, run_cli
+
+OPTIONS = Options(api=apidata.load("2.1.0"))
+HEADER = "import torch\nfrom torch import cuda\nimport torch._inductor.config as config\n\n"
+
+
+def migrated(body: str):
+    source = HEADER + body
+    result = migrate_source(source.encode(), "f.py", OPTIONS)
+    return (result.output or source.encode()).decode(), result
+
+
+def body_of(output: str) -> str:
+    """The migrated body, without the header and the `import torch_npu` it may receive."""
+    return output.replace("import torch_npu\n", "", 1)[len(HEADER):]
+
+
+class ScopeCases:
+    LEFT = ()
+    MIGRATED = ()
+
+    def test_left_as_written_and_unreported(self, subtests=None):
+        for body in self.LEFT:
+            output, result = migrated(body)
+            assert body_of(output) == body, body
+            assert not result.changes and not result.findings, (body, result.changes, result.findings)
+
+    def test_migrated_where_the_name_is_the_import(self):
+        for before, after in self.MIGRATED:
+            output, result = migrated(before)
+            assert body_of(output) == after, before
+            assert result.changes
+
+
+class TestParameters(ScopeCases):
+    LEFT = (
+        "def memory_of(cuda):\n    return cuda.memory_allocated()\n",
+        "def sync_all(torch):\n    torch.cuda.synchronize()\n",
+        "def f(*, cuda=None):\n    return cuda.device_count()\n",
+        "def f(*cuda):\n    return cuda.device_count()\n",
+        "def f(**cuda):\n    return cuda.device_count()\n",
+        "run = lambda cuda: cuda.synchronize()\n",
+        "async def f(torch):\n    await torch.cuda.synchronize()\n",
+    )
+    MIGRATED = (
+        # a default value is read where the function is defined
+        ("def f(n=cuda.device_count()):\n    return n\n", "def f(n=torch_npu.npu.device_count()):\n    return n\n"),
+        # a parameter of another function does not shadow the import here
+        ("def f(cuda):\n    return cuda\n\ndef g():\n    return cuda.device_count()\n",
+         "def f(cuda):\n    return cuda\n\ndef g():\n    return torch_npu.npu.device_count()\n"),
+    )
+
+
+class TestLocals(ScopeCases):
+    LEFT = (
+        "def f(items):\n    cuda = items[0]\n    return cuda.memory_allocated()\n",
+        # bound after the read: still the function's own name (Python raises UnboundLocalError)
+        "def f(items):\n    n = cuda.memory_allocated()\n    cuda = items\n    return n\n",
+        "def f(item):\n    with item as cuda:\n        cuda.synchronize()\n",
+        "def f(items):\n    try:\n        pass\n    except Exception as cuda:\n        cuda.synchronize()\n",
+        "def f(items):\n    if (cuda := items[0]):\n        cuda.synchronize()\n",
+        "def f():\n    def cuda():\n        pass\n    cuda.synchronize = 1\n    return cuda.synchronize\n",
+        "def f(x):\n    match x:\n        case [cuda]:\n            cuda.synchronize()\n",
+    )
+    MIGRATED = (
+        ("def f():\n    n = cuda.memory_allocated()\n    return n\n",
+         "def f():\n    n = torch_npu.npu.memory_allocated()\n    return n\n"),
+    )
+
+
+class TestComprehensionAndLoopVariables(ScopeCases):
+    LEFT = (
+        "def f(items):\n    return [cuda.device for cuda in items]\n",
+        "def f(items):\n    return {cuda.device: 1 for cuda in items}\n",
+        "def f(items):\n    return list(cuda.synchronize() for cuda in items)\n",
+        "def f(items):\n    for cuda in items:\n        cuda.synchronize()\n",
+        "def f(items):\n    for torch in items:\n        torch.cuda.synchronize()\n",
+    )
+    MIGRATED = (
+        # the first iterable is read outside the comprehension
+        ("def f():\n    return [d for d in range(cuda.device_count())]\n",
+         "def f():\n    return [d for d in range(torch_npu.npu.device_count())]\n"),
+        # a comprehension variable does not leak out of it
+        ("def f(items):\n    names = [cuda for cuda in items]\n    return cuda.device_count()\n",
+         "def f(items):\n    names = [cuda for cuda in items]\n    return torch_npu.npu.device_count()\n"),
+    )
+
+
+class TestClassAttributes(ScopeCases):
+    LEFT = (
+        # llm.c's GPT: `config` is the parameter, not torch._inductor.config
+        "class GPT:\n    def __init__(self, config):\n        self.n_embd = config.n_embd\n"
+        "        self.vocab = config.vocab_size\n        config.coordinate_descent_tuning = True\n",
+        "class A:\n    cuda = None\n    x = cuda.synchronize\n",
+    )
+    MIGRATED = (
+        # a method does not see its class body: `cuda` there is the module's import
+        ("class A:\n    cuda = None\n\n    def f(self):\n        return cuda.device_count()\n",
+         "class A:\n    cuda = None\n\n    def f(self):\n        return torch_npu.npu.device_count()\n"),
+    )
+
+
+class TestImportsInsideFunctions(ScopeCases):
+    LEFT = (
+        # `c` is imported in another function only
+        "def f():\n    from torch import cuda as c\n    return 1\n\ndef g(c):\n    return c.is_available()\n",
+    )
+    MIGRATED = (
+        ("def f():\n    from torch import cuda as c\n    return c.is_available()\n",
+         "def f():\n    from torch import cuda as c\n    return torch_npu.npu.is_available()\n"),
+        # an import in the function wins over an alternative binding in it
+        ("def f():\n    try:\n        from torch import cuda as c\n    except ImportError:\n        c = None\n"
+         "    return c.is_available()\n",
+         "def f():\n    try:\n        from torch import cuda as c\n    except ImportError:\n        c = None\n"
+         "    return torch_npu.npu.is_available()\n"),
+    )
+
+
+class TestClosures(ScopeCases):
+    LEFT = (
+        "def outer(cuda):\n    def inner():\n        return cuda.current_device()\n    return inner\n",
+        "def outer():\n    cuda = 1\n    def inner():\n        nonlocal cuda\n        return cuda.current_device()\n"
+        "    return inner\n",
+    )
+    MIGRATED = (
+        ("def outer():\n    def inner():\n        return cuda.current_device()\n    return inner\n",
+         "def outer():\n    def inner():\n        return torch_npu.npu.current_device()\n    return inner\n"),
+        ("def f():\n    global cuda\n    cuda = None\n\ndef g():\n    return cuda.device_count()\n",
+         "def f():\n    global cuda\n    cuda = None\n\ndef g():\n    return torch_npu.npu.device_count()\n"),
+    )
+
+
+class TestModuleAlternatives(ScopeCases):
+    # at module level an import wins over the other bindings of its name: they are its fallbacks
+    MIGRATED = (
+        ("try:\n    from torch import cuda as c\nexcept ImportError:\n    c = None\nc.synchronize()\n",
+         "try:\n    from torch import cuda as c\nexcept ImportError:\n    c = None\ntorch_npu.npu.synchronize()\n"),
+        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from torch import cuda as c\n\ndef f():\n"
+         "    return c.is_available()\n",
+         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from torch import cuda as c\n\ndef f():\n"
+         "    return torch_npu.npu.is_available()\n"),
+    )
+
+
+def test_non_ascii_lines_find_their_names():
+    # ast counts columns in UTF-8 bytes, libcst in characters: "é" shifts one from the other
+    output, _ = migrated('def f(cuda):\n    s = "é"; return cuda.synchronize()\n\ndef g():\n'
+                         '    s = "é"; return cuda.synchronize()\n')
+    assert body_of(output) == ('def f(cuda):\n    s = "é"; return cuda.synchronize()\n\ndef g():\n'
+                               '    s = "é"; return torch_npu.npu.synchronize()\n')
+
+
+def test_the_file_wide_table_serves_files_without_a_name_bound_again():
+    tree = ast.parse("import torch\nfrom torch import cuda\ncuda.synchronize()\ndef f(x):\n    return x\n")
+    assert FileScan(tree).imports.scopes is None
+    tree = ast.parse("import torch\ndef f(torch):\n    return torch\n")
+    assert FileScan(tree).imports.scopes is not None
+
+
+LLM_C_STYLE = HEADER + (
+    "class GPT(torch.nn.Module):\n"
+    "    def __init__(self, config):\n"
+    "        super().__init__()\n"
+    "        self.config = config\n"
+    "        self.lm_head = torch.nn.Linear(config.n_embd, config.vocab_size)\n"
+    "\n"
+    "def memory_of(cuda):\n"
+    "    return cuda.memory_allocated()\n"
+    "\n"
+    "config.coordinate_descent_tuning = True\n"
+    "x = torch.zeros(1).cuda()\n"
+    "cuda.synchronize()\n"
+)
+
+
+def test_check_analyse_and_migration_give_the_same_rows(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train_gpt2.py").write_text(LLM_C_STYLE, encoding="utf-8")
+    checked = run_cli("check", "-v", "2.1.0", "--format", "json", "--no-cache", str(project))
+    findings = json.loads(checked.stdout)["findings"]
+    by_check = sorted((f["start_line"], f["rule"]) for f in findings)
+    # the module-level inductor setting, the .cuda() and the synchronize: nothing in the class or
+    # the function whose parameters shadow the imports
+    assert [line for line, _ in by_check] == [14, 15, 16], findings
+    assert not any("n_embd" in f["message"] or "vocab_size" in f["message"] for f in findings)
+
+    out = tmp_path / "out"
+    assert run_cli("-i", str(project), "-o", str(out), "-v", "2.1.0", "--no-cache").exit_code == 0
+    analysed = tmp_path / "analysed"
+    assert run_cli("analyse", "-i", str(project), "-o", str(analysed), "-v", "2.1.0", "--no-cache").exit_code == 0
+    for name in ("change_list.csv", "unsupported_api.csv", "unknown_api.csv"):
+        migration_rows = read_csv(out / "project_msft" / name)
+        analysis_rows = read_csv(analysed / "project_analysis" / name)
+        assert migration_rows == analysis_rows, name
+    reported = {(int(row["Start Line"]), row.get("Rule", "NPU900"))
+                for name in ("change_list.csv", "unsupported_api.csv") for row in read_csv(out / "project_msft" / name)
+                if row.get("Rule") != "NPU001"}  # (the inserted `import torch_npu` answers every finding)
+    assert reported == set(by_check)
+
+
+def test_custom_rules_and_the_built_in_rules_resolve_alike(tmp_path):
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"rules": {"FuncNameModifyRule": [
+        {"old_name": "torch.cuda.memory_allocated", "new_name": "torch.cuda.memory_reserved"}]}}),
+        encoding="utf-8")
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "m.py").write_text(HEADER + "def f(cuda):\n    return cuda.memory_allocated()\n\n"
+                                 "def g():\n    return cuda.memory_allocated()\n", encoding="utf-8")
+    out = tmp_path / "out"
+    done = run_cli("-i", str(source), "-o", str(out), "-v", "2.1.0", "-r", str(rules), "--no-cache")
+    assert done.exit_code == 0, done.output
+    text = (out / "src_msft" / "m.py").read_text(encoding="utf-8")
+    assert "def f(cuda):\n    return cuda.memory_allocated()\n" in text
+    assert "def g():\n    return torch_npu.npu.memory_reserved()\n" in text
