@@ -542,9 +542,10 @@ def test_csv_reports(tmp_path):
         ["model.py", "7", "11", "special", "softmax(q @ k^T * scale + mask) @ v", "torch_npu.npu_fusion_attention"]]
     with open(target / "api_performance_advice.csv", newline="", encoding="utf-8") as handle:
         performance = list(csv.reader(handle))
-    assert performance[0] == ["File", "Start Line", "End Line", "OP", "Tips"]
-    assert {(row[0], row[1], row[3]) for row in performance[1:]} == {
-        ("train.py", "4", "torch.optim.SGD"), ("train.py", "5", "torch.utils.data.DataLoader")}
+    # the incumbent's five columns, then the row's code
+    assert performance[0] == ["File", "Start Line", "End Line", "OP", "Tips", "Rule"]
+    assert {(row[0], row[1], row[3], row[5]) for row in performance[1:]} == {
+        ("train.py", "4", "torch.optim.SGD", "NPU955"), ("train.py", "5", "torch.utils.data.DataLoader", "NPU201")}
     log = (target / "msFmkTranspltlog.txt").read_text(encoding="utf-8")
     assert "model.py line: 7 ~ 11 Operation Type: SUGGESTION" in log
 

@@ -144,7 +144,7 @@ def test_api_results_reach_the_projects_reports(library_result, tmp_path):
     without = gpu2npu("check", USER)
     assert without.returncode == 0, without.stdout
     checked = gpu2npu("check", USER, "-api", apis)
-    assert checked.returncode == 1 and "train.py:6: NPU900 fancylib.TinyNet" in checked.stdout
+    assert checked.returncode == 1 and "train.py:6: NPU922 fancylib.TinyNet" in checked.stdout
     assert "3 findings" in checked.stderr
     analysed = gpu2npu("analyse", "-i", USER, "-o", tmp_path, "-v", "2.1.0", "-api", apis)
     assert analysed.returncode == 0, analysed.stderr

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from gpu2npu.finding_kinds import KINDS
+from gpu2npu.sources import ALL_RULES_BY_CODE
 from helpers import FIXTURES, fixture_names, migrate, read_csv, run_cli
 
 # Fixtures with nothing CUDA-only to find: code that already handles NPU.
@@ -22,9 +24,10 @@ def test_flags_the_original_and_only_known_unsupported_after_migration(name, tmp
     target = migrate(FIXTURES / name, tmp_path)
     after = run_cli("check", "-v", "2.1.0", "--format", "json", str(target))
     findings = json.loads(after.stdout)["findings"]
-    # what is left: CUDA constructs without an NPU form, in the code (NPU900) or the dependency
-    # files (a package still imported, a CUDA base image: their own rules), all reported
-    assert all(f["rule"] == "NPU900" or (f["rule"].startswith("NPU85") and f["level"] == "error")
+    # what is left: CUDA constructs without an NPU form, in the code (the kinds of finding_kinds), the
+    # launch scripts and notebooks, or the dependency files (a package still imported, a CUDA base
+    # image): errors all, reported with a code that `explain` knows; nothing the migration would fix
+    assert all(f["level"] == "error" and (f["rule"] in KINDS or f["rule"] in ALL_RULES_BY_CODE)
                for f in findings), findings
     # Lines differ (the output has inserted lines; the report speaks of the input's), the API not.
     reported = {(row["File"], row["OP"]) for row in read_csv(target / "unsupported_api.csv")}
@@ -147,3 +150,18 @@ def test_a_file_that_cannot_be_read_is_named_on_stderr_and_in_json(tmp_path):
     [warning] = json.loads(done.stdout)["warnings"]
     assert warning.startswith(f"not checked: {tmp_path / 'requirements.txt'}: not read as UTF-8 text")
     assert f"gpu2npu: warning: {warning}" in done.stderr.splitlines()
+
+
+def test_sarif_carries_help_for_every_code_a_result_names():
+    result = run_cli("check", "-v", "2.1.0", "--format", "sarif", str(FIXTURES / "nanogpt_style"))
+    run = json.loads(result.stdout)["runs"][0]
+    rules = {rule["id"]: rule for rule in run["tool"]["driver"]["rules"]}
+    used = {r["ruleId"] for r in run["results"]}
+    assert used & set(KINDS) and used - set(KINDS)  # both report kinds and rules' edits
+    for code in used:
+        rule = rules[code]
+        assert rule["shortDescription"]["text"] != code and rule["fullDescription"]["text"], code
+        # why, the NPU way and an example, for a report kind; documentation and an example, for a rule
+        assert "Example" in rule["help"]["text"] or "Before:" in rule["help"]["text"], code
+        if code in KINDS:
+            assert "On the NPU:" in rule["help"]["text"], code

@@ -33,7 +33,8 @@ def test_migration_writes_tree_and_reports(tmp_path):
     assert (target / "change_list.csv").read_text().splitlines()[0].startswith(
         "File,Start Line,End Line,Operation Type,Message"
     )
-    assert (target / "unsupported_api.csv").read_text().splitlines()[0] == "File,Start Line,End Line,OP,Tips"
+    # the incumbent's columns, then the row's code (`gpu2npu explain CODE`)
+    assert (target / "unsupported_api.csv").read_text().splitlines()[0] == "File,Start Line,End Line,OP,Tips,Rule"
     assert (target / "cuda_op_list.csv").read_text().splitlines()[0] == "File,Api"
     assert "change_list.csv" in result.output and "migrated" in result.output
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "staging folder left behind"

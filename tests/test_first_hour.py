@@ -14,6 +14,7 @@ from gpu2npu import apidata
 from gpu2npu.affinity import find_affinity
 from gpu2npu.scan import FileScan
 from gpu2npu.discover import Kind
+from gpu2npu.finding_kinds import KINDS
 from gpu2npu.report_codes import REPORT_CODES
 from gpu2npu.rules import Options
 from gpu2npu.sources import ALL_RULES_BY_CODE, migrate_file
@@ -39,7 +40,7 @@ def emitted_codes():
 
 def test_every_code_is_listed_and_explained():
     codes = emitted_codes()
-    assert {"NPU900", "NPU951", "NPU961", "NPU101", "NPU851"} <= codes
+    assert {"NPU901", "NPU905", "NPU951", "NPU961", "NPU101", "NPU851"} <= codes
     listed = gpu2npu("rules")
     assert listed.returncode == 0
     shown = {line.split()[0] for line in listed.stdout.splitlines() if line.strip()}
@@ -50,17 +51,24 @@ def test_every_code_is_listed_and_explained():
         assert "Example 1" in explained.stdout, code
 
 
+def _rows(report, source: str, api):
+    if report.kind == "advice":
+        return find_affinity(FileScan(ast.parse(source)), "example.py", api)
+    options = Options(api=api, third_party_apis=report.example_apis)
+    return migrate_file(Kind.PYTHON, source.encode(), "example.py", options).findings
+
+
 @pytest.mark.parametrize("code", sorted(REPORT_CODES))
-def test_report_code_examples_produce_their_rows(code):
+def test_report_code_examples_produce_their_rows_and_leave_the_rest(code):
     api = apidata.load("2.1.0")
     report = REPORT_CODES[code]
     assert report.examples
-    for source, name, _ in report.examples:
-        if report.kind == "advice":
-            rows = find_affinity(FileScan(ast.parse(source)), "example.py", api)
-        else:
-            rows = migrate_file(Kind.PYTHON, source.encode(), "example.py", Options(api=api)).findings
-        assert (code, name) in {(row.rule, row.api) for row in rows}
+    for source, name, where in report.examples:
+        rows = _rows(report, source, api)
+        assert (code, name) in {(row.rule, row.api) for row in rows}, rows
+        assert where.endswith(".csv") == (not any(row.report.value == "note" for row in rows if row.rule == code))
+    for source in report.unchanged:
+        assert code not in {row.rule for row in _rows(report, source, api)}, source
 
 
 def test_no_internal_labels_in_what_users_read():
@@ -109,8 +117,9 @@ def test_check_levels_put_manual_work_highest_and_count_files_with_findings():
     assert done.returncode == 1
     results = json.loads(done.stdout)["runs"][0]["results"]
     levels = {(result["ruleId"], result["level"]) for result in results}
-    assert ("NPU900", "error") in levels and ("NPU261", "warning") in levels
-    assert all(level == ("error" if rule == "NPU900" else "warning") for rule, level in levels)
+    # the kinds of row a human must act on are errors; the rules' edits, warnings
+    assert ("NPU914", "error") in levels and ("NPU261", "warning") in levels
+    assert all(level == ("error" if KINDS.get(rule) else "warning") for rule, level in levels)
     files = {result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for result in results}
     manual = sum(1 for result in results if result["level"] == "error")
     text = gpu2npu("check", "-v", "2.1.0", str(FIXTURE / "flash_attn_patch"))
@@ -164,7 +173,7 @@ def test_cuda_profiling_is_reported_with_the_npu_profiler(tmp_path):
         ["4", "4", "torch.profiler.ProfilerActivity.CUDA"], ["6", "6", "torch.autograd.profiler.profile(use_cuda=)"]]
     assert all("torch_npu.profiler.ProfilerActivity.NPU" in row for row in rows)
     checked = gpu2npu("check", "-v", "2.1.0", str(project))
-    assert checked.returncode == 1 and "bench.py:4: NPU900 torch.profiler.ProfilerActivity.CUDA" in checked.stdout
+    assert checked.returncode == 1 and "bench.py:4: NPU907 torch.profiler.ProfilerActivity.CUDA" in checked.stdout
 
 
 def test_time_left_comes_from_bytes_and_only_once_it_means_something():
@@ -251,3 +260,17 @@ def test_code_for_another_accelerator_behind_its_test_is_not_unknown(tmp_path):
     assert done.returncode == 0, done.stderr
     rows = (tmp_path / "out" / "multi_accel_msft" / "unknown_api.csv").read_text().splitlines()[1:]
     assert [row.split(",")[1:4] for row in rows] == [["18", "18", "torch.hpu.random.get_rng_state"]]
+
+
+def test_every_row_of_the_expected_reports_carries_an_explained_code():
+    import csv
+
+    known = set(ALL_RULES_BY_CODE) | set(REPORT_CODES)
+    seen = set()
+    for path in (ROOT / "fixtures" / "expected").rglob("*.csv"):
+        with open(path, encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        if path.name in ("unsupported_api.csv", "unknown_api.csv", "api_performance_advice.csv", "change_list.csv"):
+            assert all(row["Rule"] in known for row in rows), path
+            seen.update(row["Rule"] for row in rows)
+    assert {"NPU914", "NPU917", "NPU955"} <= seen

@@ -29,6 +29,7 @@ from .affinity_facts import (FileFacts, Matcher, Scope, argument, collect, end_l
                              mentions, target_names)
 from .apidata import ApiData
 from .change import Finding, Report
+from .finding_kinds import TF32_ADVICE
 
 if TYPE_CHECKING:
     from .scan import FileScan
@@ -49,8 +50,9 @@ ADVICE = {
     "NPU962": "TF32 switch (no effect on the NPU) -> torch_npu.npu.matmul/conv.allow_hf32",
 }
 
-# torch optimizers with a fused counterpart in torch_npu.optim.
-FUSED_OPTIMIZERS = {
+# torch optimizers with a fused counterpart in torch_npu.optim (tips.FUSED_OPTIMIZERS: those whose own
+# fused=True has an ATen kernel).
+NPU_FUSED_OPTIMIZERS = {
     "torch.optim.Adam": "torch_npu.optim.NpuFusedAdam",
     "torch.optim.AdamW": "torch_npu.optim.NpuFusedAdamW",
     "torch.optim.SGD": "torch_npu.optim.NpuFusedSGD",
@@ -66,8 +68,7 @@ ROI_ALIGN = {"torchvision.ops.roi_align", "torchvision.ops.RoIAlign", "torchvisi
 TORCH_RMS_NORM = {"torch.nn.RMSNorm", "torch.nn.modules.normalization.RMSNorm", "torch.nn.functional.rms_norm"}
 SDPA = "torch.nn.functional.scaled_dot_product_attention"
 # CUDA's TF32 switches and the HF32 switch that does the same on the NPU (matmul off, conv on by
-# default, as TF32's): the advice names it, NPU108 (rules/tf32_switches.py) writes it.
-TF32_ADVICE = "NPU962"
+# default, as TF32's): the advice (TF32_ADVICE) names it, NPU108 (rules/tf32_switches.py) writes it.
 TF32_SWITCHES = {
     "torch.backends.cuda.matmul.allow_tf32": ("torch_npu.npu.matmul.allow_hf32", "matmuls", "False"),
     "torch.backends.cudnn.allow_tf32": ("torch_npu.npu.conv.allow_hf32", "convolutions", "True"),
@@ -82,7 +83,7 @@ def hf32_switch(api: ApiData, tf32_switch: Optional[str]) -> Optional[str]:
     switch = TF32_SWITCHES[tf32_switch][0]
     return switch if api.has(switch.rsplit(".", 1)[0]) else None
 # The last names of every API call looked at (a cheap filter before resolving names).
-CALLED_NAMES = ({q.rsplit(".", 1)[1] for q in (*FUSED_OPTIMIZERS, *ROI_ALIGN, *TORCH_RMS_NORM, SDPA)} | {"roll"})
+CALLED_NAMES = ({q.rsplit(".", 1)[1] for q in (*NPU_FUSED_OPTIMIZERS, *ROI_ALIGN, *TORCH_RMS_NORM, SDPA)} | {"roll"})
 NUMPY_LIKE = ("numpy", "cv2", "PIL", "pandas", "scipy")
 HOST_METHODS = ("numpy", "copy", "astype", "tolist")  # methods of arrays, not of tensors
 
@@ -346,7 +347,7 @@ class _Detector:
 
     def _known_call(self, call: ast.Call, scope: Scope, qualified: str) -> bool:
         """Advise on a call of `qualified` where there is advice on it; whether there was."""
-        if qualified in FUSED_OPTIMIZERS:
+        if qualified in NPU_FUSED_OPTIMIZERS:
             self._optimizer(call, qualified)
         elif qualified == "torch.roll":
             self._roll(call, scope, qualified, 1)
@@ -393,7 +394,7 @@ class _Detector:
                     TF32_ADVICE, "torch", switch))
 
     def _optimizer(self, call: ast.Call, qualified: str) -> None:
-        replacement = FUSED_OPTIMIZERS[qualified]
+        replacement = NPU_FUSED_OPTIMIZERS[qualified]
         accepted = self.api.optimizer_signatures.get(replacement, ())
         extra = [k.arg for k in call.keywords if k.arg is not None and k.arg not in accepted]
         if accepted and not any(p.startswith("**") for p in accepted) and extra:

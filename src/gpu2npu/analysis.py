@@ -15,6 +15,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from . import extension_builds
 from .apidata import ApiData
 from .change import Finding, Report
+from .finding_kinds import (CUDA_API, CUDA_LEFTOVER, CUDA_ONLY_PACKAGE, DEAD_GUARD, EXTENSION_BUILD, FLASH_ATTN_ARGUMENTS,
+                            FRAMEWORK_CUDA, GPU_KERNELS, LEFT_ON_PURPOSE, RAY_GPUS)
 from .rules import device_guards, flash_attn, npu_aware
 from .rules.names import (DEVICE_STRING, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name, framework_option,
                           qualified_names, string_text)
@@ -22,7 +24,6 @@ from .rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from .rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
 from .tips import KERNEL_PACKAGES, TIPS, cuda_only_package, kernel_language, kernel_tip, migratable_cuda_path, tip_for
 
-RULE = "NPU900"
 DEVICE_NEUTRAL = ("torch.backends.cudnn", "torch.backends.cuda")
 REPORTED_TORCH_NAMES = tuple(key for key in TIPS if key.startswith("torch.") and not key.startswith("torch.cuda"))
 
@@ -53,9 +54,10 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         # the functions being visited: [node, decorated as a Triton kernel, calls triton.language]
         self._functions: List[list] = []
 
-    def _add(self, node: cst.CSTNode, report: Report, api_name: str, tip: str) -> None:
+    def _add(self, node: cst.CSTNode, kind, report: Report, api_name: str, tip: str) -> None:
+        """A row of `kind` (finding_kinds) about `node`."""
         span = self.get_metadata(PositionProvider, node)
-        self.findings.append(Finding(self.path, span.start.line, span.end.line, report, api_name, tip, RULE))
+        self.findings.append(Finding(self.path, span.start.line, span.end.line, report, api_name, tip, kind.code))
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self.context.might_be_guarded(node):
@@ -69,11 +71,11 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                 # (they never run on the NPU).
                 guard = self.context.dead_guards_by_lines[key]
                 if guard is not None:
-                    self._add(node, Report.UNSUPPORTED, f"device test {guard.test}", dead_guard_tip(guard, self.api))
+                    self._add(node, DEAD_GUARD, Report.UNSUPPORTED, f"device test {guard.test}", dead_guard_tip(guard, self.api))
                 self._dead.append(node)
                 return self.class_visit(node)
             if npu_aware.mentions_cuda(node):
-                self._add(node, Report.NOTE, npu_aware.NOTE_API, "left as written: it already selects between NPU and CUDA")
+                self._add(node, LEFT_ON_PURPOSE, Report.NOTE, npu_aware.NOTE_API, "left as written: it already selects between NPU and CUDA")
             return False
         return self.class_visit(node)
 
@@ -125,7 +127,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             name = f"{module}.{imported}"
             if cuda_only_package(name) is not None and not (self.wants_apex_amp and _is_apex_amp(name)):
                 if self._metadata_only(local):
-                    self._add(node, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
+                    self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
                 else:
                     grouped.append(imported)
                 continue
@@ -134,22 +136,22 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             what = f"{module}.{grouped[0]}" if len(grouped) == 1 else f"{module} ({', '.join(grouped)})"
             # each name's own tip where it has one (FusedRMSNorm and FusedLayerNorm differ), once each
             tips = list(dict.fromkeys(tip_for(f"{module}.{name}") for name in grouped))
-            self._add(node, Report.UNSUPPORTED, what,
+            self._add(node, CUDA_ONLY_PACKAGE, Report.UNSUPPORTED, what,
                       tips[0] if len(tips) == 1 else "; ".join(f"{name}: {tip_for(f'{module}.{name}')}" for name in grouped))
         return False
 
     def _check_imported(self, node: cst.CSTNode, name: str, local: Optional[str]) -> None:
         package = cuda_only_package(name)
         if self.wants_apex_amp and _is_apex_amp(name):
-            self._add(node, Report.NOTE, name, "-a: needs Ascend apex installed (its amp API is NVIDIA apex's)")
+            self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "-a: needs Ascend apex installed (its amp API is NVIDIA apex's)")
         elif package is not None and local is not None and self._metadata_only(local):
-            self._add(node, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
+            self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
         elif package is not None:
-            self._add(node, Report.UNSUPPORTED, name, tip_for(name))
+            self._add(node, CUDA_ONLY_PACKAGE, Report.UNSUPPORTED, name, tip_for(name))
         elif name.startswith("torch.cuda.") and not migratable_cuda_path(self.api, name.split(".")[2:]):
-            self._add(node, Report.UNSUPPORTED, name, tip_for(name, self.api))
+            self._add(node, CUDA_API, Report.UNSUPPORTED, name, tip_for(name, self.api))
         elif name.startswith(REPORTED_TORCH_NAMES):
-            self._add(node, Report.UNSUPPORTED, name, tip_for(name))
+            self._add(node, CUDA_API, Report.UNSUPPORTED, name, tip_for(name))
 
     # -- names and attributes ----------------------------------------------------------------
     def _is_chain_top(self, node: cst.CSTNode) -> bool:
@@ -171,7 +173,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         if not self._dead and (node.attr.value == "is_cuda" or (node.attr.value == "cuda" and self._is_called(node))) and not any(
             n.startswith("torch.") for n in qualified_names(self, node)
         ):
-            self._add(node, Report.UNSUPPORTED, f"Tensor.{node.attr.value}", "rewrite as .npu() / .is_npu")
+            self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"Tensor.{node.attr.value}", "rewrite as .npu() / .is_npu")
 
     def visit_Name(self, node: cst.Name) -> None:
         self._check_reference(node)
@@ -181,28 +183,28 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             return
         for name in sorted(qualified_names(self, node)):
             if name.startswith(DEVICE_NEUTRAL):
-                self._add(node, Report.NOTE, name, "left as is: CUDA backend setting, no effect on NPU")
+                self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "left as is: CUDA backend setting, no effect on NPU")
                 return
             if name.startswith("torch.cuda."):
                 if not migratable_cuda_path(self.api, name.split(".")[2:]):
                     tip = TF32_TIP if name.endswith(".get_device_capability") and _gates_tf32(self, node) else None
-                    self._add(node, Report.UNSUPPORTED, name, tip or tip_for(name, self.api))
+                    self._add(node, CUDA_API, Report.UNSUPPORTED, name, tip or tip_for(name, self.api))
                 return
             if name in extension_builds.BUILDERS:
                 self._judge_extension_build(node, name)
                 return
             if name.startswith(REPORTED_TORCH_NAMES) and (self._is_called(node) or "DataParallel" not in name):
-                self._add(node, Report.UNSUPPORTED, name, tip_for(name))
+                self._add(node, CUDA_API, Report.UNSUPPORTED, name, tip_for(name))
                 return
             if name.startswith(device_guards.CUDA_ONLY_CLASSES):
-                self._add(node, Report.UNSUPPORTED, name, "Lightning's CUDA accelerator: no NPU counterpart in Lightning; "
+                self._add(node, FRAMEWORK_CUDA, Report.UNSUPPORTED, name, "Lightning's CUDA accelerator: no NPU counterpart in Lightning; "
                           "count NPUs with torch_npu.npu.device_count()")
                 return
             package = cuda_only_package(name)
             if package in KERNEL_PACKAGES and self._in_kernel(name):
                 return  # the kernel has its row: not one per tl.load of it
             if package is not None and self._is_called(node) and not (self.wants_apex_amp and _is_apex_amp(name)):
-                self._add(node, Report.UNSUPPORTED, name, tip_for(name))
+                self._add(node, CUDA_ONLY_PACKAGE, Report.UNSUPPORTED, name, tip_for(name))
                 return
 
     def _judge_extension_build(self, node: cst.CSTNode, name: str) -> None:
@@ -210,9 +212,9 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         extension_builds); C++ sources alone build for the host and run on an Ascend machine."""
         build = extension_builds.build_of(name, self._call_of(node))
         if build == extension_builds.Build.CUDA:
-            self._add(node, Report.UNSUPPORTED, name, extension_builds.CUDA_TIP[name])
+            self._add(node, EXTENSION_BUILD, Report.UNSUPPORTED, name, extension_builds.CUDA_TIP[name])
         elif build == extension_builds.Build.UNDECIDED:
-            self._add(node, Report.UNSUPPORTED, name, extension_builds.UNDECIDED_TIP[name])
+            self._add(node, EXTENSION_BUILD, Report.UNSUPPORTED, name, extension_builds.UNDECIDED_TIP[name])
 
     # -- kernels -----------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -228,7 +230,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         node, decorated, calls_triton_language = self._functions.pop()
         if calls_triton_language and not decorated and not self._dead:
-            self._add(node.name, Report.UNSUPPORTED, f"Triton kernel {node.name.value}",
+            self._add(node.name, GPU_KERNELS, Report.UNSUPPORTED, f"Triton kernel {node.name.value}",
                       kernel_tip(node.name.value))
 
     def _in_kernel(self, name: str) -> bool:
@@ -247,17 +249,17 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         if self.imports_ray and is_ray_call(self, node.func):
             for arg in node.args:
                 if arg.keyword is not None and arg.keyword.value == "num_gpus":
-                    self._add(arg, Report.UNSUPPORTED, "ray num_gpus", RAY_TIP)
+                    self._add(arg, RAY_GPUS, Report.UNSUPPORTED, "ray num_gpus", RAY_TIP)
             for request in gpu_requests(node):
                 if request not in self._ray_requests:  # once, where Ray calls nest
                     self._ray_requests.add(request)
-                    self._add(request, Report.UNSUPPORTED, 'ray resource "GPU"', RAY_RESOURCE_TIP)
+                    self._add(request, RAY_GPUS, Report.UNSUPPORTED, 'ray resource "GPU"', RAY_RESOURCE_TIP)
         if self.reads_flash_attn:
             refused = flash_attn.refused_arguments(node)
             names = [n for n in qualified_names(self, node.func) if n.startswith(flash_attn.PACKAGE + ".")] if refused else ()
             if names:
                 function = "flash_attn." + sorted(names)[0].rsplit(".", 1)[-1]
-                self._add(node, Report.UNSUPPORTED, f"{function}({', '.join(refused)})",
+                self._add(node, FLASH_ATTN_ARGUMENTS, Report.UNSUPPORTED, f"{function}({', '.join(refused)})",
                           f"{flash_attn.PACKAGE} raises NotImplementedError here: torch_npu.npu_fusion_attention "
                           "has no counterpart; " + "; ".join(flash_attn.REFUSED[r.split("=")[0]][1] for r in refused))
 
@@ -271,21 +273,21 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         if DEVICE_STRING.match(text) and (framework_option(self, node) or cuda_switch_of(self, node, self.api)):
             return  # reported by the rule that left it (NPU103), with the framework's reason
         if DEVICE_STRING.match(text):
-            self._add(node, Report.UNSUPPORTED, f"device string {text!r}", 'use "npu" devices on Ascend')
+            self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"device string {text!r}", 'use "npu" devices on Ascend')
         elif text.startswith("torch.cuda.") and text.endswith("Tensor"):
-            self._add(node, Report.UNSUPPORTED, f"tensor type {text!r}", "use the torch.npu tensor types on Ascend")
+            self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"tensor type {text!r}", "use the torch.npu tensor types on Ascend")
         elif text.lower() == "nccl" or "cuda:nccl" in text:
-            self._add(node, Report.UNSUPPORTED, f"backend {text!r}", 'use the "hccl" backend on Ascend')
+            self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"backend {text!r}", 'use the "hccl" backend on Ascend')
 
     def visit_FormattedString(self, node: cst.FormattedString) -> bool:
         if self.is_documentation(node) or self._dead:
             return False
         first = node.parts[0] if node.parts else None
         if isinstance(first, cst.FormattedStringText) and first.value == "cuda:":
-            self._add(node, Report.UNSUPPORTED, "device f-string 'cuda:{...}'", 'use "npu" devices on Ascend')
+            self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, "device f-string 'cuda:{...}'", 'use "npu" devices on Ascend')
         elif (len(node.parts) == 1 and isinstance(first, cst.FormattedStringText) and DEVICE_STRING.match(first.value)
               and not framework_option(self, node)):
-            self._add(node, Report.UNSUPPORTED, f"device string f{first.value!r}", 'use "npu" devices on Ascend')
+            self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"device string f{first.value!r}", 'use "npu" devices on Ascend')
         return True
 
 

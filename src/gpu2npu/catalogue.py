@@ -32,6 +32,7 @@ class RuleEntry:
     summary: str
     description: str  # what `gpu2npu explain` says: the class's documentation
     package: Optional[WrittenPackage] = None
+    example: str = ""  # its first example, before and after (SARIF's help shows it)
 
 
 def from_rules() -> Dict[str, RuleEntry]:
@@ -40,8 +41,16 @@ def from_rules() -> Dict[str, RuleEntry]:
     from .sources import ALL_RULES_BY_CODE
 
     packages = {rule.code: WrittenPackage(rule.PACKAGE, tuple(rule.FILES), rule.WHAT) for rule in REROUTING_RULES}
-    return {code: RuleEntry(code, rule.__name__, rule.summary, inspect.cleandoc(rule.__doc__ or ""), packages.get(code))
+    return {code: RuleEntry(code, rule.__name__, rule.summary, inspect.cleandoc(rule.__doc__ or ""), packages.get(code),
+                            _first_example(rule))
             for code, rule in ALL_RULES_BY_CODE.items()}
+
+
+def _first_example(rule) -> str:
+    examples = getattr(rule, "examples", ())
+    if not examples or not hasattr(examples[0], "before"):
+        return ""
+    return f"Before:\n{examples[0].before}\nAfter:\n{examples[0].after}"
 
 
 def rule_catalogue(results: Optional[ResultCache] = None) -> Dict[str, RuleEntry]:

@@ -27,8 +27,6 @@ from .options import Options
 
 # Rules whose edits do not mean "CUDA-only code is here".
 NOT_FINDINGS = {"NPU001", "NPU201"}
-UNSUPPORTED_RULE = "NPU900"
-UNSUPPORTED_DESCRIPTION = "CUDA construct with no NPU equivalent for the chosen torch_npu release"
 # SARIF levels: what needs a human is the highest; what `gpu2npu` migrates by itself is below it.
 MANUAL = "error"
 FIXED_BY_MIGRATION = "warning"
@@ -54,7 +52,8 @@ class CheckResult:
     # files whose API calls and hazards were not looked at (this Python cannot parse them): "path:line: why"
     partly_checked: List[str] = dataclasses.field(default_factory=list)
     cache_problem: Optional[str] = None  # why the cache could not be used (the check went on without)
-    descriptions: Dict[str, str] = dataclasses.field(default_factory=dict)  # code -> summary, when asked for
+    # code -> what SARIF says of it (summary, help), when asked for
+    descriptions: Dict[str, "Description"] = dataclasses.field(default_factory=dict)
 
     @property
     def files_with_findings(self) -> int:
@@ -110,7 +109,7 @@ def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
                 if finding.api == scan.NOT_PARSED:
                     partly_checked.append(f"{shown}:{finding.start_line}: {finding.tip}")
                 if finding.report == Report.UNSUPPORTED:
-                    findings.append(CheckFinding(shown, finding.start_line, finding.end_line, UNSUPPORTED_RULE,
+                    findings.append(CheckFinding(shown, finding.start_line, finding.end_line, finding.rule,
                                                  f"{finding.api} has no NPU equivalent: {finding.tip}", MANUAL))
         descriptions = rule_descriptions(rule_catalogue(engine.cache)) if describe else {}
     finally:
@@ -149,7 +148,23 @@ def _dependency_findings(entry: Entry, form: str, options: Options, findings: Li
     return None
 
 
-def rule_descriptions(rules: Dict[str, RuleEntry]) -> Dict[str, str]:
-    descriptions = {code: rule.summary for code, rule in rules.items() if code not in NOT_FINDINGS}
-    descriptions[UNSUPPORTED_RULE] = UNSUPPORTED_DESCRIPTION
+@dataclass(frozen=True)
+class Description:
+    """What SARIF's `driver.rules` say of a code: a line, and the help a reader of one result needs."""
+
+    summary: str
+    help: str
+
+
+def rule_descriptions(rules: Dict[str, RuleEntry]) -> Dict[str, Description]:
+    """Every code a finding of `check` can carry: the rules' (their documentation and first example)
+    and the kinds of report rows that need a human (finding_kinds)."""
+    from .finding_kinds import ERROR, KINDS
+
+    descriptions = {code: Description(rule.summary, rule.description + (f"\n\n{rule.example}" if rule.example else ""))
+                    for code, rule in rules.items() if code not in NOT_FINDINGS}
+    for code, kind in KINDS.items():
+        if kind.level == ERROR:
+            example = f"\n\nExample:\n{kind.examples[0][0]}" if kind.examples else ""
+            descriptions[code] = Description(kind.title, kind.description + example)
     return descriptions

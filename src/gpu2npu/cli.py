@@ -438,15 +438,14 @@ def dryrun(torch_version, nproc, npus, max_steps, report_file, command):
 @main.command("rules", short_help="List every code a report can carry.")
 def list_rules():
     """List every code a report can carry: the rules (code, name, fix safety, what it does), then
-    the rows no rule makes (NPU900: what a human must do; NPU951-NPU962: advice)."""
+    the rows no rule makes (NPU901-NPU922: what a human must do or should know; NPU951-NPU962: advice)."""
     from .report_codes import REPORT_CODES
     from .sources import ALL_RULES_BY_CODE
 
     for code, rule in ALL_RULES_BY_CODE.items():
         click.echo(f"{code}  {rule.__name__:<29} {rule.fix_safety:<7} {rule.summary}")
     for code, report in REPORT_CODES.items():
-        name = "LeftoverAnalysis" if report.kind == "report" else "Advice"
-        click.echo(f"{code}  {name:<29} {report.kind:<7} {report.summary}")
+        click.echo(f"{code}  {report.name:<29} {report.kind:<7} {report.summary}")
 
 
 @main.command("explain", short_help="Print a code's description and examples.")
@@ -461,8 +460,13 @@ def explain(code):
     if rule is None and report is not None:
         click.echo(f"{report.code} ({report.kind}, never an edit): {report.summary}\n")
         click.echo(inspect.cleandoc(report.description) + "\n")
+        if report.level:
+            click.echo(f"gpu2npu check: {'an error (it fails the check)' if report.level == 'error' else 'not reported'}\n")
         for number, (source, name, where) in enumerate(report.examples, 1):
-            click.echo(f"Example {number}:\n{_indent(source)}\nreported in {where}: {name}\n")
+            given = "".join(f" (with -api listing {api}: {why})" for api, why in report.example_apis)
+            click.echo(f"Example {number}{given}:\n{_indent(source)}\nreported in {where}: {name}\n")
+        for source in report.unchanged:
+            click.echo(f"Not reported:\n{_indent(source)}")
         return
     if rule is None:
         _fail(f"no rule {code}; `gpu2npu rules` lists them")

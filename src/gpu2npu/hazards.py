@@ -21,12 +21,13 @@ from typing import Dict, List, Optional, Set
 
 from .apidata import ApiData
 from .change import Finding, Report
+from .finding_kinds import (COMPILE, CUDA_HANDLES, FUSED_OPTIMIZER, GPU_IDENTITY, GPU_KERNELS, PACKAGE_PROBE, PROFILER,
+                            QUANTIZATION, RAY_GPUS, TF32_ADVICE)
 from .rules import REROUTING_RULES
 from .rules.reroute import probe_label
 from .scan import FileScan
 from .tips import FUSED_OPTIMIZERS, has_fused_kernel, kernel_language, kernel_tip
 
-RULE = "NPU900"
 
 # A file none of whose bytes match holds none of these: it is not walked.
 _MIGHT_HAVE_HAZARD = re.compile(
@@ -217,10 +218,11 @@ class _Hazards:
             self._kernel(function)
 
     # -- helpers ---------------------------------------------------------------------------
-    def _add(self, node: ast.AST, report: Report, api_name: str, tip: str, api_type: str = "") -> None:
+    def _add(self, node: ast.AST, code: str, report: Report, api_name: str, tip: str, api_type: str = "") -> None:
+        """A row of the kind `code` (finding_kinds) about `node`."""
         # a function is reported at its def line, not over its body
         end = node.lineno if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else node.end_lineno or node.lineno
-        self.findings.append(Finding(self.path, node.lineno, end, report, api_name, tip, RULE, api_type=api_type))
+        self.findings.append(Finding(self.path, node.lineno, end, report, api_name, tip, code, api_type=api_type))
 
     def qualified(self, node: ast.AST) -> Set[str]:
         return self.imports.qualified(node)
@@ -251,21 +253,21 @@ class _Hazards:
         for name in names:
             if name in ("torch.profiler.ProfilerActivity.CUDA", "torch.autograd.profiler.ProfilerActivity.CUDA",
                         "torch._C._profiler.ProfilerActivity.CUDA"):
-                self._add(node, Report.UNSUPPORTED, name, self._profiler_tip())
+                self._add(node, PROFILER.code, Report.UNSUPPORTED, name, self._profiler_tip())
                 return
             if name == "torch.version.cuda" or name.startswith("torch.version.cuda."):
-                self._add(node, Report.UNSUPPORTED, "torch.version.cuda", CUDA_VERSION_TIP)
+                self._add(node, GPU_IDENTITY.code, Report.UNSUPPORTED, "torch.version.cuda", CUDA_VERSION_TIP)
                 return
             if name == "torch.compile" and not self._is_called(node):  # @torch.compile
-                self._add(node, Report.UNSUPPORTED, "torch.compile", compile_tip(self.api, None))
+                self._add(node, COMPILE.code, Report.UNSUPPORTED, "torch.compile", compile_tip(self.api, None))
                 return
             if name.startswith("torch._inductor.config."):
                 setting = name[len("torch._inductor.config."):]
-                self._add(node, Report.UNSUPPORTED, name, self._inductor_tip(setting))
+                self._add(node, COMPILE.code, Report.UNSUPPORTED, name, self._inductor_tip(setting))
                 return
         if isinstance(node, ast.Attribute):
             if node.attr == "cuda_stream":
-                self._add(node, Report.UNSUPPORTED, "Stream.cuda_stream", CUDA_STREAM_TIP)
+                self._add(node, CUDA_HANDLES.code, Report.UNSUPPORTED, "Stream.cuda_stream", CUDA_STREAM_TIP)
                 return
             self._property_field(node)
 
@@ -289,7 +291,7 @@ class _Hazards:
                 self._is_cuda_properties_call(value) or (isinstance(value, ast.Name) and value.id in self.cuda_properties)):
             return  # ascend_function.get_device_properties answers them
         if self._is_properties_call(value) or (isinstance(value, ast.Name) and value.id in self.properties):
-            self._add(node, Report.UNSUPPORTED, f"device properties .{node.attr}",
+            self._add(node, GPU_IDENTITY.code, Report.UNSUPPORTED, f"device properties .{node.attr}",
                       f"torch_npu's device properties have no {node.attr} (they hold name, total_memory and the "
                       "NPU's core counts): a CUDA compute capability or SM count means nothing on the NPU; decide "
                       "with torch_npu.npu.is_bf16_supported() or a fixed choice")
@@ -297,15 +299,15 @@ class _Hazards:
     def _call(self, call: ast.Call) -> None:
         names = self.qualified(call.func)
         if "torch.compile" in names:
-            self._add(call.func, Report.UNSUPPORTED, "torch.compile", compile_tip(self.api, call))
+            self._add(call.func, COMPILE.code, Report.UNSUPPORTED, "torch.compile", compile_tip(self.api, call))
         elif "torch.set_float32_matmul_precision" in names:
-            self._add(call.func, Report.PERFORMANCE, "torch.set_float32_matmul_precision",
+            self._add(call.func, TF32_ADVICE, Report.PERFORMANCE, "torch.set_float32_matmul_precision",
                       "sets whether CUDA computes float32 matmuls in TF32; the NPU's switch for float32 matmuls with "
                       "a shorter mantissa (HF32) is torch_npu.npu.matmul.allow_hf32 ('high' or 'medium' is True, "
                       "'highest' False)", api_type="torch")
         elif any(name.endswith(".get_kernel") and name.split(".")[0] == "kernels" for name in names):
             repo = call.args[0].value if call.args and isinstance(call.args[0], ast.Constant) else None
-            self._add(call.func, Report.UNSUPPORTED, f"kernels.get_kernel({repo!r})" if repo else "kernels.get_kernel",
+            self._add(call.func, GPU_KERNELS.code, Report.UNSUPPORTED, f"kernels.get_kernel({repo!r})" if repo else "kernels.get_kernel",
                       "Hub kernels are compiled for CUDA: for attention use torch_npu.npu_fusion_attention (or SDPA), "
                       "for norms and activations torch_npu.npu_rms_norm / npu_swiglu, otherwise the torch operators")
         elif names & FUSED_OPTIMIZERS.keys() and any(
@@ -316,23 +318,23 @@ class _Hazards:
                 short = name.rsplit(".", 1)[-1]
                 instead = (f"torch_npu.optim.NpuFused{short} (the same algorithm, fused for the NPU)"
                            if self.api.module_has("torch_npu.optim", f"NpuFused{short}") else "nothing fused")
-                self._add(call.func, Report.UNSUPPORTED, f"{name}(fused=True)",
+                self._add(call.func, FUSED_OPTIMIZER.code, Report.UNSUPPORTED, f"{name}(fused=True)",
                           f"torch_npu {self.api.torch_npu_version} has no NPU kernel for aten::{kernel} (it has "
                           f"aten::_fused_adamw_ only), so the first step raises: leave fused out (the foreach "
                           f"implementation runs on the NPU), or use {instead}")
         elif "ray.get_gpu_ids" in names:
-            self._add(call.func, Report.UNSUPPORTED, "ray.get_gpu_ids",
+            self._add(call.func, RAY_GPUS.code, Report.UNSUPPORTED, "ray.get_gpu_ids",
                       "the GPU ids Ray gave the task: none on an Ascend node; the NPU ids are "
                       "ray.get_runtime_context().get_accelerator_ids()['NPU'] (ids as strings)")
         elif names & RAY_SCALING_CONFIGS and any(
                 k.arg == "use_gpu" and not (isinstance(k.value, ast.Constant) and not k.value.value) for k in call.keywords):
-            self._add(call.func, Report.UNSUPPORTED, "ScalingConfig(use_gpu=...)",
+            self._add(call.func, RAY_GPUS.code, Report.UNSUPPORTED, "ScalingConfig(use_gpu=...)",
                       "use_gpu reserves a GPU per worker and sets the workers up for CUDA: on an Ascend node ask "
                       "for resources_per_worker={'NPU': 1} instead (use_gpu=False) and train with "
                       "TorchConfig(backend='hccl')")
         elif "torch.multiprocessing.reductions.reduce_tensor" in names and not self.api.module_has(
                 "torch_npu.multiprocessing.reductions", "rebuild_npu_tensor"):
-            self._add(call.func, Report.UNSUPPORTED, "torch.multiprocessing.reductions.reduce_tensor",
+            self._add(call.func, CUDA_HANDLES.code, Report.UNSUPPORTED, "torch.multiprocessing.reductions.reduce_tensor",
                       f"torch_npu {self.api.torch_npu_version} cannot share NPU tensors between processes (it has "
                       "no torch_npu.multiprocessing.reductions, which later releases install on import): the handle "
                       "of an NPU tensor cannot be made; send the weights through a collective (dist.broadcast, "
@@ -345,7 +347,7 @@ class _Hazards:
             for name in names:
                 tip = BITSANDBYTES_FRONT_DOORS.get(name)
                 if tip is not None:
-                    self._add(call.func, Report.UNSUPPORTED, name.rsplit(".", 1)[-1], tip)
+                    self._add(call.func, QUANTIZATION.code, Report.UNSUPPORTED, name.rsplit(".", 1)[-1], tip)
                     return  # its load_in_4bit is part of the same row
         if names & {"torch.autograd.profiler.profile", "torch.profiler.profile", "torch.autograd.profile",
                     "torch.autograd.profiler.record_function"}:
@@ -353,11 +355,11 @@ class _Hazards:
                 cuda = (keyword.arg == "use_cuda" and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value)) or (
                     keyword.arg == "use_device" and isinstance(keyword.value, ast.Constant) and keyword.value.value == "cuda")
                 if cuda:
-                    self._add(keyword.value, Report.UNSUPPORTED, f"{sorted(names)[0]}({keyword.arg}=)", self._profiler_tip())
+                    self._add(keyword.value, PROFILER.code, Report.UNSUPPORTED, f"{sorted(names)[0]}({keyword.arg}=)", self._profiler_tip())
         for keyword in call.keywords:
             if keyword.arg in ("load_in_4bit", "load_in_8bit") and not (
                     isinstance(keyword.value, ast.Constant) and not keyword.value.value):
-                self._add(keyword.value, Report.UNSUPPORTED, keyword.arg, QUANTIZED_LOADING_TIP)
+                self._add(keyword.value, QUANTIZATION.code, Report.UNSUPPORTED, keyword.arg, QUANTIZED_LOADING_TIP)
 
     def _precision_setting(self, assign: ast.Assign) -> None:
         for target in assign.targets:
@@ -365,7 +367,7 @@ class _Hazards:
                 continue
             name = next((q for q in sorted(self.qualified(target)) if q.startswith("torch.backends.")), None)
             if name is not None:
-                self._add(assign, Report.PERFORMANCE, name,
+                self._add(assign, TF32_ADVICE, Report.PERFORMANCE, name,
                           "sets how CUDA (or cuDNN, oneDNN) computes float32 operations; on the NPU it changes "
                           "nothing. The NPU's choice for float32 matmuls and convolutions with a shorter mantissa "
                           "(HF32, like TF32) is torch_npu.npu.matmul.allow_hf32 / torch_npu.npu.conv.allow_hf32 "
@@ -381,14 +383,14 @@ class _Hazards:
         if package is None:
             return
         if spec:
-            self._add(call, Report.UNSUPPORTED, probe_label(name),
+            self._add(call, PACKAGE_PROBE.code, Report.UNSUPPORTED, probe_label(name),
                       f"{module} is not installed on an NPU machine: this is None there and the code it guards does "
                       f"not run; gpu2npu points the imports it can map at the generated {package} (and this probe "
                       f"too, in a file whose imports it points there): probe {package!r}, or test for the NPU")
         else:
             instead = (f"the generated {package} has __version__, the {module} release whose signatures it follows: "
                        "read that, or guard the check" if package in _VERSIONED else "guard the check")
-            self._add(call, Report.UNSUPPORTED, f"version({name!r})",
+            self._add(call, PACKAGE_PROBE.code, Report.UNSUPPORTED, f"version({name!r})",
                       f"{module} is not installed on an NPU machine: this raises there (PackageNotFoundError / "
                       f"DistributionNotFound); {instead}")
 
@@ -404,7 +406,7 @@ class _Hazards:
             costs.append("its states are 32-bit: about four times the optimizer memory of the 8-bit ones")
         if node.value.startswith("paged_"):
             costs.append("its states are not paged out to host memory")
-        self._add(node, Report.UNSUPPORTED, f"optimizer name {node.value!r}",
+        self._add(node, FUSED_OPTIMIZER.code, Report.UNSUPPORTED, f"optimizer name {node.value!r}",
                   f"transformers builds this optimizer with bitsandbytes (CUDA kernels): {instead}"
                   + ("; " + "; ".join(costs) if costs else ""))
 
@@ -414,7 +416,7 @@ class _Hazards:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
             language = kernel_language(self.qualified(target))
             if language is not None:
-                self._add(function, Report.UNSUPPORTED, f"{language} kernel {function.name}",  # type: ignore[attr-defined]
+                self._add(function, GPU_KERNELS.code, Report.UNSUPPORTED, f"{language} kernel {function.name}",  # type: ignore[attr-defined]
                           kernel_tip(function.name, language))  # type: ignore[attr-defined]
                 return
 

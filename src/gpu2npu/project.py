@@ -223,7 +223,7 @@ def _unified_diff(entry: Entry, data: bytes, output: bytes) -> str:
 def _write_page(report_folder: Path, source: Path, staging: Path, target: Path, request: RunRequest,
                 options: Options, result: RunResult, code_files: List[str], started: float, memo=None) -> Path:
     from .affinity import ADVICE
-    from .check import UNSUPPORTED_DESCRIPTION, UNSUPPORTED_RULE
+    from .finding_kinds import KINDS
     from .reports import html_report
 
     # (an input file's relative path is its name: it stands in its folder and in the staging one)
@@ -248,8 +248,7 @@ def _write_page(report_folder: Path, source: Path, staging: Path, target: Path, 
         name=source.name, input=str(source), output=str(target), torch_version=options.api.torch_version,
         torch_npu_version=options.api.torch_npu_version, options=" ".join(flags), tool_version=__version__,
         time=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) + f" ({time.time() - started:.1f} s)")
-    analysis = {UNSUPPORTED_RULE: UNSUPPORTED_DESCRIPTION + ": the leftover analysis of the code "
-                                  "(API data of the chosen release, CUDA-only packages, hazards)", **ADVICE}
+    analysis = {**{code: kind.title for code, kind in KINDS.items()}, **ADVICE}
     return html_report.write_page(report_folder, facts, result.changes, result.findings, code_files, original, migrated,
                                   html_report.explanations_of(result.rules, analysis), memo)
 

@@ -1,6 +1,6 @@
-"""Codes of report rows that no rewrite rule makes: NPU900 (what the migration cannot change, in
-unsupported_api.csv / unknown_api.csv and as `check` warnings) and the advice codes NPU951-NPU962
-(affinity_api_call.csv, api_performance_advice.csv).  `gpu2npu rules` lists them beside the rules
+"""Codes of report rows that no rewrite rule makes: the kinds of what the migration cannot change
+(NPU901-NPU922, declared in finding_kinds: unsupported_api.csv / unknown_api.csv, and `check`
+errors) and the advice codes NPU951-NPU962 (affinity_api_call.csv, api_performance_advice.csv).  `gpu2npu rules` lists them beside the rules
 and `gpu2npu explain CODE` prints them with their examples; tests run every example and check that
 it produces its row."""
 from __future__ import annotations
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Dict, Tuple
 
 from .affinity import ADVICE
+from .finding_kinds import KINDS
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,10 @@ class ReportCode:
     description: str
     # (source, the OP / Api Call Name of the row it produces, the report file)
     examples: Tuple[Tuple[str, str, str], ...]
+    unchanged: Tuple[str, ...] = ()  # sources that produce no row of this code
+    level: str = ""  # what `check` makes of its rows (finding_kinds.ERROR, NOT_CHECKED); advice: nothing
+    name: str = "Advice"
+    example_apis: Tuple[Tuple[str, str], ...] = ()  # -api rows the examples are read with
 
 
 _ADVICE_FILES = "affinity_api_call.csv"
@@ -55,20 +60,10 @@ _EXAMPLES: Dict[str, Tuple[Tuple[str, str, str], ...]] = {
                 "torch.backends.cuda.matmul.allow_tf32", _PERFORMANCE),),
 }
 
-ANALYSIS = ReportCode(
-    "NPU900", "report", "what the migration cannot change: no NPU equivalent, unknown support, or left on purpose",
-    """The leftover analysis after the rules.  Every CUDA construct still in the migrated code, every torch
-API the chosen torch_npu release has no kernel for (or that the release's torch does not have yet),
-every call of a CUDA-only package, and every call of a third-party API that `-api` says reaches such
-code gets a row: unsupported_api.csv when it cannot run on the NPU as written (the Tips column says
-what to do instead), unknown_api.csv when the API data cannot decide.  `check` reports the
-unsupported ones as warnings.  Nothing is edited: these rows are what a human must do.""",
-    (("import torch\n\nmajor, minor = torch.cuda.get_device_capability()\n", "torch.cuda.get_device_capability",
-      "unsupported_api.csv"),
-     ("import torch\n\nx = torch.not_a_real_api(3)\n", "torch.not_a_real_api", "unknown_api.csv")),
-)
-
-REPORT_CODES: Dict[str, ReportCode] = {ANALYSIS.code: ANALYSIS}
+REPORT_CODES: Dict[str, ReportCode] = {
+    code: ReportCode(code, "report", kind.title, kind.description, kind.examples, kind.unchanged, kind.level, kind.name,
+                     kind.example_apis)
+    for code, kind in KINDS.items()}
 for _code, _summary in ADVICE.items():
     REPORT_CODES[_code] = ReportCode(
         _code, "advice", _summary,

@@ -29,11 +29,11 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from . import apidata, env_vars
 from .change import Finding, Report
+from .finding_kinds import NEWER_TORCH, NO_NPU_KERNEL, NOT_ANALYSED, UNKNOWN_SUPPORT
 from .similar import equivalents
 from .scopes import Scopes, import_bindings
 from .tips import CUDA_ONLY_PACKAGES
 
-RULE = "NPU900"
 
 # What makes a file need the rules.  Attributes: `x.cuda()`, `torch.cuda`, `Backend.NCCL`,
 # `nn.DataParallel`, `data.DataLoader`, `cpp_extension`.  Imports: any module or name with one
@@ -162,8 +162,8 @@ def nodes_by_class(tree: ast.AST) -> Dict[type, List[ast.AST]]:
 _NOT_PARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
 
 
-def _ast_of(data: bytes) -> ast.Module:
-    """The ast of `data`; raises one of _NOT_PARSABLE."""
+def _ast_of(data) -> ast.Module:
+    """The ast of `data` (bytes, or a text); raises one of _NOT_PARSABLE."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escapes in the user's strings are not our report
         return ast.parse(data)
@@ -198,7 +198,7 @@ def not_parsed_row(data: bytes, path: str) -> Optional[Finding]:
     return Finding(path, line, line, Report.UNKNOWN, NOT_PARSED,
                    f"Python {python}, which runs gpu2npu, cannot parse this file ({reason} here), so its torch API calls "
                    "and CUDA hazards (torch.compile, CUDA version checks, quantization) were not analysed: run gpu2npu "
-                   "with the Python the project needs, or mend the syntax", RULE)
+                   "with the Python the project needs, or mend the syntax", NOT_ANALYSED.code)
 
 
 class FileScan:
@@ -673,6 +673,16 @@ class ImportTable:
                    for targets in self.aliases.values() for target in targets)
 
 
+def scopes_of_code(code: str) -> Optional[Scopes]:
+    """The scopes of a text the scan has not read (the one libcst was given, after the custom rules
+    or cut down; the migrated output), or None where it needs none or `ast` cannot read it."""
+    try:  # (the text itself: a coding line must not decode it again)
+        tree = _ast_of(code)
+    except _NOT_PARSABLE:
+        return None
+    return Scopes.of(tree, nodes_by_class(tree), text=code)
+
+
 def dotted(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.Name):
         return node.id
@@ -725,7 +735,7 @@ def _judge_release(call: ast.Call, name: str, path: str, api: apidata.ApiData) -
     target = api.torch_version
     added = apidata.torch_added_in(name, target)
     if added is not None:
-        return [_row(call, path, Report.UNSUPPORTED, name,
+        return [_row(call, path, NEWER_TORCH, Report.UNSUPPORTED, name,
                      f"torch {target}, which torch_npu {api.torch_npu_version} is built for, does not have it "
                      f"(torch {added} has): choose the -v of the project's torch, or write it with what torch "
                      f"{target} has")]
@@ -735,16 +745,16 @@ def _judge_release(call: ast.Call, name: str, path: str, api: apidata.ApiData) -
             continue
         added = apidata.torch_keyword_added_in(name, keyword.arg, target)
         if added is not None:
-            rows.append(_row(call, path, Report.UNSUPPORTED, f"{name}({keyword.arg}=)",
+            rows.append(_row(call, path, NEWER_TORCH, Report.UNSUPPORTED, f"{name}({keyword.arg}=)",
                              f"{name} of torch {target} (torch_npu {api.torch_npu_version}) takes no {keyword.arg} "
                              f"(torch {added} does) and raises TypeError: choose the -v of the project's torch, or "
                              "leave it out"))
     return rows
 
 
-def _row(call: ast.Call, path: str, report: Report, api_name: str, tip: str) -> Finding:
+def _row(call: ast.Call, path: str, kind, report: Report, api_name: str, tip: str) -> Finding:
     func = call.func
-    return Finding(path, func.lineno, func.end_lineno or func.lineno, report, api_name, tip, RULE)
+    return Finding(path, func.lineno, func.end_lineno or func.lineno, report, api_name, tip, kind.code)
 
 
 def _judge_torch_call(call: ast.Call, name: str, path: str, api: apidata.ApiData, similar: bool) -> Optional[Finding]:
@@ -753,13 +763,13 @@ def _judge_torch_call(call: ast.Call, name: str, path: str, api: apidata.ApiData
         return None
     op = apidata.lacks_npu_kernel(api, name)
     if op is not None:
-        return _row(call, path, Report.UNSUPPORTED, name,
+        return _row(call, path, NO_NPU_KERNEL, Report.UNSUPPORTED, name,
                     f"aten::{op} has no NPU kernel in torch_npu {api.torch_npu_version} (it runs on the "
                     f"CPU at best): {_remedy(name, similar)}")
     if name.startswith("torch.ops."):
         return _judge_dispatcher_op(call, name, path, api)
     if not apidata.torch_api_knows(name):
-        return _row(call, path, Report.UNKNOWN, name,
+        return _row(call, path, UNKNOWN_SUPPORT, Report.UNKNOWN, name,
                     "not in PyTorch's public API lists: check that it exists for this torch version "
                     "and runs on NPU")
     return None
@@ -784,11 +794,11 @@ def _judge_dispatcher_op(call: ast.Call, name: str, path: str, api: apidata.ApiD
         missing = apidata.lacks_npu_kernel(api, f"torch.{op}")
         if missing is None:
             return None
-        return _row(call, path, Report.UNSUPPORTED, name,
+        return _row(call, path, NO_NPU_KERNEL, Report.UNSUPPORTED, name,
                     f"aten::{missing} has no NPU kernel in torch_npu {api.torch_npu_version}")
     if namespace == "npu":
         return None
-    return _row(call, path, Report.UNKNOWN, name,
+    return _row(call, path, UNKNOWN_SUPPORT, Report.UNKNOWN, name,
                 f"custom operator namespace '{namespace}': it runs on NPU only if its library registers "
                 "an NPU (PrivateUse1) kernel")
 
@@ -798,7 +808,7 @@ def _judge_method_call(call: ast.Call, path: str, api: apidata.ApiData) -> Optio
     op = apidata.method_lacks_npu_kernel(api, method)
     if op is None:
         return None
-    return _row(call, path, Report.UNKNOWN, f"Tensor.{method}",
+    return _row(call, path, UNKNOWN_SUPPORT, Report.UNKNOWN, f"Tensor.{method}",
                 f"if the receiver is a tensor: aten::{op} has no NPU kernel in torch_npu "
                 f"{api.torch_npu_version} (it runs on the CPU at best)")
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
 from ..change import Finding, Report
+from ..finding_kinds import THIRD_PARTY
 
 API_COLUMN = "3rd-party API"
 MAX_FILES = 100  # as many as the incumbent takes
-RULE = "NPU900"
 
 AffectedApis = Tuple[Tuple[str, str], ...]  # (public API, why), sorted: part of the run's options
 
@@ -57,6 +57,6 @@ def affected_calls(file_scan, path: str, apis: AffectedApis) -> List[Finding]:
             if why is not None:
                 func = call.func
                 rows.append(Finding(path, func.lineno, func.end_lineno or func.lineno, Report.UNSUPPORTED, name,
-                                    f"third-party API affected: {why}", RULE))
+                                    f"third-party API affected: {why}", THIRD_PARTY.code))
                 break
     return rows

@@ -25,7 +25,8 @@ def as_json(findings: Sequence, warnings: Sequence[str] = ()) -> str:
     return json.dumps({"findings": rows, "count": len(rows), "warnings": list(warnings)}, indent=2) + "\n"
 
 
-def as_sarif(findings: Sequence, rules: Dict[str, str], warnings: Sequence[str] = ()) -> str:
+def as_sarif(findings: Sequence, rules: Dict[str, object], warnings: Sequence[str] = ()) -> str:
+    """`rules`: code -> check.Description (its summary and help), for every code a result can carry."""
     used = sorted({f.rule for f in findings} | set(rules))
     log = {
         "$schema": SARIF_SCHEMA,
@@ -37,7 +38,7 @@ def as_sarif(findings: Sequence, rules: Dict[str, str], warnings: Sequence[str] 
                         "name": "gpu2npu",
                         "version": __version__,
                         "informationUri": "https://pypi.org/project/gpu2npu/",
-                        "rules": [{"id": code, "shortDescription": {"text": rules.get(code, code)}} for code in used],
+                        "rules": [_rule(code, rules.get(code)) for code in used],
                     }
                 },
                 "results": [
@@ -68,3 +69,11 @@ def as_sarif(findings: Sequence, rules: Dict[str, str], warnings: Sequence[str] 
         ],
     }
     return json.dumps(log, indent=2) + "\n"
+
+
+def _rule(code: str, description) -> dict:
+    if description is None:
+        return {"id": code, "shortDescription": {"text": code}}
+    return {"id": code, "shortDescription": {"text": description.summary},
+            "fullDescription": {"text": description.help.split("\n\n")[0]},
+            "help": {"text": description.help}}

@@ -15,7 +15,8 @@ PERFORMANCE = "api_performance_advice.csv"
 AFFINITY = "affinity_api_call.csv"
 
 CHANGE_COLUMNS = ["File", "Start Line", "End Line", "Operation Type", "Message", "Rule"]
-FINDING_COLUMNS = ["File", "Start Line", "End Line", "OP", "Tips"]
+# (the incumbent's five, then the row's code, as change_list.csv has: `gpu2npu explain CODE`)
+FINDING_COLUMNS = ["File", "Start Line", "End Line", "OP", "Tips", "Rule"]
 CUDA_OP_COLUMNS = ["File", "Api"]
 # The incumbent's six columns, then what to check before replacing.
 AFFINITY_COLUMNS = ["File", "Start Line", "End Line", "Api Type", "Api Call Name", "Affinity Api Name", "Tips"]
@@ -62,7 +63,8 @@ def write_analysis(
         )
     }
     for report, name in FINDING_FILES.items():
-        rows: List[Tuple] = [(f.file, f.start_line, f.end_line, f.api, f.tip) for f in findings if f.report == report]
+        rows: List[Tuple] = [(f.file, f.start_line, f.end_line, f.api, f.tip, f.rule) for f in findings
+                             if f.report == report]
         counts[name] = write_rows(folder / name, FINDING_COLUMNS, rows)
     counts[CUDA_OPS] = write_rows(folder / CUDA_OPS, CUDA_OP_COLUMNS, cuda_ops)
     return counts

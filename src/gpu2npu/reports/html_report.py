@@ -88,9 +88,9 @@ def _page(facts, changes, findings, files, original, migrated, explanations, mem
     by_report = Counter(REPORT_TITLES[f.report].split(" (")[0] for f in todo)
     yield _bars("by report", [("changes", len(changes))] + sorted(by_report.items()))
     yield _bars("by rule", sorted(Counter(c.rule for c in changes).items()) +
-                sorted(Counter(f"{f.rule or 'NPU900'} ({f.report.value})" for f in todo).items()))
+                sorted(Counter(f"{f.rule} ({f.report.value})" for f in todo).items()))
     yield "</div></section>\n"
-    rules = sorted({c.rule for c in changes} | {f.rule or "NPU900" for f in todo})
+    rules = sorted({c.rule for c in changes} | {f.rule for f in todo})
     row_files = sorted({c.file for c in changes} | {f.file for f in todo})
     yield "<nav id=\"filters\" class=\"filters\"><label>rule <select id=\"f-rule\"><option value=\"\">all</option>"
     yield "".join(f"<option>{_e(r)}</option>" for r in rules)
@@ -146,7 +146,7 @@ def _todo(todo: Sequence[Finding], original, explanations, changed, shown) -> It
                 continue
             yield f"<h3>{_e(REPORT_TITLES[report])}</h3>"
             for finding in kind:
-                rule = finding.rule or "NPU900"
+                rule = finding.rule
                 source = (lines[finding.start_line - 1].decode("utf-8", errors="replace")
                           if 0 < finding.start_line <= len(lines) else "")
                 target = (f"{_anchor(path)}-L{finding.start_line}" if finding.start_line in shown[path]

@@ -143,7 +143,7 @@ class ReroutePlan(cst.CSTVisitor):
 
 
 def probe_label(module: str) -> str:
-    """How the reports name a find_spec probe of `module`: the hazards row about it (NPU900) and
+    """How the reports name a find_spec probe of `module`: the hazards row about it (NPU913) and
     the change that points it at the generated package."""
     return f"find_spec({module!r})"
 

@@ -1,0 +1,276 @@
+"""Every kind of report row that no rewrite rule makes, declared as a rule is: its code, title,
+the level `check` gives it, why it matters on Ascend, the NPU way, examples that produce it and
+code it must leave alone (both run as tests, test_first_hour).
+
+The producers (the API rows of the scan, the hazards, the leftover analysis, the -api rows) give
+each row the code of its kind; the reports carry it (the last column of unsupported_api.csv,
+unknown_api.csv and api_performance_advice.csv), `check` prints it, SARIF's `driver.rules` carry
+its help, and `gpu2npu rules` / `gpu2npu explain CODE` list and explain it.  This module imports
+nothing of the tool: whatever produces or shows a row can import it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Tuple
+
+UNSUPPORTED_CSV = "unsupported_api.csv"
+UNKNOWN_CSV = "unknown_api.csv"
+PERFORMANCE_CSV = "api_performance_advice.csv"
+LOG = "the run log"
+
+# What `check` makes of a kind's rows: an error fails the gate (a human must act); a kind that is
+# "not checked" is information for the migration's reports only.
+ERROR = "error"
+NOT_CHECKED = "not checked"
+
+
+@dataclass(frozen=True)
+class FindingKind:
+    code: str
+    name: str  # what `gpu2npu rules` lists beside the code, as it lists a rule's class
+    title: str
+    level: str  # ERROR or NOT_CHECKED
+    why: str  # why the construct matters on Ascend
+    npu_way: str  # what to do instead
+    # (source, the OP of the row it produces, the report it stands in)
+    examples: Tuple[Tuple[str, str, str], ...]
+    # sources that must produce no row of this kind
+    unchanged: Tuple[str, ...] = ()
+    # the affected library APIs (-api: API, why) the examples are checked with
+    example_apis: Tuple[Tuple[str, str], ...] = ()
+
+    @property
+    def description(self) -> str:
+        return f"{self.why}\n\nOn the NPU: {self.npu_way}"
+
+
+KINDS: Dict[str, FindingKind] = {}
+
+
+def _kind(*args, **kwargs) -> FindingKind:
+    kind = FindingKind(*args, **kwargs)
+    assert kind.code not in KINDS, kind.code
+    KINDS[kind.code] = kind
+    return kind
+
+
+NOT_ANALYSED = _kind(
+    "NPU901", "NotAnalysed",
+    "a file the running Python cannot parse: its API calls and hazards were not analysed", NOT_CHECKED,
+    "The API rows and the hazards are read from Python's own parse of the file. A file of newer syntax than the "
+    "Python that runs gpu2npu (a `type` statement under 3.11), or a broken one, is migrated by the rules where "
+    "libcst reads it, but nothing tells what its torch calls need.",
+    "run gpu2npu with the Python the project needs, or mend the syntax.",
+    (("import torch\nx = torch.zeros(1)\nprint 'done'\n", "syntax this Python cannot parse", UNKNOWN_CSV),),
+    ("import torch\nx = torch.zeros(1)\nprint('done')\n",),
+)
+
+NO_NPU_KERNEL = _kind(
+    "NPU902", "NoNPUKernel", "a torch operator the chosen torch_npu release has no NPU kernel for", ERROR,
+    "torch_npu registers an NPU kernel for most aten operators, not all (its npu_native_functions.yaml lists "
+    "them). An operator without one falls back to the CPU at best, with a copy each way, or raises.",
+    "replace the call with operators the release has, move it off the hot path, or let `gpu2npu -sim` call an "
+    "exact NPU equivalent where one is known.",
+    (("import torch\nd = torch.hypot(a, b)\n", "torch.hypot", UNSUPPORTED_CSV),),
+    ("import torch\ny = torch.matmul(a, b)\n",),
+)
+
+NEWER_TORCH = _kind(
+    "NPU903", "NewerTorch", "an API or keyword that the torch the release is built for does not have yet", ERROR,
+    "Each torch_npu release is built for one torch version (-v). Code written against a newer torch calls "
+    "functions, or passes keywords, that this torch lacks: AttributeError or TypeError at run time.",
+    "choose the -v of the project's own torch, or write it with what that torch has.",
+    (("import torch\nnorm = torch.nn.RMSNorm(512)\n", "torch.nn.RMSNorm", UNSUPPORTED_CSV),),
+    ("import torch\nnorm = torch.nn.LayerNorm(512)\n",),
+)
+
+UNKNOWN_SUPPORT = _kind(
+    "NPU904", "UnknownSupport",
+    "a torch name or operator whose NPU support the release data cannot decide", NOT_CHECKED,
+    "The name is not in PyTorch's public API lists, calls a custom operator namespace, or is a method that "
+    "lacks an NPU kernel if its receiver is a tensor: gpu2npu cannot tell whether it runs on the NPU.",
+    "check that it exists for this torch version and that its library registers an NPU (PrivateUse1) kernel.",
+    (("import torch\nx = torch.not_a_real_api(3)\n", "torch.not_a_real_api", UNKNOWN_CSV),),
+    ("import torch\nx = torch.ones(3)\n",),
+)
+
+COMPILE = _kind(
+    "NPU905", "Compile", "torch.compile and inductor settings, which depend on the release's compiler backends", ERROR,
+    "torch.compile's default backend is inductor, which generates Triton kernels for CUDA. Most torch_npu "
+    "releases have no inductor for the NPU; their compiler backend is torchair's 'npu'. Inductor's settings "
+    "have no effect where inductor does not run.",
+    "compile with backend='npu' after `import torchair` (or the release's inductor where it has one), or run "
+    "eagerly; drop inductor settings that do not apply.",
+    (("import torch\nmodel = torch.compile(model)\n", "torch.compile", UNSUPPORTED_CSV),
+     ("import torch._inductor.config as config\nconfig.coordinate_descent_tuning = True\n",
+      "torch._inductor.config.coordinate_descent_tuning", UNSUPPORTED_CSV)),
+    ("import torch._inductor.config as config\n\n\ndef build(config):\n    return config.n_embd\n",),
+)
+
+GPU_IDENTITY = _kind(
+    "NPU906", "GPUIdentity", "a CUDA version or GPU property read to choose what runs", ERROR,
+    "torch.version.cuda is None under torch_npu, and torch_npu's device properties have no compute capability or "
+    "SM count: code that compares them raises, or takes the branch meant for old GPUs.",
+    "decide with torch_npu.npu.is_bf16_supported() or a fixed choice; read the CANN version where a version is "
+    "needed.",
+    (("import torch\nmajor = int(torch.version.cuda.split('.')[0])\n", "torch.version.cuda", UNSUPPORTED_CSV),
+     ("import torch\nprops = torch.cuda.get_device_properties(0)\nsms = props.multi_processor_count\n",
+      "device properties .multi_processor_count", UNSUPPORTED_CSV)),
+    ("import torch\nprops = torch.cuda.get_device_properties(0)\nprint(props.total_memory)\n",),
+)
+
+PROFILER = _kind(
+    "NPU907", "Profiler", "torch's profiler asked for CUDA activity", ERROR,
+    "torch's profiler records no NPU activity: asking it for CUDA events records nothing on the device.",
+    "profile with torch_npu.profiler.profile (activities CPU and NPU), where the release has it.",
+    (("import torch\nfrom torch.profiler import ProfilerActivity, profile\n"
+      "with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as p:\n    step()\n",
+      "torch.profiler.ProfilerActivity.CUDA", UNSUPPORTED_CSV),),
+    ("import torch\nfrom torch.profiler import ProfilerActivity, profile\n"
+     "with profile(activities=[ProfilerActivity.CPU]) as p:\n    step()\n",),
+)
+
+CUDA_HANDLES = _kind(
+    "NPU908", "CUDAHandles", "a raw CUDA handle: a stream pointer, a tensor shared between processes", ERROR,
+    "Stream.cuda_stream is a CUDA pointer handed to CUDA libraries; sharing a device tensor between processes "
+    "needs an IPC handle that not every torch_npu release can make.",
+    "hand NPU streams to NPU libraries only; send weights through a collective or as CPU tensors.",
+    (("import torch\nhandle = torch.cuda.current_stream().cuda_stream\n", "Stream.cuda_stream", UNSUPPORTED_CSV),),
+)
+
+GPU_KERNELS = _kind(
+    "NPU909", "GPUKernels",
+    "a GPU kernel of the project's own (Triton, CuTe) or a kernel compiled for CUDA on the Hub", ERROR,
+    "Triton compiles its kernels for CUDA here and CuTe kernels are CUDA; kernels fetched from the Hub are CUDA "
+    "binaries. Each kernel is one row, at its name, not one per call inside it.",
+    "write the kernel with torch operators or torch_npu fused operators, or port it to Triton-Ascend or Ascend C.",
+    (("import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef add_kernel(x_ptr, n):\n"
+      "    offsets = tl.arange(0, 16)\n    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets))\n",
+      "Triton kernel add_kernel", UNSUPPORTED_CSV),),
+    ("import triton\n\n\ndef grid(n):\n    return (triton.cdiv(n, 128),)\n",),
+)
+
+FUSED_OPTIMIZER = _kind(
+    "NPU910", "FusedOptimizer", "a fused optimizer or optimizer choice the NPU has no kernel for", ERROR,
+    "fused=True asks for one fused kernel per step: torch_npu has aten::_fused_adamw_ only, so Adam, SGD and "
+    "Adagrad with fused=True raise at the first step. transformers' bitsandbytes optimizers are CUDA kernels.",
+    "leave fused out (the foreach implementation runs on the NPU), use torch_npu.optim.NpuFused*, or a torch "
+    "optimizer.",
+    (("import torch\nopt = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)\n",
+      "torch.optim.SGD(fused=True)", UNSUPPORTED_CSV),),
+    ("import torch\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n",),
+)
+
+RAY_GPUS = _kind(
+    "NPU911", "RayGPUs", "a Ray request for GPUs", ERROR,
+    "Ray schedules by resource: an Ascend node has no GPU resource, so a task that asks for GPUs never starts.",
+    "ask for the 'NPU' resource (resources={'NPU': 1}) and read the ids from the runtime context.",
+    (("import ray\nids = ray.get_gpu_ids()\n", "ray.get_gpu_ids", UNSUPPORTED_CSV),),
+)
+
+QUANTIZATION = _kind(
+    "NPU912", "Quantization", "quantization through bitsandbytes", ERROR,
+    "bitsandbytes' 4-bit and 8-bit layers are CUDA kernels: loading a model with load_in_4bit or a "
+    "BitsAndBytesConfig fails on an NPU machine.",
+    "load the model in bf16/fp16, or quantize with an NPU method (the msModelSlim tools, torch_npu's quantized "
+    "matmuls).",
+    (("from transformers import AutoModelForCausalLM\n"
+      "model = AutoModelForCausalLM.from_pretrained(name, load_in_4bit=True)\n", "load_in_4bit", UNSUPPORTED_CSV),),
+    ("from transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained(name)\n",),
+)
+
+PACKAGE_PROBE = _kind(
+    "NPU913", "PackageProbe", "a probe for a CUDA-only package (find_spec, version)", ERROR,
+    "The package is not installed on an NPU machine: the probe answers 'absent' (or raises), and the code it "
+    "guards does not run there.",
+    "probe the generated NPU package gpu2npu writes, or test for the NPU.",
+    (("import importlib.util\nHAS_FLASH = importlib.util.find_spec('flash_attn') is not None\n",
+      "find_spec('flash_attn')", UNSUPPORTED_CSV),),
+    ("import importlib.util\nHAS_NUMPY = importlib.util.find_spec('numpy') is not None\n",),
+)
+
+DEAD_GUARD = _kind(
+    "NPU914", "DeadGuard", "a device test left as written because it guards CUDA-only code", ERROR,
+    "Switching the test to the NPU would run code that has no NPU form; left on CUDA it is never true on "
+    "Ascend, so what it guards does not run there.",
+    "port the guarded code (its own rows say how), then switch the test to the NPU.",
+    (("import torch\nimport cupy\n\nif torch.cuda.is_available():\n    x = cupy.zeros(3)\n",
+      "device test torch.cuda.is_available()", UNSUPPORTED_CSV),),
+)
+
+LEFT_ON_PURPOSE = _kind(
+    "NPU915", "LeftOnPurpose", "left as written on purpose: nothing to do", NOT_CHECKED,
+    "Code that already chooses between the NPU and CUDA, a package imported only to read its version, a CUDA "
+    "backend setting that has no effect on the NPU: gpu2npu leaves it and says so in the log.",
+    "nothing.",
+    (("import torch\nimport torch_npu\n\nif torch.npu.is_available():\n    d = 'npu'\nelif torch.cuda.is_available():\n"
+      "    d = 'cuda'\n", "NPU-aware code", LOG),),
+)
+
+CUDA_ONLY_PACKAGE = _kind(
+    "NPU916", "CUDAOnlyPackage", "a package that runs on CUDA only", ERROR,
+    "Packages such as CuPy, pynvml, NVIDIA apex or mamba_ssm are built for CUDA and do not install or run on "
+    "an NPU machine.",
+    "the row's tip names the torch or torch_npu counterpart (Ascend apex, torch_npu.npu APIs, npu-smi).",
+    (("import pynvml\npynvml.nvmlInit()\n", "pynvml", UNSUPPORTED_CSV),),
+    ("import numpy\nx = numpy.zeros(3)\n",),
+)
+
+CUDA_API = _kind(
+    "NPU917", "CUDAApi", "a torch CUDA API with no NPU counterpart in the release", ERROR,
+    "torch_npu mirrors most of torch.cuda as torch_npu.npu, not all of it: graphs in older releases, "
+    "jiterator, NVTX, the CUDA runtime, compute capability; and DataParallel has no NPU form.",
+    "the row's tip names the NPU way (torch_npu.npu.mstx for NVTX, DistributedDataParallel for DataParallel, ...).",
+    (("import torch\ntorch.cuda.nvtx.range_push('step')\n", "torch.cuda.nvtx.range_push", UNSUPPORTED_CSV),),
+    ("import torch\ntorch.cuda.synchronize()\n",),
+)
+
+CUDA_LEFTOVER = _kind(
+    "NPU918", "CUDALeftover", "a CUDA device, type or backend name that no rule could migrate", ERROR,
+    "A device string, tensor type or backend name the rules could not decide on (it is not certain to reach a "
+    "device position) still names CUDA after migration.",
+    "use 'npu' devices, torch.npu tensor types and the 'hccl' backend where these reach torch.",
+    (("import torch\nname = f\"cuda:{node}-{rank}\"\n", "device f-string 'cuda:{...}'", UNSUPPORTED_CSV),),
+)
+
+FRAMEWORK_CUDA = _kind(
+    "NPU919", "FrameworkCUDA", "another framework's CUDA-only class", ERROR,
+    "Lightning's CUDAAccelerator drives CUDA devices; Lightning has no built-in NPU counterpart.",
+    "count NPUs with torch_npu.npu.device_count() and use an Ascend integration of the framework.",
+    (("from lightning.pytorch.accelerators import CUDAAccelerator\nn = CUDAAccelerator.auto_device_count()\n",
+      "lightning.pytorch.accelerators.CUDAAccelerator.auto_device_count", UNSUPPORTED_CSV),),
+)
+
+EXTENSION_BUILD = _kind(
+    "NPU920", "ExtensionBuild", "a C++ extension built at run time with CUDA sources", ERROR,
+    "torch.utils.cpp_extension.load / load_inline compile .cu sources (or cuda_sources) with nvcc, which an NPU "
+    "machine does not have. A build of C++ sources only runs on the host and needs no change.",
+    "port the kernels to Ascend C custom operators or write them with torch_npu operators.",
+    (("from torch.utils.cpp_extension import load\nops = load(name='ops', sources=['ops.cpp', 'kernel.cu'])\n",
+      "torch.utils.cpp_extension.load", UNSUPPORTED_CSV),),
+    ("from torch.utils.cpp_extension import load\nops = load(name='ops', sources=['ops.cpp'])\n",),
+)
+
+FLASH_ATTN_ARGUMENTS = _kind(
+    "NPU921", "FlashAttnArguments", "a flash-attn call with arguments the NPU's fused attention cannot take", ERROR,
+    "gpu2npu points flash-attn's imports at a generated package built on torch_npu.npu_fusion_attention; "
+    "some of flash-attn's arguments (alibi slopes, a soft cap, ...) have no counterpart there, and the "
+    "generated function raises NotImplementedError for them.",
+    "drop the argument where the model allows it, or compute that attention with torch operators.",
+    (("import torch\nfrom flash_attn import flash_attn_func\n\nout = flash_attn_func(q, k, v, softcap=30.0)\n",
+      "flash_attn.flash_attn_func(softcap=30.0)", UNSUPPORTED_CSV),),
+)
+
+THIRD_PARTY = _kind(
+    "NPU922", "ThirdParty", "a call of a library API that reaches CUDA-only code (-api)", ERROR,
+    "`gpu2npu analyse -m third_party` lists a library's public APIs whose call chains reach CUDA-only code; "
+    "with -api that list, each call of one in the project is a row.",
+    "follow the row's chain to the CUDA-only code and port it, or call another API of the library.",
+    (("from fancylib import build_model\nmodel = build_model(depth=12)\n", "fancylib.build_model", UNSUPPORTED_CSV),),
+    ("from fancylib import build_tokenizer\ntokenizer = build_tokenizer()\n",),
+    example_apis=(("fancylib.build_model", "reaches flash_attn.flash_attn_func"),),
+)
+
+# The advice rows (NPU951-NPU962) are declared with their detectors (affinity.ADVICE); the hazards give
+# the float32 precision settings the code of the TF32 advice.
+TF32_ADVICE = "NPU962"  # (the TF32 switches and float32 precision settings: the NPU's is HF32)
