@@ -153,7 +153,8 @@ def test_a_text_with_nothing_for_the_rules_is_not_sent():
 
 def test_a_file_this_python_cannot_parse_is_migrated_by_what_the_scan_would_see(monkeypatch):
     from gpu2npu import apidata, pipeline
-    from gpu2npu.rules import Options, rules_for
+    from gpu2npu.modes import rules_for
+    from gpu2npu.rules import Options
 
     options = Options(api=apidata.load("2.1.0"))
     monkeypatch.setattr(scan, "parse", lambda data: None)  # as under a Python older than the file's syntax

@@ -8,7 +8,8 @@ import pytest
 from gpu2npu import apidata
 from gpu2npu.change import Report
 from gpu2npu.pipeline import migrate_source
-from gpu2npu.rules import Options, rules_for
+from gpu2npu.modes import rules_for
+from gpu2npu.rules import Options
 
 OPTIONS = Options(api=apidata.load("2.1.0"))
 
@@ -134,7 +135,8 @@ def test_a_name_imported_from_two_places_is_reported_the_same_every_run():
     program = (
         "import sys\n"
         "from gpu2npu import apidata, pipeline\n"
-        "from gpu2npu.rules import Options, rules_for\n"
+        "from gpu2npu.modes import rules_for\n"
+        "from gpu2npu.rules import Options\n"
         "options = Options(api=apidata.load('2.6.0'))\n"
         "result = pipeline.migrate_source(sys.stdin.buffer.read(), 'gpu_init.py', options, rules_for(options))\n"
         "print([(f.start_line, f.api, f.tip) for f in result.findings if f.start_line == 3])\n"

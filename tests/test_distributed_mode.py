@@ -4,7 +4,8 @@ import pytest
 from gpu2npu import apidata
 from gpu2npu.change import Report
 from gpu2npu.pipeline import migrate_source
-from gpu2npu.rules import DistributedSettings, Options, rules_for
+from gpu2npu.modes import rules_for
+from gpu2npu.rules import DistributedSettings, Options
 
 from helpers import FIXTURES, migrate, read_csv, run_cli
 

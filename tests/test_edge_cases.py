@@ -6,7 +6,8 @@ from gpu2npu.change import Report
 from gpu2npu.cuda_ops import custom_operators
 from gpu2npu.linemap import LineMap, grouped_opcodes, opcodes, unified_diff
 from gpu2npu.pipeline import Status, migrate_source
-from gpu2npu.rules import Options, rules_for
+from gpu2npu.modes import rules_for
+from gpu2npu.rules import Options
 
 OPTIONS = Options(api=apidata.load("2.1.0"))
 

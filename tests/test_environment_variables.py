@@ -7,7 +7,8 @@ import pytest
 from gpu2npu import apidata, env_vars
 from gpu2npu.change import Report
 from gpu2npu.pipeline import migrate_source
-from gpu2npu.rules import Options, rules_for
+from gpu2npu.modes import rules_for
+from gpu2npu.rules import Options
 
 OPTIONS = Options(api=apidata.load("2.1.0"))
 

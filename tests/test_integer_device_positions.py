@@ -4,7 +4,8 @@ import pytest
 
 from gpu2npu import apidata
 from gpu2npu.pipeline import migrate_source
-from gpu2npu.rules import Options, rules_for
+from gpu2npu.modes import rules_for
+from gpu2npu.rules import Options
 
 HEADER = ("import os\nimport torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n\n"
           "local_rank = int(os.environ['LOCAL_RANK'])\n\n\n"

@@ -7,7 +7,8 @@ import pytest
 from gpu2npu import apidata
 from gpu2npu.notebooks import migrate_notebook
 from gpu2npu.pipeline import Status
-from gpu2npu.rules import Options, rules_for
+from gpu2npu.modes import rules_for
+from gpu2npu.rules import Options
 
 from helpers import FIXTURES, migrate, notebook_differences, read_csv, run_cli
 

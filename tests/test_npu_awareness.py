@@ -5,7 +5,8 @@ import pytest
 from gpu2npu import apidata
 from gpu2npu.change import Report
 from gpu2npu.pipeline import migrate_source
-from gpu2npu.rules import Options, rules_for
+from gpu2npu.modes import rules_for
+from gpu2npu.rules import Options
 from gpu2npu.rules.npu_aware import NOTE_API, names_npu
 
 OPTIONS = Options(api=apidata.load("2.1.0"))

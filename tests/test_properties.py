@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from gpu2npu import apidata
 from gpu2npu.pipeline import Status, migrate_source
 from gpu2npu.modes.distributed import INIT_CALL, SPAWN_CALL
-from gpu2npu.rules import DistributedSettings, Options, SpecifyDeviceSettings, rules_for
+from gpu2npu.modes import rules_for
+from gpu2npu.rules import DistributedSettings, Options, SpecifyDeviceSettings
 from helpers import lost_edits, unexplained_differences
 
 API = apidata.load("2.1.0")

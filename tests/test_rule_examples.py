@@ -5,7 +5,8 @@ import pytest
 
 from gpu2npu import apidata
 from gpu2npu.pipeline import migrate_source
-from gpu2npu.rules import RULES_BY_CODE, Options, rules_for
+from gpu2npu.modes import rules_for
+from gpu2npu.rules import RULES_BY_CODE, Options
 
 from helpers import parses
 

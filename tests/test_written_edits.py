@@ -13,7 +13,8 @@ from gpu2npu import apidata
 from gpu2npu.discover import Kind, kind_of
 from gpu2npu.pipeline import Status, migrate_source
 from gpu2npu.request import DistributedRequest, RunRequest, check_request
-from gpu2npu.rules import Options, SpecifyDeviceSettings, rules_for
+from gpu2npu.modes import rules_for
+from gpu2npu.rules import Options, SpecifyDeviceSettings
 from helpers import DISTRIBUTED_CASES, FIXTURES, lost_edits, tree_files, unexplained_differences
 from test_invariants import CASES, CASE_IDS
 

@@ -30,7 +30,6 @@ from .rules.reroute import answers_probe
 from .rules.batch import run_batch
 from .rules.custom import apply_custom_rules
 from .rules.names import ImportAliases
-from .scopes import Scopes
 
 # When Python's `ast` cannot read a file (newer syntax, broken code), a file containing none of
 # these, and nothing else the scan would send to the rules (`scan.could_need_rewrite`), cannot be
@@ -306,7 +305,7 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
         lines.update(code, module.code)
         code = module.code
     if scopes is _UNKNOWN:
-        scopes = Scopes.of_code(code)
+        scopes = scan.scopes_of_code(code)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     aliases = ImportAliases.of(module)
     plans = {rule.code: rule.plan_for(module, code) for rule in REROUTING_RULES}
@@ -332,7 +331,7 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
             stage.update(code, new_code)
             wrapper = MetadataWrapper(outcome.module, unsafe_skip_copy=True)
             wrapper.know_printing(printed)
-            output_scopes = Scopes.of_code(new_code)  # (its positions moved)
+            output_scopes = scan.scopes_of_code(new_code)  # (its positions moved)
 
     context.original_line = stage.original
     leftovers = find_leftovers(wrapper, path, options.api, context, output_scopes)

@@ -9,7 +9,7 @@ from typing import Optional, Tuple
 
 from . import apidata, modes
 from .discover import inside
-from .reports import csv_reports, log as run_log
+from .reports import csv_reports, html_report, log as run_log
 from .options import Options
 from .usage import UsageError
 
@@ -122,9 +122,7 @@ def _check_output(request: RunRequest, source: Path) -> Path:
 def earlier_reports(folder: Path) -> list:
     """The files of a run's reports already in `folder`: the CSVs, the review page and the log
     with its rotated parts (a re-run with --force replaces them all, not some)."""
-    from .reports.html_report import FILE_NAME as PAGE
-
-    names = set(csv_reports.REPORT_NAMES) | {PAGE, run_log.LOG_NAME}
+    names = set(csv_reports.REPORT_NAMES) | {html_report.FILE_NAME, run_log.LOG_NAME}
     names |= {f"{run_log.LOG_NAME}.{number}" for number in range(1, run_log.BACKUPS + 1)}
     if not folder.is_dir():
         return []

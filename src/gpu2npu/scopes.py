@@ -143,29 +143,20 @@ class Scopes:
                               for (line, column), meaning in self._by_place.items()}
 
     @classmethod
-    def of(cls, tree: ast.Module, groups: Dict[type, List[ast.AST]], imported: Set[str],
-           data: Optional[bytes] = None) -> Optional["Scopes"]:
-        """The scopes of a file whose imports bind `imported`, or None where no imported name
-        depends on the place (the file-wide table is exact)."""
+    def of(cls, tree: ast.Module, groups: Dict[type, List[ast.AST]], imported: Optional[Set[str]] = None,
+           data: Optional[bytes] = None, text: Optional[str] = None) -> Optional["Scopes"]:
+        """The scopes of a file (`groups`: its nodes by class, `scan.nodes_by_class`) whose imports
+        bind `imported` (None: found here), or None where no imported name depends on the place (the
+        file-wide table is exact).  `data` or `text`: what the tree was parsed from."""
+        if imported is None:
+            imported = {name for kind in (ast.Import, ast.ImportFrom) for node in groups.get(kind, ())
+                        for name, _ in import_bindings(node)}
         names = _place_dependent_names(tree, groups, imported) if imported else set()
         if not names:
             return None
-        return cls(tree, names, _decoded(data) if data is not None and not data.isascii() else None)
-
-    @classmethod
-    def of_code(cls, code: str) -> Optional["Scopes"]:
-        """The scopes of a text (the one libcst was given), or None where it needs none or `ast`
-        cannot read it."""
-        from .scan import nodes_by_class, parse  # (scan builds on this module)
-
-        tree = parse(code.encode("utf-8"))
-        if tree is None:
-            return None
-        groups = nodes_by_class(tree)
-        imported = {name for kind in (ast.Import, ast.ImportFrom) for node in groups.get(kind, ())
-                    for name, _ in import_bindings(node)}
-        names = _place_dependent_names(tree, groups, imported) if imported else set()
-        return cls(tree, names, code) if names else None
+        if text is None and data is not None and not data.isascii():
+            text = _decoded(data)
+        return cls(tree, names, text)
 
     # -- questions ---------------------------------------------------------------------------
     def of_node(self, node: ast.Name) -> Optional[FrozenSet[str]]:

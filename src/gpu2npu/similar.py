@@ -53,10 +53,3 @@ def equivalents() -> Dict[str, Equivalent]:
     return result
 
 
-def write_package(root) -> None:
-    """Write ascend_function/__init__.py under `root` (a pathlib.Path)."""
-    folder = root / PACKAGE
-    from .tree_copy import write_new  # (a file of the input there may be linked from the replaced result)
-
-    folder.mkdir(exist_ok=True)
-    write_new(folder / "__init__.py", package_text().encode("utf-8"))

@@ -7,7 +7,8 @@ from .launch_scripts import migrate_script
 from .notebooks import migrate_notebook
 from .pipeline import FileResult, migrate_source
 from .options import Options
-from .rules import RULES_BY_CODE, rules_for
+from .modes import rules_for
+from .rules import RULES_BY_CODE
 from .dependencies.rules import DEPENDENCY_RULES_BY_CODE
 from .script_rules import SCRIPT_RULES_BY_CODE
 

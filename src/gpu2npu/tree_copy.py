@@ -17,9 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Optional, Sequence, Tuple
 
-from .discover import Entry, Kind
+from .discover import Entry, Kind, inside
 from .results import FileResult, Status
-from .request import inside
 
 
 def copy_entry(entry: Entry, destination: Path, source: Path, previous: Optional[Path] = None) -> Optional[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import similar as equivalents
+from ..tree_copy import write_new
 from ..usage import UsageError
 
 # The equivalents' rule reads only the calls it rewrites, but the option is rare: whole files.
@@ -40,7 +41,9 @@ def place(rules, options):
 
 
 def write(staging, target, options, result, logger):
-    equivalents.write_package(staging)
+    folder = staging / equivalents.PACKAGE
+    folder.mkdir(exist_ok=True)
+    write_new(folder / "__init__.py", equivalents.package_text().encode("utf-8"))  # (not through a link of the input's)
     used = sorted({c.file for c in result.changes if c.rule == "NPU252"})
     logger.info(f"wrote {equivalents.PACKAGE}/ (-sim): equivalents of {', '.join(sorted(equivalents.equivalents()))}; "
                 f"used by {len(used)} files")

@@ -111,13 +111,6 @@ def after_common_rules(rules: Tuple[Type[Rule], ...], rule: Type[Rule]) -> Tuple
     return (*rules[:at], rule, *rules[at:])
 
 
-def rules_for(options: Options) -> Tuple[Type[Rule], ...]:
-    """The ordered rules for a run's options: each mode places its own (gpu2npu.modes)."""
-    from ..modes import rules_for as placed
-
-    return placed(options)
-
-
 # -r: the user's rules run before all of these, in a pass of their own (see custom.py).
 RULES_BY_CODE: Dict[str, Type[Rule]] = {
     rule.code: rule
@@ -135,7 +128,6 @@ __all__ = [
     "DISTRIBUTED_RULES",
     "SPECIFY_DEVICE_RULES",
     "SpecifyDeviceSettings",
-    "rules_for",
     "RULES_BY_CODE",
     "REROUTING_RULES",
     "Tf32ToHf32",

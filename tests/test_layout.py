@@ -1,0 +1,78 @@
+"""The package's imports point one way: no module reaches itself again through imports, whether
+they stand at the top of a module or inside a function (an import deferred for speed is still a
+dependency)."""
+import ast
+from pathlib import Path
+from typing import Dict, Set
+
+PACKAGE = Path(__file__).resolve().parent.parent / "src" / "gpu2npu"
+# Code that the migrated projects run, or that gpu2npu writes out as text: not imported by the tool.
+NOT_THE_TOOL = ("gpu2npu.generated.", "gpu2npu.dryrun.standin.", "gpu2npu.dryrun.boot.")
+
+
+def _modules() -> Dict[str, Path]:
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if not name.startswith(NOT_THE_TOOL):
+            modules[name] = path
+    return modules
+
+
+def import_graph() -> Dict[str, Set[str]]:
+    """Module -> the package's modules it imports anywhere in its text (`from . import x` names
+    module x where x is one, else the package it is taken from)."""
+    modules = _modules()
+    graph: Dict[str, Set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: Set[str] = set()
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+                module = ".".join(base + ([node.module] if node.module else []))
+                targets.update(f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules else module
+                               for alias in node.names)
+            elif isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+        graph[name] = {target for target in targets if target in modules and target != name}
+    return graph
+
+
+def cycle_in(graph: Dict[str, Set[str]]):
+    """One cycle of the graph as a list of modules, or None."""
+    state: Dict[str, int] = {}  # 1: on the current path, 2: done
+    path = []
+
+    def visit(module: str):
+        state[module] = 1
+        path.append(module)
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == 1:
+                return path[path.index(target):] + [target]
+            if target not in state:
+                found = visit(target)
+                if found:
+                    return found
+        path.pop()
+        state[module] = 2
+        return None
+
+    for module in sorted(graph):
+        if module not in state:
+            found = visit(module)
+            if found:
+                return found
+    return None
+
+
+def test_no_module_imports_itself_back():
+    graph = import_graph()
+    assert len(graph) > 50 and "gpu2npu.rules.walk" in graph["gpu2npu.rules.names"]
+    assert cycle_in(graph) is None, " -> ".join(cycle_in(graph))
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert cycle_in({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert cycle_in({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
