@@ -60,14 +60,14 @@ it has been read.
 Source mode (``SOURCE_RELEASES``): torch 1.11.0 and 2.2.0 have no torch_npu wheel on
 PyPI, so their files are built from a git tag of the Ascend/pytorch sources instead, read
 with ``git ls-tree`` / ``git cat-file`` from a local clone or mirror (``--ascend-pytorch-git``,
-default ``$ASCEND_PYTORCH_GIT`` or /work/.mirror/Ascend+pytorch/repo); nothing is checked
+default ``$ASCEND_PYTORCH_GIT``); nothing is checked
 out or built.  The same ``ast`` analysis runs over the tag's ``torch_npu/**.py``.  A wheel's
 ``npu_native_functions_by_codegen.yaml`` is made at build time by merging the tree's
 ``torch_npu/csrc/aten/npu_native_functions.yaml`` with the op-plugin submodule's
 ``op_plugin/config/v<major>r<minor>/op_plugin_functions.yaml``; source mode reads both
 yamls, the second from the op-plugin commit that the tag's ``third_party/op-plugin``
 gitlink names, in a clone of Ascend/op-plugin (``--op-plugin-git``, default
-``$ASCEND_OP_PLUGIN_GIT`` or /work/.mirror/Ascend+op-plugin/repo).  Op-plugin's
+``$ASCEND_OP_PLUGIN_GIT``).  Op-plugin's
 ``official`` section is the build's ``supported``; ``custom_autograd`` ops are custom ones;
 ``tocpu`` (run on the CPU) and ``unsupported`` ops have no NPU kernel and are left out.
 ``torch_npu_version`` is the release the tag builds (``version.txt``, else ``VERSION`` in
@@ -151,8 +151,10 @@ SOURCE_RELEASES: dict[str, tuple[str, str]] = {
     "1.11.0": ("v6.0.rc2.1-pytorch1.11.0", "6a563e51082671ea66f6e4f9a0e1a4e9b9882ef7"),
     "2.2.0": ("v6.0.rc2.1-pytorch2.2.0", "fd9c67484b0e4841607dcb702ca501e691523d5c"),
 }
-DEFAULT_PYTORCH_GIT = os.environ.get("ASCEND_PYTORCH_GIT", "/work/.mirror/Ascend+pytorch/repo")
-DEFAULT_OP_PLUGIN_GIT = os.environ.get("ASCEND_OP_PLUGIN_GIT", "/work/.mirror/Ascend+op-plugin/repo")
+# (no default location: where the clones are is the user's; without them the source-built files are
+# not regenerated, and --check says so)
+DEFAULT_PYTORCH_GIT = os.environ.get("ASCEND_PYTORCH_GIT", "")
+DEFAULT_OP_PLUGIN_GIT = os.environ.get("ASCEND_OP_PLUGIN_GIT", "")
 OP_PLUGIN_PATH = "third_party/op-plugin"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -551,10 +553,10 @@ def build_source_record(torch_version: str, pytorch_git: Path, op_plugin_git: Pa
 
 
 def missing_clones(pytorch_git: Path, op_plugin_git: Path) -> list[str]:
-    return [f"{what} clone at {path}" for what, path in (("Ascend/pytorch", pytorch_git),
-                                                          ("Ascend/op-plugin", op_plugin_git))
-            if subprocess.run(["git", "-C", str(path), "rev-parse", "--git-dir"],
-                              capture_output=True).returncode != 0]
+    return [f"{what} clone at {path}" if str(path) not in ("", ".") else f"{what} clone given"
+            for what, path in (("Ascend/pytorch", pytorch_git), ("Ascend/op-plugin", op_plugin_git))
+            if str(path) in ("", ".") or subprocess.run(["git", "-C", str(path), "rev-parse", "--git-dir"],
+                                                        capture_output=True).returncode != 0]
 
 
 # --------------------------------------------------------------------------
@@ -627,9 +629,9 @@ def main(argv=None) -> int:
                     help="keep downloaded wheels here (default: temp dir, deleted)")
     ap.add_argument("--ascend-pytorch-git", type=Path, default=Path(DEFAULT_PYTORCH_GIT),
                     help="git clone/mirror of Ascend/pytorch for the source-built versions "
-                         "(default: $ASCEND_PYTORCH_GIT or %(default)s)")
+                         "(default: $ASCEND_PYTORCH_GIT)")
     ap.add_argument("--op-plugin-git", type=Path, default=Path(DEFAULT_OP_PLUGIN_GIT),
-                    help="git clone/mirror of Ascend/op-plugin (default: $ASCEND_OP_PLUGIN_GIT or %(default)s)")
+                    help="git clone/mirror of Ascend/op-plugin (default: $ASCEND_OP_PLUGIN_GIT)")
     ap.add_argument("--check", action="store_true",
                     help="regenerate into a temp dir and compare with --out-dir; exit 1 on difference")
     args = ap.parse_args(argv)

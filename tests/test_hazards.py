@@ -8,7 +8,8 @@ import pytest
 from gpu2npu import apidata
 from gpu2npu.change import Report
 from gpu2npu.pipeline import migrate_source
-from gpu2npu.rules import Options, rules_for
+from gpu2npu.modes import rules_for
+from gpu2npu.rules import Options
 
 
 def _rows(source, version="2.1.0", report=Report.UNSUPPORTED):
@@ -67,10 +68,20 @@ def test_torch_compile_says_what_the_release_compiles_with(version, says):
     assert "fullgraph" not in rows[1][2]
 
 
-def test_a_release_whose_data_does_not_record_its_backends_says_so():
+def test_the_source_built_releases_know_their_backends_too():
+    # torch_npu for torch 2.2.0 is read from the Ascend/pytorch sources: torchair's backend, no inductor
     rows = _rows("import torch\nm = torch.compile(m)\n", "2.2.0")
-    assert "does not record its torch.compile backends" in rows[0][2]
+    assert "has no inductor code generator for the NPU" in rows[0][2] and "backend='npu'" in rows[0][2]
     assert not _rows("import re\npattern = re.compile('cuda')\n", "2.2.0")
+
+
+def test_a_release_whose_data_does_not_record_its_backends_says_so():
+    import dataclasses
+
+    from gpu2npu.hazards import compile_tip
+
+    unrecorded = dataclasses.replace(apidata.load("2.2.0"), compile_backends=None)
+    assert "does not record its torch.compile backends" in compile_tip(unrecorded, None)
 
 
 def test_inductor_settings_are_reported_with_their_meaning():
