@@ -13,6 +13,7 @@ from gpu2npu import apidata
 from gpu2npu.pipeline import migrate_source
 from gpu2npu.rules import Options
 from gpu2npu.scan import FileScan
+from gpu2npu.scopes import Scopes
 
 from helpers import read_csv, run_cli
 
@@ -230,3 +231,125 @@ def test_custom_rules_and_the_built_in_rules_resolve_alike(tmp_path):
     text = (out / "src_msft" / "m.py").read_text(encoding="utf-8")
     assert "def f(cuda):\n    return cuda.memory_allocated()\n" in text
     assert "def g():\n    return torch_npu.npu.memory_reserved()\n" in text
+
+
+# -- the regions against a walk of the tree ---------------------------------------------------
+# Scopes places each name by the region of the text it stands in; a walk of the tree, entering
+# each scope as Python does, must put every name in the same scope.
+
+def _walked_meanings(tree, names):
+    """id(Name) -> what it stands for, found by walking the tree scope by scope."""
+    import gpu2npu.scopes as s
+
+    module = s._Scope(s._MODULE, None)
+    everyone = [module]
+    reads, binds, todo = [], [], [(tree, module)]
+    while todo:
+        node, scope = todo.pop()
+        kind = node.__class__
+        if kind is ast.Name:
+            if node.id in names:
+                (reads.append((node, scope)) if isinstance(node.ctx, ast.Load) else (scope.bind(node.id), binds.append(node)))
+            continue
+        if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+            inner = s._Scope(s._FUNCTION, scope)
+            everyone.append(inner)
+            todo += [(d, scope) for d in (*node.args.defaults, *[d for d in node.args.kw_defaults if d is not None])]
+            for argument in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg, node.args.kwarg):
+                if argument is not None:
+                    inner.bind(argument.arg)
+                    if argument.annotation is not None:
+                        todo.append((argument.annotation, scope))
+            if kind is ast.Lambda:
+                todo.append((node.body, inner))
+                continue
+            scope.bind(node.name)
+            todo += [(d, scope) for d in node.decorator_list] + ([(node.returns, scope)] if node.returns else [])
+            todo += [(statement, inner) for statement in node.body]
+            continue
+        if kind is ast.ClassDef:
+            scope.bind(node.name)
+            inner = s._Scope(s._CLASS, scope)
+            everyone.append(inner)
+            todo += [(part, scope) for part in (*node.decorator_list, *node.bases, *node.keywords)]
+            todo += [(statement, inner) for statement in node.body]
+            continue
+        if kind in (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp):
+            inner = s._Scope(s._COMPREHENSION, scope)
+            everyone.append(inner)
+            todo.append((node.generators[0].iter, scope))
+            for number, generator in enumerate(node.generators):
+                todo += [(generator.target, inner)] + [(c, inner) for c in generator.ifs]
+                if number:
+                    todo.append((generator.iter, inner))
+            todo += [(p, inner) for p in ((node.key, node.value) if kind is ast.DictComp else (node.elt,))]
+            continue
+        if kind is ast.NamedExpr:
+            target = scope
+            while target.kind == s._COMPREHENSION:
+                target = target.parent
+            todo += [(node.target, target), (node.value, scope)]
+            continue
+        if kind in (ast.Import, ast.ImportFrom):
+            for name, bound in s.import_bindings(node):
+                if name in names:
+                    scope.imports.setdefault(name, set()).add(bound)
+            continue
+        if kind in (ast.Global, ast.Nonlocal):
+            (scope.globals if kind is ast.Global else scope.nonlocals).update(node.names)
+            continue
+        if kind is ast.ExceptHandler and node.name:
+            scope.bind(node.name)
+        elif kind.__name__ in ("MatchAs", "MatchStar") and node.name:
+            scope.bind(node.name)
+        elif kind.__name__ == "MatchMapping" and node.rest:
+            scope.bind(node.rest)
+        for field in node._fields:
+            value = getattr(node, field, None)
+            for item in (value if isinstance(value, list) else [value]):
+                if isinstance(item, ast.AST):
+                    todo.append((item, scope))
+    for scope in everyone[1:]:
+        for name in scope.globals & scope.imports.keys():
+            module.imports.setdefault(name, set()).update(scope.imports.pop(name))
+    looker = Scopes.__new__(Scopes)
+    looker._module = module
+    meanings = {id(node): frozenset() for node in binds}
+    meanings.update({id(node): looker._lookup(node.id, scope) for node, scope in reads})
+    return meanings
+
+
+def _sources():
+    from helpers import ROOT
+
+    for folder in ("fixtures", "tests", "src"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            yield path.read_bytes()
+    for case in (TestParameters, TestLocals, TestComprehensionAndLoopVariables, TestClassAttributes,
+                 TestImportsInsideFunctions, TestClosures, TestModuleAlternatives):
+        for body in (*case.LEFT, *(before for before, _ in case.MIGRATED)):
+            yield (HEADER + body).encode()
+    yield (b"import torch\nf = lambda torch: [torch for torch in (lambda: torch)()]\n"
+           b"g = [x for x in (lambda torch: torch)(torch)]\n@torch.jit.script\ndef h(torch=torch):\n    return torch\n"
+           b"k = [torch for torch in torch.arange(3)]\n")
+
+
+def test_regions_agree_with_a_walk_of_the_tree():
+    from gpu2npu.scan import nodes_by_class
+
+    compared = 0
+    for data in _sources():
+        try:
+            tree = ast.parse(data)
+        except SyntaxError:
+            continue
+        groups = nodes_by_class(tree)
+        scopes = Scopes.of(tree, groups, data=data)
+        if scopes is None:
+            continue
+        walked = _walked_meanings(tree, scopes.names)
+        for node in groups.get(ast.Name, ()):
+            if node.id in scopes.names:
+                assert scopes.of_node(node) == walked[id(node)], (data[:80], node.lineno, node.col_offset, node.id)
+                compared += 1
+    assert compared > 200

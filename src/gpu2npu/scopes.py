@@ -25,8 +25,9 @@ the file-wide table is exact, and most files have no such name, so their tree is
 from __future__ import annotations
 
 import ast
-import tokenize
+import bisect
 import io
+import tokenize
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from .tips import handed_on
@@ -74,10 +75,7 @@ class _Scope:
 def _place_dependent_names(tree: ast.Module, groups: Dict[type, List[ast.AST]], imported: Set[str]) -> Set[str]:
     """The imported names whose meaning may depend on where they are read (see the module's
     docstring); found from the nodes grouped by class, without a walk of the tree."""
-    names: Set[str] = set()
-    for node in groups.get(ast.Name, ()):
-        if node.ctx.__class__ is not ast.Load and node.id in imported:
-            names.add(node.id)
+    names: Set[str] = {node.id for node in _bound_names(groups, imported)}
     for node in groups.get(ast.arg, ()):
         if node.arg in imported:
             names.add(node.arg)
@@ -85,9 +83,9 @@ def _place_dependent_names(tree: ast.Module, groups: Dict[type, List[ast.AST]], 
         for node in groups.get(kind, ()):
             if node.name in imported:
                 names.add(node.name)
-    for kind in ("MatchAs", "MatchStar", "MatchMapping"):
-        for node in groups.get(getattr(ast, kind, None), ()):
-            name = node.rest if kind == "MatchMapping" else node.name
+    for kind in _MATCH_CAPTURES:
+        for node in groups.get(kind, ()):
+            name = node.rest if kind.__name__ == "MatchMapping" else node.name
             if name in imported:
                 names.add(name)
     at_module = _module_level_imports(tree)
@@ -96,6 +94,45 @@ def _place_dependent_names(tree: ast.Module, groups: Dict[type, List[ast.AST]], 
             if id(node) not in at_module:
                 names.update(name for name, _ in import_bindings(node))
     return names
+
+
+_MATCH_CAPTURES = tuple(getattr(ast, kind) for kind in ("MatchAs", "MatchStar", "MatchMapping") if hasattr(ast, kind))
+
+
+def _bound_names(groups: Dict[type, List[ast.AST]], wanted) -> List[ast.Name]:
+    """The Names of `wanted` that assignments, loops, `with`, comprehensions, walruses and `del`
+    bind: the targets of those statements, not every Name of the file (a tenth of them).  (Asked of
+    every file: plain loops, a Name target handled without a list.)"""
+    found: List[ast.Name] = []
+    nested: List[ast.AST] = []
+    name_class, unpacked = ast.Name, (ast.Tuple, ast.List, ast.Starred)
+    for node in groups.get(ast.Assign, ()):
+        for target in node.targets:
+            kind = target.__class__
+            if kind is name_class:
+                if target.id in wanted:
+                    found.append(target)
+            elif kind in unpacked:
+                nested.append(target)
+    for kind in (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr):
+        for node in groups.get(kind, ()):
+            nested.append(node.target)
+    for node in groups.get(ast.withitem, ()):
+        if node.optional_vars is not None:
+            nested.append(node.optional_vars)
+    for node in groups.get(ast.Delete, ()):
+        nested.extend(node.targets)
+    while nested:
+        target = nested.pop()
+        kind = target.__class__
+        if kind is name_class:
+            if target.id in wanted:
+                found.append(target)
+        elif kind is ast.Tuple or kind is ast.List:
+            nested.extend(target.elts)
+        elif kind is ast.Starred:
+            nested.append(target.value)
+    return found
 
 
 def _module_level_imports(tree: ast.Module) -> Set[int]:
@@ -118,25 +155,60 @@ def _module_level_imports(tree: ast.Module) -> Set[int]:
     return found
 
 
+class _Region:
+    """Where a scope's own code stands: from `start` to `end` ((line, column) pairs, as ast
+    counts them), less `excluded` (a comprehension's first iterable, read outside it)."""
+
+    __slots__ = ("start", "end", "excluded", "scope", "parent")
+
+    def __init__(self, start, end, scope: _Scope, excluded=None) -> None:
+        self.start, self.end, self.scope, self.excluded = start, end, scope, excluded
+        self.parent: Optional["_Region"] = None
+
+    def holds(self, place) -> bool:
+        return self.start <= place < self.end and not (
+            self.excluded is not None and self.excluded[0] <= place < self.excluded[1])
+
+
+def _start(node: ast.AST):
+    decorators = getattr(node, "decorator_list", None)
+    first = decorators[0] if decorators else node
+    return first.lineno, first.col_offset
+
+
+def _end(node: ast.AST):
+    return node.end_lineno, node.end_col_offset
+
+
 class Scopes:
     """For the names whose meaning depends on the place (`names`): what each occurrence stands
     for, by the ast node (`of_node`) and by its line and column in characters, as libcst counts
     them (`at`).  An occurrence that binds the name, or reads a binding that is not an import,
-    stands for nothing (an empty set)."""
+    stands for nothing (an empty set).
 
-    def __init__(self, tree: ast.Module, names: Set[str], text: Optional[str] = None) -> None:
+    Found without a walk of the tree: each scope's code is a region of the text (a function's
+    body, a lambda's expression, a class body, a comprehension but its first iterable), regions
+    nest as scopes do, and each occurrence of a name, each binding and each import belongs to the
+    innermost region that holds its place.  Decorators, defaults, annotations and base classes
+    stand before the body, so they belong to the scope around it, as Python evaluates them."""
+
+    def __init__(self, tree: ast.Module, groups: Dict[type, List[ast.AST]], names: Set[str],
+                 text: Optional[str] = None) -> None:
         self.names = frozenset(names)
         self._by_node: Dict[int, FrozenSet[str]] = {}
         self._by_place: Dict[Tuple[int, int], FrozenSet[str]] = {}
-        module = _Scope(_MODULE, None)
-        self._module = module
-        reads: List[Tuple[ast.Name, _Scope]] = []
-        binds: List[ast.Name] = []
-        self._walk(tree, module, reads, binds)
-        for node in binds:
-            self._record(node, EMPTY)
-        for node, scope in reads:
-            self._record(node, self._lookup(node.id, scope))
+        self._module = _Scope(_MODULE, None)
+        self._regions(groups)
+        self._bind(groups)
+        reads = []
+        for node in groups.get(ast.Name, ()):
+            if node.id in names:
+                if node.ctx.__class__ is ast.Load:
+                    reads.append(node)
+                else:
+                    self._record(node, EMPTY)
+        for node in reads:
+            self._record(node, self._lookup(node.id, self._scope_at((node.lineno, node.col_offset))))
         self._lines = None if text is None or text.isascii() else _lines(text)
         if self._lines is not None:  # ast counts columns in UTF-8 bytes, libcst in characters
             self._by_place = {(line, self._characters(line, column)): meaning
@@ -156,7 +228,7 @@ class Scopes:
             return None
         if text is None and data is not None and not data.isascii():
             text = _decoded(data)
-        return cls(tree, names, text)
+        return cls(tree, groups, names, text)
 
     # -- questions ---------------------------------------------------------------------------
     def of_node(self, node: ast.Name) -> Optional[FrozenSet[str]]:
@@ -169,6 +241,86 @@ class Scopes:
         return self._by_place.get((line, column))
 
     # -- building ----------------------------------------------------------------------------
+    def _regions(self, groups) -> None:
+        """The scopes' regions, sorted by where they start, each with the region around it."""
+        regions: List[Tuple[tuple, int, _Region]] = []
+        for kind in _FUNCTIONS:
+            for node in groups.get(kind, ()):
+                scope = _Scope(_FUNCTION, None)
+                scope.others.update(_parameters(node.args) & self.names)
+                regions.append((_start(node.body[0]), 0, _Region(_start(node.body[0]), _end(node), scope)))
+        for node in groups.get(ast.Lambda, ()):
+            scope = _Scope(_FUNCTION, None)
+            scope.others.update(_parameters(node.args) & self.names)
+            regions.append(((node.body.lineno, node.body.col_offset), 0,
+                            _Region((node.body.lineno, node.body.col_offset), _end(node.body), scope)))
+        for node in groups.get(ast.ClassDef, ()):
+            regions.append((_start(node.body[0]), 0, _Region(_start(node.body[0]), _end(node), _Scope(_CLASS, None))))
+        for kind in _COMPREHENSIONS:
+            for node in groups.get(kind, ()):
+                first = node.generators[0].iter
+                region = _Region((node.lineno, node.col_offset), _end(node), _Scope(_COMPREHENSION, None),
+                                 ((first.lineno, first.col_offset), _end(first)))
+                # (a lambda whose body is the comprehension has the same region: the comprehension is inside)
+                regions.append(((node.lineno, node.col_offset), 1, region))
+        # larger regions first among those that start together, so that the inner ones come after
+        regions.sort(key=lambda item: (item[0], (-item[2].end[0], -item[2].end[1]), item[1]))
+        self._starts = [item[0] for item in regions]
+        self._sorted = [item[2] for item in regions]
+        stack: List[_Region] = []
+        for region in self._sorted:
+            while stack and not (region.start >= stack[-1].start and region.end <= stack[-1].end):
+                stack.pop()
+            parent = stack[-1] if stack else None
+            while parent is not None and parent.excluded is not None and (
+                    parent.excluded[0] <= region.start and region.end <= parent.excluded[1]):
+                parent = parent.parent  # (a lambda in a comprehension's first iterable is outside it)
+            region.parent = parent
+            region.scope.parent = region.parent.scope if region.parent is not None else self._module
+            stack.append(region)
+
+    def _scope_at(self, place) -> _Scope:
+        """The scope of the innermost region that holds `place`."""
+        index = bisect.bisect_right(self._starts, place) - 1
+        region = self._sorted[index] if index >= 0 else None
+        while region is not None and not region.holds(place):
+            region = region.parent
+        return region.scope if region is not None else self._module
+
+    def _bind(self, groups) -> None:
+        names = self.names
+        walrus = {id(node.target) for node in groups.get(ast.NamedExpr, ())}
+        for node in _bound_names(groups, names):
+            scope = self._scope_at((node.lineno, node.col_offset))
+            if id(node) in walrus:  # (a walrus in a comprehension binds in the function around it)
+                while scope.kind == _COMPREHENSION:
+                    scope = scope.parent
+            scope.bind(node.id)
+        for kind in (*_FUNCTIONS, ast.ClassDef, ast.ExceptHandler):
+            for node in groups.get(kind, ()):
+                if node.name in names:  # (a def binds its name where the `def` stands)
+                    self._scope_at((node.lineno, node.col_offset)).bind(node.name)
+        for kind in _MATCH_CAPTURES:
+            for node in groups.get(kind, ()):
+                name = node.rest if kind.__name__ == "MatchMapping" else node.name
+                if name in names:
+                    self._scope_at((node.lineno, node.col_offset)).bind(name)
+        for kind in (ast.Import, ast.ImportFrom):
+            for node in groups.get(kind, ()):
+                bound = [(name, target) for name, target in import_bindings(node) if name in names]
+                if bound:
+                    scope = self._scope_at((node.lineno, node.col_offset))
+                    for name, target in bound:
+                        scope.imports.setdefault(name, set()).add(target)
+        for kind, field in ((ast.Global, "globals"), (ast.Nonlocal, "nonlocals")):
+            for node in groups.get(kind, ()):
+                getattr(self._scope_at((node.lineno, node.col_offset)), field).update(node.names)
+        # `global x` then `import x` in a function binds the module's x
+        for region in self._sorted:
+            scope = region.scope
+            for name in scope.globals & scope.imports.keys():
+                self._module.imports.setdefault(name, set()).update(scope.imports.pop(name))
+
     def _record(self, node: ast.Name, meaning: FrozenSet[str]) -> None:
         self._by_node[id(node)] = meaning
         self._by_place[(node.lineno, node.col_offset)] = meaning
@@ -195,106 +347,11 @@ class Scopes:
             scope = scope.parent
         return EMPTY
 
-    def _walk(self, tree: ast.AST, module: _Scope, reads, binds) -> None:
-        names = self.names
-        scopes = [module]
-        todo: List[Tuple[ast.AST, _Scope]] = [(tree, module)]
-        pop, push = todo.pop, todo.append
-        while todo:
-            node, scope = pop()
-            kind = node.__class__
-            if kind is ast.Name:
-                if node.id in names:
-                    if node.ctx.__class__ is ast.Load:
-                        reads.append((node, scope))
-                    else:
-                        scope.bind(node.id)
-                        binds.append(node)
-                continue
-            if kind in _FUNCTIONS or kind is ast.Lambda:
-                inner = _Scope(_FUNCTION, scope)
-                scopes.append(inner)
-                arguments = node.args
-                for default in (*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)):
-                    push((default, scope))
-                for argument in (*getattr(arguments, "posonlyargs", ()), *arguments.args, *arguments.kwonlyargs,
-                                 arguments.vararg, arguments.kwarg):
-                    if argument is None:
-                        continue
-                    inner.bind(argument.arg)
-                    if argument.annotation is not None:
-                        push((argument.annotation, scope))
-                if kind is ast.Lambda:
-                    push((node.body, inner))
-                    continue
-                scope.bind(node.name)
-                for decorator in node.decorator_list:
-                    push((decorator, scope))
-                if node.returns is not None:
-                    push((node.returns, scope))
-                for statement in node.body:
-                    push((statement, inner))
-                continue
-            if kind is ast.ClassDef:
-                scope.bind(node.name)
-                inner = _Scope(_CLASS, scope)
-                scopes.append(inner)
-                for part in (*node.decorator_list, *node.bases, *node.keywords):
-                    push((part, scope))
-                for statement in node.body:
-                    push((statement, inner))
-                continue
-            if kind in _COMPREHENSIONS:
-                inner = _Scope(_COMPREHENSION, scope)
-                scopes.append(inner)
-                first, *rest = node.generators
-                push((first.iter, scope))  # (evaluated where the comprehension stands)
-                for generator in node.generators:
-                    push((generator.target, inner))
-                    for condition in generator.ifs:
-                        push((condition, inner))
-                for generator in rest:
-                    push((generator.iter, inner))
-                for part in ((node.key, node.value) if kind is ast.DictComp else (node.elt,)):
-                    push((part, inner))
-                continue
-            if kind is ast.NamedExpr:
-                target = scope  # (a walrus in a comprehension binds in the function around it)
-                while target.kind == _COMPREHENSION:
-                    target = target.parent
-                push((node.target, target))
-                push((node.value, scope))
-                continue
-            if kind is ast.Import or kind is ast.ImportFrom:
-                for name, bound in import_bindings(node):
-                    if name in names:
-                        scope.imports.setdefault(name, set()).add(bound)
-                continue
-            if kind is ast.Global:
-                scope.globals.update(node.names)
-                continue
-            if kind is ast.Nonlocal:
-                scope.nonlocals.update(node.names)
-                continue
-            if kind is ast.ExceptHandler and node.name:
-                scope.bind(node.name)
-            elif kind.__name__ in ("MatchAs", "MatchStar") and node.name:
-                scope.bind(node.name)
-            elif kind.__name__ == "MatchMapping" and node.rest:
-                scope.bind(node.rest)
-            for field in node._fields:
-                value = getattr(node, field, None)
-                if value.__class__ is list:
-                    for item in value:
-                        if isinstance(item, ast.AST):
-                            push((item, scope))
-                elif isinstance(value, ast.AST):
-                    push((value, scope))
-        # `global x` then `import x` in a function binds the module's x (the statements were
-        # met in no particular order, so this is settled once all are known)
-        for scope in scopes[1:]:
-            for name in scope.globals & scope.imports.keys():
-                module.imports.setdefault(name, set()).update(scope.imports.pop(name))
+
+def _parameters(arguments: ast.arguments) -> Set[str]:
+    return {argument.arg for argument in (*getattr(arguments, "posonlyargs", ()), *arguments.args,
+                                          *arguments.kwonlyargs, arguments.vararg, arguments.kwarg)
+            if argument is not None}
 
 
 def _decoded(data: bytes) -> Optional[str]:
