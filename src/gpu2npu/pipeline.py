@@ -141,7 +141,8 @@ def _migrate_source(data: bytes, file_scan: Optional["scan.FileScan"], path: str
     elif may_cut:
         result = _migrate_cut(data, file_scan, path, options, rules)
     if result is None:
-        result = _migrate_whole(data, path, options, rules, file_scan)
+        result = _migrate_whole(data, path, options, rules,
+                                file_scan.imports.scopes if file_scan is not None else _UNKNOWN)
     if api_rows and result.status != Status.FAILED:
         result.findings = sorted(set(result.findings) | set(_still_called(api_rows, result.changes)))
     return result
@@ -159,9 +160,9 @@ def _still_called(api_rows: List[Finding], changes: List[Change]) -> List[Findin
     return [row for row in api_rows if not any(first <= row.start_line <= last for first, last in replaced)]
 
 
-def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Type[Rule]],
-                   file_scan: Optional["scan.FileScan"] = None) -> FileResult:
-    """`file_scan`: the scan of `data`, where it was read (its scopes serve the rules)."""
+def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Type[Rule]], scopes=None) -> FileResult:
+    """`scopes`: the scopes of `data` where the scan read them (None: no name of it depends on the
+    place), or _UNKNOWN: found from the text."""
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as error:
@@ -174,7 +175,6 @@ def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Typ
         return FileResult(path, Status.FAILED, error=f"cannot be parsed: {type(error).__name__}: {error}")
     try:
         # libcst prints back exactly what it read: the text is the decoded input, not a printing
-        scopes = file_scan.imports.scopes if file_scan is not None else _UNKNOWN
         return _apply_rules(module, data.decode(module.encoding), path, options, rules, scopes)
     except RecursionError:
         return FileResult(path, Status.FAILED, error="nested too deeply to migrate")
@@ -192,7 +192,7 @@ def _migrate_cut(data: bytes, file_scan: "scan.FileScan", path: str, options: Op
     reduction = partial.reduce(data, file_scan.tree, file_scan.relevant_lines())
     if reduction is None:
         return None
-    result = _migrate_whole(reduction.source.encode("utf-8"), path, options, rules)
+    result = _migrate_whole(reduction.source.encode("utf-8"), path, options, rules, _scopes_of_parts(file_scan))
     if result.status == Status.FAILED:
         return None
     output = None
@@ -235,7 +235,7 @@ def _migrate_chunks(data: bytes, file_scan: "scan.FileScan", path: str, options:
     findings: Set[Finding] = set()
     for reduction in reductions:
         source = reduction.source.encode("utf-8")
-        result = _migrate_whole(source, path, options, rules)
+        result = _migrate_whole(source, path, options, rules, _scopes_of_parts(file_scan))
         if result.status == Status.FAILED:
             return None
         outputs.append((result.output or source).decode("utf-8"))
@@ -292,6 +292,13 @@ def _migrate_in_child(data: bytes, file_scan, path: str, options: Options, rules
 _UNKNOWN = object()
 
 
+def _scopes_of_parts(file_scan: "scan.FileScan"):
+    """What the pieces of a large file know of their scopes: where no name of the whole file
+    depends on the place, none of a piece's does (its statements are the file's); else they are
+    found from each piece's text, whose lines are not the file's."""
+    return None if file_scan.imports.scopes is None else _UNKNOWN
+
+
 def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rules, scopes=_UNKNOWN) -> FileResult:
     lines = LineMap(len(source_lines(code)))  # the built-in rules' input -> the original file
     changes: List[Change] = []
@@ -300,7 +307,7 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
         # names in its output, and their lines are mapped back through `lines`.
         module, custom_edits = apply_custom_rules(module, path, options)
         changes = [Change(path, e.start_line, e.end_line, e.operation, code_, e.message) for code_, e in custom_edits]
-        if module.code != code:
+        if module.code != code and scopes is not None:
             scopes = _UNKNOWN  # (the built-in rules read the custom rules' output)
         lines.update(code, module.code)
         code = module.code
@@ -331,7 +338,9 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
             stage.update(code, new_code)
             wrapper = MetadataWrapper(outcome.module, unsafe_skip_copy=True)
             wrapper.know_printing(printed)
-            output_scopes = scan.scopes_of_code(new_code)  # (its positions moved)
+            # (its positions moved; where no name of the input depends on the place, the file-wide
+            # table serves the output too)
+            output_scopes = scan.scopes_of_code(new_code) if scopes is not None else None
 
     context.original_line = stage.original
     leftovers = find_leftovers(wrapper, path, options.api, context, output_scopes)
