@@ -30,13 +30,14 @@ from .rules.reroute import answers_probe
 from .rules.batch import run_batch
 from .rules.custom import apply_custom_rules
 from .rules.names import ImportAliases
+from .tips import CUDA_ONLY_PACKAGES
 
 # When Python's `ast` cannot read a file (newer syntax, broken code), a file containing none of
 # these, and nothing else the scan would send to the rules (`scan.could_need_rewrite`), cannot be
 # touched by any rule or reported by the analysis, so it is not parsed at all.
-RELEVANT_WORDS = ("cuda", "CUDA", "nccl", "NCCL", "DataParallel", "DataLoader", "torch_npu", ".to(", "device=",
-                  "apex", "amp_C", "cupy", "pycuda", "pynvml", "nvidia", "GPUtil", "triton", "flash_attn",
-                  "xformers", "bitsandbytes", "tensorrt", "torch2trt")
+# (the CUDA-only packages are tips.CUDA_ONLY_PACKAGES, as the scan and the analysis know them)
+RELEVANT_WORDS = tuple(dict.fromkeys(("cuda", "CUDA", "nccl", "NCCL", "DataParallel", "DataLoader", "torch_npu", ".to(",
+                                      "device=", "nvidia", *CUDA_ONLY_PACKAGES)))
 
 
 @functools.lru_cache(maxsize=None)
