@@ -360,6 +360,7 @@ def find_leftovers(wrapper: MetadataWrapper, path: str, api: ApiData, context, s
     visitor = CudaLeftovers(path, api, context)
     visitor.import_aliases = ImportAliases.of(wrapper.module)  # of the output: its imports changed
     visitor.scopes = scopes
+    visitor.reads_likely_modules = True  # (a report, never an edit)
     visitor.reads_flash_attn = any(flash_attn.PACKAGE in name for names in visitor.import_aliases.values()
                                    for name in names)
     visitor.imports_ray = imports_ray(visitor)

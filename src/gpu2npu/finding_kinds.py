@@ -271,6 +271,18 @@ THIRD_PARTY = _kind(
     example_apis=(("fancylib.build_model", "reaches flash_attn.flash_attn_func"),),
 )
 
+LOCAL_TORCH_CUDA = _kind(
+    "NPU923", "LocalTorchCUDA", "torch.cuda reached through a parameter or variable named torch", ERROR,
+    "A function that takes the torch module as a parameter (`def pick(torch, device)`), or binds a local named "
+    "torch, reads torch.cuda through a name that is not the file's import: what it holds is not certain, so "
+    "gpu2npu does not rewrite it, and the CUDA API it calls has no device on an NPU machine if it is torch.",
+    "where the name holds the torch module, call torch_npu.npu's function of the same name (import torch_npu).",
+    (("import torch\n\n\ndef current(torch):\n    return torch.cuda.current_device()\n", "torch.cuda.current_device",
+      UNSUPPORTED_CSV),),
+    ("import torch\n\n\ndef memory_of(cuda):\n    return cuda.memory_allocated()\n",
+     "import torch\n\n\ndef count(torch_module):\n    return torch_module.cuda.device_count()\n"),
+)
+
 # The advice rows (NPU951-NPU962) are declared with their detectors (affinity.ADVICE); the hazards give
 # the float32 precision settings the code of the TF32 advice.
 TF32_ADVICE = "NPU962"  # (the TF32 switches and float32 precision settings: the NPU's is HF32)

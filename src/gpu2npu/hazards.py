@@ -21,8 +21,8 @@ from typing import Dict, List, Optional, Set
 
 from .apidata import ApiData
 from .change import Finding, Report
-from .finding_kinds import (COMPILE, CUDA_HANDLES, FUSED_OPTIMIZER, GPU_IDENTITY, GPU_KERNELS, PACKAGE_PROBE, PROFILER,
-                            QUANTIZATION, RAY_GPUS, TF32_ADVICE)
+from .finding_kinds import (COMPILE, CUDA_HANDLES, FUSED_OPTIMIZER, GPU_IDENTITY, GPU_KERNELS, LOCAL_TORCH_CUDA,
+                            PACKAGE_PROBE, PROFILER, QUANTIZATION, RAY_GPUS, TF32_ADVICE)
 from .rules import REROUTING_RULES
 from .rules.reroute import probe_label
 from .scan import FileScan
@@ -249,6 +249,8 @@ class _Hazards:
                 "torch_npu.profiler: profile the CPU side only, or choose a release that has it")
 
     def _reference(self, node: ast.AST) -> None:
+        if node.__class__ is ast.Attribute and self._local_torch_cuda(node):
+            return
         names = self.qualified(node)
         for name in names:
             if name in ("torch.profiler.ProfilerActivity.CUDA", "torch.autograd.profiler.ProfilerActivity.CUDA",
@@ -270,6 +272,27 @@ class _Hazards:
                 self._add(node, CUDA_HANDLES.code, Report.UNSUPPORTED, "Stream.cuda_stream", CUDA_STREAM_TIP)
                 return
             self._property_field(node)
+
+    def _local_torch_cuda(self, node: ast.Attribute) -> bool:
+        """`torch.cuda.X` where `torch` is a parameter or local variable of the function, not the
+        file's import of torch: left as written (what it holds is not certain), and said; whether so."""
+        parts = []
+        root = node
+        while root.__class__ is ast.Attribute:
+            parts.append(root.attr)
+            root = root.value
+        scopes = self.imports.scopes
+        if (root.__class__ is not ast.Name or len(parts) < 2 or parts[-1] != "cuda" or scopes is None
+                or root.id not in scopes.names or scopes.of_node(root)
+                or "torch" not in self.imports.aliases.get(root.id, ())):
+            return False
+        rest = ".".join(reversed(parts[:-1]))
+        written = f"{root.id}.cuda.{rest}"
+        self._add(node, LOCAL_TORCH_CUDA.code, Report.UNSUPPORTED, written,
+                  f"{root.id} is a parameter or variable here, not the torch the file imports, so gpu2npu leaves "
+                  f"{written} as written: if it holds the torch module, call torch_npu.npu.{rest} (after import "
+                  "torch_npu) where the release has it; CUDA's has no device on an NPU machine")
+        return True
 
     def _inductor_tip(self, setting: str) -> str:
         meaning = next((tip for key, tip in INDUCTOR_SETTING_TIPS.items() if setting == key or setting.startswith(key)),
@@ -421,11 +444,19 @@ class _Hazards:
                 return
 
 
+def _may_reach_cuda_through_a_local(data: bytes, file_scan: "FileScan") -> bool:
+    """Whether a local or parameter named like the imported torch may read `.cuda.` (NPU923): only
+    a file with names that depend on the place has such a local."""
+    scopes = file_scan.imports.scopes
+    return scopes is not None and b".cuda." in data and any(
+        "torch" in file_scan.imports.aliases.get(name, ()) for name in scopes.names)
+
+
 def hazards_for_source(data: bytes, file_scan: Optional["FileScan"], path: str, api: ApiData,
                        similar: bool = False) -> List[Finding]:
     """The rows for one parsed file ([] when nothing in its bytes can be one), from its scan
     (None: the file could not be parsed); `similar`: a -sim run."""
-    if file_scan is None or not might_have_hazard(data):
+    if file_scan is None or not (might_have_hazard(data) or _may_reach_cuda_through_a_local(data, file_scan)):
         return []
     try:
         return sorted(set(_Hazards(file_scan, path, api, similar).findings))

@@ -649,7 +649,8 @@ class ImportTable:
             return set()
         scopes = self.scopes
         if scopes is not None and node.id in scopes.names:
-            meaning = scopes.of_node(node)
+            # (the reports read a local named as its module, `def pick(torch)`, as that module)
+            meaning = scopes.of_node(node, likely=True)
             targets = {t for t in meaning if not t.startswith(".")} if meaning is not None else self.aliases.get(node.id)
         else:
             targets = self.aliases.get(node.id)

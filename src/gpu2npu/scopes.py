@@ -195,6 +195,9 @@ class Scopes:
     def __init__(self, tree: ast.Module, groups: Dict[type, List[ast.AST]], names: Set[str],
                  text: Optional[str] = None) -> None:
         self.names = frozenset(names)
+        # names some import binds to the module of that very name (`import torch`, `import triton`)
+        self._named_as_module = frozenset(name for kind in (ast.Import, ast.ImportFrom) for node in groups.get(kind, ())
+                                          for name, target in import_bindings(node) if name == target and name in names)
         self._by_node: Dict[int, FrozenSet[str]] = {}
         self._by_place: Dict[Tuple[int, int], FrozenSet[str]] = {}
         self._module = _Scope(_MODULE, None)
@@ -231,14 +234,22 @@ class Scopes:
         return cls(tree, groups, names, text)
 
     # -- questions ---------------------------------------------------------------------------
-    def of_node(self, node: ast.Name) -> Optional[FrozenSet[str]]:
-        """What an ast Name of the tree stands for; None for a node not in the tree."""
-        return self._by_node.get(id(node))
+    def of_node(self, node: ast.Name, likely: bool = False) -> Optional[FrozenSet[str]]:
+        """What an ast Name of the tree stands for; None for a node not in the tree.  `likely`:
+        a local or parameter named as the module the file imports under that name (`torch` in
+        `def pick(torch)` beside `import torch`) stands for that module: what the reports may say,
+        never what the rules edit."""
+        meaning = self._by_node.get(id(node))
+        return self._likely(node.id, meaning) if likely else meaning
 
-    def at(self, line: int, column: int) -> Optional[FrozenSet[str]]:
+    def at(self, line: int, column: int, likely_name: Optional[str] = None) -> Optional[FrozenSet[str]]:
         """What the name starting at this line and column (in characters) stands for; None
-        where no such name was read."""
-        return self._by_place.get((line, column))
+        where no such name was read.  `likely_name`: that name, read as `of_node`'s `likely`."""
+        meaning = self._by_place.get((line, column))
+        return self._likely(likely_name, meaning) if likely_name is not None else meaning
+
+    def _likely(self, name: str, meaning: Optional[FrozenSet[str]]) -> Optional[FrozenSet[str]]:
+        return frozenset((name,)) if meaning == EMPTY and name in self._named_as_module else meaning
 
     # -- building ----------------------------------------------------------------------------
     def _regions(self, groups) -> None:

@@ -53,7 +53,12 @@ def _meaning_here(rule: cst.MetadataDependent, scopes, node: cst.CSTNode):
         position = rule.get_metadata(PositionProvider, node, None)
     except KeyError:
         return None
-    return None if position is None else scopes.at(position.start.line, position.start.column)
+    if position is None:
+        return None
+    # (the leftover analysis reads a local named as its module, `def pick(torch)`, as that module; the
+    # rules, which edit, never do)
+    likely = node.value if getattr(rule, "reads_likely_modules", False) else None
+    return scopes.at(position.start.line, position.start.column, likely)
 
 
 _BUILTINS = frozenset(dir(builtins))
