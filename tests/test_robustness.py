@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpu2npu import guards
+from gpu2npu import source_limits as guards
 from helpers import run_cli
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0

@@ -15,9 +15,9 @@ from typing import Dict, List, Optional, Sequence, Set, Type
 import libcst as cst
 from .rules.walk import MetadataWrapper
 
-from . import apidata, guards, modes, partial, results, scan
+from . import apidata, modes, partial, results, scan, source_limits
 from .affinity import TF32_ADVICE, advice_for_source
-from .analysis import find_leftovers
+from .leftovers import find_leftovers
 from .hazards import hazards_for_source
 from .change import Change, Finding, Operation
 from .linemap import LineMap, source_lines
@@ -116,7 +116,7 @@ def _migrate_source(data: bytes, file_scan: Optional["scan.FileScan"], path: str
     for_options = options.modelarts or (
         options.custom_rules is not None and any(word.encode() in data for word in options.custom_rules.words())
     )
-    refusal = guards.not_source(data)
+    refusal = source_limits.not_source(data)
     api_rows: List[Finding] = []
     if refusal is None and file_scan is not None:
         api_rows = scan.api_findings(file_scan, path, options.api, options.similar)
@@ -128,11 +128,11 @@ def _migrate_source(data: bytes, file_scan: Optional["scan.FileScan"], path: str
     if refusal is not None:
         return FileResult(path, Status.FAILED, error=refusal)
     may_cut = file_scan is not None and not starts_program and modes.may_cut(options)
-    too_large = guards.too_large(data)
+    too_large = source_limits.too_large(data)
     if too_large is not None and not may_cut:
         return FileResult(path, Status.FAILED, error=too_large)
-    if guards.risky(data) and not _IN_CHILD:
-        return guards.in_child(lambda: _migrate_in_child(data, file_scan, path, options, rules),
+    if source_limits.risky(data) and not _IN_CHILD:
+        return source_limits.in_child(lambda: _migrate_in_child(data, file_scan, path, options, rules),
                                lambda reason: FileResult(path, Status.FAILED, error=reason))
     result = None
     if too_large is not None:
@@ -215,7 +215,7 @@ def _in_original_lines(result: FileResult, reduction: "partial.Reduction"):
             [dataclasses.replace(f, start_line=line(f.start_line), end_line=line(f.end_line)) for f in result.findings])
 
 
-# A file above guards.MAX_SOURCE_BYTES is migrated in pieces of at most this many bytes, each
+# A file above source_limits.MAX_SOURCE_BYTES is migrated in pieces of at most this many bytes, each
 # parsed on its own: libcst holds about 650 MB per MiB of source while it works.
 CHUNK_BYTES = 512 * 1024
 
