@@ -274,3 +274,15 @@ def test_every_row_of_the_expected_reports_carries_an_explained_code():
             assert all(row["Rule"] in known for row in rows), path
             seen.update(row["Rule"] for row in rows)
     assert {"NPU914", "NPU917", "NPU955"} <= seen
+
+
+def test_the_readme_names_the_releases_the_data_covers():
+    """The releases are known once, by the data files; the README's list is checked against them."""
+    import re as _re
+
+    from gpu2npu import apidata as _apidata
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = _re.search(r"data for ((?:\d+\.\d+\.\d+, )+\d+\.\d+\.\d+)", text)
+    assert listed is not None
+    assert listed.group(1).split(", ") == _apidata.available_versions()
