@@ -369,3 +369,10 @@ def test_reports_read_a_local_named_as_its_module_as_that_module_and_the_rules_d
     rows = {(finding.start_line, finding.rule) for finding in result.findings}
     assert (11, "NPU905") in rows and (12, "NPU923") in rows, rows
     assert not any(line >= 15 for line, _ in rows), rows  # the parameter `config` is no inductor setting
+
+
+def test_a_local_torch_reaching_a_cuda_api_without_an_npu_form_gets_that_apis_row_only():
+    source = "import torch\n\n\ndef mark(torch):\n    torch.cuda.nvtx.range_push('step')\n"
+    result = migrate_source(source.encode(), "f.py", OPTIONS)
+    assert not result.changes
+    assert [(f.start_line, f.rule, f.api) for f in result.findings] == [(5, "NPU917", "torch.cuda.nvtx.range_push")]

@@ -26,7 +26,7 @@ from .finding_kinds import (COMPILE, CUDA_HANDLES, FUSED_OPTIMIZER, GPU_IDENTITY
 from .rules import REROUTING_RULES
 from .rules.reroute import probe_label
 from .scan import FileScan
-from .tips import FUSED_OPTIMIZERS, has_fused_kernel, kernel_language, kernel_tip
+from .tips import FUSED_OPTIMIZERS, has_fused_kernel, kernel_language, kernel_tip, migratable_cuda_path
 
 
 # A file none of whose bytes match holds none of these: it is not walked.
@@ -286,7 +286,10 @@ class _Hazards:
                 or root.id not in scopes.names or scopes.of_node(root)
                 or "torch" not in self.imports.aliases.get(root.id, ())):
             return False
-        rest = ".".join(reversed(parts[:-1]))
+        path = list(reversed(parts[:-1]))
+        if not migratable_cuda_path(self.api, path):
+            return False  # (no NPU counterpart: the leftover analysis says what to do, NPU917)
+        rest = ".".join(path)
         written = f"{root.id}.cuda.{rest}"
         self._add(node, LOCAL_TORCH_CUDA.code, Report.UNSUPPORTED, written,
                   f"{root.id} is a parameter or variable here, not the torch the file imports, so gpu2npu leaves "
