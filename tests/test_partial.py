@@ -120,7 +120,7 @@ def test_uses_of_names_imported_from_cuda_modules_are_kept(monkeypatch):
 def _chunked(data: bytes, monkeypatch):
     """The migration of `data` as if it were too large to parse whole, in the smallest pieces it
     can be cut into (each definition to migrate alone, with the module-level context)."""
-    from gpu2npu import guards, pipeline
+    from gpu2npu import pipeline, source_limits as guards
 
     monkeypatch.setattr(guards, "MAX_SOURCE_BYTES", 0)
     tree = scan.parse(data)
@@ -159,7 +159,7 @@ def test_a_library_too_large_to_parse_whole_is_migrated_in_pieces(monkeypatch):
                         for n in range(60))
     data = ("import torch\nimport os\n\nDEVICE = 'cuda'\n" + functions).encode()
     whole = migrate_source(data, "m.py", OPTIONS)
-    from gpu2npu import guards, pipeline
+    from gpu2npu import pipeline, source_limits as guards
 
     monkeypatch.setattr(guards, "MAX_SOURCE_BYTES", len(data) // 2)
     monkeypatch.setattr(pipeline, "CHUNK_BYTES", len(data) // 5)  # five pieces or more
