@@ -376,3 +376,13 @@ def test_a_local_torch_reaching_a_cuda_api_without_an_npu_form_gets_that_apis_ro
     result = migrate_source(source.encode(), "f.py", OPTIONS)
     assert not result.changes
     assert [(f.start_line, f.rule, f.api) for f in result.findings] == [(5, "NPU917", "torch.cuda.nvtx.range_push")]
+
+
+def test_a_device_test_guarding_cuda_only_code_through_a_local_torch_is_left_as_written():
+    # the test is not switched to the NPU: its body would call the CUDA-only capability there
+    source = ("import torch\n\n\ndef _torch():\n    import torch\n    return torch\n\n\n"
+              "def pick(device):\n    torch = _torch()\n    if getattr(device, 'type', None) == 'cuda':\n"
+              "        major, _ = torch.cuda.get_device_capability()\n        return major\n    return 0\n")
+    result = migrate_source(source.encode(), "f.py", OPTIONS)
+    assert not result.changes, result.changes
+    assert {(f.start_line, f.rule) for f in result.findings} == {(11, "NPU914"), (12, "NPU917")}

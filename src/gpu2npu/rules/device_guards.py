@@ -73,6 +73,9 @@ class _Resolver(cst.CSTVisitor):
         self.api = api
         self.import_aliases = aliases
         self.scopes = scopes
+        # a local named as its module (`torch = _torch()`) may be it: a test that may guard CUDA-only
+        # code through it is left as written (the cautious way; the rules never edit through it)
+        self.reads_likely_modules = True
         self.rerouted = rerouted  # names of CUDA-only packages that a rule points at an NPU package
         self.cuda_only: Dict[int, str] = {}  # id(node) -> the CUDA-only name it refers to
         # ids of what the rules turn into NPU terms: a test holding one is a device test
