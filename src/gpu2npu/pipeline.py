@@ -142,8 +142,8 @@ def _migrate_source(data: bytes, file_scan: Optional["scan.FileScan"], path: str
     elif may_cut:
         result = _migrate_cut(data, file_scan, path, options, rules)
     if result is None:
-        result = _migrate_whole(data, path, options, rules,
-                                file_scan.imports.scopes if file_scan is not None else _UNKNOWN)
+        # (a text Python's ast could not read has no scopes to find: it is not parsed for them again)
+        result = _migrate_whole(data, path, options, rules, file_scan.imports.scopes if file_scan is not None else None)
     if api_rows and result.status != Status.FAILED:
         result.findings = sorted(set(result.findings) | set(_still_called(api_rows, result.changes)))
     return result

@@ -627,16 +627,14 @@ class ImportTable:
         if tree is not None and self.bound:
             self.scopes = Scopes.of(tree, groups if groups is not None else nodes_by_class(tree), set(self.bound), data)
 
-    def _targets(self, root: ast.AST) -> Optional[Set[str]]:
-        """What the imports bind the root Name of a chain to where it stands (relative ones too)."""
-        if root.__class__ is not ast.Name:
-            return None
-        scopes = self.scopes
-        if scopes is not None and root.id in scopes.names:
-            meaning = scopes.of_node(root)
-            if meaning is not None:
-                return meaning
-        return self.bound.get(root.id)
+    def _here(self, name: ast.Name, likely: bool, absolute: bool) -> Optional[Set[str]]:
+        """What the imports bind a Name whose meaning depends on the place to where it stands: the
+        installed modules and names (`absolute`) or relative paths too; `likely`: a local named as
+        its module (`def pick(torch)`) is that module, as the reports read it."""
+        meaning = self.scopes.of_node(name, likely)
+        if meaning is None:  # (a node not in the tree)
+            return (self.aliases if absolute else self.bound).get(name.id)
+        return {target for target in meaning if not target.startswith(".")} if absolute else meaning
 
     def qualified(self, node: ast.AST) -> Set[str]:
         """The qualified names a Name/Attribute chain may stand for (the imports its root stands for)."""
@@ -649,9 +647,7 @@ class ImportTable:
             return set()
         scopes = self.scopes
         if scopes is not None and node.id in scopes.names:
-            # (the reports read a local named as its module, `def pick(torch)`, as that module)
-            meaning = scopes.of_node(node, likely=True)
-            targets = {t for t in meaning if not t.startswith(".")} if meaning is not None else self.aliases.get(node.id)
+            targets = self._here(node, likely=True, absolute=True)
         else:
             targets = self.aliases.get(node.id)
         if not targets:
@@ -666,7 +662,12 @@ class ImportTable:
         module or a name of one, not a value of the file's own (a local variable, `self`)."""
         while node.__class__ is ast.Attribute:
             node = node.value
-        return bool(self._targets(node))
+        if node.__class__ is not ast.Name:
+            return False
+        scopes = self.scopes
+        if scopes is not None and node.id in scopes.names:
+            return bool(self._here(node, likely=False, absolute=False))
+        return node.id in self.bound
 
     def imports(self, package: str) -> bool:
         """Whether the file imports `package` or something in it."""

@@ -30,6 +30,7 @@ import io
 import tokenize
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
+from .linemap import source_lines
 from .tips import handed_on
 
 EMPTY: FrozenSet[str] = frozenset()
@@ -212,7 +213,7 @@ class Scopes:
                     self._record(node, EMPTY)
         for node in reads:
             self._record(node, self._lookup(node.id, self._scope_at((node.lineno, node.col_offset))))
-        self._lines = None if text is None or text.isascii() else _lines(text)
+        self._lines = None if text is None or text.isascii() else source_lines(text)
         if self._lines is not None:  # ast counts columns in UTF-8 bytes, libcst in characters
             self._by_place = {(line, self._characters(line, column)): meaning
                               for (line, column), meaning in self._by_place.items()}
@@ -371,9 +372,3 @@ def _decoded(data: bytes) -> Optional[str]:
         return data.decode(encoding)
     except (SyntaxError, LookupError, UnicodeDecodeError):
         return None
-
-
-def _lines(text: str) -> List[str]:
-    import re
-
-    return re.split(r"\r\n|\r|\n", text)
