@@ -111,3 +111,25 @@ def test_an_interrupted_forced_run_keeps_the_previous_result(project, tmp_path):
     assert [p.name for p in out.iterdir()] == ["proj_msft"]
     assert [p.name for p in previous.iterdir()] == ["from_the_last_run.txt"]
     assert (previous / "from_the_last_run.txt").read_text() == "kept"
+
+
+def test_a_run_stopped_between_files_restores_the_collector_when_its_engine_closes(tmp_path):
+    """What Ctrl-C while a result is being written leaves: the engine's generators suspended
+    with the collector frozen.  Closing the engine (every command does, in `finally`) ends them
+    then, not at interpreter exit, when the modules their clean-up calls are torn down."""
+    import gc
+
+    from gpu2npu import apidata
+    from gpu2npu.discover import walk
+    from gpu2npu.engine import COLLECT_EVERY, Engine
+    from gpu2npu.options import Options
+
+    for number in range(COLLECT_EVERY + 1):  # enough files for the collector to be frozen
+        (tmp_path / f"m{number}.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
+    entries = sorted(walk(tmp_path), key=lambda entry: entry.relative)
+    engine = Engine(Options(api=apidata.load("2.1.0")), jobs=1)
+    results = engine.results(entries)
+    next(results)
+    assert gc.get_freeze_count() > 0
+    engine.close()
+    assert gc.get_freeze_count() == 0

@@ -19,7 +19,7 @@ import multiprocessing
 import os
 import signal
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Generator, Iterator, List, Optional, Sequence, Tuple
 
 from . import cache
 from .discover import Entry
@@ -36,9 +36,12 @@ class Engine:
         self.options = options
         self.jobs = jobs
         self.cache = cache.ResultCache(cache_folder, cache.salt_for(options)) if cache_folder is not None else None
+        self._running: List[Generator] = []
 
     def results(self, entries: Sequence[Entry]) -> Iterator[Tuple[Entry, FileResult]]:
-        return zip(entries, migrate_all(entries, self.options, self.jobs, self.cache))
+        computed = migrate_all(entries, self.options, self.jobs, self.cache)
+        self._running.append(computed)
+        return zip(entries, computed)
 
     @property
     def hits(self) -> int:
@@ -53,6 +56,12 @@ class Engine:
         return self.cache.problem if self.cache is not None else None
 
     def close(self) -> None:
+        # A run stopped part way (Ctrl-C while a result is written) leaves its generators
+        # suspended; closed here, their clean-up (the collector's state, the worker pool) runs
+        # now, not at interpreter exit, when the modules it calls may already be torn down.
+        for computed in self._running:
+            computed.close()
+        self._running.clear()
         if self.cache is not None:
             self.cache.close()
 
@@ -156,14 +165,17 @@ def migrate_all(entries: Sequence[Entry], options: Options, jobs: int,
     misses = [entry for entry, hit in zip(entries, cached) if hit is None]
     salt = results.salt if results is not None else None
     computed = _compute(misses, options, jobs, salt)
-    for hit in cached:
-        if hit is not None:
-            yield hit
-            continue
-        key, result = next(computed)
-        if key is not None and results is not None:
-            results.put(key, result)
-        yield result
+    try:
+        for hit in cached:
+            if hit is not None:
+                yield hit
+                continue
+            key, result = next(computed)
+            if key is not None and results is not None:
+                results.put(key, result)
+            yield result
+    finally:
+        computed.close()
 
 
 def _compute(entries: Sequence[Entry], options: Options, jobs: int, salt: Optional[str]):
