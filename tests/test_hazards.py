@@ -1,4 +1,4 @@
-"""CUDA questions that survive a migration silently (hazards.py): each is reported at its line,
+"""CUDA questions that survive a migration silently (the hazards package): each is reported at its line,
 once, with what it does on the NPU in the chosen release; look-alikes are not."""
 import re
 import textwrap
@@ -347,16 +347,44 @@ def test_sharing_a_tensor_between_processes_is_reported_where_the_release_cannot
         assert "torch_npu 2.5.1.post1 cannot share NPU tensors" in rows[0][2]
 
 
-@pytest.mark.parametrize("text", [
-    b"x = 1\n", b"pattern = re.compile(r'a')\n", b"model = torch.compile(model)\n", b"m.compile_options = 1\n",
-    b"from torch import compile\n", b"x.compile\n", b".compile", b"e.compile()", b"are.compile()",
-    b"y = x.compile\xff", b"pure.compile()", b"re.compile(a); torch.compile(b)",
+@pytest.mark.parametrize("text, found", [
+    (b"x = 1\n", False), (b"pattern = re.compile(r'a')\n", False), (b"model = torch.compile(model)\n", True),
+    (b"m.compile_options = 1\n", False), (b"from torch import compile\n", True), (b"x.compile\n", True),
+    (b".compile", True), (b"e.compile()", True), (b"are.compile()", False), (b"y = x.compile\xff", True),
+    (b"pure.compile()", False), (b"re.compile(a); torch.compile(b)", True),
 ])
-def test_the_quick_test_is_the_byte_pattern(text):
-    # words first, then `.compile` by hand: the same answer as the pattern, at a fraction of its cost
-    from gpu2npu.hazards import _MIGHT_HAVE_HAZARD, might_have_hazard
+def test_compile_is_found_by_its_look_at_the_bytes(text, found):
+    # `.compile` that is not `re.compile` and ends a word: no trigger word says that
+    from gpu2npu.hazards import might_have_hazard
 
-    for alternative in _MIGHT_HAVE_HAZARD.pattern.split(b"|"):
-        example = re.sub(rb"\(\?<!\w+\)|\\b", b"", alternative).replace(b"\\", b"")
-        assert might_have_hazard(b"a = 1\n" + example + b"\n") and _MIGHT_HAVE_HAZARD.search(example), alternative
-    assert might_have_hazard(text) == (_MIGHT_HAVE_HAZARD.search(text) is not None)
+    assert might_have_hazard(text) is found
+
+
+def test_the_quick_test_holds_every_detectors_words():
+    from gpu2npu.hazards import DETECTORS, might_have_hazard
+
+    assert not might_have_hazard(b"import torch\nx = torch.ones(3)\n")
+    for detector in DETECTORS:
+        for word in detector.TRIGGERS:
+            assert might_have_hazard(b"a = 1\n" + word + b"\n"), (detector.__name__, word)
+
+
+def test_every_hazard_example_passes_the_quick_test():
+    # the words are the detectors' declarations: each example of a kind they report gets through
+    from gpu2npu.finding_kinds import KINDS, LOCAL_TORCH_CUDA
+    from gpu2npu.hazards import DETECTORS, might_have_hazard
+
+    codes = {getattr(module, name).code for module in DETECTORS for name in dir(module)
+             if getattr(getattr(module, name), "code", None) in KINDS}
+    assert len(codes) >= 10
+    from gpu2npu import scan
+    from gpu2npu.hazards import local_torch_cuda
+
+    examples = [(code, source) for code in sorted(codes) for source, _, _ in KINDS[code].examples]
+    assert examples
+    for code, source in examples:
+        data = source.encode()
+        if code == LOCAL_TORCH_CUDA.code:  # a local named torch: found in the scan's scopes, not in words
+            assert local_torch_cuda.might_be_in(data, scan.FileScan(scan.parse(data), data)), source
+        else:
+            assert might_have_hazard(data), source
