@@ -60,6 +60,12 @@ LEFT_AS_WRITTEN = [
     ("import torch\nfast = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8\n", 2),
     # a variable holding the test
     ("import torch\nuse_cuda = torch.cuda.is_available()\nif use_cuda:\n    print(torch.cuda.nccl.version())\n", 3),
+    # another framework's device option, which the rules leave as written: migrated alone, the test
+    # would ask that framework for CUDA on the NPU
+    ("import torch\naccelerator = 'cpu'\nif torch.cuda.is_available():\n    accelerator = 'cuda'\n", 3),
+    ("import torch\nimport lightning as L\ntrainer = L.Trainer(accelerator='gpu' if torch.cuda.is_available() else 'cpu')\n", 3),
+    ("import torch\n\ndef options(args):\n    if args.device.type == 'cuda':\n        args.accelerator = f'cuda'\n", 4),
+    ("import torch\nfrom vllm import LLM\nif torch.cuda.is_available():\n    llm = LLM('m', device='cuda')\n", 3),
 ]
 
 
@@ -73,7 +79,8 @@ def test_a_test_guarding_cuda_only_code_stays_as_written(source, line):
 
 
 def test_the_variable_of_a_dead_test_is_not_migrated_either():
-    output, _ = _migrate(LEFT_AS_WRITTEN[-1][0])
+    source = next(source for source, _ in LEFT_AS_WRITTEN if "use_cuda = " in source)
+    output, _ = _migrate(source)
     assert "use_cuda = torch.cuda.is_available()" in output
 
 
@@ -88,7 +95,19 @@ MIGRATED = [
     # metadata of a CUDA-only package is no use of its kernels
     ("import torch\nimport bitsandbytes\nif torch.cuda.is_available():\n    print(bitsandbytes.__version__)\n",
      "torch_npu.npu.is_available()"),
+    # a device name that is a torch device, beside a framework's option of its own
+    ("import torch\nimport lightning as L\nif torch.cuda.is_available():\n    x = x.to('cuda')\nL.Trainer(accelerator='gpu')\n",
+     "torch_npu.npu.is_available()"),
+    ("import torch\nacc = 'cpu'\nif torch.cuda.is_available():\n    acc = 'gpu'\n", "torch_npu.npu.is_available()"),
 ]
+
+
+def test_a_framework_option_chosen_by_a_test_is_left_whole_with_the_frameworks_tip():
+    output, guards = _migrate("import torch\nimport lightning as L\n"
+                              "L.Trainer(accelerator='cuda' if torch.cuda.is_available() else 'cpu')\n")
+    assert "accelerator='cuda' if torch.cuda.is_available() else 'cpu'" in output
+    assert [guard.start_line for guard in guards] == [3]
+    assert "Lightning's accelerator option" in guards[0].tip and "choose the NPU in that framework" in guards[0].tip
 
 
 @pytest.mark.parametrize("source, expected", MIGRATED)

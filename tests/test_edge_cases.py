@@ -176,6 +176,37 @@ def test_dataloader_roles():
     assert advice == [3, 4, 5]
 
 
+@pytest.mark.parametrize("source, line", [
+    # a loop builds a loader over each group of samples
+    ("from torch.utils.data import DataLoader\n\ndef fit(groups):\n    for samples in groups:\n"
+     "        train_loader = DataLoader(samples, batch_size=8, shuffle=True)\n", 5),
+    ("from torch.utils.data import DataLoader\nwhile pending:\n    train_loader = DataLoader(pending.pop(), shuffle=True)\n", 3),
+    # an iterative trainer's step builds one over that step's inputs
+    ("from torch.utils.data import DataLoader\n\nclass T:\n    def step(self, ids):\n"
+     "        loader = DataLoader(list(ids), batch_size=4, shuffle=True)\n", 5),
+    ("from torch.utils.data import DataLoader\n\ndef training_step_loader(batch):\n"
+     "    return DataLoader(batch, shuffle=True)\n", 4),
+])
+def test_a_training_loader_built_for_each_step_keeps_its_remainder(source, line):
+    output, result = migrate(source)
+    assert "drop_last" not in output
+    rows = [f for f in result.findings if f.report == Report.PERFORMANCE]
+    assert [row.start_line for row in rows] == [line] and "built anew for each step" in rows[0].tip
+
+
+@pytest.mark.parametrize("source", [
+    # one loader for the whole run, iterated in the epoch loop
+    "from torch.utils.data import DataLoader\n\ndef main(ds):\n    train_loader = DataLoader(ds, shuffle=True)\n"
+    "    for epoch in range(3):\n        for batch in train_loader:\n            pass\n",
+    # a loop that ended before the loader, and a function named for steps in another sense
+    "from torch.utils.data import DataLoader\nfor p in paths:\n    load(p)\ntrain_loader = DataLoader(ds, shuffle=True)\n",
+    "from torch.utils.data import DataLoader\n\ndef stepwise_schedule(ds):\n    return DataLoader(ds, shuffle=True)\n",
+])
+def test_a_training_loader_built_once_still_drops_its_last_batch(source):
+    output, _ = migrate(source)
+    assert "shuffle=True, drop_last=True)" in output
+
+
 def test_pin_memory_off_before_torch_2_1():
     old = Options(api=apidata.ApiData("1.11.0", "1.11.0", OPTIONS.api.modules, frozenset()))
     source = "from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, shuffle=True, pin_memory=True)\n"

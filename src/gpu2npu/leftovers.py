@@ -18,7 +18,7 @@ from .change import Finding, Report
 from .finding_kinds import (CUDA_API, CUDA_LEFTOVER, CUDA_ONLY_PACKAGE, DEAD_GUARD, EXTENSION_BUILD, FLASH_ATTN_ARGUMENTS,
                             FRAMEWORK_CUDA, GPU_KERNELS, LEFT_ON_PURPOSE, RAY_GPUS)
 from .rules import device_guards, flash_attn, npu_aware
-from .rules.names import (DEVICE_STRING, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name, framework_option,
+from .rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name, framework_option,
                           qualified_names, string_text)
 from .rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from .rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
@@ -219,7 +219,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
     # -- kernels -----------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         """A kernel is one row, at its name: what must be rewritten, or ported to Triton-Ascend or
-        Ascend C, is the kernel, not each of its hundred `tl.*` or `cute.*` calls.  hazards.py names
+        Ascend C, is the kernel, not each of its hundred `tl.*` or `cute.*` calls.  hazards/gpu_kernels.py names
         the kernels of a kernel language's decorators (`@triton.jit`, `@cute.kernel`, `@ct.kernel`:
         tips.KERNEL_DECORATORS); a function that calls `triton.language` under a decorator of the
         project's own (`@_jit`, which calls triton.jit) is one too, named here once its body is read."""
@@ -317,6 +317,11 @@ class _NameUses(cst.CSTVisitor):
 
 
 def dead_guard_tip(guard, api: ApiData) -> str:
+    option = next((tip for name, _, tip in FRAMEWORK_OPTIONS if guard.guarded.startswith(f"{name}=")), None)
+    if option is not None:  # another framework's device option, left as written by the rules
+        return (f"left as written: it guards {guard.guarded}: {option}. Migrated alone, the test would hand "
+                "that framework a CUDA choice on the NPU; as written, this branch is not taken there (as on any "
+                "machine without CUDA): choose the NPU in that framework, then test for the NPU")
     tip = TF32_TIP if guard.gates_tf32 else tip_for(guard.guarded, api)
     return (f"left as written: it guards {guard.guarded}, which has no NPU form in torch_npu "
             f"{api.torch_npu_version}, so on the NPU this branch is not taken (as on any machine without CUDA); "

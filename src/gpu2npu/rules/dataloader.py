@@ -47,6 +47,11 @@ class DataLoaderForNpu(LoaderRoles, Rule):
         "from torch.utils.data import DataLoader\ndata_loader_train = DataLoader(ds, batch_size=64, drop_last=False)\n",
         # DataLoader refuses drop_last beside a batch_sampler
         "from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, batch_sampler=buckets, num_workers=2)\n",
+        # built for each step over that step's samples: drop_last would drop them
+        "from torch.utils.data import DataLoader\n\nclass Trainer:\n    def step(self, samples):\n"
+        "        loader = DataLoader(samples, batch_size=8, shuffle=True)\n        return [self.train(b) for b in loader]\n",
+        "from torch.utils.data import DataLoader\n\ndef fit(batches):\n    for samples in batches:\n"
+        "        train_loader = DataLoader(samples, batch_size=8, shuffle=True)\n",
     )
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
@@ -68,6 +73,11 @@ class DataLoaderForNpu(LoaderRoles, Rule):
                         "sampler drop its last short batch if it feeds training (fixed shapes on Ascend)")
         elif isinstance(drop_last, cst.Name) and drop_last.value == "True":
             pass  # fixed batch shapes already: nothing to advise
+        elif role == "train" and drop_last is None and self.built_per_step():
+            self.report(original_node, Report.PERFORMANCE, "torch.utils.data.DataLoader",
+                        "training DataLoader built anew for each step (in a loop or a step function) left as is: "
+                        "drop_last=True would drop each step's remainder, or all of a step shorter than a batch; "
+                        "pad the step's samples to whole batches if its shapes must stay fixed on Ascend")
         elif role == "train":
             if drop_last is None:
                 args = append_keyword(args, "drop_last", cst.Name("True"))

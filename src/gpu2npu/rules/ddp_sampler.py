@@ -104,9 +104,11 @@ class DistributedSamplerForLoaders(LoaderRoles, Rule):
         return updated_node.with_changes(args=args)
 
     def visit_For(self, node: cst.For) -> None:
+        super().visit_For(node)
         self._known_at_loop.append(len(self._loaders[-1]))
 
     def leave_For(self, original_node: cst.For, updated_node: cst.For):
+        updated_node = super().leave_For(original_node, updated_node)
         known = self._known_at_loop.pop()
         loaders = self._loaders[-1][:known]
         epoch = original_node.target

@@ -36,7 +36,7 @@ from ..apidata import ApiData
 from ..tips import CUDA_ONLY_PACKAGES, cuda_only_package, migratable_cuda_path
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
-from .names import DEVICE_STRING, dotted_name, nodes_within, qualified_names, string_text
+from .names import DEVICE_STRING, FRAMEWORK_OPTIONS, dotted_name, framework_option, nodes_within, qualified_names, string_text
 from .walk import ParentNodeProvider, walk
 
 Span = npu_aware.Span
@@ -134,12 +134,27 @@ class _Resolver(cst.CSTVisitor):
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         text = string_text(node)
-        if text is not None and DEVICE_STRING.match(text):
-            self.device_terms.add(id(node))
+        if text is not None and (DEVICE_STRING.match(text) or text == "gpu"):
+            self._device_string(node, text)
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
         first = node.parts[0] if node.parts else None
-        if isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda:"):
+        if not isinstance(first, cst.FormattedStringText):
+            return
+        if len(node.parts) == 1 and (DEVICE_STRING.match(first.value) or first.value == "gpu"):
+            self._device_string(node, first.value)
+        elif first.value.startswith("cuda:"):
+            self.device_terms.add(id(node))
+
+    def _device_string(self, node: cst.CSTNode, text: str) -> None:
+        """A device name is a device term, except where it is another framework's option
+        (Lightning's `accelerator = "cuda"`, "gpu"): the rules leave that as written, so a device
+        test around it guards a CUDA-only choice (migrated alone, the NPU would take the branch and
+        ask the framework for CUDA)."""
+        option = framework_option(self, node)
+        if option is not None:
+            self.cuda_only[id(node)] = f"{option[0]}={text!r}"
+        elif text != "gpu":
             self.device_terms.add(id(node))
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -363,9 +378,12 @@ def _exits(block: cst.BaseSuite, exits=EXITS) -> bool:
 
 
 # (CUDA Python's `cuda` by its modules: the word alone is in every `torch.cuda` too)
+# Other frameworks' device options count: the rules leave their values as written (names.FRAMEWORK_OPTIONS).
 _CUDA_ONLY_WORD = re.compile(r"\b(%s)\b|(?<![\w.])cuda\.\w|\bfrom\s+cuda\s+import\b" % "|".join(sorted(
     {package.split(".")[0] for package in CUDA_ONLY_PACKAGES if package != "cuda"}
-    | {name.rsplit(".", 1)[-1] for name in CUDA_ONLY_TORCH + CUDA_ONLY_CLASSES})))
+    | {name.rsplit(".", 1)[-1] for name in CUDA_ONLY_TORCH + CUDA_ONLY_CLASSES}
+    | {option if callees is None else callee.rsplit(".", 1)[-1]
+       for option, callees, _ in FRAMEWORK_OPTIONS for callee in (callees or (option,))})))
 _CUDA_CHAIN = re.compile(r"\bcuda((?:\.\w+)+)")
 _CUDA_IMPORT = re.compile(r"\bfrom\s+torch\.cuda((?:\.\w+)*)\s+import\s+\(?([\w\s,]+)")
 

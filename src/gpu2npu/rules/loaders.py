@@ -12,6 +12,7 @@ from .base import code_of
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 _EVAL_WORDS = re.compile(r"(val|valid|validation|test|eval|evaluation|dev|infer|inference|predict)", re.I)
 _TRAIN_WORDS = re.compile(r"train", re.I)
+_STEP_WORDS = re.compile(r"(^|_)step($|_)", re.I)
 
 
 class LoaderRoles:
@@ -22,6 +23,7 @@ class LoaderRoles:
         super().__init__(context)
         self._targets: List[str] = []
         self._functions: List[str] = []
+        self._loops: List[int] = [0]  # loops around the code, per function (a loop outside a def is not its)
 
     # The names around a loader say what it is for.
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -47,10 +49,33 @@ class LoaderRoles:
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._functions.append(node.name.value)
+        self._loops.append(0)
 
     def leave_FunctionDef(self, original_node, updated_node):
         self._functions.pop()
+        self._loops.pop()
         return updated_node
+
+    def visit_For(self, node: cst.For) -> None:
+        self._loops[-1] += 1
+
+    def leave_For(self, original_node, updated_node):
+        self._loops[-1] -= 1
+        return updated_node
+
+    def visit_While(self, node: cst.While) -> None:
+        self._loops[-1] += 1
+
+    def leave_While(self, original_node, updated_node):
+        self._loops[-1] -= 1
+        return updated_node
+
+    def built_per_step(self) -> bool:
+        """Whether the loader is built anew for each step: in a loop, or in a function named for one
+        step (`step`, `training_step`): over that step's samples, whose remainder drop_last would
+        drop (all of a step shorter than a batch)."""
+        function = self._functions[-1] if self._functions else ""
+        return self._loops[-1] > 0 or _STEP_WORDS.search(function) is not None
 
     def role(self, call: cst.Call) -> Optional[str]:
         """"train", "eval" or None (cannot tell)."""

@@ -228,6 +228,9 @@ def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
 
     anywhere = {option: tip for option, callees, tip in FRAMEWORK_OPTIONS if callees is None}
     parent = parent_of(node)
+    # one of the values a choice gives the option (`accelerator="gpu" if cuda else "cpu"`, `... or "cuda"`)
+    while (isinstance(parent, cst.IfExp) and node is not parent.test) or isinstance(parent, cst.BooleanOperation):
+        node, parent = parent, parent_of(parent)
     if isinstance(parent, cst.Arg) and parent.keyword is not None:
         keyword = parent.keyword.value
         call = parent_of(parent)
