@@ -425,3 +425,30 @@ def test_the_ddp_wrap_uses_the_name_torch_is_imported_as():
     options = Options(api=OPTIONS.api, distributed=DistributedSettings(main_file="f.py", project_initialises=True))
     result = migrate_source(b"import torch as th\nmodel = Net()\n", "f.py", options, rules_for(options))
     assert b"model = th.nn.parallel.DistributedDataParallel(model, device_ids=[torch_npu.npu.current_device()])" in result.output
+
+
+@pytest.mark.parametrize("source", [
+    # a checkpoint's RNG states under the key "cuda": written on GPUs, read back after migration
+    'import torch\nstate = {"cpu": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state_all()}\n',
+    'import torch\nif "cuda" in state:\n    torch.cuda.set_rng_state_all(state["cuda"])\n',
+    'import torch\nstates = ckpt.get("cuda", [])\nckpt.pop("cuda:0")\n',
+    # messages for people, and an Enum's labels
+    'import logging\nimport torch\nprint("cuda")\nlogging.getLogger(__name__).warning("cuda")\n',
+    'import enum\nimport torch\nclass Kind(enum.Enum):\n    GPU = "cuda"\n',
+])
+def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
+    output, result = migrate(source)
+    assert output.count('"cuda') == source.count('"cuda')
+    assert not [f for f in result.findings if "device string" in f.api], result.findings
+
+
+@pytest.mark.parametrize("source, expected", [
+    ('import torch\nckpt = torch.load(p, map_location={"cuda:0": "cpu"})\n', '{"npu:0": "cpu"}'),
+    ('import torch\nif "cuda" in str(x.device):\n    pass\n', '"npu" in str(x.device)'),
+    ('import torch\nif "cuda" not in args.device:\n    pass\n', '"npu" not in args.device'),
+    ('import torch\nconfig = {"device": "cuda"}\n', '{"device": "npu"}'),
+    ('import torch\nx = batch["input"].to("cuda")\n', 'to("npu")'),
+])
+def test_a_device_name_in_a_device_position_is_still_migrated(source, expected):
+    output, _ = migrate(source)
+    assert expected in output

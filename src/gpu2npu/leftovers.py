@@ -18,8 +18,8 @@ from .change import Finding, Report
 from .finding_kinds import (CUDA_API, CUDA_LEFTOVER, CUDA_ONLY_PACKAGE, DEAD_GUARD, EXTENSION_BUILD, FLASH_ATTN_ARGUMENTS,
                             FRAMEWORK_CUDA, GPU_KERNELS, LEFT_ON_PURPOSE, RAY_GPUS)
 from .rules import device_guards, flash_attn, npu_aware
-from .rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name, framework_option,
-                          qualified_names, string_text)
+from .rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name,
+                          framework_option, not_a_device, qualified_names, string_text)
 from .rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from .rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
 from .tips import KERNEL_PACKAGES, TIPS, cuda_only_package, kernel_language, kernel_tip, migratable_cuda_path, tip_for
@@ -272,6 +272,8 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             return
         if DEVICE_STRING.match(text) and (framework_option(self, node) or cuda_switch_of(self, node, self.api)):
             return  # reported by the rule that left it (NPU103), with the framework's reason
+        if DEVICE_STRING.match(text) and not_a_device(self, node):
+            return  # a key, a message or a label: nothing to do
         if DEVICE_STRING.match(text):
             self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"device string {text!r}", 'use "npu" devices on Ascend')
         elif text.startswith("torch.cuda.") and text.endswith("Tensor"):

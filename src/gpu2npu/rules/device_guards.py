@@ -36,7 +36,8 @@ from ..apidata import ApiData
 from ..tips import CUDA_ONLY_PACKAGES, cuda_only_package, migratable_cuda_path
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
-from .names import DEVICE_STRING, FRAMEWORK_OPTIONS, dotted_name, framework_option, nodes_within, qualified_names, string_text
+from .names import (DEVICE_STRING, FRAMEWORK_OPTIONS, dotted_name, framework_option, nodes_within, not_a_device,
+                    qualified_names, string_text)
 from .walk import ParentNodeProvider, walk
 
 Span = npu_aware.Span
@@ -134,7 +135,7 @@ class _Resolver(cst.CSTVisitor):
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         text = string_text(node)
-        if text is not None and (DEVICE_STRING.match(text) or text == "gpu"):
+        if text is not None and (DEVICE_STRING.match(text) or text == "gpu") and not not_a_device(self, node):
             self._device_string(node, text)
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:

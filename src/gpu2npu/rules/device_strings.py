@@ -8,7 +8,8 @@ from libcst.metadata import PositionProvider
 
 from ..change import Report
 from .base import Example, Rule
-from .names import DEVICE_STRING, DocstringTracker, cuda_switch_of, cuda_switch_tip, framework_option, string_text, with_string_text
+from .names import (DEVICE_STRING, DocstringTracker, cuda_switch_of, cuda_switch_tip, framework_option, not_a_device,
+                    string_text, with_string_text)
 from .walk import ParentNodeProvider
 
 TENSOR_TYPE_STRING = re.compile(r"^torch\.cuda\.[A-Z][A-Za-z0-9]*Tensor$")
@@ -67,6 +68,10 @@ class CudaDeviceStrings(DocstringTracker, Rule):
         # another package's CUDA switch: true on NPU it would run that package's CUDA code
         'from onnx2tf import convert\nconvert(model, cuda=device.type == "cuda")\n',
         "x = b'cuda'\n",
+        # not a device: a key (a checkpoint's RNG states under "cuda"), a message, an Enum's label
+        'import torch\nstate = {"cpu": torch.get_rng_state(), "cuda": cuda_states}\nrestore(state["cuda"])\n',
+        'import logging\nprint("cuda")\nlogging.info("cuda")\nstates.get("cuda")\n',
+        'import enum\nclass Backend(str, enum.Enum):\n    CUDA = "cuda"\n    CPU = "cpu"\n',
     )
 
     def __init__(self, context) -> None:
@@ -84,7 +89,7 @@ class CudaDeviceStrings(DocstringTracker, Rule):
             self.record(original_node, f"change tensor type {text!r} to {new_text!r}")
             self.context.needs_torch_npu = True
             return with_string_text(updated_node, new_text)
-        if text is None or not DEVICE_STRING.match(text):
+        if text is None or not DEVICE_STRING.match(text) or not_a_device(self, original_node):
             return updated_node
         option = framework_option(self, original_node)
         if option is not None:
@@ -127,6 +132,8 @@ class CudaDeviceStrings(DocstringTracker, Rule):
 
     def _constant_f_string(self, original_node: cst.FormattedString, updated_node: cst.FormattedString, text: str):
         """f"cuda", f"cuda:0": an f-string without placeholders is the plain string."""
+        if not_a_device(self, original_node):
+            return updated_node
         option = framework_option(self, original_node)
         if option is not None:
             self.report(original_node, Report.UNSUPPORTED, f"{option[0]}={text!r}", option[1])

@@ -219,6 +219,55 @@ FRAMEWORK_OPTIONS = (
 )
 
 
+# Calls whose arguments are text for people, never a device: print and the logging methods.
+_MESSAGE_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+# Mapping methods whose first argument is a key.
+_KEY_METHODS = frozenset({"get", "pop", "setdefault"})
+# What the right side of `"cuda" in ...` holds where it asks about a device, not a key.
+_DEVICE_HOLDERS = ("dev", "type", "str(", "accelerator", "backend", "place", "loc", "platform", "cuda", "gpu")
+
+
+def not_a_device(rule, node: cst.CSTNode) -> bool:
+    """Whether a string that spells a device (`"cuda"`) stands where no device goes: a dict key or
+    a subscript (a checkpoint's RNG states under "cuda", which checkpoints written on GPUs keep),
+    a mapping method's key, a message for people (`print`, logging), or the value of an Enum's
+    member (a label).  Renamed there, the code would look up keys that old data lacks and print
+    or label something else.  `map_location={"cuda:0": "cpu"}` maps devices: its keys are devices.
+    `rule` declares ParentNodeProvider."""
+    def parent_of(child):
+        return rule.get_metadata(ParentNodeProvider, child, None)
+
+    parent = parent_of(node)
+    if isinstance(parent, cst.DictElement) and parent.key is node:
+        holder = parent_of(parent_of(parent))
+        return not (isinstance(holder, cst.Arg) and holder.keyword is not None and holder.keyword.value == "map_location")
+    if isinstance(parent, cst.Index):  # (`Literal["cpu", "cuda"]` lists values: no key)
+        subscript = parent_of(parent_of(parent))
+        return not (isinstance(subscript, cst.Subscript)
+                    and (dotted_name(subscript.value) or "").rsplit(".", 1)[-1] == "Literal")
+    if isinstance(parent, cst.Comparison) and parent.left is node and len(parent.comparisons) == 1 and isinstance(
+            parent.comparisons[0].operator, (cst.In, cst.NotIn)):
+        # `"cuda" in state` asks for a key; `"cuda" in str(device)`, `in args.device` ask about a device
+        within = cst.Module(body=()).code_for_node(parent.comparisons[0].comparator).lower()
+        return not any(word in within for word in _DEVICE_HOLDERS)
+    if isinstance(parent, cst.Arg):
+        call = parent_of(parent)
+        if isinstance(call, cst.Call):
+            callee = call.func
+            last = callee.attr.value if isinstance(callee, cst.Attribute) else callee.value if isinstance(callee, cst.Name) else None
+            if last in _MESSAGE_CALLS:
+                return True
+            if last in _KEY_METHODS and isinstance(callee, cst.Attribute) and call.args and call.args[0] is parent:
+                return True
+    if isinstance(parent, cst.Assign):
+        body = parent_of(parent_of(parent))
+        definition = parent_of(body) if isinstance(body, cst.IndentedBlock) else None
+        if isinstance(definition, cst.ClassDef) and any(
+                (dotted_name(base.value) or "").rsplit(".", 1)[-1].endswith("Enum") for base in definition.bases):
+            return True
+    return False
+
+
 def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
     """(option, tip) of the framework option a string literal is given to
     (`Trainer(accelerator="cuda")`, `accelerator = "cuda"`, `add_argument("--accelerator",
