@@ -247,3 +247,42 @@ def test_every_cuda_only_package_of_the_table_is_one_in_the_code_too():
                 continue
             assert module in CUDA_ONLY_PACKAGES, (module, package.names)
             assert tip_for(module) != tip_for("an.unknown.name"), module
+
+
+def test_a_torch_pinned_per_platform_gets_torch_npu_on_each_linux_line_and_none_elsewhere():
+    outcome = run("requirements.txt",
+                  'torch==2.4.0+cu121 ; sys_platform == "linux" and platform_machine == "x86_64"\n'
+                  'torch==2.4.0 ; sys_platform == "linux" and platform_machine == "aarch64"\n'
+                  'torch==2.4.0 ; sys_platform == "darwin"\n'
+                  "numpy\n")
+    assert outcome.output == ('torch==2.1.0 ; sys_platform == "linux" and platform_machine == "x86_64"\n'
+                              'torch_npu==2.1.0.post17 ; sys_platform == "linux" and platform_machine == "x86_64"\n'
+                              'torch==2.1.0 ; sys_platform == "linux" and platform_machine == "aarch64"\n'
+                              'torch_npu==2.1.0.post17 ; sys_platform == "linux" and platform_machine == "aarch64"\n'
+                              'torch==2.4.0 ; sys_platform == "darwin"\n'
+                              "numpy\n")
+
+
+def test_a_torch_line_for_macos_or_windows_alone_is_left_as_written():
+    for text in ('torch==2.2.2 ; platform_system == "Darwin"\n', "torch>=2.0 ; sys_platform == 'win32'\n",
+                 'torch ; os_name == "nt"\n'):
+        assert run("requirements.txt", text).output is None, text
+
+
+MARKERS = [
+    'sys_platform == "linux"', 'sys_platform == "darwin"', "sys_platform != 'darwin'",
+    'platform_system == "Linux" and platform_machine == "aarch64"', 'platform_machine == "arm64"',
+    "platform_system == 'Darwin' or platform_system == 'Windows'", 'sys_platform in "linux darwin"',
+    "os_name == 'nt'", "platform_machine != 'x86_64' and sys_platform == 'linux'",
+    "(sys_platform == 'darwin' and platform_machine == 'arm64') or sys_platform == 'win32'",
+]
+
+
+@pytest.mark.parametrize("marker", MARKERS)
+def test_the_platform_of_a_marker_is_read_as_pip_reads_it(marker):
+    from packaging.markers import Marker, default_environment
+
+    from gpu2npu.dependencies.decide import ASCEND_HOSTS, may_install_on_an_ascend_host
+
+    expected = any(Marker(marker).evaluate({**default_environment(), **host}) for host in ASCEND_HOSTS)
+    assert may_install_on_an_ascend_host(f" ; {marker}") is expected

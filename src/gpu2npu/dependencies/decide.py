@@ -7,6 +7,7 @@ its line (options, comments) belongs to the file format and is kept by the calle
 """
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence, Set, Tuple
@@ -126,7 +127,7 @@ class Context:
     # the migrated files that still import any of the modules (None: not known, as in `check`)
     importers: Optional[Callable[[Sequence[str]], List[str]]] = None
     present: Set[str] = field(default_factory=set)  # normalised names listed in the same file
-    added: Set[str] = field(default_factory=set)  # names this file received already
+    added: Set[Tuple[str, int]] = field(default_factory=set)  # (name, ASCEND_HOSTS index) this file received
 
 
 def decide(requirement: Requirement, context: Context) -> Decision:
@@ -143,8 +144,62 @@ def decide(requirement: Requirement, context: Context) -> Decision:
     return Decision()
 
 
+# The machines torch_npu has wheels for (Linux on x86_64 and aarch64), as PEP 508 markers see them.
+ASCEND_HOSTS = tuple({"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix", "platform_machine": machine}
+                     for machine in ("x86_64", "aarch64"))
+
+
+def ascend_hosts_of(marker: str) -> Tuple[int, ...]:
+    """The ASCEND_HOSTS (by index) a requirement with this marker ("; sys_platform == 'darwin'")
+    may install on.  Only the platform variables are known; a comparison of anything else
+    (python_version, extras) may hold, and a marker that cannot be read may hold too."""
+    text = marker.split(";", 1)[1].strip() if ";" in marker else ""
+    try:
+        tree = ast.parse(text, mode="eval").body if text else None
+    except SyntaxError:
+        tree = None
+    return tuple(index for index, host in enumerate(ASCEND_HOSTS) if tree is None or _holds(tree, host) is not False)
+
+
+def may_install_on_an_ascend_host(marker: str) -> bool:
+    return bool(ascend_hosts_of(marker))
+
+
+def _holds(node: ast.AST, host) -> Optional[bool]:
+    """A marker's truth on `host`: True, False or None (depends on what is not known)."""
+    if isinstance(node, ast.BoolOp):
+        values = [_holds(value, host) for value in node.values]
+        if isinstance(node.op, ast.And):
+            return False if False in values else None if None in values else True
+        return True if True in values else None if None in values else False
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left, right = (_value(side, host) for side in (node.left, node.comparators[0]))
+        if left is None or right is None:
+            return None
+        operator = node.ops[0]
+        if isinstance(operator, ast.Eq):
+            return left == right
+        if isinstance(operator, ast.NotEq):
+            return left != right
+        if isinstance(operator, ast.In):
+            return left in right
+        if isinstance(operator, ast.NotIn):
+            return left not in right
+    return None
+
+
+def _value(node: ast.AST, host) -> Optional[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return host.get(node.id)
+    return None
+
+
 def _torch(requirement: Requirement, context: Context) -> Decision:
     api = context.api
+    if not may_install_on_an_ascend_host(requirement.marker):
+        return Decision()  # (the macOS or Windows line of a project that pins torch per platform)
     target = api.torch_version
     decision = Decision(rule=TORCH_RULE, torch_pin=requirement.spec or requirement.url or None)
     if not _pinned_to(requirement, target):
@@ -152,11 +207,13 @@ def _torch(requirement: Requirement, context: Context) -> Decision:
         was = requirement.url or requirement.spec or "(any version)"
         decision.message = (f"torch {was} -> =={target}: torch_npu {api.torch_npu_version} is built for torch {target} "
                             "(the CPU build on x86, from PyPI or https://download.pytorch.org/whl/cpu)")
+    hosts = ascend_hosts_of(requirement.marker)
     for needed in ["torch_npu"] + context.table.runtime_needs(api.torch_npu_version):
         key = normalise(needed)
-        if key in context.present or key in context.added:
+        # after each torch line for a machine that has none yet (a file may pin torch per machine)
+        if key in context.present or all((key, host) in context.added for host in hosts):
             continue
-        context.added.add(key)
+        context.added.update((key, host) for host in hosts)
         text = f"torch_npu=={api.torch_npu_version}" if needed == "torch_npu" else needed
         decision.insert.append(text + requirement.marker)
     if decision.insert:
