@@ -50,7 +50,7 @@ DISTRIBUTED_CASES = {
 
 
 # Fixtures migrated with -s in the tests.
-SPECIFY_DEVICE_CASES = ["aliased_imports", "single_gpu_loop"]
+SPECIFY_DEVICE_CASES = ["single_gpu_loop"]  # (the others run one process per card: -s refuses them)
 
 # Fixtures migrated with -a model, and with -sim.
 AMP_CASES = ["native_amp", "apex_amp"]

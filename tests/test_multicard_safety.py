@@ -60,6 +60,48 @@ def test_s_refuses_a_program_that_spawns_its_workers(tmp_path):
     assert "torch_npu.npu.set_device(gpu)" in (tmp_path / "out" / "proj_msft" / "main.py").read_text()
 
 
+TORCHRUN_SCRIPT = ("import os\nimport torch\nimport torch.distributed as dist\n\n"
+                   "local_rank = int(os.environ['LOCAL_RANK'])\ndist.init_process_group('nccl')\n"
+                   "torch.cuda.set_device(local_rank)\nmodel = torch.nn.Linear(2, 2).to(local_rank)\n")
+
+
+def test_s_refuses_a_program_started_once_per_card(tmp_path):
+    # torchrun (or a launcher of the project's own) starts one process per card, each choosing
+    # its card from LOCAL_RANK: with -s they would all share the one DEVICE_ID NPU
+    for name, text in [("train.py", TORCHRUN_SCRIPT),
+                       ("main.py", "import argparse\nimport torch\np = argparse.ArgumentParser()\n"
+                                   "p.add_argument('--local-rank', type=int, default=0)\n"
+                                   "torch.cuda.set_device(p.parse_args().local_rank)\n"),
+                       ("launch.py", "import os\nimport subprocess\nimport torch\nfor rank in range(torch.cuda.device_count()):\n"
+                                     "    subprocess.Popen(['python', 'w.py'], env={**os.environ, 'LOCAL_RANK': str(rank)})\n")]:
+        source = _project(tmp_path / name[:-3], {name: text})
+        out = tmp_path / f"out_{name[:-3]}"
+        result = _gpu2npu("-i", str(source), "-o", str(out), "-v", "2.1.0", "-s")
+        assert result.returncode == 2, result.stderr
+        assert f"{name} runs one process per card (line" in result.stderr and "Migrate without -s" in result.stderr
+        assert not out.exists()
+    # without -s each process keeps selecting its NPU from LOCAL_RANK
+    result = _gpu2npu("-i", str(tmp_path / "train"), "-o", str(tmp_path / "plain"), "-v", "2.1.0")
+    assert result.returncode == 0, result.stderr
+    migrated = (tmp_path / "plain" / "train_msft" / "train.py").read_text()
+    assert "torch_npu.npu.set_device(local_rank)" in migrated and '.to(f"npu:{local_rank}")' in migrated
+
+
+def test_s_chooses_the_device_in_the_scripts_not_in_the_modules_they_import(tmp_path):
+    source = _project(tmp_path / "proj", {
+        "train.py": "import torch\nfrom model import GPT\nmodel = GPT().to('cuda')\n",
+        "sample.py": "import torch\nfrom model import GPT\nmodel = GPT().to('cuda')\n",
+        "model.py": "import torch\n\nclass GPT(torch.nn.Module):\n    def forward(self, x):\n"
+                    "        return torch.zeros(1, device=x.device)\n",
+    })
+    result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "-s")
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "out" / "proj_msft"
+    for script in ("train.py", "sample.py"):
+        assert 'set_device(int(os.environ.get("DEVICE_ID", "0")))' in (out / script).read_text(), script
+    assert (out / "model.py").read_text() == (source / "model.py").read_text()
+
+
 TRAINER = ("import torch\nfrom transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n\n"
            "model = AutoModelForCausalLM.from_pretrained('m')\nmodel.cuda()\n"
            "trainer = Trainer(model=model, args=TrainingArguments('out'), train_dataset=ds)\ntrainer.train()\n")

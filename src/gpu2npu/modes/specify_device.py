@@ -50,16 +50,43 @@ def _specify_device(source: Path) -> SpecifyDeviceSettings:
                 f"-s: {relative} starts its worker processes itself (line {line}: {spawn.group(0)}...) and each "
                 "worker selects its card from its index; with -s every worker would run on the one DEVICE_ID "
                 "NPU. Migrate without -s: each worker then selects its own NPU from its index, as it did its GPU.")
+    for relative, text in texts.items():
+        per_process = PER_PROCESS_DEVICE.search(text)
+        if per_process is not None:
+            line = text[:per_process.start()].count(b"\n") + 1
+            raise UsageError(
+                f"-s: {relative} runs one process per card (line {line}: {per_process.group(0).decode()}, set by "
+                "torchrun or a launcher) and each process selects its card from its local rank; with -s every "
+                "process would run on the one DEVICE_ID NPU. Migrate without -s (each process then selects its NPU "
+                "from LOCAL_RANK, as it did its GPU).")
+    imported = _imported_modules(texts)
     starts = [relative for relative, text in texts.items() if MAIN_GUARD.search(text)]
     entries = frozenset(relative for relative in starts if DEVICE_USE.search(texts[relative]))
-    if not entries:  # scripts without a __main__ block: the top-level ones that use a device
+    if not entries:  # scripts without a __main__ block: the top-level ones that use a device, and
+        # that no other file imports (a model module beside the training script starts nothing)
         entries = frozenset(relative for relative, text in texts.items()
-                            if "/" not in relative and DEVICE_USE.search(text))
+                            if "/" not in relative and DEVICE_USE.search(text) and relative[:-3] not in imported)
     return SpecifyDeviceSettings(entry_files=entries)
 
 
 # What a program that picks a device mentions.
 DEVICE_USE = re.compile(rb"cuda|\.to\(|device|set_device")
+# What a program started once per card (torchrun, torch.distributed.launch, a launcher of its own)
+# reads or hands on to choose its card.
+PER_PROCESS_DEVICE = re.compile(rb"LOCAL_RANK|--local[_-]rank\b")
+_IMPORTS = re.compile(rb"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import|import[ \t]+([\w., \t]+))", re.MULTILINE)
+
+
+def _imported_modules(texts) -> set:
+    """The top-level modules the files import by name (`from model import GPT`, `import utils`)."""
+    names = set()
+    for text in texts.values():
+        for source, listed in _IMPORTS.findall(text):
+            for name in ([source] if source else listed.split(b",")):
+                name = name.strip().split()[0].lstrip(b".") if name.strip() else b""
+                if name:  # (`from .model import GPT`: model, in a folder of the project)
+                    names.add(name.split(b".")[0].decode())
+    return names
 
 
 def new_files(folder, options):
