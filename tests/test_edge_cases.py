@@ -448,6 +448,10 @@ def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
     ('import torch\nif "cuda" not in args.device:\n    pass\n', '"npu" not in args.device'),
     ('import torch\nconfig = {"device": "cuda"}\n', '{"device": "npu"}'),
     ('import torch\nx = batch["input"].to("cuda")\n', 'to("npu")'),
+    # a mapping looked up by a device: its keys are device types, renamed with the device
+    ('import torch\nBACKENDS = {"cuda": "nccl", "cpu": "gloo"}\nbackend = BACKENDS[x.device.type]\n',
+     '{"npu": "hccl", "cpu": "gloo"}'),
+    ('import torch\nSEEDS = {"cuda": torch.cuda.manual_seed}\nSEEDS.get(torch_device)(0)\n', '{"npu": torch_npu'),
 ])
 def test_a_device_name_in_a_device_position_is_still_migrated(source, expected):
     output, _ = migrate(source)

@@ -224,6 +224,8 @@ _MESSAGE_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error"
 # Mapping methods whose first argument is a key.
 _KEY_METHODS = frozenset({"get", "pop", "setdefault"})
 # What the right side of `"cuda" in ...` holds where it asks about a device, not a key.
+# What a key looked up by a device holds (`device.type`, `torch_device`, `accelerator_type`).
+_DEVICE_KEYS = ("dev", "accelerator", "type")
 _DEVICE_HOLDERS = ("dev", "type", "str(", "accelerator", "backend", "place", "loc", "platform", "cuda", "gpu")
 
 
@@ -240,16 +242,19 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
     parent = parent_of(node)
     if isinstance(parent, cst.DictElement) and parent.key is node:
         holder = parent_of(parent_of(parent))
-        return not (isinstance(holder, cst.Arg) and holder.keyword is not None and holder.keyword.value == "map_location")
+        if isinstance(holder, cst.Arg) and holder.keyword is not None and holder.keyword.value == "map_location":
+            return False
+        return not _looks_up_by_device(rule, node)
     if isinstance(parent, cst.Index):  # (`Literal["cpu", "cuda"]` lists values: no key)
         subscript = parent_of(parent_of(parent))
-        return not (isinstance(subscript, cst.Subscript)
-                    and (dotted_name(subscript.value) or "").rsplit(".", 1)[-1] == "Literal")
+        if isinstance(subscript, cst.Subscript) and (dotted_name(subscript.value) or "").rsplit(".", 1)[-1] == "Literal":
+            return False
+        return not _looks_up_by_device(rule, node)
     if isinstance(parent, cst.Comparison) and parent.left is node and len(parent.comparisons) == 1 and isinstance(
             parent.comparisons[0].operator, (cst.In, cst.NotIn)):
         # `"cuda" in state` asks for a key; `"cuda" in str(device)`, `in args.device` ask about a device
         within = cst.Module(body=()).code_for_node(parent.comparisons[0].comparator).lower()
-        return not any(word in within for word in _DEVICE_HOLDERS)
+        return not any(word in within for word in _DEVICE_HOLDERS) and not _looks_up_by_device(rule, node)
     if isinstance(parent, cst.Arg):
         call = parent_of(parent)
         if isinstance(call, cst.Call):
@@ -258,7 +263,7 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
             if last in _MESSAGE_CALLS:
                 return True
             if last in _KEY_METHODS and isinstance(callee, cst.Attribute) and call.args and call.args[0] is parent:
-                return True
+                return not _looks_up_by_device(rule, node)
     if isinstance(parent, cst.Assign):
         body = parent_of(parent_of(parent))
         definition = parent_of(body) if isinstance(body, cst.IndentedBlock) else None
@@ -266,6 +271,46 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
                 (dotted_name(base.value) or "").rsplit(".", 1)[-1].endswith("Enum") for base in definition.bases):
             return True
     return False
+
+
+class _DeviceLookups(cst.CSTVisitor):
+    """Finds a mapping looked up by a device (`BACKENDS[device.type]`, `SEEDS.get(torch_device)`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found = False
+
+    def _judge(self, key: cst.BaseExpression) -> None:
+        if not isinstance(key, (cst.SimpleString, cst.ConcatenatedString, cst.Integer)):
+            text = cst.Module(body=()).code_for_node(key).lower()
+            self.found = self.found or any(word in text for word in _DEVICE_KEYS)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            self._judge(node.slice[0].slice.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in _KEY_METHODS and node.args:
+            self._judge(node.args[0].value)
+
+
+def _looks_up_by_device(rule, node: cst.CSTNode) -> bool:
+    """Whether the file looks a mapping up by a device: then the "cuda" keys of its mappings are
+    device types (`{"cuda": "nccl", "cpu": "gloo"}[device.type]`), to be renamed with the device.
+    Where it looks mappings up by literal keys only, "cuda" is a key of data (a checkpoint's RNG
+    states), which data written on GPUs keeps.  Answered once per file."""
+    module = node
+    while True:
+        parent = rule.get_metadata(ParentNodeProvider, module, None)
+        if parent is None:
+            break
+        module = parent
+    answers = rule.__dict__.setdefault("_device_lookups", {})
+    if id(module) not in answers:
+        finder = _DeviceLookups()
+        walk(finder, module)
+        answers[id(module)] = finder.found
+    return answers[id(module)]
 
 
 def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
