@@ -167,6 +167,25 @@ def test_diff_previews_exactly_the_migration_and_writes_nothing(tmp_path):
         assert (project / relative).read_bytes() == (target / relative).read_bytes()
 
 
+@pytest.mark.skipif(shutil.which("patch") is None, reason="needs the patch program")
+@pytest.mark.parametrize("fixture", ["flash_attn_patch", "xformers_llama"])
+def test_a_tree_patched_from_the_diff_holds_the_generated_packages_it_imports(fixture, tmp_path):
+    project = tmp_path / "proj"
+    shutil.copytree(FIXTURES / fixture, project)
+    result = run_cli("-i", str(project), "-v", "2.1.0", "--diff")
+    assert result.exit_code == 0
+    patch = tmp_path / "changes.diff"
+    patch.write_text(result.stdout)
+    applied = subprocess.run(["patch", "-p1", "-s", "-i", str(patch)], cwd=project, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stderr
+    target = migrate(FIXTURES / fixture, tmp_path / "out")
+    migrated = {p.relative_to(target) for p in target.rglob("*.py")}
+    patched = {p.relative_to(project) for p in project.rglob("*.py")}
+    assert migrated == patched and any(len(p.parts) > 1 and p.parts[0].startswith("ascend_") for p in patched)
+    for relative in sorted(patched):
+        assert (project / relative).read_bytes() == (target / relative).read_bytes(), relative
+
+
 def test_output_is_the_same_whatever_the_number_of_processes(tmp_path):
     project = tmp_path / "all_fixtures"
     shutil.copytree(FIXTURES, project, symlinks=True)  # more Python files than PARALLEL_FROM

@@ -9,6 +9,11 @@ from typing import Sequence
 SOURCE = "gpu2npu.generated"  # importing it runs nothing (a docstring)
 
 
+def package_file(name: str, file: str) -> bytes:
+    """The bytes of one file of package `name`, as the migration writes it."""
+    return (resources.files(SOURCE) / name / file).read_bytes()
+
+
 def copy_package(root: Path, name: str, files: Sequence[str]) -> bool:
     """Write package `name` into `root`; False when `root` holds one already (it is kept)."""
     folder = root / name
@@ -16,6 +21,6 @@ def copy_package(root: Path, name: str, files: Sequence[str]) -> bool:
         return False
     folder.mkdir()
     for file in files:
-        (folder / file).write_bytes((resources.files(SOURCE) / name / file).read_bytes())
+        (folder / file).write_bytes(package_file(name, file))
     return True
 

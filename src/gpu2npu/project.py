@@ -10,7 +10,7 @@ import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from . import __version__, generated_packages, modes
 from .change import Change, Finding, Report
@@ -176,17 +176,32 @@ def preview(request: RunRequest) -> Iterator[Tuple[str, str]]:
     engine = Engine(options, request.jobs, request.cache_dir)
     entries = list(walk(source))
     outputs: Dict[str, bytes] = {}  # what the code migration wrote, for the dependency files
+    applied: Set[str] = set()  # the codes of the rules that changed a file
     try:
         for entry, result in engine.results([entry for entry in entries if entry.kind in MIGRATED_KINDS]):
             if result.status == Status.FAILED:
                 yield entry.relative, None, result.error
             elif result.output is not None:
                 outputs[entry.relative] = result.output
+                applied.update(change.rule for change in result.changes)
                 if dependency_format(entry.relative) != SETUP_PY:  # (its diff comes with its dependencies')
                     yield entry.relative, _unified_diff(entry, entry.absolute.read_bytes(), result.output), ""
+        rules = rule_catalogue(engine.cache)
     finally:
         engine.close()
     yield from _preview_dependencies(entries, outputs, options)
+    # the packages the migrated files import (ascend_flash_attn/...), as the migration writes them:
+    # a tree patched from the diff runs as the migrated one does
+    root = source if source.is_dir() else source.parent
+    for rule in rules.values():
+        package = rule.package
+        if package is None or rule.code not in applied or (root / package.name).exists():
+            continue
+        for file in package.files:
+            name = f"{package.name}/{file}"
+            text = generated_packages.package_file(package.name, file).decode("utf-8")
+            diff = unified_diff([], source_lines(text, keepends=True), "/dev/null", f"b/{name}")
+            yield name, "".join(line if line.endswith("\n") else line + "\n" for line in diff), ""
     for name, text in modes.new_files(source, options):  # (the launcher of `distributed`)
         diff = unified_diff([], text.splitlines(keepends=True), "/dev/null", f"b/{name}")
         yield name, "".join(diff), ""
