@@ -456,3 +456,13 @@ def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
 def test_a_device_name_in_a_device_position_is_still_migrated(source, expected):
     output, _ = migrate(source)
     assert expected in output
+
+
+def test_two_generated_packages_share_one_sys_path_line():
+    source = ("import torch\nfrom flash_attn import flash_attn_func\nimport xformers.ops as xops\n\n\n"
+              "def attn(q, k, v):\n    return flash_attn_func(q, k, v) + xops.memory_efficient_attention(q, k, v)\n")
+    output, result = migrate(source)
+    assert output.count("sys.path.append(") == 1
+    assert output.index("sys.path.append(") < output.index("from ascend_flash_attn") < output.index("import ascend_xformers")
+    inserts = [c for c in result.changes if "sys.path" in c.message]
+    assert len(inserts) == 1

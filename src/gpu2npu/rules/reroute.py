@@ -153,6 +153,10 @@ def answers_probe(row_api: str, change_message: str) -> bool:
     return row_api.startswith("find_spec(") and change_message.startswith(f"change {row_api} to ")
 
 
+def _code(statement: cst.SimpleStatementLine) -> str:
+    return cst.Module(body=()).code_for_node(statement.with_changes(leading_lines=()))
+
+
 def comment_line(package: str, short: str) -> str:
     """The comment above the sys.path line of a file that imports a generated package."""
     return f"# gpu2npu: the output's top folder holds the {package} package ({short})"
@@ -249,6 +253,10 @@ class RerouteToGenerated(Rule):
         pairs = pair_with_originals(body, original_node.body, self.context.inserted, self.context.removed)
         index = next(i for i, (_, original) in enumerate(pairs) if original is not None
                      and self.lines_of(original)[1] >= self.first_line)
-        return insert_statements(self, original_node, updated_node, index, top_folder_on_sys_path(self.context.path),
+        statement = top_folder_on_sys_path(self.context.path)
+        if any(isinstance(line, cst.SimpleStatementLine) and _code(line).strip() == statement.strip()
+               for line in body[:index]):
+            return updated_node  # (another generated package's rule put the top folder there already)
+        return insert_statements(self, original_node, updated_node, index, statement,
                                  (self.comment(),), f"insert the output's top folder into sys.path (for {self.PACKAGE})",
                                  ("sys", "os"), module_names(body[:index]))
