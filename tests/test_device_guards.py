@@ -66,6 +66,10 @@ LEFT_AS_WRITTEN = [
     ("import torch\nimport lightning as L\ntrainer = L.Trainer(accelerator='gpu' if torch.cuda.is_available() else 'cpu')\n", 3),
     ("import torch\n\ndef options(args):\n    if args.device.type == 'cuda':\n        args.accelerator = f'cuda'\n", 4),
     ("import torch\nfrom vllm import LLM\nif torch.cuda.is_available():\n    llm = LLM('m', device='cuda')\n", 3),
+    # the device's name looked up in a table of NVIDIA GPUs: the NPU's name is no key of it
+    ("import torch\nPEAK = {'NVIDIA H100': 989e12}\nif torch.cuda.is_available():\n    name = torch.cuda.get_device_name()\n"
+     "    mfu = flops / PEAK[name]\n", 3),
+    ("import torch\n\ndef peak(x):\n    if x.is_cuda:\n        return SPECS[torch.cuda.get_device_name(x.device)]['tflops']\n", 4),
 ]
 
 
@@ -99,6 +103,10 @@ MIGRATED = [
     ("import torch\nimport lightning as L\nif torch.cuda.is_available():\n    x = x.to('cuda')\nL.Trainer(accelerator='gpu')\n",
      "torch_npu.npu.is_available()"),
     ("import torch\nacc = 'cpu'\nif torch.cuda.is_available():\n    acc = 'gpu'\n", "torch_npu.npu.is_available()"),
+    # the name looked up with a default, or only printed
+    ("import torch\nif torch.cuda.is_available():\n    peak = PEAK.get(torch.cuda.get_device_name(), 1.0)\n",
+     "torch_npu.npu.is_available()"),
+    ("import torch\nif torch.cuda.is_available():\n    print(torch.cuda.get_device_name())\n", "torch_npu.npu.is_available()"),
 ]
 
 

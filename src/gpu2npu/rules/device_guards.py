@@ -51,6 +51,8 @@ CUDA_ONLY_CLASSES = (
     "pytorch_lightning.accelerators.cuda.CUDAAccelerator",
 )
 EXITS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
+# What a lookup of the device's name in a table stands as (a DeadGuard's `guarded`).
+GPU_NAME_LOOKUP = "a table of NVIDIA GPUs looked up by get_device_name()"
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,7 @@ class _Resolver(cst.CSTVisitor):
         self.assigns: List[cst.Assign] = []
         self.reads: List[cst.CSTNode] = []  # names and attributes read
         self.attribute_names: Set[int] = set()  # the `b` of `a.b`: no variable
+        self.subscripts: List[cst.Subscript] = []  # `table[key]` with one key
 
     def visit_If(self, node: cst.If) -> None:
         self.ifs.append(node)
@@ -161,6 +164,28 @@ class _Resolver(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         self._check(node)
         self.reads.append(node)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            self.subscripts.append(node)
+
+    def _names_a_device(self, node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.Call) and any(
+            name.rsplit(".", 1)[-1] == "get_device_name" and name.startswith(("torch.cuda.", "torch_npu.npu.", "torch.npu."))
+            for name in qualified_names(self, node.func))
+
+    def mark_gpu_name_lookups(self) -> None:
+        """`PEAK_FLOPS[torch.cuda.get_device_name()]` (also through a variable holding the name):
+        a table of NVIDIA GPUs has no key for the NPU's name, so the lookup raises where CUDA's
+        absence skipped it.  The lookup stays CUDA-only after migration."""
+        if not self.subscripts:
+            return
+        names = {dotted_name(target.target) for node in self.assigns if self._names_a_device(node.value)
+                 for target in node.targets} - {None}
+        for node in self.subscripts:
+            key = node.slice[0].slice.value
+            if self._names_a_device(key) or (names and dotted_name(key) in names):
+                self.cuda_only[id(node)] = GPU_NAME_LOOKUP
 
     def mark_device_variables(self) -> None:
         """`use_cuda = torch.cuda.is_available()`: reading `use_cuda` is a device test too."""
@@ -384,7 +409,8 @@ _CUDA_ONLY_WORD = re.compile(r"\b(%s)\b|(?<![\w.])cuda\.\w|\bfrom\s+cuda\s+impor
     {package.split(".")[0] for package in CUDA_ONLY_PACKAGES if package != "cuda"}
     | {name.rsplit(".", 1)[-1] for name in CUDA_ONLY_TORCH + CUDA_ONLY_CLASSES}
     | {option if callees is None else callee.rsplit(".", 1)[-1]
-       for option, callees, _ in FRAMEWORK_OPTIONS for callee in (callees or (option,))})))
+       for option, callees, _ in FRAMEWORK_OPTIONS for callee in (callees or (option,))}
+    | {"get_device_name"})))
 _CUDA_CHAIN = re.compile(r"\bcuda((?:\.\w+)+)")
 _CUDA_IMPORT = re.compile(r"\bfrom\s+torch\.cuda((?:\.\w+)*)\s+import\s+\(?([\w\s,]+)")
 
@@ -416,6 +442,7 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
         return npu_aware.guarded_spans(wrapper, code=code), {}
     resolver = _Resolver(api, aliases, rerouted, scopes)
     spans = npu_aware.guarded_spans(wrapper, resolver)
+    resolver.mark_gpu_name_lookups()
     return spans, dead_guards(wrapper, resolver)
 
 
