@@ -466,3 +466,32 @@ def test_two_generated_packages_share_one_sys_path_line():
     assert output.index("sys.path.append(") < output.index("from ascend_flash_attn") < output.index("import ascend_xformers")
     inserts = [c for c in result.changes if "sys.path" in c.message]
     assert len(inserts) == 1
+
+
+FOREIGN_NCCL = [
+    # handed to Ray's collective groups directly, or through an option, a field, a variable
+    "import ray.util.collective as col\ncol.init_collective_group(2, 0, backend='nccl', group_name='g')\n",
+    "import ray.util.collective as col\nfrom dataclasses import dataclass\n\n@dataclass\nclass Args:\n"
+    "    sync_backend: str = 'nccl'\n\ndef go(a):\n    col.init_collective_group(2, 0, a.sync_backend, 'g')\n",
+    "import argparse\nfrom ray.util import collective\np = argparse.ArgumentParser()\n"
+    "p.add_argument('--sync-backend', default='nccl')\nargs = p.parse_args()\n"
+    "if args.sync_backend == 'nccl':\n    collective.init_collective_group(2, 0, backend=args.sync_backend)\n",
+    # a test of the name before vLLM's own NCCL communicator
+    "from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator\n\ndef sync(self):\n"
+    "    if self.backend == 'nccl':\n        self.comm = PyNcclCommunicator(self.group, device=self.device)\n",
+]
+
+
+@pytest.mark.parametrize("source", FOREIGN_NCCL)
+def test_an_nccl_name_for_another_collective_library_stays_and_is_reported(source):
+    output, result = migrate(source)
+    assert "hccl" not in output
+    rows = [f for f in result.findings if f.api == "backend 'nccl'"]
+    assert rows and all("no HCCL backend" in row.tip for row in rows), result.findings
+
+
+def test_an_nccl_name_for_torchs_process_groups_beside_another_librarys_is_renamed():
+    source = ("import torch.distributed as dist\nimport ray.util.collective as col\n"
+              "dist.init_process_group(backend='nccl')\ncol.init_collective_group(2, 0, backend='nccl')\n")
+    output, _ = migrate(source)
+    assert "init_process_group(backend='hccl')" in output and "init_collective_group(2, 0, backend='nccl')" in output

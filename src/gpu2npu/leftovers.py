@@ -19,7 +19,7 @@ from .finding_kinds import (CUDA_API, CUDA_LEFTOVER, CUDA_ONLY_PACKAGE, DEAD_GUA
                             FRAMEWORK_CUDA, GPU_KERNELS, LEFT_ON_PURPOSE, RAY_GPUS)
 from .rules import device_guards, flash_attn, npu_aware
 from .rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name,
-                          framework_option, not_a_device, qualified_names, string_text)
+                          foreign_collective, framework_option, not_a_device, qualified_names, string_text)
 from .rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from .rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
 from .tips import KERNEL_PACKAGES, TIPS, cuda_only_package, kernel_language, kernel_tip, migratable_cuda_path, tip_for
@@ -278,7 +278,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"device string {text!r}", 'use "npu" devices on Ascend')
         elif text.startswith("torch.cuda.") and text.endswith("Tensor"):
             self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"tensor type {text!r}", "use the torch.npu tensor types on Ascend")
-        elif text.lower() == "nccl" or "cuda:nccl" in text:
+        elif (text.lower() == "nccl" or "cuda:nccl" in text) and not foreign_collective(self, node):
             self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"backend {text!r}", 'use the "hccl" backend on Ascend')
 
     def visit_FormattedString(self, node: cst.FormattedString) -> bool:

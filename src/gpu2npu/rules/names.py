@@ -313,6 +313,104 @@ def _looks_up_by_device(rule, node: cst.CSTNode) -> bool:
     return answers[id(module)]
 
 
+# Collective libraries other than torch's process groups that take an NCCL backend by name, or
+# run NCCL themselves: "nccl" handed to them is theirs, and they have no HCCL.
+FOREIGN_COLLECTIVES = ("ray.util.collective", "cupy.cuda.nccl", "vllm.distributed.device_communicators",
+                       "vllm.distributed.utils.StatelessProcessGroup", "pynccl")
+
+
+class _ForeignBackends(cst.CSTVisitor):
+    """The names whose values a file hands to another collective library (the last part of
+    `self.args.weight_sync_backend` given to ray.util.collective, or compared with "nccl" in a
+    test whose branch uses one)."""
+
+    def __init__(self, rule) -> None:
+        super().__init__()
+        self.rule = rule
+        self.names: Dict[str, str] = {}  # name -> the library it goes to
+
+    def foreign(self, call: cst.Call) -> Optional[str]:
+        return next((name for name in sorted(qualified_names(self.rule, call.func))
+                     if name.startswith(FOREIGN_COLLECTIVES)), None)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        library = self.foreign(node)
+        if library is not None:
+            for arg in node.args:
+                name = dotted_name(arg.value)
+                if name:
+                    self.names.setdefault(name.rsplit(".", 1)[-1], library)
+
+    def visit_If(self, node: cst.If) -> None:
+        compared = [part for part in nodes_within(node.test, cst.Comparison)]
+        names = []
+        for comparison in compared:
+            sides = [comparison.left, *(c.comparator for c in comparison.comparisons)]
+            if any(isinstance(side, cst.SimpleString) and string_text(side) in ("nccl", "NCCL") for side in sides):
+                names += [dotted_name(side) for side in sides if dotted_name(side)]
+        if not names:
+            return
+        calls = [call for call in nodes_within(node.body, cst.Call)]
+        library = next((found for found in map(self.foreign, calls) if found is not None), None)
+        if library is not None:
+            for name in names:
+                self.names.setdefault(name.rsplit(".", 1)[-1], library)
+
+
+def _foreign_backends(rule, node: cst.CSTNode) -> Dict[str, str]:
+    module = node
+    while True:
+        parent = rule.get_metadata(ParentNodeProvider, module, None)
+        if parent is None:
+            break
+        module = parent
+    answers = rule.__dict__.setdefault("_foreign_backends", {})
+    if id(module) not in answers:
+        finder = _ForeignBackends(rule)
+        walk(finder, module)
+        answers[id(module)] = finder.names
+    return answers[id(module)]
+
+
+def foreign_collective(rule, node: cst.CSTNode) -> Optional[str]:
+    """The collective library other than torch's (FOREIGN_COLLECTIVES) that the backend name
+    `node` ("nccl") goes to, by what the file does with it: handed to one directly, or held by a
+    name (a variable, an attribute, an argparse option, a parameter, a dataclass field) that the
+    file hands to one or tests before using one.  None: torch's process groups, or not known.
+    `rule` declares ParentNodeProvider."""
+    def parent_of(child):
+        return rule.get_metadata(ParentNodeProvider, child, None)
+
+    names = _foreign_backends(rule, node)
+    parent = parent_of(node)
+    holder = None
+    if isinstance(parent, cst.Arg):
+        call = parent_of(parent)
+        if isinstance(call, cst.Call):
+            library = _ForeignBackends(rule).foreign(call)
+            if library is not None:
+                return library
+            if parent.keyword is not None and parent.keyword.value == "default":
+                flags = [string_text(a.value) or "" for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+                long = [flag for flag in flags if flag.startswith("--")]
+                holder = long[0].lstrip("-").replace("-", "_") if long else None
+                if holder is None and isinstance(parent_of(call), cst.AnnAssign):  # `x: str = field(default="nccl")`
+                    holder = dotted_name(parent_of(call).target)
+    elif isinstance(parent, (cst.Assign, cst.AnnAssign)):
+        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        holder = next((dotted_name(t) for t in targets if dotted_name(t)), None)
+    elif isinstance(parent, cst.Param):
+        holder = parent.name.value
+    elif isinstance(parent, cst.ComparisonTarget):
+        comparison = parent_of(parent)
+        holder = dotted_name(comparison.left) if isinstance(comparison, cst.Comparison) else None
+    elif isinstance(parent, cst.Comparison) and parent.left is node:
+        holder = next((dotted_name(c.comparator) for c in parent.comparisons if dotted_name(c.comparator)), None)
+    if holder is None or not names:
+        return None
+    return names.get(holder.rsplit(".", 1)[-1])
+
+
 def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
     """(option, tip) of the framework option a string literal is given to
     (`Trainer(accelerator="cuda")`, `accelerator = "cuda"`, `add_argument("--accelerator",

@@ -6,8 +6,9 @@ import re
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from ..change import Report
 from .base import Example, Rule
-from .names import DocstringTracker, qualified_names, string_text, with_string_text
+from .names import DocstringTracker, foreign_collective, qualified_names, string_text, with_string_text
 from .walk import ParentNodeProvider
 
 # "cpu:gloo,cuda:nccl" style backend maps (PyTorch >= 2.0).
@@ -20,6 +21,12 @@ _NAMES = {
 }
 
 
+def foreign_collective_tip(library: str) -> str:
+    return (f"this backend name goes to {library} (NCCL outside torch's process groups), which has no HCCL "
+            "backend: left as written; on the NPU move the tensors with torch.distributed over 'hccl' "
+            "(or vllm-ascend's PyHcclCommunicator)")
+
+
 class NcclToHccl(DocstringTracker, Rule):
     """NCCL is CUDA's collective library; Ascend's is HCCL.
 
@@ -27,6 +34,8 @@ class NcclToHccl(DocstringTracker, Rule):
     (`if args.dist_backend == "nccl":`) keeps working: `init_process_group("nccl")`,
     `backend="nccl"`, argparse `default="nccl"`, `"cpu:gloo,cuda:nccl"`, `Backend.NCCL` and
     `is_nccl_available()` (torch_npu registers the "hccl" backend and `is_hccl_available`).
+    A name that the file hands to another collective library (Ray's collective groups, vLLM's
+    NCCL communicator, CuPy's NCCL) is that library's, not torch's: left as written and reported.
     """
 
     code = "NPU105"
@@ -47,7 +56,14 @@ class NcclToHccl(DocstringTracker, Rule):
             "import torch.distributed as dist\nimport torch_npu\nif dist.is_hccl_available():\n    backend = dist.Backend.HCCL\n",
         ),
     )
-    unchanged = ('print("NCCL timed out, see the NCCL docs")\n',)
+    unchanged = (
+        'print("NCCL timed out, see the NCCL docs")\n',
+        # another library's NCCL (Ray's collective groups, vLLM's communicator), not torch's process groups
+        "import ray.util.collective as collective\n"
+        "parser.add_argument('--weight-sync-backend', default='nccl')\n"
+        "if args.weight_sync_backend == 'nccl':\n"
+        "    collective.init_collective_group(world, rank, backend=args.weight_sync_backend, group_name='sync')\n",
+    )
 
     def __init__(self, context) -> None:
         Rule.__init__(self, context)
@@ -66,6 +82,10 @@ class NcclToHccl(DocstringTracker, Rule):
         if text is None:
             return updated_node
         if text in _STRINGS:
+            library = foreign_collective(self, original_node)
+            if library is not None:
+                self.report(original_node, Report.UNSUPPORTED, f"backend {text!r}", foreign_collective_tip(library))
+                return updated_node
             new_text = _STRINGS[text]
         elif _BACKEND_MAP.match(text) and "nccl" in text:
             new_text = text.replace("cuda:nccl", "npu:hccl").replace("nccl", "hccl")
