@@ -23,7 +23,8 @@ GPU_RESOURCE_TIP = ("NVIDIA device-plugin resource: on an Ascend cluster request
                     "plugin registers (e.g. huawei.com/Ascend910)")
 TOOLS = re.compile(r"(?<![\w./-])(?:[\w.~-]*/)*(" + "|".join(re.escape(t) for t in TOOL_TIPS) + r")(?![\w-])")
 # Handled by their own rules: CUDA_VISIBLE_DEVICES (NPU501).
-VARIABLES = re.compile(r"(?<![\w])(?:PYTORCH_)?CUDA_(?!VISIBLE_DEVICES\b)[A-Z0-9_]+(?![\w])")
+# PYTORCH_ALLOC_CONF is the allocator's device-neutral name (torch 2.9 on): on CUDA machines, CUDA's.
+VARIABLES = re.compile(r"(?<![\w])(?:(?:PYTORCH_)?CUDA_(?!VISIBLE_DEVICES\b)[A-Z0-9_]+|PYTORCH_ALLOC_CONF)(?![\w])")
 
 
 class CudaToolsAndSettings(ScriptRule):
@@ -35,18 +36,20 @@ class CudaToolsAndSettings(ScriptRule):
     `torch_npu.profiler` for nsys/nvprof/ncu, Ascend C custom operators for kernels built with
     nvcc.  The CUDA variables with an Ascend counterpart that takes the value the script gives
     are renamed: `CUDA_LAUNCH_BLOCKING=0|1` -> `ASCEND_LAUNCH_BLOCKING`,
-    `PYTORCH_CUDA_ALLOC_CONF` with max_split_size_mb, garbage_collection_threshold or
-    expandable_segments -> `PYTORCH_NPU_ALLOC_CONF`.
+    `PYTORCH_CUDA_ALLOC_CONF` (or `PYTORCH_ALLOC_CONF`) with max_split_size_mb,
+    garbage_collection_threshold or expandable_segments -> `PYTORCH_NPU_ALLOC_CONF`.
     """
 
     code = "NPU590"
     summary = "launch scripts: nvcc, nsys, CUDA_* reported; CUDA_LAUNCH_BLOCKING, PYTORCH_CUDA_ALLOC_CONF renamed"
-    triggers = (*TOOL_TIPS, "CUDA_", "nvidia.com/gpu")
+    triggers = (*TOOL_TIPS, "CUDA_", "PYTORCH_ALLOC_CONF", "nvidia.com/gpu")
     examples = (
         ScriptExample("nvcc --version\n", "nvcc --version\n", reported=("nvcc",)),
         ScriptExample("CUDA_LAUNCH_BLOCKING=1 nsys profile python train.py\n",
                       "ASCEND_LAUNCH_BLOCKING=1 nsys profile python train.py\n",
                       reported=("nsys",)),
+        ScriptExample("PYTORCH_ALLOC_CONF=expandable_segments:True torchrun train.py\n",
+                      "PYTORCH_NPU_ALLOC_CONF=expandable_segments:True torchrun train.py\n"),
         ScriptExample("export PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\n",
                       "export PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\n",
                       reported=("PYTORCH_CUDA_ALLOC_CONF",)),
