@@ -438,7 +438,7 @@ def dryrun(torch_version, nproc, npus, max_steps, report_file, command):
 @main.command("rules", short_help="List every code a report can carry.")
 def list_rules():
     """List every code a report can carry: the rules (code, name, fix safety, what it does), then
-    the rows no rule makes (NPU901-NPU923: what a human must do or should know; NPU951-NPU962: advice)."""
+    the rows no rule makes (NPU901-NPU924: what a human must do or should know; NPU951-NPU962: advice)."""
     from .report_codes import REPORT_CODES
     from .sources import ALL_RULES_BY_CODE
 

@@ -283,6 +283,18 @@ LOCAL_TORCH_CUDA = _kind(
      "import torch\n\n\ndef count(torch_module):\n    return torch_module.cuda.device_count()\n"),
 )
 
+NVIDIA_TOOLS = _kind(
+    "NPU924", "NvidiaTools", "NVIDIA's command-line tools run from Python (nvidia-smi)", ERROR,
+    "An Ascend machine has no nvidia-smi: subprocess raises FileNotFoundError (check_output, run with check) or "
+    "the shell answers 127 (os.system, os.popen reads nothing), and code that parses its output fails, at start "
+    "where it runs at module level.",
+    "npu-smi info (other columns and format), or from Python torch_npu.npu.mem_get_info(), "
+    "memory_allocated() and get_device_name().",
+    (("import subprocess\nprint(subprocess.check_output(['nvidia-smi']).decode())\n", "nvidia-smi", UNSUPPORTED_CSV),
+     ("import os\nos.system('nvidia-smi -L')\n", "nvidia-smi", UNSUPPORTED_CSV)),
+    ("print('run nvidia-smi to see the GPUs')\n", "HELP = 'see nvidia-smi'\n"),
+)
+
 # The advice rows (NPU951-NPU962) are declared with their detectors (affinity.ADVICE); the hazards give
 # the float32 precision settings the code of the TF32 advice.
 TF32_ADVICE = "NPU962"  # (the TF32 switches and float32 precision settings: the NPU's is HF32)
