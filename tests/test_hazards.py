@@ -388,3 +388,34 @@ def test_every_hazard_example_passes_the_quick_test():
             assert local_torch_cuda.might_be_in(data, scan.FileScan(scan.parse(data), data)), source
         else:
             assert might_have_hazard(data), source
+
+
+def test_transformers_front_doors_to_hub_kernels_are_reported():
+    rows = _rows("""\
+        from transformers import AutoModelForCausalLM
+        from transformers.integrations.hub_kernels import load_and_register_attn_kernel
+        load_and_register_attn_kernel("kernels-community/flash-attn")
+        model = AutoModelForCausalLM.from_pretrained("m", attn_implementation="kernels-community/vllm-flash-attn3",
+                                                     use_kernels=True)
+        plain = AutoModelForCausalLM.from_pretrained("m", attn_implementation="sdpa", use_kernels=False)
+        """)
+    assert [(line, api) for line, api, _ in rows] == [
+        (3, "load_and_register_attn_kernel('kernels-community/flash-attn')"),
+        (4, "attn_implementation='kernels-community/vllm-flash-attn3'"), (5, "use_kernels=True")]
+    assert all("compiled for CUDA" in tip for _, _, tip in rows)
+
+
+@pytest.mark.parametrize("source, reported", [
+    ("import subprocess\nout = subprocess.check_output(['nvidia-smi', '--query-gpu=memory.used', '--format=csv'])\n", True),
+    ("import os\nos.system('nvidia-smi -L')\n", True),
+    ("from os import popen\nfree = popen('/usr/bin/nvidia-smi').read()\n", True),
+    ("import subprocess\nsubprocess.run('nvidia-smi', shell=True)\n", True),
+    # the word in text, or another program
+    ("print('see nvidia-smi for the GPUs')\n", False),
+    ("import subprocess\nsubprocess.run(['npu-smi', 'info'])\n", False),
+    ("import subprocess\nsubprocess.run(['echo', 'nvidia-smi'])\n", False),
+])
+def test_nvidia_smi_run_from_python_is_reported(source, reported):
+    rows = _rows(source)
+    assert [api for _, api, _ in rows] == (["nvidia-smi"] if reported else [])
+    assert all("npu-smi info" in tip for _, _, tip in rows)
