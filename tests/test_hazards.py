@@ -419,3 +419,29 @@ def test_nvidia_smi_run_from_python_is_reported(source, reported):
     rows = _rows(source)
     assert [api for _, api, _ in rows] == (["nvidia-smi"] if reported else [])
     assert all("npu-smi info" in tip for _, _, tip in rows)
+
+
+@pytest.mark.parametrize("source, rows", [
+    ("import torch\nmodel = torch.nn.Linear(2, 2)\nmodel.compile(mode='max-autotune')\n", [(3, "Module.compile")]),
+    ("import torch\nself_model = build()\nself_model.compile()\n", [(3, "Module.compile")]),
+    # not a module's: a pattern, Keras' compile, an object named otherwise, a file without torch
+    ("import re\nimport torch\nPATTERN = re.compile('a+')\n", []),
+    ("import torch\nmodel.compile(optimizer='adam', loss='mse')\n", []),
+    ("import torch\ntemplate.compile()\n", []),
+    ("model.compile(mode='reduce-overhead')\n", []),
+])
+def test_the_method_form_of_torch_compile_is_reported(source, rows):
+    assert [(line, api) for line, api, _ in _rows(source)] == rows
+
+
+@pytest.mark.parametrize("source, rows", [
+    ("import lightning as L\ntrainer = L.Trainer(accelerator='gpu', devices=8)\n", [(2, "accelerator='gpu'")]),
+    ("from pytorch_lightning import Trainer\nTrainer(accelerator='gpu')\n", [(2, "accelerator='gpu'")]),
+    ("from transformers import TrainingArguments\nargs = TrainingArguments('o', tf32=True)\n", [(2, "tf32=True")]),
+    ("from trl import SFTConfig\nconfig = SFTConfig(output_dir='o', tf32=True)\n", [(2, "tf32=True")]),
+    ("import lightning as L\ntrainer = L.Trainer(accelerator='auto')\n", []),
+    ("from transformers import TrainingArguments\nargs = TrainingArguments('o', tf32=False)\n", []),
+    ("def build(accelerator='gpu'):\n    return make(accelerator='gpu')\n", []),
+])
+def test_other_frameworks_cuda_options_are_reported(source, rows):
+    assert [(line, api) for line, api, _ in _rows(source)] == rows

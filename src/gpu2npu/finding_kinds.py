@@ -234,11 +234,18 @@ CUDA_LEFTOVER = _kind(
 )
 
 FRAMEWORK_CUDA = _kind(
-    "NPU919", "FrameworkCUDA", "another framework's CUDA-only class", ERROR,
-    "Lightning's CUDAAccelerator drives CUDA devices; Lightning has no built-in NPU counterpart.",
-    "count NPUs with torch_npu.npu.device_count() and use an Ascend integration of the framework.",
+    "NPU919", "FrameworkCUDA", "another framework's CUDA-only class or option", ERROR,
+    "Lightning's CUDAAccelerator and its accelerator=\"gpu\" drive CUDA devices (Lightning has no built-in NPU "
+    "counterpart); transformers' TrainingArguments(tf32=True) raises where there is no CUDA GPU.",
+    "count NPUs with torch_npu.npu.device_count() and use an Ascend integration of the framework; leave tf32 off "
+    "(the NPU's counterpart is HF32: torch_npu.npu.matmul.allow_hf32).",
     (("from lightning.pytorch.accelerators import CUDAAccelerator\nn = CUDAAccelerator.auto_device_count()\n",
-      "lightning.pytorch.accelerators.CUDAAccelerator.auto_device_count", UNSUPPORTED_CSV),),
+      "lightning.pytorch.accelerators.CUDAAccelerator.auto_device_count", UNSUPPORTED_CSV),
+     ("import lightning as L\ntrainer = L.Trainer(accelerator='gpu', devices=8)\n", "accelerator='gpu'", UNSUPPORTED_CSV),
+     ("from transformers import TrainingArguments\nargs = TrainingArguments('out', bf16=True, tf32=True)\n", "tf32=True",
+      UNSUPPORTED_CSV)),
+    ("import lightning as L\ntrainer = L.Trainer(accelerator='auto')\n",
+     "from transformers import TrainingArguments\nargs = TrainingArguments('out', tf32=False)\n"),
 )
 
 EXTENSION_BUILD = _kind(

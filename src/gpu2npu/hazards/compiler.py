@@ -3,6 +3,7 @@ does depends on the compiler backends the chosen torch_npu release registers."""
 from __future__ import annotations
 
 import ast
+import re
 from typing import Optional
 
 from ..apidata import ApiData
@@ -19,6 +20,8 @@ INDUCTOR_SETTING_TIPS = {
     "max_autotune": "benchmarks Triton/cuBLAS kernel choices",
 }
 _INDUCTOR_CONFIG = "torch._inductor.config."
+_MODEL_WORDS = re.compile(r"model|net|module|encoder|decoder|transformer|unet|vae|policy|backbone|layer", re.I)
+_COMPILE_KEYWORDS = frozenset({"fullgraph", "dynamic", "backend", "mode", "options", "disable"})
 
 
 def might_be_in(data: bytes) -> bool:
@@ -101,3 +104,21 @@ class Detector:
     def on_call(self, call: ast.Call) -> None:
         if "torch.compile" in self.view.qualified(call.func):
             self.view.add(call.func, COMPILE.code, Report.UNSUPPORTED, "torch.compile", compile_tip(self.view.api, call))
+        elif self._module_compile(call):
+            self.view.add(call.func, COMPILE.code, Report.UNSUPPORTED, "Module.compile", compile_tip(self.view.api, call))
+
+    def _imports_torch(self) -> bool:
+        return any(target.split(".")[0] == "torch" for targets in self.view.imports.aliases.values() for target in targets)
+
+    def _module_compile(self, call: ast.Call) -> bool:
+        """`model.compile(...)`: torch.nn.Module.compile hands its arguments to torch.compile.  Told from
+        `re.compile(pattern)` and Keras' `model.compile(optimizer=...)` by its arguments: none
+        positional, keywords torch.compile's only; and by its receiver: an object, not a module."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "compile" and not call.args
+                and all(k.arg in _COMPILE_KEYWORDS for k in call.keywords)
+                and not self.view.qualified(func.value) and not self.view.qualified(func)
+                and self._imports_torch()):
+            return False
+        # with no keyword, only a receiver named as a model is surely one (`template.compile()` is not)
+        return bool(call.keywords) or _MODEL_WORDS.search(ast.unparse(func.value)) is not None

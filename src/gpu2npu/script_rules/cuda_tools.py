@@ -18,6 +18,10 @@ TOOL_TIPS = {
     "cuda-gdb": "no NPU equivalent (CUDA debugging tool)",
     "nvidia-docker": "no NPU equivalent: Ascend containers use the Ascend Docker runtime with the NPU devices mounted",
 }
+# transformers' --tf32 (HfArgumentParser: `--tf32`, `--tf32 True`, `--tf32=true`): raises without a CUDA GPU.
+TF32_FLAG = re.compile(r"(?<![\w-])--tf32(?:[=\s]+(\S+))?")
+TF32_TIP = ("transformers raises ValueError for --tf32 True where there is no CUDA GPU: leave it out on the NPU (its "
+            "counterpart is HF32: torch_npu.npu.matmul.allow_hf32 = True in the training script)")
 GPU_RESOURCE = re.compile(r"(?<![\w.-])nvidia\.com/gpu(?![\w-])")
 GPU_RESOURCE_TIP = ("NVIDIA device-plugin resource: on an Ascend cluster request the resource its Ascend device "
                     "plugin registers (e.g. huawei.com/Ascend910)")
@@ -41,8 +45,9 @@ class CudaToolsAndSettings(ScriptRule):
     """
 
     code = "NPU590"
-    summary = "launch scripts: nvcc, nsys, CUDA_* reported; CUDA_LAUNCH_BLOCKING, PYTORCH_CUDA_ALLOC_CONF renamed"
-    triggers = (*TOOL_TIPS, "CUDA_", "PYTORCH_ALLOC_CONF", "nvidia.com/gpu")
+    summary = ("launch scripts: nvcc, nsys, CUDA_*, transformers' --tf32 reported; CUDA_LAUNCH_BLOCKING, "
+               "PYTORCH_CUDA_ALLOC_CONF renamed")
+    triggers = (*TOOL_TIPS, "CUDA_", "PYTORCH_ALLOC_CONF", "nvidia.com/gpu", "--tf32")
     examples = (
         ScriptExample("nvcc --version\n", "nvcc --version\n", reported=("nvcc",)),
         ScriptExample("CUDA_LAUNCH_BLOCKING=1 nsys profile python train.py\n",
@@ -53,10 +58,12 @@ class CudaToolsAndSettings(ScriptRule):
         ScriptExample("export PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\n",
                       "export PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\n",
                       reported=("PYTORCH_CUDA_ALLOC_CONF",)),
+        ScriptExample("torchrun --nproc_per_node 8 train.py --bf16 True --tf32 True\n",
+                      "torchrun --nproc_per_node 8 train.py --bf16 True --tf32 True\n", reported=("--tf32",)),
         ScriptExample("resources:\n  limits:\n    nvidia.com/gpu: 8\n", "resources:\n  limits:\n    nvidia.com/gpu: 8\n",
                       path="job.yaml", reported=("nvidia.com/gpu",)),
     )
-    unchanged = ("# nvcc is not needed\n",)
+    unchanged = ("# nvcc is not needed\n", "torchrun train.py --tf32 False --bf16 True\n")
 
     @classmethod
     def apply(cls, line, dialect):
@@ -71,4 +78,8 @@ class CudaToolsAndSettings(ScriptRule):
             else:
                 reports.append(LineReport(Report.UNSUPPORTED, name, tip))
         reports += [LineReport(Report.UNSUPPORTED, m.group(0), GPU_RESOURCE_TIP) for m in GPU_RESOURCE.finditer(line.code)]
+        for match in TF32_FLAG.finditer(line.code):
+            value = (match.group(1) or "").strip("'\"\\")
+            if not value or value.startswith("-") or value.lower() in ("true", "1", "yes"):
+                reports.append(LineReport(Report.UNSUPPORTED, "--tf32", TF32_TIP))
         return edits, reports
