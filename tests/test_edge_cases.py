@@ -495,3 +495,27 @@ def test_an_nccl_name_for_torchs_process_groups_beside_another_librarys_is_renam
               "dist.init_process_group(backend='nccl')\ncol.init_collective_group(2, 0, backend='nccl')\n")
     output, _ = migrate(source)
     assert "init_process_group(backend='hccl')" in output and "init_collective_group(2, 0, backend='nccl')" in output
+
+
+def _padded(head: str, tail: str) -> str:
+    """A file long enough to be migrated through its relevant statements only (partial), with
+    `head` and `tail` far apart and unrelated code between them."""
+    filler = "".join(f"def helper_{n}(x):\n    return x + {n}\n\n\n" for n in range(80))
+    return head + "\n\n" + filler + tail
+
+
+def test_what_the_whole_file_says_holds_in_a_file_migrated_in_pieces():
+    from gpu2npu import partial
+
+    # the mapping and its lookup by device are far apart: the pieces the rules see hold only the mapping
+    source = _padded('import torch\nBACKENDS = {"cuda": "nccl", "cpu": "gloo"}\n',
+                     "def backend(device):\n    return BACKENDS[device.type]\n")
+    assert len(source.splitlines()) >= partial.PARTIAL_FROM_LINES
+    output, _ = migrate(source)
+    assert 'BACKENDS = {"npu": "hccl", "cpu": "gloo"}' in output
+    # an option handed to Ray's collective groups at the end of the file
+    source = _padded("import argparse\nimport ray.util.collective as col\np = argparse.ArgumentParser()\n"
+                     "p.add_argument('--sync-backend', default='nccl')\n",
+                     "def sync(args):\n    col.init_collective_group(2, 0, backend=args.sync_backend)\n")
+    output, result = migrate(source)
+    assert "default='nccl'" in output and any(f.api == "backend 'nccl'" for f in result.findings)

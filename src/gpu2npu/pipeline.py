@@ -20,6 +20,7 @@ from .affinity import TF32_ADVICE, advice_for_source
 from .leftovers import find_leftovers
 from .hazards import hazards_for_source
 from .change import Change, Finding, Operation
+from .file_facts import FileFacts, facts_of
 from .linemap import LineMap, source_lines
 from .results import FileResult, Status
 from .rules import positions
@@ -143,7 +144,8 @@ def _migrate_source(data: bytes, file_scan: Optional["scan.FileScan"], path: str
         result = _migrate_cut(data, file_scan, path, options, rules)
     if result is None:
         # (a text Python's ast could not read has no scopes to find: it is not parsed for them again)
-        result = _migrate_whole(data, path, options, rules, file_scan.imports.scopes if file_scan is not None else None)
+        result = _migrate_whole(data, path, options, rules, file_scan.imports.scopes if file_scan is not None else None,
+                                facts_of(file_scan) if file_scan is not None else None)
     if api_rows and result.status != Status.FAILED:
         result.findings = sorted(set(result.findings) | set(_still_called(api_rows, result.changes)))
     return result
@@ -161,9 +163,11 @@ def _still_called(api_rows: List[Finding], changes: List[Change]) -> List[Findin
     return [row for row in api_rows if not any(first <= row.start_line <= last for first, last in replaced)]
 
 
-def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Type[Rule]], scopes=None) -> FileResult:
+def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Type[Rule]], scopes=None,
+                   facts: Optional[FileFacts] = None) -> FileResult:
     """`scopes`: the scopes of `data` where the scan read them (None: no name of it depends on the
-    place), or _UNKNOWN: found from the text."""
+    place), or _UNKNOWN: found from the text; `facts`: what the whole file says, where `data` is a
+    piece of it (None: read from `data`'s tree where a rule asks)."""
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as error:
@@ -176,7 +180,7 @@ def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Typ
         return FileResult(path, Status.FAILED, error=f"cannot be parsed: {type(error).__name__}: {error}")
     try:
         # libcst prints back exactly what it read: the text is the decoded input, not a printing
-        return _apply_rules(module, data.decode(module.encoding), path, options, rules, scopes)
+        return _apply_rules(module, data.decode(module.encoding), path, options, rules, scopes, facts)
     except RecursionError:
         return FileResult(path, Status.FAILED, error="nested too deeply to migrate")
     except Exception as error:  # a defect of ours must cost one file, not the run
@@ -193,7 +197,8 @@ def _migrate_cut(data: bytes, file_scan: "scan.FileScan", path: str, options: Op
     reduction = partial.reduce(data, file_scan.tree, file_scan.relevant_lines())
     if reduction is None:
         return None
-    result = _migrate_whole(reduction.source.encode("utf-8"), path, options, rules, _scopes_of_parts(file_scan))
+    result = _migrate_whole(reduction.source.encode("utf-8"), path, options, rules, _scopes_of_parts(file_scan),
+                            facts_of(file_scan))
     if result.status == Status.FAILED:
         return None
     output = None
@@ -228,6 +233,7 @@ def _migrate_chunks(data: bytes, file_scan: "scan.FileScan", path: str, options:
     reductions = partial.chunks(data, file_scan.tree, file_scan.relevant_lines(), CHUNK_BYTES)
     if reductions is None:
         return None
+    facts = facts_of(file_scan)
     outputs: List[str] = []
     # A context statement's changes come from every piece, a definition's from one: each change
     # as many times as one piece made it (two identical edits on one line are two rows), in the
@@ -236,7 +242,7 @@ def _migrate_chunks(data: bytes, file_scan: "scan.FileScan", path: str, options:
     findings: Set[Finding] = set()
     for reduction in reductions:
         source = reduction.source.encode("utf-8")
-        result = _migrate_whole(source, path, options, rules, _scopes_of_parts(file_scan))
+        result = _migrate_whole(source, path, options, rules, _scopes_of_parts(file_scan), facts)
         if result.status == Status.FAILED:
             return None
         outputs.append((result.output or source).decode("utf-8"))
@@ -300,7 +306,8 @@ def _scopes_of_parts(file_scan: "scan.FileScan"):
     return None if file_scan.imports.scopes is None else _UNKNOWN
 
 
-def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rules, scopes=_UNKNOWN) -> FileResult:
+def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rules, scopes=_UNKNOWN,
+                 facts: Optional[FileFacts] = None) -> FileResult:
     lines = LineMap(len(source_lines(code)))  # the built-in rules' input -> the original file
     changes: List[Change] = []
     if options.custom_rules is not None:
@@ -318,9 +325,9 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
     aliases = ImportAliases.of(module)
     plans = {rule.code: rule.plan_for(module, code) for rule in REROUTING_RULES}
     rerouted = set().union(*(plan.names for plan in plans.values()))
-    aware, dead = device_guards.guarded_spans(wrapper, options.api, code, aliases, rerouted, scopes)
+    aware, dead = device_guards.guarded_spans(wrapper, options.api, code, aliases, rerouted, scopes, facts)
     context = FileContext(path=path, options=options, guarded=aware | frozenset(dead), dead_guards=dead,
-                          import_aliases=aliases, scopes=scopes, reroute_plans=plans)
+                          import_aliases=aliases, scopes=scopes, reroute_plans=plans, file_facts=facts)
     outcome = run_batch([rule for rule in rules if rule.wants(code)], wrapper, context)
     changes += [
         Change(path, lines.original(edit.start_line), lines.original(edit.end_line), edit.operation, code_, edit.message,

@@ -432,7 +432,7 @@ def _may_hold_cuda_only(code: str, api: ApiData) -> bool:
 
 
 def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Dict[str, Set[str]],
-                  rerouted: Set[str] = frozenset(), scopes=None):
+                  rerouted: Set[str] = frozenset(), scopes=None, facts=None):
     """(the NPU-aware spans of `npu_aware`, the dead guards of `dead_guards`), from one walk of
     the original file.  `code` is its text, `aliases` its imports (names.ImportAliases),
     `rerouted` the names of CUDA-only packages that the rules point at an NPU implementation
@@ -441,6 +441,7 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     if "cuda" not in code.lower() or not _may_hold_cuda_only(code, api):
         return npu_aware.guarded_spans(wrapper, code=code), {}
     resolver = _Resolver(api, aliases, rerouted, scopes)
+    resolver.file_facts = facts  # (what the whole file says, where the tree is a piece of it)
     spans = npu_aware.guarded_spans(wrapper, resolver)
     resolver.mark_gpu_name_lookups()
     return spans, dead_guards(wrapper, resolver)

@@ -8,6 +8,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
+from ..file_facts import KEY_METHODS, NCCL_NAMES, FileFacts, foreign_library, is_device_key
 from ..tips import handed_on, has_fused_kernel
 from .walk import ClassHooks, ParentNodeProvider, walk
 
@@ -221,11 +222,7 @@ FRAMEWORK_OPTIONS = (
 
 # Calls whose arguments are text for people, never a device: print and the logging methods.
 _MESSAGE_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
-# Mapping methods whose first argument is a key.
-_KEY_METHODS = frozenset({"get", "pop", "setdefault"})
 # What the right side of `"cuda" in ...` holds where it asks about a device, not a key.
-# What a key looked up by a device holds (`device.type`, `torch_device`, `accelerator_type`).
-_DEVICE_KEYS = ("dev", "accelerator", "type")
 _DEVICE_HOLDERS = ("dev", "type", "str(", "accelerator", "backend", "place", "loc", "platform", "cuda", "gpu")
 
 
@@ -262,7 +259,7 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
             last = callee.attr.value if isinstance(callee, cst.Attribute) else callee.value if isinstance(callee, cst.Name) else None
             if last in _MESSAGE_CALLS:
                 return True
-            if last in _KEY_METHODS and isinstance(callee, cst.Attribute) and call.args and call.args[0] is parent:
+            if last in KEY_METHODS and isinstance(callee, cst.Attribute) and call.args and call.args[0] is parent:
                 return not _looks_up_by_device(rule, node)
     if isinstance(parent, cst.Assign):
         body = parent_of(parent_of(parent))
@@ -273,107 +270,78 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
     return False
 
 
-class _DeviceLookups(cst.CSTVisitor):
-    """Finds a mapping looked up by a device (`BACKENDS[device.type]`, `SEEDS.get(torch_device)`)."""
+class _FactsOfTree(cst.CSTVisitor):
+    """file_facts.FileFacts read from a libcst tree: for a file Python's `ast` could not read,
+    whose rules are given the whole tree."""
 
-    def __init__(self) -> None:
+    def __init__(self, rule) -> None:
         super().__init__()
-        self.found = False
+        self.rule = rule
+        self.looks_up = False
+        self.foreign: Dict[str, str] = {}
 
     def _judge(self, key: cst.BaseExpression) -> None:
         if not isinstance(key, (cst.SimpleString, cst.ConcatenatedString, cst.Integer)):
-            text = cst.Module(body=()).code_for_node(key).lower()
-            self.found = self.found or any(word in text for word in _DEVICE_KEYS)
+            self.looks_up = self.looks_up or is_device_key(cst.Module(body=()).code_for_node(key))
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             self._judge(node.slice[0].slice.value)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value in _KEY_METHODS and node.args:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in KEY_METHODS and node.args:
             self._judge(node.args[0].value)
+        library = foreign_library(qualified_names(self.rule, node.func))
+        if library is not None:
+            for arg in node.args:
+                name = dotted_name(arg.value)
+                if name:
+                    self.foreign.setdefault(name.rsplit(".", 1)[-1], library)
+
+    def visit_If(self, node: cst.If) -> None:
+        sides = [side for comparison in nodes_within(node.test, cst.Comparison)
+                 for side in (comparison.left, *(c.comparator for c in comparison.comparisons))]
+        if not any(isinstance(side, cst.SimpleString) and string_text(side) in NCCL_NAMES for side in sides):
+            return
+        library = next((found for call in nodes_within(node.body, cst.Call)
+                        for found in [foreign_library(qualified_names(self.rule, call.func))] if found), None)
+        if library is not None:
+            for side in sides:
+                name = dotted_name(side)
+                if name:
+                    self.foreign.setdefault(name.rsplit(".", 1)[-1], library)
+
+
+def file_facts(rule, node: cst.CSTNode) -> FileFacts:
+    """What the whole file says (file_facts): from the rule's context, where the pipeline read it
+    from the file's `ast`; else from the tree the rule is given (then the whole file), once."""
+    facts = getattr(rule, "file_facts", None) or getattr(getattr(rule, "context", None), "file_facts", None)
+    if facts is not None:
+        return facts
+    module = node
+    while True:
+        parent = rule.get_metadata(ParentNodeProvider, module, None)
+        if parent is None:
+            break
+        module = parent
+    answers = rule.__dict__.setdefault("_file_facts", {})
+    if id(module) not in answers:
+        finder = _FactsOfTree(rule)
+        walk(finder, module)
+        answers[id(module)] = FileFacts(finder.looks_up, finder.foreign)
+    return answers[id(module)]
 
 
 def _looks_up_by_device(rule, node: cst.CSTNode) -> bool:
     """Whether the file looks a mapping up by a device: then the "cuda" keys of its mappings are
     device types (`{"cuda": "nccl", "cpu": "gloo"}[device.type]`), to be renamed with the device.
     Where it looks mappings up by literal keys only, "cuda" is a key of data (a checkpoint's RNG
-    states), which data written on GPUs keeps.  Answered once per file."""
-    module = node
-    while True:
-        parent = rule.get_metadata(ParentNodeProvider, module, None)
-        if parent is None:
-            break
-        module = parent
-    answers = rule.__dict__.setdefault("_device_lookups", {})
-    if id(module) not in answers:
-        finder = _DeviceLookups()
-        walk(finder, module)
-        answers[id(module)] = finder.found
-    return answers[id(module)]
-
-
-# Collective libraries other than torch's process groups that take an NCCL backend by name, or
-# run NCCL themselves: "nccl" handed to them is theirs, and they have no HCCL.
-FOREIGN_COLLECTIVES = ("ray.util.collective", "cupy.cuda.nccl", "vllm.distributed.device_communicators",
-                       "vllm.distributed.utils.StatelessProcessGroup", "pynccl")
-
-
-class _ForeignBackends(cst.CSTVisitor):
-    """The names whose values a file hands to another collective library (the last part of
-    `self.args.weight_sync_backend` given to ray.util.collective, or compared with "nccl" in a
-    test whose branch uses one)."""
-
-    def __init__(self, rule) -> None:
-        super().__init__()
-        self.rule = rule
-        self.names: Dict[str, str] = {}  # name -> the library it goes to
-
-    def foreign(self, call: cst.Call) -> Optional[str]:
-        return next((name for name in sorted(qualified_names(self.rule, call.func))
-                     if name.startswith(FOREIGN_COLLECTIVES)), None)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        library = self.foreign(node)
-        if library is not None:
-            for arg in node.args:
-                name = dotted_name(arg.value)
-                if name:
-                    self.names.setdefault(name.rsplit(".", 1)[-1], library)
-
-    def visit_If(self, node: cst.If) -> None:
-        compared = [part for part in nodes_within(node.test, cst.Comparison)]
-        names = []
-        for comparison in compared:
-            sides = [comparison.left, *(c.comparator for c in comparison.comparisons)]
-            if any(isinstance(side, cst.SimpleString) and string_text(side) in ("nccl", "NCCL") for side in sides):
-                names += [dotted_name(side) for side in sides if dotted_name(side)]
-        if not names:
-            return
-        calls = [call for call in nodes_within(node.body, cst.Call)]
-        library = next((found for found in map(self.foreign, calls) if found is not None), None)
-        if library is not None:
-            for name in names:
-                self.names.setdefault(name.rsplit(".", 1)[-1], library)
-
-
-def _foreign_backends(rule, node: cst.CSTNode) -> Dict[str, str]:
-    module = node
-    while True:
-        parent = rule.get_metadata(ParentNodeProvider, module, None)
-        if parent is None:
-            break
-        module = parent
-    answers = rule.__dict__.setdefault("_foreign_backends", {})
-    if id(module) not in answers:
-        finder = _ForeignBackends(rule)
-        walk(finder, module)
-        answers[id(module)] = finder.names
-    return answers[id(module)]
+    states), which data written on GPUs keeps."""
+    return file_facts(rule, node).looks_up_by_device
 
 
 def foreign_collective(rule, node: cst.CSTNode) -> Optional[str]:
-    """The collective library other than torch's (FOREIGN_COLLECTIVES) that the backend name
+    """The collective library other than torch's (file_facts.FOREIGN_COLLECTIVES) that the backend name
     `node` ("nccl") goes to, by what the file does with it: handed to one directly, or held by a
     name (a variable, an attribute, an argparse option, a parameter, a dataclass field) that the
     file hands to one or tests before using one.  None: torch's process groups, or not known.
@@ -381,13 +349,13 @@ def foreign_collective(rule, node: cst.CSTNode) -> Optional[str]:
     def parent_of(child):
         return rule.get_metadata(ParentNodeProvider, child, None)
 
-    names = _foreign_backends(rule, node)
+    names = file_facts(rule, node).foreign_backends
     parent = parent_of(node)
     holder = None
     if isinstance(parent, cst.Arg):
         call = parent_of(parent)
         if isinstance(call, cst.Call):
-            library = _ForeignBackends(rule).foreign(call)
+            library = foreign_library(qualified_names(rule, call.func))
             if library is not None:
                 return library
             if parent.keyword is not None and parent.keyword.value == "default":

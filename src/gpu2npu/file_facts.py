@@ -1,0 +1,96 @@
+"""What the whole file says about a name or a string, for rules that are given only a piece of it
+(a large file is migrated in the pieces that need the rules): read once from the file's `ast`
+scan, handed to the rules and the analyses through their context.
+
+- whether the file looks a mapping up by a device (`BACKENDS[device.type]`,
+  `SEEDS.get(torch_device)`): then "cuda" keys of its mappings are device types, renamed with the
+  device; elsewhere a "cuda" key is a key of data (a checkpoint's RNG states) and stays;
+- the names whose values the file hands to a collective library other than torch's process
+  groups (`ray.util.collective`, vLLM's NCCL communicator): an "nccl" they hold is that library's.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Dict, Optional
+
+if TYPE_CHECKING:
+    from .scan import FileScan
+
+# What a key looked up by a device holds (`device.type`, `torch_device`, `accelerator_type`).
+DEVICE_KEY_WORDS = ("dev", "accelerator", "type")
+# Mapping methods whose first argument is a key.
+KEY_METHODS = frozenset({"get", "pop", "setdefault"})
+# Collective libraries other than torch's process groups that take an NCCL backend by name, or
+# run NCCL themselves: "nccl" handed to them is theirs, and they have no HCCL.
+FOREIGN_COLLECTIVES = ("ray.util.collective", "cupy.cuda.nccl", "vllm.distributed.device_communicators",
+                       "vllm.distributed.utils.StatelessProcessGroup", "pynccl")
+NCCL_NAMES = ("nccl", "NCCL")
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    looks_up_by_device: bool = False
+    foreign_backends: Dict[str, str] = field(default_factory=dict)  # name (last part) -> library
+
+
+def is_device_key(text: str) -> bool:
+    """Whether the code of a (non-literal) key looks like a device."""
+    text = text.lower()
+    return any(word in text for word in DEVICE_KEY_WORDS)
+
+
+def foreign_library(names) -> Optional[str]:
+    """The collective library of FOREIGN_COLLECTIVES that one of these qualified names belongs to."""
+    return next((name for name in sorted(names) if name.startswith(FOREIGN_COLLECTIVES)), None)
+
+
+def _last(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _key_text(node: ast.AST) -> str:
+    """The words of a key that names a value: `device.type`, `torch_device`, `str(x.device)`."""
+    if isinstance(node, ast.Call):
+        return " ".join([_key_text(node.func), *(_key_text(arg) for arg in node.args)])
+    words = []
+    while isinstance(node, ast.Attribute):
+        words.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        words.append(node.id)
+    return " ".join(words)
+
+
+def facts_of(file_scan: "FileScan") -> FileFacts:
+    groups = file_scan.groups
+    qualified = file_scan.imports.qualified
+    looks_up = any(is_device_key(_key_text(node.slice)) for node in groups.get(ast.Subscript, ()))
+    foreign: Dict[str, str] = {}
+    for call in file_scan.calls:
+        func = call.func
+        if (not looks_up and isinstance(func, ast.Attribute) and func.attr in KEY_METHODS and call.args
+                and is_device_key(_key_text(call.args[0]))):
+            looks_up = True
+        library = foreign_library(qualified(func))
+        if library is not None:
+            for value in [*call.args, *(keyword.value for keyword in call.keywords)]:
+                name = _last(value)
+                if name:
+                    foreign.setdefault(name, library)
+    for node in groups.get(ast.If, ()):
+        compared = [side for comparison in ast.walk(node.test) if isinstance(comparison, ast.Compare)
+                    for side in (comparison.left, *comparison.comparators)]
+        if not any(isinstance(side, ast.Constant) and side.value in NCCL_NAMES for side in compared):
+            continue
+        library = next((found for statement in node.body for inner in ast.walk(statement)
+                        if isinstance(inner, ast.Call) for found in [foreign_library(qualified(inner.func))]
+                        if found is not None), None)
+        if library is not None:
+            for side in compared:
+                name = _last(side)
+                if name:
+                    foreign.setdefault(name, library)
+    return FileFacts(looks_up, foreign)
