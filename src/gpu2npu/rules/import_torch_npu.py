@@ -87,6 +87,13 @@ class ImportTorchNpu(Rule):
             "try:\n    import torch.sdaa\nexcept ImportError:\n    pass\nBACKEND = 'nccl'\n",
             "try:\n    import torch_npu\n    import torch.sdaa\nexcept ImportError:\n    pass\nBACKEND = 'hccl'\n",
         ),
+        # an import for type checkers only never runs: torch_npu goes with the one that does
+        Example(
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from torch import Tensor\nimport torch\n"
+            "BACKEND = 'nccl'\n",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from torch import Tensor\nimport torch\n"
+            "import torch_npu\nBACKEND = 'hccl'\n",
+        ),
     )
     unchanged = (
         "import torch\nimport torch_npu\nx = x.npu()\n",
@@ -115,6 +122,10 @@ class ImportTorchNpu(Rule):
             body.insert(index, new_line)
         self.record_insert(anchor, f"insert {IMPORT_LINE}")
         return updated_node.with_changes(body=body)
+
+
+def _only_for_type_checkers(test: cst.BaseExpression) -> bool:
+    return (dotted_name(test) or "").rsplit(".", 1)[-1] == "TYPE_CHECKING"
 
 
 def _imports_a_torch_module(statement: cst.SimpleStatementLine) -> bool:
@@ -146,6 +157,8 @@ def _insert_near_torch(updated_body, original_body, new_line, rule: Rule, in_try
             rule.context.inserted.add(id(placed))
             body.insert(index, placed)
             return body, rule.lines_of(original)[0] - 1
+        if isinstance(statement, cst.If) and _only_for_type_checkers(statement.test):
+            continue  # (`if TYPE_CHECKING:` never runs: an import there loads nothing)
         if isinstance(statement, (cst.If, cst.Try)) and isinstance(statement.body, cst.IndentedBlock):
             found = _insert_near_torch(statement.body.body, original.body.body, new_line, rule,
                                        in_try or isinstance(statement, cst.Try))
