@@ -519,3 +519,19 @@ def test_what_the_whole_file_says_holds_in_a_file_migrated_in_pieces():
                      "def sync(args):\n    col.init_collective_group(2, 0, backend=args.sync_backend)\n")
     output, result = migrate(source)
     assert "default='nccl'" in output and any(f.api == "backend 'nccl'" for f in result.findings)
+
+
+@pytest.mark.parametrize("source, rerouted", [
+    # the optional import: bound to None where the package is missing, tested before use
+    ("import torch\ntry:\n    import xformers.ops as xops\nexcept ImportError:\n    xops = None\n\n\ndef attn(q, k, v):\n"
+     "    if xops is not None:\n        return xops.memory_efficient_attention(q, k, v)\n    return q\n", True),
+    ("import torch\ntry:\n    import xformers.ops as xops\nexcept ImportError:\n    xops = None\nUSE = not xops\n", False),
+    ("import torch\ntry:\n    import xformers.ops as xops\nexcept ImportError:\n    xops = None\n\n\ndef attn(q, k, v):\n"
+     "    if not xops:\n        return q\n    return xops.memory_efficient_attention(q, k, v)\n", True),
+    # the module handed on: what is read of it cannot be known
+    ("import torch\ntry:\n    import xformers.ops as xops\nexcept ImportError:\n    xops = None\nregister(xops)\n"
+     "out = xops.memory_efficient_attention(q, k, v)\n", False),
+])
+def test_an_optional_xformers_import_is_rerouted_like_flash_attns(source, rerouted):
+    output, _ = migrate(source)
+    assert ("import ascend_xformers.ops as xops" in output) is rerouted

@@ -34,6 +34,7 @@ class ReroutePlan(cst.CSTVisitor):
         self._chains: Dict[str, Set[str]] = {}  # local name -> dotted attribute chains read of it
         self._chain_bases: Set[int] = set()  # ids of the names that start an attribute chain
         self._names: List[cst.Name] = []  # every other name read or bound
+        self._harmless: Set[int] = set()  # names bound to None or tested against it (an optional import)
         # imports that only probe for the package (nothing read, or only its __version__): they
         # follow the file's other imports; alone they stay (an environment report must not
         # print the generated package's version)
@@ -102,6 +103,30 @@ class ReroutePlan(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         self._names.append(node)
 
+    # The optional import (`try: import xformers.ops as xops` / `except ImportError: xops = None`)
+    # binds the name to None and tests it: no module attribute is read there.
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value == "None":
+            self._harmless.update(id(target.target) for target in node.targets if isinstance(target.target, cst.Name))
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, (cst.Is, cst.IsNot)):
+            sides = (node.left, node.comparisons[0].comparator)
+            if any(isinstance(side, cst.Name) and side.value == "None" for side in sides):
+                self._harmless.update(id(side) for side in sides if isinstance(side, cst.Name))
+
+    def visit_If(self, node: cst.If) -> None:
+        self._tested(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._tested(node.test)
+
+    def _tested(self, test: cst.BaseExpression) -> None:
+        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test = test.expression
+        if isinstance(test, cst.Name):
+            self._harmless.add(id(test))
+
     def visit_Call(self, node: cst.Call) -> None:
         callee = dotted_name(node.func) or ""
         if (callee.rsplit(".", 1)[-1] == "find_spec" and len(node.args) == 1
@@ -121,7 +146,7 @@ class ReroutePlan(cst.CSTVisitor):
     def _settle(self) -> None:
         # a module name used other than as the start of an attribute chain (getattr(bnb, ...),
         # passed to a function): what is read of it cannot be known
-        bare = {name.value for name in self._names if id(name) not in self._chain_bases}
+        bare = {name.value for name in self._names if id(name) not in self._chain_bases and id(name) not in self._harmless}
         for local, bound, node in self._imports:
             chains = self._chains.get(local, set())
             qualified = {bound + chain[len(local):] for chain in chains}
