@@ -22,9 +22,14 @@ from .rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, Docst
                           foreign_collective, framework_option, not_a_device, qualified_names, string_text)
 from .rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from .rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
-from .tips import KERNEL_PACKAGES, TIPS, cuda_only_package, kernel_language, kernel_tip, migratable_cuda_path, tip_for
+from .tips import KERNEL_DECORATORS, KERNEL_PACKAGES, TIPS, cuda_only_package, kernel_language, kernel_tip, migratable_cuda_path, tip_for
 
 DEVICE_NEUTRAL = ("torch.backends.cudnn", "torch.backends.cuda")
+# The kernel languages, whose host-side calls only serve their kernels (grid sizes, autotuning
+# configurations, compiling and launching one): the import and each kernel have the rows.  The rest
+# of CUDA Python (`cuda.bindings`) is the CUDA runtime itself, each call of it a row.
+KERNEL_LANGUAGES = tuple(dict.fromkeys(decorator.rsplit(".", 1)[0] if decorator.startswith("cuda.")
+                                       else decorator.split(".")[0] for decorator in KERNEL_DECORATORS))
 REPORTED_TORCH_NAMES = tuple(key for key in TIPS if key.startswith("torch.") and not key.startswith("torch.cuda"))
 
 
@@ -203,6 +208,8 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             package = cuda_only_package(name)
             if package in KERNEL_PACKAGES and self._in_kernel(name):
                 return  # the kernel has its row: not one per tl.load of it
+            if any(name == language or name.startswith(language + ".") for language in KERNEL_LANGUAGES):
+                return  # a launch helper (triton.cdiv, cute.compile): the import and each kernel have the rows
             if package is not None and self._is_called(node) and not (self.wants_apex_amp and _is_apex_amp(name)):
                 self._add(node, CUDA_ONLY_PACKAGE, Report.UNSUPPORTED, name, tip_for(name))
                 return

@@ -41,6 +41,14 @@ _KERNEL_INSTEAD = ("with torch operators (or the torch_npu fused operator for it
                    "npu_rotary_mul, npu_fusion_attention), or port it to ")
 
 
+# flash-attn's attention functions (2.x, and 1.x's varlen names): those the generated
+# ascend_flash_attn provides (rules/flash_attn) and the reports name as such.
+FLASH_ATTN_FUNCTIONS = frozenset({
+    "flash_attn_func", "flash_attn_kvpacked_func", "flash_attn_qkvpacked_func",
+    "flash_attn_varlen_func", "flash_attn_varlen_kvpacked_func", "flash_attn_varlen_qkvpacked_func",
+    "flash_attn_unpadded_func", "flash_attn_unpadded_kvpacked_func", "flash_attn_unpadded_qkvpacked_func",
+})
+
 TIPS = {
     "torch.cuda.nvtx": "use torch_npu.npu.mstx (mark, range_start/range_end) to annotate NPU profiles",
     "torch.cuda.CUDAGraph": "use torch_npu.npu.NPUGraph (torch_npu.npu.graph) where available",
@@ -102,8 +110,18 @@ TIPS = {
     "torch_npu.npu_incre_flash_attention (one new token) or torch_npu.npu_fused_infer_attention_score",
     "flash_attn.layers.rotary": "rotary embedding: torch_npu.npu_rotary_mul(x, cos, sin) (x, cos, sin 4-D)",
     "flash_attn.ops.rms_norm": "torch_npu.npu_rms_norm(x, weight, epsilon=eps)[0]",
-    "flash_attn.ops.triton": "Triton kernels target CUDA: torch_npu.npu_rms_norm / torch.nn.functional.layer_norm",
+    "flash_attn.ops.triton": "flash-attn's Triton kernels target CUDA: use the torch operators they fuse (torch_npu's "
+    "fused operators where one exists)",
+    "flash_attn.ops.triton.layer_norm": "torch_npu.npu_rms_norm(x, weight, epsilon=eps)[0] for RMSNorm, "
+    "torch.nn.functional.layer_norm for LayerNorm",
+    "flash_attn.ops.triton.rotary": "rotary embedding: torch_npu.npu_rotary_mul(x, cos, sin) (x, cos, sin 4-D)",
+    "flash_attn.ops.triton.cross_entropy": "torch.nn.functional.cross_entropy computes the same loss",
     "flash_attn.losses.cross_entropy": "torch.nn.functional.cross_entropy computes the same loss",
+    **{f"{module}.{function}": "one of flash-attn's attention functions, which gpu2npu points at the generated "
+       "ascend_flash_attn package (on torch_npu.npu_fusion_attention) where every flash-attn name the file uses has "
+       "an NPU form; here another does not (or the import names it too): import the attention functions in a "
+       "statement of their own, or call torch_npu.npu_fusion_attention"
+       for module in ("flash_attn", "flash_attn.flash_attn_interface") for function in FLASH_ATTN_FUNCTIONS},
     "flash_attn": "not one of flash-attn's attention functions, which gpu2npu points at the generated "
     "ascend_flash_attn package (on torch_npu.npu_fusion_attention) when a statement imports only those: "
     "use torch_npu.npu_fusion_attention or torch.nn.functional.scaled_dot_product_attention",
@@ -167,8 +185,11 @@ TIPS = {
     "has not: vllm-ascend's PyHcclCommunicator (vllm_ascend.distributed.device_communicators.pyhccl) takes the same "
     "arguments (a non-HCCL group or a StatelessProcessGroup, and the device) and has the same all_reduce and broadcast",
     "nvidia.dali": "DALI is CUDA-only: use a torch DataLoader pipeline",
-    "mamba_ssm": "Mamba's selective-scan kernels are CUDA-only: use the model's torch implementation of the scan "
+    "mamba_ssm.ops": "Mamba's selective-scan kernels are CUDA-only: use the model's torch implementation of the scan "
     "(transformers' Mamba models fall back to it when mamba_ssm is not installed)",
+    "mamba_ssm": "mamba_ssm does not install on an NPU machine (it builds its CUDA kernels), so none of its names "
+    "can be imported there, plain classes included: use transformers' Mamba models and configurations (their "
+    "torch implementation of the scan), or copy what is pure Python",
     "causal_conv1d": "causal-conv1d's kernels are CUDA-only: for x of shape (batch, dim, seqlen) and weight (dim, "
     "width), F.conv1d(F.pad(x, (width - 1, 0)), weight.unsqueeze(1), bias, groups=dim) computes causal_conv1d_fn "
     "(followed by F.silu where activation='silu')",

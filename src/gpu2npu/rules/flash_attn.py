@@ -5,6 +5,7 @@ from typing import Dict, FrozenSet, List
 
 import libcst as cst
 
+from ..tips import FLASH_ATTN_FUNCTIONS
 from .base import Example
 from .names import qualified_names
 from .placement import top_folder_on_sys_path
@@ -14,11 +15,7 @@ PACKAGE = "ascend_flash_attn"
 SHORT = "flash-attn on the NPU"
 COMMENT = comment_line(PACKAGE, SHORT)
 
-_FUNCTIONS = frozenset({
-    "flash_attn_func", "flash_attn_kvpacked_func", "flash_attn_qkvpacked_func",
-    "flash_attn_varlen_func", "flash_attn_varlen_kvpacked_func", "flash_attn_varlen_qkvpacked_func",
-    "flash_attn_unpadded_func", "flash_attn_unpadded_kvpacked_func", "flash_attn_unpadded_qkvpacked_func",
-})
+_FUNCTIONS = FLASH_ATTN_FUNCTIONS
 _PADDING = frozenset({"index_first_axis", "index_put_first_axis", "pad_input", "unpad_input"})
 # flash-attn's modules the package mirrors -> the names each one provides.
 PROVIDED: Dict[str, FrozenSet[str]] = {
