@@ -70,7 +70,7 @@ class TorchCudaApiToNpu(Rule):
         ),
         Example(
             "def seed_all(seed):\n    import torch\n    torch.cuda.manual_seed_all(seed)\n",
-            "import torch_npu\ndef seed_all(seed):\n    import torch\n    torch_npu.npu.manual_seed_all(seed)\n",
+            "def seed_all(seed):\n    import torch\n    import torch_npu\n    torch_npu.npu.manual_seed_all(seed)\n",
         ),
     )
     unchanged = (

@@ -1,7 +1,7 @@
 """`import torch_npu` once, in every file whose migrated code needs it."""
 from __future__ import annotations
 
-from typing import Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import PositionProvider
@@ -43,6 +43,7 @@ class _Usage(cst.CSTVisitor):
         self.loaded: Set[str] = set()
         self.bound = False
         self.used = False
+        self.uses = 0
 
     def visit_Import(self, node: cst.Import) -> bool:
         self.loaded |= _loaded_packages(node)
@@ -58,6 +59,7 @@ class _Usage(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         if node.value == self.name:
             self.used = True
+            self.uses += 1
 
 
 class ImportTorchNpu(Rule):
@@ -65,8 +67,9 @@ class ImportTorchNpu(Rule):
     `torch_npu.npu` to exist.  The import goes right after the file's first `import torch` (or
     just before its first `from torch... import`, so that names torch_npu adds to torch modules
     can be imported), at the level of that statement; a file that already imports torch_npu
-    anywhere is left alone, so the import is never duplicated.  Runs last: it acts on what the
-    other rules did.
+    anywhere is left alone, so the import is never duplicated.  A file that imports torch only
+    inside functions (so that importing it loads nothing) gets torch_npu beside the import of
+    each function the migration changed.  Runs last: it acts on what the other rules did.
     """
 
     code = "NPU001"
@@ -87,6 +90,11 @@ class ImportTorchNpu(Rule):
             "try:\n    import torch.sdaa\nexcept ImportError:\n    pass\nBACKEND = 'nccl'\n",
             "try:\n    import torch_npu\n    import torch.sdaa\nexcept ImportError:\n    pass\nBACKEND = 'hccl'\n",
         ),
+        # torch imported lazily, in the functions that use it: torch_npu beside it there
+        Example(
+            "import os\n\n\ndef count():\n    import torch\n    return torch.cuda.device_count()\n",
+            "import os\n\n\ndef count():\n    import torch\n    import torch_npu\n    return torch_npu.npu.device_count()\n",
+        ),
         # an import for type checkers only never runs: torch_npu goes with the one that does
         Example(
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from torch import Tensor\nimport torch\n"
@@ -101,14 +109,47 @@ class ImportTorchNpu(Rule):
         "try:\n    import torch_npu\nexcept ImportError:\n    torch_npu = None\n",
     )
 
+    def visit_Module(self, node: cst.Module) -> None:
+        self._torch_at_module_level = _imports_torch_at_level(node.body)
+        self._lazy_imports = 0  # functions given `import torch_npu` beside their own `import torch`
+        self._uncovered = False  # a function changed that does not import torch itself
+        self._newline = node.default_newline
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef):
+        """A file that imports torch only inside functions (lazily: importing the module loads
+        nothing) gets torch_npu beside the import of each function the migration changed, not at
+        module level, which would load torch with the module."""
+        if (self._torch_at_module_level or self._uncovered or not isinstance(updated_node.body, cst.IndentedBlock)
+                or updated_node.deep_equals(original_node)):
+            return updated_node
+        usage = _Usage("torch_npu")
+        walk(usage, updated_node.body)
+        if usage.bound:
+            return updated_node  # (a function inside it imports torch_npu itself)
+        new_line = cst.parse_statement(IMPORT_LINE + self._newline)
+        self.context.inserted.add(id(new_line))
+        found = (_insert_near_torch(updated_node.body.body, original_node.body.body, new_line, self)
+                 if _imports_torch_at_level(original_node.body.body) else None)
+        if found is None:
+            self._uncovered = True
+            return updated_node
+        body, anchor = found
+        self._lazy_imports += 1
+        self.record_insert(anchor, f"insert {IMPORT_LINE}")
+        return updated_node.with_changes(body=updated_node.body.with_changes(body=body))
+
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module):
         usage = _Usage("torch_npu")
         walk(usage, updated_node)
         # A file that never imports torch (a config module naming a device) relies on the
         # process having loaded torch_npu elsewhere; it only needs the import to use the name.
         needs_load = self.context.needs_torch_npu and "torch" in usage.loaded and "torch_npu" not in usage.loaded
+        if self._lazy_imports:  # (the functions' imports bind the name: count what they do not cover)
+            needs_load = self.context.needs_torch_npu
         if not (needs_load or (usage.used and not usage.bound)):
             return updated_node
+        if self._lazy_imports and not self._uncovered and _uses_outside_functions(updated_node) == 0:
+            return updated_node  # each changed function imports torch_npu beside its torch
         new_line = cst.parse_statement(IMPORT_LINE + updated_node.default_newline)
         self.context.inserted.add(id(new_line))
         found = _insert_near_torch(updated_node.body, original_node.body, new_line, self)
@@ -122,6 +163,47 @@ class ImportTorchNpu(Rule):
             body.insert(index, new_line)
         self.record_insert(anchor, f"insert {IMPORT_LINE}")
         return updated_node.with_changes(body=body)
+
+
+class _UsesOutsideFunctions(cst.CSTVisitor):
+    """Counts the reads of torch_npu that no function's own `import torch_npu` covers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        usage = _Usage("torch_npu")
+        walk(usage, node.body)
+        return not usage.bound  # (covered where the function imports it itself)
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == "torch_npu":
+            self.count += 1
+
+
+def _uses_outside_functions(module: cst.Module) -> int:
+    visitor = _UsesOutsideFunctions()
+    walk(visitor, module)
+    return visitor.count
+
+
+def _imports_torch_at_level(body) -> bool:
+    """Whether a block imports torch at its own level (in its if/try blocks too, not in
+    functions, classes or `if TYPE_CHECKING:`)."""
+    for statement in body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            if any(_imports_torch(small) for small in statement.body):
+                return True
+        elif isinstance(statement, cst.If) and _only_for_type_checkers(statement.test):
+            continue
+        elif isinstance(statement, (cst.If, cst.Try)) and isinstance(statement.body, cst.IndentedBlock):
+            if _imports_torch_at_level(statement.body.body):
+                return True
+    return False
 
 
 def _only_for_type_checkers(test: cst.BaseExpression) -> bool:
