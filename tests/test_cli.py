@@ -235,3 +235,19 @@ def test_every_exit_status_is_in_help_and_readme():
                             ("130", "interrupted"), ("143", "terminated")):
         assert any(line.split()[:1] == [status] and meaning in line for line in help_text.splitlines()), status
         assert f"`{status}`" in readme, status
+
+
+def test_diff_warns_of_a_torch_pin_other_than_the_release_as_the_migration_does(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
+    (project / "requirements.txt").write_text("torch==2.4.0\n")
+    shown = subprocess.run([sys.executable, "-m", "gpu2npu", "-i", str(project), "-v", "2.1.0", "--diff"],
+                           capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    warning = "requirements.txt:1 asks for torch ==2.4.0, but -v 2.1.0 migrates for torch 2.1.0"
+    assert warning in shown.stderr and warning not in shown.stdout
+    assert shown.stderr.index("files would change") < shown.stderr.index(warning)  # last, where it is seen
+    migrated = subprocess.run([sys.executable, "-m", "gpu2npu", "-i", str(project), "-o", str(tmp_path / "out"),
+                               "-v", "2.1.0"], capture_output=True, text=True, timeout=120)
+    assert warning in migrated.stderr

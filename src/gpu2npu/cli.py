@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import click
 
@@ -230,8 +230,9 @@ def _sigterm_as_exception():
 
 def _print_preview(request: RunRequest) -> None:
     changed = failed = 0
+    warnings: List[str] = []  # (what the migration would warn of: a torch pin other than -v's)
     try:
-        for path, diff, error in preview(request):
+        for path, diff, error in preview(request, warnings):
             if diff is None:
                 failed += 1
                 click.echo(f"gpu2npu: warning: {path}: would be copied unchanged, {error}", err=True)
@@ -241,6 +242,8 @@ def _print_preview(request: RunRequest) -> None:
     except UsageError as error:
         _fail(str(error))
     click.echo(f"{changed} files would change; nothing was written", err=True)
+    for warning in warnings:
+        click.echo(f"gpu2npu: warning: {warning}", err=True)
     sys.exit(EXIT_PARTIAL if failed else EXIT_OK)
 
 

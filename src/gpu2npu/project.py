@@ -169,9 +169,10 @@ def _size(entry: Entry) -> int:
         return 0
 
 
-def preview(request: RunRequest) -> Iterator[Tuple[str, str]]:
+def preview(request: RunRequest, warnings: Optional[List[str]] = None) -> Iterator[Tuple[str, str]]:
     """`--diff`: (path, unified diff, "") for every file the migration would change and
-    (path, None, reason) for one that could not be processed; nothing is written but the cache."""
+    (path, None, reason) for one that could not be processed; nothing is written but the cache.
+    What the migration would warn of is added to `warnings`."""
     source, _, options = check_request(request, writes=False)
     engine = Engine(options, request.jobs, request.cache_dir)
     entries = list(walk(source))
@@ -189,7 +190,7 @@ def preview(request: RunRequest) -> Iterator[Tuple[str, str]]:
         rules = rule_catalogue(engine.cache)
     finally:
         engine.close()
-    yield from _preview_dependencies(entries, outputs, options)
+    yield from _preview_dependencies(entries, outputs, options, warnings if warnings is not None else [])
     # the packages the migrated files import (ascend_flash_attn/...), as the migration writes them:
     # a tree patched from the diff runs as the migrated one does
     root = source if source.is_dir() else source.parent
@@ -207,7 +208,8 @@ def preview(request: RunRequest) -> Iterator[Tuple[str, str]]:
         yield name, "".join(diff), ""
 
 
-def _preview_dependencies(entries, outputs: Dict[str, bytes], options: Options) -> Iterator[Tuple[str, str]]:
+def _preview_dependencies(entries, outputs: Dict[str, bytes], options: Options,
+                          warnings: List[str]) -> Iterator[Tuple[str, str]]:
     from .dependencies.phase import migrate_project_dependencies
 
     found = dependency_entries(entries)
@@ -218,7 +220,9 @@ def _preview_dependencies(entries, outputs: Dict[str, bytes], options: Options) 
     code = [(entry.relative, (lambda entry=entry: migrated_text(entry)), entry.kind)
             for entry in entries if entry.kind in MIGRATED_KINDS]
     setups = {entry.relative: entry for entry, form in found if form == SETUP_PY}
-    for outcome in migrate_project_dependencies(found, entries, code, migrated_text, options.api).files:
+    run = migrate_project_dependencies(found, entries, code, migrated_text, options.api)
+    warnings.extend(run.warnings)
+    for outcome in run.files:
         setups.pop(outcome.path, None)
         final = outcome.output if outcome.output is not None else outputs.get(outcome.path)
         if final is not None:
