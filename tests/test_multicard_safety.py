@@ -186,3 +186,18 @@ def test_a_spawning_program_migrated_without_s_runs_each_worker_on_its_own_npu(t
     reports = sorted(re.findall(r"worker (\d) device (\d) grad (-?\d+\.\d{6})", run.stdout))
     assert [(worker, device) for worker, device, _ in reports] == [("0", "0"), ("1", "1")], run.stdout
     assert len({grad for _, _, grad in reports}) == 1, run.stdout  # DDP averaged their different gradients
+
+
+def test_distributed_says_so_when_the_script_wraps_its_model_itself(tmp_path):
+    source = _project(tmp_path / "proj", {"train.py": (
+        "import os\nimport torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n\n\ndef main():\n"
+        "    dist.init_process_group('nccl')\n    model = torch.nn.Linear(2, 2).cuda()\n"
+        "    model = DDP(model, device_ids=[int(os.environ['LOCAL_RANK'])])\n\n\n"
+        "if __name__ == '__main__':\n    main()\n")})
+    result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "distributed", "-m", "train.py")
+    assert result.returncode == 0, result.stderr
+    assert "train.py wraps its model for data parallelism itself (DDP)" in result.stdout
+    assert "no model variable" not in result.stdout
+    migrated = (tmp_path / "out" / "proj_msft_multi" / "train.py").read_text()
+    assert migrated.count("DDP(") == 1

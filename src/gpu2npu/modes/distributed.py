@@ -42,7 +42,11 @@ def place(rules, options):
 
 def write(staging, target, options, result, logger) -> List[str]:
     launcher = _write_launcher(staging, options, logger)
-    return _distributed_notes(target / launcher.name, options.distributed, result.changes)
+    try:
+        main_text = (staging / options.distributed.main_file).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        main_text = ""
+    return _distributed_notes(target / launcher.name, options.distributed, result.changes, main_text)
 
 
 def _check_distributed(request, source: Path) -> DistributedSettings:
@@ -117,7 +121,12 @@ def _refuse_self_managed(relative: str, text: bytes) -> None:
                              f"Instead, {instead.format(main=relative)}.")
 
 
-def _distributed_notes(launcher: Path, settings: DistributedSettings, changes: List[Change]) -> List[str]:
+# A model wrapped for data parallelism by the script itself.
+WRAPS_ITSELF = re.compile(r"\b(DistributedDataParallel|DDP|FullyShardedDataParallel|FSDP|fully_shard)\s*\(")
+
+
+def _distributed_notes(launcher: Path, settings: DistributedSettings, changes: List[Change],
+                       main_text: str = "") -> List[str]:
     """What `distributed` did, for the console: the launcher, the entry file, the model."""
     def lines_of(code: str) -> List[str]:
         return sorted({f"{c.file}:{c.start_line}" for c in changes if c.rule == code},
@@ -133,6 +142,9 @@ def _distributed_notes(launcher: Path, settings: DistributedSettings, changes: L
     if wrapped:
         notes.append(f"distributed: model variable '{settings.target}' wrapped in DistributedDataParallel "
                      f"({', '.join(wrapped)})")
+    elif WRAPS_ITSELF.search(main_text):
+        notes.append(f"distributed: {settings.main_file} wraps its model for data parallelism itself "
+                     f"({WRAPS_ITSELF.search(main_text).group(1)}): left as it is, nothing was wrapped again")
     else:
         notes.append(f"distributed: no model variable '{settings.target}' found to wrap in DistributedDataParallel: "
                      "pass -t with the variable that holds the model (self.model allowed); nothing was wrapped")
