@@ -1,7 +1,7 @@
 """`import torch_npu` once, in every file whose migrated code needs it."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import PositionProvider
