@@ -7,6 +7,7 @@ import pytest
 from gpu2npu import apidata, scan
 from gpu2npu.change import Report
 from gpu2npu.results import Status
+from gpu2npu.tips import CUDA_ONLY_PACKAGES
 
 API = apidata.load("2.1.0")
 
@@ -123,7 +124,7 @@ SCAN_TRIGGERS = [
     "import ray\n\n\n@ray.remote(num_gpus=1)\ndef train():\n    pass\n",
     "from ray.util import placement_group\n\npg = placement_group([{'CPU': 1}])\n",
     "x = 'c\\x75da:0'\n",
-] + [f"import {package}\n" for package in sorted(scan._CUDA_PACKAGES)]
+] + [f"import {package}\n" for package in sorted(CUDA_ONLY_PACKAGES)]
 
 
 @pytest.mark.parametrize("source", SCAN_TRIGGERS)
