@@ -535,3 +535,16 @@ def test_what_the_whole_file_says_holds_in_a_file_migrated_in_pieces():
 def test_an_optional_xformers_import_is_rerouted_like_flash_attns(source, rerouted):
     output, _ = migrate(source)
     assert ("import ascend_xformers.ops as xops" in output) is rerouted
+
+
+def test_an_import_of_torch_for_type_checkers_only_loads_nothing():
+    # a registry naming a backend, torch imported for annotations only: like a config module, it
+    # relies on the process having loaded torch_npu (importing it here would load torch)
+    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import torch\n"
+              "BACKENDS = {'default': 'nccl'}\n")
+    output, _ = migrate(source)
+    assert "import torch_npu" not in output and "'hccl'" in output
+    # a lazy import in a function beside it: torch_npu goes there
+    output, _ = migrate(source + "\n\ndef sync():\n    import torch\n    torch.cuda.synchronize()\n")
+    assert "    import torch\n    import torch_npu\n    torch_npu.npu.synchronize()" in output
+    assert output.count("import torch_npu") == 1

@@ -61,6 +61,13 @@ class _Usage(cst.CSTVisitor):
             self.used = True
             self.uses += 1
 
+    def visit_If(self, node: cst.If) -> bool:
+        if _only_for_type_checkers(node.test):  # (its imports never run: they load nothing)
+            if node.orelse is not None:
+                walk(self, node.orelse)
+            return False
+        return True
+
 
 class ImportTorchNpu(Rule):
     """torch_npu must be imported for the NPU device, `Tensor.npu`, the "hccl" backend and
