@@ -446,3 +446,11 @@ def test_the_method_form_of_torch_compile_is_reported(source, rows):
 ])
 def test_other_frameworks_cuda_options_are_reported(source, rows):
     assert [(line, api) for line, api, _ in _rows(source)] == rows
+
+
+def test_nvidia_smi_in_a_try_that_expects_it_missing_is_no_row():
+    rows = _rows("import subprocess\n\n\ndef gpu_name():\n    try:\n"
+                 "        return subprocess.run(['nvidia-smi', '-L'], capture_output=True).stdout\n"
+                 "    except (FileNotFoundError, subprocess.SubprocessError):\n        return None\n\n\n"
+                 "def strict():\n    try:\n        subprocess.run(['nvidia-smi'])\n    except KeyError:\n        pass\n")
+    assert [(line, api) for line, api, _ in rows] == [(13, "nvidia-smi")]

@@ -28,12 +28,28 @@ def _program(node: ast.AST) -> Optional[str]:
     return None
 
 
+# What a `try` catches where a missing program is expected (FileNotFoundError is an OSError).
+_CAUGHT = frozenset({"FileNotFoundError", "OSError", "Exception", "BaseException", "SubprocessError",
+                     "CalledProcessError", "EnvironmentError"})
+
+
+def _catches_a_missing_program(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any((t.attr if isinstance(t, ast.Attribute) else getattr(t, "id", None)) in _CAUGHT for t in types)
+
+
 class Detector:
     def __init__(self, view: FileView) -> None:
         self.view = view
+        # calls in a `try` that expects the program may be missing (an environment report): no crash
+        self.expected = {id(node) for statement in view.groups.get(ast.Try, ())
+                         if any(_catches_a_missing_program(handler) for handler in statement.handlers)
+                         for part in statement.body for node in ast.walk(part) if isinstance(node, ast.Call)}
 
     def on_call(self, call: ast.Call) -> None:
-        if not call.args or not self.view.qualified(call.func) & RUNNERS:
+        if not call.args or id(call) in self.expected or not self.view.qualified(call.func) & RUNNERS:
             return
         program = _program(call.args[0])
         if program in TOOLS:

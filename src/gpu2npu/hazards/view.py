@@ -19,6 +19,7 @@ class FileView:
         # -sim answers torch.cuda.get_device_properties(...).major/.minor (ascend_function)
         self.similar = similar
         self.imports = file_scan.imports  # (the scan resolved the file's imports already)
+        self.groups = file_scan.groups  # the file's nodes by class
         self.findings: List[Finding] = []
         self._callees = {id(call.func) for call in file_scan.calls}
 
