@@ -59,6 +59,17 @@ def might_have_hazard(data: bytes) -> bool:
     return compiler.might_be_in(data)
 
 
+def _active(data: bytes, file_scan: "FileScan"):
+    """The detectors that can find something in `data`: those whose words it holds."""
+    for module in DETECTORS:
+        if any(word in data for word in module.TRIGGERS):
+            yield module
+        elif module is compiler and compiler.might_be_in(data):
+            yield module
+        elif module is local_torch_cuda and local_torch_cuda.might_be_in(data, file_scan):
+            yield module
+
+
 def hazards_for_source(data: bytes, file_scan: Optional["FileScan"], path: str, api: ApiData,
                        similar: bool = False) -> List[Finding]:
     """The rows for one parsed file ([] when nothing in its bytes can be one), from its scan
@@ -66,13 +77,13 @@ def hazards_for_source(data: bytes, file_scan: Optional["FileScan"], path: str, 
     if file_scan is None or not (might_have_hazard(data) or local_torch_cuda.might_be_in(data, file_scan)):
         return []
     try:
-        return sorted(set(_walk(FileView(file_scan, path, api, similar), file_scan)))
+        return sorted(set(_walk(FileView(file_scan, path, api, similar), file_scan, list(_active(data, file_scan)))))
     except RecursionError:
         return []
 
 
-def _walk(view: FileView, file_scan: "FileScan") -> List[Finding]:
-    detectors = [module.Detector(view) for module in DETECTORS]
+def _walk(view: FileView, file_scan: "FileScan", modules) -> List[Finding]:
+    detectors = [module.Detector(view) for module in modules]
 
     def hooks(name: str):
         return [getattr(detector, name) for detector in detectors if hasattr(detector, name)]
@@ -91,7 +102,7 @@ def _walk(view: FileView, file_scan: "FileScan") -> List[Finding]:
         for assign in groups.get(ast.Assign, ()):
             hook(assign)
     on_reference = hooks("on_reference")
-    for node in [*attributes, *groups.get(ast.Name, ())]:
+    for node in [*attributes, *groups.get(ast.Name, ())] if on_reference else ():
         if id(node) not in inner:
             for hook in on_reference:
                 hook(node)
@@ -100,12 +111,12 @@ def _walk(view: FileView, file_scan: "FileScan") -> List[Finding]:
         for hook in on_call:
             hook(call)
     on_string = hooks("on_string")
-    for node in groups.get(ast.Constant, ()):
+    for node in groups.get(ast.Constant, ()) if on_string else ():
         if node.value.__class__ is str and id(node) not in documentation:
             for hook in on_string:
                 hook(node)
     on_function = hooks("on_function")
-    for function in file_scan.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef):
+    for function in file_scan.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef) if on_function else ():
         for hook in on_function:
             hook(function)
     return view.findings

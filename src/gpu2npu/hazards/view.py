@@ -3,7 +3,7 @@ where a row is added.  Built once per file and handed to each detector."""
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, List, Set
+from typing import TYPE_CHECKING, Dict, List, Set
 
 from ..apidata import ApiData
 from ..change import Finding, Report
@@ -22,6 +22,7 @@ class FileView:
         self.groups = file_scan.groups  # the file's nodes by class
         self.findings: List[Finding] = []
         self._callees = {id(call.func) for call in file_scan.calls}
+        self._qualified: Dict[int, Set[str]] = {}
 
     def add(self, node: ast.AST, code: str, report: Report, api_name: str, tip: str, api_type: str = "") -> None:
         """A row of the kind `code` (finding_kinds) about `node`."""
@@ -30,7 +31,12 @@ class FileView:
         self.findings.append(Finding(self.path, node.lineno, end, report, api_name, tip, code, api_type=api_type))
 
     def qualified(self, node: ast.AST) -> Set[str]:
-        return self.imports.qualified(node)
+        """What `node` stands for (the scan's answer, kept: several detectors ask of one node)."""
+        key = id(node)
+        names = self._qualified.get(key)
+        if names is None:
+            names = self._qualified[key] = self.imports.qualified(node)
+        return names
 
     def is_called(self, node: ast.AST) -> bool:
         return id(node) in self._callees
