@@ -43,8 +43,9 @@ _ALLOCATOR = Counterpart(
     "pinned_use_cuda_host_register)")
 _ASYNC_ERRORS = Counterpart(
     "HCCL_ASYNC_ERROR_HANDLING", is_switch,
-    "torch_npu reads HCCL_ASYNC_ERROR_HANDLING (0: off, 1: tear the process down on a failed collective); "
-    "NCCL's modes 2 and 3 have no counterpart")
+    "torch_npu reads HCCL_ASYNC_ERROR_HANDLING: 0 (off) or 1 (tear the process down on a failed collective) up "
+    "to its 2.5 releases, which refuse any other value at init_process_group; from 2.6 on also NCCL's modes 2 and "
+    "3: rename it by hand where the release you install takes this value")
 _BLOCKING_WAIT = Counterpart("HCCL_BLOCKING_WAIT", is_switch,
                              "torch_npu reads HCCL_BLOCKING_WAIT (0 or 1)")
 RENAMED: Dict[str, Counterpart] = {
