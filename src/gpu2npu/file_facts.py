@@ -34,6 +34,28 @@ class FileFacts:
     foreign_backends: Dict[str, str] = field(default_factory=dict)  # name (last part) -> library
 
 
+class FactsOfScan:
+    """FileFacts read from the scan when a rule first asks (few files hold a string they are asked
+    about: most files never pay for them)."""
+
+    def __init__(self, file_scan: "FileScan") -> None:
+        self._file_scan = file_scan
+        self._facts: Optional[FileFacts] = None
+
+    def _read(self) -> FileFacts:
+        if self._facts is None:
+            self._facts = facts_of(self._file_scan)
+        return self._facts
+
+    @property
+    def looks_up_by_device(self) -> bool:
+        return self._read().looks_up_by_device
+
+    @property
+    def foreign_backends(self) -> Dict[str, str]:
+        return self._read().foreign_backends
+
+
 def is_device_key(text: str) -> bool:
     """Whether the code of a (non-literal) key looks like a device."""
     text = text.lower()

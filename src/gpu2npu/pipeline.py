@@ -20,7 +20,7 @@ from .affinity import TF32_ADVICE, advice_for_source
 from .leftovers import find_leftovers
 from .hazards import hazards_for_source
 from .change import Change, Finding, Operation
-from .file_facts import FileFacts, facts_of
+from .file_facts import FactsOfScan
 from .linemap import LineMap, source_lines
 from .results import FileResult, Status
 from .rules import positions
@@ -145,7 +145,7 @@ def _migrate_source(data: bytes, file_scan: Optional["scan.FileScan"], path: str
     if result is None:
         # (a text Python's ast could not read has no scopes to find: it is not parsed for them again)
         result = _migrate_whole(data, path, options, rules, file_scan.imports.scopes if file_scan is not None else None,
-                                facts_of(file_scan) if file_scan is not None else None)
+                                FactsOfScan(file_scan) if file_scan is not None else None)
     if api_rows and result.status != Status.FAILED:
         result.findings = sorted(set(result.findings) | set(_still_called(api_rows, result.changes)))
     return result
@@ -164,7 +164,7 @@ def _still_called(api_rows: List[Finding], changes: List[Change]) -> List[Findin
 
 
 def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Type[Rule]], scopes=None,
-                   facts: Optional[FileFacts] = None) -> FileResult:
+                   facts: Optional[FactsOfScan] = None) -> FileResult:
     """`scopes`: the scopes of `data` where the scan read them (None: no name of it depends on the
     place), or _UNKNOWN: found from the text; `facts`: what the whole file says, where `data` is a
     piece of it (None: read from `data`'s tree where a rule asks)."""
@@ -198,7 +198,7 @@ def _migrate_cut(data: bytes, file_scan: "scan.FileScan", path: str, options: Op
     if reduction is None:
         return None
     result = _migrate_whole(reduction.source.encode("utf-8"), path, options, rules, _scopes_of_parts(file_scan),
-                            facts_of(file_scan))
+                            FactsOfScan(file_scan))
     if result.status == Status.FAILED:
         return None
     output = None
@@ -233,7 +233,7 @@ def _migrate_chunks(data: bytes, file_scan: "scan.FileScan", path: str, options:
     reductions = partial.chunks(data, file_scan.tree, file_scan.relevant_lines(), CHUNK_BYTES)
     if reductions is None:
         return None
-    facts = facts_of(file_scan)
+    facts = FactsOfScan(file_scan)
     outputs: List[str] = []
     # A context statement's changes come from every piece, a definition's from one: each change
     # as many times as one piece made it (two identical edits on one line are two rows), in the
@@ -307,7 +307,7 @@ def _scopes_of_parts(file_scan: "scan.FileScan"):
 
 
 def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rules, scopes=_UNKNOWN,
-                 facts: Optional[FileFacts] = None) -> FileResult:
+                 facts: Optional[FactsOfScan] = None) -> FileResult:
     lines = LineMap(len(source_lines(code)))  # the built-in rules' input -> the original file
     changes: List[Change] = []
     if options.custom_rules is not None:

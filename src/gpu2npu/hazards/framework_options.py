@@ -9,7 +9,8 @@ from ..change import Report
 from ..finding_kinds import FRAMEWORK_CUDA
 from .view import FileView
 
-TRIGGERS = (b"accelerator", b"tf32")
+# what the options' values are written with: the string "gpu", tf32=True
+TRIGGERS = (b"'gpu'", b'"gpu"', b"tf32=True", b"tf32 = True")
 
 _LIGHTNING = ("lightning.", "pytorch_lightning.", "lightning_fabric.")
 # transformers' argument classes and those built on them (TRL's configs subclass TrainingArguments)
