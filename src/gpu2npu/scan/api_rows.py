@@ -130,4 +130,3 @@ def _judge_method_call(call: ast.Call, path: str, api: apidata.ApiData) -> Optio
     return _row(call, path, UNKNOWN_SUPPORT, Report.UNKNOWN, f"Tensor.{method}",
                 f"if the receiver is a tensor: aten::{op} has no NPU kernel in torch_npu "
                 f"{api.torch_npu_version} (it runs on the CPU at best)")
-

@@ -89,5 +89,3 @@ def scopes_of_code(code: str) -> Optional[Scopes]:
     except NOT_PARSABLE:
         return None
     return Scopes.of(tree, nodes_by_class(tree), text=code)
-
-

@@ -100,8 +100,6 @@ def not_parsed_row(data: bytes, path: str) -> Optional[Finding]:
                    "with the Python the project needs, or mend the syntax", NOT_ANALYSED.code)
 
 
-
-
 def dotted(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.Name):
         return node.id
@@ -109,5 +107,3 @@ def dotted(node: ast.AST) -> Optional[str]:
         base = dotted(node.value)
         return None if base is None else f"{base}.{node.attr}"
     return None
-
-

@@ -94,5 +94,3 @@ def tests_the_release(node: ast.AST, flags: Set[str] = frozenset(), names: Optio
         return bool(caught & _OLDER_TORCH_ERRORS)
     tests = node.values if isinstance(node, ast.BoolOp) else [node.test]  # type: ignore[attr-defined]
     return any(_holds_release_part(test, flags, names) for test in tests)
-
-

@@ -80,5 +80,3 @@ def could_need_rewrite(text: str) -> bool:
                 or word == RAY_PLACEMENT):
             return True
     return False
-
-
