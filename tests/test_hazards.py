@@ -457,3 +457,11 @@ def test_nvidia_smi_in_a_try_that_expects_it_missing_is_no_row():
                  "    except (FileNotFoundError, subprocess.SubprocessError):\n        return None\n\n\n"
                  "def strict():\n    try:\n        subprocess.run(['nvidia-smi'])\n    except KeyError:\n        pass\n")
     assert [(line, api) for line, api, _ in rows] == [(13, "nvidia-smi")]
+
+
+def test_lightnings_requirement_cache_of_a_cuda_only_package_is_a_probe():
+    rows = _rows("from lightning_utilities.core.imports import RequirementCache\n"
+                 "_FLASH_ATTN = RequirementCache('flash-attn>=2.0')\n"
+                 "_TORCH = RequirementCache('torch>=2.1')\n")
+    assert [(line, api) for line, api, _ in rows] == [(2, "RequirementCache('flash-attn>=2.0')")]
+    assert "ascend_flash_attn" in rows[0][2]

@@ -180,7 +180,7 @@ QUANTIZATION = _kind(
 )
 
 PACKAGE_PROBE = _kind(
-    "NPU913", "PackageProbe", "a probe for a CUDA-only package (find_spec, version)", ERROR,
+    "NPU913", "PackageProbe", "a probe for a CUDA-only package (find_spec, version, RequirementCache)", ERROR,
     "The package is not installed on an NPU machine: the probe answers 'absent' (or raises), and the code it "
     "guards does not run there.",
     "probe the generated NPU package gpu2npu writes, or test for the NPU.",
