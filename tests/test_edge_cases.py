@@ -548,3 +548,12 @@ def test_an_import_of_torch_for_type_checkers_only_loads_nothing():
     output, _ = migrate(source + "\n\ndef sync():\n    import torch\n    torch.cuda.synchronize()\n")
     assert "    import torch\n    import torch_npu\n    torch_npu.npu.synchronize()" in output
     assert output.count("import torch_npu") == 1
+
+
+def test_a_lazy_file_that_needs_torch_npu_at_module_level_gets_it_once():
+    # a changed function without its own torch import: the module imports torch_npu, and the
+    # functions' imports would only repeat it
+    source = "import os\n\n\ndef to_gpu(x):\n    import torch\n    return x.cuda()\n\n\ndef move(x):\n    return x.cuda()\n"
+    output, result = migrate(source)
+    assert output.count("import torch_npu") == 1 and output.startswith("import torch_npu\n")
+    assert [c.start_line for c in result.changes if c.message == "insert import torch_npu"] == [0]

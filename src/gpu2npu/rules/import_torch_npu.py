@@ -1,7 +1,7 @@
 """`import torch_npu` once, in every file whose migrated code needs it."""
 from __future__ import annotations
 
-from typing import Optional, Set, Tuple
+from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import PositionProvider
@@ -120,6 +120,8 @@ class ImportTorchNpu(Rule):
         self._torch_at_module_level = _imports_torch_at_level(node.body)
         self._lazy_imports = 0  # functions given `import torch_npu` beside their own `import torch`
         self._uncovered = False  # a function changed that does not import torch itself
+        self._lazy_statements: Set[int] = set()  # (ids of those imports, and their edits)
+        self._lazy_anchors: List[int] = []
         self._newline = node.default_newline
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef):
@@ -142,7 +144,9 @@ class ImportTorchNpu(Rule):
             return updated_node
         body, anchor = found
         self._lazy_imports += 1
+        self._lazy_statements.add(id(new_line))
         self.record_insert(anchor, f"insert {IMPORT_LINE}")
+        self._lazy_anchors.append(anchor)
         return updated_node.with_changes(body=updated_node.body.with_changes(body=body))
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module):
@@ -157,6 +161,11 @@ class ImportTorchNpu(Rule):
             return updated_node
         if self._lazy_imports and not self._uncovered and _uses_outside_functions(updated_node) == 0:
             return updated_node  # each changed function imports torch_npu beside its torch
+        if self._lazy_imports:  # the module imports it after all: the functions' imports would repeat it
+            updated_node = updated_node.visit(_Without(self._lazy_statements))
+            lazy = [(line, f"insert {IMPORT_LINE}") for line in self._lazy_anchors]
+            # (in place: the batch of rules holds the list; it replaces its items, so they are matched by value)
+            self.edits[:] = [edit for edit in self.edits if (edit.start_line, edit.message) not in lazy]
         new_line = cst.parse_statement(IMPORT_LINE + updated_node.default_newline)
         self.context.inserted.add(id(new_line))
         found = _insert_near_torch(updated_node.body, original_node.body, new_line, self)
@@ -170,6 +179,17 @@ class ImportTorchNpu(Rule):
             body.insert(index, new_line)
         self.record_insert(anchor, f"insert {IMPORT_LINE}")
         return updated_node.with_changes(body=body)
+
+
+class _Without(cst.CSTTransformer):
+    """Takes out the statements of `ids` (the functions' imports of torch_npu)."""
+
+    def __init__(self, ids: Set[int]) -> None:
+        super().__init__()
+        self.ids = ids
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        return cst.RemoveFromParent() if id(original_node) in self.ids else updated_node
 
 
 class _UsesOutsideFunctions(cst.CSTVisitor):
