@@ -430,6 +430,8 @@ def test_the_ddp_wrap_uses_the_name_torch_is_imported_as():
 @pytest.mark.parametrize("source", [
     # a checkpoint's RNG states under the key "cuda": written on GPUs, read back after migration
     'import torch\nstate = {"cpu": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state_all()}\n',
+    # a table whose entries name other things (wheel tags, vendors): labels
+    'import torch\nWHEELS = {"cuda": "cu130", "rocm": "rocm6.2"}\nVENDOR = {"cuda": "nvidia", "hip": "amd"}\n',
     'import torch\nif "cuda" in state:\n    torch.cuda.set_rng_state_all(state["cuda"])\n',
     'import torch\nstates = ckpt.get("cuda", [])\nckpt.pop("cuda:0")\n',
     # messages for people, and an Enum's labels
@@ -452,6 +454,11 @@ def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
     ('import torch\nBACKENDS = {"cuda": "nccl", "cpu": "gloo"}\nbackend = BACKENDS[x.device.type]\n',
      '{"npu": "hccl", "cpu": "gloo"}'),
     ('import torch\nSEEDS = {"cuda": torch.cuda.manual_seed}\nSEEDS.get(torch_device)(0)\n', '{"npu": torch_npu'),
+    # a table whose entry goes with the device (a device, a backend, a torch.cuda function): renamed
+    # together even where the file looks nothing up (another file does)
+    ('import torch\nSUPPORTED = {"cuda": ("cuda", "cpu"), "tpu": ("cpu",)}\n', '{"npu": ("npu", "cpu")'),
+    ('import torch\nBACKENDS = {"cuda": "nccl", "cpu": "gloo"}\n', '{"npu": "hccl"'),
+    ('import torch\nSEEDS = {"cuda": torch.cuda.manual_seed, "cpu": torch.manual_seed}\n', '{"npu": torch_npu.npu.manual_seed'),
 ])
 def test_a_device_name_in_a_device_position_is_still_migrated(source, expected):
     output, _ = migrate(source)

@@ -11,6 +11,7 @@ scan, handed to the rules and the analyses through their context.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, Optional
 
@@ -28,10 +29,17 @@ FOREIGN_COLLECTIVES = ("ray.util.collective", "cupy.cuda.nccl", "vllm.distribute
 NCCL_NAMES = ("nccl", "NCCL")
 
 
+# A device name as a key written out (`state["cuda"]`, `states.get("cuda:0")`).
+DEVICE_KEY = re.compile(r"^cuda(:\d+)?$")
+
+
 @dataclass(frozen=True)
 class FileFacts:
     looks_up_by_device: bool = False
     foreign_backends: Dict[str, str] = field(default_factory=dict)  # name (last part) -> library
+    # the file reads or writes a mapping under a device name written out (`rng_states["cuda"]`):
+    # there "cuda" is a key of data, in its mappings written out too
+    device_named_keys: bool = False
 
 
 class FactsOfScan:
@@ -55,6 +63,10 @@ class FactsOfScan:
     def foreign_backends(self) -> Dict[str, str]:
         return self._read().foreign_backends
 
+    @property
+    def device_named_keys(self) -> bool:
+        return self._read().device_named_keys
+
 
 def is_device_key(text: str) -> bool:
     """Whether the code of a (non-literal) key looks like a device."""
@@ -73,6 +85,10 @@ def _last(node: ast.AST) -> Optional[str]:
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _is_device_name(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and DEVICE_KEY.match(node.value) is not None
+
+
 def _key_text(node: ast.AST) -> str:
     """The words of a key that names a value: `device.type`, `torch_device`, `str(x.device)`."""
     if isinstance(node, ast.Call):
@@ -89,13 +105,15 @@ def _key_text(node: ast.AST) -> str:
 def facts_of(file_scan: "FileScan") -> FileFacts:
     groups = file_scan.groups
     qualified = file_scan.imports.qualified
-    looks_up = any(is_device_key(_key_text(node.slice)) for node in groups.get(ast.Subscript, ()))
+    subscripts = groups.get(ast.Subscript, ())
+    looks_up = any(is_device_key(_key_text(node.slice)) for node in subscripts)
+    named_keys = any(_is_device_name(node.slice) for node in subscripts)
     foreign: Dict[str, str] = {}
     for call in file_scan.calls:
         func = call.func
-        if (not looks_up and isinstance(func, ast.Attribute) and func.attr in KEY_METHODS and call.args
-                and is_device_key(_key_text(call.args[0]))):
-            looks_up = True
+        if isinstance(func, ast.Attribute) and func.attr in KEY_METHODS and call.args:
+            looks_up = looks_up or is_device_key(_key_text(call.args[0]))
+            named_keys = named_keys or _is_device_name(call.args[0])
         library = foreign_library(qualified(func))
         if library is not None:
             for value in [*call.args, *(keyword.value for keyword in call.keywords)]:
@@ -115,4 +133,4 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
                 name = _last(side)
                 if name:
                     foreign.setdefault(name, library)
-    return FileFacts(looks_up, foreign)
+    return FileFacts(looks_up, foreign, named_keys)

@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from ..file_facts import KEY_METHODS, NCCL_NAMES, FileFacts, foreign_library, is_device_key
+from ..file_facts import DEVICE_KEY, KEY_METHODS, NCCL_NAMES, FileFacts, foreign_library, is_device_key
 from ..tips import handed_on, has_fused_kernel
 from .walk import ClassHooks, ParentNodeProvider, walk
 
@@ -222,6 +222,8 @@ FRAMEWORK_OPTIONS = (
 
 # Calls whose arguments are text for people, never a device: print and the logging methods.
 _MESSAGE_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+# What an entry of a device table holds that the migration renames with its key.
+_CARRIED_WITH_THE_DEVICE = re.compile(r"""["'](cuda(:\d+)?|nccl|NCCL)["']|\btorch\.cuda\b|\.cuda\(""")
 # What the right side of `"cuda" in ...` holds where it asks about a device, not a key.
 _DEVICE_HOLDERS = ("dev", "type", "str(", "accelerator", "backend", "place", "loc", "platform", "cuda", "gpu")
 
@@ -241,7 +243,16 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
         holder = parent_of(parent_of(parent))
         if isinstance(holder, cst.Arg) and holder.keyword is not None and holder.keyword.value == "map_location":
             return False
-        return not _looks_up_by_device(rule, node)
+        facts = file_facts(rule, node)
+        if facts.looks_up_by_device:
+            return False  # a table of devices: its keys go with the device
+        if facts.device_named_keys:
+            return True  # the file reads or writes data under "cuda": this mapping holds such data
+        # else a table of devices where its entry goes with the device (a backend, a device, a
+        # torch.cuda function, renamed or migrated beside it); data where the entry is computed
+        # (`"cuda": torch.cuda.get_rng_state_all()`), a label where it names something else
+        return (isinstance(parent.value, cst.Call)
+                or _CARRIED_WITH_THE_DEVICE.search(cst.Module(body=()).code_for_node(parent.value)) is None)
     if isinstance(parent, cst.Index):  # (`Literal["cpu", "cuda"]` lists values: no key)
         subscript = parent_of(parent_of(parent))
         if isinstance(subscript, cst.Subscript) and (dotted_name(subscript.value) or "").rsplit(".", 1)[-1] == "Literal":
@@ -279,9 +290,12 @@ class _FactsOfTree(cst.CSTVisitor):
         self.rule = rule
         self.looks_up = False
         self.foreign: Dict[str, str] = {}
+        self.named_keys = False
 
     def _judge(self, key: cst.BaseExpression) -> None:
-        if not isinstance(key, (cst.SimpleString, cst.ConcatenatedString, cst.Integer)):
+        if isinstance(key, cst.SimpleString):
+            self.named_keys = self.named_keys or DEVICE_KEY.match(string_text(key) or "") is not None
+        elif not isinstance(key, (cst.ConcatenatedString, cst.Integer)):
             self.looks_up = self.looks_up or is_device_key(cst.Module(body=()).code_for_node(key))
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
@@ -328,7 +342,7 @@ def file_facts(rule, node: cst.CSTNode) -> FileFacts:
     if id(module) not in answers:
         finder = _FactsOfTree(rule)
         walk(finder, module)
-        answers[id(module)] = FileFacts(finder.looks_up, finder.foreign)
+        answers[id(module)] = FileFacts(finder.looks_up, finder.foreign, finder.named_keys)
     return answers[id(module)]
 
 
