@@ -282,7 +282,8 @@ MARKERS = [
 def test_the_platform_of_a_marker_is_read_as_pip_reads_it(marker):
     from packaging.markers import Marker, default_environment
 
-    from gpu2npu.dependencies.decide import ASCEND_HOSTS, may_install_on_an_ascend_host
+    from gpu2npu.dependencies.decide import ASCEND_HOSTS, ascend_hosts_of
 
-    expected = any(Marker(marker).evaluate({**default_environment(), **host}) for host in ASCEND_HOSTS)
-    assert may_install_on_an_ascend_host(f" ; {marker}") is expected
+    expected = tuple(index for index, host in enumerate(ASCEND_HOSTS)
+                     if Marker(marker).evaluate({**default_environment(), **host}))
+    assert ascend_hosts_of(f" ; {marker}") == expected

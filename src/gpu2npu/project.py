@@ -200,12 +200,10 @@ def preview(request: RunRequest, warnings: Optional[List[str]] = None) -> Iterat
             continue
         for file in package.files:
             name = f"{package.name}/{file}"
-            text = generated_packages.package_file(package.name, file).decode("utf-8")
-            diff = unified_diff([], source_lines(text, keepends=True), "/dev/null", f"b/{name}")
-            yield name, "".join(line if line.endswith("\n") else line + "\n" for line in diff), ""
+            yield name, _diff_text("", generated_packages.package_file(package.name, file).decode("utf-8"),
+                                   "/dev/null", f"b/{name}"), ""
     for name, text in modes.new_files(source, options):  # (the launcher of `distributed`)
-        diff = unified_diff([], text.splitlines(keepends=True), "/dev/null", f"b/{name}")
-        yield name, "".join(diff), ""
+        yield name, _diff_text("", text, "/dev/null", f"b/{name}"), ""
 
 
 def _preview_dependencies(entries, outputs: Dict[str, bytes], options: Options,
@@ -233,9 +231,14 @@ def _preview_dependencies(entries, outputs: Dict[str, bytes], options: Options,
 
 
 def _unified_diff(entry: Entry, data: bytes, output: bytes) -> str:
-    before = source_lines(data.decode("utf-8", errors="replace"), keepends=True)
-    after = source_lines(output.decode("utf-8", errors="replace"), keepends=True)
-    diff = unified_diff(before, after, f"a/{entry.relative}", f"b/{entry.relative}")
+    return _diff_text(data.decode("utf-8", errors="replace"), output.decode("utf-8", errors="replace"),
+                      f"a/{entry.relative}", f"b/{entry.relative}")
+
+
+def _diff_text(before: str, after: str, old_name: str, new_name: str) -> str:
+    """The unified diff of two texts, every line ended (`patch` reads a file that has no last line
+    end from a diff that ends its lines)."""
+    diff = unified_diff(source_lines(before, keepends=True), source_lines(after, keepends=True), old_name, new_name)
     return "".join(line if line.endswith("\n") else line + "\n" for line in diff)
 
 

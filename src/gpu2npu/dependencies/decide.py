@@ -161,10 +161,6 @@ def ascend_hosts_of(marker: str) -> Tuple[int, ...]:
     return tuple(index for index, host in enumerate(ASCEND_HOSTS) if tree is None or _holds(tree, host) is not False)
 
 
-def may_install_on_an_ascend_host(marker: str) -> bool:
-    return bool(ascend_hosts_of(marker))
-
-
 def _holds(node: ast.AST, host) -> Optional[bool]:
     """A marker's truth on `host`: True, False or None (depends on what is not known)."""
     if isinstance(node, ast.BoolOp):
@@ -198,7 +194,8 @@ def _value(node: ast.AST, host) -> Optional[str]:
 
 def _torch(requirement: Requirement, context: Context) -> Decision:
     api = context.api
-    if not may_install_on_an_ascend_host(requirement.marker):
+    hosts = ascend_hosts_of(requirement.marker)
+    if not hosts:
         return Decision()  # (the macOS or Windows line of a project that pins torch per platform)
     target = api.torch_version
     decision = Decision(rule=TORCH_RULE, torch_pin=requirement.spec or requirement.url or None)
@@ -207,7 +204,6 @@ def _torch(requirement: Requirement, context: Context) -> Decision:
         was = requirement.url or requirement.spec or "(any version)"
         decision.message = (f"torch {was} -> =={target}: torch_npu {api.torch_npu_version} is built for torch {target} "
                             "(the CPU build on x86, from PyPI or https://download.pytorch.org/whl/cpu)")
-    hosts = ascend_hosts_of(requirement.marker)
     for needed in ["torch_npu"] + context.table.runtime_needs(api.torch_npu_version):
         key = normalise(needed)
         # after each torch line for a machine that has none yet (a file may pin torch per machine)

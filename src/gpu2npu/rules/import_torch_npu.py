@@ -137,9 +137,8 @@ class ImportTorchNpu(Rule):
             return updated_node  # (a function inside it imports torch_npu itself)
         new_line = cst.parse_statement(IMPORT_LINE + self._newline)
         self.context.inserted.add(id(new_line))
-        found = (_insert_near_torch(updated_node.body.body, original_node.body.body, new_line, self)
-                 if _imports_torch_at_level(original_node.body.body) else None)
-        if found is None:
+        found = _insert_near_torch(updated_node.body.body, original_node.body.body, new_line, self)
+        if found is None:  # (the function does not import torch itself)
             self._uncovered = True
             return updated_node
         body, anchor = found

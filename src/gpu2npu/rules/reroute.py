@@ -11,7 +11,7 @@ from typing import ClassVar, Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from .base import Rule
+from .base import Rule, code_of
 from .names import build_dotted, dotted_name
 from .placement import insert_statements, module_names, pair_with_originals, top_folder_on_sys_path
 from .walk import walk
@@ -178,10 +178,6 @@ def answers_probe(row_api: str, change_message: str) -> bool:
     return row_api.startswith("find_spec(") and change_message.startswith(f"change {row_api} to ")
 
 
-def _code(statement: cst.SimpleStatementLine) -> str:
-    return cst.Module(body=()).code_for_node(statement.with_changes(leading_lines=()))
-
-
 def comment_line(package: str, short: str) -> str:
     """The comment above the sys.path line of a file that imports a generated package."""
     return f"# gpu2npu: the output's top folder holds the {package} package ({short})"
@@ -279,7 +275,7 @@ class RerouteToGenerated(Rule):
         index = next(i for i, (_, original) in enumerate(pairs) if original is not None
                      and self.lines_of(original)[1] >= self.first_line)
         statement = top_folder_on_sys_path(self.context.path)
-        if any(isinstance(line, cst.SimpleStatementLine) and _code(line).strip() == statement.strip()
+        if any(isinstance(line, cst.SimpleStatementLine) and code_of(line.with_changes(leading_lines=())).strip() == statement.strip()
                for line in body[:index]):
             return updated_node  # (another generated package's rule put the top folder there already)
         return insert_statements(self, original_node, updated_node, index, statement,
