@@ -182,6 +182,12 @@ def _carry_out(command, request):
         try:
             with _sigterm_as_exception():
                 return command(request, progress)
+        except Exception as error:
+            # an interrupt that landed where Python wraps what is raised (a class built while a
+            # module is imported: RuntimeError from __set_name__) is still the interrupt
+            if results.pending_interrupt is not None and error.__cause__ is results.pending_interrupt:
+                raise results.pending_interrupt from None
+            raise
         finally:
             progress.close()  # before any message, so that none lands on the progress line
     except UsageError as error:
