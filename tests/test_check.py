@@ -33,7 +33,9 @@ def test_flags_the_original_and_only_known_unsupported_after_migration(name, tmp
     reported = {(row["File"], row["OP"]) for row in read_csv(target / "unsupported_api.csv")}
     for finding in findings:
         relative = finding["path"][len(str(target)) + 1:]
-        assert (relative, finding["message"].split(" has no NPU equivalent")[0]) in reported, finding
+        # (a file that could not be read is its own row: NPU925, "file not migrated")
+        op = "file not migrated" if finding["rule"] == "NPU925" else finding["message"].split(" has no NPU equivalent")[0]
+        assert (relative, op) in reported, finding
     assert after.exit_code == (1 if findings else 0)
 
 
@@ -117,39 +119,66 @@ def test_a_warm_check_reads_results_back_instead_of_computing_them(tmp_path, mon
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="this Python parses a `type` statement")
-def test_a_file_this_python_cannot_parse_is_named_as_partly_checked(tmp_path):
+def test_a_file_this_python_cannot_parse_fails_the_check_as_partly_checked(tmp_path):
     source = tmp_path / "typed.py"
     source.write_text("import torch\n\ntype Batch = list[torch.Tensor]\n\nx = torch.zeros(2).cuda()\n")
     done = subprocess.run([sys.executable, "-m", "gpu2npu", "check", "-v", "2.1.0", "--no-cache", str(source)],
                           capture_output=True, text=True)
-    assert done.returncode == 1  # the .cuda() that libcst reads is found all the same
-    assert f"{source}:5: NPU102" in done.stdout
-    warning = [line for line in done.stderr.splitlines() if "partly checked" in line]
-    assert len(warning) == 1 and f"{source}:3: Python 3." in warning[0] and "(invalid syntax here)" in warning[0]
-    # machines read it too: JSON's warnings, SARIF's notifications of the invocation
+    assert done.returncode == 1
+    assert f"{source}:5: NPU102" in done.stdout  # the .cuda() that libcst reads is found all the same
+    # and the API calls and hazards that were not looked at are an error of their own
+    [partly] = [line for line in done.stdout.splitlines() if " NPU901 " in line]
+    assert partly.startswith(f"{source}:3: NPU901 partly checked: Python 3.") and "(invalid syntax here)" in partly
+    # machines read it too: JSON's warnings, SARIF's failed invocation and its notification
     for output_format in ("json", "sarif"):
         done = subprocess.run([sys.executable, "-m", "gpu2npu", "check", "-v", "2.1.0", "--no-cache", "--format",
                                output_format, str(source)], capture_output=True, text=True)
+        assert done.returncode == 1
         report = json.loads(done.stdout)
         if output_format == "json":
             texts = report["warnings"]
+            assert {f["rule"]: f["level"] for f in report["findings"]}["NPU901"] == "error"
         else:
             [invocation] = report["runs"][0]["invocations"]
-            assert invocation["executionSuccessful"] is True
+            assert invocation["executionSuccessful"] is False
             assert {note["level"] for note in invocation["toolExecutionNotifications"]} == {"warning"}
             texts = [note["message"]["text"] for note in invocation["toolExecutionNotifications"]]
-        assert texts == [warning[0][len("gpu2npu: warning: "):]]
+            assert {(r["ruleId"], r["level"]) for r in report["runs"][0]["results"]} >= {("NPU901", "error")}
+        assert texts == [partly.replace(" NPU901 ", " ", 1)]
 
 
-def test_a_file_that_cannot_be_read_is_named_on_stderr_and_in_json(tmp_path):
+@pytest.mark.parametrize("content, why", [
+    (b"import torch\nx = torch.zeros(1).cuda()\nprint 'done'\n", "syntax error at line 3"),  # Python 2
+    (b"import torch\nx = '\xff\xfe'.cuda()\n", "cannot be decoded"),
+])
+def test_a_file_that_cannot_be_parsed_fails_the_check_in_every_format(tmp_path, content, why):
+    (tmp_path / "old.py").write_bytes(content)
+    done = subprocess.run([sys.executable, "-m", "gpu2npu", "check", "-v", "2.1.0", "--no-cache", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "no CUDA-only code found" not in done.stderr
+    [line] = done.stdout.splitlines()
+    assert line.startswith(f"{tmp_path / 'old.py'}:") and " NPU925 file not checked: " in line and why in line
+    report = json.loads(subprocess.run([sys.executable, "-m", "gpu2npu", "check", "-v", "2.1.0", "--format", "json",
+                                        str(tmp_path)], capture_output=True, text=True).stdout)
+    assert [(f["rule"], f["level"]) for f in report["findings"]] == [("NPU925", "error")] and len(report["warnings"]) == 1
+    sarif = json.loads(subprocess.run([sys.executable, "-m", "gpu2npu", "check", "-v", "2.1.0", "--format", "sarif",
+                                       str(tmp_path)], capture_output=True, text=True).stdout)["runs"][0]
+    assert [(r["ruleId"], r["level"]) for r in sarif["results"]] == [("NPU925", "error")]
+    [invocation] = sarif["invocations"]
+    assert invocation["executionSuccessful"] is False and why in invocation["toolExecutionNotifications"][0]["message"]["text"]
+    assert "NPU925" in {rule["id"] for rule in sarif["tool"]["driver"]["rules"]}
+
+
+def test_a_dependency_file_that_cannot_be_read_fails_the_check(tmp_path):
     (tmp_path / "requirements.txt").write_bytes(b"torch==2.1.0\n\xff\xfe\n")
     (tmp_path / "train.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
     done = subprocess.run([sys.executable, "-m", "gpu2npu", "check", "-v", "2.1.0", "--no-cache", "--format", "json",
                            str(tmp_path)], capture_output=True, text=True)
-    assert done.returncode == 1 and json.loads(done.stdout)["count"] == 1  # the .cuda() is checked all the same
-    [warning] = json.loads(done.stdout)["warnings"]
-    assert warning.startswith(f"not checked: {tmp_path / 'requirements.txt'}: not read as UTF-8 text")
-    assert f"gpu2npu: warning: {warning}" in done.stderr.splitlines()
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report["count"] == 2  # the .cuda() is checked all the same
+    assert {f["rule"] for f in report["findings"]} == {"NPU102", "NPU925"}
+    [warning] = report["warnings"]
+    assert warning.startswith(f"{tmp_path / 'requirements.txt'}:1: file not checked: not UTF-8 text")
 
 
 def test_sarif_carries_help_for_every_code_a_result_names():

@@ -58,16 +58,34 @@ def _rows(report, source: str, api):
     return migrate_file(Kind.PYTHON, source.encode(), "example.py", options).findings
 
 
+def _checked(source: str, api, folder: Path):
+    """What `gpu2npu check` finds in `source` (the kinds only check reports: suppressions)."""
+    from gpu2npu.check import check_paths
+
+    folder.mkdir(exist_ok=True)
+    (folder / "example.py").write_text(source, encoding="utf-8")
+    return check_paths([folder / "example.py"], Options(api=api)).findings
+
+
 @pytest.mark.parametrize("code", sorted(REPORT_CODES))
-def test_report_code_examples_produce_their_rows_and_leave_the_rest(code):
+def test_report_code_examples_produce_their_rows_and_leave_the_rest(code, tmp_path):
+    from gpu2npu.finding_kinds import CHECK
+
     api = apidata.load("2.1.0")
     report = REPORT_CODES[code]
     assert report.examples
-    for source, name, where in report.examples:
+    for number, (source, name, where) in enumerate(report.examples):
+        if where == CHECK:
+            found = _checked(source, api, tmp_path / str(number))
+            assert any(f.rule == code and name in f.message for f in found), found
+            continue
         rows = _rows(report, source, api)
         assert (code, name) in {(row.rule, row.api) for row in rows}, rows
         assert where.endswith(".csv") == (not any(row.report.value == "note" for row in rows if row.rule == code))
-    for source in report.unchanged:
+    for number, source in enumerate(report.unchanged):
+        if any(where == CHECK for _, _, where in report.examples):
+            assert code not in {f.rule for f in _checked(source, api, tmp_path / f"unchanged{number}")}, source
+            continue
         assert code not in {row.rule for row in _rows(report, source, api)}, source
 
 

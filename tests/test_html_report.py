@@ -148,3 +148,27 @@ def test_every_link_to_the_diff_has_its_target(name, migrated):
     assert all(target in ids for target in targets), [t for t in targets if t not in ids][:5]
     # a finding on a line the diff shows links to that line
     assert name != "llm_env_project" or "requirements.txt-L11" in " ".join(targets)
+
+
+def test_a_file_that_could_not_be_migrated_has_its_section_its_row_and_is_not_called_unchanged(tmp_path):
+    project = tmp_path / "legacy"
+    project.mkdir()
+    (project / "old.py").write_text("import torch\nx = torch.zeros(1).cuda()\nprint 'done'\n")
+    (project / "train.py").write_text("import torch\nx = torch.zeros(1)\n")
+    done = subprocess.run([str(sys.executable), "-m", "gpu2npu", "-i", str(project), "-o", str(tmp_path / "out"),
+                           "-v", "2.1.0"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3, done.stderr
+    target = tmp_path / "out" / "legacy_msft"
+    [row] = read_csv(target / "unsupported_api.csv")
+    assert (row["File"], row["Start Line"], row["OP"], row["Rule"]) == ("old.py", "3", "file not migrated", "NPU925")
+    assert "syntax error at line 3" in row["Tips"]
+    text = (target / "report.html").read_text(encoding="utf-8")
+    section = text[text.index('<section id="not-migrated">'):]
+    section = section[:section.index("</section>")]
+    assert "Not migrated (1)" in section and "old.py" in section and "not valid Python 3" in section
+    assert "Nothing: every CUDA construct" not in text
+    unchanged = text[text.index('<details class="unchanged">'):]
+    assert "old.py" not in unchanged[:unchanged.index("</details>")] and "train.py" in unchanged
+    if CHROMIUM is not None:  # and a browser shows it
+        shown = chromium("--dump-dom", (target / "report.html").as_uri())
+        assert shown.returncode == 0 and "Not migrated (1)" in shown.stdout

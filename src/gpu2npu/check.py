@@ -13,17 +13,20 @@ import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from . import scan
+from .affinity import ADVICE
 from .change import Operation, Report
 from .dependencies import decide
 from .dependencies.formats import SETUP_PY, dependency_format
 from .catalogue import RuleEntry, rule_catalogue
 from .discover import MIGRATED_KINDS, Entry, Kind, kind_of, walk
 from .engine import Engine
-from .results import Status
+from .finding_kinds import KINDS, NOT_ANALYSED, NOT_MIGRATED, UNUSED_SUPPRESSION
 from .options import Options
+from .project_config import ConfigError, ProjectConfig, selector_matches, unknown_selectors
+from .results import FileResult
+from .suppressions import Suppression, cell_of, suppressions_in
 
 # Rules whose edits do not mean "CUDA-only code is here".
 NOT_FINDINGS = {"NPU001", "NPU201"}
@@ -42,15 +45,16 @@ class CheckFinding:
     # "error": a human must act (no NPU equivalent: manual work, the highest level); "warning":
     # CUDA-only code the migration fixes by itself
     level: str
+    cell: int = 0  # the notebook cell its lines are of (0: not a notebook)
 
 
 @dataclass
 class CheckResult:
     findings: List[CheckFinding]
     files: int  # files checked
-    unreadable: List[str]
-    # files whose API calls and hazards were not looked at (this Python cannot parse them): "path:line: why"
-    partly_checked: List[str] = dataclasses.field(default_factory=list)
+    suppressed: int = 0  # findings silenced by `# gpu2npu: ignore` comments
+    ignored: int = 0  # findings of codes the configuration ignores (ignore, per-file-ignores)
+    excluded: int = 0  # files the configuration excludes
     cache_problem: Optional[str] = None  # why the cache could not be used (the check went on without)
     # code -> what SARIF says of it (summary, help), when asked for
     descriptions: Dict[str, "Description"] = dataclasses.field(default_factory=dict)
@@ -58,6 +62,15 @@ class CheckResult:
     @property
     def files_with_findings(self) -> int:
         return len({finding.path for finding in self.findings})
+
+    @property
+    def not_checked(self) -> List[CheckFinding]:
+        """The findings that say a file, or its API calls, could not be looked at."""
+        return [finding for finding in self.findings if finding.rule in NOT_LOOKED_AT]
+
+
+# The kinds that say a file was not (or only partly) looked at: the check did not succeed there.
+NOT_LOOKED_AT = {NOT_MIGRATED.code, NOT_ANALYSED.code}
 
 
 def _checked_files(paths: Sequence[Path]) -> Iterable[Entry]:
@@ -78,43 +91,106 @@ def _checked_files(paths: Sequence[Path]) -> Iterable[Entry]:
 
 
 def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
-                cache_folder: Optional[Path] = None, describe: bool = False) -> CheckResult:
+                cache_folder: Optional[Path] = None, describe: bool = False,
+                config: Optional[ProjectConfig] = None) -> CheckResult:
     """The findings of `paths`, computed as the migration computes its results (the same engine:
-    `jobs` processes, the content-hash cache in `cache_folder`); with `describe`, the summary of
-    every code a finding can carry too (SARIF lists them)."""
-    findings: List[CheckFinding] = []
-    unreadable: List[str] = []
-    partly_checked: List[str] = []
+    `jobs` processes, the content-hash cache in `cache_folder`), less what `config` excludes or
+    ignores and what `# gpu2npu: ignore` comments silence; with `describe`, the summary of every
+    code a finding can carry too (SARIF lists them)."""
+    config = config or ProjectConfig(root=Path.cwd())
     entries = list(_checked_files(paths))
-    code = [entry for entry in entries if entry.kind in MIGRATED_KINDS]
-    for entry in entries:
+    kept = [entry for entry in entries if not config.excluded(entry.absolute)]
+    files: List[Tuple[Entry, List[CheckFinding], Tuple[Suppression, ...]]] = []
+    code = [entry for entry in kept if entry.kind in MIGRATED_KINDS]
+    for entry in kept:
         form = dependency_format(entry.relative)
         if form is not None and (entry.kind == Kind.OTHER or form == SETUP_PY):
-            problem = _dependency_findings(entry, form, options, findings)
-            if problem:
-                unreadable.append(problem)
+            files.append((entry, *_dependency_findings(entry, form, options)))
     # the advice on faster NPU APIs is no finding: not looked for
     engine = Engine(dataclasses.replace(options, advice=False), jobs, cache_folder)
     try:
         for entry, result in engine.results(code):
-            if result.status == Status.FAILED:
-                unreadable.append(f"{entry.relative}: {result.error}")
-                continue
-            shown = entry.relative
-            for change in result.changes:
-                if change.rule not in NOT_FINDINGS:
-                    findings.append(CheckFinding(shown, change.start_line, change.end_line, change.rule,
-                                                 f"CUDA-only: {change.message}", FIXED_BY_MIGRATION))
-            for finding in result.findings:
-                if finding.api == scan.NOT_PARSED:
-                    partly_checked.append(f"{shown}:{finding.start_line}: {finding.tip}")
-                if finding.report == Report.UNSUPPORTED:
-                    findings.append(CheckFinding(shown, finding.start_line, finding.end_line, finding.rule,
-                                                 f"{finding.api} has no NPU equivalent: {finding.tip}", MANUAL))
-        descriptions = rule_descriptions(rule_catalogue(engine.cache)) if describe else {}
+            files.append((entry, _code_findings(entry.relative, result), result.suppressions))
+        rules = rule_catalogue(engine.cache)
+        descriptions = rule_descriptions(rules) if describe else {}
     finally:
         engine.close()
-    return CheckResult(sorted(set(findings)), len(entries), unreadable, partly_checked, engine.problem, descriptions)
+    known = set(rules) | set(KINDS) | set(ADVICE)
+    for where, selector in config.selectors():
+        if unknown_selectors([selector], known):
+            source = f"{config.source}: [tool.gpu2npu] {where}" if config.source else "--ignore"
+            raise ConfigError(f"{source}: {selector} is no code that gpu2npu reports (`gpu2npu rules` lists them)")
+    findings: List[CheckFinding] = []
+    outcome = CheckResult(findings, len(kept), excluded=len(entries) - len(kept), cache_problem=engine.problem,
+                          descriptions=descriptions)
+    for entry, found, suppressions in files:
+        findings.extend(_filtered(entry, found, suppressions, config, known, outcome))
+    outcome.findings = sorted(set(findings))
+    return outcome
+
+
+def _code_findings(shown: str, result: FileResult) -> List[CheckFinding]:
+    findings = []
+    for change in result.changes:
+        if change.rule not in NOT_FINDINGS:
+            findings.append(CheckFinding(shown, change.start_line, change.end_line, change.rule,
+                                         f"CUDA-only: {change.message}", FIXED_BY_MIGRATION, cell_of(change.message)))
+    for finding in result.findings:
+        if finding.rule == NOT_MIGRATED.code:
+            findings.append(CheckFinding(shown, finding.start_line, finding.end_line, finding.rule,
+                                         f"file not checked: {result.error}", MANUAL))
+        elif finding.rule == NOT_ANALYSED.code:
+            findings.append(CheckFinding(shown, finding.start_line, finding.end_line, finding.rule,
+                                         f"partly checked: {finding.tip}", MANUAL, cell_of(finding.tip)))
+        elif finding.report == Report.UNSUPPORTED:
+            findings.append(CheckFinding(shown, finding.start_line, finding.end_line, finding.rule,
+                                         f"{finding.api} has no NPU equivalent: {finding.tip}", MANUAL,
+                                         cell_of(finding.tip)))
+    return findings
+
+
+def _filtered(entry: Entry, found: List[CheckFinding], suppressions: Tuple[Suppression, ...], config: ProjectConfig,
+              known: Set[str], outcome: CheckResult) -> List[CheckFinding]:
+    """`found` less the codes the configuration ignores for the file and the findings its
+    comments silence, plus a finding for each comment that silences nothing (NPU926)."""
+    ignored = config.ignored_codes(entry.absolute)
+
+    def is_ignored(code: str) -> bool:
+        return any(selector_matches(selector, code) for selector in ignored)
+
+    kept = [finding for finding in found if not is_ignored(finding.rule)]
+    outcome.ignored += len(found) - len(kept)
+    if not suppressions:
+        return kept
+    used: Dict[Suppression, Set[str]] = {suppression: set() for suppression in suppressions}
+    shown = []
+    for finding in kept:
+        silencing = [s for s in suppressions if s.cell == finding.cell and finding.start_line <= s.line <= finding.end_line
+                     and (not s.codes or any(selector_matches(code, finding.rule) for code in s.codes))]
+        for suppression in silencing:
+            used[suppression].update(code for code in suppression.codes if selector_matches(code, finding.rule))
+            used[suppression].add("")
+        if silencing:
+            outcome.suppressed += 1
+        else:
+            shown.append(finding)
+    for suppression, codes in used.items():
+        where = f"cell {suppression.cell}: " if suppression.cell else ""
+        unknown = [code for code in suppression.codes if not any(selector_matches(code, known_code) for known_code in known)]
+        idle = [code for code in suppression.codes if code not in codes and code not in unknown]
+        if unknown:
+            message = (f"`# gpu2npu: ignore[{','.join(unknown)}]`: {where}{' and '.join(unknown)} "
+                       f"{'is no code' if len(unknown) == 1 else 'are no codes'} that gpu2npu reports (`gpu2npu rules` lists them)")
+        elif idle:
+            message = f"`# gpu2npu: ignore[{','.join(idle)}]`: {where}no finding of {' or '.join(idle)} on this line"
+        elif not codes:
+            message = f"`{suppression.text}` silences nothing: {where}no finding on this line"
+        else:
+            continue
+        if not is_ignored(UNUSED_SUPPRESSION.code):
+            shown.append(CheckFinding(entry.relative, suppression.line, suppression.line, UNUSED_SUPPRESSION.code,
+                                      message, MANUAL, suppression.cell))
+    return shown
 
 
 # Dependency rules whose every edit removes or replaces something CUDA-only; a torch or
@@ -123,15 +199,18 @@ CUDA_DEPENDENCY_RULES = {decide.CUDA_ONLY_RULE, decide.TWIN_RULE, decide.INDEX_R
 _CUDA_BUILD = re.compile(r"\+cu\d+|/whl/cu\d+")
 
 
-def _dependency_findings(entry: Entry, form: str, options: Options, findings: List[CheckFinding]) -> Optional[str]:
+def _dependency_findings(entry: Entry, form: str, options: Options) -> Tuple[List[CheckFinding], Tuple[Suppression, ...]]:
     """CUDA-only packages, indexes, conda packages and images of a dependency file, read as the
-    migration reads it but without a migration to ask who still imports a package."""
+    migration reads it but without a migration to ask who still imports a package; its comments."""
     from .dependencies import Context, load_table, migrate_dependencies
 
+    findings: List[CheckFinding] = []
     try:
-        text = entry.absolute.read_bytes().decode("utf-8")
+        data = entry.absolute.read_bytes()
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        return f"{entry.relative}: not read as UTF-8 text ({error})"
+        reason = f"cannot be read: {error.strerror or error}" if isinstance(error, OSError) else f"not UTF-8 text ({error})"
+        return [CheckFinding(entry.relative, 1, 1, NOT_MIGRATED.code, f"file not checked: {reason}", MANUAL)], ()
     lines = text.splitlines()
     outcome = migrate_dependencies(form, text, entry.relative, Context(options.api, load_table()))
     for change in outcome.changes:
@@ -145,7 +224,7 @@ def _dependency_findings(entry: Entry, form: str, options: Options, findings: Li
         if finding.report == Report.UNSUPPORTED and finding.api != "--hash":
             findings.append(CheckFinding(entry.relative, finding.start_line, finding.end_line, finding.rule,
                                          f"{finding.api} has no NPU equivalent: {finding.tip}", MANUAL))
-    return None
+    return findings, suppressions_in(Kind.OTHER, data)
 
 
 @dataclass(frozen=True)
@@ -159,7 +238,7 @@ class Description:
 def rule_descriptions(rules: Dict[str, RuleEntry]) -> Dict[str, Description]:
     """Every code a finding of `check` can carry: the rules' (their documentation and first example)
     and the kinds of report rows that need a human (finding_kinds)."""
-    from .finding_kinds import ERROR, KINDS
+    from .finding_kinds import ERROR
 
     descriptions = {code: Description(rule.summary, rule.description + (f"\n\n{rule.example}" if rule.example else ""))
                     for code, rule in rules.items() if code not in NOT_FINDINGS}

@@ -7,6 +7,7 @@ The shell only parses options, calls `project.run` and prints the summary.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import json
 import signal
@@ -18,7 +19,7 @@ from typing import List, Optional
 import click
 
 from . import __version__, apidata, cache, results
-from .check import MANUAL, check_paths
+from .check import MANUAL, NOT_LOOKED_AT, check_paths
 from .project import preview, run
 from .request import DistributedRequest, RunRequest, UsageError
 from .reports import check_formats, console
@@ -43,6 +44,10 @@ Exit status:
 \b
 PyTorch versions with API data: {", ".join(apidata.available_versions())}
 """
+
+
+# what click hands over for an -v given no value (it cannot be typed)
+_NO_VALUE = "\0"
 
 
 def _fail(message: str, status: int = EXIT_USAGE) -> None:
@@ -74,9 +79,10 @@ def _version(text: Optional[str]) -> str:
               help="Folder of the project to migrate (a single .py file is accepted too).")
 @click.option("-o", "--output", "output_path", type=click.Path(path_type=Path), metavar="OUTPUT",
               help="Folder that receives INPUT_NAME_msft/ (the migrated copy and its reports); must not lie inside INPUT.")
-@click.option("-v", "--version", "torch_version", metavar="VERSION", is_flag=False, flag_value="",
+@click.option("-v", "--version", "torch_version", metavar="VERSION", is_flag=False, flag_value=_NO_VALUE,
               help="PyTorch version of the original code; selects what torch_npu provides (2.1, 2.1.0 and "
-                   "2.1.0+cu121 all mean 2.1.0). Without a value, --version prints gpu2npu's own version.")
+                   "2.1.0+cu121 all mean 2.1.0; default: [tool.gpu2npu] version of INPUT's pyproject.toml). "
+                   "`gpu2npu --version` alone prints gpu2npu's own version.")
 @click.option("-s", "--specify-device", is_flag=True,
               help="The NPU comes from the DEVICE_ID environment variable at run time (default 0), set once per program.")
 @click.option("-r", "--rule", "rule_file", type=click.Path(path_type=Path), metavar="FILE",
@@ -123,15 +129,25 @@ def main(ctx, input_path, output_path, torch_version, specify_device, rule_file,
 
     Example: gpu2npu -i ./my_project -o ./out -v 2.1.0
     """
-    if torch_version == "":
+    if torch_version == _NO_VALUE:
+        alone = ctx.invoked_subcommand is None and not any(
+            value not in (None, False, (), 0) for name, value in ctx.params.items() if name != "torch_version")
+        if not alone:  # (a forgotten value, `-v $UNSET` before another option, must not pass for a run)
+            _fail("-v/--version needs a torch version, such as -v 2.1.0 (`gpu2npu --version` alone prints gpu2npu's)")
         click.echo(f"gpu2npu {__version__}")
         sys.exit(EXIT_OK)
+    if torch_version is not None and not torch_version.strip():
+        _fail("-v/--version needs a torch version, such as -v 2.1.0 (an empty value was given)")
     if ctx.invoked_subcommand is not None:
         return
     _migrate(ctx.params)
 
 
 def _migrate(params, distributed: DistributedRequest = None) -> None:
+    config = _input_config(params["input_path"])
+    if params["torch_version"] is None and config.version:
+        params = dict(params, torch_version=config.version)
+        click.echo(f"gpu2npu: -v {config.version} from [tool.gpu2npu] version of {config.source}", err=True)
     required = [("-i/--input", "input_path"), ("-v/--version", "torch_version")]
     if not params["show_diff"]:
         required.insert(1, ("-o/--output", "output_path"))
@@ -144,7 +160,7 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
                          specify_device=params["specify_device"], jobs=params["jobs"],
                          rule_file=params["rule_file"], modelarts=params["modelarts"],
                          amp_model=params["amp_model"], similar=params["similar"], html=not params["no_html"],
-                         api_files=tuple(params["api_files"]),
+                         api_files=tuple(params["api_files"]), exclude=config.exclude, exclude_root=config.root,
                          cache_dir=None if params["no_cache"] else (params["cache_dir"] or cache.default_folder()))
     if params["show_diff"]:
         _print_preview(request)
@@ -158,8 +174,9 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
     click.echo(
         f"{result.python_files} Python files, {result.script_files} notebooks and launch scripts"
         + (f", {result.dependency_files} dependency files" if result.dependency_files else "") + ": "
-        f"{len(result.migrated)} migrated, {len(result.failed)} could not be "
-        f"processed. Output: {result.target}  Reports: {result.report_folder}"
+        f"{len(result.migrated)} migrated, {len(result.failed)} could not be processed"
+        + (f", {result.excluded} excluded by [tool.gpu2npu] (copied unchanged)" if result.excluded else "")
+        + f". Output: {result.target}  Reports: {result.report_folder}"
     )
     for note in result.notes:
         click.echo(note)
@@ -172,6 +189,18 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
     for path, instead in result.not_copied:
         click.echo(f"gpu2npu: warning: {path}: {instead}", err=True)
     sys.exit(EXIT_PARTIAL if result.failed or result.not_copied else EXIT_OK)
+
+
+def _input_config(input_path: Optional[Path]):
+    """The [tool.gpu2npu] table that applies to INPUT (its version and exclude), if any."""
+    from .project_config import ConfigError, ProjectConfig, config_for
+
+    if input_path is None or not input_path.exists():
+        return ProjectConfig(root=Path.cwd())  # (the missing input is told below)
+    try:
+        return config_for([input_path])
+    except ConfigError as error:
+        _fail(str(error))
 
 
 def _carry_out(command, request):
@@ -281,9 +310,20 @@ def distributed(ctx, main_file, target, split_batch):
 @main.command("check", short_help="Report CUDA-only code without changing anything (CI, pre-commit).")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-v", "--version", "torch_version", default=None, metavar="VERSION",
-              help="PyTorch version whose torch_npu release decides what is unsupported (default: the newest).")
+              help="PyTorch version whose torch_npu release decides what is unsupported (default: [tool.gpu2npu] "
+                   "version, else the torch the project pins, else the newest; said on stderr).")
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "sarif"]), default="text",
               show_default=True, help="How findings are printed.")
+@click.option("--config", "config_file", type=click.Path(path_type=Path), default=None, metavar="PYPROJECT",
+              help="Read [tool.gpu2npu] from this file (default: the nearest pyproject.toml above PATHS that has it).")
+@click.option("--exclude", multiple=True, metavar="GLOB",
+              help="Files and folders not to check (instead of [tool.gpu2npu] exclude); repeat for several.")
+@click.option("--ignore", "ignore_codes", multiple=True, metavar="CODES",
+              help="Codes not to report, comma-separated (instead of [tool.gpu2npu] ignore); NPU9xx: x is any digit.")
+@click.option("--baseline", "baseline_file", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="Fail only on findings that FILE (written by --write-baseline) does not record.")
+@click.option("--write-baseline", "write_baseline_file", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="Record today's findings in FILE (sorted JSON, to commit) and exit 0.")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=0, show_default=True,
               help="Worker processes (0: one per core); the findings are the same for any number.")
 @click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
@@ -293,44 +333,156 @@ def distributed(ctx, main_file, target, split_batch):
 @click.option("-api", "--third-party-apis", "api_files", multiple=True, type=click.Path(path_type=Path), metavar="CSV",
               help="A library's affected APIs (full_unsupported_results.csv of `gpu2npu analyse -m third_party`): "
                    "calls of them are findings too. Repeat for several files.")
-def check(paths, torch_version, output_format, jobs, cache_dir, no_cache, api_files):
+def check(paths, torch_version, output_format, config_file, exclude, ignore_codes, baseline_file, write_baseline_file,
+          jobs, cache_dir, no_cache, api_files):
     """Report CUDA-only code in PATHS (files or folders) without changing anything.
 
-    Exit status 0 when no CUDA-only construct is found, 1 when findings remain, 2 on a usage
-    error.  For CI and pre-commit: `gpu2npu check src/ --format sarif > gpu2npu.sarif`.
+    Exit status 0 when no CUDA-only construct is found, 1 when findings remain (or a file could
+    not be read or parsed: NPU925), 2 on a usage error.  For CI and pre-commit:
+    `gpu2npu check src/ --format sarif > gpu2npu.sarif`.
+
+    \b
+    Keeping the gate on:
+      # gpu2npu: ignore              at the end of a line: skip its findings
+      # gpu2npu: ignore[NPU905]      skip those codes only (a comment that skips nothing is NPU926)
+      --write-baseline FILE          accept today's findings; then --baseline FILE fails on new ones only
+      [tool.gpu2npu] in pyproject.toml: version, exclude, ignore, per-file-ignores
     """
-    version = _version(torch_version)
+    from .baseline import BaselineError, match_baseline, write_baseline
+    from .project_config import ConfigError, config_for
+
+    missing = [str(path) for path in paths if not path.exists()]
+    if missing:
+        _fail(f"no such file or folder: {', '.join(missing)}")
+    if baseline_file is not None and write_baseline_file is not None:
+        _fail("--baseline and --write-baseline exclude each other")
+    try:
+        config = config_for(paths, config_file)
+    except ConfigError as error:
+        _fail(str(error))
+    if exclude:
+        config = dataclasses.replace(config, exclude=tuple(exclude))
+    if ignore_codes:
+        config = dataclasses.replace(config, ignore=tuple(code.strip().upper() for codes in ignore_codes
+                                                          for code in codes.split(",") if code.strip()))
+    version = _check_version(torch_version, config, paths)
     from .analyse.affected_apis import ApiFileError, read_api_files
 
     try:
         options = Options(api=apidata.load(version), third_party_apis=read_api_files(api_files))
     except ApiFileError as error:  # (the version is resolved above)
         _fail(str(error))
-    missing = [str(path) for path in paths if not path.exists()]
-    if missing:
-        _fail(f"no such file or folder: {', '.join(missing)}")
-    result = check_paths(paths, options, jobs, None if no_cache else (cache_dir or cache.default_folder()),
-                         describe=output_format == "sarif")
-    warnings = [f"not checked: {problem}" for problem in result.unreadable] + [
-        f"partly checked: {problem}" for problem in result.partly_checked]
+    try:
+        result = check_paths(paths, options, jobs, None if no_cache else (cache_dir or cache.default_folder()),
+                             describe=output_format == "sarif", config=config)
+    except ConfigError as error:
+        _fail(str(error))
+    line_text = _LineTexts()
+    if write_baseline_file is not None:
+        try:
+            entries = write_baseline(write_baseline_file, result.findings, line_text)
+        except OSError as error:
+            _fail(f"--write-baseline {write_baseline_file}: {error.strerror or error}", EXIT_FAILED)
+        click.echo(f"gpu2npu: wrote {console.counted(len(result.findings), 'finding')} ({entries} entries) to "
+                   f"{write_baseline_file}; `gpu2npu check --baseline {write_baseline_file}` now fails on new ones only",
+                   err=True)
+        sys.exit(EXIT_OK)
+    findings, known_note = result.findings, ""
+    if baseline_file is not None:
+        try:
+            matched = match_baseline(baseline_file, result.findings, line_text)
+        except BaselineError as error:
+            _fail(str(error))
+        findings = matched.new
+        known_note = f"; {matched.known} in the baseline" + (
+            f", {matched.gone} recorded there no longer found (write it again to drop them)" if matched.gone else "")
+    not_checked = [f"{finding.path}:{finding.start_line}: {finding.message}" for finding in findings
+                   if finding.rule in NOT_LOOKED_AT]
+    warnings = not_checked  # (SARIF's notifications and JSON's warnings; text shows the findings)
     if output_format == "json":
-        click.echo(check_formats.as_json(result.findings, warnings), nl=False)
+        click.echo(check_formats.as_json(findings, warnings), nl=False)
     elif output_format == "sarif":
-        click.echo(check_formats.as_sarif(result.findings, result.descriptions, warnings), nl=False)
+        click.echo(check_formats.as_sarif(findings, result.descriptions, warnings, succeeded=not not_checked), nl=False)
     else:
-        click.echo(check_formats.as_text(result.findings), nl=False)
-        manual = sum(1 for finding in result.findings if finding.level == MANUAL)
-        if not result.findings:
-            click.echo(f"no CUDA-only code found ({console.counted(result.files, 'file')} checked)", err=True)
-        else:
-            click.echo(f"{console.counted(len(result.findings), 'finding')} in {console.counted(result.files_with_findings, 'file')} "
-                       f"({console.counted(result.files, 'file')} checked): {manual} to do by hand (error), "
-                       f"{len(result.findings) - manual} that gpu2npu migrates (warning)", err=True)
-    for warning in warnings:
-        click.echo(f"gpu2npu: warning: {warning}", err=True)
+        click.echo(check_formats.as_text(findings), nl=False)
+    silenced = "".join(
+        f"; {console.counted(count, 'finding')} {what}" for count, what in (
+            (result.suppressed, "silenced by # gpu2npu: ignore"), (result.ignored, "of ignored codes")) if count)
+    excluded = f", {result.excluded} excluded" if result.excluded else ""
+    if not findings:
+        click.echo(f"no CUDA-only code found ({console.counted(result.files, 'file')} checked{excluded}{silenced}"
+                   f"{known_note})", err=True)
+    else:
+        manual = sum(1 for finding in findings if finding.level == MANUAL)
+        click.echo(f"{console.counted(len(findings), 'finding')} in {console.counted(len({f.path for f in findings}), 'file')} "
+                   f"({console.counted(result.files, 'file')} checked{excluded}): {manual} to do by hand (error), "
+                   f"{len(findings) - manual} that gpu2npu migrates (warning){silenced}{known_note}", err=True)
     if result.cache_problem:
         click.echo(f"gpu2npu: warning: {result.cache_problem}", err=True)
-    sys.exit(1 if result.findings else 0)
+    sys.exit(1 if findings else 0)
+
+
+def _check_version(given: Optional[str], config, paths) -> str:
+    """-v, else [tool.gpu2npu] version, else the torch the project pins, else the newest; where
+    not given by -v, said on stderr."""
+    if given is not None:
+        if not given.strip():
+            _fail("-v/--version needs a torch version (an empty value was given)")
+        return _version(given)
+    if config.version:
+        version = _version(config.version)
+        _say_version(version, f"[tool.gpu2npu] version of {config.source}")
+        return version
+    from .dependencies.pinned_torch import pinned_torch
+    from .project_config import project_root
+
+    pin = pinned_torch(config.root if config.source is not None else project_root(paths))
+    if pin is not None:
+        _say_version(pin.version, f"{pin.where} (torch{pin.spec}); -v or [tool.gpu2npu] version chooses another")
+        return pin.version
+    newest = apidata.available_versions()[-1]
+    _say_version(newest, "the newest release: no -v, no [tool.gpu2npu] version and no torch pin found")
+    return newest
+
+
+def _say_version(version: str, why: str) -> None:
+    api = apidata.load(version)
+    click.echo(f"gpu2npu: checking for PyTorch {version} (torch_npu {api.torch_npu_version}), from {why}", err=True)
+
+
+class _LineTexts:
+    """The text of a finding's first line (of its cell, in a notebook), stripped: what a baseline
+    knows it by.  Each file is read once."""
+
+    def __init__(self) -> None:
+        self._files: dict = {}
+
+    def __call__(self, finding) -> str:
+        lines = self._files.get(finding.path)
+        if lines is None:
+            lines = self._files[finding.path] = _lines_of(Path(finding.path))
+        index = (finding.cell, finding.start_line)
+        return lines.get(index, "").strip()
+
+
+def _lines_of(path: Path) -> dict:
+    """(cell, line) -> text; cell 0 for a file that is not a notebook."""
+    try:
+        text = path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return {}
+    if path.suffix.lower() == ".ipynb":
+        try:
+            cells = json.loads(text).get("cells", [])
+            found = {}
+            for number, cell in enumerate(cells, 1):
+                source = cell.get("source", "") if isinstance(cell, dict) else ""
+                source = "".join(source) if isinstance(source, list) else str(source)
+                found.update(((number, line), value) for line, value in enumerate(source.splitlines(), 1))
+            return found
+        except (ValueError, AttributeError):
+            pass
+    return {(0, line): value for line, value in enumerate(text.splitlines(), 1)}
 
 
 @main.command("analyse", context_settings={"max_content_width": 100},
@@ -340,8 +492,9 @@ def check(paths, torch_version, output_format, jobs, cache_dir, no_cache, api_fi
                    "installed package folder or a vendored folder) to analyse.")
 @click.option("-o", "--output", "output_path", required=True, type=click.Path(path_type=Path), metavar="OUTPUT",
               help="Folder that receives INPUT_NAME_analysis/ (reports, log pytorch_analysis.txt).")
-@click.option("-v", "--version", "torch_version", required=True, metavar="VERSION",
-              help="PyTorch version of the code; selects the torch_npu release whose APIs count as supported.")
+@click.option("-v", "--version", "torch_version", metavar="VERSION",
+              help="PyTorch version of the code; selects the torch_npu release whose APIs count as supported "
+                   "(default: [tool.gpu2npu] version of INPUT's pyproject.toml).")
 @click.option("-m", "--mode", type=click.Choice(["torch_apis", "third_party", "affinity_apis", "dynamic_shape"]),
               default="torch_apis", show_default=True, help="What to analyse (see above).")
 @click.option("-env", "--env", "env", multiple=True, type=click.Path(path_type=Path), metavar="PATH",
@@ -377,8 +530,15 @@ def analyse(input_path, output_path, torch_version, mode, env, api_files, jobs, 
     """
     from .analyse.run import AnalyseRequest, run_analysis
 
+    config = _input_config(input_path)
+    if torch_version is None and config.version:
+        torch_version = config.version
+        click.echo(f"gpu2npu: -v {config.version} from [tool.gpu2npu] version of {config.source}", err=True)
+    if torch_version is None or not torch_version.strip():
+        _fail("missing option -v/--version: the torch version of the code, such as -v 2.1.0 (or [tool.gpu2npu] "
+              "version in the project's pyproject.toml)")
     request = AnalyseRequest(input=input_path, output=output_path, version=_version(torch_version), mode=mode,
-                             env=tuple(env),
+                             env=tuple(env), exclude=config.exclude, exclude_root=config.root,
                              api_files=tuple(api_files), force=force, jobs=jobs,
                              cache_dir=None if no_cache else (cache_dir or cache.default_folder()))
     result = _carry_out(run_analysis, request)

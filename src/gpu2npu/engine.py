@@ -23,7 +23,8 @@ from typing import Generator, Iterator, List, Optional, Sequence, Tuple
 
 from . import cache
 from .discover import Entry
-from .results import FileResult, Status
+from .results import FileResult, Status, with_not_migrated_row
+from .suppressions import suppressions_in
 from .options import Options
 
 
@@ -72,10 +73,12 @@ def _migrate_entry(entry: Entry, options: Options, salt: Optional[str] = None):
     try:
         data = entry.absolute.read_bytes()
     except OSError as error:
-        return None, FileResult(entry.relative, Status.FAILED, error=f"cannot be read: {error.strerror or error}")
+        return None, with_not_migrated_row(
+            FileResult(entry.relative, Status.FAILED, error=f"cannot be read: {error.strerror or error}"))
     from .sources import migrate_file  # (libcst and the rules: only where a file is migrated)
 
     result = migrate_file(entry.kind, data, entry.relative, options)
+    result.suppressions = suppressions_in(entry.kind, data)
     return (cache.key_for(salt, entry.relative, data) if salt else None), result
 
 

@@ -56,7 +56,7 @@ def _kind(*args, **kwargs) -> FindingKind:
 
 NOT_ANALYSED = _kind(
     "NPU901", "NotAnalysed",
-    "a file the running Python cannot parse: its API calls and hazards were not analysed", NOT_CHECKED,
+    "a file the running Python cannot parse: its API calls and hazards were not analysed", ERROR,
     "The API rows and the hazards are read from Python's own parse of the file. A file of newer syntax than the "
     "Python that runs gpu2npu (a `type` statement under 3.11), or a broken one, is migrated by the rules where "
     "libcst reads it, but nothing tells what its torch calls need.",
@@ -300,6 +300,37 @@ NVIDIA_TOOLS = _kind(
     (("import subprocess\nprint(subprocess.check_output(['nvidia-smi']).decode())\n", "nvidia-smi", UNSUPPORTED_CSV),
      ("import os\nos.system('nvidia-smi -L')\n", "nvidia-smi", UNSUPPORTED_CSV)),
     ("print('run nvidia-smi to see the GPUs')\n", "HELP = 'see nvidia-smi'\n"),
+)
+
+NOT_MIGRATED = _kind(
+    "NPU925", "NotMigrated", "a file that could not be read or parsed: copied unchanged, nothing in it checked", ERROR,
+    "gpu2npu reads every file with libcst (Python) or its own readers (notebooks, launch scripts, dependency "
+    "files). A file it cannot read (not UTF-8, not valid Python 3, a notebook that is not JSON, a read error) is "
+    "copied as it is: whatever CUDA it holds is still there, and nothing in it was looked at.",
+    "mend the file (port Python 2 code to Python 3, fix the syntax or the encoding) and run gpu2npu again; the "
+    "row's tip gives the reason and the line.",
+    (("import torch\nx = torch.zeros(1).cuda()\nprint 'done'\n", "file not migrated", UNSUPPORTED_CSV),),
+    ("import torch\nx = torch.zeros(1).cuda()\nprint('done')\n",),
+)
+
+# The api of a NotMigrated row.
+NOT_MIGRATED_API = "file not migrated"
+
+# Where the examples of a kind that only `gpu2npu check` reports stand.
+CHECK = "gpu2npu check"
+
+UNUSED_SUPPRESSION = _kind(
+    "NPU926", "UnusedSuppression", "a `# gpu2npu: ignore` comment that silences nothing, or names an unknown code",
+    ERROR,
+    "`gpu2npu check` skips the findings of a line that carries `# gpu2npu: ignore` (all of them) or "
+    "`# gpu2npu: ignore[NPU102,NPU9xx]` (the codes named; `x` stands for any digit). A suppression whose line "
+    "has no such finding any more, or a code no rule or report has, hides nothing today and would hide a new "
+    "finding tomorrow.",
+    "delete the comment, or the codes in it that match nothing (check's message names them).",
+    (("import torch\nx = torch.zeros(1)  # gpu2npu: ignore\n", "# gpu2npu: ignore", CHECK),
+     ("import torch\nx = torch.zeros(1).cuda()  # gpu2npu: ignore[NPU102,NPU999]\n", "# gpu2npu: ignore[NPU999]", CHECK)),
+    ("import torch\nx = torch.zeros(1).cuda()  # gpu2npu: ignore[NPU102]\n",
+     "import torch\nx = torch.zeros(1).cuda()  # gpu2npu: ignore\n"),
 )
 
 # The advice rows (NPU951-NPU962) are declared with their detectors (affinity.ADVICE); the hazards give

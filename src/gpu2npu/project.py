@@ -20,7 +20,7 @@ from .dependencies.formats import SETUP_PY, dependency_format
 from .dependencies.phase import dependency_entries
 from .discover import MIGRATED_KINDS, Entry, Kind, walk
 from .engine import Engine
-from .results import FileResult, Status
+from .results import FileResult, Status, with_not_migrated_row
 from .reports import csv_reports, log as run_log
 from .linemap import source_lines, unified_diff
 from .options import Options
@@ -37,6 +37,7 @@ class RunResult:
     script_files: int = 0  # notebooks and launch scripts
     migrated: List[str] = field(default_factory=list)
     failed: List[Tuple[str, str]] = field(default_factory=list)
+    excluded: int = 0  # files [tool.gpu2npu] exclude names: copied unchanged
     not_copied: List[Tuple[str, str]] = field(default_factory=list)  # (path, what happened instead)
     changes: List[Change] = field(default_factory=list)
     findings: List[Finding] = field(default_factory=list)
@@ -95,10 +96,14 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
         folders: List[Tuple[Entry, Path]] = []
         entries: List[Entry] = []
         for entry in walk(source):  # folders come before what they hold
-            entries.append(entry)
-            if entry.kind in MIGRATED_KINDS:
-                python.append(entry)
-                continue
+            if request.excluded(entry) and entry.kind not in (Kind.DIRECTORY, Kind.SYMLINK):
+                logger.info(f"{entry.relative}: excluded by [tool.gpu2npu] exclude: copied unchanged")
+                result.excluded += 1
+            else:
+                entries.append(entry)
+                if entry.kind in MIGRATED_KINDS:
+                    python.append(entry)
+                    continue
             if entry.kind == Kind.DIRECTORY:
                 folders.append((entry, destination_of(entry)))
             else:
@@ -175,7 +180,7 @@ def preview(request: RunRequest, warnings: Optional[List[str]] = None) -> Iterat
     What the migration would warn of is added to `warnings`."""
     source, _, options = check_request(request, writes=False)
     engine = Engine(options, request.jobs, request.cache_dir)
-    entries = list(walk(source))
+    entries = [entry for entry in walk(source) if not request.excluded(entry)]
     outputs: Dict[str, bytes] = {}  # what the code migration wrote, for the dependency files
     applied: Set[str] = set()  # the codes of the rules that changed a file
     try:
@@ -290,8 +295,9 @@ def _migrate_dependencies(found, entries, python, destination_of, options: Optio
             write_new(destination_of(outcome.entry), outcome.output)
         result.dependency_files += 1
         if outcome.error:
-            logger.warning(f"{outcome.path}: {outcome.error}")
-            result.warnings.append(f"{outcome.path}: {outcome.error}")
+            logger.warning(f"{outcome.path}: copied unchanged, {outcome.error}")
+            result.failed.append((outcome.path, outcome.error))
+            result.findings.append(with_not_migrated_row(FileResult(outcome.path, Status.FAILED, error=outcome.error)).findings[0])
             continue
         for change in outcome.changes:
             logger.info(run_log.change_line(change))

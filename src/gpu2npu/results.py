@@ -6,10 +6,12 @@ from the cache imports neither.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from .change import Change, Finding
+from .change import Change, Finding, Report
+from .finding_kinds import NOT_MIGRATED, NOT_MIGRATED_API
 
 
 class Status(str, enum.Enum):
@@ -27,6 +29,21 @@ class FileResult:
     changes: List[Change] = field(default_factory=list)
     findings: List[Finding] = field(default_factory=list)
     error: str = ""
+    # the file's `# gpu2npu: ignore` comments (suppressions.Suppression), which `check` applies
+    suppressions: tuple = ()
+
+
+def with_not_migrated_row(result: FileResult) -> FileResult:
+    """A file that could not be processed is a row of its own (unsupported_api.csv, an error of
+    `check`) at the line its reason names, so that no report passes it over."""
+    if result.status != Status.FAILED or any(finding.rule == NOT_MIGRATED.code for finding in result.findings):
+        return result
+    line = re.search(r"\bline (\d+)", result.error)
+    number = int(line.group(1)) if line else 1
+    result.findings = sorted(set(result.findings) | {
+        Finding(result.path, number, number, Report.UNSUPPORTED, NOT_MIGRATED_API,
+                f"copied unchanged: {result.error}", NOT_MIGRATED.code)})
+    return result
 
 
 # Set by the command's signal handlers (Ctrl-C, SIGTERM) before they raise: an interrupt that

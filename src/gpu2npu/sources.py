@@ -6,6 +6,7 @@ from .discover import Kind
 from .launch_scripts import migrate_script
 from .notebooks import migrate_notebook
 from .pipeline import FileResult, migrate_source
+from .results import with_not_migrated_row
 from .options import Options
 from .modes import rules_for
 from .rules import RULES_BY_CODE
@@ -17,6 +18,10 @@ ALL_RULES_BY_CODE = {**RULES_BY_CODE, **SCRIPT_RULES_BY_CODE, **DEPENDENCY_RULES
 
 
 def migrate_file(kind: Kind, data: bytes, path: str, options: Options) -> FileResult:
+    return with_not_migrated_row(_migrate_by_kind(kind, data, path, options))
+
+
+def _migrate_by_kind(kind: Kind, data: bytes, path: str, options: Options) -> FileResult:
     if kind == Kind.NOTEBOOK:
         # A notebook runs in one kernel on one card, never under the multi-NPU launcher or with
         # DEVICE_ID set: it gets the single-card migration whatever the mode.

@@ -25,8 +25,9 @@ def as_json(findings: Sequence, warnings: Sequence[str] = ()) -> str:
     return json.dumps({"findings": rows, "count": len(rows), "warnings": list(warnings)}, indent=2) + "\n"
 
 
-def as_sarif(findings: Sequence, rules: Dict[str, object], warnings: Sequence[str] = ()) -> str:
-    """`rules`: code -> check.Description (its summary and help), for every code a result can carry."""
+def as_sarif(findings: Sequence, rules: Dict[str, object], warnings: Sequence[str] = (), succeeded: bool = True) -> str:
+    """`rules`: code -> check.Description (its summary and help), for every code a result can carry;
+    `succeeded`: whether every file could be looked at (SARIF's executionSuccessful)."""
     used = sorted({f.rule for f in findings} | set(rules))
     log = {
         "$schema": SARIF_SCHEMA,
@@ -59,7 +60,7 @@ def as_sarif(findings: Sequence, rules: Dict[str, object], warnings: Sequence[st
                 ],
                 "invocations": [
                     {
-                        "executionSuccessful": True,
+                        "executionSuccessful": succeeded,
                         "toolExecutionNotifications": [
                             {"level": "warning", "message": {"text": text}} for text in warnings
                         ],

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from ..change import Change, Finding, Operation, Report
+from ..finding_kinds import NOT_MIGRATED
 from ..linemap import grouped_opcodes, source_lines
 
 if TYPE_CHECKING:
@@ -101,7 +102,10 @@ def _page(facts, changes, findings, files, original, migrated, explanations, mem
     yield ("</select></label> <label>search <input id=\"f-search\" type=\"search\" placeholder=\"text in a row\"></label>"
            " <span id=\"f-count\"></span></nav>\n")
     shown: Dict[str, set] = defaultdict(set)  # file -> its original lines the diffs show
-    diffs = "".join(_changes(changes, changed, files, original, migrated, shown, memo))
+    failed = sorted((f for f in findings if f.rule == NOT_MIGRATED.code), key=lambda f: f.file)
+    diffs = "".join(_changes(changes, changed, [p for p in files if p not in {f.file for f in failed}], original,
+                             migrated, shown, memo))
+    yield from _not_migrated(failed)
     yield from _todo(todo, original, explanations, set(changed), shown)
     yield diffs
     yield f"<script>{_SCRIPT}</script></body></html>\n"
@@ -123,6 +127,19 @@ def _bars(title: str, items: List[Tuple[str, int]]) -> str:
                      f"<text x=\"{255 + length}\" y=\"{y + 13}\" class=\"count\">{count}</text>")
     parts.append("</svg></figure>")
     return "".join(parts)
+
+
+def _not_migrated(failed: Sequence[Finding]) -> Iterable[str]:
+    """The files that could not be read or parsed: copied as they are, nothing in them looked at."""
+    if not failed:
+        return
+    yield (f"<section id=\"not-migrated\"><h2>Not migrated ({len(failed)})</h2>\n<p>Copied unchanged: gpu2npu could "
+           "not read these files, so whatever CUDA they hold is still there and nothing in them was checked "
+           f"({_e(NOT_MIGRATED.code)}).</p><ul>")
+    for finding in failed:
+        yield (f"<li class=\"failed\" data-file=\"{_e(finding.file)}\"><span class=\"path\">{_e(finding.file)}</span>: "
+               f"{_e(finding.tip.split(': ', 1)[-1])}</li>")
+    yield "</ul></section>\n"
 
 
 def _todo(todo: Sequence[Finding], original, explanations, changed, shown) -> Iterable[str]:

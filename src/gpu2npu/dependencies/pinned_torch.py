@@ -1,0 +1,64 @@
+"""The torch a project pins, for a command given no -v: read from the dependency files at the
+project's root (requirements*.txt and requirements/, pyproject.toml, setup.py, setup.cfg, conda
+environment files), as the migration reads them."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional
+
+from .formats import DOCKERFILE, dependency_format
+
+
+@dataclass(frozen=True)
+class PinnedTorch:
+    version: str  # the release gpu2npu has data for that the pin allows (the lowest, where several)
+    where: str  # "requirements.txt:3"
+    spec: str  # the pin as written ("==2.1.0", ">=2.1,<2.3")
+
+
+def _candidates(root: Path) -> List[Path]:
+    found = []
+    for folder in (root, root / "requirements"):
+        try:
+            children = sorted(folder.iterdir())
+        except OSError:
+            continue
+        for child in children:
+            relative = child.relative_to(root).as_posix()
+            form = dependency_format(relative)
+            if form is not None and form != DOCKERFILE and child.is_file():
+                found.append(child)
+    # the files pip reads first come first: requirements, then the packaging metadata
+    return sorted(found, key=lambda path: (not path.name.startswith("requirements"), path.name != "requirements.txt",
+                                           path.relative_to(root).as_posix()))
+
+
+def pinned_torch(root: Path) -> Optional[PinnedTorch]:
+    """The first torch pin of the project at `root` that names a release gpu2npu has data for."""
+    from ..apidata import available_versions, load
+    from . import Context, load_table, migrate_dependencies
+    from .decide import satisfies
+
+    versions = available_versions()
+    context = None
+    for path in _candidates(root):
+        relative = path.relative_to(root).as_posix()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if "torch" not in text:
+            continue
+        context = context or Context(load(versions[-1]), load_table())
+        try:
+            outcome = migrate_dependencies(dependency_format(relative), text, relative, context)
+        except Exception:  # a file the migration would report; it decides no version here
+            continue
+        for line, spec in outcome.torch_pins:
+            if not spec or spec.startswith(("git+", "http", "file:")):
+                continue
+            matching = [version for version in versions if satisfies(version, spec)]
+            if matching:
+                return PinnedTorch(matching[0], f"{relative}:{line}", spec)
+    return None
