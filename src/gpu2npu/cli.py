@@ -410,8 +410,8 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
             (result.suppressed, "silenced by # gpu2npu: ignore"), (result.ignored, "of ignored codes")) if count)
     excluded = f", {result.excluded} excluded" if result.excluded else ""
     if not findings:
-        click.echo(f"no CUDA-only code found ({console.counted(result.files, 'file')} checked{excluded}{silenced}"
-                   f"{known_note})", err=True)
+        click.echo(f"no {'new ' if baseline_file is not None else ''}CUDA-only code found "
+                   f"({console.counted(result.files, 'file')} checked{excluded}{silenced}{known_note})", err=True)
     else:
         manual = sum(1 for finding in findings if finding.level == MANUAL)
         click.echo(f"{console.counted(len(findings), 'finding')} in {console.counted(len({f.path for f in findings}), 'file')} "
@@ -607,7 +607,7 @@ def dryrun(torch_version, nproc, npus, max_steps, report_file, command):
 @main.command("rules", short_help="List every code a report can carry.")
 def list_rules():
     """List every code a report can carry: the rules (code, name, fix safety, what it does), then
-    the rows no rule makes (NPU901-NPU924: what a human must do or should know; NPU951-NPU962: advice)."""
+    the rows no rule makes (NPU901-NPU926: what a human must do or should know; NPU951-NPU962: advice)."""
     from .report_codes import REPORT_CODES
     from .sources import ALL_RULES_BY_CODE
 

@@ -38,7 +38,6 @@ def as_sarif(findings: Sequence, rules: Dict[str, object], warnings: Sequence[st
                     "driver": {
                         "name": "gpu2npu",
                         "version": __version__,
-                        "informationUri": "https://pypi.org/project/gpu2npu/",
                         "rules": [_rule(code, rules.get(code)) for code in used],
                     }
                 },
