@@ -383,7 +383,8 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
             entries = write_baseline(write_baseline_file, result.findings, line_text)
         except OSError as error:
             _fail(f"--write-baseline {write_baseline_file}: {error.strerror or error}", EXIT_FAILED)
-        click.echo(f"gpu2npu: wrote {console.counted(len(result.findings), 'finding')} ({entries} entries) to "
+        click.echo(f"gpu2npu: wrote {console.counted(len(result.findings), 'finding')} "
+                   f"({entries} {'entry' if entries == 1 else 'entries'}) to "
                    f"{write_baseline_file}; `gpu2npu check --baseline {write_baseline_file}` now fails on new ones only",
                    err=True)
         sys.exit(EXIT_OK)
