@@ -26,9 +26,10 @@ UNCHANGED = [
 
 
 def migrated(source: str, distributed=None, specify_device=None, custom_rules=None, modelarts=False, amp_model=None,
-             similar=False):
+             similar=False, transformers=None):
     options = Options(api=OPTIONS.api, distributed=distributed, specify_device=specify_device,
-                      custom_rules=custom_rules, modelarts=modelarts, amp_model=amp_model, similar=similar)
+                      custom_rules=custom_rules, modelarts=modelarts, amp_model=amp_model, similar=similar,
+                      transformers=transformers)
     result = migrate_source(source.encode(), "example.py", options, rules_for(options))
     return (result.output or source.encode()).decode(), result
 
@@ -45,7 +46,7 @@ def test_every_rule_documents_itself():
 @pytest.mark.parametrize("rule, example", EXAMPLES)
 def test_example(rule, example):
     modes = dict(custom_rules=example.custom_rules, modelarts=example.modelarts, amp_model=example.amp_model,
-                 similar=example.similar)
+                 similar=example.similar, transformers=example.transformers)
     output, result = migrated(example.before, example.distributed, example.specify_device, **modes)
     assert output == example.after
     assert any(change.rule == rule.code for change in result.changes), "the example does not exercise its rule"

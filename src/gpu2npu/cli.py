@@ -365,11 +365,16 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
     if ignore_codes:
         config = dataclasses.replace(config, ignore=tuple(code.strip().upper() for codes in ignore_codes
                                                           for code in codes.split(",") if code.strip()))
-    version = _check_version(torch_version, config, paths)
+    from .dependencies.pinned_torch import pinned_requirement
+    from .project_config import project_root
+
+    root = config.root if config.source is not None else project_root(paths)
+    version = _check_version(torch_version, config, root)
     from .analyse.affected_apis import ApiFileError, read_api_files
 
     try:
-        options = Options(api=apidata.load(version), third_party_apis=read_api_files(api_files))
+        options = Options(api=apidata.load(version), third_party_apis=read_api_files(api_files),
+                          transformers=pinned_requirement(root, "transformers"))
     except ApiFileError as error:  # (the version is resolved above)
         _fail(str(error))
     try:
@@ -423,7 +428,7 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
     sys.exit(1 if findings else 0)
 
 
-def _check_version(given: Optional[str], config, paths) -> str:
+def _check_version(given: Optional[str], config, root: Path) -> str:
     """-v, else [tool.gpu2npu] version, else the torch the project pins, else the newest; where
     not given by -v, said on stderr."""
     if given is not None:
@@ -435,9 +440,8 @@ def _check_version(given: Optional[str], config, paths) -> str:
         _say_version(version, f"[tool.gpu2npu] version of {config.source}")
         return version
     from .dependencies.pinned_torch import pinned_torch
-    from .project_config import project_root
 
-    pin = pinned_torch(config.root if config.source is not None else project_root(paths))
+    pin = pinned_torch(root)
     if pin is not None:
         _say_version(pin.version, f"{pin.where} (torch{pin.spec}); -v or [tool.gpu2npu] version chooses another")
         return pin.version
@@ -647,6 +651,8 @@ def explain(code):
                 f" (gpu2npu ... -a {example.amp_model})" if getattr(example, "amp_model", None) else
                 " (gpu2npu ... -sim)" if getattr(example, "similar", False) else "")
         mode += " (gpu2npu -m ...)" if getattr(example, "modelarts", False) else ""
+        pinned = getattr(example, "transformers", None)
+        mode += f" (the project pins transformers{pinned})" if pinned else ""
         mode += " (gpu2npu -r rules.json ...)" if getattr(example, "custom_rules", None) is not None else ""
         where = _example_file(example)
         click.echo(f"Example {number}{mode}{where}, before:\n{_indent(example.before)}\nafter:\n{_indent(example.after)}")

@@ -316,6 +316,22 @@ NOT_MIGRATED = _kind(
 # The api of a NotMigrated row.
 NOT_MIGRATED_API = "file not migrated"
 
+TRANSFORMERS_FLASH_ATTENTION = _kind(
+    "NPU927", "TransformersFlashAttention",
+    "transformers' attn_implementation=\"flash_attention_2\" where the project's transformers is not known", ERROR,
+    "On an NPU, transformers 4.51 to 4.53 and 4.55.3 on run \"flash_attention_2\" with "
+    "torch_npu.npu_fusion_attention (their integrations/npu_flash_attention.py); releases before 4.51, and 4.54.0 "
+    "to 4.55.2, ask for the flash-attn package, which does not install on Ascend, and raise at model load. The "
+    "project pins no transformers that decides it (none, or a range across both).",
+    "pin transformers>=4.55.3 (or a release from 4.51 to 4.53), or use attn_implementation=\"sdpa\", which "
+    "torch_npu runs with its fused attention; with a pin, gpu2npu decides by itself.",
+    (("from transformers import AutoModelForCausalLM\n"
+      "model = AutoModelForCausalLM.from_pretrained(name, attn_implementation=\"flash_attention_2\")\n",
+      "attn_implementation=\"flash_attention_2\"", UNSUPPORTED_CSV),),
+    ("from transformers import AutoModelForCausalLM\n"
+     "model = AutoModelForCausalLM.from_pretrained(name, attn_implementation=\"sdpa\")\n",),
+)
+
 # Where the examples of a kind that only `gpu2npu check` reports stand.
 CHECK = "gpu2npu check"
 

@@ -38,7 +38,7 @@ from .tips import CUDA_ONLY_PACKAGES
 # touched by any rule or reported by the analysis, so it is not parsed at all.
 # (the CUDA-only packages are tips.CUDA_ONLY_PACKAGES, as the scan and the analysis know them)
 RELEVANT_WORDS = tuple(dict.fromkeys(("cuda", "CUDA", "nccl", "NCCL", "DataParallel", "DataLoader", "torch_npu", ".to(",
-                                      "device=", "nvidia", *CUDA_ONLY_PACKAGES)))
+                                      "device=", "nvidia", "flash_attention_2", *CUDA_ONLY_PACKAGES)))
 
 
 @functools.lru_cache(maxsize=None)

@@ -88,7 +88,14 @@ def check_request(request: RunRequest, writes: bool = True) -> Tuple[Path, Path,
                                    custom_rules=custom_rules, modelarts=modelarts,
                                    amp_model=modes.apex_amp.settings(request, source),
                                    similar=modes.similar.settings(request, source),
-                                   third_party_apis=third_party_apis)
+                                   third_party_apis=third_party_apis, transformers=pinned_transformers(source))
+
+
+def pinned_transformers(source: Path) -> Optional[str]:
+    """The transformers the project at `source` (a folder, or a file's folder) pins, if any."""
+    from .dependencies.pinned_torch import pinned_requirement
+
+    return pinned_requirement(source if source.is_dir() else source.parent, "transformers")
 
 
 def _check_output(request: RunRequest, source: Path) -> Path:

@@ -25,7 +25,7 @@ def _migrate_by_kind(kind: Kind, data: bytes, path: str, options: Options) -> Fi
     if kind == Kind.NOTEBOOK:
         # A notebook runs in one kernel on one card, never under the multi-NPU launcher or with
         # DEVICE_ID set: it gets the single-card migration whatever the mode.
-        single_card = Options(api=options.api)
+        single_card = Options(api=options.api, transformers=options.transformers)
         return migrate_notebook(data, path, single_card, rules_for(single_card))
     if kind == Kind.LAUNCH_SCRIPT:
         return migrate_script(data, path)

@@ -30,7 +30,7 @@ from ..engine import Engine
 from ..results import Status
 from ..reports import csv_reports, log as run_log
 from ..reports.console import counted
-from ..request import UsageError, checked_inputs
+from ..request import UsageError, checked_inputs, pinned_transformers
 from ..options import Options
 from ..project_config import excluded_by
 from ..discover import MIGRATED_KINDS
@@ -87,7 +87,7 @@ def check_analyse_request(request: AnalyseRequest) -> Tuple[Path, Path, Options]
     if target.exists() and not request.force:
         raise UsageError(f"{target} already exists: remove it, choose another output folder, or pass --force to "
                          "replace it (it is kept until the new one is complete)")
-    return source, target, Options(api=api, third_party_apis=apis)
+    return source, target, Options(api=api, third_party_apis=apis, transformers=pinned_transformers(source))
 
 
 def env_folder(folder: Path, source: Path) -> Path:

@@ -3,6 +3,7 @@ project's root (requirements*.txt and requirements/, pyproject.toml, setup.py, s
 environment files), as the migration reads them."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
@@ -61,4 +62,29 @@ def pinned_torch(root: Path) -> Optional[PinnedTorch]:
             matching = [version for version in versions if satisfies(version, spec)]
             if matching:
                 return PinnedTorch(matching[0], f"{relative}:{line}", spec)
+    return None
+
+
+def _requirement_pattern(name: str) -> "re.Pattern[str]":
+    clause = r"(?:===|==|!=|~=|<=|>=|<|>|=)\s*[\w.*+!-]+"
+    return re.compile(rf"(?<![\w.-]){re.escape(name)}\s*(?:\[[^\]]*\])?\s*({clause}(?:\s*,\s*{clause})*)", re.IGNORECASE)
+
+
+def pinned_requirement(root: Path, name: str) -> Optional[str]:
+    """The version clauses of the first requirement on `name` in the dependency files at `root`
+    (">=4.51,<4.54"; a conda `=4.45` is "==4.45"); None where none gives a version."""
+    pattern = _requirement_pattern(name)
+    for path in _candidates(root):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if name not in text.lower():
+            continue
+        for line in text.splitlines():
+            if line.lstrip().startswith("#"):
+                continue
+            match = pattern.search(line)
+            if match:
+                return re.sub(r"(?<![<>=!~])=(?!=)", "==", re.sub(r"\s+", "", match.group(1)))
     return None

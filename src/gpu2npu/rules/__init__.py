@@ -47,6 +47,7 @@ from .similar_api import AscendFunctionEquivalents
 from .specify_device import DeviceFromEnvironment
 from .tensor_cuda import TensorCudaToNpu
 from .tf32_switches import Tf32ToHf32
+from .transformers_attention import TransformersFlashAttention
 from .visible_devices import VisibleDevicesEnv
 from .xformers import XformersToSdpa
 
@@ -69,6 +70,7 @@ COMMON_RULES: Tuple[Type[Rule], ...] = (
     BitsandbytesOptimizers,
     ApexModulesToTorch,
     ApexPartsToGenerated,
+    TransformersFlashAttention,
 )
 
 # The rules that point a CUDA-only package's imports at a package generated into the output: the

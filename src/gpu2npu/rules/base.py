@@ -42,6 +42,7 @@ class Example:
     modelarts: bool = False
     amp_model: Optional[str] = None  # `-a MODEL_VAR`
     similar: bool = False  # `-sim`
+    transformers: Optional[str] = None  # the transformers requirement the project pins
 
 
 @dataclass

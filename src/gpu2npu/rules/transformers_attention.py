@@ -1,0 +1,159 @@
+"""transformers' attn_implementation="flash_attention_2", decided by the transformers the project pins."""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from ..change import Finding, Report
+from ..finding_kinds import LEFT_ON_PURPOSE, TRANSFORMERS_FLASH_ATTENTION
+from .base import Example, Rule
+from .walk import ParentNodeProvider
+
+FLASH = "flash_attention_2"
+OPTION = "attn_implementation"
+# The transformers releases whose flash_attention_2 runs on an NPU: 4.51.0 brought
+# integrations/npu_flash_attention.py (torch_npu.npu_fusion_attention); 4.54.0 to 4.55.2 read the
+# flash-attn package's version again before it, and raise where that package is absent (always,
+# on Ascend); 4.55.3 skips that check on an NPU again.  (Read off the released wheels.)
+_RUNS_FROM, _BROKEN_FROM, _MENDED_FROM = (4, 51), (4, 54), (4, 55, 3)
+# Releases a range is tried on, with any the requirement names itself: every minor release of
+# the last two years and the patch releases around the window above.
+_TRIED = tuple(f"4.{minor}.0" for minor in range(30, 58)) + (
+    "4.50.3", "4.53.3", "4.54.1", "4.55.2", "4.55.3", "4.55.4", "4.57.6", "5.0.0", "5.23.0", "6.0.0")
+
+
+def _version(text: str):
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+
+
+def runs_on_npu(version: str) -> bool:
+    """Whether this transformers release runs flash_attention_2 on an NPU."""
+    number = _version(version)
+    return _RUNS_FROM <= number < _BROKEN_FROM or number >= _MENDED_FROM
+
+
+def verdict(spec: Optional[str]) -> Optional[bool]:
+    """True: every release `spec` allows runs it on the NPU; False: none does; None: not known
+    (no pin, or a range across both)."""
+    if spec is None:
+        return None
+    from ..dependencies.decide import satisfies
+
+    named = tuple(re.findall(r"\d+(?:\.\d+){1,2}", spec))
+    allowed = [version for version in _TRIED + named if satisfies(version, spec)]
+    if not allowed:
+        return None
+    answers = {runs_on_npu(version) for version in allowed}
+    return answers.pop() if len(answers) == 1 else None
+
+
+class TransformersFlashAttention(Rule):
+    """transformers' `attn_implementation="flash_attention_2"` runs on an NPU only where the
+    transformers release routes it to `torch_npu.npu_fusion_attention`: 4.51 to 4.53, and 4.55.3
+    on.  Before 4.51, and from 4.54.0 to 4.55.2, it asks for the flash-attn package, which does
+    not install on Ascend, and the model does not load.  The transformers the project pins
+    (requirements files, pyproject.toml, setup.py/setup.cfg, environment files of the input)
+    decides: where every release it allows runs it, the value stays (the log says why); where
+    none does, it becomes `"sdpa"` (scaled_dot_product_attention, which torch_npu runs with its
+    fused attention); where the pin does not decide (none, or a range across both), it stays and
+    is reported (NPU927).  The value counts where it is given to transformers: the
+    `attn_implementation` keyword, a dict entry of that key, an assignment to a name or attribute
+    of that name, or the default of such an option (dataclass field, argparse); comparisons with
+    it are left as they are.
+    """
+
+    code = "NPU266"
+    summary = 'attn_implementation="flash_attention_2" -> "sdpa" where the pinned transformers cannot run it on NPU'
+    triggers = (FLASH,)
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
+    examples = (
+        Example(
+            "from transformers import AutoModelForCausalLM\n"
+            "model = AutoModelForCausalLM.from_pretrained(name, attn_implementation=\"flash_attention_2\")\n",
+            "from transformers import AutoModelForCausalLM\n"
+            "model = AutoModelForCausalLM.from_pretrained(name, attn_implementation=\"sdpa\")\n",
+            transformers="==4.45.0",
+        ),
+        Example(
+            "from dataclasses import dataclass, field\n\n\n@dataclass\nclass ModelArguments:\n"
+            "    attn_implementation: str = field(default='flash_attention_2')\n\n\n"
+            "kwargs = {'attn_implementation': 'flash_attention_2', 'torch_dtype': 'auto'}\n",
+            "from dataclasses import dataclass, field\n\n\n@dataclass\nclass ModelArguments:\n"
+            "    attn_implementation: str = field(default='sdpa')\n\n\n"
+            "kwargs = {'attn_implementation': 'sdpa', 'torch_dtype': 'auto'}\n",
+            transformers=">=4.54,<4.55",
+        ),
+    )
+    unchanged = (
+        # no transformers pinned: reported (NPU927), not changed
+        "from transformers import AutoModelForCausalLM\n"
+        "model = AutoModelForCausalLM.from_pretrained(name, attn_implementation=\"flash_attention_2\")\n",
+        # a comparison reads the option, it does not choose it
+        "if args.attn_implementation == 'flash_attention_2':\n    tokenizer.padding_side = 'left'\n",
+        # the words in prose
+        "print('flash_attention_2 is fastest on GPUs')\nHELP = 'flash_attention_2'\n",
+    )
+
+    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString):
+        if original_node.evaluated_value != FLASH or not self._chooses_attention(original_node):
+            return updated_node
+        spec = self.context.options.transformers
+        decided = verdict(spec)
+        start, end = self.lines_of(original_node)
+        if decided is True:
+            self.findings.append(Finding(self.context.path, start, end, Report.NOTE, f'{OPTION}="{FLASH}"',
+                                         f"transformers {spec} runs it on the NPU with torch_npu.npu_fusion_attention",
+                                         LEFT_ON_PURPOSE.code))
+            return updated_node
+        if decided is None:
+            self.findings.append(Finding(
+                self.context.path, start, end, Report.UNSUPPORTED, f'{OPTION}="{FLASH}"',
+                ("transformers " + (f"{spec} allows releases" if spec else "is not pinned: releases") + " that run it "
+                 "on the NPU (4.51-4.53, 4.55.3 on) and releases that need the flash-attn package, which Ascend "
+                 "does not have (before 4.51, 4.54.0-4.55.2): pin transformers>=4.55.3, or use "
+                 "attn_implementation=\"sdpa\""), TRANSFORMERS_FLASH_ATTENTION.code))
+            return updated_node
+        self.record(original_node, f"flash_attention_2 -> sdpa: transformers {spec} needs the flash-attn package for "
+                                   "it, which does not install on Ascend (sdpa runs torch_npu's fused attention; "
+                                   "transformers>=4.55.3 runs flash_attention_2 on the NPU)")
+        quote = original_node.quote
+        return updated_node.with_changes(value=f"{original_node.prefix}{quote}sdpa{quote}")
+
+    def _chooses_attention(self, node: cst.SimpleString) -> bool:
+        """Whether the string is the value handed to transformers' attention option."""
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        if isinstance(parent, cst.Arg) and parent.keyword is not None:
+            if parent.keyword.value == OPTION:
+                return True
+            if parent.keyword.value == "default":  # field(default=...), add_argument(..., default=...)
+                call = self.get_metadata(ParentNodeProvider, parent, None)
+                return isinstance(call, cst.Call) and self._names_the_option(call)
+            return False
+        if isinstance(parent, cst.DictElement) and parent.value is node:
+            key = parent.key
+            return isinstance(key, cst.SimpleString) and key.evaluated_value == OPTION
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node:
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            return any(_ends_with_option(target) for target in targets)
+        return False
+
+    def _names_the_option(self, call: cst.Call) -> bool:
+        """A call whose result is stored under the option's name (a dataclass field), or an
+        argparse option of that name."""
+        for arg in call.args:
+            if arg.keyword is None and isinstance(arg.value, cst.SimpleString) and \
+                    OPTION in (arg.value.evaluated_value or "").replace("-", "_"):
+                return True
+        holder = self.get_metadata(ParentNodeProvider, call, None)
+        if isinstance(holder, (cst.Assign, cst.AnnAssign)) and holder.value is call:
+            targets = [t.target for t in holder.targets] if isinstance(holder, cst.Assign) else [holder.target]
+            return any(_ends_with_option(target) for target in targets)
+        return False
+
+
+def _ends_with_option(target: cst.BaseExpression) -> bool:
+    name = target.value if isinstance(target, cst.Name) else target.attr.value if isinstance(target, cst.Attribute) else ""
+    return name.lstrip("_") == OPTION

@@ -1,0 +1,86 @@
+"""transformers' attn_implementation="flash_attention_2": decided by the transformers the project
+pins, through the console script (migration, check), by classes of pins and places."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpu2npu.rules.transformers_attention import runs_on_npu, verdict
+from helpers import read_csv
+
+GPU2NPU = str(Path(sys.executable).parent / "gpu2npu")
+TRAIN = ("from transformers import AutoModelForCausalLM, TrainingArguments\n\n"
+         "model = AutoModelForCausalLM.from_pretrained('m', attn_implementation='flash_attention_2')\n"
+         "if model.config._attn_implementation == 'flash_attention_2':\n    print('fast path')\n")
+
+
+@pytest.mark.parametrize("version, runs", [
+    ("4.50.3", False), ("4.51.0", True), ("4.53.3", True), ("4.54.0", False), ("4.55.2", False),
+    ("4.55.3", True), ("4.57.1", True), ("5.23.0", True), ("4.36.2", False),
+])
+def test_the_releases_that_run_it_on_the_npu(version, runs):
+    assert runs_on_npu(version) is runs
+
+
+@pytest.mark.parametrize("spec, decided", [
+    ("==4.45.0", False), ("<4.51", False), (">=4.54,<4.55", False), ("==4.55.1", False),
+    ("==4.52.4", True), (">=4.51,<4.54", True), (">=4.55.3", True), ("~=4.56", True),
+    (None, None), (">=4.40", None), (">=4.51", None), ("<4.56", None),
+])
+def test_a_pin_decides_only_where_every_release_it_allows_agrees(spec, decided):
+    assert verdict(spec) is decided
+
+
+def _project(root: Path, requirement: str) -> Path:
+    root.mkdir(parents=True)
+    (root / "train.py").write_text(TRAIN)
+    if requirement:
+        (root / "requirements.txt").write_text(f"torch==2.1.0\n{requirement}\n")
+    return root
+
+
+def _run(*args):
+    return subprocess.run([GPU2NPU, *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+def test_a_pin_that_cannot_run_it_gets_sdpa_and_a_change_row(tmp_path):
+    source = _project(tmp_path / "old", "transformers==4.45.0")
+    done = _run("-i", source, "-o", tmp_path / "out", "-v", "2.1.0", "--no-html")
+    assert done.returncode == 0, done.stderr
+    migrated = (tmp_path / "out" / "old_msft" / "train.py").read_text()
+    assert "attn_implementation='sdpa'" in migrated
+    assert "== 'flash_attention_2'" in migrated  # a comparison reads it: left as written
+    [row] = [r for r in read_csv(tmp_path / "out" / "old_msft" / "change_list.csv") if r["Rule"] == "NPU266"]
+    assert row["Start Line"] == "3" and "transformers ==4.45.0 needs the flash-attn package" in row["Message"]
+    assert not read_csv(tmp_path / "out" / "old_msft" / "unsupported_api.csv")
+    # check says the same of the original project: a finding the migration fixes
+    done = _run("check", "-v", "2.1.0", source)
+    assert done.returncode == 1 and f"{source / 'train.py'}:3: NPU266" in done.stdout
+
+
+def test_a_pin_that_runs_it_leaves_it_and_the_log_says_why(tmp_path):
+    source = _project(tmp_path / "new", "transformers>=4.55.3")
+    done = _run("-i", source, "-o", tmp_path / "out", "-v", "2.1.0", "--no-html")
+    assert done.returncode == 0, done.stderr
+    target = tmp_path / "out" / "new_msft"
+    assert (target / "train.py").read_text() == TRAIN
+    assert not [r for r in read_csv(target / "change_list.csv") if r["Rule"] == "NPU266"]
+    assert not read_csv(target / "unsupported_api.csv")
+    assert "transformers >=4.55.3 runs it on the NPU" in (target / "msFmkTranspltlog.txt").read_text()
+    assert _run("check", "-v", "2.1.0", source).returncode == 0
+
+
+@pytest.mark.parametrize("requirement", ["", "transformers>=4.40"])
+def test_no_deciding_pin_leaves_it_and_reports_it(tmp_path, requirement):
+    source = _project(tmp_path / "open", requirement)
+    done = _run("-i", source, "-o", tmp_path / "out", "-v", "2.1.0", "--no-html")
+    assert done.returncode == 0, done.stderr
+    target = tmp_path / "out" / "open_msft"
+    assert (target / "train.py").read_text() == TRAIN
+    [row] = read_csv(target / "unsupported_api.csv")
+    assert (row["Start Line"], row["Rule"]) == ("3", "NPU927") and "pin transformers>=4.55.3" in row["Tips"]
+    done = _run("check", "-v", "2.1.0", target)
+    assert done.returncode == 1 and "NPU927" in done.stdout
