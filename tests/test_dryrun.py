@@ -266,3 +266,25 @@ def test_the_environments_own_sitecustomize_still_runs(tmp_path):
     done = dryrun("--", "python", "-c", "import os; print(os.environ.get('FROM_USER_SITE'))", cwd=tmp_path,
                   env=environment)
     assert done.returncode == 0 and done.stdout.strip() == "yes"
+
+
+def test_scripted_traced_and_fx_code_runs_as_without_the_dry_run_and_eager_cuda_is_still_caught(tmp_path):
+    # torch's own scripted code (ZeroRedundancyOptimizer's module) and the project's: the factory
+    # functions the dry run watches compile to the same operators
+    (tmp_path / "scripted.py").write_text(
+        "import torch\nimport torch_npu\nfrom torch.distributed.optim import ZeroRedundancyOptimizer\n\n\n"
+        "@torch.jit.script\ndef make(n: int):\n"
+        "    a = torch.zeros(n) + torch.ones(n) + torch.arange(n) + torch.full([n], 2.0) + torch.zeros_like(torch.empty(n))\n"
+        "    return a + torch.tensor([1.0, 2.0, 3.0])[:n] + torch.eye(n)[0] + torch.linspace(0, 1, n)\n\n\n"
+        "traced = torch.jit.trace(lambda x: torch.ones_like(x) + x, torch.ones(3))\n"
+        "graph = torch.fx.symbolic_trace(torch.nn.Sequential(torch.nn.Linear(3, 3)))\n"
+        "print(round(make(3).sum().item(), 3), traced(torch.ones(3)).sum().item(), graph(torch.ones(1, 3)).shape)\n"
+        "torch.zeros(2, device='cuda')\n")
+    (tmp_path / "plain.py").write_text((tmp_path / "scripted.py").read_text().split("torch.zeros(2, device")[0]
+                                       .replace("import torch_npu\n", ""))
+    plain = subprocess.run([sys.executable, "plain.py"], capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    done = dryrun("--", "python", "scripted.py", cwd=tmp_path)
+    assert done.stdout == plain.stdout, done.stderr[-3000:]
+    assert "TypeError" not in done.stderr
+    assert done.returncode == 1 and "scripted.py:15: torch.zeros(cuda device): CUDA left (1x)" in done.stderr

@@ -177,13 +177,31 @@ def _install_cuda_traps(torch):
     torch.nn.Module.to = _device_trap(torch.nn.Module.to, "Module.to")
     for name in _FACTORIES:
         if hasattr(torch, name):
-            setattr(torch, name, _device_trap(getattr(torch, name), f"torch.{name}"))
+            original = getattr(torch, name)
+            trapped = _device_trap(original, f"torch.{name}")
+            _keep_scriptable(original, trapped)
+            setattr(torch, name, trapped)
     import torch.distributed as dist
 
     for name in ("init_process_group", "new_group"):
         function = getattr(dist, name, None)
         if function is not None:
             setattr(dist, name, _backend_trap(function, f"torch.distributed.{name}"))
+
+
+def _keep_scriptable(original, wrapper):
+    """TorchScript (torch.jit.script, and torch's own scripted code: ZeroRedundancyOptimizer's
+    module) compiles a call of `torch.zeros` by finding the function, by identity, in its table of
+    builtins: the wrapper is entered there under the original's operator, so that scripted code
+    compiles to the same operator as without the dry run (the trap is for eager calls)."""
+    try:
+        from torch.jit import _builtins
+
+        operator = _builtins._find_builtin(original)
+        if operator is not None:
+            _builtins._register_builtin(wrapper, operator)
+    except Exception:  # (a torch without that table: eager code is trapped all the same)
+        pass
 
 
 def _trapped_class(cls, what):
