@@ -46,15 +46,15 @@ def test_the_version_comes_from_the_command_line_then_the_table_then_the_pin_the
     root = project(tmp_path / "p", {"train.py": "import torch\n" + CUDA_LINE})
     newest = available_versions()[-1]
     done = gpu2npu("check", root)
-    assert f"checking for PyTorch {newest} " in done.stderr and "no torch pin found" in done.stderr
+    assert f"gpu2npu: PyTorch {newest} " in done.stderr and "no torch pin found" in done.stderr
     (root / "requirements.txt").write_text("numpy\ntorch>=2.3,<2.4\n")
     done = gpu2npu("check", root)
-    assert "checking for PyTorch 2.3.1 " in done.stderr and "requirements.txt:2 (torch>=2.3,<2.4)" in done.stderr
+    assert "gpu2npu: PyTorch 2.3.1 " in done.stderr and "requirements.txt:2 (torch>=2.3,<2.4)" in done.stderr
     (root / "pyproject.toml").write_text('[project]\nname = "p"\n\n[tool.gpu2npu]\nversion = "2.1.0"\n')
     done = gpu2npu("check", root)
-    assert "checking for PyTorch 2.1.0 " in done.stderr and "[tool.gpu2npu] version of" in done.stderr
+    assert "gpu2npu: PyTorch 2.1.0 " in done.stderr and "[tool.gpu2npu] version of" in done.stderr
     done = gpu2npu("check", "-v", "2.6.0", root)
-    assert "checking for" not in done.stderr  # -v wins, and is not said again
+    assert "gpu2npu: PyTorch" not in done.stderr  # -v wins, and is not said again
     assert done.returncode == 1 and [code for _, _, code in codes(done)] == ["NPU102"]
 
 
@@ -63,7 +63,7 @@ def test_a_pre_commit_run_on_one_file_reads_the_table_of_the_project_above_it(tm
                                     "src/pkg/train.py": "import torch\n" + CUDA_LINE})
     done = gpu2npu("check", "src/pkg/train.py", cwd=root)
     assert done.returncode == 0 and done.stdout == ""
-    assert "1 finding of ignored codes" in done.stderr and "checking for PyTorch 2.1.0" in done.stderr
+    assert "1 finding of ignored codes" in done.stderr and "gpu2npu: PyTorch 2.1.0" in done.stderr
     # the command line wins over the table's ignore
     done = gpu2npu("check", "--ignore", "NPU905", "src/pkg/train.py", cwd=root)
     assert done.returncode == 1 and [code for _, _, code in codes(done)] == ["NPU102"]

@@ -288,3 +288,30 @@ def test_scripted_traced_and_fx_code_runs_as_without_the_dry_run_and_eager_cuda_
     assert done.stdout == plain.stdout, done.stderr[-3000:]
     assert "TypeError" not in done.stderr
     assert done.returncode == 1 and "scripted.py:15: torch.zeros(cuda device): CUDA left (1x)" in done.stderr
+
+
+def test_the_report_names_the_torch_that_ran_and_warns_when_it_is_not_the_releases(tmp_path):
+    import json
+
+    import torch
+
+    (tmp_path / "tiny.py").write_text("import torch\nimport torch_npu\nprint(torch.ones(2).to('npu').sum().item())\n")
+    done = dryrun("-v", "2.1.0", "--report", "report.json", "--", "python", "tiny.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"built for torch 2.1.0; torch {torch.__version__} ran): PASSED" in done.stderr
+    differs = tuple(torch.__version__.split(".")[:2]) != ("2", "1")
+    assert (f"warning: torch {torch.__version__} ran, not the torch 2.1.0" in done.stderr) is differs
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert (report["torch_version"], report["torch_ran"]) == ("2.1.0", torch.__version__)
+    # the project's pin chooses the release, as check's does, and says so
+    (tmp_path / "requirements.txt").write_text("torch==2.6.0\n")
+    done = dryrun("--", "python", "tiny.py", cwd=tmp_path)
+    assert "gpu2npu: PyTorch 2.6.0 (torch_npu" in done.stderr and "requirements.txt:1" in done.stderr
+    assert "built for torch 2.6.0;" in done.stderr
+
+
+def test_a_python_without_torch_is_named_as_the_cause(tmp_path):
+    (tmp_path / "uses_torch.py").write_text("import torch\n")
+    done = dryrun("-v", "2.1.0", "--", "python", "-S", "uses_torch.py", cwd=tmp_path)  # -S: no site-packages
+    assert done.returncode == 1 and "No module named 'torch'" in done.stderr
+    assert "no process imported torch: if `python -c 'import torch'` fails, this is why" in done.stderr

@@ -452,7 +452,7 @@ def _check_version(given: Optional[str], config, root: Path) -> str:
 
 def _say_version(version: str, why: str) -> None:
     api = apidata.load(version)
-    click.echo(f"gpu2npu: checking for PyTorch {version} (torch_npu {api.torch_npu_version}), from {why}", err=True)
+    click.echo(f"gpu2npu: PyTorch {version} (torch_npu {api.torch_npu_version}), from {why}", err=True)
 
 
 class _LineTexts:
@@ -562,7 +562,8 @@ def analyse(input_path, output_path, torch_version, mode, env, api_files, jobs, 
                                           "max_content_width": 100},
               short_help="Run a (migrated) command on the CPU with an imitation of torch_npu.")
 @click.option("-v", "--version", "torch_version", default=None, metavar="VERSION",
-              help="PyTorch version whose torch_npu release the imitation has the names of (default: the newest).")
+              help="PyTorch version whose torch_npu release the imitation has the names of (default, as check: "
+                   "[tool.gpu2npu] version, else the torch the project in this folder pins, else the newest).")
 @click.option("--nproc", type=click.IntRange(min=1), default=None, metavar="N",
               help="Start N ranks as run_distributed_npu.sh does (RANK_ID/DEVICE_ID/RANK_SIZE, RANK/WORLD_SIZE/"
                    "LOCAL_RANK), HCCL over Gloo; a shell launcher is started once with NPUS=0,...,N-1.")
@@ -594,8 +595,13 @@ def dryrun(torch_version, nproc, npus, max_steps, report_file, command):
     CANN stack itself does (HCCL timeouts, operator compilation).
     """
     from .dryrun.run import dry_run, summary
+    from .project_config import ConfigError, config_for, project_root
 
-    version = _version(torch_version)
+    try:  # (as check chooses it: -v, the project's table, its torch pin, the newest)
+        config = config_for([Path.cwd()])
+    except ConfigError as error:
+        _fail(str(error))
+    version = _check_version(torch_version, config, config.root if config.source is not None else project_root([Path.cwd()]))
     try:
         result = dry_run(command, version, nproc or 0, max_steps or 0, npus=npus or 0)
     except FileNotFoundError as error:

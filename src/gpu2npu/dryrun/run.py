@@ -38,6 +38,12 @@ class DryRunResult:
     hits: List[dict] = field(default_factory=list)  # {kind, what, where, count}
     exercised: Dict[str, int] = field(default_factory=dict)
     processes: int = 0
+    torch_ran: str = ""  # the torch the command's processes imported ("": none did)
+
+    @property
+    def torch_differs(self) -> bool:
+        """Whether the torch that ran is another major.minor than the one the release is built for."""
+        return bool(self.torch_ran) and _minor(self.torch_ran) != _minor(self.version)
 
     @property
     def finished(self) -> bool:
@@ -51,8 +57,13 @@ class DryRunResult:
         return {"status": "passed" if self.ok else "failed", "finished": self.finished,
                 "stopped_after_max_steps": self.stopped, "exit_codes": self.exit_codes,
                 "torch_version": self.version, "torch_npu_version": self.torch_npu_version,
+                "torch_ran": self.torch_ran,
                 "command": self.command, "processes": self.processes, "steps": self.steps,
                 "hits": self.hits, "torch_npu_apis": dict(sorted(self.exercised.items()))}
+
+
+def _minor(version: str) -> Tuple[str, ...]:
+    return tuple(version.split("+")[0].split(".")[:2])
 
 
 def data_file(version: str) -> Path:
@@ -134,6 +145,7 @@ def _merge(record_dir: Path, result: DryRunResult) -> None:
         except (OSError, ValueError):
             continue
         result.processes += 1
+        result.torch_ran = result.torch_ran or report.get("torch", "")
         if report.get("steps"):
             result.steps[report.get("rank") or str(report["pid"])] = report["steps"]
         result.stopped = result.stopped or report.get("stopped", False)
@@ -149,13 +161,22 @@ def _merge(record_dir: Path, result: DryRunResult) -> None:
 
 def summary(result: DryRunResult) -> str:
     """What the console says at the end of a dry run."""
-    lines = [f"gpu2npu dryrun (CPU imitation of torch_npu {result.torch_npu_version}, torch {result.version}): "
+    ran = f"; torch {result.torch_ran} ran" if result.torch_ran else "; no process imported torch"
+    lines = [f"gpu2npu dryrun (CPU imitation of torch_npu {result.torch_npu_version}, built for torch {result.version}{ran}): "
              + ("PASSED" if result.ok else "FAILED")]
+    if result.torch_differs:
+        lines.append(f"  warning: torch {result.torch_ran} ran, not the torch {result.version} this torch_npu release is "
+                     f"built for: what torch {result.version} lacks or takes otherwise is not exercised (run the dry run "
+                     f"where `pip install torch=={result.version} --index-url https://download.pytorch.org/whl/cpu` "
+                     "installed it)")
     codes = ", ".join(str(code) for code in result.exit_codes)
     finished = ("ended after the --max-steps optimizer steps" if result.stopped
                 else "finished" if result.finished else f"did not finish (exit status {codes})")
     lines.append(f"  command {finished}; {result.processes} Python process{'es' if result.processes != 1 else ''} "
                  "watched")
+    if not result.torch_ran and not result.finished and result.command and _is_python(result.command):
+        lines.append(f"  no process imported torch: if `{result.command[0]} -c 'import torch'` fails, this is why; run "
+                     "the dry run in the project's environment, or give its Python in the command")
     if result.steps:
         lines.append("  optimizer steps: " + ", ".join(f"rank {rank}: {steps}" if rank.isdigit() and len(rank) < 4
                                                        else f"{steps}" for rank, steps in sorted(result.steps.items())))

@@ -331,6 +331,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 
 
 def _after_torch(torch):
+    state["torch"] = str(getattr(torch, "__version__", ""))  # the torch that runs, said in the report
     _install_cuda_traps(torch)
     _install_step_counter(torch)
 
@@ -350,7 +351,7 @@ def write():
         return
     report = {
         "pid": os.getpid(), "rank": os.environ.get("RANK", os.environ.get("RANK_ID", "")),
-        "steps": state["steps"], "stopped": state["stopped"], "argv": sys.argv,
+        "steps": state["steps"], "stopped": state["stopped"], "argv": sys.argv, "torch": state.get("torch", ""),
         "hits": [{"kind": kind, "what": what, "where": where, "count": count}
                  for (kind, what, where), count in hits.items()],  # in the order first met
         "exercised": exercised,
