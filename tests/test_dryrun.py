@@ -315,3 +315,19 @@ def test_a_python_without_torch_is_named_as_the_cause(tmp_path):
     done = dryrun("-v", "2.1.0", "--", "python", "-S", "uses_torch.py", cwd=tmp_path)  # -S: no site-packages
     assert done.returncode == 1 and "No module named 'torch'" in done.stderr
     assert "no process imported torch: if `python -c 'import torch'` fails, this is why" in done.stderr
+
+
+def test_compile_fails_where_the_report_says_the_release_cannot_and_runs_where_it_can(tmp_path):
+    (tmp_path / "compiled.py").write_text(
+        "import torch\nimport torch_npu\n\nmodel = torch.nn.Linear(3, 3)\n"
+        "print(torch.compile(model, backend='npu')(torch.ones(1, 3)).shape)\n"
+        "print(torch.compile(model)(torch.ones(1, 3)).shape)\n")
+    # the report of the same code says so: NPU905 under 2.1.0, nothing under 2.6.0
+    reported = subprocess.run([GPU2NPU, "check", "-v", "2.1.0", str(tmp_path / "compiled.py")], capture_output=True,
+                              text=True, timeout=TIMEOUT)
+    assert "compiled.py:6: NPU905" in reported.stdout and "compiled.py:5:" not in reported.stdout
+    done = dryrun("-v", "2.1.0", "--", "python", "compiled.py", cwd=tmp_path)
+    assert done.returncode == 1 and done.stdout.count("torch.Size([1, 3])") == 1  # the 'npu' backend ran
+    assert "compiled.py:6: torch.compile(backend='inductor'): a compiler this torch_npu release does not have" in done.stderr
+    done = dryrun("-v", "2.6.0", "--", "python", "compiled.py", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.count("torch.Size([1, 3])") == 2, done.stderr[-2000:]

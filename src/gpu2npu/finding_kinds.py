@@ -104,7 +104,8 @@ COMPILE = _kind(
     (("import torch\nmodel = torch.compile(model)\n", "torch.compile", UNSUPPORTED_CSV),
      ("import torch._inductor.config as config\nconfig.coordinate_descent_tuning = True\n",
       "torch._inductor.config.coordinate_descent_tuning", UNSUPPORTED_CSV)),
-    ("import torch._inductor.config as config\n\n\ndef build(config):\n    return config.n_embd\n",),
+    ("import torch._inductor.config as config\n\n\ndef build(config):\n    return config.n_embd\n",
+     "import torch\nmodel = torch.compile(model, backend='npu')\n"),
 )
 
 GPU_IDENTITY = _kind(

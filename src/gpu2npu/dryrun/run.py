@@ -183,7 +183,8 @@ def summary(result: DryRunResult) -> str:
     for hit in result.hits:
         label = {"cuda": "CUDA left", "missing": "not in this torch_npu release",
                  "keyword": "an argument this torch_npu release does not take",
-                 "not imitated": "not imitated on the CPU (torch_npu has it; try it on the NPU)"}.get(hit["kind"], hit["kind"])
+                 "not imitated": "not imitated on the CPU (torch_npu has it; try it on the NPU)",
+                 "compile": "a compiler this torch_npu release does not have for the NPU"}.get(hit["kind"], hit["kind"])
         lines.append(f"  {hit['where']}: {hit['what']}: {label} ({hit['count']}x)")
     if result.exercised:
         lines.append("  torch_npu APIs called: " + ", ".join(f"{name} ({count}x)" for name, count

@@ -75,6 +75,16 @@ def compile_tip(api: ApiData, call: Optional[ast.Call]) -> str:
     return what + ("; " + "; ".join(notes) if notes else "")
 
 
+def _npu_backend(api: ApiData, call: ast.Call) -> bool:
+    """A compile call given one of the release's own NPU backends ('npu', 'npugraph_ex'), with no
+    mode that asks for CUDA graphs or kernel autotuning."""
+    keywords = {k.arg: k.value for k in call.keywords if k.arg}
+    backend, mode = keywords.get("backend"), keywords.get("mode")
+    named = backend.value if isinstance(backend, ast.Constant) and isinstance(backend.value, str) else None
+    return (named is not None and named != "inductor" and named in (api.compile_backends or ())
+            and (mode is None or isinstance(mode, ast.Constant) and mode.value in (None, "default")))
+
+
 def inductor_tip(api: ApiData, setting: str) -> str:
     meaning = next((tip for key, tip in INDUCTOR_SETTING_TIPS.items() if setting == key or setting.startswith(key)),
                    "a setting of inductor's code generation")
@@ -102,6 +112,8 @@ class Detector:
                           inductor_tip(self.view.api, setting[len(_INDUCTOR_CONFIG):]))
 
     def on_call(self, call: ast.Call) -> None:
+        if _npu_backend(self.view.api, call):
+            return  # (torch.compile(model, backend="npu"): the NPU way, nothing to do)
         if "torch.compile" in self.view.qualified(call.func):
             self.view.add(call.func, COMPILE.code, Report.UNSUPPORTED, "torch.compile", compile_tip(self.view.api, call))
         elif self._module_compile(call):

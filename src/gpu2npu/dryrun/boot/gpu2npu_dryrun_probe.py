@@ -232,6 +232,54 @@ def _backend_trap(function, what):
     return checked
 
 
+# -- torch.compile ----------------------------------------------------------------------------------
+class DryRunCompileError(RuntimeError):
+    """A torch.compile backend the chosen torch_npu release does not have for the NPU."""
+
+
+def _release():
+    """The release's data (STANDIN_TORCH_NPU_DATA): its version and its compile backends (None: unknown)."""
+    try:
+        with open(os.environ["STANDIN_TORCH_NPU_DATA"], encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (KeyError, OSError, ValueError):
+        return "", None
+    backends = data.get("compile_backends")
+    return data.get("torch_npu_version", ""), (tuple(backends) if isinstance(backends, list) else None)
+
+
+# the release's own backends, which torch does not know without torch_npu and torchair: the CPU runs
+# their graphs eagerly (the same results)
+_NPU_BACKENDS = ("npu", "npugraph_ex")
+
+
+def _install_compile_check(torch):
+    """torch.compile with a backend the release has no NPU compiler for (inductor before
+    torch_npu 2.6) fails here as the migration report says it does on the NPU."""
+    release, backends = _release()
+    original = getattr(torch, "compile", None)
+    if backends is None or original is None:
+        return
+
+    @functools.wraps(original)
+    def compile(*args, **kwargs):
+        backend = kwargs.get("backend", "inductor")
+        if isinstance(backend, str) and not kwargs.get("disable"):
+            if backend not in backends:
+                where = record("compile", f"torch.compile(backend={backend!r})")
+                if where is not None:
+                    raise DryRunCompileError(
+                        f"{where}: torch_npu {release} has no {backend!r} compiler for the NPU (it has "
+                        f"{', '.join(repr(name) for name in backends) or 'none'}): compile with backend='npu' after "
+                        "`import torchair`, or run eagerly (gpu2npu dryrun)")
+            elif backend in _NPU_BACKENDS:
+                kwargs["backend"] = "eager"
+        return original(*args, **kwargs)
+
+    compile.__gpu2npu_trapped__ = original
+    torch.compile = compile
+
+
 # -- steps ------------------------------------------------------------------------------------------
 def _install_step_counter(torch):
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
@@ -333,6 +381,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 def _after_torch(torch):
     state["torch"] = str(getattr(torch, "__version__", ""))  # the torch that runs, said in the report
     _install_cuda_traps(torch)
+    _install_compile_check(torch)
     _install_step_counter(torch)
 
 
