@@ -480,3 +480,46 @@ def test_ddp_hccl_two_processes(tmp_path):
                      env_extra={"STANDIN_NPU_COUNT": "2"})
     assert res.returncode == 0, res.stdout + res.stderr
     assert "rank 0 ok" in res.stdout and "rank 1 ok" in res.stdout
+
+
+def test_every_name_of_every_release_is_imitated_or_explained(npu):
+    """torch_npu.npu and torch_npu.profiler of each release whose data gpu2npu has: each public name
+    has a CPU meaning in the imitation, is a submodule it builds from the data, or is explained
+    (what it does has no CPU meaning: the dry run's message says why)."""
+    import glob
+
+    from torch_npu import _impl, profiler
+    from torch_npu._explained import WHY
+
+    imitated = {"torch_npu.npu": {n for n in vars(_impl) if not n.startswith("_")} | {"amp"},
+                "torch_npu.profiler": {n for n in vars(profiler) if not n.startswith("_")}}
+    unexplained = {}
+    for path in sorted(glob.glob(os.path.join(REPO, "src", "gpu2npu", "data", "torch_npu_*.json"))):
+        with open(path, encoding="utf-8") as handle:
+            modules = json.load(handle)["modules"]
+        for module, have in imitated.items():
+            submodules = {name.split(".")[2] for name in modules if name.startswith(module + ".")}
+            left = sorted(set(modules.get(module, ())) - have - submodules - set(WHY))
+            if left:
+                unexplained[f"{os.path.basename(path)} {module}"] = left
+    assert unexplained == {}
+    assert all(len(why) > 40 for why in WHY.values())
+
+
+def test_what_the_advice_recommends_runs_with_its_documented_meaning(npu):
+    """The profiler of NPU907's tip and the contrib functions of NPU956-NPU958 exist and compute what
+    torch_npu documents (on the CPU: torch's profiler, torch.roll, index_put, stochastic depth)."""
+    with npu.profiler.profile(activities=[npu.profiler.ProfilerActivity.CPU, npu.profiler.ProfilerActivity.NPU],
+                              experimental_config=npu.profiler._ExperimentalConfig(
+                                  profiler_level=npu.profiler.ProfilerLevel.Level1)) as prof:
+        torch.ones(4).sum()
+    assert any("aten::ones" in event.name for event in prof.events())
+    x = torch.arange(16.0).reshape(1, 4, 4, 1)
+    assert torch.equal(npu.contrib.function.roll(x, (-1, 1), (1, 2)), torch.roll(x, (-1, 1), (1, 2)))
+    put = npu.contrib.function.npu_fast_condition_index_put(torch.ones(3), torch.tensor([True, False, True]), 0.0)
+    assert put.tolist() == [0.0, 1.0, 0.0]
+    drop = npu.contrib.module.NpuDropPath(0.5)
+    assert torch.equal(drop.eval()(x), x)
+    kept = drop.train()(torch.ones(1000, 1))
+    assert set(kept.flatten().tolist()) <= {0.0, 2.0} and 400 < int(kept.sum().item() / 2) < 600
+    assert npu.npu.memory.memory_snapshot() == [] and npu.npu.mstx.range_start("step") == 0

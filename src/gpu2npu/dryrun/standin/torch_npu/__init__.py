@@ -47,6 +47,8 @@ import torch as _torch  # noqa: F401,E402  (real torch_npu requires torch first)
 from . import _names, _patch
 from . import npu
 from . import optim
+from . import profiler
+from . import contrib
 from ._fused import npu_fusion_attention, npu_rms_norm, npu_rotary_mul, npu_swiglu
 
 __version__ = "2.13.0.standin"

@@ -397,3 +397,234 @@ LongTensor = torch.LongTensor
 BoolTensor = torch.BoolTensor
 
 
+
+
+# -- more of torch_npu.npu, with the CPU meaning of what torch_npu documents ------------------------
+# Typed storages of the NPU's tensor types: the CPU's (no tensor is ever on the npu device here).
+BFloat16Storage = torch.BFloat16Storage
+BoolStorage = torch.BoolStorage
+ByteStorage = torch.ByteStorage
+CharStorage = torch.CharStorage
+DoubleStorage = torch.DoubleStorage
+FloatStorage = torch.FloatStorage
+HalfStorage = torch.HalfStorage
+IntStorage = torch.IntStorage
+LongStorage = torch.LongStorage
+ShortStorage = torch.ShortStorage
+
+# The caching allocator's state: nothing is allocated on the npu device, so it holds nothing.
+def memory_snapshot():
+    return []
+
+
+def memory_stats_as_nested_dict(device=None):
+    return {}
+
+
+def host_memory_stats():
+    return {}
+
+
+def host_memory_stats_as_nested_dict():
+    return {}
+
+
+def host_empty_cache():
+    return None
+
+
+def empty_virt_addr_cache():
+    return None
+
+
+def reset_accumulated_host_memory_stats():
+    return None
+
+
+def reset_peak_host_memory_stats():
+    return None
+
+
+def get_allocator_backend():
+    return "native"
+
+
+def can_device_access_peer(device, peer_device):
+    """Every imitated NPU is the same CPU memory: any two distinct valid devices reach each other."""
+    first, second = npu_index(device, current_device()), npu_index(peer_device, current_device())
+    _check_index(first)
+    _check_index(second)
+    return first != second
+
+
+# Scaled-dot-product attention switches: flags, as torch.backends.cuda's (the CPU's kernels ignore them).
+_sdp = {"flash": True, "mem_efficient": True, "math": True}
+
+
+def enable_flash_sdp(enabled):
+    _sdp["flash"] = bool(enabled)
+
+
+def enable_mem_efficient_sdp(enabled):
+    _sdp["mem_efficient"] = bool(enabled)
+
+
+def enable_math_sdp(enabled):
+    _sdp["math"] = bool(enabled)
+
+
+def flash_sdp_enabled():
+    return _sdp["flash"]
+
+
+def mem_efficient_sdp_enabled():
+    return _sdp["mem_efficient"]
+
+
+def math_sdp_enabled():
+    return _sdp["math"]
+
+
+class sdp_kernel:
+    """A context that sets the three switches and restores them."""
+
+    def __init__(self, enable_flash=True, enable_math=True, enable_mem_efficient=True, **kwargs):
+        self._wanted = {"flash": enable_flash, "math": enable_math, "mem_efficient": enable_mem_efficient}
+
+    def __enter__(self):
+        self._before = dict(_sdp)
+        _sdp.update({key: bool(value) for key, value in self._wanted.items()})
+        return self
+
+    def __exit__(self, *exc):
+        _sdp.update(self._before)
+        return False
+
+
+def preferred_linalg_library(backend=None):
+    return torch.backends.cuda.preferred_linalg_library(backend)
+
+
+_sync_debug = {"mode": 0}
+
+
+def set_sync_debug_mode(debug_mode):
+    _sync_debug["mode"] = {"default": 0, "warn": 1, "error": 2}.get(debug_mode, debug_mode)
+
+
+def get_sync_debug_mode():
+    return _sync_debug["mode"]
+
+
+def enable_deterministic_with_backward(tensor):
+    """torch_npu: from here on (forward and its backward) kernels are deterministic; the CPU's are."""
+    return tensor
+
+
+def disable_deterministic_with_backward(tensor):
+    return tensor
+
+
+def set_deterministic_level(level):
+    return None
+
+
+# NPU graph capture: nothing is captured on the CPU, where the callables run as written (a graphed
+# callable computes what the callable computes).
+def is_current_stream_capturing():
+    return False
+
+
+def make_graphed_callables(callables, sample_args, num_warmup_iters=3, allow_unused_input=False, pool=None):
+    return callables
+
+
+def graph_pool_handle():
+    return (0, 0)
+
+
+# Overflow and environment queries with an answer on the CPU.
+def get_npu_overflow_flag():
+    return False
+
+
+def clear_npu_overflow_flag():
+    return None
+
+
+def current_blas_handle():
+    return 0
+
+
+_limits = {}
+
+
+def set_device_limit(device, cube_num=-1, vector_num=-1):
+    _limits[("device", npu_index(device, current_device()))] = {"cube_core_num": cube_num, "vector_core_num": vector_num}
+
+
+def get_device_limit(device):
+    return dict(_limits.get(("device", npu_index(device, current_device())), {"cube_core_num": -1, "vector_core_num": -1}))
+
+
+def set_stream_limit(stream, cube_num=-1, vector_num=-1):
+    _limits[("stream", id(stream))] = {"cube_core_num": cube_num, "vector_core_num": vector_num}
+
+
+def get_stream_limit(stream):
+    return dict(_limits.get(("stream", id(stream)), {"cube_core_num": -1, "vector_core_num": -1}))
+
+
+def reset_stream_limit(stream):
+    _limits.pop(("stream", id(stream)), None)
+
+
+_mm_format = {"nd": True}
+
+
+def set_mm_bmm_format_nd(nd):
+    _mm_format["nd"] = bool(nd)
+
+
+def get_mm_bmm_format_nd():
+    return _mm_format["nd"]
+
+
+def set_op_timeout_ms(timeout):
+    return None
+
+
+class _Mstx:
+    """torch_npu.npu.mstx: markers for MindStudio's timeline; without a profiler they record nothing."""
+
+    @staticmethod
+    def mark(message="", stream=None, domain="default"):
+        return None
+
+    @staticmethod
+    def range_start(message="", stream=None, domain="default"):
+        return 0
+
+    @staticmethod
+    def range_end(range_id, domain="default"):
+        return None
+
+
+mstx = _Mstx()
+
+
+native_device = "npu"  # (torch_npu 1.11's names of its device type)
+npu_device = "npu"
+_task_queue = {"enabled": True}
+
+
+def set_task_queue_enable(device, enable):
+    _task_queue["enabled"] = bool(enable)
+
+
+def get_task_queue_enable(device=None):
+    return _task_queue["enabled"]
+
+
+def get_default_generator(device=None):
+    return _npu_gen

@@ -27,6 +27,29 @@ def _allowed(module_name):
     return None if names is None else set(names)
 
 
+def modules_of(package):
+    """submodule name -> the names the release lists for it, for the submodules of `package` (without
+    STANDIN_TORCH_NPU_DATA: those of the newest release gpu2npu has data for)."""
+    path = os.environ.get("STANDIN_TORCH_NPU_DATA") or _newest_data()
+    if not path:
+        return {}
+    if path not in _cache:
+        with open(path, encoding="utf-8") as f:
+            _cache[path] = json.load(f).get("modules", {})
+    prefix = package + "."
+    return {name[len(prefix):]: list(names) for name, names in _cache[path].items()
+            if name.startswith(prefix) and "." not in name[len(prefix):]}
+
+
+def _newest_data():
+    import glob
+
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "data")
+    found = glob.glob(os.path.join(folder, "torch_npu_*.json"))
+    key = lambda path: tuple(int(part) for part in os.path.basename(path)[10:-5].split("."))  # noqa: E731
+    return max(found, key=key) if found else None
+
+
 def release():
     """The torch_npu release the names come from (as the data file says), or None."""
     path = os.environ.get("STANDIN_TORCH_NPU_DATA")
@@ -49,7 +72,11 @@ def missing(module_name, name):
     if name in hidden.get(module_name, ()):
         kind, why = "missing", f"torch_npu {release() or ''} does not have it".replace("  ", " ")
     elif allowed is not None and name in allowed:
-        kind, why = "not imitated", "torch_npu has it, but gpu2npu dryrun's CPU imitation does not implement it"
+        from ._explained import WHY
+
+        kind = "not imitated"
+        why = (f"torch_npu has it; the CPU imitation does not, as {WHY[name]}" if name in WHY
+               else "torch_npu has it, but gpu2npu dryrun's CPU imitation does not implement it")
     else:
         kind, why = "missing", "no torch_npu release has it"
     probe = sys.modules.get("gpu2npu_dryrun_probe")
