@@ -121,12 +121,25 @@ def test_a_binary_file_with_a_name_check_reads_is_not_given_to_the_hook(tmp_path
     assert not pre_commit_selects(HOOK, "model.py", path)
 
 
-def test_a_markdown_file_named_on_the_command_line_would_fail_the_check(tmp_path):
-    """Why the hook chooses by name: check reads a file it is given as Python unless its name says
-    otherwise, so a README that mentions CUDA fails it when pre-commit passes it on."""
-    write(tmp_path, {"README.md": "Call x.cuda() to move it.\nimport torch\n"})
-    assert gpu2npu("check", "README.md", cwd=tmp_path).returncode == 1
+def test_a_file_of_no_kind_check_reads_is_passed_over_saying_so_and_the_hook_does_not_select_it(tmp_path):
+    """A README that mentions CUDA is not code: check names it as not checked and passes; a script
+    without .py whose first line runs Python is read as Python, as the hook's old `types: [python]` did."""
+    write(tmp_path, {"README.md": "Call x.cuda() to move it.\nimport torch\n",
+                     "train": "#!/usr/bin/env python3\nimport torch\nx = torch.zeros(1).cuda()\n"})
+    done = gpu2npu("check", "-v", "2.1.0", "README.md", cwd=tmp_path)
+    assert done.returncode == 0 and "README.md: not checked, not a kind of file gpu2npu reads" in done.stderr
     assert not pre_commit_selects(HOOK, "README.md", tmp_path / "README.md")
+    done = gpu2npu("check", "-v", "2.1.0", "train", cwd=tmp_path)
+    assert done.returncode == 1 and "train:3: NPU102" in done.stdout
+
+
+def test_check_dot_does_not_walk_into_environments_and_tool_folders(tmp_path):
+    cuda = "import torch\nx = torch.zeros(1).cuda()\n"
+    write(tmp_path, {"train.py": "import torch\n", ".venv/lib/site-packages/torch/cuda.py": cuda,
+                     "env/pyvenv.cfg": "home = /usr/bin\n", "env/lib/python3.11/site-packages/x.py": cuda,
+                     "node_modules/a.py": cuda, ".git/hooks/h.py": cuda, ".tox/py/x.py": cuda})
+    done = gpu2npu("check", "-v", "2.1.0", ".", cwd=tmp_path)
+    assert done.returncode == 0 and "(1 file checked)" in done.stderr, done.stdout
 
 
 def hook_run(project: Path, args=()):
@@ -154,9 +167,6 @@ def test_the_hook_fails_on_a_cuda_only_requirement_and_passes_without_it(tmp_pat
     assert run.stdout == ""
 
 
-@pytest.mark.xfail(strict=True, reason="check reads a named file's dependency format from its name alone "
-                   "(check.py _checked_files: dependency_format(path.name)), so requirements/dev.txt is read as "
-                   "Python; remove this mark once it is read as `gpu2npu check .` reads it")
 def test_the_hook_reads_a_requirements_folder_as_check_dot_does(tmp_path):
     write(tmp_path, {"requirements/dev.txt": "-r ../requirements.txt\ntorch>=2.1\nflash-attn==2.5.8\n",
                      "requirements.txt": "numpy\n"})

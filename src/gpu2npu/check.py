@@ -10,6 +10,7 @@ affinity_api_call.csv): a faster NPU API is not a CUDA-only construct.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,7 @@ class CheckResult:
     suppressed: int = 0  # findings silenced by `# gpu2npu: ignore` comments
     ignored: int = 0  # findings of codes the configuration ignores (ignore, per-file-ignores)
     excluded: int = 0  # files the configuration excludes
+    skipped: List[str] = dataclasses.field(default_factory=list)  # files named that are of no kind gpu2npu reads
     cache_problem: Optional[str] = None  # why the cache could not be used (the check went on without)
     # code -> what SARIF says of it (summary, help), when asked for
     descriptions: Dict[str, "Description"] = dataclasses.field(default_factory=dict)
@@ -73,19 +75,46 @@ class CheckResult:
 NOT_LOOKED_AT = {NOT_MIGRATED.code, NOT_ANALYSED.code}
 
 
-def _checked_files(paths: Sequence[Path]) -> Iterable[Entry]:
+# Folders of tools and environments that a project's checkout may hold and that are not its code
+# (as ruff leaves them out): never walked into.  A folder holding pyvenv.cfg is a virtual
+# environment, whatever its name.
+TOOLING_FOLDERS = frozenset({".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".direnv", ".eggs", "node_modules",
+                             "__pycache__", "__pypackages__", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+                             "site-packages", "dist-packages"})
+
+
+def _tooling(name: str, path: str) -> bool:
+    return name in TOOLING_FOLDERS or os.path.isfile(os.path.join(path, "pyvenv.cfg"))
+
+
+def _named_kind(path: Path) -> Optional[Kind]:
+    """How a file named on the command line is read (as `check .` would read it); None: it is
+    not a kind gpu2npu reads (a README), except a script whose first line runs Python."""
+    kind = kind_of(path)
+    if kind in MIGRATED_KINDS or (kind == Kind.OTHER and dependency_format(path.as_posix()) is not None):
+        return kind
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(200)
+    except OSError:
+        return Kind.PYTHON  # (reading it fails again, as a finding)
+    return Kind.PYTHON if first.startswith(b"#!") and b"python" in first else None
+
+
+def _checked_files(paths: Sequence[Path], skipped: Optional[List[str]] = None) -> Iterable[Entry]:
     """The Python files, notebooks, launch scripts and dependency files under `paths`, each
-    named as shown to the user (its `relative`); a file named on the command line is checked as
-    Python unless it is a notebook, launch script or dependency file."""
+    named as shown to the user (its `relative`); a file named on the command line is read as
+    `check .` reads it, and one of no kind gpu2npu reads is added to `skipped`."""
     for path in paths:
         if path.is_file():
-            kind = kind_of(path)
-            if kind == Kind.OTHER and dependency_format(path.name) is not None:
-                yield Entry(path.as_posix(), path, kind)
+            kind = _named_kind(path)
+            if kind is None:
+                if skipped is not None:
+                    skipped.append(path.as_posix())
                 continue
-            yield Entry(path.as_posix(), path, kind if kind in MIGRATED_KINDS else Kind.PYTHON)
+            yield Entry(path.as_posix(), path, kind)
             continue
-        for entry in walk(path):
+        for entry in walk(path, prune=_tooling):
             if entry.kind in MIGRATED_KINDS or (entry.kind == Kind.OTHER and dependency_format(entry.relative)):
                 yield Entry((path / entry.relative).as_posix(), entry.absolute, entry.kind)
 
@@ -98,7 +127,8 @@ def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
     ignores and what `# gpu2npu: ignore` comments silence; with `describe`, the summary of every
     code a finding can carry too (SARIF lists them)."""
     config = config or ProjectConfig(root=Path.cwd())
-    entries = list(_checked_files(paths))
+    skipped: List[str] = []
+    entries = list(_checked_files(paths, skipped))
     kept = [entry for entry in entries if not config.excluded(entry.absolute)]
     files: List[Tuple[Entry, List[CheckFinding], Tuple[Suppression, ...]]] = []
     code = [entry for entry in kept if entry.kind in MIGRATED_KINDS]
@@ -122,7 +152,7 @@ def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
             raise ConfigError(f"{source}: {selector} is no code that gpu2npu reports (`gpu2npu rules` lists them)")
     findings: List[CheckFinding] = []
     outcome = CheckResult(findings, len(kept), excluded=len(entries) - len(kept), cache_problem=engine.problem,
-                          descriptions=descriptions)
+                          descriptions=descriptions, skipped=skipped)
     for entry, found, suppressions in files:
         findings.extend(_filtered(entry, found, suppressions, config, known, outcome))
     outcome.findings = sorted(set(findings))

@@ -5,7 +5,7 @@ import enum
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, Optional
 
 from .dependencies.formats import CONDA, dependency_format
 from .shell_syntax import dialect_for
@@ -64,11 +64,12 @@ def kind_of(path: Path) -> Kind:
     return _kind(path)
 
 
-def walk(root: Path) -> Iterator[Entry]:
+def walk(root: Path, prune: Optional[Callable[[str, str], bool]] = None) -> Iterator[Entry]:
     """Every file, link and folder below `root` (or `root` itself if it is a file), sorted, so
     that runs are deterministic: a folder's subfolders, then its files, then what each subfolder
     holds.  Links are reported as links and never followed, so a link pointing outside the tree
-    or into a loop cannot take the run elsewhere."""
+    or into a loop cannot take the run elsewhere.  `prune(name, path)`: a folder it is true of is
+    neither given nor entered."""
     if root.is_file():
         yield Entry(root.name, root, _kind(root))
         return
@@ -94,6 +95,8 @@ def walk(root: Path) -> Iterator[Entry]:
         descend = []
         for child in folders:
             relative = prefix + child.name
+            if prune is not None and prune(child.name, child.path):
+                continue
             if _is_link(child):
                 yield Entry(relative, Path(child.path), Kind.SYMLINK)
             else:
