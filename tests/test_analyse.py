@@ -297,3 +297,17 @@ def test_a_file_that_does_not_parse_is_named_and_the_run_goes_on(tmp_path):
     copy = tmp_path / "shape" / "vendored_analysis" / "vendored"
     assert (copy / "bad.py").read_bytes() == (library / "bad.py").read_bytes()
     assert "DETECTOR.hook_func(x.cuda, 'x.cuda', 1)" in (copy / "one.py").read_text(encoding="utf-8")
+
+
+def test_third_party_rows_name_an_api_never_a_line_the_migration_adds(tmp_path):
+    """A module whose first line imports flash-attn gets a sys.path line inserted above it when
+    migrated: that insertion is no CUDA API, and no row of migration_needed_op.csv names it."""
+    library = tmp_path / "mylib"
+    library.mkdir()
+    (library / "__init__.py").write_text("from flash_attn import flash_attn_func\n\n\n"
+                                         "def attend(q, k, v):\n    return flash_attn_func(q, k, v, causal=True)\n")
+    done = gpu2npu("analyse", "-i", library, "-o", tmp_path / "out", "-v", "2.1.0", "-m", "third_party", "--no-cache")
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / "out" / "mylib_analysis"
+    assert rows(folder / "migration_needed_op.csv")[1:] == []
+    assert {row[1] for row in rows(folder / "full_unsupported_results.csv")[1:]} == {"mylib.attend"}

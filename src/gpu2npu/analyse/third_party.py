@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from ..change import Report
+from ..change import Operation, Report
 from ..cuda_ops import operators_in
 from ..discover import CUDA_SOURCE_SUFFIXES, Entry, Kind
 from ..scan import FileScan, dotted
@@ -114,6 +114,8 @@ def _hits(library: Library, options, engine_results) -> List[Hit]:
         import_lines = _import_lines(module.tree)
         optional = _optional_imports(module.tree)
         for change in outcome.changes:
+            if change.operation == Operation.INSERT:
+                continue  # a line the migration adds (import torch_npu, a sys.path line): no CUDA construct
             if change.rule in _NOT_CUDA or all(line in import_lines for line in range(change.start_line, change.end_line + 1)):
                 continue  # an import renamed: the calls through it are the hits
             hits.add(Hit("migration_needed", _changed_name(change.message), entry.relative, change.start_line,
