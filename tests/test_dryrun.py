@@ -331,3 +331,59 @@ def test_compile_fails_where_the_report_says_the_release_cannot_and_runs_where_i
     assert "compiled.py:6: torch.compile(backend='inductor'): a compiler this torch_npu release does not have" in done.stderr
     done = dryrun("-v", "2.6.0", "--", "python", "compiled.py", cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.count("torch.Size([1, 3])") == 2, done.stderr[-2000:]
+
+
+RANKED = '''import os
+import sys
+
+import torch
+import torch_npu
+import torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+flaw = sys.argv[1]
+dist.init_process_group("hccl")
+rank = int(os.environ["LOCAL_RANK"])
+torch.manual_seed(0)
+torch_npu.npu.set_device(0 if flaw == "same-npu" else rank)
+model = torch.nn.Linear(4, 1).to(f"npu:{torch_npu.npu.current_device()}")
+ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[0 if flaw == "wrong-ddp" else rank])
+data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+if flaw == "no-sampler":
+    loader = DataLoader(data, batch_size=8, shuffle=True)
+else:
+    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data, shuffle=True, seed=0))
+evaluation = DataLoader(data, batch_size=16)  # every rank evaluates on all of it: no collision
+optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+for x, y in loader:
+    device = f"npu:{1 - rank}" if flaw == "other-npu" else f"npu:{rank}"
+    loss = torch.nn.functional.mse_loss(ddp(x.to(device)), y.npu())
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+with torch.no_grad():
+    total = sum(float(model(x).sum()) for x, _ in evaluation)
+dist.destroy_process_group()
+'''
+
+
+@pytest.mark.parametrize("flaw, expected", [
+    ("none", []),
+    # (rank 1's DDP and batches then name its own index, which is not the NPU it selected)
+    ("same-npu", ["train.py:14: ranks 0, 1 all use NPU 0",
+                  "train.py:16: DistributedDataParallel(device_ids=[1]) in the rank whose NPU is 0",
+                  "train.py:26: a tensor (.to) put on NPU 1 by the rank whose NPU is 0"]),
+    ("wrong-ddp", ["train.py:16: DistributedDataParallel(device_ids=[0]) in the rank whose NPU is 1"]),
+    ("other-npu", ["train.py:26: a tensor (.to) put on NPU 1 by the rank whose NPU is 0",
+                   "train.py:26: a tensor (.to) put on NPU 0 by the rank whose NPU is 1"]),
+    ("no-sampler", ["train.py:19: ranks 0, 1 train on the same samples from this loader"]),
+])
+def test_ranks_that_collide_are_hits_with_file_and_line(flaw, expected, tmp_path):
+    (tmp_path / "train.py").write_text(RANKED)
+    done = dryrun_ranks("-v", "2.1.0", "--nproc", "2", "--", "python", "train.py", flaw, cwd=tmp_path)
+    hits = [line.strip() for line in done.stderr.splitlines()
+            if line.startswith("  train.py:") and ("rank" in line or "NPU" in line)]
+    assert len(hits) == len(expected), done.stderr[-3000:]
+    assert all(hit.startswith(want) for hit, want in zip(sorted(hits), sorted(expected))), hits
+    assert done.returncode == (0 if not expected else 1)

@@ -139,6 +139,7 @@ def dry_run(command: Sequence[str], version: str, nproc: int = 0, max_steps: int
 
 def _merge(record_dir: Path, result: DryRunResult) -> None:
     hits: Dict[Tuple[str, str, str], int] = {}
+    ranks: Dict[str, dict] = {}  # rank -> its report, where the process had one
     for path in sorted(record_dir.glob("*.json"), key=lambda path: int(path.stem) if path.stem.isdigit() else 0):
         try:
             report = json.loads(path.read_text(encoding="utf-8"))
@@ -146,6 +147,8 @@ def _merge(record_dir: Path, result: DryRunResult) -> None:
             continue
         result.processes += 1
         result.torch_ran = result.torch_ran or report.get("torch", "")
+        if str(report.get("rank", "")).isdigit():
+            ranks[str(report["rank"])] = report
         if report.get("steps"):
             result.steps[report.get("rank") or str(report["pid"])] = report["steps"]
         result.stopped = result.stopped or report.get("stopped", False)
@@ -154,9 +157,38 @@ def _merge(record_dir: Path, result: DryRunResult) -> None:
             hits[key] = hits.get(key, 0) + hit["count"]
         for name, count in report.get("exercised", {}).items():
             result.exercised[name] = result.exercised.get(name, 0) + count
+    for (kind, what, where) in _rank_collisions(ranks):
+        hits[(kind, what, where)] = hits.get((kind, what, where), 0) + 1
     # in the order the processes met them (the first CUDA line of the run first)
     result.hits = [{"kind": kind, "what": what, "where": where, "count": count}
                    for (kind, what, where), count in hits.items()]
+
+
+def _rank_collisions(ranks: Dict[str, dict]) -> List[Tuple[str, str, str]]:
+    """What ranks of one run do that only one rank may: select the same NPU, or take the same
+    samples from a training loader in its first epoch (no DistributedSampler)."""
+    found: List[Tuple[str, str, str]] = []
+    if len(ranks) < 2:
+        return found
+    order = sorted(ranks, key=int)
+    by_npu: Dict[int, List[str]] = {}
+    for rank in order:
+        chosen = ranks[rank].get("npu")
+        if chosen:
+            by_npu.setdefault(chosen[0], []).append(rank)
+    for npu, sharing in sorted(by_npu.items()):
+        if len(sharing) > 1:
+            where = ranks[sharing[0]]["npu"][1]
+            found.append(("ranks", f"ranks {', '.join(sharing)} all use NPU {npu} (each rank needs its own: "
+                                   "set_device(LOCAL_RANK), or DEVICE_ID per rank)", where))
+    sites = sorted({site for rank in order for site in (ranks[rank].get("samples") or {})})
+    for site in sites:
+        taken = {rank: tuple(ranks[rank].get("samples", {}).get(site, ())) for rank in order}
+        same = [rank for rank in order if taken[rank] and list(taken.values()).count(taken[rank]) > 1]
+        if same:
+            found.append(("ranks", f"ranks {', '.join(same)} train on the same samples from this loader (give it a "
+                                   "DistributedSampler, with set_epoch each epoch)", site))
+    return found
 
 
 def summary(result: DryRunResult) -> str:
@@ -184,7 +216,8 @@ def summary(result: DryRunResult) -> str:
         label = {"cuda": "CUDA left", "missing": "not in this torch_npu release",
                  "keyword": "an argument this torch_npu release does not take",
                  "not imitated": "not imitated on the CPU (torch_npu has it; try it on the NPU)",
-                 "compile": "a compiler this torch_npu release does not have for the NPU"}.get(hit["kind"], hit["kind"])
+                 "compile": "a compiler this torch_npu release does not have for the NPU",
+                 "rank": "a rank using another rank's NPU", "ranks": "ranks that collide"}.get(hit["kind"], hit["kind"])
         lines.append(f"  {hit['where']}: {hit['what']}: {label} ({hit['count']}x)")
     if result.exercised:
         lines.append("  torch_npu APIs called: " + ", ".join(f"{name} ({count}x)" for name, count

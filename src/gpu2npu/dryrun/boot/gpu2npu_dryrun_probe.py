@@ -286,6 +286,8 @@ def _install_step_counter(torch):
 
     def counted(optimizer, args, kwargs):
         state["steps"] += 1
+        if state.get("loader") is not None:  # the loader whose batches this step trained on
+            trained.add(state["loader"])
 
     def stop_before_one_more(optimizer, args, kwargs):
         # at the start of step K+1, so that whatever the program does after step K (printing
@@ -299,6 +301,131 @@ def _install_step_counter(torch):
 
     register_optimizer_step_pre_hook(stop_before_one_more)
     register_optimizer_step_post_hook(counted)
+
+
+# -- ranks ------------------------------------------------------------------------------------------
+# What the ranks of a distributed run are compared on (gpu2npu dryrun --nproc): the NPU each selected
+# or used, and the first samples each took from the loaders it trained on.
+trained = set()  # sites (file:line) of the loaders whose batches an optimizer step followed
+samples = {}  # loader site -> the first indices taken in its first epoch
+_SAMPLES_KEPT = 256
+
+
+def _world_size():
+    try:
+        return int(os.environ.get("WORLD_SIZE") or os.environ.get("RANK_SIZE") or 1)
+    except ValueError:
+        return 1
+
+
+def _npu_of(device):
+    """The NPU index a device argument names (None: none named, or not an NPU)."""
+    if isinstance(device, int) and not isinstance(device, bool):
+        return device
+    text = device if isinstance(device, str) else str(device) if type(device).__name__ == "device" else ""
+    if text.startswith("npu:") and text[4:].isdigit():
+        return int(text[4:])
+    return None
+
+
+def _install_rank_watch(npu):
+    """The NPU each rank selects (set_device) or puts tensors on, a DDP told another rank's NPU,
+    and a tensor or module put on an NPU that is not the rank's."""
+    import torch
+
+    original_set_device = npu.set_device
+    # (asked here, not by the user: the uncounted function)
+    current_device = getattr(npu.current_device, "__wrapped__", npu.current_device)
+
+    @functools.wraps(original_set_device)
+    def set_device(device, *args, **kwargs):
+        result = original_set_device(device, *args, **kwargs)
+        frame = caller(2)
+        if frame is not None:
+            state["npu"] = (current_device(), _where(frame))
+        return result
+
+    npu.set_device = set_device
+
+    def placed(device, what):
+        index = _npu_of(device)
+        if index is None and device not in ("npu", None) and not (isinstance(device, str) and device.startswith("npu")):
+            return
+        current = current_device()
+        frame = caller(3)
+        if frame is None:
+            return
+        state.setdefault("npu", (current, _where(frame)))
+        if index is not None and index != current and _world_size() > 1:
+            record("rank", f"{what} put on NPU {index} by the rank whose NPU is {current}", depth=4)
+
+    def watching(function, what):
+        @functools.wraps(function)
+        def moved(self, *args, **kwargs):
+            device = kwargs.get("device", args[0] if args else None)
+            if what.endswith(".npu()"):
+                device = "npu" if device is None else device
+            placed(device, what)
+            return function(self, *args, **kwargs)
+
+        return moved
+
+    for owner, name in ((torch.Tensor, "to"), (torch.Tensor, "npu"), (torch.nn.Module, "to"), (torch.nn.Module, "npu")):
+        function = getattr(owner, name, None)
+        if function is not None:
+            setattr(owner, name, watching(function, f"{'a tensor' if owner is torch.Tensor else 'a module'} "
+                                                    f"(.{name}{'()' if name == 'npu' else ''})"))
+    ddp = torch.nn.parallel.DistributedDataParallel
+    original_init = ddp.__init__
+
+    @functools.wraps(original_init)
+    def __init__(self, module, device_ids=None, *args, **kwargs):
+        named = [_npu_of(device) for device in (device_ids or ())]
+        current = current_device()
+        if any(index is not None and index != current for index in named):
+            record("rank", f"DistributedDataParallel(device_ids={[index for index in named]}) in the rank whose "
+                           f"NPU is {current}")
+        return original_init(self, module, device_ids, *args, **kwargs)
+
+    ddp.__init__ = __init__
+
+
+def _install_sample_watch(torch):
+    """The first indices each training loader gives in its first epoch, by where it was made."""
+    from torch.utils.data import DataLoader
+    from torch.utils.data import dataloader as loading
+
+    original_init, original_iterator, original_next = DataLoader.__init__, DataLoader._get_iterator, \
+        loading._BaseDataLoaderIter._next_index
+
+    @functools.wraps(original_init)
+    def __init__(self, *args, **kwargs):
+        frame = caller(2)
+        self._gpu2npu_site = _where(frame) if frame is not None else None
+        self._gpu2npu_epochs = 0
+        return original_init(self, *args, **kwargs)
+
+    def _get_iterator(self):
+        iterator = original_iterator(self)
+        site = getattr(self, "_gpu2npu_site", None)
+        first = getattr(self, "_gpu2npu_epochs", 1) == 0
+        self._gpu2npu_epochs = getattr(self, "_gpu2npu_epochs", 0) + 1
+        iterator._gpu2npu_site = site if first else None
+        return iterator
+
+    def _next_index(self):
+        index = original_next(self)
+        site = getattr(self, "_gpu2npu_site", None)
+        if site is not None:
+            state["loader"] = site
+            kept = samples.setdefault(site, [])
+            if len(kept) < _SAMPLES_KEPT:
+                kept.extend(index if isinstance(index, list) else [index])
+        return index
+
+    DataLoader.__init__ = __init__
+    DataLoader._get_iterator = _get_iterator
+    loading._BaseDataLoaderIter._next_index = _next_index
 
 
 # -- torch_npu calls ----------------------------------------------------------------------------------
@@ -382,6 +509,7 @@ def _after_torch(torch):
     state["torch"] = str(getattr(torch, "__version__", ""))  # the torch that runs, said in the report
     _install_cuda_traps(torch)
     _install_compile_check(torch)
+    _install_sample_watch(torch)
     _install_step_counter(torch)
 
 
@@ -393,6 +521,8 @@ def _after_torch_npu(torch_npu):
     optim = sys.modules.get("torch_npu.optim")
     if optim is not None:
         _count_constructions(optim, "torch_npu.optim")
+    if npu is not None:
+        _install_rank_watch(npu)
 
 
 def write():
@@ -401,6 +531,9 @@ def write():
     report = {
         "pid": os.getpid(), "rank": os.environ.get("RANK", os.environ.get("RANK_ID", "")),
         "steps": state["steps"], "stopped": state["stopped"], "argv": sys.argv, "torch": state.get("torch", ""),
+        "npu": state.get("npu"),
+        "samples": {site: [int(i) if isinstance(i, int) else repr(i) for i in kept[:_SAMPLES_KEPT]]
+                    for site, kept in samples.items() if site in trained},
         "hits": [{"kind": kind, "what": what, "where": where, "count": count}
                  for (kind, what, where), count in hits.items()],  # in the order first met
         "exercised": exercised,
