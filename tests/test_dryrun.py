@@ -387,3 +387,17 @@ def test_ranks_that_collide_are_hits_with_file_and_line(flaw, expected, tmp_path
     assert len(hits) == len(expected), done.stderr[-3000:]
     assert all(hit.startswith(want) for hit, want in zip(sorted(hits), sorted(expected))), hits
     assert done.returncode == (0 if not expected else 1)
+
+
+def test_python_names_the_interpreter_of_the_command_and_of_what_it_starts(tmp_path):
+    (tmp_path / "one.py").write_text("import torch\nimport torch_npu\nprint(torch.ones(2).npu().sum().item())\n")
+    (tmp_path / "launch.sh").write_text("python one.py\n")
+    environment = {key: value for key, value in os.environ.items() if key not in ("GPU2NPU_DRYRUN", "PYTHONPATH")}
+    environment["PATH"] = "/usr/bin:/bin"  # no `python` with torch on it
+    for command in (["python", "one.py"], ["bash", "launch.sh"]):
+        done = subprocess.run([GPU2NPU, "dryrun", "-v", "2.1.0", "--python", sys.executable, "--", *command],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT, env=environment)
+        assert done.returncode == 0 and done.stdout.strip() == "2.0", done.stderr[-2000:]
+    done = subprocess.run([GPU2NPU, "dryrun", "--python", str(tmp_path / "none"), "--", "python", "one.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT, env=environment)
+    assert done.returncode == 2 and "does not exist" in done.stderr

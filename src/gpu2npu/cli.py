@@ -576,8 +576,11 @@ def analyse(input_path, output_path, torch_version, mode, env, api_files, jobs, 
               help="End each process after K optimizer steps (exit status 0).")
 @click.option("--report", "report_file", type=click.Path(path_type=Path), default=None, metavar="FILE",
               help="Also write the report as JSON to FILE.")
+@click.option("--python", "python", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None,
+              metavar="PATH", help="The interpreter that `python` and `python3` mean in COMMAND and in what it starts "
+                                   "(the project's environment's, which has its torch).")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def dryrun(torch_version, nproc, npus, max_steps, report_file, command):
+def dryrun(torch_version, nproc, npus, max_steps, report_file, python, command):
     """Run COMMAND with a CPU imitation of torch_npu, as if on an NPU, before booking NPU time.
 
     \b
@@ -606,7 +609,8 @@ def dryrun(torch_version, nproc, npus, max_steps, report_file, command):
         _fail(str(error))
     version = _check_version(torch_version, config, config.root if config.source is not None else project_root([Path.cwd()]))
     try:
-        result = dry_run(command, version, nproc or 0, max_steps or 0, npus=npus or 0)
+        result = dry_run(command, version, nproc or 0, max_steps or 0, npus=npus or 0,
+                         python=python.absolute() if python is not None else None)
     except FileNotFoundError as error:
         _fail(f"cannot start {command[0]}: {error.strerror}")
     except KeyboardInterrupt:

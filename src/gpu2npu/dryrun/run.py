@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import socket
 import subprocess
 import tempfile
@@ -106,13 +108,20 @@ def npu_count(nproc: int, npus: int, env: dict) -> int:
 
 
 def dry_run(command: Sequence[str], version: str, nproc: int = 0, max_steps: int = 0,
-            cwd: Optional[Path] = None, timeout: Optional[float] = None, npus: int = 0) -> DryRunResult:
+            cwd: Optional[Path] = None, timeout: Optional[float] = None, npus: int = 0,
+            python: Optional[Path] = None) -> DryRunResult:
+    """`python`: the interpreter that `python` and `python3` mean in the command and in what it
+    starts (a launcher's `python train.py`)."""
     api = apidata.load(version)  # UnknownVersionError for the caller to tell
     command = list(command)
+    if python is not None and re.fullmatch(r"python(\d+(\.\d+)?)?", command[0]):
+        command[0] = str(python)
     result = DryRunResult(api.torch_version, api.torch_npu_version, list(command))
     with tempfile.TemporaryDirectory(prefix="gpu2npu-dryrun-") as folder:
         record_dir = Path(folder)
         env = environment(version, record_dir, max_steps, npu_count(nproc, npus, os.environ))
+        if python is not None:
+            env["PATH"] = os.pathsep.join([str(_python_folder(record_dir, python)), env.get("PATH", "")])
         env.setdefault("MASTER_ADDR", "127.0.0.1")
         env["MASTER_PORT"] = str(_free_port())
         processes: List[subprocess.Popen] = []
@@ -135,6 +144,17 @@ def dry_run(command: Sequence[str], version: str, nproc: int = 0, max_steps: int
                     process.wait()
         _merge(record_dir, result)
     return result
+
+
+def _python_folder(record_dir: Path, python: Path) -> Path:
+    """A folder whose `python` and `python3` are `python`, to put first on PATH."""
+    folder = record_dir / "bin"
+    folder.mkdir()
+    for name in ("python", "python3"):  # (a script, not a link: a venv's python finds its pyvenv.cfg by its own path)
+        script = folder / name
+        script.write_text(f"#!/bin/sh\nexec {shlex.quote(str(python))} \"$@\"\n", encoding="utf-8")
+        script.chmod(0o755)
+    return folder
 
 
 def _merge(record_dir: Path, result: DryRunResult) -> None:
@@ -208,7 +228,7 @@ def summary(result: DryRunResult) -> str:
                  "watched")
     if not result.torch_ran and not result.finished and result.command and _is_python(result.command):
         lines.append(f"  no process imported torch: if `{result.command[0]} -c 'import torch'` fails, this is why; run "
-                     "the dry run in the project's environment, or give its Python in the command")
+                     "the dry run in the project's environment, or name its Python with --python PATH")
     if result.steps:
         lines.append("  optimizer steps: " + ", ".join(f"rank {rank}: {steps}" if rank.isdigit() and len(rank) < 4
                                                        else f"{steps}" for rank, steps in sorted(result.steps.items())))
