@@ -311,3 +311,78 @@ def test_third_party_rows_name_an_api_never_a_line_the_migration_adds(tmp_path):
     folder = tmp_path / "out" / "mylib_analysis"
     assert rows(folder / "migration_needed_op.csv")[1:] == []
     assert {row[1] for row in rows(folder / "full_unsupported_results.csv")[1:]} == {"mylib.attend"}
+
+
+NANOGPT_STYLE = {
+    "model.py": '''import math
+
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, 4 * width)
+        self.proj = nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        return x + self.proj(torch.relu(self.fc(x)))
+
+
+class GPT(nn.Module):
+    def __init__(self, width=16, depth=3):
+        super().__init__()
+        self.embed = nn.Embedding(32, width)
+        self.blocks = nn.ModuleList([Block(width) for _ in range(depth)])
+        self.head = nn.Linear(width, 32)
+        for name, p in self.named_parameters():
+            torch.nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(p.numel()))
+        print("parameters:", sum(p.numel() for p in self.parameters()))
+
+    def forward(self, idx):
+        x = self.embed(idx)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+''',
+    "train.py": '''import torch
+import torch.nn.functional as F
+
+from model import GPT
+
+torch.manual_seed(0)
+model = GPT()
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+for step in range(5):
+    idx = torch.randint(0, 32, (4, 8))
+    logits = model(idx)
+    loss = F.cross_entropy(logits.view(-1, 32), idx.view(-1))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    print(f"step {step} loss {loss.item():.4f}")
+''',
+    "data/openwebtext/prepare.py": 'if __name__ == "__main__":\n    print("downloads tens of GB")\n',
+}
+
+
+def test_dynamic_shape_compares_training_steps_not_initialisation_and_names_the_training_script(tmp_path):
+    pytest.importorskip("torch")
+    project = tmp_path / "tinygpt"
+    for relative, text in NANOGPT_STYLE.items():
+        (project / relative).parent.mkdir(parents=True, exist_ok=True)
+        (project / relative).write_text(text)
+    done = gpu2npu("analyse", "-i", project, "-o", tmp_path / "out", "-v", "2.1.0", "-m", "dynamic_shape")
+    assert done.returncode == 0, done.stderr
+    copy = tmp_path / "out" / "tinygpt_analysis" / "tinygpt"
+    assert f"cd {copy} && python train.py" in done.stdout  # not data/openwebtext/prepare.py
+    ran = subprocess.run([sys.executable, "train.py"], cwd=copy, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    report = rows(tmp_path / "out" / "tinygpt_analysis" / "msft_dynamic_shape_analysis_report.csv")
+    by_site = {(row[1], row[0]): row for row in report[1:]}
+    # initialisation saw many parameter shapes, each block its own: none of that varies by step
+    assert int(by_site[("model.py", "torch.nn.init.normal_")][7]) > 3
+    assert [row for row in report[1:] if row[8]] == []
+    summary = (tmp_path / "out" / "tinygpt_analysis" / "dynamic_shape_summary.txt").read_text()
+    assert summary.startswith("Dynamic shapes: 0 of ") and "over 5 steps" in summary

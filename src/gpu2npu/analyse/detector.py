@@ -34,8 +34,11 @@ MAX_SHAPES = 10000  # distinct input shapes kept per call site (beyond: counted 
 STACK_DEPTH = 6
 
 
+STEPS_KEPT = 64  # training steps whose input shapes are compared, per call site
+
+
 class _Site:
-    __slots__ = ("calls", "inputs", "outputs", "stack", "label", "more")
+    __slots__ = ("calls", "inputs", "outputs", "stack", "label", "more", "per_step")
 
     def __init__(self):
         self.calls = 0
@@ -44,6 +47,7 @@ class _Site:
         self.stack = ""
         self.label = ""
         self.more = False
+        self.per_step = {}  # optimizer steps done -> the input shapes seen until the next one
 
 
 class ShapeDetector:
@@ -54,6 +58,7 @@ class ShapeDetector:
         self._tensor = None
         self._lock = threading.Lock()
         self.steps = 0
+        self.optimizer_steps = 0  # counted by an optimizer step hook, where torch has one
         self._written = False
         atexit.register(self.stop)
 
@@ -87,6 +92,12 @@ class ShapeDetector:
             site.more = True
         if len(site.outputs) < MAX_SHAPES:
             site.outputs.add(outputs)
+        step = self.optimizer_steps
+        # (before the first step: initialisation and the first batch, which later steps repeat)
+        if step and (step in site.per_step or len(site.per_step) < STEPS_KEPT):
+            shapes = site.per_step.setdefault(step, set())
+            if len(shapes) < MAX_SHAPES:
+                shapes.add(inputs)
         return result
 
     def start(self, iterable):
@@ -109,7 +120,16 @@ class ShapeDetector:
         if torch is None:
             return None
         self._tensor = torch.Tensor
+        try:  # the training steps, so that shapes are compared across steps, not across initialisation
+            from torch.optim.optimizer import register_optimizer_step_post_hook
+
+            register_optimizer_step_post_hook(self._stepped)
+        except (ImportError, AttributeError):
+            pass
         return self._tensor
+
+    def _stepped(self, optimizer, args, kwargs):
+        self.optimizer_steps += 1
 
     def _load(self):
         if self._table is None:
@@ -134,11 +154,13 @@ class ShapeDetector:
         rank = os.environ.get("RANK") or os.environ.get("RANK_ID") or "0"
         suffix = "" if rank in ("", "0") else f"_rank{rank}"
         table = self._load_table()
+        trained = self.optimizer_steps > 1
         rows = []
         for index, site in sorted(self._sites.items()):
             path, line, name = table.get(index, ("?", 0, site.label))
             rows.append((site.label or name, path, line, site.stack, _range(site.inputs), _range(site.outputs),
-                         site.calls, f"{len(site.inputs)}{'+' if site.more else ''}", _varying(site.inputs)))
+                         site.calls, f"{len(site.inputs)}{'+' if site.more else ''}",
+                         _varying_across_steps(site) if trained else _varying(site.inputs)))
         try:
             os.makedirs(folder, exist_ok=True)
             with open(os.path.join(folder, REPORT.replace(".csv", f"{suffix}.csv")), "w", encoding="utf-8",
@@ -147,7 +169,7 @@ class ShapeDetector:
                 writer.writerow(COLUMNS)
                 writer.writerows(rows)
             with open(os.path.join(folder, SUMMARY.replace(".txt", f"{suffix}.txt")), "w", encoding="utf-8") as handle:
-                handle.write(_summary(rows, self.steps))
+                handle.write(_summary(rows, self.optimizer_steps if trained else self.steps, trained))
         except OSError as error:
             print(f"gpu2npu shape detector: cannot write the reports into {folder}: {error}", file=sys.stderr)
 
@@ -233,10 +255,21 @@ def _varying(signatures):
     return "; ".join(parts)
 
 
-def _summary(rows, steps):
+def _varying_across_steps(site):
+    """The dimensions that vary from one training step to another at this call site: a site that
+    sees the same shapes every step (one call per layer, each layer its own shape) is static, and
+    what ran before the first optimizer step (initialisation, parameter metadata) is not compared."""
+    steps = [frozenset(shapes) for _, shapes in sorted(site.per_step.items())]
+    if len(set(steps)) < 2:
+        return ""
+    return _varying(set().union(*steps))
+
+
+def _summary(rows, steps, trained=False):
     varying = sorted((row for row in rows if row[8]), key=lambda row: (-int(str(row[7]).rstrip("+")), row[1], row[2]))
-    lines = [f"Dynamic shapes: {len(varying)} of {len(rows)} call sites saw more than one input shape"
-             + (f" in {steps} steps" if steps else "") + ".",
+    counted = (f" from one optimizer step to the next over {steps} steps (calls before the first step, at "
+               "initialisation, are not compared)" if trained else f" in {steps} steps" if steps else "")
+    lines = [f"Dynamic shapes: {len(varying)} of {len(rows)} call sites saw more than one input shape" + counted + ".",
              "On the NPU each new input shape of an operator compiles it again: a step with new shapes is slow.", ""]
     for rank, row in enumerate(varying, 1):
         name, path, line, _, inputs, _, calls, distinct, dims = row

@@ -139,11 +139,18 @@ def _stays_first(statement: cst.CSTNode, position: int) -> bool:
     return isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name) and small.module.value == "__future__"
 
 
-def _entry_script(source: Path, mains: List[str]):
-    """The project's likely entry among the files with a __main__ guard (`mains`), train*.py first."""
+# Scripts that prepare or convert data, or package the project: no training run to trace.
+_NOT_TRAINING = ("prepare", "download", "setup", "convert", "export", "preprocess", "tokeni")
+
+
+def _entry_script(source: Path, mains: List[str], files: List[str]):
+    """The project's likely training entry: a train*.py (nanoGPT's has no __main__ guard), the
+    shallowest first; else a file with a __main__ guard (`mains`) that does not prepare data."""
     if source.is_file():
         return source.name
-    candidates = sorted(mains, key=lambda name: (not Path(name).name.startswith("train"), name.count("/"), name))
+    training = [name for name in files if Path(name).name.startswith(("train", "pretrain", "finetune"))]
+    pool = training or [name for name in mains if not Path(name).name.startswith(_NOT_TRAINING)] or mains
+    candidates = sorted(pool, key=lambda name: (name.count("/"), not Path(name).name.startswith("train"), name))
     return candidates[0] if candidates else None
 
 
@@ -155,6 +162,7 @@ def write_instrumented(source: Path, staging: Path, target: Path, result, logger
     files: Dict[str, Tuple[int, int]] = {}
     folders: List = []
     mains: List[str] = []  # files with a __main__ guard, read as they are instrumented
+    python_files: List[str] = []
     for entry in walk(source):
         destination = copy / entry.relative
         if entry.kind != Kind.PYTHON:
@@ -165,6 +173,7 @@ def write_instrumented(source: Path, staging: Path, target: Path, result, logger
                 logger.warning(f"{entry.relative}: {instead}")
             continue
         result.files += 1
+        python_files.append(entry.relative)
         try:
             data = entry.absolute.read_bytes()
             if b"__main__" in data:
@@ -182,7 +191,7 @@ def write_instrumented(source: Path, staging: Path, target: Path, result, logger
     (copy / detector.SITES_FILE).write_text(json.dumps(table, indent=0), encoding="utf-8")
     logger.info(f"instrumented {result.files} Python files: {len(sites)} call sites hooked into {target / name}")
     result.rows[f"{name}/ (instrumented copy)"] = len(sites)
-    entry = _entry_script(source, mains)
+    entry = _entry_script(source, mains, python_files)
     result.summary += [
         f"{len(sites)} call sites hooked in {target / name}",
         f"next: run the copy as you run the project (a few steps are enough), e.g. cd {target / name} && python "
