@@ -48,6 +48,8 @@ AFFECTED = {
     "fancylib.layers.attention.FlashSelfAttention", "fancylib.layers.attention.FlashSelfAttention.forward",
     "fancylib.flash_attention", "fancylib.layers.flash_attention", "fancylib.layers.attention.flash_attention",
     "fancylib.TinyNet", "fancylib.TinyNet.forward", "fancylib.models.TinyNet", "fancylib.models.TinyNet.forward",
+    # a builder that returns a model: its caller runs the model (one of its two returns is TinyNet)
+    "fancylib.build_model", "fancylib.models.build_model",
     "fancylib.BaseBlock", "fancylib.BaseBlock.forward", "fancylib.BaseBlock.mix",
     "fancylib.models.BaseBlock", "fancylib.models.BaseBlock.forward", "fancylib.models.BaseBlock.mix",
     "fancylib.Derived", "fancylib.models.Derived",
@@ -58,7 +60,7 @@ AFFECTED = {
 # Reach nothing that fails on the NPU: construction runs no forward (build_model, TinyNet's
 # __init__), Overriding replaces the forward that reaches the operator, apex is optional.
 NOT_AFFECTED = {
-    "fancylib.build_model", "fancylib.models.build_model", "fancylib.PlainNet", "fancylib.models.PlainNet",
+    "fancylib.PlainNet", "fancylib.models.PlainNet",
     "fancylib.Overriding", "fancylib.models.Overriding", "fancylib.Overriding.forward", "fancylib.Mlp",
     "fancylib.layers.mlp.Mlp", "fancylib.fused_norm", "fancylib.optional.fused_norm", "fancylib.count_params",
     "fancylib.ops.gelu.reference_gelu", "fancylib.Derived.scale", "fancylib.FlashSelfAttention.extra_repr",
@@ -114,7 +116,7 @@ def test_third_party_sorts_hits_into_the_incumbent_files(library_result):
     assert unknown[0] == header and [row[:2] for row in unknown[1:]] == [
         ["torch._C._log_api_usage_once", "fancylib.utils.log_usage"]]
     assert (folder / "pytorch_analysis.txt").is_file()
-    assert "29 public APIs reach code that cannot run on the NPU" in done.stdout
+    assert "31 public APIs reach code that cannot run on the NPU" in done.stdout
     assert f"-api {folder / 'full_unsupported_results.csv'}" in done.stdout
 
 
@@ -137,15 +139,16 @@ def test_api_results_reach_the_projects_reports(library_result, tmp_path):
     done = gpu2npu("-i", USER, "-o", tmp_path, "-v", "2.1.0", "-api", apis)
     assert done.returncode == 0, done.stderr
     found = rows(tmp_path / "fancylib_user_msft" / "unsupported_api.csv")[1:]
-    # TinyNet(64) (not build_model on the same line), gelu, seed_all; not PlainNet or count_params
-    assert [(row[1], row[3]) for row in found] == [("6", "fancylib.TinyNet"), ("9", "fancylib.gelu"),
-                                                    ("10", "fancylib.seed_all")]
+    # TinyNet(64) and the builder on the same line (it may return a TinyNet), gelu, seed_all; not
+    # PlainNet or count_params
+    assert [(row[1], row[3]) for row in found] == [("6", "fancylib.TinyNet"), ("6", "fancylib.build_model"),
+                                                    ("9", "fancylib.gelu"), ("10", "fancylib.seed_all")]
     assert "flash_attn.flash_attn_func" in found[0][4] and "fancylib.models.TinyNet.forward" in found[0][4]
     without = gpu2npu("check", USER)
     assert without.returncode == 0, without.stdout
     checked = gpu2npu("check", USER, "-api", apis)
     assert checked.returncode == 1 and "train.py:6: NPU922 fancylib.TinyNet" in checked.stdout
-    assert "3 findings" in checked.stderr
+    assert "4 findings" in checked.stderr
     analysed = gpu2npu("analyse", "-i", USER, "-o", tmp_path, "-v", "2.1.0", "-api", apis)
     assert analysed.returncode == 0, analysed.stderr
     assert rows(tmp_path / "fancylib_user_analysis" / "unsupported_api.csv")[1:] == found
@@ -386,3 +389,122 @@ def test_dynamic_shape_compares_training_steps_not_initialisation_and_names_the_
     assert [row for row in report[1:] if row[8]] == []
     summary = (tmp_path / "out" / "tinygpt_analysis" / "dynamic_shape_summary.txt").read_text()
     assert summary.startswith("Dynamic shapes: 0 of ") and "over 5 steps" in summary
+
+
+DEEPLIB = {
+    "__init__.py": "from .blocks import Block, Mixer\nfrom .models import DeepNet, DictNet, LoopNet, SafeNet, SeqNet, build_model\n",
+    "blocks.py": '''import torch.nn as nn
+from flash_attn import flash_attn_func
+
+
+class Block(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.proj(flash_attn_func(x, x, x))
+
+
+class Mixer(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.proj(x)
+''',
+    "models.py": '''import torch.nn as nn
+
+from .blocks import Block, Mixer
+
+
+class DeepNet(nn.Module):
+    def __init__(self, dim=8, depth=2):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(dim) for _ in range(depth)])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+class SeqNet(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.layers = nn.Sequential(Mixer(dim), Block(dim))
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+class DictNet(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.heads = nn.ModuleDict({"a": Block(dim), "b": Mixer(dim)})
+
+    def forward(self, x):
+        return sum(head(x) for head in self.heads.values())
+
+
+class LoopNet(nn.Module):
+    def __init__(self, dim=8, depth=2):
+        super().__init__()
+        layers = []
+        for _ in range(depth):
+            layers.append(Block(dim))
+        self.layers = nn.ModuleList(layers)
+
+    def forward(self, x):
+        for i in range(len(self.layers)):
+            x = self.layers[i](x)
+        return x
+
+
+class SafeNet(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.mixers = nn.ModuleList([Mixer(dim) for _ in range(2)])
+
+    def forward(self, x):
+        for mixer in self.mixers:
+            x = mixer(x)
+        return x
+
+
+def build_model(kind="deep"):
+    model = DeepNet() if kind == "deep" else SafeNet()
+    return model
+''',
+}
+
+
+def test_third_party_follows_modules_held_in_containers_and_the_builders_that_return_them(tmp_path):
+    library = tmp_path / "deeplib"
+    library.mkdir()
+    for name, text in DEEPLIB.items():
+        (library / name).write_text(text)
+    done = gpu2npu("analyse", "-i", library, "-o", tmp_path / "out", "-v", "2.1.0", "-m", "third_party", "--no-cache")
+    assert done.returncode == 0, done.stderr
+    results = tmp_path / "out" / "deeplib_analysis" / "full_unsupported_results.csv"
+    chains = {row[1]: row[3] for row in rows(results)[1:]}
+    top = {name for name in chains if name.count(".") == 1}
+    assert top == {"deeplib.Block", "deeplib.DeepNet", "deeplib.SeqNet", "deeplib.DictNet", "deeplib.LoopNet",
+                   "deeplib.build_model"}  # not SafeNet nor Mixer: their modules run no CUDA-only kernel
+    # the chain names the attribute that holds the blocks
+    assert chains["deeplib.DeepNet"] == ("deeplib.models.DeepNet -> deeplib.models.DeepNet.forward -> "
+                                         "deeplib.models.DeepNet.blocks -> deeplib.blocks.Block.forward -> "
+                                         "flash_attn.flash_attn_func")
+    assert "deeplib.models.SeqNet.layers -> deeplib.blocks.Block.forward" in chains["deeplib.SeqNet"]
+    assert "deeplib.models.DictNet.heads -> deeplib.blocks.Block.forward" in chains["deeplib.DictNet"]
+    assert "deeplib.models.LoopNet.layers -> deeplib.blocks.Block.forward" in chains["deeplib.LoopNet"]
+    assert not any("__init__" in name for name in chains)  # building the blocks in __init__ runs none
+    # fed back, the user's call of the builder is caught
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "train.py").write_text("import torch\nfrom deeplib import build_model, SafeNet\n\n"
+                                   "model = build_model()\nsafe = SafeNet()\n")
+    checked = gpu2npu("check", "-v", "2.1.0", user, "-api", results)
+    assert checked.returncode == 1 and "train.py:4: NPU922 deeplib.build_model" in checked.stdout
+    assert "train.py:5" not in checked.stdout

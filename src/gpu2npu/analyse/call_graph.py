@@ -19,7 +19,7 @@ import signal
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from .library import CLASS, CONSTRUCTORS, INSTANCE_CALL, CallSite, Library
+from .library import CLASS, CONSTRUCTORS, CONTAINER, INSTANCE_CALL, CallSite, Definition, Library
 
 # (type, relative path, line, name) of what a call site may reach inside the library
 Target = Tuple[str, str, int, str]
@@ -149,7 +149,16 @@ def _edges(library: Library, sites: Iterable[CallSite], answers: Dict[str, List[
             target = library.by_position.get((path, line, name))
             if target is not None and target != site.caller:
                 edges.setdefault(site.caller, set()).add(target)
-    for key, definition in library.definitions.items():
+                if kind == "class" and site.returned:
+                    # a builder returns what it constructs for its caller to run (`return TinyNet(dim)`):
+                    # it leads where calling the instance does
+                    for method in INSTANCE_CALL:
+                        run = method_of(library, target, method)
+                        if run:
+                            edges[site.caller].add(run)
+                            break
+    _container_edges(library, answers, edges)
+    for key, definition in list(library.definitions.items()):
         if definition.kind != CLASS:
             continue
         # Constructing a class runs its constructors, its own or inherited from library classes.
@@ -158,6 +167,30 @@ def _edges(library: Library, sites: Iterable[CallSite], answers: Dict[str, List[
             if target:
                 edges.setdefault(key, set()).add(target)
     return edges
+
+
+def _container_edges(library: Library, answers: Dict[str, List[Target]], edges: Edges) -> None:
+    """A method that runs the modules an attribute holds (`for block in self.blocks: x = block(x)`)
+    reaches their forward, through a link named after the attribute (`Model.blocks`), so that the
+    chain says where the model holds them."""
+    for caller, owner, attribute in library.runs_held:
+        targets: Set[str] = set()
+        first = None
+        for path, line, column in library.held.get((owner, attribute), ()):
+            first = first or (path, line)
+            for kind, target_path, target_line, name in answers.get(f"{path}:{line}:{column}", ()):
+                held_class = library.by_position.get((target_path, target_line, name)) if kind == "class" else None
+                for method in INSTANCE_CALL if held_class else ():
+                    target = method_of(library, held_class, method)
+                    if target:
+                        targets.add(target)
+                        break
+        if not targets or caller is None:
+            continue
+        link = f"{owner}.{attribute}"
+        library.definitions.setdefault(link, Definition(link, CONTAINER, first[0], first[1]))
+        edges.setdefault(caller, set()).add(link)
+        edges.setdefault(link, set()).update(targets)
 
 
 def method_of(library: Library, class_key: str, method: str, seen: Optional[Set[str]] = None) -> Optional[str]:

@@ -16,6 +16,9 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from ..scan import parse
 
 FUNCTION, METHOD, CLASS, MODULE = "function", "method", "class", "module"
+# An instance attribute that holds several of the library's modules (nn.ModuleList, Sequential,
+# ModuleDict, a list, tuple or dict): a link in a chain, from the method that runs them to theirs.
+CONTAINER = "container"
 CONSTRUCTORS = ("__init__", "__new__", "__post_init__")
 # What calling an instance runs: its __call__, which for torch.nn.Module is forward.
 INSTANCE_CALL = ("__call__", "forward")
@@ -43,6 +46,7 @@ class CallSite:
     caller: str  # the key of the innermost function (or the module) that makes the call
     self_call: bool  # `self.x(...)` or `super().x(...)`: the receiver is the caller's own instance
     receiver: str = ""  # "" for `f(...)`; the receiver's name for `name.x(...)`; "?" for any other receiver
+    returned: bool = False  # the call's result is what the caller returns (`return Model(dim)`, a builder)
 
 
 @dataclass
@@ -92,6 +96,12 @@ class Library:
         self.method_names = {key.rsplit(".", 1)[-1] for key, d in self.definitions.items() if d.kind == METHOD}
         self.class_names = {key.rsplit(".", 1)[-1] for key, d in self.definitions.items() if d.kind == CLASS}
         self.self_attributes = self._self_attributes()
+        # (class key, attribute) -> (path, line, column) of the constructor calls whose instances
+        # the attribute holds; and (method key, class key, attribute) where a method runs them
+        self.held: Dict[Tuple[str, str], List[Tuple[str, int, int]]] = {}
+        self.runs_held: List[Tuple[str, str, str]] = []
+        for definition in [d for d in self.definitions.values() if d.kind == CLASS]:
+            self._containers(definition)
 
     def _module_name(self, relative: str) -> Optional[str]:
         parts = relative[:-3].split("/")
@@ -145,6 +155,7 @@ class Library:
                 self._calls_of(module, [statement], caller)
 
     def _calls_of(self, module: Module, nodes: List[ast.AST], caller: str) -> None:
+        returned = _returned_calls(nodes)
         for root in nodes:
             for node in ast.walk(root):
                 if not isinstance(node, ast.Call):
@@ -157,7 +168,8 @@ class Library:
                 self_call = (isinstance(receiver, ast.Name) and receiver.id in ("self", "cls")) or (
                     isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super")
                 receiver_name = "" if receiver is None else receiver.id if isinstance(receiver, ast.Name) else "?"
-                self.calls.append(CallSite(module.path, line, column, name, caller, self_call, receiver_name))
+                self.calls.append(CallSite(module.path, line, column, name, caller, self_call, receiver_name,
+                                           id(node) in returned))
 
     def _self_attributes(self) -> Set[str]:
         """Names of instance attributes the library assigns (`self.attn = Attention(...)`, also
@@ -173,6 +185,65 @@ class Library:
                                 and target.value.id == "self"):
                             names.add(target.attr)
         return names
+
+    def _containers(self, owner: Definition) -> None:
+        """The attributes of `owner`'s instances that hold library modules, and the methods that
+        run what they hold (`for block in self.blocks: x = block(x)`, `self.blocks[i](x)`,
+        `self.layers(x)` for a Sequential)."""
+        module = next((m for m in self.modules.values() if m.path == owner.path), None)
+        if module is None:
+            return
+        node = next((n for n in ast.walk(module.tree) if isinstance(n, ast.ClassDef) and n.lineno == owner.line), None)
+        if node is None:
+            return
+        methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for method in methods:
+            local: Dict[str, List[Tuple[str, int, int]]] = {}  # a list built in the method, then stored
+            in_order = sorted((n for n in ast.walk(method) if hasattr(n, "lineno")), key=lambda n: (n.lineno, n.col_offset))
+            for statement in in_order:  # (in source order: a list is filled before it is stored)
+                self._collect_held(owner, module.path, statement, local)
+        held = {attribute for (key, attribute) in self.held if key == owner.key}
+        for method in methods:
+            key = owner.methods.get(method.name)
+            for attribute in sorted(_runs(method, held)):
+                self.runs_held.append((key, owner.key, attribute))
+
+    def _collect_held(self, owner: Definition, path: str, statement: ast.AST, local: Dict[str, list]) -> None:
+        def constructions(value: ast.AST) -> List[Tuple[str, int, int]]:
+            found = []
+            for node in ast.walk(value):
+                if isinstance(node, ast.Name) and node.id in local:
+                    found += local[node.id]
+                if isinstance(node, ast.Call):
+                    position = _last_name(node.func)
+                    if position is not None and position[2] in self.class_names:
+                        found.append((path, position[0], position[1]))
+            return found
+
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                attribute = _self_attribute(target)
+                if attribute is not None and _is_container(statement.value, local):
+                    self.held.setdefault((owner.key, attribute), []).extend(constructions(statement.value))
+                elif isinstance(target, ast.Name) and isinstance(statement.value, (ast.List, ast.Tuple, ast.ListComp,
+                                                                                     ast.Dict, ast.DictComp)):
+                    local[target.id] = constructions(statement.value)
+                elif isinstance(target, ast.Subscript):  # self.blocks[name] = Block(...), blocks[i] = ...
+                    attribute = _self_attribute(target.value)
+                    if attribute is not None:
+                        self.held.setdefault((owner.key, attribute), []).extend(constructions(statement.value))
+        elif isinstance(statement, ast.Call) and isinstance(statement.func, ast.Attribute) and \
+                statement.func.attr in ("append", "extend", "add_module", "insert", "update"):
+            receiver = statement.func.value
+            values = [arg for arg in statement.args if not isinstance(arg, ast.Constant)]
+            attribute = _self_attribute(receiver)
+            if attribute is not None:
+                for value in values:
+                    self.held.setdefault((owner.key, attribute), []).extend(constructions(value))
+            elif isinstance(receiver, ast.Name) and receiver.id in local:
+                for value in values:
+                    local[receiver.id] += constructions(value)
 
     def worth_resolving(self, call: CallSite) -> bool:
         """Whether jedi should be asked where a call goes: only what can lead into the library:
@@ -274,6 +345,87 @@ class Library:
             parts = parts[: len(parts) - (statement.level - 1)]
         name = ".".join(parts + ([statement.module] if statement.module else []))
         return name if name in self.modules else None
+
+
+def _returned_calls(nodes: List[ast.AST]) -> Set[int]:
+    """ids of the calls whose result a `return` among `nodes` gives back: its value, a branch of a
+    conditional value, or a name bound to the call (`model = Net(); ...; return model`)."""
+    bound: Dict[str, List[ast.AST]] = {}
+    returns: List[ast.AST] = []
+    for root in nodes:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        bound.setdefault(target.id, []).append(node.value)
+            elif isinstance(node, ast.Return) and node.value is not None:
+                returns.append(node.value)
+    found: Set[int] = set()
+    pending, followed = list(returns), set()
+    while pending:
+        value = pending.pop()
+        if isinstance(value, ast.Call):
+            found.add(id(value))
+        elif isinstance(value, ast.IfExp):
+            pending += [value.body, value.orelse]
+        elif isinstance(value, ast.Name) and value.id not in followed:
+            followed.add(value.id)
+            pending += bound.get(value.id, [])
+    return found
+
+
+_CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict", "list", "tuple", "dict"})
+
+
+def _self_attribute(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def _is_container(value: ast.AST, local: Dict[str, list]) -> bool:
+    """A value that holds several modules: a container's constructor, a list, tuple or dict (or a
+    comprehension), or a local list built before."""
+    if isinstance(value, (ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.DictComp)):
+        return True
+    if isinstance(value, ast.Name):
+        return value.id in local
+    if isinstance(value, ast.Call):
+        position = _last_name(value.func)
+        return position is not None and position[2] in _CONTAINERS
+    return False
+
+
+def _runs(method: ast.AST, held: Set[str]) -> Set[str]:
+    """The held attributes whose elements a method calls: through a loop variable (also of
+    enumerate/zip/.values()/.items()), by subscript, or by calling the container (a Sequential)."""
+    ran: Set[str] = set()
+    loop_names: Dict[str, str] = {}  # loop variable -> attribute iterated
+    for node in ast.walk(method):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            source = node.iter
+            if isinstance(source, ast.Call) and isinstance(source.func, (ast.Name, ast.Attribute)):
+                name = source.func.id if isinstance(source.func, ast.Name) else source.func.attr
+                if name in ("values", "items") and isinstance(source.func, ast.Attribute):
+                    source = source.func.value
+                elif name in ("enumerate", "zip", "reversed") and source.args:
+                    source = next((a for a in source.args if _self_attribute(a) in held), source.args[0])
+            attribute = _self_attribute(source)
+            if attribute in held:
+                for target in ast.walk(node.target):
+                    if isinstance(target, ast.Name):
+                        loop_names[target.id] = attribute
+    for node in ast.walk(method):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = node.func
+        if isinstance(callee, ast.Name) and callee.id in loop_names:
+            ran.add(loop_names[callee.id])
+        elif isinstance(callee, ast.Subscript) and _self_attribute(callee.value) in held:
+            ran.add(_self_attribute(callee.value))
+        elif _self_attribute(callee) in held:
+            ran.add(_self_attribute(callee))
+    return ran
 
 
 def _public(name: str) -> bool:
