@@ -119,7 +119,8 @@ def dry_run(command: Sequence[str], version: str, nproc: int = 0, max_steps: int
     result = DryRunResult(api.torch_version, api.torch_npu_version, list(command))
     with tempfile.TemporaryDirectory(prefix="gpu2npu-dryrun-") as folder:
         record_dir = Path(folder)
-        env = environment(version, record_dir, max_steps, npu_count(nproc, npus, os.environ))
+        npus = npu_count(nproc, npus, os.environ)
+        env = environment(version, record_dir, max_steps, npus)
         if python is not None:
             env["PATH"] = os.pathsep.join([str(_python_folder(record_dir, python)), env.get("PATH", "")])
         env.setdefault("MASTER_ADDR", "127.0.0.1")
@@ -142,7 +143,7 @@ def dry_run(command: Sequence[str], version: str, nproc: int = 0, max_steps: int
                 if process.poll() is None:
                     process.kill()
                     process.wait()
-        _merge(record_dir, result)
+        _merge(record_dir, result, npus)
     return result
 
 
@@ -157,7 +158,7 @@ def _python_folder(record_dir: Path, python: Path) -> Path:
     return folder
 
 
-def _merge(record_dir: Path, result: DryRunResult) -> None:
+def _merge(record_dir: Path, result: DryRunResult, npus: int = 0) -> None:
     hits: Dict[Tuple[str, str, str], int] = {}
     ranks: Dict[str, dict] = {}  # rank -> its report, where the process had one
     for path in sorted(record_dir.glob("*.json"), key=lambda path: int(path.stem) if path.stem.isdigit() else 0):
@@ -177,23 +178,28 @@ def _merge(record_dir: Path, result: DryRunResult) -> None:
             hits[key] = hits.get(key, 0) + hit["count"]
         for name, count in report.get("exercised", {}).items():
             result.exercised[name] = result.exercised.get(name, 0) + count
-    for (kind, what, where) in _rank_collisions(ranks):
+    for (kind, what, where) in _rank_collisions(ranks, npus):
         hits[(kind, what, where)] = hits.get((kind, what, where), 0) + 1
     # in the order the processes met them (the first CUDA line of the run first)
     result.hits = [{"kind": kind, "what": what, "where": where, "count": count}
                    for (kind, what, where), count in hits.items()]
 
 
-def _rank_collisions(ranks: Dict[str, dict]) -> List[Tuple[str, str, str]]:
-    """What ranks of one run do that only one rank may: select the same NPU, or take the same
-    samples from a training loader in its first epoch (no DistributedSampler)."""
+def _rank_collisions(ranks: Dict[str, dict], npus: int = 0) -> List[Tuple[str, str, str]]:
+    """What ranks of one run do that only one rank may: select the same NPU (where the imitation
+    reports an NPU for each: with fewer, `rank % device_count()` shares them by its doing), or take
+    the same samples from a training loader in its first epoch (no DistributedSampler)."""
     found: List[Tuple[str, str, str]] = []
     if len(ranks) < 2:
         return found
+    if npus and npus < len(ranks):
+        ranks_by_npu = {}
+    else:
+        ranks_by_npu = ranks
     order = sorted(ranks, key=int)
     by_npu: Dict[int, List[str]] = {}
     for rank in order:
-        chosen = ranks[rank].get("npu")
+        chosen = ranks_by_npu.get(rank, {}).get("npu")
         if chosen:
             by_npu.setdefault(chosen[0], []).append(rank)
     for npu, sharing in sorted(by_npu.items()):
