@@ -84,3 +84,21 @@ def test_no_deciding_pin_leaves_it_and_reports_it(tmp_path, requirement):
     assert (row["Start Line"], row["Rule"]) == ("3", "NPU927") and "pin transformers>=4.55.3" in row["Tips"]
     done = _run("check", "-v", "2.1.0", target)
     assert done.returncode == 1 and "NPU927" in done.stdout
+
+
+@pytest.mark.parametrize("source", [
+    # a variable of the program's own choice, compared and changed by it (vLLM's attention selection)
+    "attn_implementation = 'flash_attention_2'\nif attn_implementation == 'flash_attention_2' and not ok:\n"
+    "    attn_implementation = 'sdpa'\n",
+    # prose and a comparison
+    "HELP = 'flash_attention_2'\nuse_fa = args.attn_implementation == 'flash_attention_2'\n",
+])
+def test_what_is_not_handed_to_transformers_stays_even_under_a_pin_that_cannot_run_it(source):
+    from gpu2npu import apidata
+    from gpu2npu.modes import rules_for
+    from gpu2npu.options import Options
+    from gpu2npu.pipeline import migrate_source
+
+    options = Options(api=apidata.load("2.1.0"), transformers="==4.45.0")
+    result = migrate_source(source.encode(), "example.py", options, rules_for(options))
+    assert result.output is None and not [row for row in result.findings if row.rule in ("NPU266", "NPU927")]

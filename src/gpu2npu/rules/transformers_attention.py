@@ -88,6 +88,9 @@ class TransformersFlashAttention(Rule):
         ),
     )
     unchanged = (
+        # a variable of the program's own (which it may compare or hand on): not the option itself
+        "attn_implementation = 'flash_attention_2'\nif attn_implementation == 'flash_attention_2' and not ok:\n"
+        "    attn_implementation = 'sdpa'\n",
         # no transformers pinned: reported (NPU927), not changed
         "from transformers import AutoModelForCausalLM\n"
         "model = AutoModelForCausalLM.from_pretrained(name, attn_implementation=\"flash_attention_2\")\n",
@@ -136,8 +139,7 @@ class TransformersFlashAttention(Rule):
             key = parent.key
             return isinstance(key, cst.SimpleString) and key.evaluated_value == OPTION
         if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node:
-            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
-            return any(_ends_with_option(target) for target in targets)
+            return _stores_the_option(parent)
         return False
 
     def _names_the_option(self, call: cst.Call) -> bool:
@@ -148,12 +150,17 @@ class TransformersFlashAttention(Rule):
                     OPTION in (arg.value.evaluated_value or "").replace("-", "_"):
                 return True
         holder = self.get_metadata(ParentNodeProvider, call, None)
-        if isinstance(holder, (cst.Assign, cst.AnnAssign)) and holder.value is call:
-            targets = [t.target for t in holder.targets] if isinstance(holder, cst.Assign) else [holder.target]
-            return any(_ends_with_option(target) for target in targets)
-        return False
+        return isinstance(holder, (cst.Assign, cst.AnnAssign)) and holder.value is call and _stores_the_option(holder)
 
 
-def _ends_with_option(target: cst.BaseExpression) -> bool:
-    name = target.value if isinstance(target, cst.Name) else target.attr.value if isinstance(target, cst.Attribute) else ""
-    return name.lstrip("_") == OPTION
+def _stores_the_option(statement) -> bool:
+    """An assignment to an attribute of that name (`config._attn_implementation = ...`) or an
+    annotated field of it (a dataclass's); a plain variable of that name may be the program's own
+    choice (vLLM's), not what it hands to transformers."""
+    if isinstance(statement, cst.AnnAssign):
+        targets = [statement.target]
+    else:
+        targets = [t.target for t in statement.targets if isinstance(t.target, cst.Attribute)]
+    names = [target.value if isinstance(target, cst.Name) else target.attr.value if isinstance(target, cst.Attribute)
+             else "" for target in targets]
+    return any(name.lstrip("_") == OPTION for name in names)
