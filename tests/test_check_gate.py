@@ -220,3 +220,18 @@ def test_the_migration_and_analyse_take_the_version_and_exclude_of_the_table(tmp
     (root / "pyproject.toml").unlink()
     done = gpu2npu("analyse", "-i", root, "-o", tmp_path / "analysis2")
     assert done.returncode == 2 and "missing option -v/--version" in done.stderr
+
+
+def test_a_defect_of_check_is_not_reported_as_findings(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    import gpu2npu.cli as cli
+
+    (tmp_path / "a.py").write_text("import torch\n")
+
+    def broken(*args, **kwargs):
+        raise KeyError("an internal mistake")
+
+    monkeypatch.setattr(cli, "check_paths", broken)
+    done = CliRunner().invoke(cli.main, ["check", "-v", "2.1.0", str(tmp_path)])
+    assert done.exit_code == 3 and "check failed (KeyError: 'an internal mistake'); please report it" in done.output

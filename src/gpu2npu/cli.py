@@ -30,6 +30,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_PARTIAL = 3
+EXIT_CHECK_FAILED = 3  # check: the check itself failed (a defect), not "findings"
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + 2
 EXIT_TERMINATED = 143  # SIGTERM: 128 + 15
 
@@ -338,7 +339,7 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
     """Report CUDA-only code in PATHS (files or folders) without changing anything.
 
     Exit status 0 when no CUDA-only construct is found, 1 when findings remain (or a file could
-    not be read or parsed: NPU925), 2 on a usage error.  For CI and pre-commit:
+    not be read or parsed: NPU925), 2 on a usage error, 3 when the check itself failed.  For CI and pre-commit:
     `gpu2npu check src/ --format sarif > gpu2npu.sarif`.
 
     \b
@@ -382,6 +383,11 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
                              describe=output_format == "sarif", config=config)
     except ConfigError as error:
         _fail(str(error))
+    except Exception as error:  # a defect of ours is not a finding: its own status, for CI to tell apart
+        import traceback
+
+        traceback.print_exc()
+        _fail(f"check failed ({type(error).__name__}: {error}); please report it", EXIT_CHECK_FAILED)
     line_text = _LineTexts()
     if write_baseline_file is not None:
         try:
