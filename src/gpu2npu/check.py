@@ -25,7 +25,7 @@ from .discover import MIGRATED_KINDS, Entry, Kind, kind_of, walk
 from .engine import Engine
 from .finding_kinds import KINDS, NOT_ANALYSED, NOT_MIGRATED, UNUSED_SUPPRESSION
 from .options import Options
-from .project_config import ConfigError, ProjectConfig, selector_matches, unknown_selectors
+from .project_config import NO_TABLE, ConfigError, ProjectConfig, selector_matches, unknown_selectors
 from .results import FileResult
 from .suppressions import Suppression, cell_of, suppressions_in
 
@@ -126,7 +126,7 @@ def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
     `jobs` processes, the content-hash cache in `cache_folder`), less what `config` excludes or
     ignores and what `# gpu2npu: ignore` comments silence; with `describe`, the summary of every
     code a finding can carry too (SARIF lists them)."""
-    config = config or ProjectConfig(root=Path.cwd())
+    config = config or NO_TABLE
     skipped: List[str] = []
     entries = list(_checked_files(paths, skipped))
     kept = [entry for entry in entries if not config.excluded(entry.absolute)]

@@ -161,7 +161,7 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
                          specify_device=params["specify_device"], jobs=params["jobs"],
                          rule_file=params["rule_file"], modelarts=params["modelarts"],
                          amp_model=params["amp_model"], similar=params["similar"], html=not params["no_html"],
-                         api_files=tuple(params["api_files"]), exclude=config.exclude, exclude_root=config.root,
+                         api_files=tuple(params["api_files"]), config=config,
                          cache_dir=None if params["no_cache"] else (params["cache_dir"] or cache.default_folder()))
     if params["show_diff"]:
         _print_preview(request)
@@ -552,7 +552,7 @@ def analyse(input_path, output_path, torch_version, mode, env, api_files, jobs, 
         _fail("missing option -v/--version: the torch version of the code, such as -v 2.1.0 (or [tool.gpu2npu] "
               "version in the project's pyproject.toml)")
     request = AnalyseRequest(input=input_path, output=output_path, version=_version(torch_version), mode=mode,
-                             env=tuple(env), exclude=config.exclude, exclude_root=config.root,
+                             env=tuple(env), config=config,
                              api_files=tuple(api_files), force=force, jobs=jobs,
                              cache_dir=None if no_cache else (cache_dir or cache.default_folder()))
     result = _carry_out(run_analysis, request)

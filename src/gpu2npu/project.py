@@ -96,7 +96,7 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
         folders: List[Tuple[Entry, Path]] = []
         entries: List[Entry] = []
         for entry in walk(source):  # folders come before what they hold
-            if request.excluded(entry) and entry.kind not in (Kind.DIRECTORY, Kind.SYMLINK):
+            if entry.kind not in (Kind.DIRECTORY, Kind.SYMLINK) and request.config.excluded(entry.absolute):
                 logger.info(f"{entry.relative}: excluded by [tool.gpu2npu] exclude: copied unchanged")
                 result.excluded += 1
             else:
@@ -180,7 +180,7 @@ def preview(request: RunRequest, warnings: Optional[List[str]] = None) -> Iterat
     What the migration would warn of is added to `warnings`."""
     source, _, options = check_request(request, writes=False)
     engine = Engine(options, request.jobs, request.cache_dir)
-    entries = [entry for entry in walk(source) if not request.excluded(entry)]
+    entries = [entry for entry in walk(source) if not request.config.excluded(entry.absolute)]
     outputs: Dict[str, bytes] = {}  # what the code migration wrote, for the dependency files
     applied: Set[str] = set()  # the codes of the rules that changed a file
     try:

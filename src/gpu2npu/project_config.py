@@ -46,11 +46,15 @@ class ProjectConfig:
             return None
 
     def excluded(self, path: Path) -> bool:
+        if not self.exclude:  # (asked of every file: no path is resolved where nothing is excluded)
+            return False
         relative = self.relative(path)
         return relative is not None and any(glob_matches(pattern, relative) for pattern in self.exclude)
 
     def ignored_codes(self, path: Path) -> Tuple[str, ...]:
         """The code selectors that `check` ignores in the file at `path`."""
+        if not self.per_file_ignores:
+            return self.ignore
         relative = self.relative(path)
         extra = [code for pattern, codes in self.per_file_ignores
                  if relative is not None and glob_matches(pattern, relative) for code in codes]
@@ -65,9 +69,8 @@ class ProjectConfig:
                 yield f'per-file-ignores "{pattern}"', code
 
 
-def excluded_by(exclude: Tuple[str, ...], root: Optional[Path], path: Path) -> bool:
-    """Whether globs of [tool.gpu2npu] exclude, relative to `root`, name `path`."""
-    return bool(exclude) and root is not None and ProjectConfig(root=root, exclude=exclude).excluded(path)
+# A project without a [tool.gpu2npu] table: nothing excluded or ignored.
+NO_TABLE = ProjectConfig(root=Path("."))
 
 
 def find_config(start: Path) -> Optional[Path]:

@@ -11,7 +11,7 @@ from . import apidata, modes
 from .discover import inside
 from .reports import csv_reports, html_report, log as run_log
 from .options import Options
-from .project_config import excluded_by
+from .project_config import NO_TABLE, ProjectConfig
 from .usage import UsageError
 
 OUTPUT_SUFFIX = "_msft"
@@ -42,12 +42,7 @@ class RunRequest:
     similar: bool = False  # -sim: unsupported APIs go to the generated ascend_function package
     html: bool = True  # write report.html beside the CSVs (--no-html: not)
     api_files: Tuple[Path, ...] = ()  # -api: a library's affected APIs (analyse -m third_party)
-    exclude: Tuple[str, ...] = ()  # [tool.gpu2npu] exclude: globs of files copied unchanged, not migrated
-    exclude_root: Optional[Path] = None  # the folder those globs are relative to (the pyproject.toml's)
-
-    def excluded(self, entry) -> bool:
-        """Whether the project's table excludes a file the walk found."""
-        return excluded_by(self.exclude, self.exclude_root, entry.absolute)
+    config: ProjectConfig = NO_TABLE  # [tool.gpu2npu]: its exclude globs name files copied unchanged, not migrated
 
     @property
     def suffix(self) -> str:

@@ -32,7 +32,7 @@ from ..reports import csv_reports, log as run_log
 from ..reports.console import counted
 from ..request import UsageError, checked_inputs, pinned_transformers
 from ..options import Options
-from ..project_config import excluded_by
+from ..project_config import NO_TABLE, ProjectConfig
 from ..discover import MIGRATED_KINDS
 from ..tree_copy import move_into_place, remove_tree
 
@@ -52,11 +52,7 @@ class AnalyseRequest:
     force: bool = False
     jobs: int = 0
     cache_dir: Optional[Path] = None
-    exclude: Tuple[str, ...] = ()  # [tool.gpu2npu] exclude: globs of files not analysed (torch_apis, affinity_apis)
-    exclude_root: Optional[Path] = None  # the folder those globs are relative to
-
-    def excluded(self, entry) -> bool:
-        return excluded_by(self.exclude, self.exclude_root, entry.absolute)
+    config: ProjectConfig = NO_TABLE  # [tool.gpu2npu]: its exclude globs name files not analysed (torch_apis, affinity_apis)
 
 
 @dataclass
@@ -133,7 +129,7 @@ def run_analysis(request: AnalyseRequest, progress: Callable[[int, int], None] =
 def _api_modes(source: Path, staging: Path, request: AnalyseRequest, options: Options, result: AnalyseResult,
                logger, progress) -> None:
     affinity = request.mode == "affinity_apis"
-    entries = [entry for entry in walk(source) if not request.excluded(entry)]
+    entries = [entry for entry in walk(source) if not request.config.excluded(entry.absolute)]
     code = [entry for entry in entries if entry.kind in MIGRATED_KINDS]
     cuda_ops: List[Tuple[str, str]] = []
     for entry in entries:
