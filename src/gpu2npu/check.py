@@ -61,15 +61,6 @@ class CheckResult:
     # code -> what SARIF says of it (summary, help), when asked for
     descriptions: Dict[str, "Description"] = dataclasses.field(default_factory=dict)
 
-    @property
-    def files_with_findings(self) -> int:
-        return len({finding.path for finding in self.findings})
-
-    @property
-    def not_checked(self) -> List[CheckFinding]:
-        """The findings that say a file, or its API calls, could not be looked at."""
-        return [finding for finding in self.findings if finding.rule in NOT_LOOKED_AT]
-
 
 # The kinds that say a file was not (or only partly) looked at: the check did not succeed there.
 NOT_LOOKED_AT = {NOT_MIGRATED.code, NOT_ANALYSED.code}
@@ -139,17 +130,17 @@ def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
     # the advice on faster NPU APIs is no finding: not looked for
     engine = Engine(dataclasses.replace(options, advice=False), jobs, cache_folder)
     try:
+        rules = rule_catalogue(engine.cache)
+        known = set(rules) | set(KINDS) | set(ADVICE)
+        for where, selector in config.selectors():  # (before any file is checked)
+            if unknown_selectors([selector], known):
+                source = f"{config.source}: [tool.gpu2npu] {where}" if config.source else "--ignore"
+                raise ConfigError(f"{source}: {selector} is no code that gpu2npu reports (`gpu2npu rules` lists them)")
         for entry, result in engine.results(code):
             files.append((entry, _code_findings(entry.relative, result), result.suppressions))
-        rules = rule_catalogue(engine.cache)
         descriptions = rule_descriptions(rules) if describe else {}
     finally:
         engine.close()
-    known = set(rules) | set(KINDS) | set(ADVICE)
-    for where, selector in config.selectors():
-        if unknown_selectors([selector], known):
-            source = f"{config.source}: [tool.gpu2npu] {where}" if config.source else "--ignore"
-            raise ConfigError(f"{source}: {selector} is no code that gpu2npu reports (`gpu2npu rules` lists them)")
     findings: List[CheckFinding] = []
     outcome = CheckResult(findings, len(kept), excluded=len(entries) - len(kept), cache_problem=engine.problem,
                           descriptions=descriptions, skipped=skipped)
@@ -192,28 +183,28 @@ def _filtered(entry: Entry, found: List[CheckFinding], suppressions: Tuple[Suppr
     outcome.ignored += len(found) - len(kept)
     if not suppressions:
         return kept
-    used: Dict[Suppression, Set[str]] = {suppression: set() for suppression in suppressions}
+    silenced: Dict[Suppression, List[str]] = {suppression: [] for suppression in suppressions}  # -> codes it silenced
     shown = []
     for finding in kept:
         silencing = [s for s in suppressions if s.cell == finding.cell and finding.start_line <= s.line <= finding.end_line
                      and (not s.codes or any(selector_matches(code, finding.rule) for code in s.codes))]
         for suppression in silencing:
-            used[suppression].update(code for code in suppression.codes if selector_matches(code, finding.rule))
-            used[suppression].add("")
+            silenced[suppression].append(finding.rule)
         if silencing:
             outcome.suppressed += 1
         else:
             shown.append(finding)
-    for suppression, codes in used.items():
+    for suppression, rules in silenced.items():
         where = f"cell {suppression.cell}: " if suppression.cell else ""
         unknown = [code for code in suppression.codes if not any(selector_matches(code, known_code) for known_code in known)]
-        idle = [code for code in suppression.codes if code not in codes and code not in unknown]
+        idle = [code for code in suppression.codes if code not in unknown
+                and not any(selector_matches(code, rule) for rule in rules)]
         if unknown:
             message = (f"`# gpu2npu: ignore[{','.join(unknown)}]`: {where}{' and '.join(unknown)} "
                        f"{'is no code' if len(unknown) == 1 else 'are no codes'} that gpu2npu reports (`gpu2npu rules` lists them)")
         elif idle:
             message = f"`# gpu2npu: ignore[{','.join(idle)}]`: {where}no finding of {' or '.join(idle)} on this line"
-        elif not codes:
+        elif not rules:
             message = f"`{suppression.text}` silences nothing: {where}no finding on this line"
         else:
             continue
