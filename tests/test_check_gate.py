@@ -235,3 +235,15 @@ def test_a_defect_of_check_is_not_reported_as_findings(tmp_path, monkeypatch):
     monkeypatch.setattr(cli, "check_paths", broken)
     done = CliRunner().invoke(cli.main, ["check", "-v", "2.1.0", str(tmp_path)])
     assert done.exit_code == 3 and "check failed (KeyError: 'an internal mistake'); please report it" in done.output
+
+
+def test_a_notebook_cell_has_its_suppressions_and_its_baseline_lines(tmp_path):
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": ["# title"]},
+             {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+              "source": ["import torch\n", "x = torch.zeros(1).cuda()  # gpu2npu: ignore\n", "y = torch.zeros(1).cuda()\n"]}]
+    (tmp_path / "a.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    done = gpu2npu("check", "-v", "2.1.0", "a.ipynb", "--write-baseline", "b.json", cwd=tmp_path)
+    assert done.returncode == 0 and "wrote 1 finding (1 entry)" in done.stderr  # (the suppressed one is not recorded)
+    [entry] = json.loads((tmp_path / "b.json").read_text())["findings"]
+    assert (entry["path"], entry["code"], entry["line"]) == ("a.ipynb", "NPU102", "y = torch.zeros(1).cuda()")
+    assert gpu2npu("check", "-v", "2.1.0", "a.ipynb", "--baseline", "b.json", cwd=tmp_path).returncode == 0

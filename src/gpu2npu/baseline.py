@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Counter, Dict, List, Sequence, Tuple
 
+from .suppressions import code_cells
+
 FORMAT = 1
 Key = Tuple[str, str, str]  # (path, code, line text)
 
@@ -88,3 +90,30 @@ def match_baseline(file: Path, findings: Sequence, line_text: Callable[[object],
         else:
             new.append(finding)
     return Matched(new, known, sum(left.values()))
+
+
+class LineTexts:
+    """The text of a finding's first line (of its cell, in a notebook), stripped: what a baseline
+    knows it by.  Each file is read once."""
+
+    def __init__(self) -> None:
+        self._files: Dict[str, Dict[Tuple[int, int], str]] = {}
+
+    def __call__(self, finding) -> str:
+        lines = self._files.get(finding.path)
+        if lines is None:
+            lines = self._files[finding.path] = _lines_of(Path(finding.path))
+        return lines.get((finding.cell, finding.start_line), "").strip()
+
+
+def _lines_of(path: Path) -> Dict[Tuple[int, int], str]:
+    """(cell, line) -> text; cell 0 for a file that is not a notebook."""
+    try:
+        text = path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return {}
+    lines = {(0, line): value for line, value in enumerate(text.splitlines(), 1)}
+    if path.suffix.lower() == ".ipynb":  # (a notebook that is no JSON keeps the lines of its text)
+        lines.update(((number, line), value) for number, source in code_cells(text)
+                     for line, value in enumerate(source.splitlines(), 1))
+    return lines

@@ -349,7 +349,7 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
       --write-baseline FILE          accept today's findings; then --baseline FILE fails on new ones only
       [tool.gpu2npu] in pyproject.toml: version, exclude, ignore, per-file-ignores
     """
-    from .baseline import BaselineError, match_baseline, write_baseline
+    from .baseline import BaselineError, LineTexts, match_baseline, write_baseline
     from .project_config import ConfigError, config_for
 
     missing = [str(path) for path in paths if not path.exists()]
@@ -388,7 +388,7 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
 
         traceback.print_exc()
         _fail(f"check failed ({type(error).__name__}: {error}); please report it", EXIT_CHECK_FAILED)
-    line_text = _LineTexts()
+    line_text = LineTexts()
     if write_baseline_file is not None:
         try:
             entries = write_baseline(write_baseline_file, result.findings, line_text)
@@ -462,41 +462,6 @@ def _check_version(given: Optional[str], config, root: Path) -> str:
 def _say_version(version: str, why: str) -> None:
     api = apidata.load(version)
     click.echo(f"gpu2npu: PyTorch {version} (torch_npu {api.torch_npu_version}), from {why}", err=True)
-
-
-class _LineTexts:
-    """The text of a finding's first line (of its cell, in a notebook), stripped: what a baseline
-    knows it by.  Each file is read once."""
-
-    def __init__(self) -> None:
-        self._files: dict = {}
-
-    def __call__(self, finding) -> str:
-        lines = self._files.get(finding.path)
-        if lines is None:
-            lines = self._files[finding.path] = _lines_of(Path(finding.path))
-        index = (finding.cell, finding.start_line)
-        return lines.get(index, "").strip()
-
-
-def _lines_of(path: Path) -> dict:
-    """(cell, line) -> text; cell 0 for a file that is not a notebook."""
-    try:
-        text = path.read_bytes().decode("utf-8", "replace")
-    except OSError:
-        return {}
-    if path.suffix.lower() == ".ipynb":
-        try:
-            cells = json.loads(text).get("cells", [])
-            found = {}
-            for number, cell in enumerate(cells, 1):
-                source = cell.get("source", "") if isinstance(cell, dict) else ""
-                source = "".join(source) if isinstance(source, list) else str(source)
-                found.update(((number, line), value) for line, value in enumerate(source.splitlines(), 1))
-            return found
-        except (ValueError, AttributeError):
-            pass
-    return {(0, line): value for line, value in enumerate(text.splitlines(), 1)}
 
 
 @main.command("analyse", context_settings={"max_content_width": 100},

@@ -15,7 +15,7 @@ import json
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import Iterator, List, Tuple
 
 from .discover import Kind
 
@@ -73,18 +73,20 @@ def _in_lines(lines: List[str], cell: int = 0) -> List[Suppression]:
 
 
 def _in_notebook(text: str) -> List[Suppression]:
+    return [suppression for number, source in code_cells(text) for suppression in _in_lines(source.splitlines(), number)]
+
+
+def code_cells(text: str) -> Iterator[Tuple[int, str]]:
+    """(number, source) of a notebook's code cells, numbered as the reports number them (every
+    cell from 1, markdown included); none where the text is no notebook."""
     try:
         cells = json.loads(text).get("cells", [])
     except (ValueError, AttributeError):
-        return []
-    found: List[Suppression] = []
-    for number, cell in enumerate(cells, 1):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else str(source)
-        found.extend(_in_lines(source.splitlines(), number))
-    return found
+        return
+    for number, cell in enumerate(cells if isinstance(cells, list) else [], 1):
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            yield number, "".join(source) if isinstance(source, list) else str(source)
 
 
 _CELL = re.compile(r"cell (\d+): ")
