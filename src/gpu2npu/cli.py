@@ -146,9 +146,7 @@ def main(ctx, input_path, output_path, torch_version, specify_device, rule_file,
 
 def _migrate(params, distributed: DistributedRequest = None) -> None:
     config = _input_config(params["input_path"])
-    if params["torch_version"] is None and config.version:
-        params = dict(params, torch_version=config.version)
-        click.echo(f"gpu2npu: -v {config.version} from [tool.gpu2npu] version of {config.source}", err=True)
+    params = dict(params, torch_version=_table_version(params["torch_version"], config))
     required = [("-i/--input", "input_path"), ("-v/--version", "torch_version")]
     if not params["show_diff"]:
         required.insert(1, ("-o/--output", "output_path"))
@@ -194,14 +192,38 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
 
 def _input_config(input_path: Optional[Path]):
     """The [tool.gpu2npu] table that applies to INPUT (its version and exclude), if any."""
-    from .project_config import ConfigError, ProjectConfig, config_for
+    from .project_config import NO_TABLE
 
     if input_path is None or not input_path.exists():
-        return ProjectConfig(root=Path.cwd())  # (the missing input is told below)
+        return NO_TABLE  # (the missing input is told below)
+    return _config([input_path])
+
+
+def _config(paths, explicit: Optional[Path] = None):
+    """The [tool.gpu2npu] table that applies to `paths` (or the --config file); a usage error where
+    it cannot be used."""
+    from .project_config import ConfigError, config_for
+
     try:
-        return config_for([input_path])
+        return config_for(paths, explicit)
     except ConfigError as error:
         _fail(str(error))
+
+
+def _table_version(given: Optional[str], config) -> Optional[str]:
+    """-v, else the table's version (said on stderr): what the migration and analyse run for."""
+    if given is None and config.version:
+        click.echo(f"gpu2npu: -v {config.version} from [tool.gpu2npu] version of {config.source}", err=True)
+        return config.version
+    return given
+
+
+def _project_folder(config, paths) -> Path:
+    """Where the project's dependency files are looked for (its pins): the table's folder, else
+    the project root above `paths`."""
+    from .project_config import project_root
+
+    return config.root if config.source is not None else project_root(paths)
 
 
 def _carry_out(command, request):
@@ -350,26 +372,22 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
       [tool.gpu2npu] in pyproject.toml: version, exclude, ignore, per-file-ignores
     """
     from .baseline import BaselineError, LineTexts, match_baseline, write_baseline
-    from .project_config import ConfigError, config_for
+    from .project_config import ConfigError
 
     missing = [str(path) for path in paths if not path.exists()]
     if missing:
         _fail(f"no such file or folder: {', '.join(missing)}")
     if baseline_file is not None and write_baseline_file is not None:
         _fail("--baseline and --write-baseline exclude each other")
-    try:
-        config = config_for(paths, config_file)
-    except ConfigError as error:
-        _fail(str(error))
+    config = _config(paths, config_file)
     if exclude:
         config = dataclasses.replace(config, exclude=tuple(exclude))
     if ignore_codes:
         config = dataclasses.replace(config, ignore=tuple(code.strip().upper() for codes in ignore_codes
                                                           for code in codes.split(",") if code.strip()))
     from .dependencies.pinned_torch import pinned_requirement
-    from .project_config import project_root
 
-    root = config.root if config.source is not None else project_root(paths)
+    root = _project_folder(config, paths)
     version = _check_version(torch_version, config, root)
     from .analyse.affected_apis import ApiFileError, read_api_files
 
@@ -510,9 +528,7 @@ def analyse(input_path, output_path, torch_version, mode, env, api_files, jobs, 
     from .analyse.run import AnalyseRequest, run_analysis
 
     config = _input_config(input_path)
-    if torch_version is None and config.version:
-        torch_version = config.version
-        click.echo(f"gpu2npu: -v {config.version} from [tool.gpu2npu] version of {config.source}", err=True)
+    torch_version = _table_version(torch_version, config)
     if torch_version is None or not torch_version.strip():
         _fail("missing option -v/--version: the torch version of the code, such as -v 2.1.0 (or [tool.gpu2npu] "
               "version in the project's pyproject.toml)")
@@ -572,13 +588,9 @@ def dryrun(torch_version, nproc, npus, max_steps, report_file, python, command):
     CANN stack itself does (HCCL timeouts, operator compilation).
     """
     from .dryrun.run import dry_run, summary
-    from .project_config import ConfigError, config_for, project_root
 
-    try:  # (as check chooses it: -v, the project's table, its torch pin, the newest)
-        config = config_for([Path.cwd()])
-    except ConfigError as error:
-        _fail(str(error))
-    version = _check_version(torch_version, config, config.root if config.source is not None else project_root([Path.cwd()]))
+    config = _config([Path.cwd()])  # (the release as check chooses it: -v, the table, the torch pin, the newest)
+    version = _check_version(torch_version, config, _project_folder(config, [Path.cwd()]))
     try:
         result = dry_run(command, version, nproc or 0, max_steps or 0, npus=npus or 0,
                          python=python.absolute() if python is not None else None)
