@@ -20,7 +20,7 @@ from .dependencies.formats import SETUP_PY, dependency_format
 from .dependencies.phase import dependency_entries
 from .discover import MIGRATED_KINDS, Entry, Kind, walk
 from .engine import Engine
-from .results import FileResult, Status, with_not_migrated_row
+from .results import FileResult, Status, not_migrated_row
 from .reports import csv_reports, log as run_log
 from .linemap import source_lines, unified_diff
 from .options import Options
@@ -297,7 +297,7 @@ def _migrate_dependencies(found, entries, python, destination_of, options: Optio
         if outcome.error:
             logger.warning(f"{outcome.path}: copied unchanged, {outcome.error}")
             result.failed.append((outcome.path, outcome.error))
-            result.findings.append(with_not_migrated_row(FileResult(outcome.path, Status.FAILED, error=outcome.error)).findings[0])
+            result.findings.append(not_migrated_row(outcome.path, outcome.error))
             continue
         for change in outcome.changes:
             logger.info(run_log.change_line(change))

@@ -33,16 +33,24 @@ class FileResult:
     suppressions: tuple = ()
 
 
+# How a NotMigrated row's tip begins; the reason follows.
+COPIED_UNCHANGED = "copied unchanged: "
+
+
+def not_migrated_row(path: str, error: str) -> Finding:
+    """The row of a file that could not be processed (unsupported_api.csv, an error of `check`),
+    at the line its reason names."""
+    line = re.search(r"\bline (\d+)", error)
+    number = int(line.group(1)) if line else 1
+    return Finding(path, number, number, Report.UNSUPPORTED, NOT_MIGRATED_API, COPIED_UNCHANGED + error,
+                   NOT_MIGRATED.code)
+
+
 def with_not_migrated_row(result: FileResult) -> FileResult:
-    """A file that could not be processed is a row of its own (unsupported_api.csv, an error of
-    `check`) at the line its reason names, so that no report passes it over."""
+    """A failed result with its NotMigrated row, so that no report passes the file over."""
     if result.status != Status.FAILED or any(finding.rule == NOT_MIGRATED.code for finding in result.findings):
         return result
-    line = re.search(r"\bline (\d+)", result.error)
-    number = int(line.group(1)) if line else 1
-    result.findings = sorted(set(result.findings) | {
-        Finding(result.path, number, number, Report.UNSUPPORTED, NOT_MIGRATED_API,
-                f"copied unchanged: {result.error}", NOT_MIGRATED.code)})
+    result.findings = sorted(set(result.findings) | {not_migrated_row(result.path, result.error)})
     return result
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, List, Opt
 
 from ..change import Change, Finding, Operation, Report
 from ..finding_kinds import NOT_MIGRATED
+from ..results import COPIED_UNCHANGED
 from ..linemap import grouped_opcodes, source_lines
 
 if TYPE_CHECKING:
@@ -103,8 +104,8 @@ def _page(facts, changes, findings, files, original, migrated, explanations, mem
            " <span id=\"f-count\"></span></nav>\n")
     shown: Dict[str, set] = defaultdict(set)  # file -> its original lines the diffs show
     failed = sorted((f for f in findings if f.rule == NOT_MIGRATED.code), key=lambda f: f.file)
-    diffs = "".join(_changes(changes, changed, [p for p in files if p not in {f.file for f in failed}], original,
-                             migrated, shown, memo))
+    not_read = {f.file for f in failed}
+    diffs = "".join(_changes(changes, changed, [p for p in files if p not in not_read], original, migrated, shown, memo))
     yield from _not_migrated(failed)
     yield from _todo(todo, original, explanations, set(changed), shown)
     yield diffs
@@ -138,7 +139,7 @@ def _not_migrated(failed: Sequence[Finding]) -> Iterable[str]:
            f"({_e(NOT_MIGRATED.code)}).</p><ul>")
     for finding in failed:
         yield (f"<li class=\"failed\" data-file=\"{_e(finding.file)}\"><span class=\"path\">{_e(finding.file)}</span>: "
-               f"{_e(finding.tip.split(': ', 1)[-1])}</li>")
+               f"{_e(finding.tip.removeprefix(COPIED_UNCHANGED))}</li>")
     yield "</ul></section>\n"
 
 
