@@ -74,6 +74,7 @@ class Library:
         self.by_position: Dict[Tuple[str, int, str], str] = {}  # (relative path, line, name) -> key
         self.calls: List[CallSite] = []
         self.base_classes: Dict[str, List[str]] = {}  # class key -> library base classes (call_graph sets it)
+        self._class_nodes: Dict[str, ast.ClassDef] = {}  # class key -> its statement (read for its containers)
         for path in files:
             relative = path.relative_to(root).as_posix()
             name = self._module_name(relative)
@@ -100,8 +101,8 @@ class Library:
         # the attribute holds; and (method key, class key, attribute) where a method runs them
         self.held: Dict[Tuple[str, str], List[Tuple[str, int, int]]] = {}
         self.runs_held: List[Tuple[str, str, str]] = []
-        for definition in [d for d in self.definitions.values() if d.kind == CLASS]:
-            self._containers(definition)
+        for key, node in self._class_nodes.items():
+            self._containers(self.definitions[key], node)
 
     def _module_name(self, relative: str) -> Optional[str]:
         parts = relative[:-3].split("/")
@@ -149,6 +150,7 @@ class Library:
                     if position is not None:
                         definition.bases.append(position)
                 self._add(definition)
+                self._class_nodes.setdefault(key, statement)
                 self.by_position[(module.path, statement.lineno, statement.name)] = key
                 self._scope(module, statement.body, key, caller, definition)
             else:
@@ -186,22 +188,16 @@ class Library:
                             names.add(target.attr)
         return names
 
-    def _containers(self, owner: Definition) -> None:
+    def _containers(self, owner: Definition, node: ast.ClassDef) -> None:
         """The attributes of `owner`'s instances that hold library modules, and the methods that
         run what they hold (`for block in self.blocks: x = block(x)`, `self.blocks[i](x)`,
         `self.layers(x)` for a Sequential)."""
-        module = next((m for m in self.modules.values() if m.path == owner.path), None)
-        if module is None:
-            return
-        node = next((n for n in ast.walk(module.tree) if isinstance(n, ast.ClassDef) and n.lineno == owner.line), None)
-        if node is None:
-            return
         methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
         for method in methods:
             local: Dict[str, List[Tuple[str, int, int]]] = {}  # a list built in the method, then stored
             in_order = sorted((n for n in ast.walk(method) if hasattr(n, "lineno")), key=lambda n: (n.lineno, n.col_offset))
             for statement in in_order:  # (in source order: a list is filled before it is stored)
-                self._collect_held(owner, module.path, statement, local)
+                self._collect_held(owner, owner.path, statement, local)
         held = {attribute for (key, attribute) in self.held if key == owner.key}
         for method in methods:
             key = owner.methods.get(method.name)
