@@ -385,7 +385,7 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
     if ignore_codes:
         config = dataclasses.replace(config, ignore=tuple(code.strip().upper() for codes in ignore_codes
                                                           for code in codes.split(",") if code.strip()))
-    from .dependencies.pinned_torch import pinned_requirement
+    from .dependencies.pins import pinned_requirement
 
     root = _project_folder(config, paths)
     version = _check_version(torch_version, config, root)
@@ -466,7 +466,7 @@ def _check_version(given: Optional[str], config, root: Path) -> str:
         version = _version(config.version)
         _say_version(version, f"[tool.gpu2npu] version of {config.source}")
         return version
-    from .dependencies.pinned_torch import pinned_torch
+    from .dependencies.pins import pinned_torch
 
     pin = pinned_torch(root)
     if pin is not None:

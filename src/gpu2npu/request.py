@@ -88,7 +88,7 @@ def check_request(request: RunRequest, writes: bool = True) -> Tuple[Path, Path,
 
 def pinned_transformers(source: Path) -> Optional[str]:
     """The transformers the project at `source` (a folder, or a file's folder) pins, if any."""
-    from .dependencies.pinned_torch import pinned_requirement
+    from .dependencies.pins import pinned_requirement
 
     return pinned_requirement(source if source.is_dir() else source.parent, "transformers")
 

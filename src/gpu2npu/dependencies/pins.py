@@ -1,6 +1,7 @@
-"""The torch a project pins, for a command given no -v: read from the dependency files at the
-project's root (requirements*.txt and requirements/, pyproject.toml, setup.py, setup.cfg, conda
-environment files), as the migration reads them."""
+"""What a project pins (its torch, for a command given no -v; its transformers, for NPU266), read
+from the dependency files at the project's root (requirements*.txt and requirements/,
+pyproject.toml, setup.py, setup.cfg, conda environment files): torch as the migration reads it,
+another package's version clauses from the requirement strings."""
 from __future__ import annotations
 
 import re
