@@ -192,14 +192,10 @@ def _rank_collisions(ranks: Dict[str, dict], npus: int = 0) -> List[Tuple[str, s
     found: List[Tuple[str, str, str]] = []
     if len(ranks) < 2:
         return found
-    if npus and npus < len(ranks):
-        ranks_by_npu = {}
-    else:
-        ranks_by_npu = ranks
     order = sorted(ranks, key=int)
     by_npu: Dict[int, List[str]] = {}
-    for rank in order:
-        chosen = ranks_by_npu.get(rank, {}).get("npu")
+    for rank in order if not npus or npus >= len(ranks) else ():
+        chosen = ranks[rank].get("npu")
         if chosen:
             by_npu.setdefault(chosen[0], []).append(rank)
     for npu, sharing in sorted(by_npu.items()):

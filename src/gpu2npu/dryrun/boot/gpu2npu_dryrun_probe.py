@@ -318,11 +318,16 @@ def _world_size():
         return 1
 
 
+def _device_text(device):
+    """A device argument as text ("npu:1", "npu", "cpu"); "" for what names no device (a dtype)."""
+    return device if isinstance(device, str) else str(device) if type(device).__name__ == "device" else ""
+
+
 def _npu_of(device):
     """The NPU index a device argument names (None: none named, or not an NPU)."""
     if isinstance(device, int) and not isinstance(device, bool):
         return device
-    text = device if isinstance(device, str) else str(device) if type(device).__name__ == "device" else ""
+    text = _device_text(device)
     if text.startswith("npu:") and text[4:].isdigit():
         return int(text[4:])
     return None
@@ -349,8 +354,8 @@ def _install_rank_watch(npu):
 
     def placed(device, what):
         index = _npu_of(device)
-        if index is None and device not in ("npu", None) and not (isinstance(device, str) and device.startswith("npu")):
-            return
+        if index is None and device is not None and not _device_text(device).startswith("npu"):
+            return  # (not an NPU: a dtype, another tensor, the CPU)
         current = current_device()
         frame = caller(3)
         if frame is None:
