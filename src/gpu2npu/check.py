@@ -78,11 +78,16 @@ def _tooling(name: str, path: str) -> bool:
     return name in TOOLING_FOLDERS or os.path.isfile(os.path.join(path, "pyvenv.cfg"))
 
 
+def _is_read(kind: Kind, relative: str) -> bool:
+    """Whether check reads a file of this kind and path: code, notebooks, launch scripts, dependency files."""
+    return kind in MIGRATED_KINDS or (kind == Kind.OTHER and dependency_format(relative) is not None)
+
+
 def _named_kind(path: Path) -> Optional[Kind]:
     """How a file named on the command line is read (as `check .` would read it); None: it is
     not a kind gpu2npu reads (a README), except a script whose first line runs Python."""
     kind = kind_of(path)
-    if kind in MIGRATED_KINDS or (kind == Kind.OTHER and dependency_format(path.as_posix()) is not None):
+    if _is_read(kind, path.as_posix()):
         return kind
     try:
         with open(path, "rb") as handle:
@@ -106,7 +111,7 @@ def _checked_files(paths: Sequence[Path], skipped: Optional[List[str]] = None) -
             yield Entry(path.as_posix(), path, kind)
             continue
         for entry in walk(path, prune=_tooling):
-            if entry.kind in MIGRATED_KINDS or (entry.kind == Kind.OTHER and dependency_format(entry.relative)):
+            if _is_read(entry.kind, entry.relative):
                 yield Entry((path / entry.relative).as_posix(), entry.absolute, entry.kind)
 
 

@@ -426,13 +426,13 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
         findings = matched.new
         known_note = f"; {matched.known} in the baseline" + (
             f", {matched.gone} recorded there no longer found (write it again to drop them)" if matched.gone else "")
+    # the files not (or partly) looked at: JSON's warnings and SARIF's notifications (text shows the findings)
     not_checked = [f"{finding.path}:{finding.start_line}: {finding.message}" for finding in findings
                    if finding.rule in NOT_LOOKED_AT]
-    warnings = not_checked  # (SARIF's notifications and JSON's warnings; text shows the findings)
     if output_format == "json":
-        click.echo(check_formats.as_json(findings, warnings), nl=False)
+        click.echo(check_formats.as_json(findings, not_checked), nl=False)
     elif output_format == "sarif":
-        click.echo(check_formats.as_sarif(findings, result.descriptions, warnings, succeeded=not not_checked), nl=False)
+        click.echo(check_formats.as_sarif(findings, result.descriptions, not_checked, succeeded=not not_checked), nl=False)
     else:
         click.echo(check_formats.as_text(findings), nl=False)
     silenced = "".join(

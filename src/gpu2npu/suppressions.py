@@ -20,9 +20,10 @@ from typing import Iterator, List, Tuple
 from .discover import Kind
 
 MARK = b"gpu2npu:"
-_COMMENT = re.compile(r"#\s*gpu2npu:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
+_IGNORE = r"#\s*gpu2npu:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])?"
+_COMMENT = re.compile(_IGNORE, re.IGNORECASE)
 # (outside Python, a comment starts a line or follows a blank: `a#b` is no comment in a shell word)
-_LINE_COMMENT = re.compile(r"(?:^|(?<=\s))#\s*gpu2npu:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
+_LINE_COMMENT = re.compile(r"(?:^|(?<=\s))" + _IGNORE, re.IGNORECASE)
 
 
 @dataclass(frozen=True)
