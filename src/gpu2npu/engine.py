@@ -140,11 +140,14 @@ def _long_lived_frozen():
     gc.collect()
     gc.freeze()
     _freezing_survivors = True
+    # (held here: a run interrupted while its generator waits here is closed at interpreter exit,
+    # when the gc module's names may already be None; the function itself still works)
+    unfreeze = gc.unfreeze
     try:
         yield
     finally:
         _freezing_survivors = False
-        gc.unfreeze()
+        unfreeze()
 
 
 # Below this many Python files to migrate, starting worker processes costs more than it saves.
