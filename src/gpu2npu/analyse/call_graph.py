@@ -19,6 +19,7 @@ import signal
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+from .index import Index
 from .library import CLASS, CONSTRUCTORS, CONTAINER, INSTANCE_CALL, CallSite, Definition, Library
 
 # (type, relative path, line, name) of what a call site may reach inside the library
@@ -31,23 +32,42 @@ CACHE_VERSION = "1"
 def resolve(library: Library, env: Sequence[Path], jobs: int, cache_folder: Optional[Path],
             progress: Callable[..., None] = lambda *done_and_total: None) -> Tuple[Edges, dict]:
     """The call graph: caller key -> keys it may call; and figures about the resolution.  Also
-    sets library.base_classes (the base-class expressions are resolved with the call sites)."""
+    sets library.base_classes (the base-class expressions are resolved with the call sites).
+    What the library's own index answers with certainty (index.py) is not asked of jedi."""
     sites = [site for site in library.calls if library.worth_resolving(site)]
     class_names = {key.rsplit(".", 1)[-1] for key, d in library.definitions.items() if d.kind == CLASS}
-    bases = [(definition.path, line, column) for definition in library.definitions.values()
+    bases = [(key, definition.path, line, column) for key, definition in library.definitions.items()
              for line, column, name in definition.bases if name in class_names]
-    key = _cache_key(library, env)
-    answers = _read_cache(cache_folder, key)
-    cached = answers is not None
-    if answers is None:
-        positions = [(site.path, site.line, site.column) for site in sites] + bases
-        answers = _ask_jedi(library, env, positions, jobs, progress)
-        _write_cache(cache_folder, key, answers)
+    index = Index(library.indexes, library.definitions, library.module_of)
+    answers: Dict[str, List[Target]] = {}
+    unanswered: List[Tuple[str, int, int]] = []
+    for site in sites:
+        targets = index.targets(library.module_of(site.path), site.line, site.column)
+        _answer(answers, unanswered, (site.path, site.line, site.column), targets)
+    for key, path, line, column in bases:
+        _answer(answers, unanswered, (path, line, column), index.base_targets(key, line, column))
+    by_index = len(sites) + len(bases) - len(unanswered)
+    cache_key = _cache_key(library, env)
+    asked = _read_cache(cache_folder, cache_key)
+    cached = asked is not None
+    if asked is None:
+        asked = _ask_jedi(library, env, unanswered, jobs, progress)
+        _write_cache(cache_folder, cache_key, asked)
+    answers.update(asked)
     _set_base_classes(library, answers)
     edges = _edges(library, sites, answers)
-    figures = {"call sites": len(library.calls), "asked": len(sites) + len(bases), "cached": cached,
+    figures = {"call sites": len(library.calls), "asked": len(sites) + len(bases), "by the index": by_index,
+               "by jedi": len(unanswered), "cached": cached,
                "resolved": sum(1 for site in sites if answers.get(_site_id(site)))}
     return edges, figures
+
+
+def _answer(answers: Dict[str, List[Target]], unanswered: List[Tuple[str, int, int]],
+            position: Tuple[str, int, int], targets: Optional[List[Target]]) -> None:
+    if targets is None:
+        unanswered.append(position)
+    elif targets:
+        answers["%s:%d:%d" % position] = targets
 
 
 def _site_id(site: CallSite) -> str:
@@ -233,7 +253,7 @@ def _cache_key(library: Library, env: Sequence[Path]) -> str:
     # what jedi answered depends on the library, jedi and the code that asks: this module and
     # library.py (which finds the call sites), not the rest of gpu2npu
     digest = hashlib.sha256(f"{CACHE_VERSION}\n{jedi.__version__}\n".encode())
-    for asking in (Path(__file__), Path(__file__).with_name("library.py")):
+    for asking in (Path(__file__), Path(__file__).with_name("library.py"), Path(__file__).with_name("index.py")):
         digest.update(asking.read_bytes())
     digest.update(str(library.root.resolve()).encode("utf-8", "surrogateescape"))
     for folder in env:

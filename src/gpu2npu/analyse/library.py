@@ -11,9 +11,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from ..scan import parse
+from .index import ModuleIndex, read_module
 
 FUNCTION, METHOD, CLASS, MODULE = "function", "method", "class", "module"
 # An instance attribute that holds several of the library's modules (nn.ModuleList, Sequential,
@@ -51,11 +52,25 @@ class CallSite:
 
 @dataclass
 class Module:
+    """A module of the library and what is kept of its tree (the trees of a large library take
+    gigabytes: each is read once, and again only where a later step asks for `tree`)."""
+
     name: str
     path: str
     absolute: Path
-    tree: ast.Module
     is_package: bool
+    top_level: Tuple[str, ...] = ()  # names of its module-level functions and classes
+    # (level, module, ((name, asname), ...)) of its module-level `from ... import` statements
+    imports_from: Tuple[Tuple[int, Optional[str], Tuple[Tuple[str, Optional[str]], ...]], ...] = ()
+    all_names: Optional[FrozenSet[str]] = None  # its __all__
+    cuda_extensions: Tuple[str, ...] = ()  # names given to CUDAExtension(...) in it (a setup script)
+
+    @property
+    def tree(self) -> ast.Module:
+        tree = parse(self.absolute.read_bytes())
+        if tree is None:
+            raise SyntaxError(f"{self.path} no longer parses")
+        return tree
 
 
 class Library:
@@ -74,12 +89,18 @@ class Library:
         self.by_position: Dict[Tuple[str, int, str], str] = {}  # (relative path, line, name) -> key
         self.calls: List[CallSite] = []
         self.base_classes: Dict[str, List[str]] = {}  # class key -> library base classes (call_graph sets it)
-        self._class_nodes: Dict[str, ast.ClassDef] = {}  # class key -> its statement (read for its containers)
-        for path in files:
-            relative = path.relative_to(root).as_posix()
-            name = self._module_name(relative)
-            if name is None:
-                continue
+        self.self_attributes: Set[str] = set()
+        # (class key, attribute) -> (path, line, column) of the constructor calls whose instances
+        # the attribute holds; and (method key, class key, attribute) where a method runs them
+        self.held: Dict[Tuple[str, str], List[Tuple[str, int, int]]] = {}
+        self.runs_held: List[Tuple[str, str, str]] = []
+        # what each module's names mean, for the answers that need no jedi (index.py)
+        self.indexes: Dict[str, ModuleIndex] = {}
+        named = [(path, relative, name) for path in files
+                 for relative in [path.relative_to(root).as_posix()]
+                 for name in [self._module_name(relative)] if name is not None]
+        module_names = {name for _, _, name in named}
+        for path, relative, name in named:
             try:
                 tree = parse(path.read_bytes())
             except OSError:
@@ -87,22 +108,38 @@ class Library:
             if tree is None:
                 self.unparsed.append(relative)
                 continue
-            self.modules[name] = Module(name, relative, path, tree, relative.endswith("__init__.py"))
-        for module in self.modules.values():
-            self._collect(module)
+            module = Module(name, relative, path, relative.endswith("__init__.py"))
+            self.modules[name] = module
+            self._read(module, tree, module_names)
         # the names calls can reach the library by: its functions and classes (module level or
         # nested), its methods (through self/cls/super or a class), and instance attributes that
         # hold its classes' instances
         self.names = {key.rsplit(".", 1)[-1] for key, d in self.definitions.items() if d.kind in (FUNCTION, CLASS)}
         self.method_names = {key.rsplit(".", 1)[-1] for key, d in self.definitions.items() if d.kind == METHOD}
         self.class_names = {key.rsplit(".", 1)[-1] for key, d in self.definitions.items() if d.kind == CLASS}
-        self.self_attributes = self._self_attributes()
-        # (class key, attribute) -> (path, line, column) of the constructor calls whose instances
-        # the attribute holds; and (method key, class key, attribute) where a method runs them
-        self.held: Dict[Tuple[str, str], List[Tuple[str, int, int]]] = {}
-        self.runs_held: List[Tuple[str, str, str]] = []
+        # a container holds the library's modules where the calls that fill it construct its classes
+        self.held = {key: [position[:3] for position in constructions if position[3] in self.class_names]
+                     for key, constructions in self.held.items()}
+
+    def _read(self, module: Module, tree: ast.Module, module_names: Set[str]) -> None:
+        """Everything the analysis needs of one module's tree, while it is alive."""
+        self._class_nodes: Dict[str, ast.ClassDef] = {}  # class key -> its statement (read for its containers)
+        self._method_nodes: Dict[int, _Nodes] = {}  # id of a method's statement -> the nodes of its body
+        self._extensions: List[str] = []
+        self._collect(module, tree)
+        self.indexes[module.name] = read_module(tree, module.name, module.is_package, module_names)
+        self._held_by_class: Dict[str, Set[str]] = {}
         for key, node in self._class_nodes.items():
             self._containers(self.definitions[key], node)
+        module.top_level = tuple(statement.name for statement in tree.body
+                                 if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+        module.imports_from = tuple((statement.level, statement.module,
+                                     tuple((alias.name, alias.asname) for alias in statement.names))
+                                    for statement in tree.body if isinstance(statement, ast.ImportFrom))
+        listed = _all_of(tree)
+        module.all_names = frozenset(listed) if listed is not None else None
+        module.cuda_extensions = tuple(self._extensions)
+        self._class_nodes, self._method_nodes = {}, {}
 
     def _module_name(self, relative: str) -> Optional[str]:
         parts = relative[:-3].split("/")
@@ -115,10 +152,10 @@ class Library:
         return ".".join(parts)
 
     # -- definitions and call sites -------------------------------------------------------------
-    def _collect(self, module: Module) -> None:
-        lines = max((getattr(node, "end_lineno", 0) or 0 for node in module.tree.body), default=0)
+    def _collect(self, module: Module, tree: ast.Module) -> None:
+        lines = max((getattr(node, "end_lineno", 0) or 0 for node in tree.body), default=0)
         self._add(Definition(module.name, MODULE, module.path, 1, (1, lines)))
-        self._scope(module, module.tree.body, module.name, module.name, None)
+        self._scope(module, tree.body, module.name, module.name, None)
 
     def _add(self, definition: Definition) -> None:
         self.definitions.setdefault(definition.key, definition)
@@ -138,7 +175,9 @@ class Library:
                 if owner is not None:
                     owner.methods.setdefault(statement.name, key)
                 # nested functions and classes run as part of this one: their calls are its calls
-                self._calls_of(module, statement.body, key)
+                nodes = self._calls_of(module, statement.body, key)
+                if owner is not None:  # read again for the containers its class holds
+                    self._method_nodes[id(statement)] = nodes
             elif isinstance(statement, ast.ClassDef):
                 self._calls_of(module, statement.decorator_list + statement.keywords, caller)
                 key = f"{prefix}.{statement.name}"
@@ -156,37 +195,34 @@ class Library:
             else:
                 self._calls_of(module, [statement], caller)
 
-    def _calls_of(self, module: Module, nodes: List[ast.AST], caller: str) -> None:
-        returned = _returned_calls(nodes)
-        for root in nodes:
-            for node in ast.walk(root):
-                if not isinstance(node, ast.Call):
-                    continue
-                position = _last_name(node.func)
-                if position is None:
-                    continue
-                line, column, name = position
-                receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
-                self_call = (isinstance(receiver, ast.Name) and receiver.id in ("self", "cls")) or (
-                    isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super")
-                receiver_name = "" if receiver is None else receiver.id if isinstance(receiver, ast.Name) else "?"
-                self.calls.append(CallSite(module.path, line, column, name, caller, self_call, receiver_name,
-                                           id(node) in returned))
-
-    def _self_attributes(self) -> Set[str]:
-        """Names of instance attributes the library assigns (`self.attn = Attention(...)`, also
-        from a parameter whose default jedi can follow): calling one may run a library class's
-        forward."""
-        names: Set[str] = set()
-        for module in self.modules.values():
-            for node in ast.walk(module.tree):
-                if isinstance(node, (ast.Assign, ast.AnnAssign)):
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    for target in targets:
-                        if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                                and target.value.id == "self"):
-                            names.add(target.attr)
-        return names
+    def _calls_of(self, module: Module, roots: List[ast.AST], caller: str) -> "_Nodes":
+        """Records the calls under `roots` as `caller`'s, and the instance attributes they assign;
+        returns the nodes found (every node is visited once in the whole library)."""
+        nodes = _Nodes(roots)
+        returned = nodes.returned_calls()
+        for node in nodes.calls:
+            position = _last_name(node.func)
+            if position is None:
+                continue
+            line, column, name = position
+            if name == "CUDAExtension":
+                value = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    self._extensions.append(value.value.rsplit(".", 1)[-1])
+            receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+            self_call = (isinstance(receiver, ast.Name) and receiver.id in ("self", "cls")) or (
+                isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super")
+            receiver_name = "" if receiver is None else receiver.id if isinstance(receiver, ast.Name) else "?"
+            self.calls.append(CallSite(module.path, line, column, name, caller, self_call, receiver_name,
+                                       id(node) in returned))
+        # instance attributes the library assigns (`self.attn = Attention(...)`, also from a
+        # parameter whose default can be followed): calling one may run a library class's forward
+        for node in nodes.assigns:
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                attribute = _self_attribute(target)
+                if attribute is not None:
+                    self.self_attributes.add(attribute)
+        return nodes
 
     def _containers(self, owner: Definition, node: ast.ClassDef) -> None:
         """The attributes of `owner`'s instances that hold library modules, and the methods that
@@ -195,14 +231,25 @@ class Library:
         methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
         for method in methods:
             local: Dict[str, List[Tuple[str, int, int]]] = {}  # a list built in the method, then stored
-            in_order = sorted((n for n in ast.walk(method) if hasattr(n, "lineno")), key=lambda n: (n.lineno, n.col_offset))
-            for statement in in_order:  # (in source order: a list is filled before it is stored)
+            nodes = self._method_nodes.get(id(method))
+            if nodes is None:
+                continue
+            # (in source order: a list is filled before it is stored)
+            in_order = sorted(nodes.assigns + nodes.calls, key=lambda n: (n.lineno, n.col_offset))
+            for statement in in_order:
                 self._collect_held(owner, owner.path, statement, local)
-        held = {attribute for (key, attribute) in self.held if key == owner.key}
+        held = self._held_by_class.get(owner.key, set())
         for method in methods:
+            nodes = self._method_nodes.get(id(method))
+            if not held or nodes is None:
+                continue
             key = owner.methods.get(method.name)
-            for attribute in sorted(_runs(method, held)):
+            for attribute in sorted(_runs(nodes, held)):
                 self.runs_held.append((key, owner.key, attribute))
+
+    def _hold(self, owner: Definition, attribute: str, constructions: List[Tuple[str, int, int]]) -> None:
+        self.held.setdefault((owner.key, attribute), []).extend(constructions)
+        self._held_by_class.setdefault(owner.key, set()).add(attribute)
 
     def _collect_held(self, owner: Definition, path: str, statement: ast.AST, local: Dict[str, list]) -> None:
         def constructions(value: ast.AST) -> List[Tuple[str, int, int]]:
@@ -212,8 +259,8 @@ class Library:
                     found += local[node.id]
                 if isinstance(node, ast.Call):
                     position = _last_name(node.func)
-                    if position is not None and position[2] in self.class_names:
-                        found.append((path, position[0], position[1]))
+                    if position is not None:  # (kept where it names a class of the library)
+                        found.append((path, position[0], position[1], position[2]))
             return found
 
         if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
@@ -221,14 +268,14 @@ class Library:
             for target in targets:
                 attribute = _self_attribute(target)
                 if attribute is not None and _is_container(statement.value, local):
-                    self.held.setdefault((owner.key, attribute), []).extend(constructions(statement.value))
+                    self._hold(owner, attribute, constructions(statement.value))
                 elif isinstance(target, ast.Name) and isinstance(statement.value, (ast.List, ast.Tuple, ast.ListComp,
                                                                                      ast.Dict, ast.DictComp)):
                     local[target.id] = constructions(statement.value)
                 elif isinstance(target, ast.Subscript):  # self.blocks[name] = Block(...), blocks[i] = ...
                     attribute = _self_attribute(target.value)
                     if attribute is not None:
-                        self.held.setdefault((owner.key, attribute), []).extend(constructions(statement.value))
+                        self._hold(owner, attribute, constructions(statement.value))
         elif isinstance(statement, ast.Call) and isinstance(statement.func, ast.Attribute) and \
                 statement.func.attr in ("append", "extend", "add_module", "insert", "update"):
             receiver = statement.func.value
@@ -236,7 +283,7 @@ class Library:
             attribute = _self_attribute(receiver)
             if attribute is not None:
                 for value in values:
-                    self.held.setdefault((owner.key, attribute), []).extend(constructions(value))
+                    self._hold(owner, attribute, constructions(value))
             elif isinstance(receiver, ast.Name) and receiver.id in local:
                 for value in values:
                     local[receiver.id] += constructions(value)
@@ -276,7 +323,7 @@ class Library:
             grew = False
             for name, module in self.modules.items():
                 # a package re-exports what its __init__ imports; a plain module only what its __all__ lists
-                listed = None if module.is_package else (_all_of(module.tree) or set())
+                listed = None if module.is_package else (module.all_names or set())
                 for local, key in self._imported(module, exported).items():
                     if listed is not None and local not in listed:
                         continue
@@ -300,74 +347,102 @@ class Library:
         return {key: sorted(set(values), key=lambda value: (value.count("."), value)) for key, values in names.items()}
 
     def _top_level(self, module_name: str) -> Iterator[Definition]:
-        for statement in self.modules[module_name].tree.body:
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                definition = self.definitions.get(f"{module_name}.{statement.name}")
-                if definition is not None:
-                    yield definition
+        for name in self.modules[module_name].top_level:
+            definition = self.definitions.get(f"{module_name}.{name}")
+            if definition is not None:
+                yield definition
 
     def _imported(self, module: Module, exported: Dict[str, Dict[str, str]]) -> Dict[str, str]:
         """Names a module binds by importing library definitions (`from .mlp import Mlp`,
         `from .layers import *`), as known so far."""
         bound: Dict[str, str] = {}
-        for statement in module.tree.body:
-            if not isinstance(statement, ast.ImportFrom):
-                continue
-            source = self._absolute(module, statement)
+        for level, imported, aliases in module.imports_from:
+            source = self._absolute(module, level, imported)
             if source is None:
                 continue
-            for alias in statement.names:
-                if alias.name == "*":
+            for name, asname in aliases:
+                if name == "*":
                     table = exported.get(source, {})
-                    allowed = _all_of(self.modules[source].tree) if source in self.modules else None
+                    allowed = self.modules[source].all_names if source in self.modules else None
                     for local, key in table.items():
                         if allowed is None or local in allowed:
                             bound[local] = key
                     continue
-                key = exported.get(source, {}).get(alias.name)
-                if key is None and f"{source}.{alias.name}" in self.modules:
+                key = exported.get(source, {}).get(name)
+                if key is None and f"{source}.{name}" in self.modules:
                     continue  # a submodule, not a definition
                 if key is not None:
-                    bound[alias.asname or alias.name] = key
+                    bound[asname or name] = key
         return bound
 
-    def _absolute(self, module: Module, statement: ast.ImportFrom) -> Optional[str]:
-        if not statement.level:
-            return statement.module if statement.module in self.modules else None
+    def _absolute(self, module: Module, level: int, imported: Optional[str]) -> Optional[str]:
+        if not level:
+            return imported if imported in self.modules else None
         parts = module.name.split(".")
         if not module.is_package:
             parts = parts[:-1]
-        if statement.level > 1:
-            parts = parts[: len(parts) - (statement.level - 1)]
-        name = ".".join(parts + ([statement.module] if statement.module else []))
+        if level > 1:
+            parts = parts[: len(parts) - (level - 1)]
+        name = ".".join(parts + ([imported] if imported else []))
         return name if name in self.modules else None
 
 
-def _returned_calls(nodes: List[ast.AST]) -> Set[int]:
-    """ids of the calls whose result a `return` among `nodes` gives back: its value, a branch of a
-    conditional value, or a name bound to the call (`model = Net(); ...; return model`)."""
-    bound: Dict[str, List[ast.AST]] = {}
-    returns: List[ast.AST] = []
-    for root in nodes:
-        for node in ast.walk(root):
+class _Nodes:
+    """The nodes under some roots that the library's shape is read from, grouped by kind, found in
+    one breadth-first walk (ast.walk's order, without its generators: the walk is most of the time
+    spent reading a large library)."""
+
+    def __init__(self, roots: List[ast.AST]) -> None:
+        self.calls: List[ast.Call] = []
+        self.assigns: List[ast.AST] = []  # Assign and AnnAssign
+        self.returns: List[ast.Return] = []
+        self.loops: List[ast.AST] = []  # For, AsyncFor and comprehension
+        pending = list(roots)
+        index = 0
+        calls, assigns, returns, loops = self.calls, self.assigns, self.returns, self.loops
+        while index < len(pending):
+            node = pending[index]
+            index += 1
+            kind = type(node)
+            if kind is ast.Call:
+                calls.append(node)
+            elif kind is ast.Assign or kind is ast.AnnAssign:
+                assigns.append(node)
+            elif kind is ast.Return:
+                returns.append(node)
+            elif kind is ast.For or kind is ast.comprehension or kind is ast.AsyncFor:
+                loops.append(node)
+            for field_name in node._fields:
+                value = getattr(node, field_name, None)
+                if type(value) is list:
+                    pending.extend(item for item in value if isinstance(item, ast.AST))
+                elif isinstance(value, ast.AST):
+                    pending.append(value)
+
+    def returned_calls(self) -> Set[int]:
+        """ids of the calls whose result a `return` gives back: its value, a branch of a
+        conditional value, or a name bound to the call (`model = Net(); ...; return model`)."""
+        if not self.returns:
+            return set()
+        bound: Dict[str, List[ast.AST]] = {}
+        for node in self.assigns:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Name):
                         bound.setdefault(target.id, []).append(node.value)
-            elif isinstance(node, ast.Return) and node.value is not None:
-                returns.append(node.value)
-    found: Set[int] = set()
-    pending, followed = list(returns), set()
-    while pending:
-        value = pending.pop()
-        if isinstance(value, ast.Call):
-            found.add(id(value))
-        elif isinstance(value, ast.IfExp):
-            pending += [value.body, value.orelse]
-        elif isinstance(value, ast.Name) and value.id not in followed:
-            followed.add(value.id)
-            pending += bound.get(value.id, [])
-    return found
+        found: Set[int] = set()
+        pending = [node.value for node in self.returns if node.value is not None]
+        followed: Set[str] = set()
+        while pending:
+            value = pending.pop()
+            if isinstance(value, ast.Call):
+                found.add(id(value))
+            elif isinstance(value, ast.IfExp):
+                pending += [value.body, value.orelse]
+            elif isinstance(value, ast.Name) and value.id not in followed:
+                followed.add(value.id)
+                pending += bound.get(value.id, [])
+        return found
 
 
 _CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict", "list", "tuple", "dict"})
@@ -392,28 +467,25 @@ def _is_container(value: ast.AST, local: Dict[str, list]) -> bool:
     return False
 
 
-def _runs(method: ast.AST, held: Set[str]) -> Set[str]:
+def _runs(nodes: _Nodes, held: Set[str]) -> Set[str]:
     """The held attributes whose elements a method calls: through a loop variable (also of
     enumerate/zip/.values()/.items()), by subscript, or by calling the container (a Sequential)."""
     ran: Set[str] = set()
     loop_names: Dict[str, str] = {}  # loop variable -> attribute iterated
-    for node in ast.walk(method):
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            source = node.iter
-            if isinstance(source, ast.Call) and isinstance(source.func, (ast.Name, ast.Attribute)):
-                name = source.func.id if isinstance(source.func, ast.Name) else source.func.attr
-                if name in ("values", "items") and isinstance(source.func, ast.Attribute):
-                    source = source.func.value
-                elif name in ("enumerate", "zip", "reversed") and source.args:
-                    source = next((a for a in source.args if _self_attribute(a) in held), source.args[0])
-            attribute = _self_attribute(source)
-            if attribute in held:
-                for target in ast.walk(node.target):
-                    if isinstance(target, ast.Name):
-                        loop_names[target.id] = attribute
-    for node in ast.walk(method):
-        if not isinstance(node, ast.Call):
-            continue
+    for node in nodes.loops:
+        source = node.iter
+        if isinstance(source, ast.Call) and isinstance(source.func, (ast.Name, ast.Attribute)):
+            name = source.func.id if isinstance(source.func, ast.Name) else source.func.attr
+            if name in ("values", "items") and isinstance(source.func, ast.Attribute):
+                source = source.func.value
+            elif name in ("enumerate", "zip", "reversed") and source.args:
+                source = next((a for a in source.args if _self_attribute(a) in held), source.args[0])
+        attribute = _self_attribute(source)
+        if attribute in held:
+            for target in ast.walk(node.target):
+                if isinstance(target, ast.Name):
+                    loop_names[target.id] = attribute
+    for node in nodes.calls:
         callee = node.func
         if isinstance(callee, ast.Name) and callee.id in loop_names:
             ran.add(loop_names[callee.id])

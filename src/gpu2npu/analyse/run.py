@@ -187,7 +187,7 @@ def _third_party(source: Path, staging: Path, request: AnalyseRequest, options: 
             yield entry, outcome
 
     try:
-        # (the progress line counts the files jedi resolves, the long part)
+        # (the progress line counts the files jedi is asked about, the long part)
         found = third_party.analyse_library(source, options, env, request.jobs, request.cache_dir, engine_results,
                                             progress)
     finally:
@@ -209,8 +209,9 @@ def _third_party(source: Path, staging: Path, request: AnalyseRequest, options: 
     result.summary.append(
         f"{counted(found.figures['affected public APIs'], 'public API')} "
         f"{'reaches' if found.figures['affected public APIs'] == 1 else 'reach'} code that cannot run on the NPU as it is "
-        f"({counted(found.figures['hits'], 'call site')} in {counted(found.figures['files'], 'module')}; jedi resolved "
-        f"{found.figures['resolved']} of {counted(found.figures['asked'], 'call site')} asked"
-        + (", from the cache" if found.figures["cached"] else "") + ")")
+        f"({counted(found.figures['hits'], 'call site')} in {counted(found.figures['files'], 'module')}; "
+        f"{found.figures['resolved']} of {counted(found.figures['asked'], 'call site')} that may lead into the library "
+        f"resolved: {found.figures['by the index']} from its source, {found.figures['by jedi']} by jedi"
+        + (" (from the cache)" if found.figures["cached"] else "") + ")")
     result.summary.append(f"feed them into the project's migration or check: gpu2npu ... -api "
                           f"{result.folder / third_party.FULL_RESULTS}")

@@ -111,8 +111,9 @@ def _hits(library: Library, options, engine_results) -> List[Hit]:
     hits: Set[Hit] = set()
     for entry, outcome in engine_results(entries):
         module = modules[entry.relative]
-        import_lines = _import_lines(module.tree)
-        optional = _optional_imports(module.tree)
+        tree = module.tree  # (read again: the library keeps no trees)
+        import_lines = _import_lines(tree)
+        optional = _optional_imports(tree)
         for change in outcome.changes:
             if change.operation == Operation.INSERT:
                 continue  # a line the migration adds (import torch_npu, a sys.path line): no CUDA construct
@@ -129,7 +130,7 @@ def _hits(library: Library, options, engine_results) -> List[Hit]:
                     continue  # imported where installed, with a fallback: see _optional_imports
                 category = "cuda"
             hits.add(Hit(category, finding.api, entry.relative, finding.start_line, finding.tip))
-        hits.update(hit for hit in _cuda_calls(module, operators, extension_modules)
+        hits.update(hit for hit in _cuda_calls(module.path, tree, operators, extension_modules)
                     if not _is_optional(hit.api, optional))
     return sorted(hits)
 
@@ -200,11 +201,7 @@ def _custom_cuda(library: Library) -> Tuple[Set[str], Set[str]]:
         elif name.endswith((".so", ".pyd")) and path.is_file():
             modules.add(name.split(".")[0])
     for module in library.sources():
-        for node in ast.walk(module.tree):
-            if isinstance(node, ast.Call) and _callee_name(node.func) == "CUDAExtension":
-                value = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
-                if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                    modules.add(value.value.rsplit(".", 1)[-1])
+        modules.update(module.cuda_extensions)
     return operators, modules
 
 
@@ -216,12 +213,12 @@ def _callee_name(node: ast.AST) -> Optional[str]:
     return None
 
 
-def _cuda_calls(module, operators: Set[str], extension_modules: Set[str]) -> Set[Hit]:
+def _cuda_calls(path: str, tree: ast.Module, operators: Set[str], extension_modules: Set[str]) -> Set[Hit]:
     """Calls of CUDA-only packages and of the library's custom CUDA operators in one module."""
-    scan = FileScan(module.tree)
+    scan = FileScan(tree)
     extension_names: Set[str] = set()  # local names bound to a compiled or loaded CUDA extension
     imported_names: Set[str] = set()
-    for node in ast.walk(module.tree):
+    for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 imported_names.add(alias.asname or alias.name.split(".")[0])
@@ -238,7 +235,7 @@ def _cuda_calls(module, operators: Set[str], extension_modules: Set[str]) -> Set
         for name in sorted(scan.qualified(call.func)):
             package = cuda_only_package(name)
             if package is not None:
-                hits.add(Hit("cuda", name, module.path, line, _package_tip(name, package)))
+                hits.add(Hit("cuda", name, path, line, _package_tip(name, package)))
                 break
         func = call.func
         if isinstance(func, ast.Attribute):
@@ -250,7 +247,7 @@ def _cuda_calls(module, operators: Set[str], extension_modules: Set[str]) -> Set
             if isinstance(root, ast.Name) and ((root.id in extension_names and (not operators or func.attr in operators))
                                                or (func.attr in operators and root.id in imported_names)):
                 qualified = sorted(scan.qualified(func))
-                hits.add(Hit("cuda", qualified[0] if qualified else dotted(func) or func.attr, module.path, line,
+                hits.add(Hit("cuda", qualified[0] if qualified else dotted(func) or func.attr, path, line,
                              "custom CUDA operator of the library's extension: it needs an NPU implementation "
                              "(an Ascend C custom operator, or torch/torch_npu operators)"))
     return hits

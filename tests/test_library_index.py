@@ -1,0 +1,166 @@
+"""The library's own index (analyse/index.py) answers where a call goes where a plain reading is
+certain, and leaves the rest (None) to jedi.  Each case is a small library; the call asked about
+is the one on the line marked `# <-`.  Where the index answers, jedi must answer no more (checked
+on every case and on the fancylib fixture)."""
+import textwrap
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+from gpu2npu.analyse.call_graph import _ask_jedi
+from gpu2npu.analyse.index import Index
+from gpu2npu.analyse.library import Library
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "libraries" / "fancylib"
+
+LAYERS = """
+class Attention:
+    def forward(self, x):
+        return x
+
+class Mlp:
+    def forward(self, x):
+        return x
+
+def create_block(dim):
+    return Attention()
+
+def helper(x):
+    return x
+"""
+
+
+def build(tmp_path: Path, files: Dict[str, str]) -> Library:
+    root = tmp_path / "lib"
+    for name, text in {"__init__.py": "", "layers.py": LAYERS, **files}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text))
+    return Library(root, sorted(root.rglob("*.py")))
+
+
+def marked_site(library: Library, path: str):
+    text = (library.root / path).read_text().splitlines()
+    line = next(number for number, content in enumerate(text, 1) if "# <-" in content)
+    sites = [site for site in library.calls if site.path == path and site.line == line]
+    return max(sites, key=lambda site: site.column)  # the outermost call's last name stands last
+
+
+def answer(library: Library, path: str):
+    site = marked_site(library, path)
+    index = Index(library.indexes, library.definitions, library.module_of)
+    return index.targets(library.module_of(path), site.line, site.column)
+
+
+def jedi_answer(library: Library, path: str):
+    site = marked_site(library, path)
+    found = _ask_jedi(library, (), [(site.path, site.line, site.column)], 1, lambda *_: None)
+    return sorted(found.get(f"{site.path}:{site.line}:{site.column}", []))
+
+
+class TestAnsweredFromTheSource:
+    """Certain readings: answered without jedi, and jedi agrees."""
+
+    CASES = {
+        "imported function": ("from .layers import helper\ndef f(x):\n    return helper(x)  # <-\n",
+                              [("function", "layers.py", 13, "helper")]),
+        "class through a module alias": ("from . import layers as L\ndef f():\n    return L.Mlp()  # <-\n",
+                                         [("class", "layers.py", 6, "Mlp")]),
+        "attribute assigned an instance": (
+            "from .layers import Attention\nclass Net:\n    def __init__(self):\n        self.attn = Attention()\n"
+            "    def forward(self, x):\n        return self.attn(x)  # <-\n",
+            [("instance", "layers.py", 2, "Attention")]),
+        "method through self": (
+            "class Net:\n    def mix(self, x):\n        return x\n    def forward(self, x):\n        return self.mix(x)  # <-\n",
+            [("function", "model.py", 2, "mix")]),
+        "method inherited from a library base": (
+            "from .layers import Mlp\nclass Net(Mlp):\n    def run(self, x):\n        return self.forward(x)  # <-\n",
+            [("function", "layers.py", 7, "forward")]),
+        "super()": (
+            "from .layers import Mlp\nclass Net(Mlp):\n    def forward(self, x):\n        return super().forward(x)  # <-\n",
+            [("function", "layers.py", 7, "forward")]),
+        "a builder's return": (
+            "from .layers import create_block\nclass Net:\n    def __init__(self):\n        self.block = create_block(4)\n"
+            "    def forward(self, x):\n        return self.block(x)  # <-\n",
+            [("instance", "layers.py", 2, "Attention")]),
+        "partial of a class": (
+            "from functools import partial\nfrom .layers import Mlp\nclass Net:\n    def __init__(self):\n"
+            "        make = partial(Mlp)\n        self.mlp = make()\n    def forward(self, x):\n        return self.mlp(x)  # <-\n",
+            [("instance", "layers.py", 6, "Mlp")]),
+        "a builtin": ("def helper(x):\n    return x\ndef f(x):\n    return len(x)  # <-\n", []),
+        "an outside package": ("import torch\ndef helper(x):\n    return x\ndef f(x):\n    return torch.helper(x)  # <-\n", []),
+    }
+
+    @pytest.mark.parametrize("case", sorted(CASES))
+    def test_answer(self, tmp_path, case):
+        text, expected = self.CASES[case]
+        library = build(tmp_path, {"model.py": text})
+        assert answer(library, "model.py") == expected
+        assert set(jedi_answer(library, "model.py")) <= set(expected)
+
+
+class TestLeftToJedi:
+    """Shadows and values this reading does not follow: None, so that jedi is asked."""
+
+    CASES = {
+        "a parameter (callers may pass another class)": (
+            "from .layers import Mlp\nclass Net:\n    def __init__(self, layer=Mlp):\n        self.layer = layer()\n"
+            "    def forward(self, x):\n        return self.layer(x)  # <-\n"),
+        "a name bound twice": (
+            "try:\n    from .layers import helper\nexcept ImportError:\n    helper = None\n"
+            "def f(x):\n    return helper(x)  # <-\n"),
+        "a dataclass field's default": (
+            "from dataclasses import dataclass\nfrom .layers import Mlp\n@dataclass\nclass Fns:\n    mlp: type = Mlp\n"
+            "def f(fns: Fns):\n    return Fns().mlp()  # <-\n"),
+        "a value read from a table": (
+            "from .layers import Mlp, Attention\nTABLE = {'a': Attention, 'm': Mlp}\nclass Net:\n"
+            "    def __init__(self, kind):\n        self.layer = TABLE[kind]()\n"
+            "    def forward(self, x):\n        return self.layer(x)  # <-\n"),
+    }
+
+    @pytest.mark.parametrize("case", sorted(CASES))
+    def test_left(self, tmp_path, case):
+        library = build(tmp_path, {"model.py": self.CASES[case]})
+        assert answer(library, "model.py") is None
+
+
+class TestScopes:
+    """Names mean what Python's scopes say."""
+
+    def test_a_local_shadow_is_not_the_import(self, tmp_path):
+        library = build(tmp_path, {"model.py": "from .layers import helper\ndef f(helper):\n    return helper(1)  # <-\n"})
+        assert answer(library, "model.py") is None
+
+    def test_a_closure_over_an_import_is_the_import(self, tmp_path):
+        library = build(tmp_path, {"model.py": "from .layers import helper\ndef f():\n    def g(x):\n"
+                                               "        return helper(x)  # <-\n    return g\n"})
+        assert answer(library, "model.py") == [("function", "layers.py", 13, "helper")]
+
+    def test_a_class_body_name_is_not_seen_from_its_methods(self, tmp_path):
+        library = build(tmp_path, {"model.py": "from .layers import helper\nclass Net:\n    helper = None\n"
+                                               "    def forward(self, x):\n        return helper(x)  # <-\n"})
+        assert answer(library, "model.py") == [("function", "layers.py", 13, "helper")]
+
+    def test_a_package_name_wins_over_its_submodule(self, tmp_path):
+        library = build(tmp_path, {"blocks/__init__.py": "from .mlp import mlp\n",
+                                   "blocks/mlp.py": "def mlp(x):\n    return x\n",
+                                   "model.py": "from .blocks import mlp\ndef f(x):\n    return mlp(x)  # <-\n"})
+        assert answer(library, "model.py") == [("function", "blocks/mlp.py", 1, "mlp")]
+
+    def test_a_decorated_function_is_the_function(self, tmp_path):
+        library = build(tmp_path, {"model.py": "def wrap(fn):\n    def run(*a):\n        return fn(*a)\n    return run\n"
+                                               "@wrap\ndef export(x):\n    return x\ndef f(x):\n    return export(x)  # <-\n"})
+        assert answer(library, "model.py") == [("function", "model.py", 6, "export")]
+
+
+def test_jedi_agrees_with_every_answer_of_the_index_on_a_library():
+    library = Library(FIXTURE, sorted(FIXTURE.rglob("*.py")))
+    index = Index(library.indexes, library.definitions, library.module_of)
+    sites = [site for site in library.calls if library.worth_resolving(site)]
+    answered = {(site.path, site.line, site.column): index.targets(library.module_of(site.path), site.line, site.column)
+                for site in sites}
+    certain = {position: targets for position, targets in answered.items() if targets is not None}
+    assert len(certain) >= len(sites) * 0.8, "the index answers most call sites of a plain library"
+    jedi = _ask_jedi(library, (), sorted(certain), 1, lambda *_: None)
+    for position, targets in certain.items():
+        assert set(jedi.get("%s:%d:%d" % position, [])) <= set(targets), position
