@@ -54,7 +54,7 @@ def answer(library: Library, path: str):
 
 def jedi_answer(library: Library, path: str):
     site = marked_site(library, path)
-    found = _ask_jedi(library, (), [(site.path, site.line, site.column)], 1, lambda *_: None)
+    found, _ = _ask_jedi(library, (), [(site.path, site.line, site.column)], 1, lambda *_: None)
     return sorted(found.get(f"{site.path}:{site.line}:{site.column}", []))
 
 
@@ -87,6 +87,26 @@ class TestAnsweredFromTheSource:
             "from functools import partial\nfrom .layers import Mlp\nclass Net:\n    def __init__(self):\n"
             "        make = partial(Mlp)\n        self.mlp = make()\n    def forward(self, x):\n        return self.mlp(x)  # <-\n",
             [("instance", "layers.py", 6, "Mlp")]),
+        "a value read from a dict literal": (
+            "from .layers import Mlp, Attention\nTABLE = {'a': Attention, 'm': Mlp}\nclass Net:\n"
+            "    def __init__(self, kind):\n        self.layer = TABLE[kind]()\n"
+            "    def forward(self, x):\n        return self.layer(x)  # <-\n",
+            [("instance", "layers.py", 2, "Attention"), ("instance", "layers.py", 6, "Mlp")]),
+        "a setter's argument is not what the constructor assigned": (
+            "from .layers import Mlp\nclass Net:\n    def __init__(self):\n        self.mlp = Mlp()\n"
+            "    def set_mlp(self, mlp):\n        self.mlp = mlp\n"
+            "    def forward(self, x):\n        return self.mlp(x)  # <-\n",
+            [("instance", "layers.py", 6, "Mlp")]),
+        "a class updated by hand as a decorator would": (
+            "from .layers import helper\nclass Auto:\n    @classmethod\n    def build(cls):\n        return helper(1)\n"
+            "Auto = helper(Auto)\ndef f():\n    return Auto.build()  # <-\n",
+            [("function", "model.py", 4, "build")]),
+        "an item of a registry object": (
+            "class Registry:\n    def __getitem__(self, key):\n        return key\nACTS = Registry()\n"
+            "class Net:\n    def __init__(self):\n        self.act = ACTS['gelu']\n"
+            "    def forward(self, x):\n        return self.act(x)  # <-\n", []),
+        "a method of a local object of unknown type": (
+            "def helper(x):\n    return x\ndef f(tensor):\n    y = tensor * 2\n    return y.helper()  # <-\n", []),
         "a builtin": ("def helper(x):\n    return x\ndef f(x):\n    return len(x)  # <-\n", []),
         "an outside package": ("import torch\ndef helper(x):\n    return x\ndef f(x):\n    return torch.helper(x)  # <-\n", []),
     }
@@ -112,10 +132,9 @@ class TestLeftToJedi:
         "a dataclass field's default": (
             "from dataclasses import dataclass\nfrom .layers import Mlp\n@dataclass\nclass Fns:\n    mlp: type = Mlp\n"
             "def f(fns: Fns):\n    return Fns().mlp()  # <-\n"),
-        "a value read from a table": (
-            "from .layers import Mlp, Attention\nTABLE = {'a': Attention, 'm': Mlp}\nclass Net:\n"
-            "    def __init__(self, kind):\n        self.layer = TABLE[kind]()\n"
-            "    def forward(self, x):\n        return self.layer(x)  # <-\n"),
+        "a class updated by a function that may return another": (
+            "from .layers import Mlp\ndef f():\n    return Mlp\nMlp2 = Mlp\nMlp2 = f()\n"
+            "def g():\n    return Mlp2()  # <-\n"),
     }
 
     @pytest.mark.parametrize("case", sorted(CASES))
@@ -161,6 +180,27 @@ def test_jedi_agrees_with_every_answer_of_the_index_on_a_library():
                 for site in sites}
     certain = {position: targets for position, targets in answered.items() if targets is not None}
     assert len(certain) >= len(sites) * 0.8, "the index answers most call sites of a plain library"
-    jedi = _ask_jedi(library, (), sorted(certain), 1, lambda *_: None)
+    jedi, _ = _ask_jedi(library, (), sorted(certain), 1, lambda *_: None)
     for position, targets in certain.items():
         assert set(jedi.get("%s:%d:%d" % position, [])) <= set(targets), position
+
+
+def test_jedi_is_asked_within_its_time_and_a_rerun_goes_on_from_the_cache(tmp_path):
+    import subprocess
+    import sys
+
+    library = build(tmp_path, {"model.py": TestLeftToJedi.CASES["a parameter (callers may pass another class)"]})
+    cache = tmp_path / "cache"
+
+    def analyse(*more):
+        out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
+        done = subprocess.run([sys.executable, "-m", "gpu2npu", "analyse", "-i", str(library.root), "-o", str(out),
+                               "-v", "2.1.0", "-m", "third_party", "-j", "1", "--cache-dir", str(cache), *more],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "1 call site not asked: --jedi-seconds 0 ran out" in analyse("--jedi-seconds", "0")
+    first = analyse()
+    assert "not asked" not in first and "1 by jedi" in first
+    assert "the answers of 1 file from the cache" in analyse()

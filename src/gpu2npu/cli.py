@@ -497,6 +497,10 @@ def _say_version(version: str, why: str) -> None:
 @click.option("-env", "--env", "env", multiple=True, type=click.Path(path_type=Path), metavar="PATH",
               help="third_party: a folder jedi may import from besides the library (a subfolder of INPUT or any "
                    "path). Repeat for several.")
+@click.option("--jedi-seconds", type=click.FloatRange(min=0), default=120, show_default=True, metavar="SECONDS",
+              help="third_party: the time jedi may take for the call sites the library's own source does not "
+                   "answer (0: jedi is not asked). What it answered is kept in the cache: a re-run asks only the "
+                   "files it did not reach.")
 @click.option("-api", "--third-party-apis", "api_files", multiple=True, type=click.Path(path_type=Path), metavar="CSV",
               help="torch_apis: a library's affected APIs (full_unsupported_results.csv of -m third_party); calls "
                    "of them count as unsupported. Repeat for several (at most 100).")
@@ -507,7 +511,8 @@ def _say_version(version: str, why: str) -> None:
                    "(default: $GPU2NPU_CACHE_DIR, else ~/.cache/gpu2npu).")
 @click.option("--no-cache", is_flag=True, help="Analyse every file afresh and keep no results.")
 @click.option("--force", is_flag=True, help="Replace an existing INPUT_NAME_analysis/.")
-def analyse(input_path, output_path, torch_version, mode, env, api_files, jobs, cache_dir, no_cache, force):
+def analyse(input_path, output_path, torch_version, mode, env, jedi_seconds, api_files, jobs, cache_dir, no_cache,
+            force):
     """Analyse without migrating (the incumbent's pytorch_analyse.sh), into OUTPUT/INPUT_NAME_analysis/.
 
     \b
@@ -516,7 +521,8 @@ def analyse(input_path, output_path, torch_version, mode, env, api_files, jobs, 
                       api_performance_advice), without writing a migrated tree
     -m affinity_apis  affinity_api_call.csv: code a fused torch_npu API can replace
     -m third_party    INPUT is a library: every public API whose calls reach an unsupported,
-                      unknown or CUDA-only call, with the chain of calls (jedi resolves them):
+                      unknown or CUDA-only call, with the chain of calls (read from its source;
+                      jedi answers what the source leaves open, within --jedi-seconds):
                       framework_unsupported_op.csv, unknown_op.csv, migration_needed_op.csv,
                       cuda_op.csv, full_unsupported_results.csv (feed it back with -api)
     -m dynamic_shape  writes an instrumented copy of the project; running it records the tensor
@@ -533,7 +539,7 @@ def analyse(input_path, output_path, torch_version, mode, env, api_files, jobs, 
         _fail("missing option -v/--version: the torch version of the code, such as -v 2.1.0 (or [tool.gpu2npu] "
               "version in the project's pyproject.toml)")
     request = AnalyseRequest(input=input_path, output=output_path, version=_version(torch_version), mode=mode,
-                             env=tuple(env), config=config,
+                             env=tuple(env), jedi_seconds=jedi_seconds, config=config,
                              api_files=tuple(api_files), force=force, jobs=jobs,
                              cache_dir=None if no_cache else (cache_dir or cache.default_folder()))
     result = _carry_out(run_analysis, request)

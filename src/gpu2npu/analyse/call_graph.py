@@ -11,11 +11,13 @@ cache, keyed by the content of every file of the library: an unchanged library i
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import json
 import multiprocessing
 import os
 import signal
+import threading
+import time
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -26,11 +28,16 @@ from .library import CLASS, CONSTRUCTORS, CONTAINER, INSTANCE_CALL, CallSite, De
 Target = Tuple[str, str, int, str]
 Edges = Dict[str, Set[str]]
 
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"
+# jedi follows some values through half a library (a model's configuration through a registry of
+# classes): a call site it has not answered in this time is left unresolved, and counted
+JEDI_SECONDS = 2.0
+GAVE_UP: Target = ("gave up", "", 0, "")
 
 
 def resolve(library: Library, env: Sequence[Path], jobs: int, cache_folder: Optional[Path],
-            progress: Callable[..., None] = lambda *done_and_total: None) -> Tuple[Edges, dict]:
+            progress: Callable[..., None] = lambda *done_and_total: None,
+            jedi_seconds: float = float("inf")) -> Tuple[Edges, dict]:
     """The call graph: caller key -> keys it may call; and figures about the resolution.  Also
     sets library.base_classes (the base-class expressions are resolved with the call sites).
     What the library's own index answers with certainty (index.py) is not asked of jedi."""
@@ -47,17 +54,13 @@ def resolve(library: Library, env: Sequence[Path], jobs: int, cache_folder: Opti
     for key, path, line, column in bases:
         _answer(answers, unanswered, (path, line, column), index.base_targets(key, line, column))
     by_index = len(sites) + len(bases) - len(unanswered)
-    cache_key = _cache_key(library, env)
-    asked = _read_cache(cache_folder, cache_key)
-    cached = asked is not None
-    if asked is None:
-        asked = _ask_jedi(library, env, unanswered, jobs, progress)
-        _write_cache(cache_folder, cache_key, asked)
-    answers.update(asked)
+    asked, from_cache, not_asked = _jedi_answers(library, env, unanswered, jobs, cache_folder, progress, jedi_seconds)
+    gave_up = sum(1 for targets in asked.values() if GAVE_UP in targets)
+    answers.update((site, targets) for site, targets in asked.items() if GAVE_UP not in targets)
     _set_base_classes(library, answers)
     edges = _edges(library, sites, answers)
     figures = {"call sites": len(library.calls), "asked": len(sites) + len(bases), "by the index": by_index,
-               "by jedi": len(unanswered), "cached": cached,
+               "by jedi": len(unanswered), "jedi gave up": gave_up, "not asked": not_asked, "cached": from_cache,
                "resolved": sum(1 for site in sites if answers.get(_site_id(site)))}
     return edges, figures
 
@@ -76,28 +79,37 @@ def _site_id(site: CallSite) -> str:
 
 # -- asking jedi --------------------------------------------------------------------------------
 def _ask_jedi(library: Library, env: Sequence[Path], positions: List[Tuple[str, int, int]],
-              jobs: int, progress: Callable[..., None]) -> Dict[str, List[Target]]:
+              jobs: int, progress: Callable[..., None], seconds: float = float("inf")) -> Tuple[Dict[str, List[Target]], Set[str]]:
+    """jedi's answers at `positions`, and the files it was not asked about (or not about all of
+    their positions) before `seconds` ran out."""
     by_file: Dict[str, List[Tuple[int, int]]] = {}
     for path, line, column in positions:
         by_file.setdefault(path, []).append((line, column))
-    work = sorted(by_file.items())
+    deadline = time.time() + seconds
+    # Files of similar work go to different processes: biggest first, handed out one at a time.
+    work = [(path, places, deadline) for path, places in sorted(by_file.items(), key=lambda item: (-len(item[1]), item[0]))]
     settings = (str(library.root), str(library.import_root), [str(folder) for folder in env])
     jobs = jobs or os.cpu_count() or 1
     answers: Dict[str, List[Target]] = {}
+    unfinished: Set[str] = set()
     if jobs <= 1 or len(work) < 4:
         _init(*settings)
         results = map(_resolve_file, work)
-        for done, path_answers in enumerate(results, 1):
+        pool = None
+    else:
+        pool = multiprocessing.get_context("spawn").Pool(min(jobs, len(work)), _init_worker, settings)
+        results = pool.imap_unordered(_resolve_file, work, chunksize=1)
+    try:
+        for done, (path, path_answers, finished) in enumerate(results, 1):
             answers.update(path_answers)
+            if not finished:
+                unfinished.add(path)
             progress(done, len(work))
-        return answers
-    # Files of similar work go to different processes: biggest first, handed out one at a time.
-    work.sort(key=lambda item: -len(item[1]))
-    with multiprocessing.get_context("spawn").Pool(min(jobs, len(work)), _init_worker, settings) as pool:
-        for done, path_answers in enumerate(pool.imap_unordered(_resolve_file, work, chunksize=1), 1):
-            answers.update(path_answers)
-            progress(done, len(work))
-    return answers
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+    return answers, unfinished
 
 
 _ROOT: Optional[Path] = None
@@ -121,10 +133,13 @@ def _init(root: str, import_root: str, env: List[str]) -> None:
                             load_unsafe_extensions=False)
 
 
-def _resolve_file(item: Tuple[str, List[Tuple[int, int]]]) -> Dict[str, List[Target]]:
+def _resolve_file(item: Tuple[str, List[Tuple[int, int]], float]) -> Tuple[str, Dict[str, List[Target]], bool]:
+    """(the file, jedi's answers in it, whether every position was asked before the deadline)."""
     import jedi
 
-    relative, positions = item
+    relative, positions, deadline = item
+    if time.time() > deadline:
+        return relative, {}, False
     absolute = _ROOT / relative
     data = absolute.read_bytes()
     text = data.decode("utf-8", errors="replace")
@@ -132,9 +147,15 @@ def _resolve_file(item: Tuple[str, List[Tuple[int, int]]]) -> Dict[str, List[Tar
     script = jedi.Script(text, path=str(absolute), project=_PROJECT)
     answers: Dict[str, List[Target]] = {}
     for line, byte_column in positions:
+        if time.time() > deadline:
+            return relative, answers, False
         column = len(lines[line - 1][:byte_column].decode("utf-8", errors="replace"))  # jedi counts characters
         try:
-            names = script.infer(line, column)
+            with _time_limit(JEDI_SECONDS):
+                names = script.infer(line, column)
+        except _TooLong:
+            answers[f"{relative}:{line}:{byte_column}"] = [GAVE_UP]
+            continue
         except Exception:  # jedi fails on some constructs: that call site stays unresolved
             continue
         targets: List[Target] = []
@@ -149,7 +170,30 @@ def _resolve_file(item: Tuple[str, List[Tuple[int, int]]]) -> Dict[str, List[Tar
             targets.append((name.type, inside, name.line, name.name))
         if targets:
             answers[f"{relative}:{line}:{byte_column}"] = sorted(set(targets))
-    return answers
+    return relative, answers, True
+
+
+class _TooLong(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float):
+    """Raises _TooLong in the block after `seconds` (where the platform has interval timers)."""
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(*_):
+        raise _TooLong()
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 # -- the graph ------------------------------------------------------------------------------------
@@ -247,41 +291,77 @@ def _set_base_classes(library: Library, answers: Dict[str, List[Target]]) -> Non
 
 
 # -- cache ----------------------------------------------------------------------------------------
-def _cache_key(library: Library, env: Sequence[Path]) -> str:
+def _jedi_answers(library: Library, env: Sequence[Path], positions: List[Tuple[str, int, int]], jobs: int,
+                  cache_folder: Optional[Path], progress: Callable[..., None],
+                  seconds: float) -> Tuple[Dict[str, List[Target]], int, int]:
+    """jedi's answers for `positions`, how many of their files the cache answered and how many
+    positions were not asked (`seconds` ran out before jedi came to them).  What
+    jedi answers in a file is kept under the file's content, the content of the library modules
+    it imports, the -env folders and the code that asks: a change re-asks the files it touches."""
+    by_file: Dict[str, List[Tuple[int, int]]] = {}
+    for path, line, column in positions:
+        by_file.setdefault(path, []).append((line, column))
+    store = _answer_cache(cache_folder, library, env)
+    digests: Dict[str, bytes] = {}
+
+    def digest_of(module: str) -> bytes:
+        if module not in digests:
+            try:
+                digests[module] = hashlib.sha256(library.modules[module].absolute.read_bytes()).digest()
+            except OSError:
+                digests[module] = b"?"
+        return digests[module]
+
+    answers: Dict[str, List[Target]] = {}
+    ask: List[Tuple[str, int, int]] = []
+    keys: Dict[str, str] = {}
+    from_cache = 0
+    for path, places in sorted(by_file.items()):
+        kept = None
+        if store is not None:
+            keys[path] = store.key(path, _dependencies(library, path, digest_of))
+            kept = store.get(keys[path])
+        if kept is not None:
+            answers.update({site: [tuple(target) for target in targets] for site, targets in kept.items()})
+            from_cache += 1
+        else:
+            ask += [(path, line, column) for line, column in places]
+    try:
+        asked, unfinished = _ask_jedi(library, env, ask, jobs, progress, seconds) if ask and seconds > 0 else (
+            {}, {path for path, _, _ in ask})
+        answers.update(asked)
+        if store is not None:
+            for path in {path for path, _, _ in ask} - unfinished:
+                store.put(keys[path], {site: targets for site, targets in asked.items()
+                                       if site.rsplit(":", 2)[0] == path})
+    finally:
+        if store is not None:
+            store.close()
+    not_asked = sum(1 for path, line, column in ask
+                    if path in unfinished and f"{path}:{line}:{column}" not in asked)
+    return answers, from_cache, not_asked
+
+
+def _answer_cache(folder: Optional[Path], library: Library, env: Sequence[Path]):
+    if folder is None:
+        return None
     import jedi
 
-    # what jedi answered depends on the library, jedi and the code that asks: this module and
-    # library.py (which finds the call sites), not the rest of gpu2npu
-    digest = hashlib.sha256(f"{CACHE_VERSION}\n{jedi.__version__}\n".encode())
+    from ..cache import ResultCache
+
+    # what jedi answers depends on jedi, the code that asks (this module, library.py and index.py,
+    # which choose the call sites), where the library is and the -env folders
+    digest = hashlib.sha256(f"jedi answers\0{CACHE_VERSION}\0{jedi.__version__}\0".encode())
     for asking in (Path(__file__), Path(__file__).with_name("library.py"), Path(__file__).with_name("index.py")):
         digest.update(asking.read_bytes())
     digest.update(str(library.root.resolve()).encode("utf-8", "surrogateescape"))
-    for folder in env:
-        digest.update(b"\0env\0" + str(folder.resolve()).encode("utf-8", "surrogateescape"))
-    for module in sorted(library.modules.values(), key=lambda m: m.path):
-        digest.update(b"\0" + module.path.encode("utf-8", "surrogateescape") + b"\0")
-        digest.update(hashlib.sha256(module.absolute.read_bytes()).digest())
-    return digest.hexdigest()
+    for folder_of_env in env:
+        digest.update(b"\0env\0" + str(folder_of_env.resolve()).encode("utf-8", "surrogateescape"))
+    return ResultCache(folder / "third_party", digest.hexdigest())
 
 
-def _read_cache(folder: Optional[Path], key: str) -> Optional[Dict[str, List[Target]]]:
-    if folder is None:
-        return None
-    try:
-        data = json.loads((folder / "third_party" / f"{key}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return {site: [tuple(target) for target in targets] for site, targets in data.items()}
-
-
-def _write_cache(folder: Optional[Path], key: str, answers: Dict[str, List[Target]]) -> None:
-    if folder is None:
-        return
-    try:
-        target = folder / "third_party"
-        target.mkdir(parents=True, exist_ok=True)
-        temporary = target / f".{key}.{os.getpid()}.tmp"
-        temporary.write_text(json.dumps(answers, sort_keys=True), encoding="utf-8")
-        os.replace(temporary, target / f"{key}.json")
-    except OSError:
-        pass  # the analysis stands without its cache
+def _dependencies(library: Library, path: str, digests: Callable[[str], bytes]) -> bytes:
+    """The content a file's answers depend on: the file and the library modules it imports."""
+    module = library.module_of(path)
+    names = {module, *library.indexes[module].imported_modules()}
+    return b"\0".join(name.encode() + b"\0" + digests(name) for name in sorted(names) if name in library.modules)

@@ -30,11 +30,15 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 #   ("self", class key)          the instance a method runs on
 #   ("super", class key)         super() in a method of that class
 #   ("union", (references...))  one of several
+#   ("table", (references...))  a dict, list, tuple or set literal: its values
+#   ("item", reference)          a subscript (`TABLE[kind]`: one of the table's values)
 #   ("nothing",)                 no value that matters (None, a function nested in a function)
 #   ("object", reference)        a call's callee `variable.name` where the variable is a function's
+#   ("parameter",)               a function's parameter (what callers pass: not certain)
 #   ("unknown",)                 not followed by this reading
 Ref = Tuple
 UNKNOWN: Ref = ("unknown",)
+PARAMETER: Ref = ("parameter",)  # a function's parameter: what its callers pass (not certain)
 NOTHING: Ref = ("nothing",)
 
 # Meanings, what a reference resolves to: ("def", key), ("instance", class key), ("module",
@@ -47,6 +51,8 @@ _DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 _PATTERN_NAMES = {getattr(ast, kind): name for kind, name in
                   (("MatchAs", "name"), ("MatchStar", "name"), ("MatchMapping", "rest")) if hasattr(ast, kind)}
 _MAX_DEPTH = 24
+_MAX_TABLE = 256  # entries of a dict, list or tuple literal that are followed
+_CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__", "__setstate__"})
 # Calls whose result stands for their first argument where it is called or its attributes read
 _GIVES_FIRST_ARGUMENT = frozenset({"partial", "deepcopy", "copy"})
 
@@ -66,10 +72,22 @@ class ModuleIndex:
 
     name: str
     namespace: Dict[str, Ref] = field(default_factory=dict)  # module-level name -> what it is bound to
-    star_sources: List[Optional[str]] = field(default_factory=list)  # `from X import *` (None: outside)
+    star_sources: List[Optional[str]] = field(default_factory=list)  # `from X import *` (None: above the root)
     callees: Dict[Tuple[int, int], Ref] = field(default_factory=dict)  # (line, column) of a call's last name -> its callee
     classes: Dict[str, ClassShape] = field(default_factory=dict)  # class key -> its shape
     returns: Dict[str, List[Ref]] = field(default_factory=dict)  # function key -> what its returns give
+
+
+    def imported_modules(self) -> Set[str]:
+        """The modules its module-level imports name (`from .layers import Mlp` names the
+        package's layers, `import a.b` names a)."""
+        names: Set[str] = {source for source in self.star_sources if source}
+        for reference in self.namespace.values():
+            if reference[0] == "module":
+                names.add(reference[1])
+            elif reference[0] == "from" and reference[1]:
+                names.update((reference[1], f"{reference[1]}.{reference[2]}"))
+        return names
 
 
 class _Scope:
@@ -91,18 +109,17 @@ class _Scope:
         self.bindings.setdefault(name, []).append(how)
 
 
-def read_module(tree: ast.Module, module_name: str, is_package: bool, library_modules) -> ModuleIndex:
-    """The index of one module.  `library_modules` answers whether a dotted name is a module of
-    the library (imports are placed with it)."""
-    return _Reader(module_name, is_package, library_modules).read(tree)
+def read_module(tree: ast.Module, module_name: str, is_package: bool) -> ModuleIndex:
+    """The index of one module (of its tree alone: which imports are the library's own is
+    answered by the Index)."""
+    return _Reader(module_name, is_package).read(tree)
 
 
 class _Reader:
-    def __init__(self, module_name: str, is_package: bool, library_modules) -> None:
+    def __init__(self, module_name: str, is_package: bool) -> None:
         self.index = ModuleIndex(module_name)
         self.module_name = module_name
         self.is_package = is_package
-        self.library_modules = library_modules
         self.depth = 0
 
     # -- binding ---------------------------------------------------------------------------------
@@ -177,7 +194,7 @@ class _Reader:
                 for alias in node.names:
                     if alias.name == "*":
                         if scope.kind == "module":
-                            self.index.star_sources.append(source if source in self.library_modules else None)
+                            self.index.star_sources.append(source)
                         continue
                     bind(alias.asname or alias.name, ("ref", ("from", source, alias.name)))
                 continue
@@ -211,6 +228,10 @@ class _Reader:
 
     # -- references ------------------------------------------------------------------------------
     def _binding_ref(self, scope: _Scope, name: str, bindings: List[Tuple]) -> Ref:
+        if len(bindings) == 2:
+            definitions = [how for how in bindings if how[0] == "def"]
+            if len(definitions) == 1 and any(_rewraps(how, name) for how in bindings):
+                bindings = definitions  # `Model = update(Model)`: a decorator applied by hand
         if len(bindings) != 1:
             return UNKNOWN
         how = bindings[0]
@@ -224,7 +245,7 @@ class _Reader:
         if kind == "parameter":
             # a default is only what a call that leaves the argument out gets: jedi also reads
             # the calls (`Mlp(act_layer=GELU)`), so a parameter is left to it
-            return UNKNOWN
+            return PARAMETER
         if kind == "self":
             return ("self", how[1])
         if kind == "cls":
@@ -270,6 +291,10 @@ class _Reader:
                 return self._name(node.id, scope)
             if isinstance(node, ast.Attribute):
                 base = self._ref(node.value, scope)
+                if base == PARAMETER:
+                    # `config.hidden_act`, `args.model`: a setting or a method of an object a
+                    # caller passes, not a library definition this reading (or jedi) can place
+                    return NOTHING
                 return UNKNOWN if base == UNKNOWN else ("attr", base, node.attr)
             if isinstance(node, ast.Call):
                 if isinstance(node.func, ast.Name) and node.func.id == "super" and self._name("super", scope)[0] == "global":
@@ -284,9 +309,16 @@ class _Reader:
                 return _union([self._ref(node.body, scope), self._ref(node.orelse, scope)])
             if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
                 return _union([self._ref(value, scope) for value in node.values])
-            if isinstance(node, ast.Constant) and node.value is None:
-                return NOTHING
-            return UNKNOWN
+            if isinstance(node, ast.Subscript):
+                base = self._ref(node.value, scope)
+                return UNKNOWN if base == UNKNOWN else ("item", base)
+            if isinstance(node, (ast.Dict, ast.List, ast.Tuple, ast.Set)):
+                values = node.values if isinstance(node, ast.Dict) else node.elts
+                if len(values) > _MAX_TABLE or any(isinstance(value, ast.Starred) for value in values):
+                    return UNKNOWN
+                return ("table", tuple(self._ref(value, scope) for value in values))
+            # a constant, an operation, a lambda, a comprehension...: no library object to call
+            return NOTHING
         finally:
             self.depth -= 1
 
@@ -345,6 +377,11 @@ class _Reader:
                 for target in targets:
                     attribute = _attribute_of(target, inner)
                     if attribute is not None:
+                        if node.name not in _CONSTRUCTORS and _is_parameter(sub.value, inner):
+                            # a setter's argument (`set_decoder(self, decoder)`) is what its
+                            # caller passes, outside the library's own code: the instance holds
+                            # what the constructors assign
+                            continue
                         value = self._ref(sub.value, inner) if len(targets) == 1 else UNKNOWN
                         shape.attributes.setdefault(attribute, []).append(value)
                     elif isinstance(target, (ast.Tuple, ast.List)):
@@ -376,6 +413,17 @@ def _push_children(node: ast.AST, pending: List[ast.AST]) -> None:
             pending.extend(item for item in value if isinstance(item, ast.AST))
         elif isinstance(value, ast.AST):
             pending.append(value)
+
+
+def _rewraps(how: Tuple, name: str) -> bool:
+    value = how[1] if how[0] == "value" else None
+    return (type(value) is ast.Call and bool(value.args) and type(value.args[0]) is ast.Name
+            and value.args[0].id == name)
+
+
+def _is_parameter(value: ast.AST, scope: _Scope) -> bool:
+    bindings = scope.bindings.get(value.id, ()) if type(value) is ast.Name else ()
+    return len(bindings) == 1 and bindings[0][0] == "parameter"
 
 
 def _attribute_of(target: ast.AST, scope: _Scope) -> Optional[str]:
@@ -516,6 +564,11 @@ class Index:
             return frozenset([("super", reference[1])]) if reference[1] in self.definitions else None
         if kind == "union":
             return self._each_reference(module, reference[1])
+        if kind == "table":
+            return frozenset([("table", module, reference[1])])
+        if kind == "item":
+            base = self.meaning(module, reference[1])
+            return None if base is None else self._each(base, self._item)
         if kind == "nothing":
             return frozenset()
         return None
@@ -578,8 +631,8 @@ class Index:
 
     def _attribute(self, meaning: Tuple, name: str) -> Meanings:
         kind = meaning[0]
-        if kind == "external":
-            return frozenset([EXTERNAL])
+        if kind == "external" or kind == "table":
+            return frozenset([EXTERNAL])  # (a table's attributes are its type's: dict.get...)
         if kind == "module":
             if not self._binds(meaning[1], name) and self._is_module(f"{meaning[1]}.{name}"):
                 return frozenset([("module", f"{meaning[1]}.{name}")])
@@ -614,6 +667,15 @@ class Index:
             found |= meanings
         return frozenset(found)
 
+    def _item(self, meaning: Tuple) -> Meanings:
+        if meaning[0] == "table":
+            return self._each_reference(meaning[1], meaning[2])
+        if meaning == EXTERNAL:
+            return frozenset([EXTERNAL])
+        # an item of a library object (a registry's __getitem__), of a class (typing's List[int])
+        # or of a module: not followed, and jedi seldom knows more (transformers' ACT2FN)
+        return frozenset()
+
     def _called(self, meaning: Tuple) -> Meanings:
         kind = meaning[0]
         if kind == "external":
@@ -627,7 +689,9 @@ class Index:
             if returns is None:
                 return None
             return self._each_reference_of([(module, reference) for reference in returns])
-        return None  # what an instance's forward or a module gives: not followed
+        if kind == "instance" or kind == "table":
+            return frozenset()  # what a module's forward gives (tensors), not followed
+        return None
 
     # -- classes -------------------------------------------------------------------------------
     def _class_bases(self, class_key: str) -> Tuple[List[str], bool]:

@@ -9,11 +9,16 @@ what there is and where.
 from __future__ import annotations
 
 import ast
+import gc
+import multiprocessing
+import os
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from ..scan import parse
+from .hit_facts import HitFacts, hit_facts_of
 from .index import ModuleIndex, read_module
 
 FUNCTION, METHOD, CLASS, MODULE = "function", "method", "class", "module"
@@ -77,7 +82,9 @@ class Library:
     """Every module of the library under `root`; `root` is a package (has __init__.py) or a folder
     holding packages and modules (a vendored `third_party/`)."""
 
-    def __init__(self, root: Path, files: List[Path]) -> None:
+    def __init__(self, root: Path, files: List[Path], cache=None, jobs: int = 1) -> None:
+        """`cache`: a cache.ResultCache that keeps each module's shape under its content; `jobs`:
+        processes that read the modules the cache does not have."""
         self.root = root
         self.is_package = (root / "__init__.py").is_file()
         # jedi resolves imports from this folder: the package's parent, or the folder itself
@@ -96,21 +103,28 @@ class Library:
         self.runs_held: List[Tuple[str, str, str]] = []
         # what each module's names mean, for the answers that need no jedi (index.py)
         self.indexes: Dict[str, ModuleIndex] = {}
+        self.hit_facts: Dict[str, object] = {}  # relative path -> third_party.HitFacts
+        self.shapes_read = 0  # modules read from their source (the others came from the cache)
         named = [(path, relative, name) for path in files
                  for relative in [path.relative_to(root).as_posix()]
                  for name in [self._module_name(relative)] if name is not None]
-        module_names = {name for _, _, name in named}
-        for path, relative, name in named:
-            try:
-                tree = parse(path.read_bytes())
-            except OSError:
-                tree = None
-            if tree is None:
+        for (path, relative, name), shape in zip(named, self._shapes(named, cache, jobs)):
+            if shape is None:
                 self.unparsed.append(relative)
                 continue
-            module = Module(name, relative, path, relative.endswith("__init__.py"))
+            module = shape.module
+            module.absolute = path
             self.modules[name] = module
-            self._read(module, tree, module_names)
+            self.indexes[name] = shape.index
+            self.hit_facts[relative] = shape.hit_facts
+            for key, definition in shape.definitions.items():
+                self.definitions.setdefault(key, definition)
+            self.by_position.update(shape.by_position)
+            self.calls += shape.calls
+            self.self_attributes |= shape.self_attributes
+            for key, constructions in shape.held.items():
+                self.held.setdefault(key, []).extend(constructions)
+            self.runs_held += shape.runs_held
         # the names calls can reach the library by: its functions and classes (module level or
         # nested), its methods (through self/cls/super or a class), and instance attributes that
         # hold its classes' instances
@@ -121,25 +135,35 @@ class Library:
         self.held = {key: [position[:3] for position in constructions if position[3] in self.class_names]
                      for key, constructions in self.held.items()}
 
-    def _read(self, module: Module, tree: ast.Module, module_names: Set[str]) -> None:
-        """Everything the analysis needs of one module's tree, while it is alive."""
-        self._class_nodes: Dict[str, ast.ClassDef] = {}  # class key -> its statement (read for its containers)
-        self._method_nodes: Dict[int, _Nodes] = {}  # id of a method's statement -> the nodes of its body
-        self._extensions: List[str] = []
-        self._collect(module, tree)
-        self.indexes[module.name] = read_module(tree, module.name, module.is_package, module_names)
-        self._held_by_class: Dict[str, Set[str]] = {}
-        for key, node in self._class_nodes.items():
-            self._containers(self.definitions[key], node)
-        module.top_level = tuple(statement.name for statement in tree.body
-                                 if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
-        module.imports_from = tuple((statement.level, statement.module,
-                                     tuple((alias.name, alias.asname) for alias in statement.names))
-                                    for statement in tree.body if isinstance(statement, ast.ImportFrom))
-        listed = _all_of(tree)
-        module.all_names = frozenset(listed) if listed is not None else None
-        module.cuda_extensions = tuple(self._extensions)
-        self._class_nodes, self._method_nodes = {}, {}
+    def _shapes(self, named, cache, jobs: int) -> List[Optional["ModuleShape"]]:
+        """The shape of every module, in order: from the cache where it has the module's content,
+        else read (in `jobs` processes where there are many)."""
+        shapes: List[Optional[ModuleShape]] = [None] * len(named)
+        work = []
+        for number, (path, relative, name) in enumerate(named):
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            key = cache.key(f"{name}\0{relative}", data) if cache is not None else None
+            kept = cache.get(key) if key is not None else None
+            if kept is not None:
+                shapes[number] = kept or None  # (False: kept as not parsable)
+            else:
+                work.append((number, key, (name, relative, data)))
+        self.shapes_read = len(work)
+        jobs = min(jobs or os.cpu_count() or 1, max(1, len(work) // 64))
+        if jobs > 1:
+            with multiprocessing.get_context("spawn").Pool(jobs, _ignore_interrupts) as pool:
+                read = pool.imap(_read_shape, (item for _, _, item in work), chunksize=16)
+                results = list(read)
+        else:
+            results = [_read_shape(item) for _, _, item in work]
+        for (number, key, _), shape in zip(work, results):
+            shapes[number] = shape
+            if cache is not None:
+                cache.put(key, shape if shape is not None else False)
+        return shapes
 
     def _module_name(self, relative: str) -> Optional[str]:
         parts = relative[:-3].split("/")
@@ -151,7 +175,165 @@ class Library:
             return None  # not importable under a name (e.g. a script with a dash): not the library's API
         return ".".join(parts)
 
-    # -- definitions and call sites -------------------------------------------------------------
+    def worth_resolving(self, call: CallSite) -> bool:
+        """Whether jedi should be asked where a call goes: only what can lead into the library:
+        a function or class it defines called by name or through a module (`layers.create(...)`),
+        a method through self/cls/super or a class of its own, an attribute of self (it may hold
+        an instance of one of its classes).  (A method of some other object, `x.view(...)`, would need
+        the object's type, which jedi seldom knows and which costs most of its time.)"""
+        if call.self_call:
+            return call.name in self.method_names or call.name in self.self_attributes or call.name in self.names
+        if not call.receiver:
+            return call.name in self.names
+        if call.receiver in self.class_names:
+            return call.name in self.method_names
+        return call.receiver != "?" and call.name in self.names
+
+    def sources(self) -> Iterator[Module]:
+        return iter(self.modules.values())
+
+    def module_of(self, path: str) -> str:
+        """The name of the module in the file `path` (relative to the root)."""
+        if self._module_names is None:
+            self._module_names = {module.path: name for name, module in self.modules.items()}
+        return self._module_names[path]
+
+    # -- public names ---------------------------------------------------------------------------
+    def public_names(self) -> Dict[str, List[str]]:
+        """key -> the public names of that definition: where it is defined (when no part of the
+        path is private) and every public re-export of it in a package's __init__.py."""
+        exported: Dict[str, Dict[str, str]] = {}  # module -> {public name -> key}
+        for name, module in self.modules.items():
+            exported[name] = {definition.key.rsplit(".", 1)[-1]: definition.key
+                              for definition in self._top_level(name) if _public(definition.key.rsplit(".", 1)[-1])}
+        for _ in range(8):  # re-exports of re-exports, to a fixed point (packages nest a few levels)
+            grew = False
+            for name, module in self.modules.items():
+                # a package re-exports what its __init__ imports; a plain module only what its __all__ lists
+                listed = None if module.is_package else (module.all_names or set())
+                for local, key in self._imported(module, exported).items():
+                    if listed is not None and local not in listed:
+                        continue
+                    if _public(local) and exported[name].get(local) != key and local not in exported[name]:
+                        exported[name][local] = key
+                        grew = True
+            if not grew:
+                break
+        names: Dict[str, List[str]] = {}
+        for module_name, table in exported.items():
+            if any(part.startswith("_") for part in module_name.split(".")):
+                continue
+            for local, key in table.items():
+                names.setdefault(key, []).append(f"{module_name}.{local}")
+        for key, definition in self.definitions.items():
+            if definition.kind == METHOD and _public(key.rsplit(".", 1)[-1]):
+                for owner_name in names.get(definition.owner or "", []):
+                    names.setdefault(key, []).append(f"{owner_name}.{key.rsplit('.', 1)[-1]}")
+            elif definition.kind == MODULE and not any(part.startswith("_") for part in key.split(".")):
+                names.setdefault(key, []).append(key)
+        return {key: sorted(set(values), key=lambda value: (value.count("."), value)) for key, values in names.items()}
+
+    def _top_level(self, module_name: str) -> Iterator[Definition]:
+        for name in self.modules[module_name].top_level:
+            definition = self.definitions.get(f"{module_name}.{name}")
+            if definition is not None:
+                yield definition
+
+    def _imported(self, module: Module, exported: Dict[str, Dict[str, str]]) -> Dict[str, str]:
+        """Names a module binds by importing library definitions (`from .mlp import Mlp`,
+        `from .layers import *`), as known so far."""
+        bound: Dict[str, str] = {}
+        for level, imported, aliases in module.imports_from:
+            source = self._absolute(module, level, imported)
+            if source is None:
+                continue
+            for name, asname in aliases:
+                if name == "*":
+                    table = exported.get(source, {})
+                    allowed = self.modules[source].all_names if source in self.modules else None
+                    for local, key in table.items():
+                        if allowed is None or local in allowed:
+                            bound[local] = key
+                    continue
+                key = exported.get(source, {}).get(name)
+                if key is None and f"{source}.{name}" in self.modules:
+                    continue  # a submodule, not a definition
+                if key is not None:
+                    bound[asname or name] = key
+        return bound
+
+    def _absolute(self, module: Module, level: int, imported: Optional[str]) -> Optional[str]:
+        if not level:
+            return imported if imported in self.modules else None
+        parts = module.name.split(".")
+        if not module.is_package:
+            parts = parts[:-1]
+        if level > 1:
+            parts = parts[: len(parts) - (level - 1)]
+        name = ".".join(parts + ([imported] if imported else []))
+        return name if name in self.modules else None
+
+
+def _ignore_interrupts() -> None:
+    # Ctrl-C reaches every process of the terminal's group: the parent alone handles it
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _read_shape(item: Tuple[str, str, bytes]) -> Optional["ModuleShape"]:
+    name, relative, data = item
+    tree = parse(data)
+    if tree is None:
+        return None
+    # (the trees of a large library would hold gigabytes in the collector's view: it need not
+    # look at them while they are read)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        shape = ModuleShape(Module(name, relative, Path(relative), relative.endswith("__init__.py")))
+        shape.read(tree)
+    finally:
+        if collecting:
+            gc.enable()
+    return shape
+
+
+class ModuleShape:
+    """What the analysis keeps of one module, read from its tree in one walk: its definitions,
+    its call sites, the containers of modules its classes hold, its index (index.py), and the
+    facts its hits are found from (hit_facts.py).  Made in any process, kept in the cache."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.definitions: Dict[str, Definition] = {}
+        self.by_position: Dict[Tuple[str, int, str], str] = {}
+        self.calls: List[CallSite] = []
+        self.self_attributes: Set[str] = set()
+        self.held: Dict[Tuple[str, str], List[Tuple[str, int, int, str]]] = {}
+        self.runs_held: List[Tuple[str, str, str]] = []
+        self.index: Optional[ModuleIndex] = None
+        self.hit_facts: Optional[HitFacts] = None
+
+    def read(self, tree: ast.Module) -> None:
+        module = self.module
+        self._class_nodes: Dict[str, ast.ClassDef] = {}  # class key -> its statement (read for its containers)
+        self._method_nodes: Dict[int, _Nodes] = {}  # id of a method's statement -> the nodes of its body
+        self._extensions: List[str] = []
+        self._collect(module, tree)
+        self.index = read_module(tree, module.name, module.is_package)
+        self._held_by_class: Dict[str, Set[str]] = {}
+        for key, node in self._class_nodes.items():
+            self._containers(self.definitions[key], node)
+        module.top_level = tuple(statement.name for statement in tree.body
+                                 if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+        module.imports_from = tuple((statement.level, statement.module,
+                                     tuple((alias.name, alias.asname) for alias in statement.names))
+                                    for statement in tree.body if isinstance(statement, ast.ImportFrom))
+        listed = _all_of(tree)
+        module.all_names = frozenset(listed) if listed is not None else None
+        module.cuda_extensions = tuple(self._extensions)
+        self.hit_facts = hit_facts_of(tree)
+        del self._class_nodes, self._method_nodes, self._extensions, self._held_by_class
+
     def _collect(self, module: Module, tree: ast.Module) -> None:
         lines = max((getattr(node, "end_lineno", 0) or 0 for node in tree.body), default=0)
         self._add(Definition(module.name, MODULE, module.path, 1, (1, lines)))
@@ -287,104 +469,6 @@ class Library:
             elif isinstance(receiver, ast.Name) and receiver.id in local:
                 for value in values:
                     local[receiver.id] += constructions(value)
-
-    def worth_resolving(self, call: CallSite) -> bool:
-        """Whether jedi should be asked where a call goes: only what can lead into the library:
-        a function or class it defines called by name or through a module (`layers.create(...)`),
-        a method through self/cls/super or a class of its own, an attribute of self (it may hold
-        an instance of one of its classes).  (A method of some other object, `x.view(...)`, would need
-        the object's type, which jedi seldom knows and which costs most of its time.)"""
-        if call.self_call:
-            return call.name in self.method_names or call.name in self.self_attributes or call.name in self.names
-        if not call.receiver:
-            return call.name in self.names
-        if call.receiver in self.class_names:
-            return call.name in self.method_names
-        return call.receiver != "?" and call.name in self.names
-
-    def sources(self) -> Iterator[Module]:
-        return iter(self.modules.values())
-
-    def module_of(self, path: str) -> str:
-        """The name of the module in the file `path` (relative to the root)."""
-        if self._module_names is None:
-            self._module_names = {module.path: name for name, module in self.modules.items()}
-        return self._module_names[path]
-
-    # -- public names ---------------------------------------------------------------------------
-    def public_names(self) -> Dict[str, List[str]]:
-        """key -> the public names of that definition: where it is defined (when no part of the
-        path is private) and every public re-export of it in a package's __init__.py."""
-        exported: Dict[str, Dict[str, str]] = {}  # module -> {public name -> key}
-        for name, module in self.modules.items():
-            exported[name] = {definition.key.rsplit(".", 1)[-1]: definition.key
-                              for definition in self._top_level(name) if _public(definition.key.rsplit(".", 1)[-1])}
-        for _ in range(8):  # re-exports of re-exports, to a fixed point (packages nest a few levels)
-            grew = False
-            for name, module in self.modules.items():
-                # a package re-exports what its __init__ imports; a plain module only what its __all__ lists
-                listed = None if module.is_package else (module.all_names or set())
-                for local, key in self._imported(module, exported).items():
-                    if listed is not None and local not in listed:
-                        continue
-                    if _public(local) and exported[name].get(local) != key and local not in exported[name]:
-                        exported[name][local] = key
-                        grew = True
-            if not grew:
-                break
-        names: Dict[str, List[str]] = {}
-        for module_name, table in exported.items():
-            if any(part.startswith("_") for part in module_name.split(".")):
-                continue
-            for local, key in table.items():
-                names.setdefault(key, []).append(f"{module_name}.{local}")
-        for key, definition in self.definitions.items():
-            if definition.kind == METHOD and _public(key.rsplit(".", 1)[-1]):
-                for owner_name in names.get(definition.owner or "", []):
-                    names.setdefault(key, []).append(f"{owner_name}.{key.rsplit('.', 1)[-1]}")
-            elif definition.kind == MODULE and not any(part.startswith("_") for part in key.split(".")):
-                names.setdefault(key, []).append(key)
-        return {key: sorted(set(values), key=lambda value: (value.count("."), value)) for key, values in names.items()}
-
-    def _top_level(self, module_name: str) -> Iterator[Definition]:
-        for name in self.modules[module_name].top_level:
-            definition = self.definitions.get(f"{module_name}.{name}")
-            if definition is not None:
-                yield definition
-
-    def _imported(self, module: Module, exported: Dict[str, Dict[str, str]]) -> Dict[str, str]:
-        """Names a module binds by importing library definitions (`from .mlp import Mlp`,
-        `from .layers import *`), as known so far."""
-        bound: Dict[str, str] = {}
-        for level, imported, aliases in module.imports_from:
-            source = self._absolute(module, level, imported)
-            if source is None:
-                continue
-            for name, asname in aliases:
-                if name == "*":
-                    table = exported.get(source, {})
-                    allowed = self.modules[source].all_names if source in self.modules else None
-                    for local, key in table.items():
-                        if allowed is None or local in allowed:
-                            bound[local] = key
-                    continue
-                key = exported.get(source, {}).get(name)
-                if key is None and f"{source}.{name}" in self.modules:
-                    continue  # a submodule, not a definition
-                if key is not None:
-                    bound[asname or name] = key
-        return bound
-
-    def _absolute(self, module: Module, level: int, imported: Optional[str]) -> Optional[str]:
-        if not level:
-            return imported if imported in self.modules else None
-        parts = module.name.split(".")
-        if not module.is_package:
-            parts = parts[:-1]
-        if level > 1:
-            parts = parts[: len(parts) - (level - 1)]
-        name = ".".join(parts + ([imported] if imported else []))
-        return name if name in self.modules else None
 
 
 class _Nodes:

@@ -48,6 +48,7 @@ class AnalyseRequest:
     version: str
     mode: str = "torch_apis"
     env: Tuple[Path, ...] = ()  # -env: more folders for jedi to import from (third_party)
+    jedi_seconds: float = 120.0  # --jedi-seconds: jedi's time for what the library's source leaves open
     api_files: Tuple[Path, ...] = ()  # -api: affected third-party APIs, reported where called
     force: bool = False
     jobs: int = 0
@@ -173,7 +174,7 @@ def _api_modes(source: Path, staging: Path, request: AnalyseRequest, options: Op
 
 def _third_party(source: Path, staging: Path, request: AnalyseRequest, options: Options, result: AnalyseResult,
                  logger, progress) -> None:
-    from . import third_party
+    from . import call_graph, third_party
 
     env = [env_folder(folder, source) for folder in request.env]
     # the per-file analysis of the library: no advice, only what cannot run
@@ -189,7 +190,7 @@ def _third_party(source: Path, staging: Path, request: AnalyseRequest, options: 
     try:
         # (the progress line counts the files jedi is asked about, the long part)
         found = third_party.analyse_library(source, options, env, request.jobs, request.cache_dir, engine_results,
-                                            progress)
+                                            progress, jedi_seconds=request.jedi_seconds)
     finally:
         engine.close()
     for name, rows in found.rows.items():
@@ -212,6 +213,12 @@ def _third_party(source: Path, staging: Path, request: AnalyseRequest, options: 
         f"({counted(found.figures['hits'], 'call site')} in {counted(found.figures['files'], 'module')}; "
         f"{found.figures['resolved']} of {counted(found.figures['asked'], 'call site')} that may lead into the library "
         f"resolved: {found.figures['by the index']} from its source, {found.figures['by jedi']} by jedi"
-        + (" (from the cache)" if found.figures["cached"] else "") + ")")
+        + (f" (the answers of {counted(found.figures['cached'], 'file')} from the cache)" if found.figures["cached"] else "")
+        + (f"; jedi gave up on {counted(found.figures['jedi gave up'], 'call site')} after "
+           f"{call_graph.JEDI_SECONDS:g} s each" if found.figures["jedi gave up"] else "")
+        + (f"; {counted(found.figures['not asked'], 'call site')} not asked: --jedi-seconds "
+           f"{request.jedi_seconds:g} ran out (a re-run with the cache goes on from there)"
+           if found.figures["not asked"] else "")
+        + ")")
     result.summary.append(f"feed them into the project's migration or check: gpu2npu ... -api "
                           f"{result.folder / third_party.FULL_RESULTS}")

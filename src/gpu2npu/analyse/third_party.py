@@ -75,7 +75,8 @@ class ThirdPartyResult:
 
 
 def analyse_library(root: Path, options, env: Sequence[Path], jobs: int, cache_folder: Optional[Path],
-                    engine_results, progress=lambda *done_and_total: None) -> ThirdPartyResult:
+                    engine_results, progress=lambda *done_and_total: None,
+                    jedi_seconds: float = 120.0) -> ThirdPartyResult:
     """`engine_results(entries)` yields (entry, FileResult) for Python entries (the migration's
     per-file analysis, cached); returns the rows of the five CSVs."""
     started = time.perf_counter()
@@ -84,23 +85,39 @@ def analyse_library(root: Path, options, env: Sequence[Path], jobs: int, cache_f
                        if path.is_file() and not any(part.startswith(".") for part in path.relative_to(root).parts))
     else:  # a single module: its folder is the library's root
         files, root = [root], root.parent
-    library = Library(root, files)
+    shapes = _shape_cache(cache_folder)
+    try:
+        library = Library(root, files, shapes, jobs)
+    finally:
+        if shapes is not None:
+            shapes.close()
     result = ThirdPartyResult(unparsed=list(library.unparsed))
     read = time.perf_counter()
     hits = _hits(library, options, engine_results)
     hit_time = time.perf_counter()
-    edges, figures = resolve(library, env, jobs, cache_folder, progress)
+    edges, figures = resolve(library, env, jobs, cache_folder, progress, jedi_seconds)
     resolved = time.perf_counter()
     result.hits = hits
     _report(library, hits, edges, result)
     result.figures = {
-        "files": len(library.modules), "definitions": len(library.definitions), **figures,
+        "files": len(library.modules), "modules read (not from the cache)": library.shapes_read,
+        "definitions": len(library.definitions), **figures,
         "edges": sum(len(targets) for targets in edges.values()), "hits": len(hits),
         "affected public APIs": len(result.affected),
         "seconds: read": round(read - started, 2), "seconds: analysis": round(hit_time - read, 2),
         "seconds: jedi": round(resolved - hit_time, 2), "seconds: total": round(time.perf_counter() - started, 2),
     }
     return result
+
+
+def _shape_cache(folder: Optional[Path]):
+    """The cache of the modules' shapes (library.ModuleShape), under each module's content and
+    gpu2npu's code: a library read before is not parsed again."""
+    if folder is None:
+        return None
+    from ..cache import ResultCache, code_fingerprint
+
+    return ResultCache(folder / "third_party", f"library shapes\0{code_fingerprint()}")
 
 
 # -- hits ---------------------------------------------------------------------------------------
@@ -111,9 +128,8 @@ def _hits(library: Library, options, engine_results) -> List[Hit]:
     hits: Set[Hit] = set()
     for entry, outcome in engine_results(entries):
         module = modules[entry.relative]
-        tree = module.tree  # (read again: the library keeps no trees)
-        import_lines = _import_lines(tree)
-        optional = _optional_imports(tree)
+        facts = library.hit_facts[entry.relative]
+        import_lines, optional = facts.import_lines, facts.optional
         for change in outcome.changes:
             if change.operation == Operation.INSERT:
                 continue  # a line the migration adds (import torch_npu, a sys.path line): no CUDA construct
@@ -130,40 +146,12 @@ def _hits(library: Library, options, engine_results) -> List[Hit]:
                     continue  # imported where installed, with a fallback: see _optional_imports
                 category = "cuda"
             hits.add(Hit(category, finding.api, entry.relative, finding.start_line, finding.tip))
-        hits.update(hit for hit in _cuda_calls(module.path, tree, operators, extension_modules)
-                    if not _is_optional(hit.api, optional))
+        found = {Hit("cuda", name, module.path, line, _package_tip(name, package))
+                 for line, name, package in facts.package_calls}
+        if operators or extension_modules:  # (read again: the library keeps no trees)
+            found |= _custom_calls(module.path, module.tree, operators, extension_modules)
+        hits.update(hit for hit in found if not _is_optional(hit.api, optional))
     return sorted(hits)
-
-
-def _import_lines(tree: ast.Module) -> Set[int]:
-    lines: Set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
-    return lines
-
-
-def _optional_imports(tree: ast.Module) -> Set[str]:
-    """Qualified names a module imports inside a `try` that catches their ImportError: the
-    library runs without them (`try: from apex... import fused_rms_norm; has_apex = True`), so
-    calling them happens only where the package is installed, which on an NPU it is not."""
-    names: Set[str] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Try):
-            continue
-        caught: Set[str] = set()
-        for handler in node.handlers:
-            kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-            caught.update("Exception" if kind is None else kind.id if isinstance(kind, ast.Name)
-                          else kind.attr if isinstance(kind, ast.Attribute) else "" for kind in kinds)
-        if not caught & {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}:
-            continue
-        for statement in node.body:
-            if isinstance(statement, ast.Import):
-                names.update(alias.name for alias in statement.names)
-            elif isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:
-                names.update(f"{statement.module}.{alias.name}" for alias in statement.names)
-    return names
 
 
 def _is_optional(name: str, optional: Set[str]) -> bool:
@@ -205,16 +193,8 @@ def _custom_cuda(library: Library) -> Tuple[Set[str], Set[str]]:
     return operators, modules
 
 
-def _callee_name(node: ast.AST) -> Optional[str]:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
-
-
-def _cuda_calls(path: str, tree: ast.Module, operators: Set[str], extension_modules: Set[str]) -> Set[Hit]:
-    """Calls of CUDA-only packages and of the library's custom CUDA operators in one module."""
+def _custom_calls(path: str, tree: ast.Module, operators: Set[str], extension_modules: Set[str]) -> Set[Hit]:
+    """Calls of the library's custom CUDA operators in one module."""
     scan = FileScan(tree)
     extension_names: Set[str] = set()  # local names bound to a compiled or loaded CUDA extension
     imported_names: Set[str] = set()
@@ -231,12 +211,6 @@ def _cuda_calls(path: str, tree: ast.Module, operators: Set[str], extension_modu
                 extension_names.update(t.id for t in node.targets if isinstance(t, ast.Name))
     hits: Set[Hit] = set()
     for call in scan.calls:
-        line = call.func.lineno
-        for name in sorted(scan.qualified(call.func)):
-            package = cuda_only_package(name)
-            if package is not None:
-                hits.add(Hit("cuda", name, path, line, _package_tip(name, package)))
-                break
         func = call.func
         if isinstance(func, ast.Attribute):
             root = func.value
@@ -247,7 +221,7 @@ def _cuda_calls(path: str, tree: ast.Module, operators: Set[str], extension_modu
             if isinstance(root, ast.Name) and ((root.id in extension_names and (not operators or func.attr in operators))
                                                or (func.attr in operators and root.id in imported_names)):
                 qualified = sorted(scan.qualified(func))
-                hits.add(Hit("cuda", qualified[0] if qualified else dotted(func) or func.attr, path, line,
+                hits.add(Hit("cuda", qualified[0] if qualified else dotted(func) or func.attr, path, func.lineno,
                              "custom CUDA operator of the library's extension: it needs an NPU implementation "
                              "(an Ascend C custom operator, or torch/torch_npu operators)"))
     return hits
@@ -300,9 +274,10 @@ def _report(library: Library, hits: List[Hit], edges: Dict[str, Set[str]], resul
     rows: Dict[str, Set[Tuple]] = {name: set() for name in CATEGORY_FILES.values()}
     nearest: Dict[str, Tuple[int, int, List[str], Hit]] = {}  # public name -> (rank, length, chain, hit)
     more: Dict[str, Set[str]] = {}
+    instance_calls = _instance_calls(library)
     for (category, api), holders in sorted(hits_by_api.items()):
         reached = _reach(holders, callers)
-        for key, (chain, hit) in _entry_points(library, reached).items():
+        for key, (chain, hit) in _entry_points(library, reached, instance_calls).items():
             for name in public.get(key, ()):
                 shown = " -> ".join([*chain, api])
                 rows[CATEGORY_FILES[category]].add((api, name, shown, hit.path, hit.line, hit.tip))
@@ -346,19 +321,29 @@ def _reach(holders: List[Tuple[str, bool, Hit]], callers: Dict[str, Set[str]]) -
     return reached
 
 
-def _entry_points(library: Library, reached: Dict[str, Tuple[List[str], Hit]]) -> Dict[str, Tuple[List[str], Hit]]:
+def _entry_points(library: Library, reached: Dict[str, Tuple[List[str], Hit]],
+                  instance_calls: Dict[str, str]) -> Dict[str, Tuple[List[str], Hit]]:
     """The reached definitions a user can call, classes included: a class is affected when
-    constructing it (its own key) or calling an instance (its forward/__call__) reaches."""
+    constructing it (its own key) or calling an instance (its forward/__call__, `instance_calls`)
+    reaches."""
     points = {key: value for key, value in reached.items()
               if library.definitions[key].kind in (FUNCTION, METHOD, MODULE, CLASS)}
+    for key, target in instance_calls.items():
+        if key not in points and target in reached:
+            chain, hit = reached[target]
+            points[key] = ([key, *chain], hit)
+    return points
+
+
+def _instance_calls(library: Library) -> Dict[str, str]:
+    """class key -> the method that calling one of its instances runs (its own or inherited)."""
+    found: Dict[str, str] = {}
     for key, definition in library.definitions.items():
-        if definition.kind != CLASS or key in points:
+        if definition.kind != CLASS:
             continue
         for method in INSTANCE_CALL:
             target = method_of(library, key, method)
             if target is not None:
-                if target in reached:
-                    chain, hit = reached[target]
-                    points[key] = ([key, *chain], hit)
+                found[key] = target
                 break
-    return points
+    return found
