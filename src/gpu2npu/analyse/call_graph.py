@@ -1,13 +1,13 @@
-"""Who calls whom inside a library, resolved by jedi.
+"""Who calls whom inside a library.
 
-jedi follows what a plain reading of the source cannot: re-exports through `__init__.py`,
-relative imports, aliases, methods reached through `self` or `super()` along the class
-hierarchy, and instance attributes holding the library's own modules (`self.attn = Attention()`
-then `self.attn(x)` runs Attention.forward).  It is slow (about 10 ms a call site on this
-machine), so it is asked only about the call sites that can lead into the library (a name the
-library defines, an attribute of `self` the library assigns), from a pool of processes, with
-nothing but the library (and `-env` folders) on its path, and what it answered is kept in the
-cache, keyed by the content of every file of the library: an unchanged library is resolved once.
+The library's own index (index.py) answers the call sites a plain reading of the source is
+certain of: most of them.  jedi is asked the rest, where it can follow what that reading leaves
+open (a parameter's value, through the calls that pass it).  jedi is slow (from milliseconds to
+seconds a call site on a large library, whose modules it follows from one to the next), so it is
+asked only about call sites that can lead into the library, file by file from a pool of
+processes, with nothing but the library (and `-env` folders) on its path, within a time the user
+sets (--jedi-seconds; JEDI_SECONDS a call site); what it answered in a file is kept in the cache
+under the file's content and that of the library modules it imports.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import hashlib
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -133,6 +134,20 @@ def _init(root: str, import_root: str, env: List[str]) -> None:
                             load_unsafe_extensions=False)
 
 
+# Modules jedi keeps parsed (parso's cache) before a worker lets them all go, between two files:
+# on a library of thousands of modules a process would grow past a gigabyte.  (Letting some go
+# while a file is inferred, as parso's own collection does, changes what jedi answers.)
+PARSED_MODULES_KEPT = 400
+
+
+def _bound_parsed_modules() -> None:
+    import parso.cache
+
+    cache = getattr(parso.cache, "parser_cache", None)
+    if isinstance(cache, dict) and sum(len(kept) for kept in cache.values()) > PARSED_MODULES_KEPT:
+        cache.clear()
+
+
 def _resolve_file(item: Tuple[str, List[Tuple[int, int]], float]) -> Tuple[str, Dict[str, List[Target]], bool]:
     """(the file, jedi's answers in it, whether every position was asked before the deadline)."""
     import jedi
@@ -140,6 +155,7 @@ def _resolve_file(item: Tuple[str, List[Tuple[int, int]], float]) -> Tuple[str, 
     relative, positions, deadline = item
     if time.time() > deadline:
         return relative, {}, False
+    _bound_parsed_modules()
     absolute = _ROOT / relative
     data = absolute.read_bytes()
     text = data.decode("utf-8", errors="replace")
@@ -173,7 +189,7 @@ def _resolve_file(item: Tuple[str, List[Tuple[int, int]], float]) -> Tuple[str, 
     return relative, answers, True
 
 
-class _TooLong(Exception):
+class _TooLong(BaseException):  # (not an Exception: jedi catches those and answers less)
     pass
 
 
@@ -187,13 +203,22 @@ def _time_limit(seconds: float):
     def expired(*_):
         raise _TooLong()
 
+    def unraisable(report):
+        # the alarm may come while a finalizer (__del__) runs, which swallows it: not an error
+        # to print, and the timer fires again until the block is left
+        if not isinstance(report.exc_value, _TooLong):
+            hook(report)
+
+    hook = sys.unraisablehook
     previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    sys.unraisablehook = unraisable
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        sys.unraisablehook = hook
 
 
 # -- the graph ------------------------------------------------------------------------------------
