@@ -79,6 +79,7 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
     logger = run_log.open_log(report_folder)
     started = time.time()
     cuda_ops: List[Tuple[str, str]] = []
+    engine: Optional[Engine] = None
     try:
         logger.info(
             f"gpu2npu {__version__}: migrating {source} for PyTorch {options.api.torch_version} "
@@ -163,6 +164,8 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
             logger.info(note)
         _log_summary(logger, result)
     finally:
+        if engine is not None:
+            engine.close()  # (a run stopped part way lets its workers and cache go here, not at exit)
         run_log.close_log(logger)
     return result
 
