@@ -150,10 +150,10 @@ class _Reader:
                     pending.extend(node.bases)
                     pending.extend(k.value for k in node.keywords)
                 else:
-                    pending.extend(_defaults(node.args))
+                    pending.extend(default_values(node.args))
                 continue
             if kind is ast.Lambda:
-                pending.extend(_defaults(node.args))
+                pending.extend(default_values(node.args))
                 continue
             if kind is ast.Name or kind is ast.Constant or kind is ast.Load or kind is ast.Store:
                 continue
@@ -300,7 +300,7 @@ class _Reader:
                 if isinstance(node.func, ast.Name) and node.func.id == "super" and self._name("super", scope)[0] == "global":
                     owner = scope.owner
                     return ("super", owner) if owner and not node.args else UNKNOWN
-                if _last_name(node.func) and _last_name(node.func)[2] in _GIVES_FIRST_ARGUMENT and node.args:
+                if last_name(node.func) and last_name(node.func)[2] in _GIVES_FIRST_ARGUMENT and node.args:
                     # partial(Block, dim=...) is called as Block is; a copy is what it copies
                     return self._ref(node.args[0], scope)
                 callee = self._ref(node.func, scope)
@@ -330,7 +330,7 @@ class _Reader:
         for node in own:
             kind = type(node)
             if kind is ast.Call:
-                position = _last_name(node.func)
+                position = last_name(node.func)
                 if position is not None:
                     callee = self._ref(node.func, scope)
                     if type(node.func) is ast.Attribute and type(node.func.value) is ast.Name \
@@ -351,7 +351,7 @@ class _Reader:
 
     def _function(self, node: ast.AST, scope: _Scope, key: Optional[str], owner: Optional[str]) -> None:
         method = scope.kind == "class" and key is not None
-        decorators = {_last_name(d)[2] for d in node.decorator_list if _last_name(d)}
+        decorators = {last_name(d)[2] for d in node.decorator_list if last_name(d)}
         inner = _Scope("function", scope, owner=owner)
         defaults = _positional_defaults(node.args)
         positional = node.args.posonlyargs + node.args.args
@@ -399,7 +399,7 @@ class _Reader:
         own = self._bind_body(inner, node.body, key)
         if key is not None:
             shape = self.index.classes.setdefault(key, ClassShape())
-            shape.bases = [((_last_name(base) or (0, 0))[:2], self._ref(base, scope)) for base in node.bases]
+            shape.bases = [((last_name(base) or (0, 0))[:2], self._ref(base, scope)) for base in node.bases]
             for name, bindings in inner.bindings.items():
                 if not all(how[0] == "def" for how in bindings):
                     shape.values[name] = self._binding_ref(inner, name, bindings)
@@ -457,14 +457,18 @@ def _positional_defaults(arguments: ast.arguments) -> Dict[str, ast.AST]:
     return defaults
 
 
-def _defaults(arguments: ast.arguments) -> List[ast.AST]:
+def default_values(arguments: ast.arguments) -> List[ast.AST]:
+    """The default values of a signature (evaluated where the function is defined)."""
     return [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
 
 
-def _last_name(node: ast.AST) -> Optional[Tuple[int, int, str]]:
+def last_name(node: ast.AST) -> Optional[Tuple[int, int, str]]:
+    """(line, column, name) of the last name of a Name/Attribute callee: where a call site is
+    known by (and where jedi is asked)."""
     if isinstance(node, ast.Name):
         return node.lineno, node.col_offset, node.id
     if isinstance(node, ast.Attribute) and node.end_lineno is not None and node.end_col_offset is not None:
+        # the attribute's name ends the node (on its last line; columns are UTF-8 byte offsets)
         return node.end_lineno, node.end_col_offset - len(node.attr.encode("utf-8")), node.attr
     return None
 

@@ -19,7 +19,7 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from ..scan import parse
 from .hit_facts import HitFacts, hit_facts_of
-from .index import ModuleIndex, read_module
+from .index import ModuleIndex, default_values, last_name, read_module
 
 FUNCTION, METHOD, CLASS, MODULE = "function", "method", "class", "module"
 # An instance attribute that holds several of the library's modules (nn.ModuleList, Sequential,
@@ -346,7 +346,7 @@ class ModuleShape:
         """Definitions of a module or class body; the calls it makes directly belong to `caller`."""
         for statement in body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self._calls_of(module, statement.decorator_list + _defaults(statement.args), caller)
+                self._calls_of(module, statement.decorator_list + default_values(statement.args), caller)
                 key = f"{prefix}.{statement.name}"
                 # (its signature belongs to it: a default `device="cuda"` is used by its calls)
                 definition = Definition(key, METHOD if owner else FUNCTION, module.path, statement.lineno,
@@ -367,7 +367,7 @@ class ModuleShape:
                                         (statement.lineno, statement.end_lineno or statement.lineno))
                 for base in statement.bases:
                     self._calls_of(module, [base], caller)
-                    position = _last_name(base)
+                    position = last_name(base)
                     if position is not None:
                         definition.bases.append(position)
                 self._add(definition)
@@ -383,7 +383,7 @@ class ModuleShape:
         nodes = _Nodes(roots)
         returned = nodes.returned_calls()
         for node in nodes.calls:
-            position = _last_name(node.func)
+            position = last_name(node.func)
             if position is None:
                 continue
             line, column, name = position
@@ -440,7 +440,7 @@ class ModuleShape:
                 if isinstance(node, ast.Name) and node.id in local:
                     found += local[node.id]
                 if isinstance(node, ast.Call):
-                    position = _last_name(node.func)
+                    position = last_name(node.func)
                     if position is not None:  # (kept where it names a class of the library)
                         found.append((path, position[0], position[1], position[2]))
             return found
@@ -546,7 +546,7 @@ def _is_container(value: ast.AST, local: Dict[str, list]) -> bool:
     if isinstance(value, ast.Name):
         return value.id in local
     if isinstance(value, ast.Call):
-        position = _last_name(value.func)
+        position = last_name(value.func)
         return position is not None and position[2] in _CONTAINERS
     return False
 
@@ -590,18 +590,4 @@ def _all_of(tree: ast.Module) -> Optional[Set[str]]:
                 and isinstance(statement.value, (ast.List, ast.Tuple))):
             return {element.value for element in statement.value.elts
                     if isinstance(element, ast.Constant) and isinstance(element.value, str)}
-    return None
-
-
-def _defaults(arguments: ast.arguments) -> List[ast.AST]:
-    return [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
-
-
-def _last_name(node: ast.AST) -> Optional[Tuple[int, int, str]]:
-    """(line, column, name) of the last name of a Name/Attribute callee, where jedi is asked."""
-    if isinstance(node, ast.Name):
-        return node.lineno, node.col_offset, node.id
-    if isinstance(node, ast.Attribute) and node.end_lineno is not None and node.end_col_offset is not None:
-        # the attribute's name ends the node (on its last line; columns are UTF-8 byte offsets)
-        return node.end_lineno, node.end_col_offset - len(node.attr.encode("utf-8")), node.attr
     return None
