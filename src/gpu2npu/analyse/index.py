@@ -202,7 +202,7 @@ class _Reader:
                 name = getattr(node, _PATTERN_NAMES[kind])
                 if name:
                     bind(name, ("unknown",))
-            _push_children(node, pending)
+            push_children(node, pending)
         return own
 
     def _bind_target(self, scope: _Scope, target: ast.AST, value: Optional[ast.AST]) -> None:
@@ -406,7 +406,8 @@ class _Reader:
         self._uses(inner, own, key, key)
 
 
-def _push_children(node: ast.AST, pending: List[ast.AST]) -> None:
+def push_children(node: ast.AST, pending: List[ast.AST]) -> None:
+    """Appends a node's children to `pending` (ast.iter_child_nodes' order, without its generators)."""
     for name in node._fields:
         value = getattr(node, name, None)
         if type(value) is list:

@@ -19,7 +19,7 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from ..scan import parse
 from .hit_facts import HitFacts, hit_facts_of
-from .index import ModuleIndex, default_values, last_name, read_module
+from .index import ModuleIndex, default_values, last_name, push_children, read_module
 
 FUNCTION, METHOD, CLASS, MODULE = "function", "method", "class", "module"
 # An instance attribute that holds several of the library's modules (nn.ModuleList, Sequential,
@@ -496,12 +496,7 @@ class _Nodes:
                 returns.append(node)
             elif kind is ast.For or kind is ast.comprehension or kind is ast.AsyncFor:
                 loops.append(node)
-            for field_name in node._fields:
-                value = getattr(node, field_name, None)
-                if type(value) is list:
-                    pending.extend(item for item in value if isinstance(item, ast.AST))
-                elif isinstance(value, ast.AST):
-                    pending.append(value)
+            push_children(node, pending)
 
     def returned_calls(self) -> Set[int]:
         """ids of the calls whose result a `return` gives back: its value, a branch of a
