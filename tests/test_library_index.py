@@ -8,7 +8,7 @@ from typing import Dict
 
 import pytest
 
-from gpu2npu.analyse.call_graph import _ask_jedi
+from gpu2npu.analyse.call_graph import _ask_jedi, _by_file
 from gpu2npu.analyse.index import Index
 from gpu2npu.analyse.library import Library
 
@@ -54,7 +54,7 @@ def answer(library: Library, path: str):
 
 def jedi_answer(library: Library, path: str):
     site = marked_site(library, path)
-    found, _ = _ask_jedi(library, (), [(site.path, site.line, site.column)], 1, lambda *_: None)
+    found, _ = _ask_jedi(library, (), {site.path: [(site.line, site.column)]}, 1, lambda *_: None)
     return sorted(found.get(f"{site.path}:{site.line}:{site.column}", []))
 
 
@@ -180,7 +180,7 @@ def test_jedi_agrees_with_every_answer_of_the_index_on_a_library():
                 for site in sites}
     certain = {position: targets for position, targets in answered.items() if targets is not None}
     assert len(certain) >= len(sites) * 0.8, "the index answers most call sites of a plain library"
-    jedi, _ = _ask_jedi(library, (), sorted(certain), 1, lambda *_: None)
+    jedi, _ = _ask_jedi(library, (), _by_file(sorted(certain)), 1, lambda *_: None)
     for position, targets in certain.items():
         assert set(jedi.get("%s:%d:%d" % position, [])) <= set(targets), position
 

@@ -43,9 +43,8 @@ def resolve(library: Library, env: Sequence[Path], jobs: int, cache_folder: Opti
     sets library.base_classes (the base-class expressions are resolved with the call sites).
     What the library's own index answers with certainty (index.py) is not asked of jedi."""
     sites = [site for site in library.calls if library.worth_resolving(site)]
-    class_names = {key.rsplit(".", 1)[-1] for key, d in library.definitions.items() if d.kind == CLASS}
     bases = [(key, definition.path, line, column) for key, definition in library.definitions.items()
-             for line, column, name in definition.bases if name in class_names]
+             for line, column, name in definition.bases if name in library.class_names]
     index = Index(library.indexes, library.definitions, library.module_of)
     answers: Dict[str, List[Target]] = {}
     unanswered: List[Tuple[str, int, int]] = []
@@ -79,13 +78,17 @@ def _site_id(site: CallSite) -> str:
 
 
 # -- asking jedi --------------------------------------------------------------------------------
-def _ask_jedi(library: Library, env: Sequence[Path], positions: List[Tuple[str, int, int]],
-              jobs: int, progress: Callable[..., None], seconds: float = float("inf")) -> Tuple[Dict[str, List[Target]], Set[str]]:
-    """jedi's answers at `positions`, and the files it was not asked about (or not about all of
-    their positions) before `seconds` ran out."""
+def _by_file(positions: Iterable[Tuple[str, int, int]]) -> Dict[str, List[Tuple[int, int]]]:
     by_file: Dict[str, List[Tuple[int, int]]] = {}
     for path, line, column in positions:
         by_file.setdefault(path, []).append((line, column))
+    return by_file
+
+
+def _ask_jedi(library: Library, env: Sequence[Path], by_file: Dict[str, List[Tuple[int, int]]],
+              jobs: int, progress: Callable[..., None], seconds: float = float("inf")) -> Tuple[Dict[str, List[Target]], Set[str]]:
+    """jedi's answers at the (line, column) positions of each file, and the files it was not
+    asked about (or not about all of their positions) before `seconds` ran out."""
     deadline = time.time() + seconds
     # Files of similar work go to different processes: biggest first, handed out one at a time.
     work = [(path, places, deadline) for path, places in sorted(by_file.items(), key=lambda item: (-len(item[1]), item[0]))]
@@ -229,11 +232,9 @@ def _edges(library: Library, sites: Iterable[CallSite], answers: Dict[str, List[
             if kind == "instance":
                 # jedi names an instance by its class: calling it runs __call__ (forward for a module)
                 owner = library.by_position.get((path, line, name))
-                for method in INSTANCE_CALL:
-                    target = method_of(library, owner, method) if owner else None
-                    if target:
-                        edges.setdefault(site.caller, set()).add(target)
-                        break
+                target = instance_call(library, owner) if owner else None
+                if target:
+                    edges.setdefault(site.caller, set()).add(target)
                 continue
             target = library.by_position.get((path, line, name))
             if target is not None and target != site.caller:
@@ -241,11 +242,9 @@ def _edges(library: Library, sites: Iterable[CallSite], answers: Dict[str, List[
                 if kind == "class" and site.returned:
                     # a builder returns what it constructs for its caller to run (`return TinyNet(dim)`):
                     # it leads where calling the instance does
-                    for method in INSTANCE_CALL:
-                        run = method_of(library, target, method)
-                        if run:
-                            edges[site.caller].add(run)
-                            break
+                    run = instance_call(library, target)
+                    if run:
+                        edges[site.caller].add(run)
     _container_edges(library, answers, edges)
     for key, definition in list(library.definitions.items()):
         if definition.kind != CLASS:
@@ -269,17 +268,25 @@ def _container_edges(library: Library, answers: Dict[str, List[Target]], edges: 
             first = first or (path, line)
             for kind, target_path, target_line, name in answers.get(f"{path}:{line}:{column}", ()):
                 held_class = library.by_position.get((target_path, target_line, name)) if kind == "class" else None
-                for method in INSTANCE_CALL if held_class else ():
-                    target = method_of(library, held_class, method)
-                    if target:
-                        targets.add(target)
-                        break
+                target = instance_call(library, held_class) if held_class else None
+                if target:
+                    targets.add(target)
         if not targets or caller is None:
             continue
         link = f"{owner}.{attribute}"
         library.definitions.setdefault(link, Definition(link, CONTAINER, first[0], first[1]))
         edges.setdefault(caller, set()).add(link)
         edges.setdefault(link, set()).update(targets)
+
+
+def instance_call(library: Library, class_key: str) -> Optional[str]:
+    """The key of the method that calling an instance of `class_key` runs (its __call__, else its
+    forward: torch.nn.Module's __call__ runs forward), its own or inherited."""
+    for method in INSTANCE_CALL:
+        target = method_of(library, class_key, method)
+        if target is not None:
+            return target
+    return None
 
 
 def method_of(library: Library, class_key: str, method: str, seen: Optional[Set[str]] = None) -> Optional[str]:
@@ -323,9 +330,6 @@ def _jedi_answers(library: Library, env: Sequence[Path], positions: List[Tuple[s
     positions were not asked (`seconds` ran out before jedi came to them).  What
     jedi answers in a file is kept under the file's content, the content of the library modules
     it imports, the -env folders and the code that asks: a change re-asks the files it touches."""
-    by_file: Dict[str, List[Tuple[int, int]]] = {}
-    for path, line, column in positions:
-        by_file.setdefault(path, []).append((line, column))
     store = _answer_cache(cache_folder, library, env)
     digests: Dict[str, bytes] = {}
 
@@ -338,10 +342,10 @@ def _jedi_answers(library: Library, env: Sequence[Path], positions: List[Tuple[s
         return digests[module]
 
     answers: Dict[str, List[Target]] = {}
-    ask: List[Tuple[str, int, int]] = []
+    ask: Dict[str, List[Tuple[int, int]]] = {}
     keys: Dict[str, str] = {}
     from_cache = 0
-    for path, places in sorted(by_file.items()):
+    for path, places in sorted(_by_file(positions).items()):
         kept = None
         if store is not None:
             keys[path] = store.key(path, _dependencies(library, path, digest_of))
@@ -350,20 +354,19 @@ def _jedi_answers(library: Library, env: Sequence[Path], positions: List[Tuple[s
             answers.update({site: [tuple(target) for target in targets] for site, targets in kept.items()})
             from_cache += 1
         else:
-            ask += [(path, line, column) for line, column in places]
+            ask[path] = places
     try:
         asked, unfinished = _ask_jedi(library, env, ask, jobs, progress, seconds) if ask and seconds > 0 else (
-            {}, {path for path, _, _ in ask})
+            {}, set(ask))
         answers.update(asked)
         if store is not None:
-            for path in {path for path, _, _ in ask} - unfinished:
+            for path in set(ask) - unfinished:
                 store.put(keys[path], {site: targets for site, targets in asked.items()
                                        if site.rsplit(":", 2)[0] == path})
     finally:
         if store is not None:
             store.close()
-    not_asked = sum(1 for path, line, column in ask
-                    if path in unfinished and f"{path}:{line}:{column}" not in asked)
+    not_asked = sum(1 for path in unfinished for line, column in ask[path] if f"{path}:{line}:{column}" not in asked)
     return answers, from_cache, not_asked
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import FrozenSet, Set, Tuple
+from typing import FrozenSet, List, Set, Tuple
 
 from ..scan import FileScan
 from ..tips import cuda_only_package
@@ -34,25 +34,24 @@ def hit_facts_of(tree: ast.Module) -> HitFacts:
             if package is not None:
                 package_calls.append((call.func.lineno, name, package))
                 break
-    return HitFacts(frozenset(_import_lines(tree)), frozenset(_optional_imports(tree)), tuple(package_calls))
+    # (the scan has grouped the tree's nodes by class: no other walk of it)
+    return HitFacts(frozenset(_import_lines(scan.nodes_of_class(ast.Import, ast.ImportFrom))),
+                    frozenset(_optional_imports(scan.nodes_of_class(ast.Try))), tuple(package_calls))
 
 
-def _import_lines(tree: ast.Module) -> Set[int]:
+def _import_lines(imports: List[ast.AST]) -> Set[int]:
     lines: Set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    for node in imports:
+        lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
     return lines
 
 
-def _optional_imports(tree: ast.Module) -> Set[str]:
+def _optional_imports(tries: List[ast.AST]) -> Set[str]:
     """Qualified names a module imports inside a `try` that catches their ImportError: the
     library runs without them (`try: from apex... import fused_rms_norm; has_apex = True`), so
     calling them happens only where the package is installed, which on an NPU it is not."""
     names: Set[str] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Try):
-            continue
+    for node in tries:
         caught: Set[str] = set()
         for handler in node.handlers:
             kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]

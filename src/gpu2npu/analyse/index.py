@@ -3,11 +3,11 @@
 Most call sites of a library need no inference engine: a function or class defined or imported at
 the top of the module (through relative imports and the re-exports of `__init__.py`), a method
 through `self`, `cls`, `super()` or a class along the class hierarchy, an instance attribute
-assigned in a method (`self.attn = Attention(dim)`, also from a parameter's default,
-`norm_layer=LayerNorm`), a module attribute (`layers.create_act(...)`), a call of a builtin or of
-an imported outside package.  Those are answered here, as jedi would answer them (call_graph's
-targets); what is not certain (a name bound twice, a parameter without default, a value this
-reading does not follow, a class whose bases it cannot place) is answered None and left to jedi.
+assigned in a method (`self.attn = Attention(dim)`), what a builder returns, a module attribute
+(`layers.create_act(...)`), a call of a builtin or of an imported outside package.  Those are
+answered here, as jedi would answer them (call_graph's targets); what is not certain (a name
+bound twice, a parameter, whose value is what callers pass, a class whose bases it cannot place)
+is answered None and left to jedi.
 
 Reading a module (ModuleIndex) turns every callee and every value the answers may need into a
 small symbolic reference, while the module's tree is alive; the references are resolved against
@@ -34,6 +34,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 #   ("item", reference)          a subscript (`TABLE[kind]`: one of the table's values)
 #   ("nothing",)                 no value that matters (None, a function nested in a function)
 #   ("object", reference)        a call's callee `variable.name` where the variable is a function's
+#                                variable or parameter (answered only where its value is certain)
 #   ("parameter",)               a function's parameter (what callers pass: not certain)
 #   ("unknown",)                 not followed by this reading
 Ref = Tuple
@@ -51,7 +52,7 @@ _DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 _PATTERN_NAMES = {getattr(ast, kind): name for kind, name in
                   (("MatchAs", "name"), ("MatchStar", "name"), ("MatchMapping", "rest")) if hasattr(ast, kind)}
 _MAX_DEPTH = 24
-_MAX_TABLE = 256  # entries of a dict, list or tuple literal that are followed
+_MAX_TABLE = 256  # entries of a dict, list, tuple or set literal that are followed
 _CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__", "__setstate__"})
 # Calls whose result stands for their first argument where it is called or its attributes read
 _GIVES_FIRST_ARGUMENT = frozenset({"partial", "deepcopy", "copy"})
@@ -77,7 +78,6 @@ class ModuleIndex:
     classes: Dict[str, ClassShape] = field(default_factory=dict)  # class key -> its shape
     returns: Dict[str, List[Ref]] = field(default_factory=dict)  # function key -> what its returns give
 
-
     def imported_modules(self) -> Set[str]:
         """The modules its module-level imports name (`from .layers import Mlp` names the
         package's layers, `import a.b` names a)."""
@@ -94,15 +94,12 @@ class _Scope:
     """A function (or the module) and the names it binds, each with how: the binding statements are
     read first, as Python does, so that a use anywhere in the scope sees them all."""
 
-    def __init__(self, kind: str, parent: Optional["_Scope"], owner: Optional[str] = None,
-                 first_parameter: Optional[str] = None, first_is_class: bool = False) -> None:
+    def __init__(self, kind: str, parent: Optional["_Scope"], owner: Optional[str] = None) -> None:
         self.kind = kind  # "module", "function" or "class"
         self.parent = parent
         self.owner = owner  # the class key of a method (and of functions nested in one)
         self.bindings: Dict[str, List[Tuple]] = {}
         self.globals: Set[str] = set()
-        self.first_parameter = first_parameter
-        self.first_is_class = first_is_class
         self.memo: Dict[str, Ref] = {}
 
     def bind(self, name: str, how: Tuple) -> None:
@@ -353,14 +350,13 @@ class _Reader:
         method = scope.kind == "class" and key is not None
         decorators = {last_name(d)[2] for d in node.decorator_list if last_name(d)}
         inner = _Scope("function", scope, owner=owner)
-        defaults = _positional_defaults(node.args)
         positional = node.args.posonlyargs + node.args.args
         for index, argument in enumerate(_arguments(node.args)):
             if method and index == 0 and positional and argument is positional[0] and "staticmethod" not in decorators:
                 inner.bind(argument.arg, ("cls", owner) if "classmethod" in decorators or node.name == "__new__"
                            else ("self", owner))
             else:
-                inner.bind(argument.arg, ("parameter", defaults.get(argument.arg), scope))
+                inner.bind(argument.arg, ("parameter",))
         own = self._bind_body(inner, node.body, None)
         self._uses(inner, own, None, owner)
         if key is not None:
@@ -449,13 +445,6 @@ def _arguments(arguments: ast.arguments) -> List[ast.arg]:
     if arguments.kwarg:
         found.append(arguments.kwarg)
     return found
-
-
-def _positional_defaults(arguments: ast.arguments) -> Dict[str, ast.AST]:
-    positional = [*arguments.posonlyargs, *arguments.args]
-    defaults = dict(zip((a.arg for a in positional[len(positional) - len(arguments.defaults):]), arguments.defaults))
-    defaults.update((a.arg, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None)
-    return defaults
 
 
 def default_values(arguments: ast.arguments) -> List[ast.AST]:
@@ -579,13 +568,7 @@ class Index:
         return None
 
     def _each_reference(self, module: str, references) -> Meanings:
-        found: Set[Tuple] = set()
-        for reference in references:
-            meanings = self.meaning(module, reference)
-            if meanings is None:
-                return None
-            found |= meanings
-        return frozenset(found)
+        return self._each_reference_of([(module, reference) for reference in references])
 
     @staticmethod
     def _each(meanings: FrozenSet[Tuple], step) -> Meanings:
@@ -655,12 +638,7 @@ class Index:
                 return self._each_reference_of(values)
             return self._class_attribute(meaning[1], name, set())
         if kind == "super":
-            bases, certain = self._class_bases(meaning[1])
-            for base in bases:
-                found = self._class_attribute(base, name, set())
-                if found is None or found != frozenset([EXTERNAL]):
-                    return found
-            return frozenset([EXTERNAL]) if certain else None
+            return self._inherited_attribute(meaning[1], name, set())
         return None
 
     def _each_reference_of(self, values: List[Tuple[str, Ref]]) -> Meanings:
@@ -737,6 +715,11 @@ class Index:
             return frozenset([("def", definition.methods[name])])
         if f"{class_key}.{name}" in self.definitions:
             return frozenset([("def", f"{class_key}.{name}")])
+        return self._inherited_attribute(class_key, name, seen)
+
+    def _inherited_attribute(self, class_key: str, name: str, seen: Set[str]) -> Meanings:
+        """What `name` is in the first of a class's bases that has it (outside the library where
+        none does and every base was placed)."""
         bases, certain = self._class_bases(class_key)
         for base in bases:
             found = self._class_attribute(base, name, seen)

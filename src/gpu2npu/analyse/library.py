@@ -3,8 +3,9 @@ methods and classes each defines (with the lines of their bodies), the call site
 and the public names under which a user reaches each definition (`timm.layers.Mlp` as well as
 `timm.layers.mlp.Mlp`, through the re-exports of the packages' `__init__.py`).
 
-Which definition a call site reaches is jedi's business (call_graph.py); this module only says
-what there is and where.
+Each module is read once (ModuleShape, kept in the cache under its content) and no tree is kept.
+Which definition a call site reaches is answered by call_graph.py (from index.py's reading of
+the modules, and jedi for what it leaves open); this module only says what there is and where.
 """
 from __future__ import annotations
 
@@ -103,7 +104,7 @@ class Library:
         self.runs_held: List[Tuple[str, str, str]] = []
         # what each module's names mean, for the answers that need no jedi (index.py)
         self.indexes: Dict[str, ModuleIndex] = {}
-        self.hit_facts: Dict[str, object] = {}  # relative path -> third_party.HitFacts
+        self.hit_facts: Dict[str, HitFacts] = {}  # relative path -> what its hits are found from
         self.shapes_read = 0  # modules read from their source (the others came from the cache)
         named = [(path, relative, name) for path in files
                  for relative in [path.relative_to(root).as_posix()]
@@ -397,8 +398,8 @@ class ModuleShape:
             receiver_name = "" if receiver is None else receiver.id if isinstance(receiver, ast.Name) else "?"
             self.calls.append(CallSite(module.path, line, column, name, caller, self_call, receiver_name,
                                        id(node) in returned))
-        # instance attributes the library assigns (`self.attn = Attention(...)`, also from a
-        # parameter whose default can be followed): calling one may run a library class's forward
+        # instance attributes the library assigns (`self.attn = Attention(...)`): calling one
+        # may run a library class's forward
         for node in nodes.assigns:
             for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
                 attribute = _self_attribute(target)

@@ -27,8 +27,8 @@ from ..cuda_ops import operators_in
 from ..discover import CUDA_SOURCE_SUFFIXES, Entry, Kind
 from ..scan import FileScan, dotted
 from ..tips import cuda_only_package, tip_for
-from .call_graph import method_of, resolve
-from .library import CLASS, FUNCTION, INSTANCE_CALL, METHOD, MODULE, Library
+from .call_graph import instance_call, resolve
+from .library import CLASS, FUNCTION, METHOD, MODULE, Library
 
 FRAMEWORK_UNSUPPORTED = "framework_unsupported_op.csv"
 UNKNOWN = "unknown_op.csv"
@@ -339,11 +339,7 @@ def _instance_calls(library: Library) -> Dict[str, str]:
     """class key -> the method that calling one of its instances runs (its own or inherited)."""
     found: Dict[str, str] = {}
     for key, definition in library.definitions.items():
-        if definition.kind != CLASS:
-            continue
-        for method in INSTANCE_CALL:
-            target = method_of(library, key, method)
-            if target is not None:
-                found[key] = target
-                break
+        target = instance_call(library, key) if definition.kind == CLASS else None
+        if target is not None:
+            found[key] = target
     return found
