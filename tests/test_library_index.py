@@ -3,6 +3,7 @@ certain, and leaves the rest (None) to jedi.  Each case is a small library; the 
 is the one on the line marked `# <-`.  Where the index answers, jedi must answer no more (checked
 on every case and on the fancylib fixture)."""
 import textwrap
+from types import SimpleNamespace
 from pathlib import Path
 from typing import Dict
 
@@ -204,3 +205,17 @@ def test_jedi_is_asked_within_its_time_and_a_rerun_goes_on_from_the_cache(tmp_pa
     first = analyse()
     assert "not asked" not in first and "1 by jedi" in first
     assert "the answers of 1 file from the cache" in analyse()
+
+
+def test_the_call_sites_jedi_did_not_reach_are_those_after_its_time_ran_out(tmp_path, monkeypatch):
+    from gpu2npu.analyse import call_graph
+
+    library = build(tmp_path, {"model.py": "def f(x, layer):\n    n = len(x)\n    return layer(n)\n"})
+    sites = sorted((site.line, site.column) for site in library.calls if site.path == "model.py")
+    assert len(sites) == 2
+    call_graph._init(str(library.root), str(library.import_root), [])
+    clock = iter([0.0, 0.0, 10.0])  # the file's start and its first call site in time, the second not
+    monkeypatch.setattr(call_graph, "time", SimpleNamespace(time=lambda: next(clock)))
+    path, answers, not_reached = call_graph._resolve_file(("model.py", sites, 5.0))
+    # the first was asked (jedi places `len` outside the library: no answer), only the second was not
+    assert (path, answers, not_reached) == ("model.py", {}, sites[1:])

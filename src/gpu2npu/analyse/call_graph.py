@@ -86,16 +86,17 @@ def _by_file(positions: Iterable[Tuple[str, int, int]]) -> Dict[str, List[Tuple[
 
 
 def _ask_jedi(library: Library, env: Sequence[Path], by_file: Dict[str, List[Tuple[int, int]]],
-              jobs: int, progress: Callable[..., None], seconds: float = float("inf")) -> Tuple[Dict[str, List[Target]], Set[str]]:
-    """jedi's answers at the (line, column) positions of each file, and the files it was not
-    asked about (or not about all of their positions) before `seconds` ran out."""
+              jobs: int, progress: Callable[..., None],
+              seconds: float = float("inf")) -> Tuple[Dict[str, List[Target]], Dict[str, List[Tuple[int, int]]]]:
+    """jedi's answers at the (line, column) positions of each file, and the positions of each
+    file it was not asked about before `seconds` ran out."""
     deadline = time.time() + seconds
     # Files of similar work go to different processes: biggest first, handed out one at a time.
     work = [(path, places, deadline) for path, places in sorted(by_file.items(), key=lambda item: (-len(item[1]), item[0]))]
     settings = (str(library.root), str(library.import_root), [str(folder) for folder in env])
     jobs = jobs or os.cpu_count() or 1
     answers: Dict[str, List[Target]] = {}
-    unfinished: Set[str] = set()
+    unreached: Dict[str, List[Tuple[int, int]]] = {}
     if jobs <= 1 or len(work) < 4:
         _init(*settings)
         results = map(_resolve_file, work)
@@ -104,16 +105,16 @@ def _ask_jedi(library: Library, env: Sequence[Path], by_file: Dict[str, List[Tup
         pool = multiprocessing.get_context("spawn").Pool(min(jobs, len(work)), _init_worker, settings)
         results = pool.imap_unordered(_resolve_file, work, chunksize=1)
     try:
-        for done, (path, path_answers, finished) in enumerate(results, 1):
+        for done, (path, path_answers, not_reached) in enumerate(results, 1):
             answers.update(path_answers)
-            if not finished:
-                unfinished.add(path)
+            if not_reached:
+                unreached[path] = not_reached
             progress(done, len(work))
     finally:
         if pool is not None:
             pool.terminate()
             pool.join()
-    return answers, unfinished
+    return answers, unreached
 
 
 _ROOT: Optional[Path] = None
@@ -151,13 +152,13 @@ def _bound_parsed_modules() -> None:
         cache.clear()
 
 
-def _resolve_file(item: Tuple[str, List[Tuple[int, int]], float]) -> Tuple[str, Dict[str, List[Target]], bool]:
-    """(the file, jedi's answers in it, whether every position was asked before the deadline)."""
+def _resolve_file(item: Tuple[str, List[Tuple[int, int]], float]) -> Tuple[str, Dict[str, List[Target]], List[Tuple[int, int]]]:
+    """(the file, jedi's answers in it, the positions not asked before the deadline)."""
     import jedi
 
     relative, positions, deadline = item
     if time.time() > deadline:
-        return relative, {}, False
+        return relative, {}, positions
     _bound_parsed_modules()
     absolute = _ROOT / relative
     data = absolute.read_bytes()
@@ -165,9 +166,9 @@ def _resolve_file(item: Tuple[str, List[Tuple[int, int]], float]) -> Tuple[str, 
     lines = data.split(b"\n")
     script = jedi.Script(text, path=str(absolute), project=_PROJECT)
     answers: Dict[str, List[Target]] = {}
-    for line, byte_column in positions:
+    for number, (line, byte_column) in enumerate(positions):
         if time.time() > deadline:
-            return relative, answers, False
+            return relative, answers, positions[number:]
         column = len(lines[line - 1][:byte_column].decode("utf-8", errors="replace"))  # jedi counts characters
         try:
             with _time_limit(JEDI_SECONDS):
@@ -189,7 +190,7 @@ def _resolve_file(item: Tuple[str, List[Tuple[int, int]], float]) -> Tuple[str, 
             targets.append((name.type, inside, name.line, name.name))
         if targets:
             answers[f"{relative}:{line}:{byte_column}"] = sorted(set(targets))
-    return relative, answers, True
+    return relative, answers, []
 
 
 class _TooLong(BaseException):  # (not an Exception: jedi catches those and answers less)
@@ -356,17 +357,16 @@ def _jedi_answers(library: Library, env: Sequence[Path], positions: List[Tuple[s
         else:
             ask[path] = places
     try:
-        asked, unfinished = _ask_jedi(library, env, ask, jobs, progress, seconds) if ask and seconds > 0 else (
-            {}, set(ask))
+        asked, unreached = _ask_jedi(library, env, ask, jobs, progress, seconds) if ask and seconds > 0 else ({}, ask)
         answers.update(asked)
         if store is not None:
-            for path in set(ask) - unfinished:
+            for path in set(ask) - set(unreached):
                 store.put(keys[path], {site: targets for site, targets in asked.items()
                                        if site.rsplit(":", 2)[0] == path})
     finally:
         if store is not None:
             store.close()
-    not_asked = sum(1 for path in unfinished for line, column in ask[path] if f"{path}:{line}:{column}" not in asked)
+    not_asked = sum(len(places) for places in unreached.values())
     return answers, from_cache, not_asked
 
 
