@@ -198,7 +198,7 @@ def _custom_calls(path: str, tree: ast.Module, operators: Set[str], extension_mo
     scan = FileScan(tree)
     extension_names: Set[str] = set()  # local names bound to a compiled or loaded CUDA extension
     imported_names: Set[str] = set()
-    for node in ast.walk(tree):
+    for node in scan.nodes_of_class(ast.Import, ast.ImportFrom, ast.Assign):  # (grouped by the scan)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 imported_names.add(alias.asname or alias.name.split(".")[0])
