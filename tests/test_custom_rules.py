@@ -136,7 +136,7 @@ def test_function_renamed_into_cuda_is_then_migrated_by_the_built_in_rules():
     rules = {"FuncNameModifyRule": [{"old_name": "mylib.sync", "new_name": "torch.cuda.synchronize"}]}
     output, result = migrated("import torch\nimport mylib\nmylib.sync()\n", rules)
     assert output == "import torch\nimport torch_npu\nimport mylib\ntorch_npu.npu.synchronize()\n"
-    assert [c.rule for c in result.changes if c.start_line == 3] == ["NPU702", "NPU101"]
+    assert [c.rule for c in result.changes if c.start_line == 3] == ["NPU702", "NPU113"]
 
 
 def test_module_names():

@@ -63,6 +63,25 @@ def test_makefile_and_yaml_syntax():
         "env: {ASCEND_RT_VISIBLE_DEVICES: '0'}  # CUDA_VISIBLE_DEVICES\nnote: \"a # b nccl\"\nsteps:\n  - npu-smi info\n  - run: 'npu-smi info'\n")
 
 
+class TestMakefileVariables:
+    """A Makefile's own CUDA_* variables are make names, not CUDA's settings; the ones CUDA and
+    its toolkit read are still reported wherever they stand."""
+
+    def reported(self, source: str, path: str = "Makefile"):
+        return sorted((f.start_line, f.api) for f in migrate_script(source.encode(), path).findings)
+
+    def test_a_makefiles_own_variable_is_not_reported(self):
+        make = "CUDA_OUTPUT_FILE = -o $@\ntrain: train.cu\n\t$(NVCC) $< $(CUDA_OUTPUT_FILE)\n"
+        assert self.reported(make) == []
+
+    def test_cudas_own_variables_are_reported_in_a_makefile(self):
+        make = "CUDA_HOME ?= /usr/local/cuda\nrun:\n\tCUDA_MODULE_LOADING=LAZY CUDA_CACHE_PATH=/tmp/c python t.py\n"
+        assert self.reported(make) == [(1, "CUDA_HOME"), (3, "CUDA_CACHE_PATH"), (3, "CUDA_MODULE_LOADING")]
+
+    def test_a_shell_scripts_cuda_variables_are_reported(self):
+        assert self.reported("export CUDA_OUTPUT_FILE=out\n", "run.sh") == [(1, "CUDA_OUTPUT_FILE")]
+
+
 def test_scanner_carries_quotes_and_heredocs_across_lines():
     lines = ["echo 'a", "b' c # d", "cat <<-END", "\tx", "\tEND", "y # z"]
     scanned = list(scan(lines, Dialect.SHELL))

@@ -17,7 +17,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Counter, Dict, List, Sequence, Tuple
+from typing import Callable, Counter, Dict, List, Optional, Sequence, Tuple
 
 from .suppressions import code_cells
 
@@ -78,12 +78,18 @@ def read_baseline(file: Path) -> Dict[Key, int]:
     return counts
 
 
-def match_baseline(file: Path, findings: Sequence, line_text: Callable[[object], str]) -> Matched:
-    """Split `findings` into those the baseline in `file` records and the new ones."""
+def match_baseline(file: Path, findings: Sequence, line_text: Callable[[object], str],
+                   recorded_by: Optional[Dict[str, str]] = None) -> Matched:
+    """Split `findings` into those the baseline in `file` records and the new ones.  A finding of
+    a kind of edit (`recorded_by`: its code -> the rule's) is also known under the rule's code,
+    which a baseline written before the kind had a code of its own records it by."""
     left = dict(read_baseline(file))
     new = []
     known = 0
     for finding, key in zip(findings, keys_of(findings, line_text, file.resolve().parent)):
+        path, code, text = key
+        if left.get(key, 0) <= 0 and (recorded_by or {}).get(code):
+            key = (path, recorded_by[code], text)
         if left.get(key, 0) > 0:
             left[key] -= 1
             known += 1

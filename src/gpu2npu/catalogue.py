@@ -33,6 +33,9 @@ class RuleEntry:
     description: str  # what `gpu2npu explain` says: the class's documentation
     package: Optional[WrittenPackage] = None
     example: str = ""  # its first example, before and after (SARIF's help shows it)
+    # A kind of another rule's edit: that rule's code, which named these edits before they had a
+    # code of their own (a suppression or baseline entry of it still covers them); "" otherwise.
+    recorded_by: str = ""
 
 
 def from_rules() -> Dict[str, RuleEntry]:
@@ -42,7 +45,7 @@ def from_rules() -> Dict[str, RuleEntry]:
 
     packages = {rule.code: WrittenPackage(rule.PACKAGE, tuple(rule.FILES), rule.WHAT) for rule in REROUTING_RULES}
     return {code: RuleEntry(code, rule.__name__, rule.summary, inspect.cleandoc(rule.__doc__ or ""), packages.get(code),
-                            _first_example(rule))
+                            _first_example(rule), getattr(rule, "recorded_by", ""))
             for code, rule in ALL_RULES_BY_CODE.items()}
 
 

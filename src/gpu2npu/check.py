@@ -60,6 +60,9 @@ class CheckResult:
     cache_problem: Optional[str] = None  # why the cache could not be used (the check went on without)
     # code -> what SARIF says of it (summary, help), when asked for
     descriptions: Dict[str, "Description"] = dataclasses.field(default_factory=dict)
+    # A kind of edit's code -> the code of the rule that records it, which named such findings
+    # before (a suppression, --ignore or baseline entry of that code still covers them).
+    recorded_by: Dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 # The kinds that say a file was not (or only partly) looked at: the check did not succeed there.
@@ -136,6 +139,7 @@ def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
     engine = Engine(dataclasses.replace(options, advice=False), jobs, cache_folder)
     try:
         rules = rule_catalogue(engine.cache)
+        recorded_by = {code: entry.recorded_by for code, entry in rules.items() if entry.recorded_by}
         known = set(rules) | set(KINDS) | set(ADVICE)
         for where, selector in config.selectors():  # (before any file is checked)
             if unknown_selectors([selector], known):
@@ -148,7 +152,7 @@ def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
         engine.close()
     findings: List[CheckFinding] = []
     outcome = CheckResult(findings, len(kept), excluded=len(entries) - len(kept), cache_problem=engine.problem,
-                          descriptions=descriptions, skipped=skipped)
+                          descriptions=descriptions, skipped=skipped, recorded_by=recorded_by)
     for entry, found, suppressions in files:
         findings.extend(_filtered(entry, found, suppressions, config, known, outcome))
     outcome.findings = sorted(set(findings))
@@ -181,8 +185,11 @@ def _filtered(entry: Entry, found: List[CheckFinding], suppressions: Tuple[Suppr
     comments silence, plus a finding for each comment that silences nothing (NPU926)."""
     ignored = config.ignored_codes(entry.absolute)
 
+    def names(selector: str, code: str) -> bool:
+        return selector_matches(selector, code) or selector_matches(selector, outcome.recorded_by.get(code, code))
+
     def is_ignored(code: str) -> bool:
-        return any(selector_matches(selector, code) for selector in ignored)
+        return any(names(selector, code) for selector in ignored)
 
     kept = [finding for finding in found if not is_ignored(finding.rule)]
     outcome.ignored += len(found) - len(kept)
@@ -192,7 +199,7 @@ def _filtered(entry: Entry, found: List[CheckFinding], suppressions: Tuple[Suppr
     shown = []
     for finding in kept:
         silencing = [s for s in suppressions if s.cell == finding.cell and finding.start_line <= s.line <= finding.end_line
-                     and (not s.codes or any(selector_matches(code, finding.rule) for code in s.codes))]
+                     and (not s.codes or any(names(code, finding.rule) for code in s.codes))]
         for suppression in silencing:
             silenced[suppression].append(finding.rule)
         if silencing:
@@ -203,7 +210,7 @@ def _filtered(entry: Entry, found: List[CheckFinding], suppressions: Tuple[Suppr
         where = f"cell {suppression.cell}: " if suppression.cell else ""
         unknown = [code for code in suppression.codes if not any(selector_matches(code, known_code) for known_code in known)]
         idle = [code for code in suppression.codes if code not in unknown
-                and not any(selector_matches(code, rule) for rule in rules)]
+                and not any(names(code, rule) for rule in rules)]
         if unknown:
             message = (f"`# gpu2npu: ignore[{','.join(unknown)}]`: {where}{' and '.join(unknown)} "
                        f"{'is no code' if len(unknown) == 1 else 'are no codes'} that gpu2npu reports (`gpu2npu rules` lists them)")

@@ -420,7 +420,7 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
     findings, known_note = result.findings, ""
     if baseline_file is not None:
         try:
-            matched = match_baseline(baseline_file, result.findings, line_text)
+            matched = match_baseline(baseline_file, result.findings, line_text, result.recorded_by)
         except BaselineError as error:
             _fail(str(error))
         findings = matched.new

@@ -92,6 +92,19 @@ def is_cuda_variable(name: str) -> bool:
     return bool(NAME.match(name)) and name != "CUDA_VISIBLE_DEVICES"
 
 
+# The CUDA_* variables that CUDA's runtime, driver, MPS and toolkit read (NVIDIA's "CUDA
+# Environment Variables" appendix; the toolkit's location; the CUDA images' version), by family.
+_READ_BY_CUDA = re.compile(
+    r"^CUDA_(?:CACHE_|MPS_|MODULE_|FORCE_|DISABLE_|DEVICE_|ENABLE_|COREDUMP_|MANAGED_|GRAPHS_|LOG_|PATH_V\d"
+    r"|AUTO_BOOST$|SCALE_LAUNCH_QUEUES$|LAUNCH_BLOCKING$|HOME$|PATH$|ROOT$|TOOLKIT_ROOT_DIR$|VERSION$)")
+
+
+def read_by_cuda(name: str) -> bool:
+    """Whether CUDA or its tools read the variable `name` (a Makefile's own CUDA_OUTPUT_FILE is a
+    name of its own: no setting of CUDA's)."""
+    return name in RENAMED or name in REPORTED or not name.startswith("CUDA_") or bool(_READ_BY_CUDA.match(name))
+
+
 def tip_for(name: str, value: Optional[str] = None) -> str:
     counterpart = RENAMED.get(name)
     if counterpart is not None:

@@ -26,7 +26,8 @@ from .bf16_capability import Bf16CapabilityGateToNpu
 from .bf16_readiness import Bf16ReadinessWithoutCudaVersion
 from .bitsandbytes import BitsandbytesOptimizers
 from .base import DistributedSettings, Example, FileContext, Options, Rule, SpecifyDeviceSettings
-from .cuda_api import TorchCudaApiToNpu
+from .cuda_api import KINDS as CUDA_API_KINDS, TorchCudaApiToNpu
+from .device_tests import DeviceTypeTests
 from .custom import CUSTOM_RULES
 from .data_parallel import DataParallelToSingleNpu
 from .dataloader import DataLoaderForNpu
@@ -113,11 +114,16 @@ def after_common_rules(rules: Tuple[Type[Rule], ...], rule: Type[Rule]) -> Tuple
     return (*rules[:at], rule, *rules[at:])
 
 
-# -r: the user's rules run before all of these, in a pass of their own (see custom.py).
+# Kinds of edit that a rule records under codes of their own (`Rule.recorded_by`): never run.
+EDIT_KINDS: Tuple[Type[Rule], ...] = (*CUDA_API_KINDS, DeviceTypeTests)
+
+# -r: the user's rules run before all of these, in a pass of their own (see custom.py).  Each
+# kind of edit is listed after the rule that records it.
 RULES_BY_CODE: Dict[str, Type[Rule]] = {
-    rule.code: rule
+    listed.code: listed
     for rule in CUSTOM_RULES + SINGLE_CARD_RULES + DISTRIBUTED_RULES + SPECIFY_DEVICE_RULES + OPTIONAL_RULES
     + (ModelArtsPaths,)
+    for listed in (rule, *(kind for kind in EDIT_KINDS if kind.recorded_by == rule.code))
 }
 
 __all__ = [

@@ -8,7 +8,7 @@ order or in parallel.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, ClassVar, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Callable, ClassVar, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Type
 
 import libcst as cst
 from libcst.metadata import PositionProvider
@@ -17,7 +17,6 @@ from ..apidata import ApiData
 from ..options import DistributedSettings, Options, SpecifyDeviceSettings
 from ..change import Finding, Operation, Report
 from . import npu_aware
-from .walk import MetadataWrapper
 
 if TYPE_CHECKING:
     from ..rule_file import CustomRules
@@ -113,6 +112,8 @@ class Edit:
     message: str
     # The text the edit put into the tree (see batch.written_fragment); "" for a deletion.
     wrote: str = field(default="", compare=False)
+    # The code of the kind of edit (`Rule.recorded_by`) where it is not the rule's own.
+    code: str = ""
 
 
 @dataclass
@@ -138,6 +139,13 @@ class Rule(cst.CSTTransformer):
     examples: ClassVar[Tuple[Example, ...]] = ()
     # Sources on which this rule must make no edit (other rules may).
     unchanged: ClassVar[Tuple[str, ...]] = ()
+    # A kind of edit that another rule makes, declared like a rule so that it has a code, a
+    # summary, a description and examples of its own (`gpu2npu rules`, `explain`, SARIF, the
+    # example tests): the rule whose code is named here finds and rewrites its constructs in its
+    # own walk and records them under this code (`record(..., kind=...)`); such a class is never
+    # run itself.  (torch.cuda's random, memory, stream and amp APIs are kinds of NPU101's edit:
+    # one walk resolves every torch.cuda name, and each kind is reviewed differently.)
+    recorded_by: ClassVar[str] = ""
 
     METADATA_DEPENDENCIES: ClassVar[Sequence] = (PositionProvider,)
 
@@ -159,14 +167,6 @@ class Rule(cst.CSTTransformer):
     @classmethod
     def wants(cls, source: str) -> bool:
         return not cls.triggers or any(trigger in source for trigger in cls.triggers)
-
-    @classmethod
-    def run(cls, module: cst.Module, context: FileContext) -> RuleOutcome:
-        # The module is a fresh tree made by the previous step, so copying it again is waste.
-        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        rule = cls(context)
-        new_module = wrapper.visit(rule)
-        return RuleOutcome(new_module, rule.edits, rule.findings)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self.context.claimed.get(id(node), self.code) != self.code:
@@ -196,9 +196,13 @@ class Rule(cst.CSTTransformer):
         original_node: cst.CSTNode,
         message: str,
         operation: Operation = Operation.MODIFY,
+        kind: Optional[Type["Rule"]] = None,
     ) -> None:
+        """`kind`: the kind of edit (a class whose `recorded_by` is this rule's code) where the
+        edit is one of a kind with a code of its own."""
+        assert kind is None or kind.recorded_by == self.code, kind
         start, end = self.lines_of(original_node)
-        self.edits.append(Edit(start, end, operation, message))
+        self.edits.append(Edit(start, end, operation, message, code=kind.code if kind is not None else ""))
 
     def record_insert(self, after_line: int, message: str) -> None:
         self.edits.append(Edit(after_line, after_line, Operation.INSERT, message))

@@ -210,6 +210,6 @@ def run_batch(rule_types: Sequence[Type[Rule]], wrapper: MetadataWrapper, contex
     new_module = wrapper.module.visit(batch) if batch.has_attribute_hooks else transform(batch, wrapper.module)
     outcome = RuleOutcome(new_module)
     for rule in rules:
-        outcome.edits.extend((rule.code, edit) for edit in rule.edits)
+        outcome.edits.extend((edit.code or rule.code, edit) for edit in rule.edits)
         outcome.findings.extend(rule.findings)
     return outcome

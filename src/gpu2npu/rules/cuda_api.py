@@ -1,4 +1,8 @@
-"""torch.cuda.X -> torch_npu.npu.X, for every X that the chosen torch_npu release provides."""
+"""torch.cuda.X -> torch_npu.npu.X, for every X that the chosen torch_npu release provides.
+
+One walk resolves every torch.cuda name; the edits are recorded by kind (random generators,
+memory, streams and graphs, amp: each a module of its own with its code and examples), and
+NPU101 is the rest: device selection and queries."""
 from __future__ import annotations
 
 from typing import List, Optional
@@ -9,6 +13,10 @@ from libcst.metadata import PositionProvider
 from ..tips import migratable_cuda_path
 from ..change import Report
 from .base import Example, Rule, code_of
+from .cuda_amp import TorchCudaAmpToNpu
+from .cuda_memory import TorchCudaMemoryToNpu
+from .cuda_random import TorchCudaRandomToNpu
+from .cuda_streams import TorchCudaStreamsToNpu
 from .names import build_dotted, cuda_switch_of, cuda_switch_tip, dotted_name, qualified_names
 from .walk import ParentNodeProvider
 
@@ -16,6 +24,14 @@ CUDA = "torch.cuda"
 NPU = "torch_npu.npu"
 # torch.cuda names whose torch_npu counterpart has another name (same methods and arguments).
 RENAMED = {"CUDAGraph": "NPUGraph"}
+# The kinds of this rule's edit with codes of their own, by the first name after torch.cuda.
+KINDS = (TorchCudaRandomToNpu, TorchCudaStreamsToNpu, TorchCudaMemoryToNpu, TorchCudaAmpToNpu)
+_KIND_OF_NAME = {name: kind for kind in KINDS for name in kind.names}
+
+
+def kind_of(path: List[str]):
+    """The kind of edit that renaming torch.cuda.<path> is (None: NPU101's own)."""
+    return _KIND_OF_NAME.get(path[0]) if path else None
 
 
 def npu_path(api, path: List[str]) -> Optional[List[str]]:
@@ -28,49 +44,41 @@ def npu_path(api, path: List[str]) -> Optional[List[str]]:
 class TorchCudaApiToNpu(Rule):
     """Calls into `torch.cuda` go to `torch_npu.npu`, which mirrors its API on Ascend.
 
-    Names are resolved, not spelled: `import torch as th; th.cuda.synchronize()`,
+    Names are resolved, not spelled: `import torch as th; th.cuda.device_count()`,
     `from torch import cuda`, `import torch.cuda as tc` and function-local imports are all found.
     `from torch.cuda[.sub] import name` imports are rewritten in place, so the imported names keep
     working unchanged below.  What exists on NPU is read from the per-version data; a name that
-    does not exist there is left as it is and listed in unsupported_api.csv.  `torch.cuda.amp`
-    (native mixed precision) is covered here too: it is `torch_npu.npu.amp`.  CUDA graphs:
-    `torch.cuda.CUDAGraph` is `torch_npu.npu.NPUGraph` (same capture/replay methods) where the
-    release has it, so that `torch.cuda.graph(g)` -> `torch_npu.npu.graph(g)` receives an NPU graph.
+    does not exist there is left as it is and listed in unsupported_api.csv.
+
+    NPU101 itself is device selection and queries (`is_available`, `device_count`,
+    `set_device`, `current_device`, `get_device_name`, `is_bf16_supported`...) and whatever
+    torch.cuda name has no kind of its own; the random generators (NPU112), streams, events and
+    graphs (NPU113), the memory API (NPU114) and amp (NPU115) are the same rename, recorded
+    under their own codes because each is reviewed differently.  A device query now asks about
+    NPUs: `device_count()` counts NPUs, `get_device_name()` names an Ascend chip.
     """
 
     code = "NPU101"
-    summary = "torch.cuda.X -> torch_npu.npu.X where torch_npu provides X"
+    summary = "torch.cuda's device queries (is_available, set_device...) and the rest -> torch_npu.npu where provided"
     triggers = ("cuda",)
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
     examples = (
         Example(
-            "import torch\ntorch.cuda.synchronize()\n",
-            "import torch\nimport torch_npu\ntorch_npu.npu.synchronize()\n",
-        ),
-        Example(
             "import torch as th\nn = th.cuda.device_count()\n",
             "import torch as th\nimport torch_npu\nn = torch_npu.npu.device_count()\n",
-        ),
-        Example(
-            "import torch\nfrom torch.cuda.amp import autocast, GradScaler\nscaler = GradScaler()\n",
-            # importing torch_npu.npu.amp loads torch_npu: no separate `import torch_npu` needed
-            "import torch\nfrom torch_npu.npu.amp import autocast, GradScaler\nscaler = GradScaler()\n",
-        ),
-        Example(
-            "import torch\nscaler = torch.cuda.amp.GradScaler()\nwith torch.cuda.amp.autocast():\n    pass\n",
-            "import torch\nimport torch_npu\nscaler = torch_npu.npu.amp.GradScaler()\nwith torch_npu.npu.amp.autocast():\n    pass\n",
         ),
         Example(
             "from torch import cuda\nif cuda.is_available():\n    cuda.set_device(0)\n",
             "import torch_npu\nfrom torch import cuda\nif torch_npu.npu.is_available():\n    torch_npu.npu.set_device(0)\n",
         ),
         Example(
-            "import torch\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    out = model(x)\ng.replay()\n",
-            "import torch\nimport torch_npu\ng = torch_npu.npu.NPUGraph()\nwith torch_npu.npu.graph(g):\n    out = model(x)\ng.replay()\n",
+            "def describe():\n    import torch\n    return torch.cuda.get_device_name(torch.cuda.current_device())\n",
+            "def describe():\n    import torch\n    import torch_npu\n"
+            "    return torch_npu.npu.get_device_name(torch_npu.npu.current_device())\n",
         ),
         Example(
-            "def seed_all(seed):\n    import torch\n    torch.cuda.manual_seed_all(seed)\n",
-            "def seed_all(seed):\n    import torch\n    import torch_npu\n    torch_npu.npu.manual_seed_all(seed)\n",
+            "import torch\nfrom torch.cuda import is_available, device_count\nn = device_count() if is_available() else 0\n",
+            "import torch\nfrom torch_npu.npu import is_available, device_count\nn = device_count() if is_available() else 0\n",
         ),
     )
     unchanged = (
@@ -127,7 +135,7 @@ class TorchCudaApiToNpu(Rule):
         else:
             new_node = _replace_at_depth(updated_node, depth, build_dotted(NPU))
         old_name = ".".join([CUDA, *path])
-        self.record(original_node, f"change {old_name} to {'.'.join([NPU, *new_path])}")
+        self.record(original_node, f"change {old_name} to {'.'.join([NPU, *new_path])}", kind=kind_of(path))
         self.context.needs_torch_npu = True
         return new_node
 
@@ -145,7 +153,9 @@ class TorchCudaApiToNpu(Rule):
         if len(supported) != len(updated_node.names):
             return updated_node  # a mixed import stays whole; the analysis names what is missing
         new_module = ".".join([NPU, *prefix])
-        self.record(original_node, f"change import from {module} to import from {new_module}")
+        kinds = {kind_of(prefix or [dotted_name(alias.name)]) for alias in updated_node.names}
+        self.record(original_node, f"change import from {module} to import from {new_module}",
+                    kind=kinds.pop() if len(kinds) == 1 else None)
         return updated_node.with_changes(module=build_dotted(new_module))
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import):
@@ -161,13 +171,13 @@ class TorchCudaApiToNpu(Rule):
             ):
                 new_module = ".".join([NPU, *module.split(".")[2:]])
                 names.append(alias.with_changes(name=build_dotted(new_module)))
-                changed.append(f"change import {module} to import {new_module}")
+                changed.append((f"change import {module} to import {new_module}", kind_of(module.split(".")[2:])))
             else:
                 names.append(alias)
         if not changed:
             return updated_node
-        for message in changed:
-            self.record(original_node, message)
+        for message, kind in changed:
+            self.record(original_node, message, kind=kind)
         return updated_node.with_changes(names=names)
 
 

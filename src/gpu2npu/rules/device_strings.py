@@ -8,6 +8,7 @@ from libcst.metadata import PositionProvider
 
 from ..change import Report
 from .base import Example, Rule
+from .device_tests import DeviceTypeTests, is_device_test
 from .names import (DEVICE_STRING, DocstringTracker, cuda_switch_of, cuda_switch_tip, framework_option, not_a_device,
                     string_text, with_string_text)
 from .walk import ParentNodeProvider
@@ -21,7 +22,8 @@ class CudaDeviceStrings(DocstringTracker, Rule):
     Only strings that *are* a device spec change: `"cuda"`, `"cuda:0"`, `"cuda:{}"` (a `.format`
     template), `"cuda:%d"`, and f-strings `f"cuda:{rank}"` (or without placeholders, `f"cuda"`).  That covers `torch.device(...)`,
     `.to(...)`, `map_location=`, `torch.autocast("cuda")`, argparse defaults and comparisons such
-    as `device.type == "cuda"`, so the code stays consistent with itself.  Strings given to
+    as `device.type == "cuda"`, so the code stays consistent with itself (a test of a device is
+    recorded under its own code, NPU116: after it the CUDA branch runs on the NPU).  Strings given to
     another framework's own device option (Lightning's `accelerator="cuda"`, also through a
     variable or an argparse default of that name) are not torch devices: Lightning rejects "npu",
     so they are left as written and reported.  Tensor type names
@@ -107,7 +109,7 @@ class CudaDeviceStrings(DocstringTracker, Rule):
         elif self.context.options.specify_device is not None and index.startswith("{"):
             # -s: 'cuda:{}'.format(i) names the DEVICE_ID NPU; 'npu'.format(i) is just 'npu'.
             new_text = "npu"
-        self.record(original_node, f"change device string {text!r} to {new_text!r}")
+        self.record(original_node, f"change device string {text!r} to {new_text!r}", kind=_kind_of(self, original_node))
         self.context.needs_torch_npu = True
         return with_string_text(updated_node, new_text)
 
@@ -141,6 +143,11 @@ class CudaDeviceStrings(DocstringTracker, Rule):
         new_text = "npu" + text[len("cuda"):]
         if self.context.options.device_per_process and text[len("cuda:"):].isdigit():
             new_text = "npu"
-        self.record(original_node, f"change device string f{text!r} to f{new_text!r}")
+        self.record(original_node, f"change device string f{text!r} to f{new_text!r}", kind=_kind_of(self, original_node))
         self.context.needs_torch_npu = True
         return updated_node.with_changes(parts=(updated_node.parts[0].with_changes(value=new_text),))
+
+
+def _kind_of(rule: Rule, node: cst.CSTNode):
+    """The kind of edit that renaming the device string `node` is (None: NPU103's own)."""
+    return DeviceTypeTests if is_device_test(rule, node) else None

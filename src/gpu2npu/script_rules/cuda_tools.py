@@ -5,6 +5,7 @@ import re
 
 from ..change import Report
 from .. import env_vars
+from ..shell_syntax import Dialect
 from .base import LITERAL_TIP, LineEdit, LineReport, ScriptExample, ScriptRule
 
 TOOL_TIPS = {
@@ -64,6 +65,8 @@ class CudaToolsAndSettings(ScriptRule):
                       path="job.yaml", reported=("nvidia.com/gpu",)),
     )
     unchanged = ("# nvcc is not needed\n", "torchrun train.py --tf32 False --bf16 True\n")
+    # (a Makefile's own variables are no CUDA settings; unchanged sources are shell scripts, so
+    # that case is tested in tests/test_launch_scripts.py)
 
     @classmethod
     def apply(cls, line, dialect):
@@ -71,6 +74,8 @@ class CudaToolsAndSettings(ScriptRule):
         edits = []
         for match in VARIABLES.finditer(line.code):
             name = match.group(0)
+            if dialect == Dialect.MAKE and not env_vars.read_by_cuda(name):
+                continue  # a make variable of the Makefile's own (llm.c's CUDA_OUTPUT_FILE = -o $@)
             new_name, tip = (None, LITERAL_TIP) if line.in_literal(match.start()) else env_vars.script_edit(
                 name, line.code, match.end())
             if new_name is not None:
