@@ -189,8 +189,8 @@ def _unexplained(opcodes, old: List[bytes], rows: List[Dict[str, str]]) -> List[
 def migrated_kind(relative: str) -> str:
     """"python", "notebook", "launch_script", "dependencies" (requirements, environment and
     project files, Dockerfiles) or "" (copied byte for byte) for a file of a fixture."""
-    from gpu2npu.dependencies.formats import dependency_format
-    from gpu2npu.discover import Kind, kind_of
+    from gpu2npu.reading.dependency_files import dependency_format
+    from gpu2npu.reading.discover import Kind, kind_of
 
     kind = kind_of(Path(relative))
     if kind == Kind.OTHER and dependency_format(relative) is not None:

@@ -1,4 +1,4 @@
-"""Affinity and performance advice (gpu2npu.affinity): each pattern found in the spellings real
+"""Affinity and performance advice (gpu2npu.findings.affinity): each pattern found in the spellings real
 code uses, not found in its near misses, with the right lines, only when the chosen torch_npu
 release has the replacement; and written to the incumbent's CSVs."""
 import ast
@@ -8,12 +8,12 @@ import textwrap
 
 import pytest
 
-from gpu2npu import apidata
-from gpu2npu.affinity import find_affinity
-from gpu2npu.scan import FileScan
-from gpu2npu.change import Report
-from gpu2npu.check import check_paths
-from gpu2npu.pipeline import Status, migrate_source
+from gpu2npu.knowledge import apidata
+from gpu2npu.findings.affinity import find_affinity
+from gpu2npu.reading.scan import FileScan
+from gpu2npu.records.change import Report
+from gpu2npu.commands.check import check_paths
+from gpu2npu.migration.pipeline import Status, migrate_source
 from gpu2npu.rules import Options
 
 from helpers import migrate

@@ -1,9 +1,9 @@
 """-a/--amp-model: native AMP of one model becomes Ascend apex amp (rule NPU251)."""
 import pytest
 
-from gpu2npu import apidata
-from gpu2npu.change import Report
-from gpu2npu.pipeline import migrate_source
+from gpu2npu.knowledge import apidata
+from gpu2npu.records.change import Report
+from gpu2npu.migration.pipeline import migrate_source
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import Options
 

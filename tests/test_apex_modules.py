@@ -1,8 +1,8 @@
 """NPU262: apex modules with an exact torch twin are imported from torch; the rest is reported
 with the torch / torch_npu way."""
-from gpu2npu import apidata
-from gpu2npu.change import Report
-from gpu2npu.pipeline import migrate_source
+from gpu2npu.knowledge import apidata
+from gpu2npu.records.change import Report
+from gpu2npu.migration.pipeline import migrate_source
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import Options
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from gpu2npu import apidata
+from gpu2npu.knowledge import apidata
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = ROOT / "src" / "gpu2npu" / "data"
@@ -314,7 +314,7 @@ def test_torch_ops_file_is_reproducible():
 
 @pytest.mark.parametrize("version", sorted(SOURCE_VERSIONS))
 def test_source_built_release_loads_with_the_core_api(version):
-    from gpu2npu import apidata
+    from gpu2npu.knowledge import apidata
 
     assert version in apidata.available_versions()
     api = apidata.load(version)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from gpu2npu import apidata, scan
-from gpu2npu.change import Report
-from gpu2npu.results import Status
-from gpu2npu.tips import CUDA_ONLY_PACKAGES
+from gpu2npu.knowledge import apidata
+from gpu2npu.reading import scan
+from gpu2npu.records.change import Report
+from gpu2npu.records.results import Status
+from gpu2npu.knowledge.tips import CUDA_ONLY_PACKAGES
 
 API = apidata.load("2.1.0")
 
@@ -153,7 +154,8 @@ def test_a_text_with_nothing_for_the_rules_is_not_sent():
 
 
 def test_a_file_this_python_cannot_parse_is_migrated_by_what_the_scan_would_see(monkeypatch):
-    from gpu2npu import apidata, pipeline
+    from gpu2npu.knowledge import apidata
+    from gpu2npu.migration import pipeline
     from gpu2npu.modes import rules_for
     from gpu2npu.rules import Options
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gpu2npu import cache
-from gpu2npu.project import run
-from gpu2npu.request import RunRequest, UsageError
+from gpu2npu.migration import cache
+from gpu2npu.commands.project import run
+from gpu2npu.commands.request import RunRequest, UsageError
 
 from helpers import FIXTURES, page_of_any_run, tree_files
 
@@ -95,7 +95,7 @@ def test_the_cache_may_not_live_in_the_input_or_output(project, tmp_path):
 
 
 def test_parallel_workers_fill_the_cache_with_the_same_results(project, tmp_path, monkeypatch):
-    import gpu2npu.engine as engine_module
+    import gpu2npu.migration.engine as engine_module
 
     monkeypatch.setattr(engine_module, "PARALLEL_FROM", 1)
     cold = _run(project, tmp_path / "cold", tmp_path / "cache", jobs=2)

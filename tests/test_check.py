@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from gpu2npu.finding_kinds import KINDS
-from gpu2npu.sources import ALL_RULES_BY_CODE
+from gpu2npu.records.finding_kinds import KINDS
+from gpu2npu.migration.sources import ALL_RULES_BY_CODE
 from helpers import FIXTURES, fixture_names, migrate, read_csv, run_cli
 
 # Fixtures with nothing CUDA-only to find: code that already handles NPU.
@@ -97,14 +97,15 @@ def test_findings_are_the_same_for_any_number_of_processes_cached_or_not(tmp_pat
     assert serial.stdout == cold.stdout == warm.stdout
     assert serial.stderr == cold.stderr == warm.stderr
     # one result per file checked (the unparseable one's too), read back by the warm run
-    from gpu2npu.discover import MIGRATED_KINDS, walk
+    from gpu2npu.reading.discover import MIGRATED_KINDS, walk
 
     assert stored == len([entry for entry in walk(project) if entry.kind in MIGRATED_KINDS]) >= 16
 
 
 def test_a_warm_check_reads_results_back_instead_of_computing_them(tmp_path, monkeypatch):
-    from gpu2npu import apidata, sources
-    from gpu2npu.check import check_paths
+    from gpu2npu.knowledge import apidata
+    from gpu2npu.migration import sources
+    from gpu2npu.commands.check import check_paths
     from gpu2npu.rules import Options
 
     options = Options(api=apidata.load("2.1.0"))

@@ -41,7 +41,7 @@ def codes(done) -> list:
 # --- configuration -----------------------------------------------------------------------------
 
 def test_the_version_comes_from_the_command_line_then_the_table_then_the_pin_then_the_newest(tmp_path):
-    from gpu2npu.apidata import available_versions
+    from gpu2npu.knowledge.apidata import available_versions
 
     root = project(tmp_path / "p", {"train.py": "import torch\n" + CUDA_LINE})
     newest = available_versions()[-1]

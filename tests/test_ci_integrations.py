@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpu2npu.dependencies.formats import dependency_format
-from gpu2npu.discover import MIGRATED_KINDS, Kind, kind_of
+from gpu2npu.reading.dependency_files import dependency_format
+from gpu2npu.reading.discover import MIGRATED_KINDS, Kind, kind_of
 from helpers import ROOT
 
 GPU2NPU = str(Path(sys.executable).parent / "gpu2npu")

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from gpu2npu import apidata
-from gpu2npu.pipeline import migrate_source
-from gpu2npu.rule_file import RuleFileError, from_data
+from gpu2npu.knowledge import apidata
+from gpu2npu.migration.pipeline import migrate_source
+from gpu2npu.records.rule_file import RuleFileError, from_data
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import Options
 from helpers import read_csv, run_cli, tree_files, unexplained_differences

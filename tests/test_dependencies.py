@@ -8,8 +8,8 @@ import sys
 import pytest
 from packaging.requirements import Requirement
 
-from gpu2npu import apidata
-from gpu2npu.change import Report
+from gpu2npu.knowledge import apidata
+from gpu2npu.records.change import Report
 from gpu2npu.dependencies import Context, dependency_format, load_table, migrate_dependencies, satisfies
 from gpu2npu.dependencies.rules import DEPENDENCY_RULES
 from helpers import FIXTURES, migrate, read_csv
@@ -235,7 +235,7 @@ def test_unusual_requirement_lines():
 def test_every_cuda_only_package_of_the_table_is_one_in_the_code_too():
     # a project that lists mamba-ssm hears about it in requirements.txt; its `import mamba_ssm`
     # must be reported in the code as well (unsupported_api.csv, check)
-    from gpu2npu.tips import CUDA_ONLY_PACKAGES, tip_for
+    from gpu2npu.knowledge.tips import CUDA_ONLY_PACKAGES, tip_for
 
     runs_on_ascend = {"vllm"}  # through the vllm-ascend plugin
     namespaces = {"nvidia"}  # CUDA runtime libraries; their Python parts are listed one by one (nvidia.dali)

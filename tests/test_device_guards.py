@@ -5,9 +5,9 @@ without CUDA) and unsupported_api.csv has a row on the test saying why.
 """
 import pytest
 
-from gpu2npu import apidata
-from gpu2npu.change import Report
-from gpu2npu.pipeline import migrate_source
+from gpu2npu.knowledge import apidata
+from gpu2npu.records.change import Report
+from gpu2npu.migration.pipeline import migrate_source
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import Options
 
@@ -161,7 +161,7 @@ def test_a_name_imported_from_two_places_is_reported_the_same_every_run():
     )
     program = (
         "import sys\n"
-        "from gpu2npu import apidata, pipeline\n"
+        "from gpu2npu.knowledge import apidata\nfrom gpu2npu.migration import pipeline\n"
         "from gpu2npu.modes import rules_for\n"
         "from gpu2npu.rules import Options\n"
         "options = Options(api=apidata.load('2.6.0'))\n"

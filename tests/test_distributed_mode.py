@@ -1,9 +1,9 @@
 """`distributed` and `-s` on the command line, and the conversion's harder cases."""
 import pytest
 
-from gpu2npu import apidata
-from gpu2npu.change import Report
-from gpu2npu.pipeline import migrate_source
+from gpu2npu.knowledge import apidata
+from gpu2npu.records.change import Report
+from gpu2npu.migration.pipeline import migrate_source
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import DistributedSettings, Options
 

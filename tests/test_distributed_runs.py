@@ -29,7 +29,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from gpu2npu import apidata  # noqa: E402
+from gpu2npu.knowledge import apidata  # noqa: E402
 from helpers import FIXTURES, ROOT, free_port, run_cli  # noqa: E402
 from standin_runner import STANDIN_DIR, standin_env  # noqa: E402
 

@@ -1,11 +1,11 @@
 """(source, expected) pairs beyond the rules' own examples: placement, names, guards, analysis."""
 import pytest
 
-from gpu2npu import apidata
-from gpu2npu.change import Report
-from gpu2npu.cuda_ops import custom_operators
-from gpu2npu.linemap import LineMap, grouped_opcodes, opcodes, unified_diff
-from gpu2npu.pipeline import Status, migrate_source
+from gpu2npu.knowledge import apidata
+from gpu2npu.records.change import Report
+from gpu2npu.findings.cuda_ops import custom_operators
+from gpu2npu.reading.linemap import LineMap, grouped_opcodes, opcodes, unified_diff
+from gpu2npu.migration.pipeline import Status, migrate_source
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import Options
 
@@ -512,7 +512,7 @@ def _padded(head: str, tail: str) -> str:
 
 
 def test_what_the_whole_file_says_holds_in_a_file_migrated_in_pieces():
-    from gpu2npu import partial
+    from gpu2npu.migration import partial
 
     # the mapping and its lookup by device are far apart: the pieces the rules see hold only the mapping
     source = _padded('import torch\nBACKENDS = {"cuda": "nccl", "cpu": "gloo"}\n',

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from gpu2npu import apidata
+from gpu2npu.knowledge import apidata
 from gpu2npu.modes import rules_for
-from gpu2npu.pipeline import migrate_source
+from gpu2npu.migration.pipeline import migrate_source
 from gpu2npu.rules import EDIT_KINDS, RULES_BY_CODE, Options
 from gpu2npu.rules.cuda_api import KINDS, TorchCudaMemoryToNpu, TorchCudaRandomToNpu, TorchCudaStreamsToNpu
 

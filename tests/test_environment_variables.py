@@ -4,9 +4,9 @@ import textwrap
 
 import pytest
 
-from gpu2npu import apidata, env_vars
-from gpu2npu.change import Report
-from gpu2npu.pipeline import migrate_source
+from gpu2npu.knowledge import apidata, env_vars
+from gpu2npu.records.change import Report
+from gpu2npu.migration.pipeline import migrate_source
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import Options
 

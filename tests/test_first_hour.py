@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from gpu2npu import apidata
-from gpu2npu.affinity import find_affinity
-from gpu2npu.scan import FileScan
-from gpu2npu.discover import Kind
-from gpu2npu.finding_kinds import KINDS
-from gpu2npu.report_codes import REPORT_CODES
+from gpu2npu.knowledge import apidata
+from gpu2npu.findings.affinity import find_affinity
+from gpu2npu.reading.scan import FileScan
+from gpu2npu.reading.discover import Kind
+from gpu2npu.records.finding_kinds import KINDS
+from gpu2npu.findings.report_codes import REPORT_CODES
 from gpu2npu.rules import Options
-from gpu2npu.sources import ALL_RULES_BY_CODE, migrate_file
+from gpu2npu.migration.sources import ALL_RULES_BY_CODE, migrate_file
 from helpers import ROOT
 
 GPU2NPU = str(Path(sys.executable).parent / "gpu2npu")
@@ -60,7 +60,7 @@ def _rows(report, source: str, api):
 
 def _checked(source: str, api, folder: Path):
     """What `gpu2npu check` finds in `source` (the kinds only check reports: suppressions)."""
-    from gpu2npu.check import check_paths
+    from gpu2npu.commands.check import check_paths
 
     folder.mkdir(exist_ok=True)
     (folder / "example.py").write_text(source, encoding="utf-8")
@@ -69,7 +69,7 @@ def _checked(source: str, api, folder: Path):
 
 @pytest.mark.parametrize("code", sorted(REPORT_CODES))
 def test_report_code_examples_produce_their_rows_and_leave_the_rest(code, tmp_path):
-    from gpu2npu.finding_kinds import CHECK
+    from gpu2npu.records.finding_kinds import CHECK
 
     api = apidata.load("2.1.0")
     report = REPORT_CODES[code]
@@ -298,7 +298,7 @@ def test_the_readme_names_the_releases_the_data_covers():
     """The releases are known once, by the data files; the README's list is checked against them."""
     import re as _re
 
-    from gpu2npu import apidata as _apidata
+    from gpu2npu.knowledge import apidata as _apidata
 
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     listed = _re.search(r"data for ((?:\d+\.\d+\.\d+, )+\d+\.\d+\.\d+)", text)

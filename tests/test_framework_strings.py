@@ -2,9 +2,9 @@
 fit their line (no Tensor.cuda row for an argparse flag)."""
 import pytest
 
-from gpu2npu import apidata
-from gpu2npu.change import Report
-from gpu2npu.pipeline import migrate_source
+from gpu2npu.knowledge import apidata
+from gpu2npu.records.change import Report
+from gpu2npu.migration.pipeline import migrate_source
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import Options
 

@@ -5,9 +5,9 @@ import textwrap
 
 import pytest
 
-from gpu2npu import apidata
-from gpu2npu.change import Report
-from gpu2npu.pipeline import migrate_source
+from gpu2npu.knowledge import apidata
+from gpu2npu.records.change import Report
+from gpu2npu.migration.pipeline import migrate_source
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import Options
 
@@ -78,7 +78,7 @@ def test_the_source_built_releases_know_their_backends_too():
 def test_a_release_whose_data_does_not_record_its_backends_says_so():
     import dataclasses
 
-    from gpu2npu.hazards import compile_tip
+    from gpu2npu.findings.hazards import compile_tip
 
     unrecorded = dataclasses.replace(apidata.load("2.2.0"), compile_backends=None)
     assert "does not record its torch.compile backends" in compile_tip(unrecorded, None)
@@ -179,7 +179,7 @@ def test_triton_handed_on_by_a_module_of_the_project_is_triton(handing_on):
 
 
 def test_a_name_handed_on_from_triton_itself_or_under_another_name_is_what_it_is():
-    from gpu2npu.tips import handed_on
+    from gpu2npu.knowledge.tips import handed_on
 
     assert handed_on("vllm.triton_utils", "triton") == "triton" and handed_on(".utils", "tl") == "triton.language"
     assert handed_on("triton", "language") is None and handed_on("triton.runtime", "triton") is None
@@ -356,13 +356,13 @@ def test_sharing_a_tensor_between_processes_is_reported_where_the_release_cannot
 ])
 def test_compile_is_found_by_its_look_at_the_bytes(text, found):
     # `.compile` that is not `re.compile` and ends a word: no trigger word says that
-    from gpu2npu.hazards import might_have_hazard
+    from gpu2npu.findings.hazards import might_have_hazard
 
     assert might_have_hazard(text) is found
 
 
 def test_the_quick_test_holds_every_detectors_words():
-    from gpu2npu.hazards import DETECTORS, might_have_hazard
+    from gpu2npu.findings.hazards import DETECTORS, might_have_hazard
 
     assert not might_have_hazard(b"import torch\nx = torch.ones(3)\n")
     for detector in DETECTORS:
@@ -373,10 +373,11 @@ def test_the_quick_test_holds_every_detectors_words():
 def test_the_quick_test_never_hides_a_row_of_the_kinds_examples():
     # the words are the detectors' declarations: wherever all the detectors, walking a file
     # regardless of its words, find a row, the file's words let the detector that finds it walk
-    from gpu2npu import apidata, scan
-    from gpu2npu.finding_kinds import KINDS
-    from gpu2npu.hazards import DETECTORS, _active, _walk
-    from gpu2npu.hazards.view import FileView
+    from gpu2npu.knowledge import apidata
+    from gpu2npu.reading import scan
+    from gpu2npu.records.finding_kinds import KINDS
+    from gpu2npu.findings.hazards import DETECTORS, _active, _walk
+    from gpu2npu.findings.hazards.view import FileView
 
     api = apidata.load("2.1.0")
     codes = {getattr(module, name).code for module in DETECTORS for name in dir(module)

@@ -2,8 +2,8 @@
 device up to torch 2.2) and helpers of the file that hand their argument to `.to()`."""
 import pytest
 
-from gpu2npu import apidata
-from gpu2npu.pipeline import migrate_source
+from gpu2npu.knowledge import apidata
+from gpu2npu.migration.pipeline import migrate_source
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import Options
 

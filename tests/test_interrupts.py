@@ -119,10 +119,10 @@ def test_a_run_stopped_between_files_restores_the_collector_when_its_engine_clos
     then, not at interpreter exit, when the modules their clean-up calls are torn down."""
     import gc
 
-    from gpu2npu import apidata
-    from gpu2npu.discover import walk
-    from gpu2npu.engine import COLLECT_EVERY, Engine
-    from gpu2npu.options import Options
+    from gpu2npu.knowledge import apidata
+    from gpu2npu.reading.discover import walk
+    from gpu2npu.migration.engine import COLLECT_EVERY, Engine
+    from gpu2npu.records.options import Options
 
     for number in range(COLLECT_EVERY + 1):  # enough files for the collector to be frozen
         (tmp_path / f"m{number}.py").write_text("import torch\nx = torch.ones(1).cuda()\n")

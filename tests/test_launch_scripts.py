@@ -4,10 +4,10 @@ import subprocess
 
 import pytest
 
-from gpu2npu.discover import Kind, kind_of
-from gpu2npu.launch_scripts import migrate_script
-from gpu2npu.pipeline import Status
-from gpu2npu.shell_syntax import Dialect, scan
+from gpu2npu.reading.discover import Kind, kind_of
+from gpu2npu.migration.launch_scripts import migrate_script
+from gpu2npu.migration.pipeline import Status
+from gpu2npu.reading.shell_syntax import Dialect, scan
 
 from helpers import FIXTURES, migrate, run_cli, tree_files
 

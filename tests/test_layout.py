@@ -1,6 +1,7 @@
 """The package's imports point one way: no module reaches itself again through imports, whether
 they stand at the top of a module or inside a function (an import deferred for speed is still a
-dependency)."""
+dependency), and each stage of the pipeline (a folder of src/gpu2npu) imports only from itself and
+the stages below it."""
 import ast
 from pathlib import Path
 from typing import Dict, Set
@@ -71,6 +72,26 @@ def test_no_module_imports_itself_back():
     graph = import_graph()
     assert len(graph) > 50 and "gpu2npu.rules.walk" in graph["gpu2npu.rules.names"]
     assert cycle_in(graph) is None, " -> ".join(cycle_in(graph))
+
+
+# The stages, lowest first (the package's own __init__ holds only its version; cli.py is the top).
+STAGES = ("gpu2npu", "data", "generated", "knowledge", "records", "reading", "outputs", "rules", "script_rules", "dependencies", "findings",
+          "modes", "migration", "reports", "commands", "analyse", "dryrun", "cli", "__main__")
+
+
+def stage_of(module: str) -> str:
+    return module.split(".")[1] if "." in module else module
+
+
+def test_every_stage_imports_only_from_itself_and_the_stages_below():
+    graph = import_graph()
+    assert {stage_of(module) for module in graph} <= set(STAGES), "a folder that is no stage: add it to STAGES"
+    rank = {stage: number for number, stage in enumerate(STAGES)}
+    upward = sorted(f"{module} -> {target}" for module, targets in graph.items() for target in targets
+                    if rank[stage_of(target)] > rank[stage_of(module)])
+    assert not upward, upward
+    assert "gpu2npu.knowledge.apidata" in graph["gpu2npu.rules.base"] or any(
+        target.startswith("gpu2npu.knowledge") for target in graph["gpu2npu.rules.names"])
 
 
 def test_the_cycle_finder_finds_cycles():

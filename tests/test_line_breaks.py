@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from helpers import read_csv, run_cli
-from gpu2npu.linemap import source_lines
+from gpu2npu.reading.linemap import source_lines
 
 SOURCE = ('# tools\x0c\n# more\x0c\x0b\n"""a\u2028b\x85c"""\nimport torch\nimport torch.nn as nn\n'
           'model = nn.DataParallel(nn.Linear(2, 2))\nx = torch.cuda.nvtx.range_push("a\u2029")\n'

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from gpu2npu import apidata  # noqa: E402
+from gpu2npu.knowledge import apidata  # noqa: E402
 from helpers import FIXTURES, migrate  # noqa: E402
 from standin_runner import parse_losses, run_script  # noqa: E402
 

@@ -11,9 +11,9 @@ import pytest
 
 from gpu2npu.reports import csv_reports
 
-from gpu2npu import apidata
-from gpu2npu.modelarts_package import FILES, PACKAGE_NAME
-from gpu2npu.pipeline import migrate_source
+from gpu2npu.knowledge import apidata
+from gpu2npu.outputs.modelarts_package import FILES, PACKAGE_NAME
+from gpu2npu.migration.pipeline import migrate_source
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import Options
 from helpers import FIXTURES, migrate, read_csv, run_cli, tree_files, unexplained_differences

@@ -4,9 +4,9 @@ import shutil
 
 import pytest
 
-from gpu2npu import apidata
-from gpu2npu.notebooks import migrate_notebook
-from gpu2npu.pipeline import Status
+from gpu2npu.knowledge import apidata
+from gpu2npu.migration.notebooks import migrate_notebook
+from gpu2npu.migration.pipeline import Status
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import Options
 

@@ -2,9 +2,9 @@
 variable; never because a name merely contains the letters npu, nor because of a neighbour."""
 import pytest
 
-from gpu2npu import apidata
-from gpu2npu.change import Report
-from gpu2npu.pipeline import migrate_source
+from gpu2npu.knowledge import apidata
+from gpu2npu.records.change import Report
+from gpu2npu.migration.pipeline import migrate_source
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import Options
 from gpu2npu.rules.npu_aware import NOTE_API, names_npu

@@ -1,4 +1,4 @@
-"""Cutting a large file to its relevant statements (gpu2npu.partial) must not change anything
+"""Cutting a large file to its relevant statements (gpu2npu.migration.partial) must not change anything
 but the time taken: on every fixture file, forced to be cut, the output, the change rows and the
 findings are those of the whole-file migration."""
 from __future__ import annotations
@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gpu2npu import apidata, partial, scan
-from gpu2npu.pipeline import migrate_source
+from gpu2npu.knowledge import apidata
+from gpu2npu.migration import partial
+from gpu2npu.reading import scan
+from gpu2npu.migration.pipeline import migrate_source
 from gpu2npu.rules import Options
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cuda_scripts"
@@ -120,7 +122,8 @@ def test_uses_of_names_imported_from_cuda_modules_are_kept(monkeypatch):
 def _chunked(data: bytes, monkeypatch):
     """The migration of `data` as if it were too large to parse whole, in the smallest pieces it
     can be cut into (each definition to migrate alone, with the module-level context)."""
-    from gpu2npu import pipeline, source_limits as guards
+    from gpu2npu.migration import pipeline
+    from gpu2npu.reading import source_limits as guards
 
     monkeypatch.setattr(guards, "MAX_SOURCE_BYTES", 0)
     tree = scan.parse(data)
@@ -146,7 +149,7 @@ def test_a_file_migrated_in_pieces_equals_the_whole_migration_or_is_not_migrated
         assert whole.status.value == "failed" or "too large to migrate" in pieces.error
         return
     if path.name == "main.py" and path.parent.name == "ddp_spawn_imagenet":
-        from gpu2npu import pipeline
+        from gpu2npu.migration import pipeline
 
         tree = scan.parse(data)  # (at least one fixture is really cut in several pieces)
         assert len(partial.chunks(data, tree, scan.FileScan(tree).relevant_lines(), pipeline.CHUNK_BYTES)) > 1
@@ -159,7 +162,8 @@ def test_a_library_too_large_to_parse_whole_is_migrated_in_pieces(monkeypatch):
                         for n in range(60))
     data = ("import torch\nimport os\n\nDEVICE = 'cuda'\n" + functions).encode()
     whole = migrate_source(data, "m.py", OPTIONS)
-    from gpu2npu import pipeline, source_limits as guards
+    from gpu2npu.migration import pipeline
+    from gpu2npu.reading import source_limits as guards
 
     monkeypatch.setattr(guards, "MAX_SOURCE_BYTES", len(data) // 2)
     monkeypatch.setattr(pipeline, "CHUNK_BYTES", len(data) // 5)  # five pieces or more

@@ -15,8 +15,8 @@ from dataclasses import replace
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from gpu2npu import apidata
-from gpu2npu.pipeline import Status, migrate_source
+from gpu2npu.knowledge import apidata
+from gpu2npu.migration.pipeline import Status, migrate_source
 from gpu2npu.modes.distributed import INIT_CALL, SPAWN_CALL
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import DistributedSettings, Options, SpecifyDeviceSettings

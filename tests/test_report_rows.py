@@ -1,9 +1,9 @@
 """A report row must be true and fit its line: no row for a metadata probe, one row per import
 statement of a CUDA-only package, no drop_last advice for a loader that has it, and no
 drop_last added where DataLoader refuses it."""
-from gpu2npu import apidata
-from gpu2npu.change import Report
-from gpu2npu.pipeline import migrate_source
+from gpu2npu.knowledge import apidata
+from gpu2npu.records.change import Report
+from gpu2npu.migration.pipeline import migrate_source
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import Options
 

@@ -7,7 +7,7 @@ import shutil
 import stat
 
 from helpers import FIXTURES, run_cli, tree_files
-from gpu2npu import tree_copy
+from gpu2npu.outputs import tree_copy
 
 PROJECT = FIXTURES / "llm_env_project"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpu2npu import source_limits as guards
+from gpu2npu.reading import source_limits as guards
 from helpers import run_cli
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -188,8 +188,9 @@ def test_a_statement_that_would_crash_the_parser_is_isolated():
 
 def test_nesting_that_python_reads_is_migrated():
     """150 nested lists: below CPython's limit of 200 brackets, so the rules walk it too."""
-    from gpu2npu import apidata, sources
-    from gpu2npu.pipeline import Status
+    from gpu2npu.knowledge import apidata
+    from gpu2npu.migration import sources
+    from gpu2npu.migration.pipeline import Status
     from gpu2npu.rules import Options
 
     source = b"import torch\nx = " + b"[" * 150 + b"t.cuda()" + b"]" * 150 + b"\n"

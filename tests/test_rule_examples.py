@@ -3,8 +3,8 @@ import dataclasses
 
 import pytest
 
-from gpu2npu import apidata
-from gpu2npu.pipeline import migrate_source
+from gpu2npu.knowledge import apidata
+from gpu2npu.migration.pipeline import migrate_source
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import RULES_BY_CODE, Options
 

@@ -9,11 +9,11 @@ import json
 
 import pytest
 
-from gpu2npu import apidata
-from gpu2npu.pipeline import migrate_source
+from gpu2npu.knowledge import apidata
+from gpu2npu.migration.pipeline import migrate_source
 from gpu2npu.rules import Options
-from gpu2npu.scan import FileScan
-from gpu2npu.scopes import Scopes
+from gpu2npu.reading.scan import FileScan
+from gpu2npu.reading.scopes import Scopes
 
 from helpers import read_csv, run_cli
 
@@ -242,7 +242,7 @@ def test_custom_rules_and_the_built_in_rules_resolve_alike(tmp_path):
 
 def _walked_meanings(tree, names):
     """id(Name) -> what it stands for, found by walking the tree scope by scope."""
-    import gpu2npu.scopes as s
+    import gpu2npu.reading.scopes as s
 
     module = s._Scope(s._MODULE, None)
     everyone = [module]
@@ -338,7 +338,7 @@ def _sources():
 
 
 def test_regions_agree_with_a_walk_of_the_tree():
-    from gpu2npu.scan import nodes_by_class
+    from gpu2npu.reading.scan import nodes_by_class
 
     compared = 0
     for data in _sources():

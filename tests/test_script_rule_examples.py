@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from gpu2npu import apidata
-from gpu2npu.launch_scripts import migrate_script
-from gpu2npu.notebooks import migrate_notebook
+from gpu2npu.knowledge import apidata
+from gpu2npu.migration.launch_scripts import migrate_script
+from gpu2npu.migration.notebooks import migrate_notebook
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import RULES_BY_CODE, Options
 from gpu2npu.script_rules import SCRIPT_RULES_BY_CODE

@@ -5,15 +5,15 @@ import math
 
 import pytest
 
-from gpu2npu import apidata, similar
-from gpu2npu.pipeline import migrate_source
+from gpu2npu.knowledge import apidata, ascend_functions as similar
+from gpu2npu.migration.pipeline import migrate_source
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import Options
 
 from helpers import FIXTURES, migrate, read_csv, run_cli, tree_files
 
 torch = pytest.importorskip("torch")
-from gpu2npu import ascend_function_template as af  # noqa: E402  (imports torch)
+from gpu2npu.generated import ascend_function_template as af  # noqa: E402  (imports torch)
 from standin_runner import parse_losses, run_script  # noqa: E402
 
 SPECIAL = [-3.0, -1.0, -0.0, 0.0, 0.25, 1.0, 2.5, math.inf, -math.inf, math.nan]

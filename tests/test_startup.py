@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from gpu2npu import cache, catalogue
+from gpu2npu.migration import cache
+from gpu2npu.reports import catalogue
 
 from helpers import FIXTURES
 
@@ -48,7 +49,7 @@ def test_help_and_version_do_without_libcst(args):
 
 
 def test_the_rules_start_without_libcst_matchers():
-    code = "import sys, gpu2npu.sources; print('libcst' in sys.modules, 'libcst.matchers' in sys.modules)"
+    code = "import sys, gpu2npu.migration.sources; print('libcst' in sys.modules, 'libcst.matchers' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["True", "False"]
 
@@ -86,7 +87,7 @@ def test_the_kept_catalogue_is_the_rules_own_and_follows_the_code(tmp_path, monk
     built = catalogue.rule_catalogue(results)
     assert built == catalogue.from_rules()
     from gpu2npu.rules import REROUTING_RULES
-    from gpu2npu.sources import ALL_RULES_BY_CODE
+    from gpu2npu.migration.sources import ALL_RULES_BY_CODE
 
     assert list(built) == list(ALL_RULES_BY_CODE)
     assert {code: rule.package.name for code, rule in built.items() if rule.package} == \

@@ -94,10 +94,10 @@ def test_no_deciding_pin_leaves_it_and_reports_it(tmp_path, requirement):
     "HELP = 'flash_attention_2'\nuse_fa = args.attn_implementation == 'flash_attention_2'\n",
 ])
 def test_what_is_not_handed_to_transformers_stays_even_under_a_pin_that_cannot_run_it(source):
-    from gpu2npu import apidata
+    from gpu2npu.knowledge import apidata
     from gpu2npu.modes import rules_for
-    from gpu2npu.options import Options
-    from gpu2npu.pipeline import migrate_source
+    from gpu2npu.records.options import Options
+    from gpu2npu.migration.pipeline import migrate_source
 
     options = Options(api=apidata.load("2.1.0"), transformers="==4.45.0")
     result = migrate_source(source.encode(), "example.py", options, rules_for(options))

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gpu2npu import apidata
-from gpu2npu.discover import Kind, kind_of
-from gpu2npu.pipeline import Status, migrate_source
-from gpu2npu.request import DistributedRequest, RunRequest, check_request
+from gpu2npu.knowledge import apidata
+from gpu2npu.reading.discover import Kind, kind_of
+from gpu2npu.migration.pipeline import Status, migrate_source
+from gpu2npu.commands.request import DistributedRequest, RunRequest, check_request
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import Options, SpecifyDeviceSettings
 from helpers import DISTRIBUTED_CASES, FIXTURES, lost_edits, tree_files, unexplained_differences
@@ -83,7 +83,7 @@ def test_nested_edits_are_all_in_the_output(source, mode):
 
 def test_the_check_catches_a_lost_edit():
     """The checker itself: a row whose text is not at its line is named."""
-    from gpu2npu.change import Change, Operation
+    from gpu2npu.records.change import Change, Operation
 
     before = b'dev = f"cuda:{torch.cuda.current_device()}"\n'
     after = b'dev = f"npu:{torch.cuda.current_device()}"\n'

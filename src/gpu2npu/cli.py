@@ -18,13 +18,16 @@ from typing import List, Optional
 
 import click
 
-from . import __version__, apidata, cache, results
-from .check import MANUAL, NOT_LOOKED_AT, check_paths
-from .project import preview, run
-from .request import DistributedRequest, RunRequest, UsageError
+from . import __version__
+from .knowledge import apidata
+from .migration import cache
+from .records import results
+from .commands.check import MANUAL, NOT_LOOKED_AT, check_paths
+from .commands.project import preview, run
+from .commands.request import DistributedRequest, RunRequest, UsageError
 from .reports import check_formats, console
 from .reports.progress import ProgressLine
-from .options import Options
+from .records.options import Options
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -192,7 +195,7 @@ def _migrate(params, distributed: DistributedRequest = None) -> None:
 
 def _input_config(input_path: Optional[Path]):
     """The [tool.gpu2npu] table that applies to INPUT (its version and exclude), if any."""
-    from .project_config import NO_TABLE
+    from .records.project_config import NO_TABLE
 
     if input_path is None or not input_path.exists():
         return NO_TABLE  # (the missing input is told below)
@@ -202,7 +205,7 @@ def _input_config(input_path: Optional[Path]):
 def _config(paths, explicit: Optional[Path] = None):
     """The [tool.gpu2npu] table that applies to `paths` (or the --config file); a usage error where
     it cannot be used."""
-    from .project_config import ConfigError, config_for
+    from .records.project_config import ConfigError, config_for
 
     try:
         return config_for(paths, explicit)
@@ -221,7 +224,7 @@ def _table_version(given: Optional[str], config) -> Optional[str]:
 def _project_folder(config, paths) -> Path:
     """Where the project's dependency files are looked for (its pins): the table's folder, else
     the project root above `paths`."""
-    from .project_config import project_root
+    from .records.project_config import project_root
 
     return config.root if config.source is not None else project_root(paths)
 
@@ -371,8 +374,8 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
       --write-baseline FILE          accept today's findings; then --baseline FILE fails on new ones only
       [tool.gpu2npu] in pyproject.toml: version, exclude, ignore, per-file-ignores
     """
-    from .baseline import BaselineError, LineTexts, match_baseline, write_baseline
-    from .project_config import ConfigError
+    from .commands.baseline import BaselineError, LineTexts, match_baseline, write_baseline
+    from .records.project_config import ConfigError
 
     missing = [str(path) for path in paths if not path.exists()]
     if missing:
@@ -389,7 +392,7 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
 
     root = _project_folder(config, paths)
     version = _check_version(torch_version, config, root)
-    from .analyse.affected_apis import ApiFileError, read_api_files
+    from .findings.affected_apis import ApiFileError, read_api_files
 
     try:
         options = Options(api=apidata.load(version), third_party_apis=read_api_files(api_files),
@@ -615,8 +618,8 @@ def dryrun(torch_version, nproc, npus, max_steps, report_file, python, command):
 def list_rules():
     """List every code a report can carry: the rules (code, name, fix safety, what it does), then
     the rows no rule makes (NPU901-NPU926: what a human must do or should know; NPU951-NPU962: advice)."""
-    from .report_codes import REPORT_CODES
-    from .sources import ALL_RULES_BY_CODE
+    from .findings.report_codes import REPORT_CODES
+    from .migration.sources import ALL_RULES_BY_CODE
 
     for code, rule in ALL_RULES_BY_CODE.items():
         click.echo(f"{code}  {rule.__name__:<29} {rule.fix_safety:<7} {rule.summary}")
@@ -628,8 +631,8 @@ def list_rules():
 @click.argument("code")
 def explain(code):
     """Print a rule's description and its before/after examples."""
-    from .report_codes import REPORT_CODES
-    from .sources import ALL_RULES_BY_CODE
+    from .findings.report_codes import REPORT_CODES
+    from .migration.sources import ALL_RULES_BY_CODE
 
     rule = ALL_RULES_BY_CODE.get(code.upper())
     report = REPORT_CODES.get(code.upper())

@@ -375,7 +375,7 @@ def _answer_cache(folder: Optional[Path], library: Library, env: Sequence[Path])
         return None
     import jedi
 
-    from ..cache import ResultCache
+    from ..migration.cache import ResultCache
 
     # what jedi answers depends on jedi, the code that asks (this module, library.py and index.py,
     # which choose the call sites), where the library is and the -env folders

@@ -26,8 +26,8 @@ from typing import Dict, List, Tuple
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from ..discover import Kind, walk
-from ..tree_copy import copy_entry, copy_folder_modes
+from ..reading.discover import Kind, walk
+from ..outputs.tree_copy import copy_entry, copy_folder_modes
 from . import detector
 
 DETECTOR_MODULE = "gpu2npu_shape_detector"

@@ -14,8 +14,8 @@ import ast
 from dataclasses import dataclass
 from typing import FrozenSet, List, Set, Tuple
 
-from ..scan import FileScan
-from ..tips import cuda_only_package
+from ..reading.scan import FileScan
+from ..knowledge.tips import cuda_only_package
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
-from ..scan import parse
+from ..reading.scan import parse
 from .hit_facts import HitFacts, hit_facts_of
 from .index import ModuleIndex, default_values, last_name, push_children, read_module
 

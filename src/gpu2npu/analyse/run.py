@@ -23,18 +23,18 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 from .. import __version__
-from ..change import Report
-from ..cuda_ops import operators_in
-from ..discover import Kind, inside, walk
-from ..engine import Engine
-from ..results import Status
+from ..records.change import Report
+from ..findings.cuda_ops import operators_in
+from ..reading.discover import Kind, inside, walk
+from ..migration.engine import Engine
+from ..records.results import Status
 from ..reports import csv_reports, log as run_log
 from ..reports.console import counted
-from ..request import UsageError, checked_inputs, pinned_transformers
-from ..options import Options
-from ..project_config import NO_TABLE, ProjectConfig
-from ..discover import MIGRATED_KINDS
-from ..tree_copy import move_into_place, remove_tree
+from ..commands.request import UsageError, checked_inputs, pinned_transformers
+from ..records.options import Options
+from ..records.project_config import NO_TABLE, ProjectConfig
+from ..reading.discover import MIGRATED_KINDS
+from ..outputs.tree_copy import move_into_place, remove_tree
 
 MODES = ("torch_apis", "third_party", "affinity_apis", "dynamic_shape")
 OUTPUT_SUFFIX = "_analysis"

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from ..change import Operation, Report
-from ..cuda_ops import operators_in
-from ..discover import CUDA_SOURCE_SUFFIXES, Entry, Kind
-from ..scan import FileScan, dotted
-from ..tips import cuda_only_package, tip_for
+from ..records.change import Operation, Report
+from ..findings.cuda_ops import operators_in
+from ..reading.discover import CUDA_SOURCE_SUFFIXES, Entry, Kind
+from ..reading.scan import FileScan, dotted
+from ..knowledge.tips import cuda_only_package, tip_for
 from .call_graph import instance_call, resolve
 from .library import CLASS, FUNCTION, METHOD, MODULE, Library
 
@@ -115,7 +115,7 @@ def _shape_cache(folder: Optional[Path]):
     gpu2npu's code: a library read before is not parsed again."""
     if folder is None:
         return None
-    from ..cache import ResultCache, code_fingerprint
+    from ..migration.cache import ResultCache, code_fingerprint
 
     return ResultCache(folder / "third_party", f"library shapes\0{code_fingerprint()}")
 

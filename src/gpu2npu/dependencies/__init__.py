@@ -7,11 +7,12 @@ with a `Context` that knows the run's torch_npu release and who still imports wh
 """
 from __future__ import annotations
 
-from ..change import Operation
+from ..records.change import Operation
 from .conda_file import migrate_environment
-from .decide import Context, satisfies
+from ..knowledge.versions import satisfies
+from .decide import Context
 from .dockerfile import report_dockerfile
-from .formats import CONDA, DOCKERFILE, PYPROJECT, REQUIREMENTS, SETUP_CFG, SETUP_PY, dependency_format
+from ..reading.dependency_files import CONDA, DOCKERFILE, PYPROJECT, REQUIREMENTS, SETUP_CFG, SETUP_PY, dependency_format
 from .pyproject_file import migrate_pyproject
 from .requirements_file import FileOutcome, migrate_requirements
 from .setup_files import migrate_setup_cfg, migrate_setup_py

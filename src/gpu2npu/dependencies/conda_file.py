@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
-from ..change import Change, Operation
+from ..records.change import Change, Operation
 from .decide import CONDA_RULE, Context, Requirement, decide, parse_requirement
 from .requirements_file import REMOVED_NOTE, FileOutcome
 from .table import normalise

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence, Set, Tuple
 
-from ..apidata import ApiData
-from ..change import Report
+from ..knowledge.apidata import ApiData
+from ..records.change import Report
 from .table import DependencyTable, PackageRule, normalise
 
 TORCH_RULE = "NPU851"
@@ -31,8 +31,6 @@ _URL = re.compile(r"^(?:git\+|hg\+|svn\+|bzr\+)?(?:https?|file|ssh|git)://|^git\
 _EGG = re.compile(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)")
 # the distribution a wheel or source archive URL holds: .../torch-2.0.1%2Bcu118-cp311-....whl
 _ARCHIVE = re.compile(r"/([A-Za-z0-9][A-Za-z0-9._]*)-\d[^/]*\.(?:whl|tar\.gz|zip)$")
-_VERSION = re.compile(r"(\d+(?:\.\d+)*)")
-_CLAUSE = re.compile(r"\s*(===|==|!=|~=|<=|>=|<|>)\s*([^\s,;]+)\s*")
 
 
 @dataclass(frozen=True)
@@ -71,39 +69,6 @@ def parse_requirement(text: str) -> Optional[Requirement]:
     if semicolon:
         marker = (" " if spec.endswith((" ", "\t")) else "") + ";" + after
     return Requirement(match.group("name"), match.group("extras") or "", spec.strip(), marker.rstrip() if marker else "")
-
-
-def _version_tuple(text: str) -> Tuple[int, ...]:
-    match = _VERSION.match(text)
-    return tuple(int(part) for part in match.group(1).split(".")) if match else ()
-
-
-def satisfies(version: str, spec: str) -> Optional[bool]:
-    """Whether `version` meets every clause of `spec` (local versions and `.*` read loosely);
-    None when a clause cannot be read."""
-    wanted = _version_tuple(version)
-    for clause in filter(None, (c.strip() for c in spec.split(","))):
-        match = _CLAUSE.fullmatch(clause)
-        if match is None:
-            return None
-        operator, text = match.groups()
-        if text.endswith(".*"):
-            prefix = _version_tuple(text[:-2])
-            same = wanted[:len(prefix)] == prefix
-            if (operator == "==" and not same) or (operator == "!=" and same):
-                return False
-            continue
-        other = _version_tuple(text.split("+")[0])
-        if not other:
-            return None
-        width = max(len(wanted), len(other))
-        left, right = wanted + (0,) * (width - len(wanted)), other + (0,) * (width - len(other))
-        ok = {"==": left == right, "===": left == right, "!=": left != right, "<=": left <= right, ">=": left >= right,
-              "<": left < right, ">": left > right,
-              "~=": left >= right and left[:len(other) - 1] == right[:len(other) - 1]}[operator]
-        if not ok:
-            return False
-    return True
 
 
 @dataclass

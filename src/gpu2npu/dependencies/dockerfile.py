@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import List
 
-from ..change import Finding, Report
+from ..records.change import Finding, Report
 from .decide import CUDA_ONLY_RULE, DOCKER_RULE, TWIN_RULE, Context, decide, parse_requirement
 from .requirements_file import FileOutcome
 

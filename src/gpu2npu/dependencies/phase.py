@@ -12,10 +12,10 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..apidata import ApiData
-from ..change import Change, Finding
-from ..discover import Entry, Kind
-from ..linemap import LineMap
+from ..knowledge.apidata import ApiData
+from ..records.change import Change, Finding
+from ..reading.discover import Entry, Kind
+from ..reading.linemap import LineMap
 from . import SETUP_PY, REQUIREMENTS, Context, dependency_format, load_table, migrate_dependencies, satisfies
 
 
@@ -159,7 +159,7 @@ def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Se
 
 def _nearer_release(spec: str) -> str:
     """Which -v would match the project's torch, among the releases gpu2npu knows."""
-    from ..apidata import available_versions
+    from ..knowledge.apidata import available_versions
 
     matching = [version for version in available_versions() if satisfies(version, spec)]
     if len(matching) == 1:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
-from .formats import DOCKERFILE, dependency_format
+from ..reading.dependency_files import DOCKERFILE, dependency_format
 
 
 @dataclass(frozen=True)
@@ -38,9 +38,9 @@ def _candidates(root: Path) -> List[Path]:
 
 def pinned_torch(root: Path) -> Optional[PinnedTorch]:
     """The first torch pin of the project at `root` that names a release gpu2npu has data for."""
-    from ..apidata import available_versions, load
+    from ..knowledge.apidata import available_versions, load
     from . import Context, load_table, migrate_dependencies
-    from .decide import satisfies
+    from ..knowledge.versions import satisfies
 
     versions = available_versions()
     context = None

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
-from ..change import Change, Finding, Operation, Report
+from ..records.change import Change, Finding, Operation, Report
 from .decide import CPU_INDEX_WHY, INDEX_RULE, Context, Requirement, decide, parse_requirement
 from .requirements_file import REMOVED_NOTE, FileOutcome
 from .table import normalise

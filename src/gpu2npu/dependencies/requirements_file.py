@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
-from ..change import Change, Finding, Operation, Report
+from ..records.change import Change, Finding, Operation, Report
 from .decide import CPU_INDEX_WHY, INDEX_RULE, TORCH_RULE, Context, Decision, Requirement, decide, parse_requirement
 
 _COMMENT = re.compile(r"(^|\s+)#.*$")

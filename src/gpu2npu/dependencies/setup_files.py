@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
-from ..change import Report
+from ..records.change import Report
 from .decide import Context, Decision, decide, parse_requirement
 from .requirements_file import REMOVED_NOTE, FileOutcome
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Dict, List, Optional, Tuple
 
-from ..apidata import DATA_PACKAGE
+from ..knowledge.apidata import DATA_PACKAGE
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .. import apidata
+from ..knowledge import apidata
 
 HERE = Path(__file__).resolve().parent
 BOOT = HERE / "boot"

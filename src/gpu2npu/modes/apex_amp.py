@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import re
 
-from ..discover import Kind, walk
-from ..usage import UsageError
+from ..reading.discover import Kind, walk
+from ..records.usage import UsageError
 from .distributed import TARGET_PATTERN
 
 # amp.initialize wraps the model and optimizer built anywhere in the file: it is migrated whole.

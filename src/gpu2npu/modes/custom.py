@@ -2,8 +2,8 @@
 ones in a pass of their own (rules/custom.py)."""
 from __future__ import annotations
 
-from .. import rule_file
-from ..usage import UsageError
+from ..records import rule_file
+from ..records.usage import UsageError
 
 # The user's rules may read anything of a file: it is migrated whole.
 CUTS = False

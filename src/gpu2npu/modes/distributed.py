@@ -7,11 +7,11 @@ import re
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from ..change import Change
-from ..discover import Entry, Kind, inside, walk
-from ..launcher import LAUNCHER_NAME, launcher_script
-from ..options import DistributedSettings
-from ..usage import UsageError
+from ..records.change import Change
+from ..reading.discover import Entry, Kind, inside, walk
+from ..outputs.launcher import LAUNCHER_NAME, launcher_script
+from ..records.options import DistributedSettings
+from ..records.usage import UsageError
 
 TARGET_PATTERN = re.compile(r"^([a-zA-Z_]\w*\.)*([a-zA-Z_]\w*)$")
 INIT_CALL = re.compile(rb"\binit_process_group\s*\(")

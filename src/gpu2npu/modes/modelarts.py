@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import modelarts_package
-from ..usage import UsageError
+from ..outputs import modelarts_package
+from ..records.usage import UsageError
 
 # Any file may open paths: each is migrated whole.
 CUTS = False

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import similar as equivalents
-from ..tree_copy import write_new
-from ..usage import UsageError
+from ..knowledge import ascend_functions as equivalents
+from ..outputs.tree_copy import write_new
+from ..records.usage import UsageError
 
 # The equivalents' rule reads only the calls it rewrites, but the option is rare: whole files.
 CUTS = False

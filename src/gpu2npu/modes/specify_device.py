@@ -7,9 +7,9 @@ from pathlib import Path
 
 from typing import Optional
 
-from ..discover import Kind, walk
-from ..options import SpecifyDeviceSettings
-from ..usage import UsageError
+from ..reading.discover import Kind, walk
+from ..records.options import SpecifyDeviceSettings
+from ..records.usage import UsageError
 from .distributed import MAIN_GUARD, SPAWN_CALL, _read
 
 # The device is set where the program starts: the entry files are migrated whole.

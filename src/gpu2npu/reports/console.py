@@ -6,7 +6,7 @@ from typing import Dict, Sequence
 
 from prettytable import PrettyTable
 
-from ..change import Change
+from ..records.change import Change
 
 
 def counted(number: int, noun: str) -> str:

@@ -5,7 +5,7 @@ import csv
 from pathlib import Path
 from typing import Dict, Iterable, List, Sequence, Tuple
 
-from ..change import Change, Finding, Report
+from ..records.change import Change, Finding, Report
 
 CHANGE_LIST = "change_list.csv"
 UNSUPPORTED = "unsupported_api.csv"

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
-from ..change import Change, Finding, Operation, Report
-from ..finding_kinds import NOT_MIGRATED
-from ..results import COPIED_UNCHANGED
-from ..linemap import grouped_opcodes, source_lines
+from ..records.change import Change, Finding, Operation, Report
+from ..records.finding_kinds import NOT_MIGRATED
+from ..records.results import COPIED_UNCHANGED
+from ..reading.linemap import grouped_opcodes, source_lines
 
 if TYPE_CHECKING:
-    from ..catalogue import RuleEntry
+    from .catalogue import RuleEntry
 
 FILE_NAME = "report.html"
 # A diff longer than this many lines is cut (the migrated file is in the output); the rows of

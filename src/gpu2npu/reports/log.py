@@ -5,7 +5,7 @@ import logging
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
-from ..change import Change, Finding, Report
+from ..records.change import Change, Finding, Report
 
 LOG_NAME = "msFmkTranspltlog.txt"
 LOG_FORMAT = "%(asctime)s [%(levelname)s] %(message)s"

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..change import Operation, Report
+from ..records.change import Operation, Report
 from .base import Edit, Example, Rule
 from .names import dotted_name, qualified_names
 from .placement import insert_after_imports

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Dict, FrozenSet, List, Opt
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..apidata import ApiData
-from ..options import DistributedSettings, Options, SpecifyDeviceSettings
-from ..change import Finding, Operation, Report
+from ..knowledge.apidata import ApiData
+from ..records.options import DistributedSettings, Options, SpecifyDeviceSettings
+from ..records.change import Finding, Operation, Report
 from . import npu_aware
 
 if TYPE_CHECKING:
-    from ..rule_file import CustomRules
-    from ..scopes import Scopes
+    from ..records.rule_file import CustomRules
+    from ..reading.scopes import Scopes
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple, Type, Union
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from ..change import Operation
+from ..records.change import Operation
 from .base import Edit, FileContext, Rule, RuleOutcome
 from .walk import own_hooks, transform
 

@@ -10,8 +10,8 @@ from typing import List, Optional
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..tips import migratable_cuda_path
-from ..change import Report
+from ..knowledge.tips import migratable_cuda_path
+from ..records.change import Report
 from .base import Example, Rule, code_of
 from .cuda_amp import TorchCudaAmpToNpu
 from .cuda_memory import TorchCudaMemoryToNpu

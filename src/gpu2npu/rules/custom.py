@@ -14,7 +14,7 @@ from typing import List, Optional, Sequence, Tuple
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, QualifiedNameSource
 
-from ..rule_file import ArgsModify, CustomRules, FuncNameModify, from_data
+from ..records.rule_file import ArgsModify, CustomRules, FuncNameModify, from_data
 from .base import Edit, Example, FileContext, Options, Rule, code_of
 from .batch import run_batch
 from .names import build_dotted, dotted_name, qualified_names

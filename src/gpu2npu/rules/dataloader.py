@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..change import Report
+from ..records.change import Report
 from .base import Example, Rule, code_of
 from .loaders import DATALOADERS, LoaderRoles, append_keyword, has_double_star, keyword_value, set_keyword
 from .names import qualified_names

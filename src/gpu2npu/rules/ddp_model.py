@@ -6,7 +6,7 @@ from typing import List, Optional
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..change import Report
+from ..records.change import Report
 from .base import DistributedSettings, Example, Rule, code_of
 from .names import dotted_name
 from .placement import footer_lines, is_main_guard

@@ -6,7 +6,7 @@ from typing import List
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..change import Report
+from ..records.change import Report
 from .base import DistributedSettings, Example, Rule, code_of
 from .loaders import DATALOADERS, LoaderRoles, append_keyword, has_double_star, keyword_value, set_keyword
 from .names import dotted_name, qualified_names

@@ -32,8 +32,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from ..apidata import ApiData
-from ..tips import CUDA_ONLY_PACKAGES, cuda_only_package, migratable_cuda_path
+from ..knowledge.apidata import ApiData
+from ..knowledge.tips import CUDA_ONLY_PACKAGES, cuda_only_package, migratable_cuda_path
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
 from .names import (DEVICE_STRING, FRAMEWORK_OPTIONS, dotted_name, framework_option, nodes_within, not_a_device,

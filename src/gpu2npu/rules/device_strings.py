@@ -6,7 +6,7 @@ import re
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..change import Report
+from ..records.change import Report
 from .base import Example, Rule
 from .device_tests import DeviceTypeTests, is_device_test
 from .names import (DEVICE_STRING, DocstringTracker, cuda_switch_of, cuda_switch_tip, framework_option, not_a_device,

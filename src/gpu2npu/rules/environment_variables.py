@@ -7,8 +7,8 @@ from typing import Dict, List, Optional
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from .. import env_vars
-from ..change import Report
+from ..knowledge import env_vars
+from ..records.change import Report
 from .base import Example, Rule
 from .names import DocstringTracker, string_text, with_string_text
 from .walk import ParentNodeProvider, walk

@@ -5,7 +5,7 @@ from typing import Dict, FrozenSet, List
 
 import libcst as cst
 
-from ..tips import FLASH_ATTN_FUNCTIONS
+from ..knowledge.tips import FLASH_ATTN_FUNCTIONS
 from .base import Example
 from .names import qualified_names
 from .placement import top_folder_on_sys_path

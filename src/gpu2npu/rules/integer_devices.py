@@ -6,7 +6,7 @@ from typing import Dict, Optional, Set
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..scan import OTHER_ACCELERATORS
+from ..reading.scan import OTHER_ACCELERATORS
 from .base import Example, Rule
 from .names import dotted_name, qualified_names
 from .walk import walk

@@ -6,7 +6,7 @@ from typing import Dict, Optional, Sequence, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..modelarts_package import PACKAGE_NAME
+from ..outputs.modelarts_package import PACKAGE_NAME
 from .base import Example, Rule, code_of
 from .names import qualified_names
 from .placement import after_imports, line_before, module_names, pair_with_originals

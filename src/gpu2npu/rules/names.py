@@ -8,8 +8,8 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from ..file_facts import DEVICE_KEY, KEY_METHODS, NCCL_NAMES, FileFacts, foreign_library, is_device_key
-from ..tips import handed_on, has_fused_kernel
+from ..reading.file_facts import DEVICE_KEY, KEY_METHODS, NCCL_NAMES, FileFacts, foreign_library, is_device_key
+from ..knowledge.tips import handed_on, has_fused_kernel
 from .walk import ClassHooks, ParentNodeProvider, walk
 
 

@@ -6,7 +6,7 @@ import re
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..change import Report
+from ..records.change import Report
 from .base import Example, Rule
 from .names import DocstringTracker, foreign_collective, qualified_names, string_text, with_string_text
 from .walk import ParentNodeProvider

@@ -34,7 +34,7 @@ from typing import FrozenSet, Set, Tuple
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from ..scan import SPELLING_ESCAPE
+from ..reading.scan import SPELLING_ESCAPE
 from .walk import hooks_for, walk, walk_wrapped
 
 # The API column of the log note on code left as written because it already handles NPU.

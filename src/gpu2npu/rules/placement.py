@@ -5,7 +5,7 @@ from typing import Sequence, Set
 
 import libcst as cst
 
-from ..change import Operation
+from ..records.change import Operation
 from .base import Edit
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..apidata import lacks_npu_kernel
-from ..similar import PACKAGE, equivalents
+from ..knowledge.apidata import lacks_npu_kernel
+from ..knowledge.ascend_functions import PACKAGE, equivalents
 from .base import Example, Rule
 from .names import build_dotted, qualified_names
 from .placement import insert_after_imports, top_folder_on_sys_path

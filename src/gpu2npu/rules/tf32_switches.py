@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..affinity import hf32_switch
+from ..knowledge.tf32 import hf32_switch
 from .base import Example, Rule
 from .names import build_dotted, qualified_names
 from .walk import ParentNodeProvider

@@ -7,8 +7,8 @@ from typing import Optional
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..change import Finding, Report
-from ..finding_kinds import LEFT_ON_PURPOSE, TRANSFORMERS_FLASH_ATTENTION
+from ..records.change import Finding, Report
+from ..records.finding_kinds import LEFT_ON_PURPOSE, TRANSFORMERS_FLASH_ATTENTION
 from .base import Example, Rule
 from .walk import ParentNodeProvider
 
@@ -40,7 +40,7 @@ def verdict(spec: Optional[str]) -> Optional[bool]:
     (no pin, or a range across both)."""
     if spec is None:
         return None
-    from ..dependencies.decide import satisfies
+    from ..knowledge.versions import satisfies
 
     named = tuple(re.findall(r"\d+(?:\.\d+){1,2}", spec))
     allowed = [version for version in _TRIED + named if satisfies(version, spec)]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from ..change import Report
+from ..records.change import Report
 from .base import LITERAL_TIP, LineEdit, LineReport, ScriptExample, ScriptRule, option_syntax
 
 # A name ending in "backend" (--dist-backend, --dist_backend, DIST_BACKEND, ddp.backend, backend:)

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar, FrozenSet, List, Tuple
 
-from ..change import Report
+from ..records.change import Report
 from ..rules.base import Example
-from ..shell_syntax import Dialect, ScannedLine
+from ..reading.shell_syntax import Dialect, ScannedLine
 
 ALL_DIALECTS = frozenset(Dialect)
 

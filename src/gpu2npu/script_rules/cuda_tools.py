@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import re
 
-from ..change import Report
-from .. import env_vars
-from ..shell_syntax import Dialect
+from ..records.change import Report
+from ..knowledge import env_vars
+from ..reading.shell_syntax import Dialect
 from .base import LITERAL_TIP, LineEdit, LineReport, ScriptExample, ScriptRule
 
 TOOL_TIPS = {

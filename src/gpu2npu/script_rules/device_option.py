@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from ..change import Report
+from ..records.change import Report
 from .base import LITERAL_TIP, LineEdit, LineReport, ScriptExample, ScriptRule, option_syntax
 
 PATTERN = re.compile(

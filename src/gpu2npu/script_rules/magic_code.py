@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from ..change import Report
+from ..records.change import Report
 from .base import LineReport, ScriptExample, ScriptRule
 
 CUDA_WORDS = re.compile(r"cuda|nccl|nvidia", re.IGNORECASE)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import re
 
-from .. import env_vars
-from ..change import Report
+from ..knowledge import env_vars
+from ..records.change import Report
 from .base import LITERAL_TIP, LineEdit, LineReport, ScriptExample, ScriptRule
 
 PATTERN = re.compile(r"(?<![\w])(?:TORCH_)?NCCL_[A-Z0-9_]+(?![\w])")

@@ -1,7 +1,7 @@
 """CUDA_VISIBLE_DEVICES -> ASCEND_RT_VISIBLE_DEVICES in launch scripts."""
 from __future__ import annotations
 
-from ..change import Report
+from ..records.change import Report
 import re
 
 from .base import LITERAL_TIP, LineEdit, LineReport, ScriptExample, ScriptRule, code_matches

@@ -1,0 +1,64 @@
+"""A CUDA version or GPU property read to choose what runs (NPU906): `torch.version.cuda` is None
+on an NPU machine, and torch_npu's device properties have no compute capability or SM count."""
+from __future__ import annotations
+
+import ast
+from typing import Set
+
+from ...records.change import Report
+from ...records.finding_kinds import GPU_IDENTITY
+from .view import FileView
+
+# `from torch.version import cuda` holds no "version.cuda"
+TRIGGERS = (b"version.cuda", b"import cuda", b"get_device_propert")
+
+CUDA_VERSION_TIP = (
+    "torch.version.cuda is None on an NPU machine: a test of it switches the feature off there, and "
+    "parsing it (.split, packaging.version.parse) raises; test what the code needs on the NPU instead "
+    "(torch_npu.npu.is_bf16_supported() for bf16), or keep the CUDA version check behind a CUDA test")
+
+# Fields of CUDA's device properties that torch_npu's have not (theirs: name, total_memory and
+# the NPU's core counts).
+CUDA_PROPERTY_FIELDS = frozenset({
+    "major", "minor", "multi_processor_count", "max_threads_per_multi_processor", "regs_per_multiprocessor",
+    "warp_size", "gcnArchName", "is_integrated", "is_multi_gpu_board", "max_threads_per_block",
+    "shared_memory_per_block", "shared_memory_per_multiprocessor", "uuid",
+})
+
+
+class Detector:
+    def __init__(self, view: FileView) -> None:
+        self.view = view
+        self.properties: Set[str] = set()  # names bound to get_device_properties(...)
+        self.cuda_properties: Set[str] = set()  # names bound to torch.cuda.get_device_properties(...)
+
+    def _is_properties_call(self, node: ast.AST) -> bool:
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "get_device_properties"
+                and any(n.startswith(("torch.cuda.", "torch.npu.", "torch_npu.npu.")) for n in self.view.qualified(node.func)))
+
+    def _is_cuda_properties_call(self, node: ast.AST) -> bool:
+        return self._is_properties_call(node) and "torch.cuda.get_device_properties" in self.view.qualified(node.func)
+
+    def on_assign(self, assign: ast.Assign) -> None:
+        if self._is_properties_call(assign.value):
+            self.properties.update(t.id for t in assign.targets if isinstance(t, ast.Name))
+            if self._is_cuda_properties_call(assign.value):
+                self.cuda_properties.update(t.id for t in assign.targets if isinstance(t, ast.Name))
+
+    def on_reference(self, node: ast.AST) -> None:
+        if any(name == "torch.version.cuda" or name.startswith("torch.version.cuda.") for name in self.view.qualified(node)):
+            self.view.add(node, GPU_IDENTITY.code, Report.UNSUPPORTED, "torch.version.cuda", CUDA_VERSION_TIP)
+        elif isinstance(node, ast.Attribute) and node.attr in CUDA_PROPERTY_FIELDS:
+            self._property_field(node)
+
+    def _property_field(self, node: ast.Attribute) -> None:
+        value = node.value
+        if self.view.similar and node.attr in ("major", "minor") and (
+                self._is_cuda_properties_call(value) or (isinstance(value, ast.Name) and value.id in self.cuda_properties)):
+            return  # ascend_function.get_device_properties answers them
+        if self._is_properties_call(value) or (isinstance(value, ast.Name) and value.id in self.properties):
+            self.view.add(node, GPU_IDENTITY.code, Report.UNSUPPORTED, f"device properties .{node.attr}",
+                          f"torch_npu's device properties have no {node.attr} (they hold name, total_memory and the "
+                          "NPU's core counts): a CUDA compute capability or SM count means nothing on the NPU; decide "
+                          "with torch_npu.npu.is_bf16_supported() or a fixed choice")

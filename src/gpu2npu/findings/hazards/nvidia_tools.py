@@ -1,0 +1,59 @@
+"""NVIDIA's command-line tools run from Python (NPU924): `subprocess.run(["nvidia-smi", ...])`,
+`os.system("nvidia-smi -L")`, `os.popen("nvidia-smi --query-gpu=...")`.  An Ascend machine has
+none, and a program that runs one at module level stops at start."""
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ...records.change import Report
+from ...records.finding_kinds import NVIDIA_TOOLS
+from .view import FileView
+
+TOOLS = ("nvidia-smi",)
+TRIGGERS = tuple(tool.encode() for tool in TOOLS)
+
+# What runs a command: its first argument (a string, or a list whose first item is the program).
+RUNNERS = frozenset({"subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
+                     "subprocess.Popen", "subprocess.getoutput", "subprocess.getstatusoutput", "os.system",
+                     "os.popen", "os.execvp", "os.execlp"})
+
+
+def _program(node: ast.AST) -> Optional[str]:
+    """The program a command names: the first word of a string, the first item of a list."""
+    if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
+        node = node.elts[0]
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.split():
+        return node.value.split()[0].rsplit("/", 1)[-1]
+    return None
+
+
+# What a `try` catches where a missing program is expected (FileNotFoundError is an OSError).
+_CAUGHT = frozenset({"FileNotFoundError", "OSError", "Exception", "BaseException", "SubprocessError",
+                     "CalledProcessError", "EnvironmentError"})
+
+
+def _catches_a_missing_program(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any((t.attr if isinstance(t, ast.Attribute) else getattr(t, "id", None)) in _CAUGHT for t in types)
+
+
+class Detector:
+    def __init__(self, view: FileView) -> None:
+        self.view = view
+        # calls in a `try` that expects the program may be missing (an environment report): no crash
+        self.expected = {id(node) for statement in view.groups.get(ast.Try, ())
+                         if any(_catches_a_missing_program(handler) for handler in statement.handlers)
+                         for part in statement.body for node in ast.walk(part) if isinstance(node, ast.Call)}
+
+    def on_call(self, call: ast.Call) -> None:
+        if not call.args or id(call) in self.expected or not self.view.qualified(call.func) & RUNNERS:
+            return
+        program = _program(call.args[0])
+        if program in TOOLS:
+            self.view.add(call, NVIDIA_TOOLS.code, Report.UNSUPPORTED, program,
+                          f"{program} is not on an Ascend machine: this call fails there (FileNotFoundError, or "
+                          "status 127 from a shell); ask the NPU with npu-smi info (other columns and format) or, "
+                          "in Python, torch_npu.npu.mem_get_info() / memory_allocated() / get_device_name()")

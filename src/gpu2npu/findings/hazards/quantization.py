@@ -1,0 +1,44 @@
+"""bitsandbytes reached through other libraries' front doors (NPU912): transformers'
+BitsAndBytesConfig, Lightning's bitsandbytes precision, `load_in_4bit=True`/`load_in_8bit=True`."""
+from __future__ import annotations
+
+import ast
+
+from ...records.change import Report
+from ...records.finding_kinds import QUANTIZATION
+from .view import FileView
+
+QUANTIZED_LOADING_TIP = (
+    "4/8-bit loading quantizes the weights with bitsandbytes' CUDA kernels, which the NPU does not have: "
+    "load the model in bfloat16 (torch_dtype=torch.bfloat16) and fine-tune it with LoRA without "
+    "quantization (more device memory: about 2 bytes per weight instead of 0.5-1)")
+_LIGHTNING_TIP = ("Lightning's bitsandbytes precision quantizes the linear layers with CUDA kernels: use "
+                  "precision=\"bf16-true\" or \"bf16-mixed\" on the NPU")
+
+# Calls of other libraries' bitsandbytes front doors, by qualified name.
+BITSANDBYTES_FRONT_DOORS = {
+    "transformers.BitsAndBytesConfig": QUANTIZED_LOADING_TIP,
+    "transformers.utils.quantization_config.BitsAndBytesConfig": QUANTIZED_LOADING_TIP,
+    "lightning.pytorch.plugins.BitsandbytesPrecision": _LIGHTNING_TIP,
+    "lightning.fabric.plugins.BitsandbytesPrecision": _LIGHTNING_TIP,
+    "pytorch_lightning.plugins.BitsandbytesPrecision": _LIGHTNING_TIP,
+}
+LOADING_KEYWORDS = ("load_in_4bit", "load_in_8bit")
+
+# the classes' last names, and the keywords' common part
+TRIGGERS = (*sorted({name.rsplit(".", 1)[-1].encode() for name in BITSANDBYTES_FRONT_DOORS}), b"load_in_")
+
+
+class Detector:
+    def __init__(self, view: FileView) -> None:
+        self.view = view
+
+    def on_call(self, call: ast.Call) -> None:
+        for name in sorted(self.view.qualified(call.func)):
+            tip = BITSANDBYTES_FRONT_DOORS.get(name)
+            if tip is not None:
+                self.view.add(call.func, QUANTIZATION.code, Report.UNSUPPORTED, name.rsplit(".", 1)[-1], tip)
+                return  # its load_in_4bit is part of the same row
+        for keyword in call.keywords:
+            if keyword.arg in LOADING_KEYWORDS and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value):
+                self.view.add(keyword.value, QUANTIZATION.code, Report.UNSUPPORTED, keyword.arg, QUANTIZED_LOADING_TIP)

@@ -1,0 +1,387 @@
+"""After the rules: find every CUDA construct still in the migrated code and say why.
+
+This is the safety net behind SPEC invariant 8: whatever the rules did not (or could not) change
+is either reported here with a tip or is provably device-neutral (`torch.backends.cudnn` flags,
+code inside constructs that already branch on NPU), which goes to the log as a note.  It reads
+the final tree, so it reports exactly what the user gets.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from . import extension_builds
+from ..knowledge.apidata import ApiData
+from ..records.change import Finding, Report
+from ..records.finding_kinds import (CUDA_API, CUDA_LEFTOVER, CUDA_ONLY_PACKAGE, DEAD_GUARD, EXTENSION_BUILD, FLASH_ATTN_ARGUMENTS,
+                            FRAMEWORK_CUDA, GPU_KERNELS, LEFT_ON_PURPOSE, RAY_GPUS)
+from ..rules import device_guards, flash_attn, npu_aware
+from ..rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name,
+                          foreign_collective, framework_option, not_a_device, qualified_names, string_text)
+from ..rules.ray_resources import gpu_requests, imports_ray, is_ray_call
+from ..rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
+from ..knowledge.tips import KERNEL_DECORATORS, KERNEL_PACKAGES, TIPS, cuda_only_package, kernel_language, kernel_tip, migratable_cuda_path, tip_for
+
+DEVICE_NEUTRAL = ("torch.backends.cudnn", "torch.backends.cuda")
+# The kernel languages, whose host-side calls only serve their kernels (grid sizes, autotuning
+# configurations, compiling and launching one): the import and each kernel have the rows.  The rest
+# of CUDA Python (`cuda.bindings`) is the CUDA runtime itself, each call of it a row.
+KERNEL_LANGUAGES = tuple(dict.fromkeys(decorator.rsplit(".", 1)[0] if decorator.startswith("cuda.")
+                                       else decorator.split(".")[0] for decorator in KERNEL_DECORATORS))
+REPORTED_TORCH_NAMES = tuple(key for key in TIPS if key.startswith("torch.") and not key.startswith("torch.cuda"))
+
+
+def _callee(expression: cst.BaseExpression) -> cst.BaseExpression:
+    """`triton.autotune` of `@triton.autotune(configs=...)`; the expression itself otherwise."""
+    return expression.func if isinstance(expression, cst.Call) else expression
+
+
+def _is_apex_amp(name: str) -> bool:
+    return name == "apex.amp" or name.startswith("apex.amp.")
+
+
+class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
+
+    def __init__(self, path: str, api: ApiData, context) -> None:
+        cst.CSTVisitor.__init__(self)
+        DocstringTracker.__init__(self)
+        self.path = path
+        self.api = api
+        self.context = context
+        self.findings: List[Finding] = []
+        # -a: apex amp is what the user asked for (Ascend apex provides it), not a leftover.
+        self.wants_apex_amp = context.options.amp_model is not None
+        self.reads_flash_attn = False  # the output imports the generated flash-attn package
+        self._dead: List[cst.CSTNode] = []  # the dead-guarded nodes being visited (device_guards)
+        # the functions being visited: [node, decorated as a Triton kernel, calls triton.language]
+        self._functions: List[list] = []
+
+    def _add(self, node: cst.CSTNode, kind, report: Report, api_name: str, tip: str) -> None:
+        """A row of `kind` (finding_kinds) about `node`."""
+        span = self.get_metadata(PositionProvider, node)
+        self.findings.append(Finding(self.path, span.start.line, span.end.line, report, api_name, tip, kind.code))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.context.might_be_guarded(node):
+            position = self.get_metadata(PositionProvider, node)
+            key = self.context.lines_key(node, position.start.line, position.end.line)
+            if key not in self.context.guarded_lines:
+                return self.class_visit(node)
+            if key in self.context.dead_guards_by_lines:
+                # CUDA-only code behind a CUDA test: its CUDA-only names are still reported
+                # (they are what the user must port), its device strings and .cuda() are not
+                # (they never run on the NPU).
+                guard = self.context.dead_guards_by_lines[key]
+                if guard is not None:
+                    self._add(node, DEAD_GUARD, Report.UNSUPPORTED, f"device test {guard.test}", dead_guard_tip(guard, self.api))
+                self._dead.append(node)
+                return self.class_visit(node)
+            if npu_aware.mentions_cuda(node):
+                self._add(node, LEFT_ON_PURPOSE, Report.NOTE, npu_aware.NOTE_API, "left as written: it already selects between NPU and CUDA")
+            return False
+        return self.class_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if self._dead and self._dead[-1] is original_node:
+            self._dead.pop()
+        self.class_leave(original_node)
+
+    # -- imports ---------------------------------------------------------------------------
+    def visit_Module(self, node: cst.Module) -> None:
+        self._module = node
+        self._uses: Optional[Dict[str, Set[str]]] = None  # walked for when an import asks
+        self._ray_requests: Set[cst.Dict] = set()
+
+    def _name_uses(self) -> Dict[str, Set[str]]:
+        if self._uses is None:
+            uses = _NameUses()
+            walk(uses, self._module)
+            self._uses = uses.uses
+        return self._uses
+
+    def _metadata_only(self, local: str) -> bool:
+        """Whether the module reads nothing of `local` but dunder metadata (`x.__version__` in an
+        environment dump): importing a package to print its version uses none of its kernels."""
+        return self._name_uses().get(local) == {"metadata"}
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        for alias in node.names:
+            full = dotted_name(alias.name) or ""
+            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) \
+                else full.split(".")[0]
+            self._check_imported(node, full, local)
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        if node.relative or node.module is None:
+            return False
+        module = dotted_name(node.module) or ""
+        if isinstance(node.names, cst.ImportStar):
+            self._check_imported(node, module, None)
+            return False
+        # One row for the names a statement imports from one CUDA-only package: the calls of
+        # each get rows of their own where they are made.
+        grouped: List[str] = []
+        for alias in node.names:
+            imported = dotted_name(alias.name) or ""
+            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) \
+                else imported
+            name = f"{module}.{imported}"
+            if cuda_only_package(name) is not None and not (self.wants_apex_amp and _is_apex_amp(name)):
+                if self._metadata_only(local):
+                    self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
+                else:
+                    grouped.append(imported)
+                continue
+            self._check_imported(node, name, local)
+        if grouped:
+            what = f"{module}.{grouped[0]}" if len(grouped) == 1 else f"{module} ({', '.join(grouped)})"
+            # each name's own tip where it has one (FusedRMSNorm and FusedLayerNorm differ), once each
+            tips = list(dict.fromkeys(tip_for(f"{module}.{name}") for name in grouped))
+            self._add(node, CUDA_ONLY_PACKAGE, Report.UNSUPPORTED, what,
+                      tips[0] if len(tips) == 1 else "; ".join(f"{name}: {tip_for(f'{module}.{name}')}" for name in grouped))
+        return False
+
+    def _check_imported(self, node: cst.CSTNode, name: str, local: Optional[str]) -> None:
+        package = cuda_only_package(name)
+        if self.wants_apex_amp and _is_apex_amp(name):
+            self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "-a: needs Ascend apex installed (its amp API is NVIDIA apex's)")
+        elif package is not None and local is not None and self._metadata_only(local):
+            self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
+        elif package is not None:
+            self._add(node, CUDA_ONLY_PACKAGE, Report.UNSUPPORTED, name, tip_for(name))
+        elif name.startswith("torch.cuda.") and not migratable_cuda_path(self.api, name.split(".")[2:]):
+            self._add(node, CUDA_API, Report.UNSUPPORTED, name, tip_for(name, self.api))
+        elif name.startswith(REPORTED_TORCH_NAMES):
+            self._add(node, CUDA_API, Report.UNSUPPORTED, name, tip_for(name))
+
+    # -- names and attributes ----------------------------------------------------------------
+    def _is_chain_top(self, node: cst.CSTNode) -> bool:
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        return not (isinstance(parent, cst.Attribute) and parent.value is node)
+
+    def _call_of(self, node: cst.CSTNode) -> Optional[cst.Call]:
+        """The call whose callee `node` is, if any."""
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        return parent if isinstance(parent, cst.Call) and parent.func is node else None
+
+    def _is_called(self, node: cst.CSTNode) -> bool:
+        return self._call_of(node) is not None
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._check_reference(node)
+        # `torch.cuda`, `torch.backends.cuda`: modules, judged by name above; a tensor's or a
+        # model's `.cuda` has no resolvable qualified name.
+        if not self._dead and (node.attr.value == "is_cuda" or (node.attr.value == "cuda" and self._is_called(node))) and not any(
+            n.startswith("torch.") for n in qualified_names(self, node)
+        ):
+            self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"Tensor.{node.attr.value}", "rewrite as .npu() / .is_npu")
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._check_reference(node)
+
+    def _check_reference(self, node: cst.CSTNode) -> None:
+        if not self._is_chain_top(node):
+            return
+        for name in sorted(qualified_names(self, node)):
+            if name.startswith(DEVICE_NEUTRAL):
+                self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "left as is: CUDA backend setting, no effect on NPU")
+                return
+            if name.startswith("torch.cuda."):
+                if not migratable_cuda_path(self.api, name.split(".")[2:]):
+                    tip = TF32_TIP if name.endswith(".get_device_capability") and _gates_tf32(self, node) else None
+                    self._add(node, CUDA_API, Report.UNSUPPORTED, name, tip or tip_for(name, self.api))
+                return
+            if name in extension_builds.BUILDERS:
+                self._judge_extension_build(node, name)
+                return
+            if name.startswith(REPORTED_TORCH_NAMES) and (self._is_called(node) or "DataParallel" not in name):
+                self._add(node, CUDA_API, Report.UNSUPPORTED, name, tip_for(name))
+                return
+            if name.startswith(device_guards.CUDA_ONLY_CLASSES):
+                self._add(node, FRAMEWORK_CUDA, Report.UNSUPPORTED, name, "Lightning's CUDA accelerator: no NPU counterpart in Lightning; "
+                          "count NPUs with torch_npu.npu.device_count()")
+                return
+            package = cuda_only_package(name)
+            if package in KERNEL_PACKAGES and self._in_kernel(name):
+                return  # the kernel has its row: not one per tl.load of it
+            if any(name == language or name.startswith(language + ".") for language in KERNEL_LANGUAGES):
+                return  # a launch helper (triton.cdiv, cute.compile): the import and each kernel have the rows
+            if package is not None and self._is_called(node) and not (self.wants_apex_amp and _is_apex_amp(name)):
+                self._add(node, CUDA_ONLY_PACKAGE, Report.UNSUPPORTED, name, tip_for(name))
+                return
+
+    def _judge_extension_build(self, node: cst.CSTNode, name: str) -> None:
+        """A run-time C++ extension build: a row where it builds CUDA code or may (see
+        extension_builds); C++ sources alone build for the host and run on an Ascend machine."""
+        build = extension_builds.build_of(name, self._call_of(node))
+        if build == extension_builds.Build.CUDA:
+            self._add(node, EXTENSION_BUILD, Report.UNSUPPORTED, name, extension_builds.CUDA_TIP[name])
+        elif build == extension_builds.Build.UNDECIDED:
+            self._add(node, EXTENSION_BUILD, Report.UNSUPPORTED, name, extension_builds.UNDECIDED_TIP[name])
+
+    # -- kernels -----------------------------------------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        """A kernel is one row, at its name: what must be rewritten, or ported to Triton-Ascend or
+        Ascend C, is the kernel, not each of its hundred `tl.*` or `cute.*` calls.  hazards/gpu_kernels.py names
+        the kernels of a kernel language's decorators (`@triton.jit`, `@cute.kernel`, `@ct.kernel`:
+        tips.KERNEL_DECORATORS); a function that calls `triton.language` under a decorator of the
+        project's own (`@_jit`, which calls triton.jit) is one too, named here once its body is read."""
+        decorated = any(kernel_language(qualified_names(self, _callee(decorator.decorator))) is not None
+                        for decorator in node.decorators)
+        self._functions.append([node, decorated, False])
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        node, decorated, calls_triton_language = self._functions.pop()
+        if calls_triton_language and not decorated and not self._dead:
+            self._add(node.name, GPU_KERNELS, Report.UNSUPPORTED, f"Triton kernel {node.name.value}",
+                      kernel_tip(node.name.value))
+
+    def _in_kernel(self, name: str) -> bool:
+        """Whether `name` (of a kernel language's package) is used inside a kernel, which has its row."""
+        if not self._functions:
+            return False
+        frame = self._functions[-1]
+        if name.startswith("triton.language."):
+            frame[2] = True
+            return True
+        return any(decorated for _, decorated, _ in self._functions)
+
+    # -- other frameworks' GPU resources ------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        # Ray schedules by resource: `num_gpus` reserves CUDA GPUs, which an Ascend node has none of.
+        if self.imports_ray and is_ray_call(self, node.func):
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value == "num_gpus":
+                    self._add(arg, RAY_GPUS, Report.UNSUPPORTED, "ray num_gpus", RAY_TIP)
+            for request in gpu_requests(node):
+                if request not in self._ray_requests:  # once, where Ray calls nest
+                    self._ray_requests.add(request)
+                    self._add(request, RAY_GPUS, Report.UNSUPPORTED, 'ray resource "GPU"', RAY_RESOURCE_TIP)
+        if self.reads_flash_attn:
+            refused = flash_attn.refused_arguments(node)
+            names = [n for n in qualified_names(self, node.func) if n.startswith(flash_attn.PACKAGE + ".")] if refused else ()
+            if names:
+                function = "flash_attn." + sorted(names)[0].rsplit(".", 1)[-1]
+                self._add(node, FLASH_ATTN_ARGUMENTS, Report.UNSUPPORTED, f"{function}({', '.join(refused)})",
+                          f"{flash_attn.PACKAGE} raises NotImplementedError here: torch_npu.npu_fusion_attention "
+                          "has no counterpart; " + "; ".join(flash_attn.REFUSED[r.split("=")[0]][1] for r in refused))
+
+    # -- strings (documentation excluded: DocstringTracker) ------------------------------------
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if self.is_documentation(node) or self._dead:
+            return
+        text = string_text(node)
+        if text is None:
+            return
+        if DEVICE_STRING.match(text) and (framework_option(self, node) or cuda_switch_of(self, node, self.api)):
+            return  # reported by the rule that left it (NPU103), with the framework's reason
+        if DEVICE_STRING.match(text) and not_a_device(self, node):
+            return  # a key, a message or a label: nothing to do
+        if DEVICE_STRING.match(text):
+            self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"device string {text!r}", 'use "npu" devices on Ascend')
+        elif text.startswith("torch.cuda.") and text.endswith("Tensor"):
+            self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"tensor type {text!r}", "use the torch.npu tensor types on Ascend")
+        elif (text.lower() == "nccl" or "cuda:nccl" in text) and not foreign_collective(self, node):
+            self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"backend {text!r}", 'use the "hccl" backend on Ascend')
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> bool:
+        if self.is_documentation(node) or self._dead:
+            return False
+        first = node.parts[0] if node.parts else None
+        if isinstance(first, cst.FormattedStringText) and first.value == "cuda:":
+            self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, "device f-string 'cuda:{...}'", 'use "npu" devices on Ascend')
+        elif (len(node.parts) == 1 and isinstance(first, cst.FormattedStringText) and DEVICE_STRING.match(first.value)
+              and not framework_option(self, node)):
+            self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"device string f{first.value!r}", 'use "npu" devices on Ascend')
+        return True
+
+
+class _NameUses(cst.CSTVisitor):
+    """How each name of a module is read: "metadata" (`x.__version__`) or "use" (anything else)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.uses: Dict[str, Set[str]] = {}
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if isinstance(node.value, cst.Name):
+            kind = "metadata" if node.attr.value.startswith("__") else "use"
+            self.uses.setdefault(node.value.value, set()).add(kind)
+        else:
+            node.value.visit(self)
+        return False  # the attribute's own name is no variable
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.uses.setdefault(node.value, set()).add("use")
+
+
+def dead_guard_tip(guard, api: ApiData) -> str:
+    option = next((tip for name, _, tip in FRAMEWORK_OPTIONS if guard.guarded.startswith(f"{name}=")), None)
+    if option is not None:  # another framework's device option, left as written by the rules
+        return (f"left as written: it guards {guard.guarded}: {option}. Migrated alone, the test would hand "
+                "that framework a CUDA choice on the NPU; as written, this branch is not taken there (as on any "
+                "machine without CUDA): choose the NPU in that framework, then test for the NPU")
+    if guard.guarded == device_guards.GPU_NAME_LOOKUP:
+        return (f"left as written: it guards {guard.guarded}: the NPU's name (Ascend910B...) is no key of it, so "
+                "migrated alone the lookup would raise KeyError on the NPU; as written, this branch is not taken "
+                "there (as on any machine without CUDA): add the NPU's entries (torch_npu.npu.get_device_name() "
+                "names them) or look up with .get and a default, then test for the NPU")
+    tip = TF32_TIP if guard.gates_tf32 else tip_for(guard.guarded, api)
+    return (f"left as written: it guards {guard.guarded}, which has no NPU form in torch_npu "
+            f"{api.torch_npu_version}, so on the NPU this branch is not taken (as on any machine without CUDA); "
+            f"to use it there: {tip}, then test for the NPU")
+
+
+RAY_TIP = ("Ray counts Ascend NPUs as the resource \"NPU\", not as GPUs: ask for resources={\"NPU\": N} "
+           "instead of num_gpus=N (Ray then sets ASCEND_RT_VISIBLE_DEVICES for the task); gpu2npu does so (NPU110) "
+           "where the call passes neither resources= nor **kwargs: add \"NPU\" to this one's resources")
+
+RAY_RESOURCE_TIP = ("Ray counts Ascend NPUs as the resource \"NPU\": a request for \"GPU\" waits for devices an "
+                    "Ascend node has none of; ask for \"NPU\" (gpu2npu does so in placement_group bundles written "
+                    "out as dicts); Ray Train's ScalingConfig: use_gpu=False with resources_per_worker={\"NPU\": 1}")
+
+# A capability check that only decides TF32 is no question of bf16 support.
+TF32_TIP = ("TF32 does not exist on the NPU and needs no capability check: its counterpart is HF32, "
+            "torch_npu.npu.matmul.allow_hf32 / torch_npu.npu.conv.allow_hf32")
+
+
+def _gates_tf32(visitor: "CudaLeftovers", node: cst.CSTNode) -> bool:
+    """Whether `node` stands in the test of an `if` (or the statement) that sets allow_tf32 (or,
+    once NPU108 has rewritten it, allow_hf32)."""
+    current = node
+    while current is not None:
+        parent = visitor.get_metadata(ParentNodeProvider, current, None)
+        if isinstance(parent, cst.If) and parent.test is current:
+            return _sets_tf32(cst.Module(body=()).code_for_node(parent.body))
+        if isinstance(parent, cst.BaseStatement):
+            return _sets_tf32(cst.Module(body=()).code_for_node(parent))
+        current = parent
+    return False
+
+
+def _sets_tf32(code: str) -> bool:
+    return "allow_tf32" in code or "allow_hf32" in code
+
+
+def find_leftovers(wrapper: MetadataWrapper, path: str, api: ApiData, context, scopes=None) -> List[Finding]:
+    """`context` (a FileContext) tells which nodes are left as written on purpose (NPU-aware);
+    `scopes` what the names of the output stand for where they are read (scopes.Scopes)."""
+    visitor = CudaLeftovers(path, api, context)
+    visitor.import_aliases = ImportAliases.of(wrapper.module)  # of the output: its imports changed
+    visitor.scopes = scopes
+    visitor.reads_likely_modules = True  # (a report, never an edit)
+    visitor.reads_flash_attn = any(flash_attn.PACKAGE in name for names in visitor.import_aliases.values()
+                                   for name in names)
+    visitor.imports_ray = imports_ray(visitor)
+    walk_wrapped(visitor, wrapper)
+    return visitor.findings

@@ -1,0 +1,42 @@
+"""Release numbers against requirement specifiers (`>=2.1,<2.3`, `==2.1.*`, `~=4.40`): what the
+dependency rules, the torch pin and the transformers pin ask, read without packaging."""
+from __future__ import annotations
+
+import re
+from typing import Optional, Tuple
+
+_VERSION = re.compile(r"(\d+(?:\.\d+)*)")
+_CLAUSE = re.compile(r"\s*(===|==|!=|~=|<=|>=|<|>)\s*([^\s,;]+)\s*")
+
+
+def _version_tuple(text: str) -> Tuple[int, ...]:
+    match = _VERSION.match(text)
+    return tuple(int(part) for part in match.group(1).split(".")) if match else ()
+
+
+def satisfies(version: str, spec: str) -> Optional[bool]:
+    """Whether `version` meets every clause of `spec` (local versions and `.*` read loosely);
+    None when a clause cannot be read."""
+    wanted = _version_tuple(version)
+    for clause in filter(None, (c.strip() for c in spec.split(","))):
+        match = _CLAUSE.fullmatch(clause)
+        if match is None:
+            return None
+        operator, text = match.groups()
+        if text.endswith(".*"):
+            prefix = _version_tuple(text[:-2])
+            same = wanted[:len(prefix)] == prefix
+            if (operator == "==" and not same) or (operator == "!=" and same):
+                return False
+            continue
+        other = _version_tuple(text.split("+")[0])
+        if not other:
+            return None
+        width = max(len(wanted), len(other))
+        left, right = wanted + (0,) * (width - len(wanted)), other + (0,) * (width - len(other))
+        ok = {"==": left == right, "===": left == right, "!=": left != right, "<=": left <= right, ">=": left >= right,
+              "<": left < right, ">": left > right,
+              "~=": left >= right and left[:len(other) - 1] == right[:len(other) - 1]}[operator]
+        if not ok:
+            return False
+    return True

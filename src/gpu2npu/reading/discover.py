@@ -1,0 +1,134 @@
+"""Which files a run sees, in a fixed order, and how each is treated."""
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+from .dependency_files import CONDA, dependency_format
+from .shell_syntax import dialect_for
+
+PYTHON_SUFFIXES = (".py",)
+CUDA_SOURCE_SUFFIXES = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp")
+NOTEBOOK_SUFFIXES = (".ipynb",)
+
+
+class Kind(str, enum.Enum):
+    PYTHON = "python"  # migrated
+    NOTEBOOK = "notebook"  # code cells migrated, the rest kept
+    LAUNCH_SCRIPT = "launch_script"  # shell script, Makefile, YAML job file: line rules
+    CUDA_SOURCE = "cuda_source"  # copied, scanned for custom operators
+    OTHER = "other"  # copied byte for byte
+    SYMLINK = "symlink"  # reproduced as a link, never followed
+    DIRECTORY = "directory"  # created (empty folders are kept too)
+    SPECIAL = "special"  # named pipe, socket or device: never opened (reading a pipe would block)
+    UNLISTABLE = "unlistable"  # a folder whose content cannot be listed
+
+
+# The kinds whose files go through the engine (the others are copied, or read as dependencies).
+MIGRATED_KINDS = (Kind.PYTHON, Kind.NOTEBOOK, Kind.LAUNCH_SCRIPT)
+
+
+def inside(path: Path, folder: Path) -> bool:
+    """Whether `path` lies in `folder` (or is it), as written (resolve both first)."""
+    try:
+        path.relative_to(folder)
+        return True
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class Entry:
+    relative: str  # POSIX-style path below the input root
+    absolute: Path
+    kind: Kind
+
+
+def _kind(path: Path) -> Kind:
+    name = path.name.lower()
+    if name.endswith(PYTHON_SUFFIXES):
+        return Kind.PYTHON
+    if name.endswith(NOTEBOOK_SUFFIXES):
+        return Kind.NOTEBOOK
+    if dialect_for(name) is not None and dependency_format(name) != CONDA:  # (a conda environment is no job file)
+        return Kind.LAUNCH_SCRIPT
+    if name.endswith(CUDA_SOURCE_SUFFIXES):
+        return Kind.CUDA_SOURCE
+    return Kind.OTHER
+
+
+def kind_of(path: Path) -> Kind:
+    return _kind(path)
+
+
+def walk(root: Path, prune: Optional[Callable[[str, str], bool]] = None) -> Iterator[Entry]:
+    """Every file, link and folder below `root` (or `root` itself if it is a file), sorted, so
+    that runs are deterministic: a folder's subfolders, then its files, then what each subfolder
+    holds.  Links are reported as links and never followed, so a link pointing outside the tree
+    or into a loop cannot take the run elsewhere.  `prune(name, path)`: a folder it is true of is
+    neither given nor entered."""
+    if root.is_file():
+        yield Entry(root.name, root, _kind(root))
+        return
+    unlistable: list = []
+    # (os.scandir's entries tell folders, links and regular files apart without a stat each)
+    pending = [(os.fspath(root), "")]
+    while pending:
+        folder, prefix = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                children = sorted(listing, key=lambda child: child.name)
+        except OSError as error:
+            unlistable.append(error)
+            yield from _unlistable(root, unlistable)
+            continue
+        folders, files = [], []
+        for child in children:
+            try:
+                is_folder = child.is_dir()
+            except OSError:
+                is_folder = False
+            (folders if is_folder else files).append(child)
+        descend = []
+        for child in folders:
+            relative = prefix + child.name
+            if prune is not None and prune(child.name, child.path):
+                continue
+            if _is_link(child):
+                yield Entry(relative, Path(child.path), Kind.SYMLINK)
+            else:
+                yield Entry(relative, Path(child.path), Kind.DIRECTORY)
+                descend.append((child.path, relative + "/"))
+        for child in files:
+            yield Entry(prefix + child.name, Path(child.path), _file_kind(child))
+        pending.extend(reversed(descend))
+
+
+def _is_link(child: os.DirEntry) -> bool:
+    try:
+        return child.is_symlink()
+    except OSError:
+        return False
+
+
+def _file_kind(child: os.DirEntry) -> Kind:
+    try:
+        if child.is_symlink():
+            return Kind.SYMLINK
+        regular = child.is_file(follow_symlinks=False)
+    except OSError:  # vanished since it was listed: reading it will say why
+        return _kind(Path(child.name))
+    return _kind(Path(child.name)) if regular else Kind.SPECIAL
+
+
+def _unlistable(root: Path, errors: list) -> Iterator[Entry]:
+    """Folders os.walk could not list (it reports them through onerror, after their entry)."""
+    while errors:
+        error = errors.pop(0)
+        path = Path(error.filename)
+        if path == root:
+            raise error  # the input itself: nothing can be migrated
+        yield Entry(path.relative_to(root).as_posix(), path, Kind.UNLISTABLE)

@@ -1,0 +1,132 @@
+"""The API rows of a file: operators without an NPU kernel, and torch names or Tensor methods whose NPU
+support the data cannot decide (unsupported_api.csv, unknown_api.csv)."""
+from __future__ import annotations
+
+import ast
+from typing import List, Optional
+
+from ...knowledge import apidata
+from ...records.change import Finding, Report
+from ...records.finding_kinds import NEWER_TORCH, NO_NPU_KERNEL, UNKNOWN_SUPPORT
+from ...knowledge.ascend_functions import equivalents
+from .file_scan import FileScan
+
+def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool = False) -> List[Finding]:
+    """unsupported_api.csv / unknown_api.csv rows for the calls of one file; `similar`: the run
+    has -sim (which rewrites the calls it has an equivalent for, so the tip differs)."""
+    findings: List[Finding] = []
+    for call in scan.calls:
+        names = sorted(scan.qualified(call.func))
+        finding = None
+        for name in names:
+            finding = _judge_torch_call(call, name, path, api, similar)
+            if finding is not None:
+                accelerator = _other_accelerator(name)
+                if accelerator and scan.accelerator_guarded(call.lineno, accelerator):
+                    finding = None  # code for another accelerator, skipped on the NPU: not unknown
+                break
+        if finding is None and not names and isinstance(call.func, ast.Attribute):
+            finding = _judge_method_call(call, path, api)
+        if finding is not None:
+            findings.append(finding)
+        for name in names:
+            newer = _judge_release(call, name, path, api)
+            if newer and not scan.release_guarded(call.lineno) and not scan.optionally_imported(call.func):
+                findings.extend(newer)
+                break
+    return sorted(findings)
+
+
+# torch's modules for accelerators other than CUDA and the NPU (and their availability words)
+OTHER_ACCELERATORS = ("xpu", "mlu", "musa", "hpu", "mps", "mtia", "xla", "ipu", "dml", "sdaa", "gcu")
+
+
+def _other_accelerator(name: str) -> Optional[str]:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 2 and parts[0] == "torch" and parts[1] in OTHER_ACCELERATORS else None
+
+
+def _judge_release(call: ast.Call, name: str, path: str, api: apidata.ApiData) -> List[Finding]:
+    """Rows for what the call needs of a torch newer than the one -v migrates for: the function
+    (or its module), or a keyword its function took on later."""
+    if not name.startswith("torch.") or name.startswith(("torch.cuda.", "torch.npu.")):
+        return []
+    target = api.torch_version
+    added = apidata.torch_added_in(name, target)
+    if added is not None:
+        return [_row(call, path, NEWER_TORCH, Report.UNSUPPORTED, name,
+                     f"torch {target}, which torch_npu {api.torch_npu_version} is built for, does not have it "
+                     f"(torch {added} has): choose the -v of the project's torch, or write it with what torch "
+                     f"{target} has")]
+    rows = []
+    for keyword in call.keywords:
+        if keyword.arg is None:
+            continue
+        added = apidata.torch_keyword_added_in(name, keyword.arg, target)
+        if added is not None:
+            rows.append(_row(call, path, NEWER_TORCH, Report.UNSUPPORTED, f"{name}({keyword.arg}=)",
+                             f"{name} of torch {target} (torch_npu {api.torch_npu_version}) takes no {keyword.arg} "
+                             f"(torch {added} does) and raises TypeError: choose the -v of the project's torch, or "
+                             "leave it out"))
+    return rows
+
+
+def _row(call: ast.Call, path: str, kind, report: Report, api_name: str, tip: str) -> Finding:
+    func = call.func
+    return Finding(path, func.lineno, func.end_lineno or func.lineno, report, api_name, tip, kind.code)
+
+
+def _judge_torch_call(call: ast.Call, name: str, path: str, api: apidata.ApiData, similar: bool) -> Optional[Finding]:
+    if not name.startswith("torch.") or name.startswith(("torch.cuda.", "torch.npu.")):
+        # torch.cuda is the rules' and the leftover analysis' business; torch.npu is torch_npu's own
+        return None
+    op = apidata.lacks_npu_kernel(api, name)
+    if op is not None:
+        return _row(call, path, NO_NPU_KERNEL, Report.UNSUPPORTED, name,
+                    f"aten::{op} has no NPU kernel in torch_npu {api.torch_npu_version} (it runs on the "
+                    f"CPU at best): {_remedy(name, similar)}")
+    if name.startswith("torch.ops."):
+        return _judge_dispatcher_op(call, name, path, api)
+    if not apidata.torch_api_knows(name):
+        return _row(call, path, UNKNOWN_SUPPORT, Report.UNKNOWN, name,
+                    "not in PyTorch's public API lists: check that it exists for this torch version "
+                    "and runs on NPU")
+    return None
+
+
+def _remedy(name: str, similar: bool) -> str:
+    equivalent = equivalents().get(name)
+    if equivalent is None:
+        return "replace it or move it off the hot path"
+    if similar:  # -sim left the call: it passes an argument the equivalent does not take
+        return (f"call ascend_function.{equivalent.function} (an exact NPU equivalent) without the "
+                "arguments it does not take, e.g. out=")
+    return f"gpu2npu -sim calls ascend_function.{equivalent.function}, an exact NPU equivalent"
+
+
+def _judge_dispatcher_op(call: ast.Call, name: str, path: str, api: apidata.ApiData) -> Optional[Finding]:
+    parts = name.split(".")
+    if len(parts) < 4:
+        return None
+    namespace, op = parts[2], parts[3]
+    if namespace == "aten":
+        missing = apidata.lacks_npu_kernel(api, f"torch.{op}")
+        if missing is None:
+            return None
+        return _row(call, path, NO_NPU_KERNEL, Report.UNSUPPORTED, name,
+                    f"aten::{missing} has no NPU kernel in torch_npu {api.torch_npu_version}")
+    if namespace == "npu":
+        return None
+    return _row(call, path, UNKNOWN_SUPPORT, Report.UNKNOWN, name,
+                f"custom operator namespace '{namespace}': it runs on NPU only if its library registers "
+                "an NPU (PrivateUse1) kernel")
+
+
+def _judge_method_call(call: ast.Call, path: str, api: apidata.ApiData) -> Optional[Finding]:
+    method = call.func.attr  # type: ignore[attr-defined]
+    op = apidata.method_lacks_npu_kernel(api, method)
+    if op is None:
+        return None
+    return _row(call, path, UNKNOWN_SUPPORT, Report.UNKNOWN, f"Tensor.{method}",
+                f"if the receiver is a tensor: aten::{op} has no NPU kernel in torch_npu "
+                f"{api.torch_npu_version} (it runs on the CPU at best)")

@@ -1,0 +1,64 @@
+"""What a run was asked to do, as the rules read it: the torch_npu release's API data and the
+modes and options of the command line.
+
+Kept apart from the rules (which are libcst transformers) so that the commands can build and
+pass options without importing libcst: a re-run served by the cache never needs it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, FrozenSet, Optional, Tuple
+
+if TYPE_CHECKING:
+    from ..knowledge.apidata import ApiData
+    from .rule_file import CustomRules
+
+
+@dataclass(frozen=True)
+class DistributedSettings:
+    """What `gpu2npu ... distributed` was asked to do."""
+
+    main_file: str  # path of the entry file below the input root (POSIX style)
+    target: str = "model"  # variable holding the model, dotted names allowed
+    split_batch: bool = False  # divide training batch sizes by the number of processes
+    project_initialises: bool = False  # some file already calls init_process_group
+    main_spawns: bool = False  # the main file starts its own processes (torch.multiprocessing.spawn)
+    # Checkpoints need a rank-0 guard: where gpu2npu adds the process group (the script had none).
+    guard_saves: bool = False
+
+
+@dataclass(frozen=True)
+class SpecifyDeviceSettings:
+    """What `-s/--specify-device` was asked to do: the NPU comes from DEVICE_ID at run time."""
+
+    # Files that start a program (`if __name__ == "__main__":`): the device is set there, once.
+    entry_files: FrozenSet[str] = frozenset()
+
+
+@dataclass
+class Options:
+    """Run-wide choices that rules read."""
+
+    api: ApiData
+    distributed: Optional[DistributedSettings] = None
+    specify_device: Optional[SpecifyDeviceSettings] = None
+    custom_rules: Optional["CustomRules"] = None  # -r: the user's rules, run before the built-in ones
+    modelarts: bool = False  # -m: file paths go through ModelArtsPathManager
+    # `-a MODEL_VAR`: native AMP of this model becomes Ascend apex AMP (dotted names allowed).
+    amp_model: Optional[str] = None
+    # `-sim`: calls of unsupported APIs go to the generated ascend_function package.
+    similar: bool = False
+    # Whether to look for faster NPU APIs (affinity_api_call.csv, api_performance_advice.csv);
+    # `check`, which never prints that advice, does not.
+    advice: bool = True
+    # `-api CSV`: a library's public APIs that reach unsupported code, (name, why), sorted; the
+    # project's calls of them are reported (analyse/affected_apis.py).
+    third_party_apis: Tuple[Tuple[str, str], ...] = ()
+    # The transformers requirement the project pins ("==4.45.0", ">=4.51,<4.54"; None: none found),
+    # which decides whether its attn_implementation="flash_attention_2" runs on the NPU (NPU266).
+    transformers: Optional[str] = None
+
+    @property
+    def device_per_process(self) -> bool:
+        """Each process uses one NPU, set at start-up: device expressions name no index."""
+        return self.distributed is not None or self.specify_device is not None
