@@ -401,3 +401,70 @@ def test_python_names_the_interpreter_of_the_command_and_of_what_it_starts(tmp_p
     done = subprocess.run([GPU2NPU, "dryrun", "--python", str(tmp_path / "none"), "--", "python", "one.py"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT, env=environment)
     assert done.returncode == 2 and "does not exist" in done.stderr
+
+
+class TestVenv:
+    """--venv DIR: the dry run in an environment made (or reused) with the release's torch and the
+    project's requirement files; what does not install is a hit.  pip runs without an index here
+    (PIP_NO_INDEX), so that what installs is what the environment already has."""
+
+    PROGRAM = "import torch\nimport torch_npu\nprint(torch.ones(2).to('npu').sum().item())\n"
+
+    @staticmethod
+    def release_of_this_torch() -> str:
+        import torch
+
+        from gpu2npu.knowledge import apidata
+
+        version = ".".join(torch.__version__.split("+")[0].split(".")[:2]) + ".0"
+        if version not in apidata.available_versions():
+            pytest.skip(f"no torch_npu release data for torch {version}")
+        return version
+
+    @staticmethod
+    def environment_with_this_torch(folder: Path) -> Path:
+        """A virtual environment that sees this interpreter's packages (torch, numpy) through a .pth file."""
+        import torch
+
+        subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=TIMEOUT)
+        site = next(folder.glob("lib/python*/site-packages"))
+        (site / "outer.pth").write_text(str(Path(torch.__file__).parent.parent) + "\n")
+        return folder
+
+    def run(self, tmp_path, folder, requirements: str, version: str):
+        (tmp_path / "train.py").write_text(self.PROGRAM)
+        (tmp_path / "requirements.txt").write_text(requirements)
+        env = dict(os.environ, PIP_NO_INDEX="1")
+        done = dryrun("-v", version, "--venv", folder, "--report", "report.json", "--", "python", "train.py",
+                      cwd=tmp_path, env=env)
+        return done, json.loads((tmp_path / "report.json").read_text())
+
+    def test_a_project_whose_requirements_install_runs_in_the_reused_environment(self, tmp_path):
+        version = self.release_of_this_torch()
+        folder = self.environment_with_this_torch(tmp_path / "env")
+        done, report = self.run(tmp_path, folder, f"numpy\ntorch_npu=={version}  # the imitation stands in\n", version)
+        assert done.returncode == 0, done.stderr
+        assert report["environment"]["made"] is False and report["environment"]["not_installed"] == []
+        assert report["torch_ran"] == report["environment"]["torch"] != ""
+        assert f"environment {folder} (reused, torch" in done.stderr and "PASSED" in done.stderr
+
+    def test_a_requirement_that_does_not_install_is_a_hit_with_its_line(self, tmp_path):
+        version = self.release_of_this_torch()
+        folder = self.environment_with_this_torch(tmp_path / "env")
+        done, report = self.run(tmp_path, folder, "numpy\ngpu2npu-no-such-package==1.0\n", version)
+        assert done.returncode == 1 and "FAILED" in done.stderr
+        assert [(hit["kind"], hit["where"]) for hit in report["hits"]] == [("install", "requirements.txt:2")]
+        assert "requirements.txt:2: gpu2npu-no-such-package==1.0 (" in done.stderr
+        assert "does not install in the dry run's environment" in done.stderr
+
+    def test_an_environment_made_without_the_releases_torch_runs_nothing(self, tmp_path):
+        done, report = self.run(tmp_path, tmp_path / "new-env", "numpy\n", "2.1.0")
+        assert (tmp_path / "new-env" / "pyvenv.cfg").is_file()
+        assert done.returncode == 1 and report["exit_codes"] == [] and report["environment"]["made"] is True
+        assert report["hits"][0]["where"] == "torch" and "torch==2.1.0" in report["hits"][0]["what"]
+        assert "command not started: its environment has no torch" in done.stderr
+
+    def test_venv_and_python_together_are_a_usage_error(self, tmp_path):
+        done = dryrun("-v", "2.1.0", "--venv", tmp_path / "env", "--python", sys.executable, "--", "python", "x.py",
+                      cwd=tmp_path)
+        assert done.returncode == 2 and "--venv and --python name two environments" in done.stderr

@@ -575,8 +575,12 @@ def analyse(input_path, output_path, torch_version, mode, env, jedi_seconds, api
 @click.option("--python", "python", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None,
               metavar="PATH", help="The interpreter that `python` and `python3` mean in COMMAND and in what it starts "
                                    "(the project's environment's, which has its torch).")
+@click.option("--venv", "venv", type=click.Path(path_type=Path, file_okay=False), default=None, metavar="DIR",
+              help="Run in the virtual environment DIR, made if missing: the CPU build of the torch the release is "
+                   "built for, and the requirement files of this folder installed (torch_npu left to the imitation); "
+                   "a requirement that does not install is a hit.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def dryrun(torch_version, nproc, npus, max_steps, report_file, python, command):
+def dryrun(torch_version, nproc, npus, max_steps, report_file, python, venv, command):
     """Run COMMAND with a CPU imitation of torch_npu, as if on an NPU, before booking NPU time.
 
     \b
@@ -596,18 +600,41 @@ def dryrun(torch_version, nproc, npus, max_steps, report_file, python, command):
     A dry run cannot tell speed, memory, numerical differences of NPU kernels, or anything the
     CANN stack itself does (HCCL timeouts, operator compilation).
     """
-    from .dryrun.run import dry_run, summary
+    from .dryrun.run import DryRunResult, dry_run, summary
 
     config = _config([Path.cwd()])  # (the release as check chooses it: -v, the table, the torch pin, the newest)
     version = _check_version(torch_version, config, _project_folder(config, [Path.cwd()]))
+    if venv is not None and python is not None:
+        _fail("--venv and --python name two environments: give one")
+    environment = None
+    if venv is not None:
+        from .dryrun import venv as virtual_environments
+        from .knowledge import apidata
+
+        release_torch = apidata.load(version).torch_version
+        click.echo(f"gpu2npu: the dry run's environment {venv}: torch {release_torch} (CPU) and the requirement files "
+                   "of this folder", err=True)
+        try:
+            environment = virtual_environments.prepare(venv.absolute(), release_torch, Path.cwd(),
+                                                       say=lambda text: click.echo(f"gpu2npu: {text}", err=True))
+        except OSError as error:
+            _fail(str(error), EXIT_FAILED)
+        python = environment.python
     try:
-        result = dry_run(command, version, nproc or 0, max_steps or 0, npus=npus or 0,
-                         python=python.absolute() if python is not None else None)
+        if environment is not None and not environment.torch:
+            api = apidata.load(version)
+            result = DryRunResult(api.torch_version, api.torch_npu_version, list(command))  # (nothing to run it with)
+        else:
+            result = dry_run(command, version, nproc or 0, max_steps or 0, npus=npus or 0,
+                             python=python.absolute() if python is not None else None)
     except FileNotFoundError as error:
         _fail(f"cannot start {command[0]}: {error.strerror}")
     except KeyboardInterrupt:
         click.echo("gpu2npu: dry run interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
+    if environment is not None:
+        result.hits[:0] = virtual_environments.hits_of(environment)
+        result.environment = virtual_environments.description(environment, venv.absolute())
     click.echo(summary(result), err=True)
     if report_file is not None:
         report_file.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")

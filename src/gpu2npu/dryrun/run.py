@@ -41,6 +41,7 @@ class DryRunResult:
     exercised: Dict[str, int] = field(default_factory=dict)
     processes: int = 0
     torch_ran: str = ""  # the torch the command's processes imported ("": none did)
+    environment: Dict[str, object] = field(default_factory=dict)  # --venv: the environment it ran in (venv.description)
 
     @property
     def torch_differs(self) -> bool:
@@ -61,7 +62,8 @@ class DryRunResult:
                 "torch_version": self.version, "torch_npu_version": self.torch_npu_version,
                 "torch_ran": self.torch_ran,
                 "command": self.command, "processes": self.processes, "steps": self.steps,
-                "hits": self.hits, "torch_npu_apis": dict(sorted(self.exercised.items()))}
+                "hits": self.hits, "torch_npu_apis": dict(sorted(self.exercised.items())),
+                **({"environment": self.environment} if self.environment else {})}
 
 
 def _minor(version: str) -> Tuple[str, ...]:
@@ -223,14 +225,22 @@ def summary(result: DryRunResult) -> str:
                      f"built for: what torch {result.version} lacks or takes otherwise is not exercised (run the dry run "
                      f"where `pip install torch=={result.version} --index-url https://download.pytorch.org/whl/cpu` "
                      "installed it)")
+    if result.environment:
+        made = "made" if result.environment["made"] else "reused"
+        torch = f"torch {result.environment['torch']}" if result.environment["torch"] else "no torch"
+        lines.append(f"  environment {result.environment['path']} ({made}, {torch}; the project's requirement files "
+                     "installed into it, torch_npu left to the imitation)")
     codes = ", ".join(str(code) for code in result.exit_codes)
     finished = ("ended after the --max-steps optimizer steps" if result.stopped
-                else "finished" if result.finished else f"did not finish (exit status {codes})")
+                else "finished" if result.finished else
+                "not started: its environment has no torch" if not result.exit_codes else
+                f"did not finish (exit status {codes})")
     lines.append(f"  command {finished}; {result.processes} Python process{'es' if result.processes != 1 else ''} "
                  "watched")
-    if not result.torch_ran and not result.finished and result.command and _is_python(result.command):
+    if not result.torch_ran and result.exit_codes and not result.finished and _is_python(result.command):
         lines.append(f"  no process imported torch: if `{result.command[0]} -c 'import torch'` fails, this is why; run "
-                     "the dry run in the project's environment, or name its Python with --python PATH")
+                     "the dry run in the project's environment, name its Python with --python PATH, or let --venv DIR "
+                     "make one with the release's torch and the project's requirements")
     if result.steps:
         lines.append("  optimizer steps: " + ", ".join(f"rank {rank}: {steps}" if rank.isdigit() and len(rank) < 4
                                                        else f"{steps}" for rank, steps in sorted(result.steps.items())))
@@ -239,7 +249,8 @@ def summary(result: DryRunResult) -> str:
                  "keyword": "an argument this torch_npu release does not take",
                  "not imitated": "not imitated on the CPU (torch_npu has it; try it on the NPU)",
                  "compile": "a compiler this torch_npu release does not have for the NPU",
-                 "rank": "a rank using another rank's NPU", "ranks": "ranks that collide"}.get(hit["kind"], hit["kind"])
+                 "rank": "a rank using another rank's NPU", "ranks": "ranks that collide",
+                 "install": "does not install in the dry run's environment"}.get(hit["kind"], hit["kind"])
         lines.append(f"  {hit['where']}: {hit['what']}: {label} ({hit['count']}x)")
     if result.exercised:
         lines.append("  torch_npu APIs called: " + ", ".join(f"{name} ({count}x)" for name, count
