@@ -34,6 +34,32 @@ def test_an_alias_of_torch_reaches_torch_version_cuda_and_a_local_variable_does_
     assert [(line, api) for line, api, _ in rows] == [(3, "torch.version.cuda")]
 
 
+class TestACudaVersionOnlyShown:
+    """torch.version.cuda printed or logged shows None on the NPU: nothing decides with it, so no
+    row; a test, a parse or a conversion of it still is one, in a message too."""
+
+    @pytest.mark.parametrize("line", [
+        "print(torch.version.cuda)",
+        "print('CUDA', torch.version.cuda, sep=': ')",
+        "logging.info(f'cuda {torch.version.cuda}')",
+        "logger.warning('cuda %s' % torch.version.cuda)",
+        "print('cuda {}'.format(torch.version.cuda), str(torch.version.cuda))",
+        "logging.info('x', extra={'cuda': torch.version.cuda})",
+    ])
+    def test_shown(self, line):
+        assert _rows(f"import logging\nimport torch\nlogger = logging.getLogger()\n{line}\n") == []
+
+    @pytest.mark.parametrize("line", [
+        "print(float(torch.version.cuda))",
+        "print(torch.version.cuda.split('.')[0])",
+        "if torch.version.cuda:\n    print('cuda')",
+        "logging.info('cuda' if torch.version.cuda else 'cpu')",
+    ])
+    def test_used(self, line):
+        rows = _rows(f"import logging\nimport torch\n{line}\n")
+        assert [(row_line, api) for row_line, api, _ in rows] == [(3, "torch.version.cuda")]
+
+
 def test_capability_fields_of_device_properties_are_reported_and_name_and_memory_are_not():
     rows = _rows("""\
         import torch
@@ -322,7 +348,7 @@ def test_a_bf16_check_loses_its_cuda_version_tests_and_its_rows_other_uses_keep_
                     and torch.cuda.is_bf16_supported())
 
 
-        print("CUDA", torch.version.cuda)
+        CUDA_MAJOR = int(torch.version.cuda.split(".")[0])
         """)
     result = migrate_source(source.encode(), "m.py", options, rules_for(options))
     output = result.output.decode()

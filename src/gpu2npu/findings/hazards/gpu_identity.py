@@ -3,7 +3,7 @@ on an NPU machine, and torch_npu's device properties have no compute capability 
 from __future__ import annotations
 
 import ast
-from typing import Set
+from typing import Optional, Set
 
 from ...records.change import Report
 from ...records.finding_kinds import GPU_IDENTITY
@@ -26,11 +26,50 @@ CUDA_PROPERTY_FIELDS = frozenset({
 })
 
 
+# Calls whose arguments are shown to people: print and logging (`logger.info`, `logging.warning`...).
+MESSAGE_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+# What a value shown in a message may pass through and still only be shown: f-strings, `%` and `+`
+# of strings, tuples of values, str()/repr()/format().
+_SHOWN = (ast.JoinedStr, ast.FormattedValue, ast.BinOp, ast.Tuple, ast.List, ast.Dict, ast.keyword)
+_TEXT_CALLS = frozenset({"str", "repr", "format"})
+
+
+def shown_only(groups) -> Set[int]:
+    """ids of the nodes of a file whose value is only shown in a message (`print("CUDA",
+    torch.version.cuda)`, `logger.info(f"cuda {torch.version.cuda}")`): no code decides with it."""
+    shown: Set[int] = set()
+
+    def visit(node: ast.AST) -> None:
+        shown.add(id(node))
+        if isinstance(node, ast.Call):
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if callee not in _TEXT_CALLS:
+                return
+            children = [*node.args, *node.keywords]
+        elif isinstance(node, _SHOWN):
+            children = list(ast.iter_child_nodes(node))
+        else:  # the value itself where it is a name or an attribute chain (else it is computed with)
+            while isinstance(node, ast.Attribute):
+                node = node.value
+                shown.add(id(node))
+            return
+        for child in children:
+            visit(child)
+
+    for call in groups.get(ast.Call, ()):
+        callee = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+        if callee in MESSAGE_CALLS:
+            for argument in (*call.args, *(keyword.value for keyword in call.keywords)):
+                visit(argument)
+    return shown
+
+
 class Detector:
     def __init__(self, view: FileView) -> None:
         self.view = view
         self.properties: Set[str] = set()  # names bound to get_device_properties(...)
         self.cuda_properties: Set[str] = set()  # names bound to torch.cuda.get_device_properties(...)
+        self._shown_only: Optional[Set[int]] = None  # (found where a CUDA version is first read)
 
     def _is_properties_call(self, node: ast.AST) -> bool:
         return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -48,7 +87,10 @@ class Detector:
 
     def on_reference(self, node: ast.AST) -> None:
         if any(name == "torch.version.cuda" or name.startswith("torch.version.cuda.") for name in self.view.qualified(node)):
-            self.view.add(node, GPU_IDENTITY.code, Report.UNSUPPORTED, "torch.version.cuda", CUDA_VERSION_TIP)
+            if self._shown_only is None:
+                self._shown_only = shown_only(self.view.groups)
+            if id(node) not in self._shown_only:  # (printed or logged, None is shown as None: nothing to do)
+                self.view.add(node, GPU_IDENTITY.code, Report.UNSUPPORTED, "torch.version.cuda", CUDA_VERSION_TIP)
         elif isinstance(node, ast.Attribute) and node.attr in CUDA_PROPERTY_FIELDS:
             self._property_field(node)
 
