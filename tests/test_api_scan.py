@@ -164,3 +164,25 @@ def test_a_file_this_python_cannot_parse_is_migrated_by_what_the_scan_would_see(
     result = pipeline.migrate_source(b"import liger_kernel\n\nliger_kernel.apply()\n", "m.py", options, rules_for(options))
     assert result.status != Status.SKIPPED
     assert "liger_kernel" in {finding.api for finding in result.findings}
+
+
+class TestAnotherAcceleratorsNamesOnAnOlderTorch:
+    """torch 2.1 has no torch.xpu: a test of it fails there (a row), and what only runs after the
+    test passes is no row of its own (the test's row says it)."""
+
+    def newer(self, source: str):
+        return [(line, api) for report, line, api in rows("import torch\n" + source) if report == Report.UNSUPPORTED]
+
+    def test_the_test_is_a_row_and_what_it_guards_is_not(self):
+        source = "if torch.xpu.is_available():\n    n = torch.xpu.device_count()\n    torch.xpu.synchronize()\n"
+        assert self.newer(source) == [(2, "torch.xpu.is_available")]
+
+    def test_on_one_line(self):
+        assert self.newer("n = torch.xpu.device_count() if torch.xpu.is_available() else 0\n") == [
+            (2, "torch.xpu.is_available")]
+
+    def test_a_test_guarded_by_hasattr_is_no_row(self):
+        assert self.newer("ok = hasattr(torch, 'xpu') and torch.xpu.is_available()\n") == []
+
+    def test_an_unguarded_call_is_a_row(self):
+        assert self.newer("free, total = torch.xpu.mem_get_info()\n") == [(2, "torch.xpu.mem_get_info")]

@@ -32,6 +32,10 @@ def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool 
         for name in names:
             newer = _judge_release(call, name, path, api)
             if newer and not scan.release_guarded(call.lineno) and not scan.optionally_imported(call.func):
+                accelerator = _other_accelerator(name)
+                if accelerator and scan.accelerator_guarded(call.lineno, accelerator) and not scan.in_accelerator_test(
+                        call.func, accelerator):
+                    break  # it runs only after a test of that accelerator, whose own row says the torch lacks it
                 findings.extend(newer)
                 break
     return sorted(findings)

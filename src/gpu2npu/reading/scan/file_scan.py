@@ -31,6 +31,7 @@ class FileScan:
         self._release_guarded: Optional[List[Tuple[int, int]]] = None
         self._optional_names: Optional[Set[str]] = None
         self._accelerator_guards: Dict[str, List[Tuple[int, int]]] = {}
+        self._accelerator_tests: Dict[str, Tuple[list, list]] = {}
         self._forwarder_names: Optional[Dict[str, Set[Tuple[int, str]]]] = None
         # The hazards' look at the file and the release tests take their nodes from here too.
         self.groups = nodes_by_class(tree)
@@ -291,14 +292,40 @@ class FileScan:
             guards = self._accelerator_guards[word] = self._guards_naming(word)
         return any(first <= line <= last for first, last in guards)
 
+    def in_accelerator_test(self, node: ast.AST, word: str) -> bool:
+        """Whether `node` is part of a test that names the accelerator `word` (`if
+        torch.xpu.is_available():`), which runs wherever its code does, not of what such a test
+        guards (`hasattr(torch, "xpu") and torch.xpu.is_available()`: the second part)."""
+        tests = self._accelerator_tests.get(word)
+        if tests is None:
+            tests = self._accelerator_tests[word] = self._tests_naming(word)
+        where = (node.lineno, node.col_offset)
+
+        def within(spans) -> bool:
+            return any(start <= where <= end for start, end in spans)
+
+        return within(tests[0]) and not within(tests[1])
+
+    def _tests_naming(self, word: str) -> Tuple[list, list]:
+        """The spans (as (line, column) pairs) of the tests naming `word`, and of the values of
+        `and`/`or` chains that a test of `word` before them guards."""
+        def span(node: ast.AST):
+            return (node.lineno, node.col_offset), (node.end_lineno or node.lineno, node.end_col_offset or 0)
+
+        tests, guarded = [], []
+        for node in self.nodes_of_class(ast.If, ast.IfExp, ast.While):
+            if _names_word(node.test, word):
+                tests.append(span(node.test))
+        for node in self.nodes_of_class(ast.BoolOp):
+            naming = [index for index, value in enumerate(node.values) if _names_word(value, word)]
+            if naming:
+                tests.append(span(node.values[naming[0]]))
+                guarded.extend(span(value) for value in node.values[naming[0] + 1:])
+        return tests, guarded
+
     def _guards_naming(self, word: str) -> List[Tuple[int, int]]:
         def names(test: ast.AST) -> bool:
-            for part in ast.walk(test):
-                text = (part.id if isinstance(part, ast.Name) else part.attr if isinstance(part, ast.Attribute)
-                        else part.value if isinstance(part, ast.Constant) and isinstance(part.value, str) else "")
-                if re.search(rf"(^|_){word}($|_)", text.lower()):
-                    return True
-            return False
+            return _names_word(test, word)
 
         spans: List[Tuple[int, int]] = []
         for node in self.nodes_of_class(ast.If, ast.IfExp, ast.While):
@@ -322,6 +349,16 @@ class FileScan:
         """False only when no rule could change the file and the leftover analysis has nothing
         to report in it."""
         return bool(self.word_lines or self.package_lines or self.integer_device_lines())
+
+
+def _names_word(test: ast.AST, word: str) -> bool:
+    """Whether an expression names the accelerator `word` (a name, attribute or string of it)."""
+    for part in ast.walk(test):
+        text = (part.id if isinstance(part, ast.Name) else part.attr if isinstance(part, ast.Attribute)
+                else part.value if isinstance(part, ast.Constant) and isinstance(part.value, str) else "")
+        if re.search(rf"(^|_){word}($|_)", text.lower()):
+            return True
+    return False
 
 
 # A name in a test that asks which torch this is (`hasattr`, `is_torch_greater_or_equal`,
