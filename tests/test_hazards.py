@@ -122,6 +122,25 @@ def test_inductor_settings_are_reported_with_their_meaning():
     assert "no inductor for the NPU" in rows[0][2] and "captures CUDA graphs" in rows[1][2]
 
 
+def test_inductor_settings_are_rows_of_their_own_kind_that_check_does_not_count(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "train.py").write_text("import torch\nimport torch._inductor.config as cfg\n"
+                                       "cfg.coordinate_descent_tuning = True\nmodel = torch.compile(model)\n")
+    gpu2npu = str(Path(sys.executable).parent / "gpu2npu")
+    done = subprocess.run([gpu2npu, "check", "-v", "2.1.0", str(tmp_path / "train.py")], capture_output=True, text=True)
+    assert done.returncode == 1 and [line.split()[1] for line in done.stdout.splitlines()] == ["NPU905"]
+    source = tmp_path / "project"
+    source.mkdir()
+    (tmp_path / "train.py").rename(source / "train.py")
+    subprocess.run([gpu2npu, "-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0"], capture_output=True,
+                   check=True)
+    rows = (tmp_path / "out" / "project_msft" / "unsupported_api.csv").read_text().splitlines()[1:]
+    assert [(row.split(",")[1], row.rsplit(",", 1)[1]) for row in rows] == [("3", "NPU928"), ("4", "NPU905")]
+
+
 def test_float32_matmul_precision_is_advice_towards_hf32():
     rows = _rows("import torch\ntorch.set_float32_matmul_precision('high')\n", report=Report.PERFORMANCE)
     assert [(line, api) for line, api, _ in rows] == [(2, "torch.set_float32_matmul_precision")]

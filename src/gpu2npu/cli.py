@@ -644,7 +644,7 @@ def dryrun(torch_version, nproc, npus, max_steps, report_file, python, venv, com
 @main.command("rules", short_help="List every code a report can carry.")
 def list_rules():
     """List every code a report can carry: the rules (code, name, fix safety, what it does), then
-    the rows no rule makes (NPU901-NPU926: what a human must do or should know; NPU951-NPU962: advice)."""
+    the rows no rule makes (NPU901-NPU928: what a human must do or should know; NPU951-NPU962: advice)."""
     from .findings.report_codes import REPORT_CODES
     from .migration.sources import ALL_RULES_BY_CODE
 

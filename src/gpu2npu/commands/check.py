@@ -23,7 +23,7 @@ from ..reading.dependency_files import SETUP_PY, dependency_format
 from ..reports.catalogue import RuleEntry, rule_catalogue
 from ..reading.discover import MIGRATED_KINDS, Entry, Kind, kind_of, walk
 from ..migration.engine import Engine
-from ..records.finding_kinds import KINDS, NOT_ANALYSED, NOT_MIGRATED, UNUSED_SUPPRESSION
+from ..records.finding_kinds import ERROR, KINDS, NOT_ANALYSED, NOT_MIGRATED, UNUSED_SUPPRESSION
 from ..records.options import Options
 from ..records.project_config import NO_TABLE, ConfigError, ProjectConfig, selector_matches, unknown_selectors
 from ..records.results import FileResult
@@ -172,11 +172,17 @@ def _code_findings(shown: str, result: FileResult) -> List[CheckFinding]:
         elif finding.rule == NOT_ANALYSED.code:
             findings.append(CheckFinding(shown, finding.start_line, finding.end_line, finding.rule,
                                          f"partly checked: {finding.tip}", MANUAL, cell_of(finding.tip)))
-        elif finding.report == Report.UNSUPPORTED:
+        elif finding.report == Report.UNSUPPORTED and _checked(finding.rule):
             findings.append(CheckFinding(shown, finding.start_line, finding.end_line, finding.rule,
                                          f"{finding.api} has no NPU equivalent: {finding.tip}", MANUAL,
                                          cell_of(finding.tip)))
     return findings
+
+
+def _checked(code: str) -> bool:
+    """Whether rows of `code` are findings of `check`: its kind's level says (finding_kinds)."""
+    kind = KINDS.get(code)
+    return kind is None or kind.level == ERROR
 
 
 def _filtered(entry: Entry, found: List[CheckFinding], suppressions: Tuple[Suppression, ...], config: ProjectConfig,
@@ -271,8 +277,6 @@ class Description:
 def rule_descriptions(rules: Dict[str, RuleEntry]) -> Dict[str, Description]:
     """Every code a finding of `check` can carry: the rules' (their documentation and first example)
     and the kinds of report rows that need a human (finding_kinds)."""
-    from ..records.finding_kinds import ERROR
-
     descriptions = {code: Description(rule.summary, rule.description + (f"\n\n{rule.example}" if rule.example else ""))
                     for code, rule in rules.items() if code not in NOT_FINDINGS}
     for code, kind in KINDS.items():

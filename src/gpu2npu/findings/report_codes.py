@@ -1,5 +1,5 @@
 """Codes of report rows that no rewrite rule makes: the kinds of what the migration cannot change
-(NPU901-NPU926, declared in finding_kinds: unsupported_api.csv / unknown_api.csv, and `check`
+(NPU901-NPU928, declared in finding_kinds: unsupported_api.csv / unknown_api.csv, and `check`
 errors) and the advice codes NPU951-NPU962 (affinity_api_call.csv, api_performance_advice.csv).
 `gpu2npu rules` lists them beside the rules and `gpu2npu explain CODE` prints them with their
 examples; tests run every example and check that it produces its row."""

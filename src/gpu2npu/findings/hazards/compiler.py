@@ -1,5 +1,5 @@
-"""torch.compile and inductor settings (NPU905): what the default backend, a mode or a setting
-does depends on the compiler backends the chosen torch_npu release registers."""
+"""torch.compile (NPU905) and inductor settings (NPU928): what the default backend, a mode or a
+setting does depends on the compiler backends the chosen torch_npu release registers."""
 from __future__ import annotations
 
 import ast
@@ -8,7 +8,7 @@ from typing import Optional
 
 from ...knowledge.apidata import ApiData
 from ...records.change import Report
-from ...records.finding_kinds import COMPILE
+from ...records.finding_kinds import COMPILE, INDUCTOR_SETTING
 from .view import FileView
 
 TRIGGERS = (b"import compile", b"_inductor")
@@ -108,7 +108,7 @@ class Detector:
             return
         setting = next((name for name in sorted(names) if name.startswith(_INDUCTOR_CONFIG)), None)
         if setting is not None:
-            self.view.add(node, COMPILE.code, Report.UNSUPPORTED, setting,
+            self.view.add(node, INDUCTOR_SETTING.code, Report.UNSUPPORTED, setting,
                           inductor_tip(self.view.api, setting[len(_INDUCTOR_CONFIG):]))
 
     def on_call(self, call: ast.Call) -> None:
