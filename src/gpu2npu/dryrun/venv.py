@@ -40,8 +40,9 @@ def python_of(folder: Path) -> Path:
 
 def requirement_files(project: Path) -> List[Path]:
     """The requirement files at the top of `project` (and in a requirements/ folder), as the
-    migration writes them."""
-    found = [path for path in sorted(project.iterdir()) if path.is_file() and dependency_format(path.name) == REQUIREMENTS]
+    migration writes them; not a constraints file, which says which versions, not what to install."""
+    found = [path for path in sorted(project.iterdir()) if path.is_file() and dependency_format(path.name) == REQUIREMENTS
+             and not path.name.lower().startswith("constraints")]
     folder = project / "requirements"
     if folder.is_dir():
         found += [path for path in sorted(folder.iterdir())
