@@ -97,3 +97,26 @@ def test_every_stage_imports_only_from_itself_and_the_stages_below():
 def test_the_cycle_finder_finds_cycles():
     assert cycle_in({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert cycle_in({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+def test_libcsts_private_api_is_used_in_one_module_only():
+    """libcst's private or undocumented parts (pinned in pyproject.toml) are reached through
+    rules/libcst_private.py alone: an attribute with one leading underscore of what libcst defines,
+    or an import from a private or undocumented libcst module, anywhere else fails this test."""
+    import libcst
+
+    private = {name for module in (libcst.CSTNode, libcst.Module, libcst.MetadataWrapper, libcst.metadata.BaseMetadataProvider)
+               for name in dir(module) if name.startswith("_") and not name.startswith("__")}
+    assert {"_codegen", "_is_removable", "_visit_and_replace_children", "_gen", "_metadata"} <= private | {"_metadata"}
+    private |= {"_metadata"}  # (an instance attribute of MetadataWrapper: not in dir() of the class)
+    found = []
+    for name, path in _modules().items():
+        if name == "gpu2npu.rules.libcst_private":
+            continue
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            if isinstance(node, ast.Attribute) and node.attr in private:
+                found.append(f"{name}:{node.lineno} .{node.attr}")
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(
+                    ("libcst._", "libcst.metadata.position_provider")):
+                found.append(f"{name}:{node.lineno} from {node.module}")
+    assert found == []

@@ -24,7 +24,8 @@ from typing import Dict, Optional, Tuple
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
-from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
+
+from .libcst_private import NEWLINE_RE, PositionProvidingCodegenState, print_module
 
 _Span = Tuple[int, int, int, int]  # first line, first column, last line, last column
 
@@ -69,7 +70,7 @@ class Printing:
 def printing(module: cst.Module) -> Printing:
     state = _Tracking(default_indent=module.default_indent, default_newline=module.default_newline, provider=None)
     state.spans, state.parents = {}, {}
-    module._codegen(state)
+    print_module(module, state)
     return Printing(Positions(state.spans), MappingProxyType(state.parents), "".join(state.tokens))
 
 

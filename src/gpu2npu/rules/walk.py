@@ -14,8 +14,6 @@ libcst itself.
 from __future__ import annotations
 
 import ast
-import inspect
-import textwrap
 from typing import Dict, FrozenSet, Set, Tuple
 
 import libcst as cst
@@ -23,6 +21,7 @@ import libcst.metadata as libcst_metadata
 from libcst.metadata import BaseMetadataProvider
 
 from . import positions
+from .libcst_private import computed_metadata, generate, is_removable, visiting_source
 
 # Node class -> the names of its fields that hold child nodes, in the order libcst visits them.
 _FIELDS: Dict[type, Tuple[str, ...]] = {}
@@ -51,7 +50,7 @@ def _fields_of(kind: type) -> None:
     """Read the fields that `kind._visit_and_replace_children` visits, and with which of libcst's
     helpers, from its source (once per class: some classes visit a field only when it is set,
     `FormattedStringExpression.format_spec`, so watching one instance is not enough)."""
-    source = textwrap.dedent(inspect.getsource(kind._visit_and_replace_children))
+    source = visiting_source(kind)
     calls = [call for call in ast.walk(ast.parse(source)) if isinstance(call, ast.Call)
              and isinstance(call.func, ast.Name) and call.func.id in _VISIT_HELPERS]
     calls.sort(key=lambda call: (call.lineno, call.col_offset))
@@ -254,7 +253,7 @@ def _add_child(items: list, child: cst.CSTNode, result, helper: int) -> None:
     if isinstance(result, cst.RemovalSentinel):
         return
     for new in (result if isinstance(result, cst.FlattenSentinel) else (result,)):
-        if helper == _BODY and not child._is_removable() and new._is_removable():
+        if helper == _BODY and not is_removable(child) and is_removable(new):
             continue
         items.append(new)
 
@@ -278,7 +277,7 @@ class MetadataWrapper(libcst_metadata.MetadataWrapper):
     The rules and the analysis use only such providers (positions, our parents)."""
 
     def resolve_many(self, providers):
-        metadata = getattr(self, "_metadata", None)
+        metadata = computed_metadata(self)
         pending = [provider for provider in providers if metadata is not None and provider not in metadata]
         if metadata is None or not all(_computed_alone(provider) for provider in pending):
             return super().resolve_many(providers)
@@ -288,13 +287,14 @@ class MetadataWrapper(libcst_metadata.MetadataWrapper):
             if provider in _PRINTED:  # libcst's positions and our parents, found faster together
                 self.know_printing(positions.printing(self.module))
             else:
-                metadata[provider] = provider()._gen(self)
+                metadata[provider] = generate(provider, self)
         return {provider: metadata[provider] for provider in providers}
 
     def know_printing(self, printing: "positions.Printing") -> None:
         """The module's positions and parents, found by a printing of it (the caller's, maybe)."""
-        self._metadata[libcst_metadata.PositionProvider] = printing.positions
-        self._metadata[ParentNodeProvider] = printing.parents
+        metadata = computed_metadata(self)
+        metadata[libcst_metadata.PositionProvider] = printing.positions
+        metadata[ParentNodeProvider] = printing.parents
 
 
 _PRINTED = (libcst_metadata.PositionProvider, ParentNodeProvider)
