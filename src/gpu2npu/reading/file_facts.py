@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 DEVICE_KEY_WORDS = ("dev", "accelerator", "type")
 # Mapping methods whose first argument is a key.
 KEY_METHODS = frozenset({"get", "pop", "setdefault"})
+# Calls whose arguments are text for people (never a device, nothing decided with): print and logging.
+MESSAGE_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
 # Collective libraries other than torch's process groups that take an NCCL backend by name, or
 # run NCCL themselves: "nccl" handed to them is theirs, and they have no HCCL.
 FOREIGN_COLLECTIVES = ("ray.util.collective", "cupy.cuda.nccl", "vllm.distributed.device_communicators",

@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from ..reading.file_facts import DEVICE_KEY, KEY_METHODS, NCCL_NAMES, FileFacts, foreign_library, is_device_key
+from ..reading.file_facts import DEVICE_KEY, KEY_METHODS, MESSAGE_CALLS, NCCL_NAMES, FileFacts, foreign_library, is_device_key
 from ..knowledge.tips import handed_on, has_fused_kernel
 from .walk import ClassHooks, ParentNodeProvider, walk
 
@@ -220,8 +220,6 @@ FRAMEWORK_OPTIONS = (
 )
 
 
-# Calls whose arguments are text for people, never a device: print and the logging methods.
-_MESSAGE_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
 # What an entry of a device table holds that the migration renames with its key.
 _CARRIED_WITH_THE_DEVICE = re.compile(r"""["'](cuda(:\d+)?|nccl|NCCL)["']|\btorch\.cuda\b|\.cuda\(""")
 # What the right side of `"cuda" in ...` holds where it asks about a device, not a key.
@@ -268,7 +266,7 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
         if isinstance(call, cst.Call):
             callee = call.func
             last = callee.attr.value if isinstance(callee, cst.Attribute) else callee.value if isinstance(callee, cst.Name) else None
-            if last in _MESSAGE_CALLS:
+            if last in MESSAGE_CALLS:
                 return True
             if last in KEY_METHODS and isinstance(callee, cst.Attribute) and call.args and call.args[0] is parent:
                 return not _looks_up_by_device(rule, node)

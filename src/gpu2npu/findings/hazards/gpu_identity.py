@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Set
 
+from ...reading.file_facts import MESSAGE_CALLS
 from ...records.change import Report
 from ...records.finding_kinds import GPU_IDENTITY
 from .view import FileView
@@ -26,8 +27,6 @@ CUDA_PROPERTY_FIELDS = frozenset({
 })
 
 
-# Calls whose arguments are shown to people: print and logging (`logger.info`, `logging.warning`...).
-MESSAGE_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
 # What a value shown in a message may pass through and still only be shown: f-strings, `%` and `+`
 # of strings, tuples of values, str()/repr()/format().
 _SHOWN = (ast.JoinedStr, ast.FormattedValue, ast.BinOp, ast.Tuple, ast.List, ast.Dict, ast.keyword)
