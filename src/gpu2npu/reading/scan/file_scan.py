@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, NamedTuple, Optional, Set, Tuple
 
 from .imports import ImportTable
 from .reading import called_name, dotted, nodes_by_class
@@ -30,8 +30,7 @@ class FileScan:
         self._documentation: Set[int] = set()
         self._release_guarded: Optional[List[Tuple[int, int]]] = None
         self._optional_names: Optional[Set[str]] = None
-        self._accelerator_guards: Dict[str, List[Tuple[int, int]]] = {}
-        self._accelerator_tests: Dict[str, Tuple[list, list]] = {}
+        self._accelerators: Dict[str, _AcceleratorTests] = {}
         self._forwarder_names: Optional[Dict[str, Set[Tuple[int, str]]]] = None
         # The hazards' look at the file and the release tests take their nodes from here too.
         self.groups = nodes_by_class(tree)
@@ -287,59 +286,48 @@ class FileScan:
         under a test of the release."""
         if self.release_guarded(line):
             return True
-        guards = self._accelerator_guards.get(word)
-        if guards is None:
-            guards = self._accelerator_guards[word] = self._guards_naming(word)
-        return any(first <= line <= last for first, last in guards)
+        return any(first <= line <= last for first, last in self._accelerator(word).guards)
 
     def in_accelerator_test(self, node: ast.AST, word: str) -> bool:
         """Whether `node` is part of a test that names the accelerator `word` (`if
         torch.xpu.is_available():`), which runs wherever its code does, not of what such a test
         guards (`hasattr(torch, "xpu") and torch.xpu.is_available()`: the second part)."""
-        tests = self._accelerator_tests.get(word)
-        if tests is None:
-            tests = self._accelerator_tests[word] = self._tests_naming(word)
+        accelerator = self._accelerator(word)
         where = (node.lineno, node.col_offset)
 
         def within(spans) -> bool:
             return any(start <= where <= end for start, end in spans)
 
-        return within(tests[0]) and not within(tests[1])
+        return within(accelerator.tests) and not within(accelerator.guarded_values)
 
-    def _tests_naming(self, word: str) -> Tuple[list, list]:
-        """The spans (as (line, column) pairs) of the tests naming `word`, and of the values of
-        `and`/`or` chains that a test of `word` before them guards."""
+    def _accelerator(self, word: str) -> "_AcceleratorTests":
+        """Where the file tests for the accelerator `word` and what those tests guard (read once
+        per word)."""
+        found = self._accelerators.get(word)
+        if found is not None:
+            return found
+
         def span(node: ast.AST):
             return (node.lineno, node.col_offset), (node.end_lineno or node.lineno, node.end_col_offset or 0)
 
-        tests, guarded = [], []
+        found = self._accelerators[word] = _AcceleratorTests([], [], [])
         for node in self.nodes_of_class(ast.If, ast.IfExp, ast.While):
             if _names_word(node.test, word):
-                tests.append(span(node.test))
+                found.guards.append((node.lineno, node.end_lineno or node.lineno))
+                found.tests.append(span(node.test))
         for node in self.nodes_of_class(ast.BoolOp):
             naming = [index for index, value in enumerate(node.values) if _names_word(value, word)]
             if naming:
-                tests.append(span(node.values[naming[0]]))
-                guarded.extend(span(value) for value in node.values[naming[0] + 1:])
-        return tests, guarded
-
-    def _guards_naming(self, word: str) -> List[Tuple[int, int]]:
-        def names(test: ast.AST) -> bool:
-            return _names_word(test, word)
-
-        spans: List[Tuple[int, int]] = []
-        for node in self.nodes_of_class(ast.If, ast.IfExp, ast.While):
-            if names(node.test):
-                spans.append((node.lineno, node.end_lineno or node.lineno))
-        for node in self.nodes_of_class(ast.BoolOp):
-            if any(names(value) for value in node.values[:-1]):
-                spans.append((node.lineno, node.end_lineno or node.lineno))
+                found.tests.append(span(node.values[naming[0]]))
+                found.guarded_values.extend(span(value) for value in node.values[naming[0] + 1:])
+                if naming[0] < len(node.values) - 1:  # (a test before the last value guards the rest)
+                    found.guards.append((node.lineno, node.end_lineno or node.lineno))
         for node in self.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef):
             for statement in node.body:  # `if not is_torch_hpu_available(): return ...` first
-                if (isinstance(statement, ast.If) and names(statement.test) and statement.body
+                if (isinstance(statement, ast.If) and _names_word(statement.test, word) and statement.body
                         and isinstance(statement.body[-1], (ast.Return, ast.Raise))):
-                    spans.append((statement.end_lineno or statement.lineno, node.end_lineno or node.lineno))
-        return spans
+                    found.guards.append((statement.end_lineno or statement.lineno, node.end_lineno or node.lineno))
+        return found
 
     def relevant_lines(self) -> List[int]:
         """Lines where a rule might edit or the leftover analysis might report something."""
@@ -349,6 +337,16 @@ class FileScan:
         """False only when no rule could change the file and the leftover analysis has nothing
         to report in it."""
         return bool(self.word_lines or self.package_lines or self.integer_device_lines())
+
+
+class _AcceleratorTests(NamedTuple):
+    """A file's tests for one accelerator: the lines they guard (first, last), the tests
+    themselves, and the values of `and`/`or` chains that a test before them guards (both as
+    ((line, column), (end line, end column)))."""
+
+    guards: List[Tuple[int, int]]
+    tests: list
+    guarded_values: list
 
 
 def _names_word(test: ast.AST, word: str) -> bool:
