@@ -89,17 +89,39 @@ def _read(logical: List[_Logical]) -> Tuple[List[str], List[Tuple[_Logical, Requ
     """The files a requirements file includes (-r/-c) and its requirements (editable ones too)."""
     includes, requirements = [], []
     for entry in logical:
-        code = entry.code.strip()
-        include = _INCLUDE.match(code)
-        if include:
-            includes.append(include.group(1))
-            continue
-        editable = _EDITABLE.match(code)
-        target = editable.group(2) if editable else None if code.startswith("-") else code
-        requirement = parse_requirement(_OPTIONS.split(target, maxsplit=1)[0]) if target else None
-        if requirement is not None:
+        include, requirement = _parse(entry.code.strip())
+        if include is not None:
+            includes.append(include)
+        elif requirement is not None:
             requirements.append((entry, requirement))
     return includes, requirements
+
+
+def _parse(code: str) -> Tuple[Optional[str], Optional[Requirement]]:
+    """(the file a -r/-c line names, None) or (None, the requirement a line names, editable ones
+    too; None for an option line)."""
+    include = _INCLUDE.match(code)
+    if include:
+        return include.group(1), None
+    editable = _EDITABLE.match(code)
+    target = editable.group(2) if editable else None if code.startswith("-") else code
+    return None, parse_requirement(_OPTIONS.split(target, maxsplit=1)[0]) if target else None
+
+
+@dataclass(frozen=True)
+class RequirementLine:
+    """One line of a requirements file as pip reads it (continuation lines joined, the comment
+    removed), for a reader other than the migration (`dryrun --venv` installs them)."""
+
+    number: int  # of its first physical line, 1-based
+    code: str  # stripped
+    include: Optional[str]  # the file a -r/-c line names, as written
+    requirement: Optional[Requirement]  # what it installs; None for an include or another option
+
+
+def requirement_lines(text: str) -> List[RequirementLine]:
+    return [RequirementLine(entry.first + 1, entry.code.strip(), *_parse(entry.code.strip()))
+            for entry in _logical_lines(text.splitlines(keepends=True)) if entry.code.strip()]
 
 
 def _newline(line: str) -> str:

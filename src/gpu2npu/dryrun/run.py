@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..knowledge import apidata
+from ..knowledge.versions import major_minor
 
 HERE = Path(__file__).resolve().parent
 BOOT = HERE / "boot"
@@ -46,7 +47,7 @@ class DryRunResult:
     @property
     def torch_differs(self) -> bool:
         """Whether the torch that ran is another major.minor than the one the release is built for."""
-        return bool(self.torch_ran) and _minor(self.torch_ran) != _minor(self.version)
+        return bool(self.torch_ran) and major_minor(self.torch_ran) != major_minor(self.version)
 
     @property
     def finished(self) -> bool:
@@ -64,10 +65,6 @@ class DryRunResult:
                 "command": self.command, "processes": self.processes, "steps": self.steps,
                 "hits": self.hits, "torch_npu_apis": dict(sorted(self.exercised.items())),
                 **({"environment": self.environment} if self.environment else {})}
-
-
-def _minor(version: str) -> Tuple[str, ...]:
-    return tuple(version.split("+")[0].split(".")[:2])
 
 
 def data_file(version: str) -> Path:

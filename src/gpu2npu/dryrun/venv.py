@@ -10,7 +10,6 @@ CPU build of torch comes from PyPI's index or PyTorch's CPU index.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -18,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence, Tuple
 
+from ..dependencies.requirements_file import requirement_lines
+from ..knowledge.versions import major_minor
 from ..reading.dependency_files import REQUIREMENTS, dependency_format
 
 # Where the CPU builds of torch are (PyPI's Linux x86_64 wheels are CUDA builds).
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 @dataclass
@@ -62,31 +62,19 @@ def torch_of(python: Path) -> str:
     return done.stdout.strip().splitlines()[-1] if done.returncode == 0 and done.stdout.strip() else ""
 
 
-def _minor(version: str) -> Tuple[str, ...]:
-    return tuple(version.split("+")[0].split(".")[:2])
-
-
-_FILE_OPTION = re.compile(r"^(-r|--requirement|-c|--constraint)(\s*=?\s*)(\S+)(.*)$")
-
-
 def _read_requirements(file: Path) -> Tuple[List[str], List[Tuple[int, str]]]:
     """The options of `file` (index URLs; the files it includes, by their absolute paths) and (line
-    number, requirement) of each requirement pip is to install here: every one but torch_npu's,
-    for which the imitation stands in."""
+    number, requirement as written) of each requirement pip is to install here: every one but
+    torch_npu's, for which the imitation stands in.  Read as the migration reads the file."""
     options, requirements = [], []
-    for number, line in enumerate(file.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        text = re.split(r"(?:^|\s)#", line, maxsplit=1)[0].strip()
-        if not text:
-            continue
-        included = _FILE_OPTION.match(text)
-        if included:
-            options.append(f"{included.group(1)} {(file.parent / included.group(3)).resolve()}{included.group(4)}")
-        elif text.startswith("-"):
-            options.append(text)
-        else:
-            name = _NAME.match(text)
-            if not (name and re.sub(r"[-_.]+", "-", name.group(1).lower()) == "torch-npu"):
-                requirements.append((number, text))
+    for line in requirement_lines(file.read_text(encoding="utf-8", errors="replace")):
+        if line.include is not None:
+            flag = "-c" if line.code.startswith(("-c", "--constraint")) else "-r"
+            options.append(f"{flag} {(file.parent / line.include).resolve()}")
+        elif line.requirement is None:
+            options.append(line.code)
+        elif line.requirement.normalised != "torch-npu":
+            requirements.append((line.number, line.code))
     return options, requirements
 
 
@@ -112,17 +100,14 @@ def prepare(folder: Path, torch_version: str, project: Path, say: Callable[[str]
         if done.returncode != 0:
             raise OSError(f"cannot make a virtual environment in {folder}: {_last_words(done)}")
     environment = Environment(python, made, torch_of(python))
-    if _minor(environment.torch) != _minor(torch_version):
-        wanted = f"torch=={torch_version}"
-        say(f"$ pip install {wanted} --extra-index-url {TORCH_CPU_INDEX}")
-        done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", wanted,
-                               "--extra-index-url", TORCH_CPU_INDEX], capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL)
-        if done.returncode != 0:
-            environment.not_installed.append(("torch", wanted, _last_words(done)))
-        environment.torch = torch_of(python)
     with tempfile.TemporaryDirectory(prefix="gpu2npu-venv-") as scratch_folder:
         scratch = Path(scratch_folder) / "requirements.txt"
+        if major_minor(environment.torch) != major_minor(torch_version):
+            wanted = f"torch=={torch_version}"
+            done = _pip_install(python, [f"--extra-index-url {TORCH_CPU_INDEX}", wanted], project, scratch, say)
+            if done.returncode != 0:
+                environment.not_installed.append(("torch", wanted, _last_words(done)))
+            environment.torch = torch_of(python)
         for file in requirement_files(project):
             options, requirements = _read_requirements(file)
             if not requirements:

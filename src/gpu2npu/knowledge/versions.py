@@ -40,3 +40,8 @@ def satisfies(version: str, spec: str) -> Optional[bool]:
         if not ok:
             return False
     return True
+
+
+def major_minor(version: str) -> Tuple[str, ...]:
+    """("2", "1") for "2.1.0+cpu": what decides whether two torch builds take the same code."""
+    return tuple(version.split("+")[0].split(".")[:2])
