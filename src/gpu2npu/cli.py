@@ -611,19 +611,18 @@ def dryrun(torch_version, nproc, npus, max_steps, report_file, python, venv, com
         from .dryrun import venv as virtual_environments
         from .knowledge import apidata
 
-        release_torch = apidata.load(version).torch_version
-        click.echo(f"gpu2npu: the dry run's environment {venv}: torch {release_torch} (CPU) and the requirement files "
-                   "of this folder", err=True)
+        release = apidata.load(version)
+        click.echo(f"gpu2npu: the dry run's environment {venv}: torch {release.torch_version} (CPU) and the "
+                   "requirement files of this folder", err=True)
         try:
-            environment = virtual_environments.prepare(venv.absolute(), release_torch, Path.cwd(),
+            environment = virtual_environments.prepare(venv.absolute(), release.torch_version, Path.cwd(),
                                                        say=lambda text: click.echo(f"gpu2npu: {text}", err=True))
         except OSError as error:
             _fail(str(error), EXIT_FAILED)
         python = environment.python
     try:
-        if environment is not None and not environment.torch:
-            api = apidata.load(version)
-            result = DryRunResult(api.torch_version, api.torch_npu_version, list(command))  # (nothing to run it with)
+        if environment is not None and not environment.torch:  # (nothing to run it with: the release's data says)
+            result = DryRunResult(release.torch_version, release.torch_npu_version, list(command))
         else:
             result = dry_run(command, version, nproc or 0, max_steps or 0, npus=npus or 0,
                              python=python.absolute() if python is not None else None)
