@@ -1,5 +1,5 @@
 """A whole run: check the request (request.py), migrate every file into a staging folder (the
-engine, tree_copy.py), write the generated packages and the reports, then move the result into
+engine, outputs/tree_copy.py), write the generated packages and the reports, then move the result into
 place.  Nothing is written before the request is known to be valid, and an existing result is
 never replaced unless asked to (`force`).  `preview` is the same run printed as a diff."""
 from __future__ import annotations

@@ -2,4 +2,4 @@
 
 standin/ holds the CPU imitation of torch_npu (and of Ascend apex); run.py starts the user's
 command with standin/ first on its children's import path and reads back what they recorded
-(standin/gpu2npu_dryrun_probe.py, loaded at start-up by standin/sitecustomize.py)."""
+(boot/gpu2npu_dryrun_probe.py, loaded at start-up by boot/sitecustomize.py)."""

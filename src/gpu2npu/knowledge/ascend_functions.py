@@ -1,6 +1,6 @@
 """-sim: the generated `ascend_function` package, read from our own template.
 
-`ascend_function_template.py` is the package's text, written verbatim into the output; this
+`generated/ascend_function_template.py` is the package's text, written verbatim into the output; this
 module reads it as data (it imports torch, and the tool never imports what it writes) to learn
 which torch APIs it replaces and which arguments each equivalent accepts.
 """

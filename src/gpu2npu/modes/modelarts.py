@@ -1,5 +1,5 @@
 """`-m`: file paths go through ModelArtsPathManager (the generated package
-ModelArts_torch_npu_path_manager/, modelarts_package.py), for training on Huawei ModelArts."""
+ModelArts_torch_npu_path_manager/, outputs/modelarts_package.py), for training on Huawei ModelArts."""
 from __future__ import annotations
 
 from pathlib import Path

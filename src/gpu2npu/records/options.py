@@ -52,7 +52,7 @@ class Options:
     # `check`, which never prints that advice, does not.
     advice: bool = True
     # `-api CSV`: a library's public APIs that reach unsupported code, (name, why), sorted; the
-    # project's calls of them are reported (analyse/affected_apis.py).
+    # project's calls of them are reported (findings/affected_apis.py).
     third_party_apis: Tuple[Tuple[str, str], ...] = ()
     # The transformers requirement the project pins ("==4.45.0", ">=4.51,<4.54"; None: none found),
     # which decides whether its attn_implementation="flash_attention_2" runs on the NPU (NPU266).

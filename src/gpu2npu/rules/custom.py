@@ -1,4 +1,4 @@
-"""-r/--rule FILE: the user's rules (rule_file.py reads and checks them), one Rule per kind.
+"""-r/--rule FILE: the user's rules (records/rule_file.py reads and checks them), one Rule per kind.
 
 They run in a pass of their own before the built-in rules (`apply_custom_rules`), so the
 built-in rules see the user's renamed names and arguments as if the user had written them, and
