@@ -13,7 +13,6 @@ libcst itself.
 """
 from __future__ import annotations
 
-import ast
 from typing import Dict, FrozenSet, Set, Tuple
 
 import libcst as cst
@@ -21,7 +20,7 @@ import libcst.metadata as libcst_metadata
 from libcst.metadata import BaseMetadataProvider
 
 from . import positions
-from .libcst_private import computed_metadata, generate, is_removable, visiting_source
+from .libcst_private import computed_metadata, generate, is_removable, visited_fields
 
 # Node class -> the names of its fields that hold child nodes, in the order libcst visits them.
 _FIELDS: Dict[type, Tuple[str, ...]] = {}
@@ -48,14 +47,9 @@ def _fields(node: cst.CSTNode) -> Tuple[str, ...]:
 
 def _fields_of(kind: type) -> None:
     """Read the fields that `kind._visit_and_replace_children` visits, and with which of libcst's
-    helpers, from its source (once per class: some classes visit a field only when it is set,
+    helpers (once per class: some classes visit a field only when it is set,
     `FormattedStringExpression.format_spec`, so watching one instance is not enough)."""
-    source = visiting_source(kind)
-    calls = [call for call in ast.walk(ast.parse(source)) if isinstance(call, ast.Call)
-             and isinstance(call.func, ast.Name) and call.func.id in _VISIT_HELPERS]
-    calls.sort(key=lambda call: (call.lineno, call.col_offset))
-    helpers = {call.args[1].value: call.func.id for call in calls
-               if len(call.args) > 1 and isinstance(call.args[1], ast.Constant)}
+    helpers = visited_fields(kind, _VISIT_HELPERS)
     _FIELDS[kind] = tuple(helpers)
     _TRANSFORMED_FIELDS[kind] = tuple((name, _HELPER_KINDS[helper]) for name, helper in helpers.items())
 
