@@ -22,7 +22,7 @@ from ..records import results
 from ..reading import scan, source_limits
 from ..findings.affinity import TF32_ADVICE, advice_for_source
 from ..findings.leftovers import find_leftovers
-from ..findings.hazards import hazards_for_source, might_have_hazard
+from ..findings.hazards import hazards_for_source
 from ..records.change import Change, Finding, Operation
 from ..reading.file_facts import FactsOfScan
 from ..reading.linemap import LineMap, source_lines
@@ -68,8 +68,6 @@ def migrate_source(
     options: Options,
     rules: Sequence[Type[Rule]] = SINGLE_CARD_RULES,
 ) -> FileResult:
-    if not _worth_reading(data, path, options, rules):
-        return FileResult(path, Status.SKIPPED)
     tree = scan.parse(data)
     file_scan = scan.FileScan(tree, data) if tree is not None else None
     result = _migrate_source(data, file_scan, path, options, rules)
@@ -106,31 +104,6 @@ ANSWERED_BY = {
 }
 
 
-def _worth_reading(data: bytes, path: str, options: Options, rules: Sequence[Type[Rule]]) -> bool:
-    """Whether anything that reads the file's tree could find something in it: a file without
-    what each of them looks for in the bytes first is neither parsed nor scanned (half the files
-    of a library such as transformers: its configurations and tokenizers).  The API rows, the
-    advice and the NOT_ANALYSED row need a torch name; the hazards their detectors' words; the
-    rules what `_relevant` and their triggers look for; start-up code, -m, -r and -p take every
-    file they name or may name; and what is no source at all is refused with its reason."""
-    return (b"torch" in data or source_limits.not_source(data) is not None or _starts_program(path, options) or _for_options(data, options)
-            or bool(options.third_party_apis) or might_have_hazard(data) or _relevant(data, options.api)
-            or _triggers_a_mode_rule(data, rules))
-
-
-def _starts_program(path: str, options: Options) -> bool:
-    """Whether the file receives start-up code (--distributed's main file, -d's entry files)."""
-    return (options.distributed is not None and path == options.distributed.main_file) or (
-        options.specify_device is not None and path in options.specify_device.entry_files)
-
-
-def _for_options(data: bytes, options: Options) -> bool:
-    """Whether -m or -r rules may change the file: -m wraps file paths, which any file may use;
-    -r rules name their own functions."""
-    return options.modelarts or (
-        options.custom_rules is not None and any(word.encode() in data for word in options.custom_rules.words()))
-
-
 def _unanswered(rows: List[Finding], changes: List[Change]) -> List[Finding]:
     answers = [change for change in changes if change.rule in ANSWERED_BY]
     return [row for row in rows
@@ -140,9 +113,14 @@ def _unanswered(rows: List[Finding], changes: List[Change]) -> List[Finding]:
 
 def _migrate_source(data: bytes, file_scan: Optional["scan.FileScan"], path: str, options: Options,
                     rules: Sequence[Type[Rule]]) -> FileResult:
-    # Files that receive start-up code, or that -m or -r may change, are migrated whatever they contain.
-    starts_program = _starts_program(path, options)
-    for_options = _for_options(data, options)
+    # Files that receive start-up code are migrated whatever they contain.
+    starts_program = (options.distributed is not None and path == options.distributed.main_file) or (
+        options.specify_device is not None and path in options.specify_device.entry_files
+    )
+    # -m wraps file paths, which any file may use; -r rules name their own functions.
+    for_options = options.modelarts or (
+        options.custom_rules is not None and any(word.encode() in data for word in options.custom_rules.words())
+    )
     refusal = source_limits.not_source(data)
     api_rows: List[Finding] = []
     if refusal is None and file_scan is not None:
