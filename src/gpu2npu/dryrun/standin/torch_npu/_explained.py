@@ -1,4 +1,4 @@
-"""The names of torch_npu.npu that the CPU imitation does not implement, each with why: what they
+"""The names of torch_npu.npu (and of its optim) that the CPU imitation does not implement, each with why: what they
 do has no meaning on a CPU, so a dry run cannot say more than that the release has them (the
 message says so; try them on the NPU)."""
 
@@ -10,7 +10,11 @@ _DUMP = "it dumps or tunes NPU operators (msprobe, AOE), which run on the NPU on
 _PROFILER = ("it is a part of torch_npu's profiler that steers or analyses NPU traces; the imitation's "
              "profile, schedule and tensorboard_trace_handler are torch's CPU profiler")
 
+_UNDESCRIBED = ("the release data gpu2npu reads lists its name, not its interface (the Muon optimizer over "
+                "parameters sharded across ranks; torch.optim.Muon is the algorithm on one process)")
+
 WHY = {
+    "distributed_muon": _UNDESCRIBED,
     **{name: _PROFILER for name in ("analysis", "dynamic_profile", "experimental_config", "profiler",
                                     "profiler_action_controller", "profiler_interface", "profiler_path_creator",
                                     "scheduler")},

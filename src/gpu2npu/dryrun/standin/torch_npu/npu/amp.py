@@ -5,6 +5,9 @@
   With ``STANDIN_AUTOCAST=off`` every NPU autocast is disabled instead.
 * ``GradScaler(...)`` is ``torch.amp.GradScaler("cpu", ...)``; with
   ``enabled=False`` it is an exact pass-through.
+* ``ShardedGradScaler(...)``, the GradScaler of FSDP's sharded gradients, is torch's
+  ``torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler`` for the NPU, with
+  torch_npu's signature.
 """
 
 import torch as _torch
@@ -31,6 +34,21 @@ class GradScaler(_torch.amp.GradScaler):
             self._backoff_factor = 1.0
 
 
+def _sharded_grad_scaler():
+    import torch.distributed as dist
+    from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler as _TorchSharded
+
+    class ShardedGradScaler(_TorchSharded):
+        def __init__(self, init_scale=2.0 ** 16, backoff_factor=0.5, growth_factor=2.0, growth_interval=2000,
+                     enabled=True, process_group=dist.group.WORLD):
+            super().__init__("npu", init_scale=init_scale, backoff_factor=backoff_factor,
+                             growth_factor=growth_factor, growth_interval=growth_interval, enabled=enabled,
+                             process_group=process_group)
+
+    ShardedGradScaler.__module__ = __name__
+    return ShardedGradScaler
+
+
 def custom_fwd(fwd=None, *, cast_inputs=None):
     return _torch.amp.custom_fwd(fwd, device_type="npu", cast_inputs=cast_inputs)
 
@@ -40,3 +58,43 @@ def custom_bwd(bwd=None):
 
 
 _names.apply_filter(__name__, globals())
+_filtered = globals()["__getattr__"]
+
+
+def __getattr__(name):
+    """ShardedGradScaler is made when first asked for (importing FSDP costs two thirds of a second
+    of every program's start), where the release has it."""
+    if name == "ShardedGradScaler":
+        listed = _names._allowed(__name__)
+        if listed is None or name in listed:
+            made = globals()[name] = _sharded_grad_scaler()
+            return made
+        _names.hidden[__name__] = sorted({*_names.hidden.get(__name__, ()), name})
+    return _filtered(name)
+
+
+def _submodules():
+    """The release's modules of torch_npu.npu.amp (grad_scaler, autocast_mode, ...): each name they
+    list is this module's (ShardedGradScaler made when asked for), or fails as a missing name does."""
+    import sys
+    import types
+
+    for sub, names in _names.modules_of(__name__).items():
+        module = types.ModuleType(f"{__name__}.{sub}")
+        listed = frozenset(names)
+
+        def __getattr__(name, listed=listed, module_name=module.__name__):
+            if name in listed and not name.startswith("_"):
+                try:
+                    return getattr(sys.modules[__name__], name)
+                except AttributeError:
+                    pass
+            raise _names.missing(module_name, name)
+
+        module.__getattr__ = __getattr__
+        sys.modules[module.__name__] = module
+        globals()[sub] = module
+
+
+_submodules()
+
