@@ -77,6 +77,17 @@ class NpuFusedOptimizerBase(_Fused, _torch.optim.Optimizer):
                     raise RuntimeError(f"{type(self).__name__} does not support sparse gradients")
                 yield p, self.state[p]
 
+    @staticmethod
+    def _moments(state, p, grad, beta1, beta2):
+        """Adam's moving averages of the gradient and its square, one step on (state made at the first)."""
+        if not state:
+            state.update(step=0, exp_avg=_torch.zeros_like(p), exp_avg_sq=_torch.zeros_like(p))
+        state["step"] += 1
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        return exp_avg, exp_avg_sq
+
 
 class NpuFusedAdam(_Fused, _torch.optim.Adam):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False):
@@ -136,12 +147,7 @@ class NpuFusedAdamP(NpuFusedOptimizerBase):
         beta1, beta2 = group["betas"]
         for p, state in self._with_grads(group):
             grad = p.grad
-            if not state:
-                state.update(step=0, exp_avg=_torch.zeros_like(p), exp_avg_sq=_torch.zeros_like(p))
-            state["step"] += 1
-            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            exp_avg, exp_avg_sq = self._moments(state, p, grad, beta1, beta2)
             denom = (exp_avg_sq.sqrt() / _math.sqrt(1 - beta2 ** state["step"])).add_(group["eps"])
             step_size = group["lr"] / (1 - beta1 ** state["step"])
             if group["nesterov"]:
@@ -184,12 +190,7 @@ class NpuFusedLamb(NpuFusedOptimizerBase):
             grad = p.grad
             if self.global_grad_norm.item() > 1:
                 grad = grad / self.global_grad_norm.to(grad.dtype)
-            if not state:
-                state.update(step=0, exp_avg=_torch.zeros_like(p), exp_avg_sq=_torch.zeros_like(p))
-            state["step"] += 1
-            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            exp_avg, exp_avg_sq = self._moments(state, p, grad, beta1, beta2)
             adam_step = exp_avg / exp_avg_sq.sqrt().add(group["eps"])
             if group["weight_decay"] != 0:
                 adam_step.add_(p, alpha=group["weight_decay"])
