@@ -86,14 +86,22 @@ def missing(module_name, name):
                           "torch_npu, gpu2npu dryrun)")
 
 
-def apply_filter(module_name, namespace):
+def apply_filter(module_name, namespace, made_when_asked=None):
+    """`made_when_asked`: name -> a function that makes its value, for names too costly to make at
+    import (ShardedGradScaler imports FSDP): made at the first use where the release has the name,
+    missing as the release's other absent names are where it has not."""
+    made_when_asked = made_when_asked or {}
+    allowed = _allowed(module_name)
+
     def __getattr__(name):
         if name.startswith("__"):
             raise AttributeError(name)
+        if name in made_when_asked and (allowed is None or name in allowed):
+            made = namespace[name] = made_when_asked[name]()
+            return made
         raise missing(module_name, name)
 
     namespace["__getattr__"] = __getattr__
-    allowed = _allowed(module_name)
     if allowed is None:
         return
     drop = [n for n in list(namespace) if not n.startswith("_") and n not in allowed]
@@ -101,4 +109,34 @@ def apply_filter(module_name, namespace):
         del namespace[n]
     if "__all__" in namespace:
         namespace["__all__"] = [n for n in namespace["__all__"] if n in allowed]
-    hidden[module_name] = sorted(drop)
+    hidden[module_name] = sorted([*drop, *(n for n in made_when_asked if n not in allowed)])
+
+
+def build_submodules(package_name, namespace, source):
+    """The release's modules of `package_name` (torch_npu.npu.memory, torch_npu.npu.amp.grad_scaler,
+    ...), each holding the names it lists that `source` (the module whose imitation they share)
+    has; a listed name `source` makes when asked for is asked of it then, any other fails as a
+    missing name does.  A submodule the package binds itself is left as it is."""
+    import sys
+    import types
+
+    for sub, names in modules_of(package_name).items():
+        if sub in namespace:
+            continue
+        module = types.ModuleType(f"{package_name}.{sub}")
+        listed = frozenset(name for name in names if not name.startswith("_"))
+        module.__dict__.update({name: vars(source)[name] for name in listed if name in vars(source)})
+
+        def __getattr__(name, listed=listed, module_name=module.__name__):
+            if name.startswith("__"):  # (import machinery and inspect asking for __path__, __wrapped__...)
+                raise AttributeError(name)
+            if name in listed:
+                try:
+                    return getattr(source, name)
+                except AttributeError:
+                    pass
+            raise missing(module_name, name)
+
+        module.__getattr__ = __getattr__
+        sys.modules[module.__name__] = module
+        namespace[sub] = module

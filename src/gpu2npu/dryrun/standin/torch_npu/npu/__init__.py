@@ -17,25 +17,9 @@ _PUBLIC = sorted(
 globals().update({n: getattr(_impl, n) for n in _PUBLIC})
 
 
-def _submodules():
-    """The release's submodules of torch_npu.npu (memory, utils, graphs, streams, random, ...), each
-    with the names it lists that the imitation has; the others fail as missing names do."""
-    import sys
-
-    listed = _names.modules_of(__name__)
-    for sub, names in listed.items():
-        if sub in globals() and not isinstance(globals()[sub], _types.ModuleType):
-            continue  # (a name the package itself binds: mstx, the markers' class)
-        if sub in globals():
-            continue
-        module = _types.ModuleType(f"{__name__}.{sub}")
-        module.__dict__.update({n: getattr(_impl, n) for n in names if hasattr(_impl, n) and not n.startswith("_")})
-        _names.apply_filter(module.__name__, module.__dict__)
-        sys.modules[module.__name__] = module
-        globals()[sub] = module
-
-
-_submodules()
+# The release's submodules of torch_npu.npu (memory, utils, graphs, streams, random, ...), each with
+# the names it lists that the imitation has (mstx, which the package binds itself, is left as it is).
+_names.build_submodules(__name__, globals(), _impl)
 
 
 def _is_in_bad_fork():  # consulted by torch.manual_seed for registered device modules

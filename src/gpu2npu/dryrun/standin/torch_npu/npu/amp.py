@@ -10,6 +10,8 @@
   torch_npu's signature.
 """
 
+import sys as _sys
+
 import torch as _torch
 from torch.amp.autocast_mode import autocast as _autocast_base
 
@@ -57,44 +59,7 @@ def custom_bwd(bwd=None):
     return _torch.amp.custom_bwd(bwd, device_type="npu")
 
 
-_names.apply_filter(__name__, globals())
-_filtered = globals()["__getattr__"]
-
-
-def __getattr__(name):
-    """ShardedGradScaler is made when first asked for (importing FSDP costs two thirds of a second
-    of every program's start), where the release has it."""
-    if name == "ShardedGradScaler":
-        listed = _names._allowed(__name__)
-        if listed is None or name in listed:
-            made = globals()[name] = _sharded_grad_scaler()
-            return made
-        _names.hidden[__name__] = sorted({*_names.hidden.get(__name__, ()), name})
-    return _filtered(name)
-
-
-def _submodules():
-    """The release's modules of torch_npu.npu.amp (grad_scaler, autocast_mode, ...): each name they
-    list is this module's (ShardedGradScaler made when asked for), or fails as a missing name does."""
-    import sys
-    import types
-
-    for sub, names in _names.modules_of(__name__).items():
-        module = types.ModuleType(f"{__name__}.{sub}")
-        listed = frozenset(names)
-
-        def __getattr__(name, listed=listed, module_name=module.__name__):
-            if name in listed and not name.startswith("_"):
-                try:
-                    return getattr(sys.modules[__name__], name)
-                except AttributeError:
-                    pass
-            raise _names.missing(module_name, name)
-
-        module.__getattr__ = __getattr__
-        sys.modules[module.__name__] = module
-        globals()[sub] = module
-
-
-_submodules()
-
+# ShardedGradScaler is made when first asked for: importing FSDP costs two thirds of a second of
+# every program's start.
+_names.apply_filter(__name__, globals(), made_when_asked={"ShardedGradScaler": _sharded_grad_scaler})
+_names.build_submodules(__name__, globals(), _sys.modules[__name__])
