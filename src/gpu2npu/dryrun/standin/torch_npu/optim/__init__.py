@@ -35,6 +35,11 @@ def _required_lr(lr):
     return lr
 
 
+def _norm(grads):
+    """The 2-norm of `grads` together, in float32 (as the fused optimizers take it over a combined buffer)."""
+    return _torch.stack([grad.float().pow(2).sum() for grad in grads]).sum().sqrt()
+
+
 class _Fused:
     """What every fused optimizer adds to the torch optimizer of its algorithm."""
 
@@ -51,9 +56,6 @@ class _Fused:
 class NpuFusedOptimizerBase(_Fused, _torch.optim.Optimizer):
     """The base of the fused optimizers: `step` runs the subclass's `_group_step(index)` on each
     parameter group, without gradients recorded."""
-
-    def __init__(self, params, default):
-        super().__init__(params, default)
 
     @_torch.no_grad()
     def step(self, closure=None):
@@ -179,8 +181,7 @@ class NpuFusedLamb(NpuFusedOptimizerBase):
     def step(self, closure=None):
         if self.use_global_grad_norm:
             grads = [p.grad for group in self.param_groups for p in group["params"] if p.grad is not None]
-            self.global_grad_norm = (_torch.stack([g.float().pow(2).sum() for g in grads]).sum().sqrt()
-                                     if grads else _torch.zeros(()))
+            self.global_grad_norm = _norm(grads) if grads else _torch.zeros(())
         return super().step(closure)
 
     def _group_step(self, group_index):
@@ -250,25 +251,19 @@ class NpuFusedBertAdam(NpuFusedOptimizerBase):
         if self.max_grad_norm > 0:
             for dtype in {p.dtype for p, _ in with_grads}:
                 grads = [p.grad for p, _ in with_grads if p.dtype == dtype]
-                norm = _torch.stack([g.float().abs().pow(2).sum() for g in grads]).sum().sqrt()
-                coefficient = self.max_grad_norm / (norm + 1e-6)
+                coefficient = self.max_grad_norm / (_norm(grads) + 1e-6)
                 if coefficient < 1.0:
                     for grad in grads:
                         grad.mul_(coefficient.to(grad.dtype))
         for p, state in with_grads:
-            if not state:
-                state.update(step=0, exp_avg=_torch.zeros_like(p), exp_avg_sq=_torch.zeros_like(p))
-            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            exp_avg.mul_(group["b1"]).add_(p.grad, alpha=1 - group["b1"])
-            exp_avg_sq.mul_(group["b2"]).addcmul_(p.grad, p.grad, value=1 - group["b2"])
+            exp_avg, exp_avg_sq = self._moments(state, p, p.grad, group["b1"], group["b2"])
             update = exp_avg / (exp_avg_sq.sqrt() + group["e"])
             if group["weight_decay"] > 0.0:
                 update += group["weight_decay"] * p
             lr = group["lr"]
-            if group["t_total"] != -1:
-                lr = lr * _SCHEDULES[group["schedule"]](state["step"] / group["t_total"], group["warmup"])
+            if group["t_total"] != -1:  # (scheduled by the steps taken before this one)
+                lr = lr * _SCHEDULES[group["schedule"]]((state["step"] - 1) / group["t_total"], group["warmup"])
             p.add_(update, alpha=-lr)
-            state["step"] += 1
 
 
 class NpuFusedRMSpropTF(NpuFusedOptimizerBase):
