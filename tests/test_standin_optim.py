@@ -11,8 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-STANDIN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src", "gpu2npu", "dryrun",
-                           "standin")
+from helpers import free_port  # noqa: E402
+from standin_runner import STANDIN_DIR, run_script  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -149,11 +149,8 @@ class TestTorchNpusInterface:
 
 
 SHARDED_SCALER = """
-import os, sys
-sys.path.insert(0, {standin!r})
 import torch, torch_npu
 import torch.distributed as dist
-os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT={port!r})
 dist.init_process_group("gloo", rank=0, world_size=1)
 from torch_npu.npu.amp.sharded_grad_scaler import ShardedGradScaler
 model = torch.nn.Linear(3, 1).to("npu")
@@ -170,16 +167,10 @@ def test_sharded_grad_scaler_unscales_what_it_scaled(tmp_path):
     """torch_npu.npu.amp.ShardedGradScaler (FSDP's scaler; public in torch_npu 2.2.0, whose data the
     imitation reads here) scales the loss and hands the optimizer the true gradients; made when first
     asked for, as importing FSDP is slow."""
-    import socket
-    import subprocess
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = str(probe.getsockname()[1])
     script = tmp_path / "scaler.py"
-    script.write_text(SHARDED_SCALER.format(standin=STANDIN_DIR, port=port))
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, GPU2NPU_DRYRUN="1", STANDIN_TORCH_NPU_DATA=os.path.join(
-                              STANDIN_DIR, "..", "..", "data", "torch_npu_2.2.0.json")))
+    script.write_text(SHARDED_SCALER)
+    done = run_script(script, [], cwd=tmp_path, env_extra={
+        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": free_port(),
+        "STANDIN_TORCH_NPU_DATA": os.path.join(STANDIN_DIR, "..", "..", "data", "torch_npu_2.2.0.json")})
     assert done.returncode == 0, done.stderr
     assert "scale 4.0 grad [[2.0, 2.0, 2.0]]" in done.stdout
