@@ -389,6 +389,7 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
         config = dataclasses.replace(config, ignore=tuple(code.strip().upper() for codes in ignore_codes
                                                           for code in codes.split(",") if code.strip()))
     from .dependencies.pins import pinned_requirement
+    from .reading.discover import own_packages
 
     root = _project_folder(config, paths)
     version = _check_version(torch_version, config, root)
@@ -396,7 +397,7 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
 
     try:
         options = Options(api=apidata.load(version), third_party_apis=read_api_files(api_files),
-                          transformers=pinned_requirement(root, "transformers"))
+                          transformers=pinned_requirement(root, "transformers"), own_packages=own_packages(root))
     except ApiFileError as error:  # (the version is resolved above)
         _fail(str(error))
     try:

@@ -25,7 +25,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 from .. import __version__
 from ..records.change import Report
 from ..findings.cuda_ops import operators_in
-from ..reading.discover import Kind, inside, walk
+from ..reading.discover import Kind, inside, own_packages, walk
 from ..migration.engine import Engine
 from ..records.results import Status
 from ..reports import csv_reports, log as run_log
@@ -84,7 +84,8 @@ def check_analyse_request(request: AnalyseRequest) -> Tuple[Path, Path, Options]
     if target.exists() and not request.force:
         raise UsageError(f"{target} already exists: remove it, choose another output folder, or pass --force to "
                          "replace it (it is kept until the new one is complete)")
-    return source, target, Options(api=api, third_party_apis=apis, transformers=pinned_transformers(source))
+    return source, target, Options(api=api, third_party_apis=apis, transformers=pinned_transformers(source),
+                                   own_packages=own_packages(source))
 
 
 def env_folder(folder: Path, source: Path) -> Path:

@@ -9,7 +9,7 @@ from typing import Optional, Tuple
 
 from ..knowledge import apidata
 from .. import modes
-from ..reading.discover import inside
+from ..reading.discover import inside, own_packages
 from ..reports import csv_reports, html_report, log as run_log
 from ..records.options import Options
 from ..records.project_config import NO_TABLE, ProjectConfig
@@ -84,7 +84,8 @@ def check_request(request: RunRequest, writes: bool = True) -> Tuple[Path, Path,
                                    custom_rules=custom_rules, modelarts=modelarts,
                                    amp_model=modes.apex_amp.settings(request, source),
                                    similar=modes.similar.settings(request, source),
-                                   third_party_apis=third_party_apis, transformers=pinned_transformers(source))
+                                   third_party_apis=third_party_apis, transformers=pinned_transformers(source),
+                                   own_packages=own_packages(source))
 
 
 def pinned_transformers(source: Path) -> Optional[str]:

@@ -16,13 +16,16 @@ from . import extension_builds
 from ..knowledge.apidata import ApiData
 from ..records.change import Finding, Report
 from ..records.finding_kinds import (CUDA_API, CUDA_LEFTOVER, CUDA_ONLY_PACKAGE, DEAD_GUARD, EXTENSION_BUILD, FLASH_ATTN_ARGUMENTS,
-                            FRAMEWORK_CUDA, GPU_KERNELS, LEFT_ON_PURPOSE, RAY_GPUS)
+                            FRAMEWORK_CUDA, GPU_KERNELS, KERNEL_LANGUAGE, LEFT_ON_PURPOSE, NVIDIA_TOOLS,
+                            RAY_GPUS, FindingKind)
 from ..rules import device_guards, flash_attn, npu_aware
 from ..rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name,
                           foreign_collective, framework_option, not_a_device, qualified_names, string_text)
 from ..rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from ..rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
-from ..knowledge.tips import KERNEL_DECORATORS, KERNEL_PACKAGES, TIPS, cuda_only_package, kernel_language, kernel_tip, migratable_cuda_path, tip_for
+from ..knowledge.tips import (KERNEL_DECORATORS, KERNEL_LANGUAGE_PACKAGES, KERNEL_PACKAGES, NVIDIA_MANAGEMENT_PACKAGES,
+                              TIPS, cuda_only_package, kernel_language, kernel_tip,
+                              migratable_cuda_path, tip_for)
 
 DEVICE_NEUTRAL = ("torch.backends.cudnn", "torch.backends.cuda")
 # The kernel languages, whose host-side calls only serve their kernels (grid sizes, autotuning
@@ -30,12 +33,22 @@ DEVICE_NEUTRAL = ("torch.backends.cudnn", "torch.backends.cuda")
 # of CUDA Python (`cuda.bindings`) is the CUDA runtime itself, each call of it a row.
 KERNEL_LANGUAGES = tuple(dict.fromkeys(decorator.rsplit(".", 1)[0] if decorator.startswith("cuda.")
                                        else decorator.split(".")[0] for decorator in KERNEL_DECORATORS))
+# The kind of a CUDA-only package's rows, where it is not CUDA_ONLY_PACKAGE's.
+_PACKAGE_KINDS: Dict[str, FindingKind] = {
+    **dict.fromkeys(KERNEL_LANGUAGE_PACKAGES, KERNEL_LANGUAGE),
+    **dict.fromkeys(NVIDIA_MANAGEMENT_PACKAGES, NVIDIA_TOOLS),
+}
 REPORTED_TORCH_NAMES = tuple(key for key in TIPS if key.startswith("torch.") and not key.startswith("torch.cuda"))
 
 
 def _callee(expression: cst.BaseExpression) -> cst.BaseExpression:
     """`triton.autotune` of `@triton.autotune(configs=...)`; the expression itself otherwise."""
     return expression.func if isinstance(expression, cst.Call) else expression
+
+
+def _package_kind(name: str) -> FindingKind:
+    """The kind of the row of a name of a CUDA-only package."""
+    return _PACKAGE_KINDS.get(cuda_only_package(name), CUDA_ONLY_PACKAGE)
 
 
 def _is_apex_amp(name: str) -> bool:
@@ -54,6 +67,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         self.findings: List[Finding] = []
         # -a: apex amp is what the user asked for (Ascend apex provides it), not a leftover.
         self.wants_apex_amp = context.options.amp_model is not None
+        self.own = context.options.own_packages  # the project's own modules named as CUDA-only packages
         self.reads_flash_attn = False  # the output imports the generated flash-attn package
         self._dead: List[cst.CSTNode] = []  # the dead-guarded nodes being visited (device_guards)
         # the functions being visited: [node, decorated as a Triton kernel, calls triton.language]
@@ -130,7 +144,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) \
                 else imported
             name = f"{module}.{imported}"
-            if cuda_only_package(name) is not None and not (self.wants_apex_amp and _is_apex_amp(name)):
+            if cuda_only_package(name, self.own) is not None and not (self.wants_apex_amp and _is_apex_amp(name)):
                 if self._metadata_only(local):
                     self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
                 else:
@@ -141,18 +155,18 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             what = f"{module}.{grouped[0]}" if len(grouped) == 1 else f"{module} ({', '.join(grouped)})"
             # each name's own tip where it has one (FusedRMSNorm and FusedLayerNorm differ), once each
             tips = list(dict.fromkeys(tip_for(f"{module}.{name}") for name in grouped))
-            self._add(node, CUDA_ONLY_PACKAGE, Report.UNSUPPORTED, what,
+            self._add(node, _package_kind(f"{module}.{grouped[0]}"), Report.UNSUPPORTED, what,
                       tips[0] if len(tips) == 1 else "; ".join(f"{name}: {tip_for(f'{module}.{name}')}" for name in grouped))
         return False
 
     def _check_imported(self, node: cst.CSTNode, name: str, local: Optional[str]) -> None:
-        package = cuda_only_package(name)
+        package = cuda_only_package(name, self.own)
         if self.wants_apex_amp and _is_apex_amp(name):
             self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "-a: needs Ascend apex installed (its amp API is NVIDIA apex's)")
         elif package is not None and local is not None and self._metadata_only(local):
             self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
         elif package is not None:
-            self._add(node, CUDA_ONLY_PACKAGE, Report.UNSUPPORTED, name, tip_for(name))
+            self._add(node, _package_kind(name), Report.UNSUPPORTED, name, tip_for(name))
         elif name.startswith("torch.cuda.") and not migratable_cuda_path(self.api, name.split(".")[2:]):
             self._add(node, CUDA_API, Report.UNSUPPORTED, name, tip_for(name, self.api))
         elif name.startswith(REPORTED_TORCH_NAMES):
@@ -205,13 +219,13 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                 self._add(node, FRAMEWORK_CUDA, Report.UNSUPPORTED, name, "Lightning's CUDA accelerator: no NPU counterpart in Lightning; "
                           "count NPUs with torch_npu.npu.device_count()")
                 return
-            package = cuda_only_package(name)
+            package = cuda_only_package(name, self.own)
             if package in KERNEL_PACKAGES and self._in_kernel(name):
                 return  # the kernel has its row: not one per tl.load of it
             if any(name == language or name.startswith(language + ".") for language in KERNEL_LANGUAGES):
                 return  # a launch helper (triton.cdiv, cute.compile): the import and each kernel have the rows
             if package is not None and self._is_called(node) and not (self.wants_apex_amp and _is_apex_amp(name)):
-                self._add(node, CUDA_ONLY_PACKAGE, Report.UNSUPPORTED, name, tip_for(name))
+                self._add(node, _package_kind(name), Report.UNSUPPORTED, name, tip_for(name))
                 return
 
     def _judge_extension_build(self, node: cst.CSTNode, name: str) -> None:

@@ -6,7 +6,7 @@ qualified name, longest first (dotted prefixes, or any prefix for a key ending i
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import FrozenSet, Optional
 
 from .apidata import ApiData
 
@@ -231,6 +231,12 @@ CUDA_ONLY_PACKAGES = (
     "vllm.distributed.device_communicators.pynccl",
 )
 
+# The CUDA-only packages whose rows are of a kind of their own (the others' are NPU916's): the GPU
+# kernel languages (each kernel written in one has a row besides) and NVIDIA's management library
+# (the nvidia-smi of Python).
+KERNEL_LANGUAGE_PACKAGES = ("triton", "cutlass", "cuda", "numba.cuda")
+NVIDIA_MANAGEMENT_PACKAGES = ("pynvml", "nvidia_smi", "GPUtil", "gpustat")
+
 
 # torch optimizers with a fused implementation -> the ATen operator `fused=True` runs (torch_npu has
 # an NPU kernel for it or not: has_fused_kernel)
@@ -284,8 +290,11 @@ def kernel_tip(name: str, language: str = "Triton") -> str:
             f"write what it computes {_KERNEL_INSTEAD}Ascend C")
 
 
-def cuda_only_package(name: str) -> Optional[str]:
-    """The CUDA-only package (of CUDA_ONLY_PACKAGES) that the qualified `name` belongs to, if any."""
+def cuda_only_package(name: str, own: FrozenSet[str] = frozenset()) -> Optional[str]:
+    """The CUDA-only package (of CUDA_ONLY_PACKAGES) that the qualified `name` belongs to, if any;
+    None where the name's top-level package is one of the project's `own` (Options.own_packages)."""
+    if own and name.split(".", 1)[0] in own:
+        return None
     for package in CUDA_ONLY_PACKAGES:
         if name == package or name.startswith(package + "."):
             return package

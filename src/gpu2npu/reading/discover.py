@@ -5,8 +5,9 @@ import enum
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Callable, FrozenSet, Iterator, Optional
 
+from ..knowledge.tips import CUDA_ONLY_PACKAGES
 from .dependency_files import CONDA, dependency_format
 from .shell_syntax import dialect_for
 
@@ -45,6 +46,26 @@ class Entry:
     relative: str  # POSIX-style path below the input root
     absolute: Path
     kind: Kind
+
+
+def own_packages(source: Path) -> FrozenSet[str]:
+    """The CUDA-only packages (top-level names) that the project at `source` (a folder, or a
+    file's folder) holds as its own: a package folder (with __init__.py) or a module file of the
+    name at its root, in src/, or one folder down (an unpacked sdist `name-1.0/name`, a
+    monorepo's `python/name`).  Run from there, `import name` loads that code (a regular package
+    or module found first on the path wins over an installed one): the project is the package,
+    as where liger_kernel or flash-attn itself is migrated."""
+    root = source if source.is_dir() else source.parent
+    folders = [root, root / "src"]
+    try:
+        folders += [Path(entry.path) for entry in os.scandir(root)
+                    if entry.is_dir(follow_symlinks=False) and not entry.name.startswith(".")
+                    and not os.path.exists(os.path.join(entry.path, "__init__.py"))]
+    except OSError:
+        pass  # (an unlistable root: its own listing error is reported by the walk)
+    names = {package.split(".", 1)[0] for package in CUDA_ONLY_PACKAGES}
+    return frozenset(name for name in names for folder in folders
+                     if (folder / name / "__init__.py").is_file() or (folder / f"{name}.py").is_file())
 
 
 def _kind(path: Path) -> Kind:

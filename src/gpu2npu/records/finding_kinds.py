@@ -182,11 +182,11 @@ RAY_GPUS = _kind(
 QUANTIZATION = _kind(
     "NPU912", "Quantization", "quantization through bitsandbytes", ERROR,
     "bitsandbytes' 4-bit and 8-bit layers are CUDA kernels: loading a model with load_in_4bit or a "
-    "BitsAndBytesConfig fails on an NPU machine.",
+    "BitsAndBytesConfig fails on an NPU machine (importing bitsandbytes itself is NPU916).",
     "load the model in bf16/fp16, or quantize with an NPU method (the msModelSlim tools, torch_npu's quantized "
     "matmuls).",
     (("from transformers import AutoModelForCausalLM\n"
-      "model = AutoModelForCausalLM.from_pretrained(name, load_in_4bit=True)\n", "load_in_4bit", UNSUPPORTED_CSV),),
+      "model = AutoModelForCausalLM.from_pretrained(name, load_in_4bit=True)\n", "load_in_4bit", UNSUPPORTED_CSV)),
     ("from transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained(name)\n",),
 )
 
@@ -219,11 +219,23 @@ LEFT_ON_PURPOSE = _kind(
 )
 
 CUDA_ONLY_PACKAGE = _kind(
-    "NPU916", "CUDAOnlyPackage", "a package that runs on CUDA only", ERROR,
-    "Packages such as CuPy, pynvml, NVIDIA apex or mamba_ssm are built for CUDA and do not install or run on "
-    "an NPU machine.",
-    "the row's tip names the torch or torch_npu counterpart (Ascend apex, torch_npu.npu APIs, npu-smi).",
-    (("import pynvml\npynvml.nvmlInit()\n", "pynvml", UNSUPPORTED_CSV),),
+    "NPU916", "CUDAOnlyPackage", "a package of CUDA kernels (CuPy, NVIDIA apex, bitsandbytes, Liger, mamba_ssm)",
+    ERROR,
+    "Packages such as CuPy, NVIDIA apex, bitsandbytes, Liger's kernels, mamba_ssm or TensorRT are built for CUDA "
+    "and do not install or run on an NPU machine.",
+    "the row's tip names the torch or torch_npu counterpart (Ascend apex, torch_npu fused operators, ATC).",
+    (("import cupy\nx = cupy.zeros(3)\n", "cupy", UNSUPPORTED_CSV),),
+    ("import numpy\nx = numpy.zeros(3)\n",),
+)
+
+KERNEL_LANGUAGE = _kind(
+    "NPU929", "KernelLanguage", "a GPU kernel language imported (Triton, CUTLASS and CuTe, CUDA Python)", ERROR,
+    "Triton compiles for CUDA here, CUTLASS's CuTe DSL and cuTile for NVIDIA GPUs only, and CUDA Python is the "
+    "CUDA driver and runtime: the import fails on an NPU machine or the kernels do not run. Each kernel written "
+    "in the language has a row of its own (NPU909); its calls inside a kernel have none.",
+    "port the kernels (torch operators, torch_npu fused operators, Triton-Ascend or Ascend C), then drop the "
+    "import; streams, events and memory come from torch_npu.npu.",
+    (("import triton\nimport triton.language as tl\n", "triton", UNSUPPORTED_CSV),),
     ("import numpy\nx = numpy.zeros(3)\n",),
 )
 
@@ -302,14 +314,16 @@ LOCAL_TORCH_CUDA = _kind(
 )
 
 NVIDIA_TOOLS = _kind(
-    "NPU924", "NvidiaTools", "NVIDIA's command-line tools run from Python (nvidia-smi)", ERROR,
-    "An Ascend machine has no nvidia-smi: subprocess raises FileNotFoundError (check_output, run with check) or "
-    "the shell answers 127 (os.system, os.popen reads nothing), and code that parses its output fails, at start "
-    "where it runs at module level.",
+    "NPU924", "NvidiaTools", "NVIDIA's tools run from Python (nvidia-smi, NVML through pynvml or GPUtil)", ERROR,
+    "An Ascend machine has no nvidia-smi and no NVML: subprocess raises FileNotFoundError (check_output, run "
+    "with check) or the shell answers 127 (os.system, os.popen reads nothing), code that parses its output "
+    "fails, at start where it runs at module level, and pynvml, nvidia_smi, GPUtil and gpustat cannot "
+    "initialise.",
     "npu-smi info (other columns and format), or from Python torch_npu.npu.mem_get_info(), "
     "memory_allocated() and get_device_name().",
     (("import subprocess\nprint(subprocess.check_output(['nvidia-smi']).decode())\n", "nvidia-smi", UNSUPPORTED_CSV),
-     ("import os\nos.system('nvidia-smi -L')\n", "nvidia-smi", UNSUPPORTED_CSV)),
+     ("import os\nos.system('nvidia-smi -L')\n", "nvidia-smi", UNSUPPORTED_CSV),
+     ("import pynvml\npynvml.nvmlInit()\n", "pynvml", UNSUPPORTED_CSV)),
     ("print('run nvidia-smi to see the GPUs')\n", "HELP = 'see nvidia-smi'\n"),
 )
 

@@ -57,6 +57,11 @@ class Options:
     # The transformers requirement the project pins ("==4.45.0", ">=4.51,<4.54"; None: none found),
     # which decides whether its attn_implementation="flash_attention_2" runs on the NPU (NPU266).
     transformers: Optional[str] = None
+    # The CUDA-only packages (top-level names) that are the project's own modules: run from the
+    # project, its imports of them load its own code, which is migrated here, not the CUDA
+    # package (migrating liger_kernel or flash-attn itself).  No row calls them CUDA-only and no
+    # rule points them at a generated package (reading.own_packages).
+    own_packages: FrozenSet[str] = frozenset()
 
     @property
     def device_per_process(self) -> bool:

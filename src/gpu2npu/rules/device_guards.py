@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -71,9 +71,10 @@ class _Resolver(cst.CSTVisitor):
     METADATA_DEPENDENCIES = (ParentNodeProvider, PositionProvider)
 
     def __init__(self, api: ApiData, aliases: Dict[str, Set[str]], rerouted: Set[str] = frozenset(),
-                 scopes=None) -> None:
+                 scopes=None, own: FrozenSet[str] = frozenset()) -> None:
         super().__init__()
         self.api = api
+        self.own = own  # the project's own modules named as CUDA-only packages (Options.own_packages)
         self.import_aliases = aliases
         self.scopes = scopes
         # a local named as its module (`torch = _torch()`) may be it: a test that may guard CUDA-only
@@ -122,7 +123,7 @@ class _Resolver(cst.CSTVisitor):
         # (sorted: a name imported from two places, in a try and its except, names the same one
         # every run)
         for name in sorted(qualified_names(self, node)):
-            if name not in self.rerouted and _cuda_only_name(self.api, name):
+            if name not in self.rerouted and _cuda_only_name(self.api, name, self.own):
                 self.cuda_only[id(node)] = name
                 return
             if name == "torch.cuda" or name.startswith("torch.cuda."):
@@ -204,7 +205,7 @@ class _Resolver(cst.CSTVisitor):
                     self.device_terms.add(id(node))
 
 
-def _cuda_only_name(api: ApiData, name: str) -> bool:
+def _cuda_only_name(api: ApiData, name: str, own: FrozenSet[str] = frozenset()) -> bool:
     if name.startswith("torch.cuda."):
         path = name.split(".")[2:]
         if path and path[-1].startswith("__"):
@@ -212,7 +213,7 @@ def _cuda_only_name(api: ApiData, name: str) -> bool:
         return npu_path(api, path) is None
     if name.startswith(CUDA_ONLY_TORCH) or name.startswith(CUDA_ONLY_CLASSES):
         return True
-    package = cuda_only_package(name)
+    package = cuda_only_package(name, own)
     # A package's metadata (`flash_attn.__version__`) is no use of its kernels.
     return package is not None and not name.rsplit(".", 1)[-1].startswith("__")
 
@@ -432,7 +433,7 @@ def _may_hold_cuda_only(code: str, api: ApiData) -> bool:
 
 
 def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Dict[str, Set[str]],
-                  rerouted: Set[str] = frozenset(), scopes=None, facts=None):
+                  rerouted: Set[str] = frozenset(), scopes=None, facts=None, own: FrozenSet[str] = frozenset()):
     """(the NPU-aware spans of `npu_aware`, the dead guards of `dead_guards`), from one walk of
     the original file.  `code` is its text, `aliases` its imports (names.ImportAliases),
     `rerouted` the names of CUDA-only packages that the rules point at an NPU implementation
@@ -440,7 +441,7 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     they are read (scopes.Scopes)."""
     if "cuda" not in code.lower() or not _may_hold_cuda_only(code, api):
         return npu_aware.guarded_spans(wrapper, code=code), {}
-    resolver = _Resolver(api, aliases, rerouted, scopes)
+    resolver = _Resolver(api, aliases, rerouted, scopes, own)
     resolver.file_facts = facts  # (what the whole file says, where the tree is a piece of it)
     spans = npu_aware.guarded_spans(wrapper, resolver)
     resolver.mark_gpu_name_lookups()

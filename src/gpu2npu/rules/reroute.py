@@ -203,7 +203,11 @@ class RerouteToGenerated(Rule):
         return comment_line(cls.PACKAGE, cls.SHORT)
 
     @classmethod
-    def plan_for(cls, module: cst.Module, code: str) -> ReroutePlan:
+    def plan_for(cls, module: cst.Module, code: str, own: FrozenSet[str] = frozenset()) -> ReroutePlan:
+        """The file's plan; an empty one where the package is the project's own (`own`,
+        Options.own_packages): its imports load the project's code, migrated here."""
+        if cls.ROOT in own:
+            return ReroutePlan(cls.ROOT, cls.PROVIDED)
         return ReroutePlan.of(module, code, cls.ROOT, cls.PROVIDED)
 
     def __init__(self, context) -> None:
@@ -214,7 +218,7 @@ class RerouteToGenerated(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         # the pipeline made the plan already (the device guards need it before any rule runs)
         plan = self.context.reroute_plans.get(self.code)
-        self.plan = plan if plan is not None else self.plan_for(node, node.code)
+        self.plan = plan if plan is not None else self.plan_for(node, node.code, self.context.options.own_packages)
 
     @classmethod
     def what(cls, module: str) -> str:

@@ -1,0 +1,89 @@
+"""A project that is itself a CUDA-only package (liger_kernel, flash-attn, DeepSpeed migrated on
+their own trees): its imports of its own modules load the code being migrated, so no row calls
+them CUDA-only packages and no rule points them at a generated package; what is CUDA in that code
+keeps its own rows.  And the rows of CUDA-only packages carry the code of their kind."""
+import json
+from pathlib import Path
+
+from gpu2npu.reading.discover import own_packages
+from helpers import migrate, read_csv, run_cli
+
+KERNEL = ("import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef copy_kernel(x_ptr, y_ptr):\n"
+          "    offsets = tl.arange(0, 16)\n    tl.store(y_ptr + offsets, tl.load(x_ptr + offsets))\n\n\n"
+          "def block_size(n):\n    return triton.next_power_of_2(n)\n")
+USER = ("import torch\nfrom liger_kernel.ops.utils import block_size\n\n\n"
+        "def rows(x):\n    return block_size(x.shape[-1])\n")
+
+
+def _write(root: Path, files: dict) -> Path:
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def _check(root: Path):
+    result = run_cli("check", "-v", "2.1.0", "--format", "json", str(root))
+    return [(Path(f["path"]).relative_to(root).as_posix(), f["rule"], f["message"].split(" has no NPU")[0])
+            for f in json.loads(result.stdout)["findings"]]
+
+
+class TestAProjectThatIsThePackage:
+    def test_its_own_modules_are_no_cuda_only_package(self, tmp_path):
+        root = _write(tmp_path / "liger", {"liger_kernel/__init__.py": "", "liger_kernel/ops/__init__.py": "",
+                                           "liger_kernel/ops/utils.py": KERNEL, "liger_kernel/layers.py": USER})
+        rows = _check(root)
+        assert not [row for row in rows if row[2].startswith("liger_kernel")], rows
+        # what is CUDA in its code keeps its rows: the kernel language imported, the kernel itself
+        assert ("liger_kernel/ops/utils.py", "NPU929", "triton") in rows
+        assert ("liger_kernel/ops/utils.py", "NPU909", "Triton kernel copy_kernel") in rows
+
+    def test_an_unpacked_sdist_or_a_src_layout_is_the_package_too(self, tmp_path):
+        sdist = _write(tmp_path / "sdist", {"liger_kernel-0.8.5/liger_kernel/__init__.py": "",
+                                            "liger_kernel-0.8.5/liger_kernel/layers.py": USER})
+        src = _write(tmp_path / "src_layout", {"src/liger_kernel/__init__.py": "", "src/liger_kernel/layers.py": USER})
+        assert own_packages(sdist) == own_packages(src) == frozenset({"liger_kernel"})
+        assert not [row for row in _check(sdist) + _check(src) if row[2].startswith("liger_kernel")]
+
+    def test_its_imports_are_not_pointed_at_a_generated_package(self, tmp_path):
+        source = "import torch\nfrom flash_attn.bert_padding import pad_input, unpad_input\n"
+        root = _write(tmp_path / "flash-attention", {"flash_attn/__init__.py": "",
+                                                     "flash_attn/bert_padding.py": "def pad_input(x):\n    return x\n",
+                                                     "training/run.py": source})
+        target = migrate(root, tmp_path / "out")
+        assert (target / "training/run.py").read_text().startswith(source)
+        assert not (target / "ascend_flash_attn").exists()
+        assert not [row for row in read_csv(target / "unsupported_api.csv") if row["OP"].startswith("flash_attn")]
+
+
+class TestAProjectThatUsesThePackage:
+    def test_an_import_of_the_installed_package_is_reported(self, tmp_path):
+        root = _write(tmp_path / "trainer", {"train.py": USER})
+        assert own_packages(root) == frozenset()
+        assert ("train.py", "NPU916", "liger_kernel.ops.utils.block_size") in _check(root)
+
+    def test_a_folder_without_init_is_no_package_of_the_project(self, tmp_path):
+        # (a namespace folder loses to the installed regular package of the name)
+        root = _write(tmp_path / "trainer", {"liger_kernel/notes.py": "", "train.py": USER})
+        assert own_packages(root) == frozenset()
+        assert ("train.py", "NPU916", "liger_kernel.ops.utils.block_size") in _check(root)
+
+    def test_its_flash_attn_imports_still_go_to_the_generated_package(self, tmp_path):
+        root = _write(tmp_path / "trainer", {"run.py": "import torch\nfrom flash_attn.bert_padding import pad_input, unpad_input\n"})
+        target = migrate(root, tmp_path / "out")
+        assert "ascend_flash_attn.bert_padding" in (target / "run.py").read_text()
+
+
+class TestTheKindOfAPackage:
+    def test_each_kind_has_its_code(self, tmp_path):
+        root = _write(tmp_path / "project", {
+            "kernels.py": KERNEL,
+            "monitor.py": "import pynvml\n\n\ndef init():\n    pynvml.nvmlInit()\n",
+            "arrays.py": "import cupy\n\n\ndef zeros():\n    return cupy.zeros(3)\n",
+        })
+        codes = {(path, api): code for path, code, api in _check(root)}
+        assert codes[("kernels.py", "triton")] == "NPU929"  # a GPU kernel language
+        assert codes[("kernels.py", "Triton kernel copy_kernel")] == "NPU909"  # a kernel written in it
+        assert codes[("monitor.py", "pynvml")] == codes[("monitor.py", "pynvml.nvmlInit")] == "NPU924"  # NVML
+        assert codes[("arrays.py", "cupy")] == codes[("arrays.py", "cupy.zeros")] == "NPU916"  # CUDA kernels
