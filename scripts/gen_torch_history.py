@@ -157,6 +157,7 @@ class Wheel:
             stub = "torch/_C/_VariableFunctions.pyi"
             if stub in self.files:
                 names.update(re.findall(r"^def (\w+)\(", self.zip.read(stub).decode("utf-8", "replace"), re.MULTILINE))
+            names.update(self._low_precision_dtypes())
         if self.is_package(module):
             prefix = module.replace(".", "/") + "/"
             for name in self.files:
@@ -165,6 +166,23 @@ class Wheel:
                     if len(rest) == 2 and rest[1] == "__init__.py" or len(rest) == 1 and rest[0].endswith(".py"):
                         names.add(rest[0][:-3] if rest[0].endswith(".py") else rest[0])
         return names
+
+    def _low_precision_dtypes(self) -> Set[str]:
+        """The float8 and float4 dtypes of the release (torch binds its dtypes in C): those that
+        torch/_C/__init__.pyi declares, and those of c10's ScalarType.h, whose Python names are
+        their C++ names in lower case (2.1.0's stub lacks its two float8 dtypes; later headers
+        moved).  Older dtypes are not tracked: every release listed has them, while old stubs
+        omit some (1.11.0's has no complex32)."""
+        found: Set[str] = set()
+        stub = "torch/_C/__init__.pyi"
+        if stub in self.files:
+            found.update(re.findall(r"^((?:float8|float4)_\w+): dtype\b", self.zip.read(stub).decode("utf-8", "replace"),
+                                    re.MULTILINE))
+        header = "torch/include/c10/core/ScalarType.h"
+        if header in self.files:
+            found.update(name.lower() for name in re.findall(r"_\(\s*(?:c10|at)::\w+\s*,\s*((?:Float8|Float4)_\w+)\s*\)",
+                                                               self.zip.read(header).decode("utf-8", "replace")))
+        return found
 
 
 def _module_level(body):

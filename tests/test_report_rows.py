@@ -160,3 +160,28 @@ def test_a_file_this_python_cannot_parse_says_that_its_api_calls_were_not_analys
 def test_a_file_without_torch_that_no_python_parses_gets_no_such_row():
     _, result = _migrate("print 'hello'\n")
     assert result.findings == []
+
+
+class TestCudaGraphsWhereTheReleaseHasNone:
+    """A project's own CUDA-graph wrapper: where the release has NPU graphs the names are renamed
+    (NPU113); where it has none each use is a row whose tip says how to run without them."""
+
+    SOURCE = ("import torch\n\n\nclass Captured:\n    def __init__(self, model, x):\n"
+              "        self.graph = torch.cuda.CUDAGraph()\n        with torch.cuda.graph(self.graph):\n"
+              "            self.out = model(x)\n")
+
+    def rows(self, version):
+        options = Options(api=apidata.load(version))
+        result = migrate_source(self.SOURCE.encode(), "m.py", options, rules_for(options))
+        return [(f.start_line, f.api, f.tip) for f in _rows(result, Report.UNSUPPORTED)]
+
+    def test_a_release_without_npu_graphs_says_to_run_eagerly(self):
+        rows = self.rows("2.2.0")
+        assert [(line, api) for line, api, _ in rows] == [(6, "torch.cuda.CUDAGraph"), (7, "torch.cuda.graph")]
+        assert all("torch_npu 2.2.0" in tip and "eagerly" in tip and "turn off the option" in tip for _, _, tip in rows)
+
+    def test_a_release_with_npu_graphs_renames_them(self):
+        options = Options(api=apidata.load("2.3.1"))
+        result = migrate_source(self.SOURCE.encode(), "m.py", options, rules_for(options))
+        assert _rows(result, Report.UNSUPPORTED) == []
+        assert "torch_npu.npu.NPUGraph()" in result.output.decode() and "torch_npu.npu.graph(" in result.output.decode()

@@ -1,6 +1,7 @@
 """Calls of torch APIs that the torch of the chosen torch_npu release (-v) does not have yet:
 reported from data/torch_history.json (scripts/gen_torch_history.py reads the torch wheels)."""
 import json
+import sys
 from importlib import resources
 
 import pytest
@@ -66,3 +67,89 @@ def test_the_history_covers_the_torch_of_every_release_with_api_data():
     assert history["names"]["torch.accelerator"] == "2.6.0"
     assert history["names"]["torch.nn.functional.rms_norm"] == "2.4.0"
     assert history["keywords"]["torch.distributed.init_process_group"]["device_id"] == "2.3.1"
+
+
+class TestNewerDtypes:
+    """The float8 and float4 dtypes came with later torch releases; they are read, not called."""
+
+    SOURCE = (b"import torch\nFP8 = torch.float8_e4m3fn\nSCALE = torch.float8_e8m0fnu\n\n\n"
+              b"def cast(x):\n    return x.to(torch.float8_e4m3fnuz)\n")
+
+    def rows(self, source, version):
+        result = migrate_source(source, "quant.py", Options(api=apidata.load(version)))
+        return [(f.start_line, f.api, f.rule) for f in result.findings if "has no such dtype" in f.tip]
+
+    def test_a_dtype_the_torch_lacks_is_reported_where_it_is_read(self):
+        assert self.rows(self.SOURCE, "2.1.0") == [(3, "torch.float8_e8m0fnu", "NPU903"),
+                                                   (7, "torch.float8_e4m3fnuz", "NPU903")]
+        assert self.rows(self.SOURCE, "1.11.0") == [(2, "torch.float8_e4m3fn", "NPU903"),
+                                                    (3, "torch.float8_e8m0fnu", "NPU903"),
+                                                    (7, "torch.float8_e4m3fnuz", "NPU903")]
+
+    def test_a_release_whose_torch_has_them_reports_nothing(self):
+        assert self.rows(self.SOURCE, "2.6.0") == [(3, "torch.float8_e8m0fnu", "NPU903")]
+        assert self.rows(self.SOURCE, "2.9.0") == []
+
+    def test_a_dtype_read_under_a_test_for_it_is_no_row(self):
+        source = (b"import torch\nif hasattr(torch, 'float8_e8m0fnu'):\n    SCALE = torch.float8_e8m0fnu\n"
+                  b"OTHER = getattr(torch, 'float4_e2m1fn_x2', None)\n")
+        assert self.rows(source, "2.1.0") == []
+
+    def test_a_name_of_another_module_is_no_torch_dtype(self):
+        source = b"import torch\nimport ml_dtypes\nF8 = ml_dtypes.float8_e8m0fnu\n"
+        assert self.rows(source, "2.1.0") == []
+
+    def test_the_history_dates_them_by_the_wheels(self):
+        names = json.loads(resources.files("gpu2npu.data").joinpath("torch_history.json").read_text())["names"]
+        # (facts of the torch release notes; 2.7.0 is not among the releases listed, 2.7.1 is)
+        assert names["torch.float8_e4m3fn"] == names["torch.float8_e5m2"] == "2.1.0"
+        assert names["torch.float8_e4m3fnuz"] == "2.2.0"
+        assert names["torch.float8_e8m0fnu"] == "2.7.1"
+        assert names["torch.float4_e2m1fn_x2"] == "2.8.0"
+
+
+def _generator():
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "gen_torch_history.py"
+    spec = importlib.util.spec_from_file_location("gen_torch_history", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _wheel(folder, version, files):
+    import zipfile
+
+    with zipfile.ZipFile(folder / f"torch-{version}-cp311-cp311-manylinux_2_28_aarch64.whl", "w") as wheel:
+        for name, text in files.items():
+            wheel.writestr(name, text)
+
+
+def test_the_generator_dates_names_and_dtypes_from_wheels_in_the_committed_shape(tmp_path, monkeypatch):
+    """scripts/gen_torch_history.py on three made-up wheels (the real ones are 2.7 GB): what it
+    writes has the committed file's shape, and a dtype counts from the release whose stub or
+    c10 header has it (2.1.0's stub lacks its float8 dtypes; its header has them)."""
+    init = "def zeros(*size, out=None):\n    pass\n"
+    header = "#define FORALL(_) \\\n  _(at::Float8_e5m2, Float8_e5m2) \\\n  _(c10::Float8_e4m3fn, Float8_e4m3fn)\n"
+    _wheel(tmp_path, "1.11.0", {"torch/__init__.py": init, "torch/_C/__init__.pyi": "float32: dtype = ...\n"})
+    _wheel(tmp_path, "2.1.0", {"torch/__init__.py": init + "def compile(model, *, mode=None):\n    pass\n",
+                               "torch/_C/__init__.pyi": "float32: dtype = ...\ncomplex32: dtype = ...\n",
+                               "torch/include/c10/core/ScalarType.h": header})
+    _wheel(tmp_path, "2.7.1", {"torch/__init__.py": "def zeros(*size, out=None, device=None):\n    pass\n"
+                                                    "def compile(model, *, mode=None):\n    pass\n",
+                               "torch/_C/__init__.pyi": "float32: dtype = ...\ncomplex32: dtype = ...\n"
+                                                        "float8_e4m3fn: dtype = ...\nfloat8_e5m2: dtype = ...\n"
+                                                        "float8_e8m0fnu: dtype = ...\n"})
+    generator = _generator()
+    monkeypatch.setattr(generator, "DATA", tmp_path / "torch_history.json")
+    monkeypatch.setattr(sys, "argv", ["gen_torch_history.py", str(tmp_path)])
+    assert generator.main() == 0
+    made = json.loads((tmp_path / "torch_history.json").read_text())
+    committed = json.loads(resources.files("gpu2npu.data").joinpath("torch_history.json").read_text())
+    assert set(made) == set(committed) and made["modules"] == committed["modules"]
+    assert made["releases"] == ["1.11.0", "2.1.0", "2.7.1"]
+    assert made["names"] == {"torch.compile": "2.1.0", "torch.float8_e4m3fn": "2.1.0", "torch.float8_e5m2": "2.1.0",
+                             "torch.float8_e8m0fnu": "2.7.1"}  # (older dtypes are not tracked: complex32)
+    assert made["keywords"] == {"torch.zeros": {"device": "2.7.1"}}

@@ -301,10 +301,20 @@ def cuda_only_package(name: str, own: FrozenSet[str] = frozenset()) -> Optional[
     return None
 
 
+# torch.cuda's CUDA-graph API: torch_npu.npu has it under the same names in some releases only.
+CUDA_GRAPH_NAMES = frozenset({"CUDAGraph", "graph", "graphs", "make_graphed_callables", "graph_pool_handle"})
+
+
 def tip_for(name: str, api: Optional[ApiData] = None) -> str:
     short = name[len("torch.cuda."):] if name.startswith("torch.cuda.") else None
     if short is not None and short.split(".")[0] in NOT_EQUIVALENT:
         return NOT_EQUIVALENT[short.split(".")[0]]
+    if short is not None and api is not None and short.split(".")[0] in CUDA_GRAPH_NAMES:
+        # (asked only where the release lacks it: what it has is renamed by NPU113)
+        return (f"torch_npu {api.torch_npu_version} has no counterpart of this part of CUDA graphs (releases with NPU "
+                "graphs have torch_npu.npu.NPUGraph, graph, make_graphed_callables): run the captured code eagerly "
+                "(where the project captures in a wrapper of its own, turn off the option that chooses it, or call "
+                "the model directly), or choose a -v whose torch_npu has it")
     for key in sorted(TIPS, key=len, reverse=True):
         if name == key or name.startswith(key + ".") or (key.endswith("_") and name.startswith(key)):
             return TIPS[key]  # a key ending in "_" names a family (apply_liger_kernel_to_llama, ..._mistral)

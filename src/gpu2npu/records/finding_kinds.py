@@ -186,7 +186,7 @@ QUANTIZATION = _kind(
     "load the model in bf16/fp16, or quantize with an NPU method (the msModelSlim tools, torch_npu's quantized "
     "matmuls).",
     (("from transformers import AutoModelForCausalLM\n"
-      "model = AutoModelForCausalLM.from_pretrained(name, load_in_4bit=True)\n", "load_in_4bit", UNSUPPORTED_CSV)),
+      "model = AutoModelForCausalLM.from_pretrained(name, load_in_4bit=True)\n", "load_in_4bit", UNSUPPORTED_CSV),),
     ("from transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained(name)\n",),
 )
 

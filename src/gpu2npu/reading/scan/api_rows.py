@@ -38,7 +38,32 @@ def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool 
                     break  # it runs only after a test of that accelerator, whose own row says the torch lacks it
                 findings.extend(newer)
                 break
+    findings.extend(_newer_dtypes(scan, path, api))
     return sorted(findings)
+
+
+# The dtypes that came with later torch releases (torch_history.json tracks these families): read,
+# not called, so the calls above never see them; one the torch lacks raises AttributeError where
+# its line runs, at import for a module-level table of dtypes.
+_NEWER_DTYPE_FAMILIES = ("float8_", "float4_")
+
+
+def _newer_dtypes(scan: FileScan, path: str, api: apidata.ApiData) -> List[Finding]:
+    rows = []
+    target = api.torch_version
+    for node in scan.nodes_of_class(ast.Attribute):
+        if not node.attr.startswith(_NEWER_DTYPE_FAMILIES) or scan.release_guarded(node.lineno):
+            continue
+        for name in sorted(scan.qualified(node)):
+            added = apidata.torch_added_in(name, target) if name.startswith("torch.") else None
+            if added is not None:
+                rows.append(Finding(path, node.lineno, node.end_lineno or node.lineno, Report.UNSUPPORTED, name,
+                                    f"torch {target}, which torch_npu {api.torch_npu_version} is built for, has no "
+                                    f"such dtype (torch {added} has) and raises AttributeError here: choose the -v of "
+                                    f"the project's torch, or test for it (hasattr(torch, \"{node.attr}\"))",
+                                    NEWER_TORCH.code))
+                break
+    return rows
 
 
 # torch's modules for accelerators other than CUDA and the NPU (and their availability words)
