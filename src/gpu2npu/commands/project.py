@@ -21,6 +21,7 @@ from ..reading.dependency_files import SETUP_PY, dependency_format
 from ..dependencies.phase import dependency_entries
 from ..reading.discover import MIGRATED_KINDS, Entry, Kind, walk
 from ..migration.engine import Engine
+from ..records import results
 from ..records.results import FileResult, Status, not_migrated_row
 from ..reports import csv_reports, log as run_log
 from ..reading.linemap import source_lines, unified_diff
@@ -59,6 +60,8 @@ def run(request: RunRequest, progress: Callable[..., None] = lambda *done_and_to
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
     try:
         result = _run_into(source, staging, target, request, options, progress)
+        if results.pending_interrupt is not None:
+            raise results.pending_interrupt  # (one that landed where Python ignores what is raised)
         if source.is_dir():  # mkdtemp made it private; the result gets the input folder's mode
             os.chmod(staging, stat.S_IMODE(source.stat().st_mode) | stat.S_IRWXU)
         move_into_place(staging, target)
