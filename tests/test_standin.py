@@ -483,23 +483,31 @@ def test_ddp_hccl_two_processes(tmp_path):
 
 
 def test_every_name_of_every_release_is_imitated_or_explained(npu):
-    """torch_npu.npu, torch_npu.npu.amp, torch_npu.optim and torch_npu.profiler of each release whose
-    data gpu2npu has: each public name has a CPU meaning in the imitation, is a submodule it builds
-    from the data, or is explained (what it does has no CPU meaning: the dry run's message says why)."""
+    """torch_npu.npu, torch_npu.npu.amp, torch_npu.optim, torch_npu.profiler, torch_npu.contrib (its
+    function and module) and torch_npu.distributed of each release whose data gpu2npu has: each
+    public name has a CPU meaning in the imitation, is a submodule it builds from the data, or is
+    explained (what it does has no CPU meaning: the dry run's message says why)."""
     import glob
 
-    from torch_npu import _impl, optim, profiler
+    from torch_npu import _impl, contrib, distributed, optim, profiler
     from torch_npu.npu import amp
     from torch_npu._explained import WHY
 
     def public(module):
         return {n for n in vars(module) if not n.startswith("_")}
 
+    # (made when asked for: torchvision's where it is installed; torch.distributed's modules)
+    torchvision_made = {"ROIAlign", "FusedColorJitter"}
     imitated = {"torch_npu.npu": public(_impl) | {"amp"},
                 "torch_npu.npu.amp": public(amp) | {"ShardedGradScaler"},  # (made when asked for)
                 "torch_npu.optim": public(optim),
-                "torch_npu.profiler": public(profiler)}
+                "torch_npu.profiler": public(profiler),
+                "torch_npu.contrib": public(contrib) | torchvision_made,
+                "torch_npu.contrib.function": public(contrib.function),
+                "torch_npu.contrib.module": public(contrib.module) | torchvision_made,
+                "torch_npu.distributed": public(distributed) | set(distributed._TORCH_MODULES)}
     assert callable(amp.ShardedGradScaler) and optim.npu_fused_bert_adam.NpuFusedBertAdam is optim.NpuFusedBertAdam
+    assert distributed.rpc.__name__ == "torch.distributed.rpc"
     unexplained = {}
     for path in sorted(glob.glob(os.path.join(REPO, "src", "gpu2npu", "data", "torch_npu_*.json"))):
         with open(path, encoding="utf-8") as handle:

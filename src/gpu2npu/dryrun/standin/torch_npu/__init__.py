@@ -49,6 +49,7 @@ from . import npu
 from . import optim
 from . import profiler
 from . import contrib
+from . import distributed
 from ._fused import npu_fusion_attention, npu_rms_norm, npu_rotary_mul, npu_swiglu
 
 __version__ = "2.13.0.standin"

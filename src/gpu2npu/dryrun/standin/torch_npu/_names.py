@@ -140,3 +140,30 @@ def build_submodules(package_name, namespace, source):
         module.__getattr__ = __getattr__
         sys.modules[module.__name__] = module
         namespace[sub] = module
+
+
+def package_modules(package_name, namespace, submodules):
+    """The release's modules of `package_name` that its data lists only as names of the package
+    (torch_npu.contrib.function.iou, torch_npu.contrib.module.crossentropy): `submodules` maps
+    each to the package's names it holds, which it gives as the package does (a name the package
+    lacks fails there as here).  A module the release does not list is not made."""
+    import sys
+    import types
+
+    allowed = _allowed(package_name)
+    for sub, names in submodules.items():
+        if allowed is not None and sub not in allowed:
+            continue
+        module = types.ModuleType(f"{package_name}.{sub}")
+        held = frozenset(names)
+
+        def __getattr__(name, held=held, module_name=module.__name__):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            if name in held:
+                return getattr(sys.modules[package_name], name)
+            raise missing(module_name, name)
+
+        module.__getattr__ = __getattr__
+        sys.modules[module.__name__] = module
+        namespace[sub] = module
