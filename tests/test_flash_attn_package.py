@@ -187,3 +187,37 @@ def test_bert_padding_round_trip_and_unpadded_attention(fa):
         want = reference(seq, seq, seq, causal=True).squeeze(0)
         got = padding.pad_input(out, indices, 3, 5)[b, :length]
         assert (got - want).abs().max() <= 1e-5
+
+
+class TestSlidingWindowsNeedNoMaskOfTheSequencesSize:
+    """A sliding window is the operator's band mode (sparse_mode 4) on its 2048x2048 mask, not a
+    dense seqlen_q x seqlen_k mask (a gigabyte at 32k)."""
+
+    def calls(self, fa, monkeypatch, **keywords):
+        import torch_npu
+
+        seen = []
+        real = torch_npu.npu_fusion_attention
+
+        def recording(*args, **options):
+            seen.append(options)
+            return real(*args, **options)
+
+        monkeypatch.setattr(torch_npu, "npu_fusion_attention", recording)
+        q, k, v = tensors(1, 40, 40, 2, 2, 8)
+        fa.flash_attn_func(q, k, v, **keywords)
+        return seen
+
+    def test_a_window_is_the_band_mode_with_its_bounds(self, fa, monkeypatch):
+        (options,) = self.calls(fa, monkeypatch, window_size=(8, 0))
+        assert options["sparse_mode"] == 4 and (options["pre_tockens"], options["next_tockens"]) == (8, 0)
+        assert options["atten_mask"].shape == (2048, 2048)
+
+    def test_an_open_side_is_the_operators_unlimited_default(self, fa, monkeypatch):
+        (options,) = self.calls(fa, monkeypatch, window_size=(-1, 3))
+        assert (options["pre_tockens"], options["next_tockens"]) == (2147483647, 3)
+
+    def test_no_window_and_causal_keep_their_modes(self, fa, monkeypatch):
+        (plain,) = self.calls(fa, monkeypatch)
+        (causal,) = self.calls(fa, monkeypatch, causal=True)
+        assert "atten_mask" not in plain and causal["sparse_mode"] == 3

@@ -9,7 +9,10 @@ npu_fusion_attention):
 - dropout_p: keep_prob = 1 - dropout_p;
 - causal: flash-attn aligns the causal mask to the bottom-right corner when the query is shorter
   than the keys: sparse_mode 3 (rightDownCausal) with the operator's 2048x2048 mask;
-- window_size (left, right): a boolean mask (True = masked out) of the same band, sparse_mode 0;
+- window_size (left, right): sparse_mode 4 (band, aligned to the bottom-right corner as flash-attn's
+  window is) with pre_tockens = left and next_tockens = right (-1: the operator's unlimited
+  default) and the same 2048x2048 mask: no mask of the sequence's size is built (a dense
+  one would take seqlen_q x seqlen_k bytes, a gigabyte at 32k);
 - fewer key/value heads than query heads (GQA, MQA): passed as they are; head_num is the query's.
 """
 import math
@@ -24,7 +27,9 @@ __all__ = [
 ]
 
 RIGHT_DOWN_CAUSAL = 3  # sparse_mode: lower triangle aligned to the bottom-right corner
-_COMPRESSED_MASKS = {}  # device -> the 2048x2048 upper triangle the causal sparse modes take
+BAND = 4  # sparse_mode: keys from pre_tockens before to next_tockens after the bottom-right diagonal
+UNLIMITED = 2147483647  # pre_tockens / next_tockens: the operator's default, no limit
+_COMPRESSED_MASKS = {}  # device -> the 2048x2048 upper triangle the causal and band sparse modes take
 
 
 def _causal_mask(device):
@@ -33,19 +38,6 @@ def _causal_mask(device):
         mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool, device=device), diagonal=1)
         _COMPRESSED_MASKS[device] = mask
     return mask
-
-
-def _window_mask(seqlen_q, seqlen_k, left, right, device):
-    """flash-attn's sliding window: query i sees key j when
-    i + seqlen_k - seqlen_q - left <= j <= i + seqlen_k - seqlen_q + right (-1: no limit)."""
-    rows = torch.arange(seqlen_q, device=device).unsqueeze(1) + (seqlen_k - seqlen_q)
-    columns = torch.arange(seqlen_k, device=device).unsqueeze(0)
-    masked = torch.zeros(seqlen_q, seqlen_k, dtype=torch.bool, device=device)
-    if left >= 0:
-        masked |= columns < rows - left
-    if right >= 0:
-        masked |= columns > rows + right
-    return masked
 
 
 def _refuse(function, softcap, alibi_slopes, return_attn_probs, block_table=None):
@@ -85,7 +77,10 @@ def _attend(q, k, v, dropout_p, softmax_scale, causal, window_size, cu_seqlens_q
             f"window_size={tuple(window_size)} with variable-length sequences is not mapped to "
             "torch_npu.npu_fusion_attention: pad the batch and call flash_attn_func")
     else:
-        options.update(atten_mask=_window_mask(q.shape[1], k.shape[1], left, right, q.device), sparse_mode=0)
+        # flash-attn's sliding window: query i sees key j when
+        # i + seqlen_k - seqlen_q - left <= j <= i + seqlen_k - seqlen_q + right (-1: no limit)
+        options.update(atten_mask=_causal_mask(q.device), sparse_mode=BAND,
+                       pre_tockens=left if left >= 0 else UNLIMITED, next_tockens=right if right >= 0 else UNLIMITED)
     return torch_npu.npu_fusion_attention(q, k, v, q.shape[-2], **options)[0]
 
 
