@@ -83,7 +83,8 @@ class TestTheKindOfAPackage:
             "arrays.py": "import cupy\n\n\ndef zeros():\n    return cupy.zeros(3)\n",
         })
         codes = {(path, api): code for path, code, api in _check(root)}
-        assert codes[("kernels.py", "triton")] == "NPU929"  # a GPU kernel language
+        assert codes[("kernels.py", "triton")] == "NPU929"  # a GPU kernel language, imported: once a file
+        assert ("kernels.py", "triton.language") not in codes
         assert codes[("kernels.py", "Triton kernel copy_kernel")] == "NPU909"  # a kernel written in it
         assert codes[("monitor.py", "pynvml")] == codes[("monitor.py", "pynvml.nvmlInit")] == "NPU924"  # NVML
         assert codes[("arrays.py", "cupy")] == codes[("arrays.py", "cupy.zeros")] == "NPU916"  # CUDA kernels

@@ -68,6 +68,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         # -a: apex amp is what the user asked for (Ascend apex provides it), not a leftover.
         self.wants_apex_amp = context.options.amp_model is not None
         self.own = context.options.own_packages  # the project's own modules named as CUDA-only packages
+        self._languages_imported: Set[str] = set()  # the kernel languages whose import has its row
         self.reads_flash_attn = False  # the output imports the generated flash-attn package
         self._dead: List[cst.CSTNode] = []  # the dead-guarded nodes being visited (device_guards)
         # the functions being visited: [node, decorated as a Triton kernel, calls triton.language]
@@ -155,9 +156,21 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             what = f"{module}.{grouped[0]}" if len(grouped) == 1 else f"{module} ({', '.join(grouped)})"
             # each name's own tip where it has one (FusedRMSNorm and FusedLayerNorm differ), once each
             tips = list(dict.fromkeys(tip_for(f"{module}.{name}") for name in grouped))
-            self._add(node, _package_kind(f"{module}.{grouped[0]}"), Report.UNSUPPORTED, what,
-                      tips[0] if len(tips) == 1 else "; ".join(f"{name}: {tip_for(f'{module}.{name}')}" for name in grouped))
+            self._add_import(node, _package_kind(f"{module}.{grouped[0]}"), f"{module}.{grouped[0]}", what,
+                             tips[0] if len(tips) == 1
+                             else "; ".join(f"{name}: {tip_for(f'{module}.{name}')}" for name in grouped))
         return False
+
+    def _add_import(self, node: cst.CSTNode, kind: FindingKind, name: str, what: str, tip: str) -> None:
+        """The row of an import of a CUDA-only package; a kernel language's once per file (`import
+        triton` and `import triton.language as tl` say the same: each kernel has its own row)."""
+        language = next((language for language in KERNEL_LANGUAGES
+                         if name == language or name.startswith(language + ".")), None)
+        if language is not None:  # (not the rest of CUDA Python: cuda.bindings is the runtime)
+            if language in self._languages_imported:
+                return
+            self._languages_imported.add(language)
+        self._add(node, kind, Report.UNSUPPORTED, what, tip)
 
     def _check_imported(self, node: cst.CSTNode, name: str, local: Optional[str]) -> None:
         package = cuda_only_package(name, self.own)
@@ -166,7 +179,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         elif package is not None and local is not None and self._metadata_only(local):
             self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
         elif package is not None:
-            self._add(node, _package_kind(name), Report.UNSUPPORTED, name, tip_for(name))
+            self._add_import(node, _package_kind(name), name, name, tip_for(name))
         elif name.startswith("torch.cuda.") and not migratable_cuda_path(self.api, name.split(".")[2:]):
             self._add(node, CUDA_API, Report.UNSUPPORTED, name, tip_for(name, self.api))
         elif name.startswith(REPORTED_TORCH_NAMES):
