@@ -330,6 +330,15 @@ def lost_edits(before: bytes, after: bytes, changes) -> List[str]:
     return problems
 
 
+def write_project(root: Path, files: Dict[str, str]) -> Path:
+    """A project at `root` of these files (relative path -> text)."""
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
 def free_port() -> int:
     """A TCP port nobody listens on now, for a test's process group."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

@@ -52,6 +52,17 @@ def run_script(script_path, args, cwd, env_extra=None, timeout=300, use_standin=
     )
 
 
+def import_imitation():
+    """The imitation of torch_npu, imported into this test process (which it patches for the rest
+    of the run: only tests of the imitation call it)."""
+    if STANDIN_DIR not in sys.path:
+        sys.path.insert(0, STANDIN_DIR)
+    import torch_npu
+
+    assert getattr(torch_npu, "IS_STANDIN", False), torch_npu.__file__
+    return torch_npu
+
+
 def parse_losses(stdout):
     """Losses from lines ``step <i> loss <value>``, in the order printed."""
     losses = []

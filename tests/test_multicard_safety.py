@@ -4,28 +4,19 @@ what to run instead.  Run through the console script, as a user meets it."""
 import re
 import subprocess
 import sys
-from pathlib import Path
 
-from helpers import free_port
+from helpers import free_port, write_project
 
 
 def _gpu2npu(*args: str):
     return subprocess.run([sys.executable, "-m", "gpu2npu", *args], capture_output=True, text=True, timeout=120)
 
 
-def _project(root: Path, files: dict) -> Path:
-    for relative, text in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
 PREPARE = 'import json\n\ndef main():\n    json.dump({"n": 3}, open("data.json", "w"))\n\nif __name__ == "__main__":\n    main()\n'
 
 
 def test_s_sets_the_device_where_training_starts_not_in_a_data_script(tmp_path):
-    source = _project(tmp_path / "proj", {
+    source = write_project(tmp_path / "proj", {
         "prepare_data.py": PREPARE,
         "train.py": "import torch\nfrom engine import setup\n\ndef main():\n    setup(0)\n"
                     "    model = torch.nn.Linear(2, 2).cuda()\n\nif __name__ == '__main__':\n    main()\n",
@@ -44,7 +35,7 @@ def test_s_sets_the_device_where_training_starts_not_in_a_data_script(tmp_path):
 
 
 def test_s_refuses_a_program_that_spawns_its_workers(tmp_path):
-    source = _project(tmp_path / "proj", {
+    source = write_project(tmp_path / "proj", {
         "main.py": "import torch\nimport torch.multiprocessing as mp\n\ndef worker(gpu, args):\n"
                    "    torch.cuda.set_device(gpu)\n\nif __name__ == '__main__':\n"
                    "    mp.spawn(worker, nprocs=2, args=(None,))\n",
@@ -74,7 +65,7 @@ def test_s_refuses_a_program_started_once_per_card(tmp_path):
                                    "torch.cuda.set_device(p.parse_args().local_rank)\n"),
                        ("launch.py", "import os\nimport subprocess\nimport torch\nfor rank in range(torch.cuda.device_count()):\n"
                                      "    subprocess.Popen(['python', 'w.py'], env={**os.environ, 'LOCAL_RANK': str(rank)})\n")]:
-        source = _project(tmp_path / name[:-3], {name: text})
+        source = write_project(tmp_path / name[:-3], {name: text})
         out = tmp_path / f"out_{name[:-3]}"
         result = _gpu2npu("-i", str(source), "-o", str(out), "-v", "2.1.0", "-s")
         assert result.returncode == 2, result.stderr
@@ -88,7 +79,7 @@ def test_s_refuses_a_program_started_once_per_card(tmp_path):
 
 
 def test_s_chooses_the_device_in_the_scripts_not_in_the_modules_they_import(tmp_path):
-    source = _project(tmp_path / "proj", {
+    source = write_project(tmp_path / "proj", {
         "train.py": "import torch\nfrom model import GPT\nmodel = GPT().to('cuda')\n",
         "sample.py": "import torch\nfrom model import GPT\nmodel = GPT().to('cuda')\n",
         "model.py": "import torch\n\nclass GPT(torch.nn.Module):\n    def forward(self, x):\n"
@@ -111,7 +102,7 @@ DEVICE_MAP = ("import torch\nfrom transformers import AutoModelForCausalLM\n\n"
 
 
 def test_distributed_refuses_a_trainer_script(tmp_path):
-    source = _project(tmp_path / "proj", {"train.py": TRAINER})
+    source = write_project(tmp_path / "proj", {"train.py": TRAINER})
     result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "distributed", "-m", "train.py")
     assert result.returncode == 2
     assert "transformers/TRL Trainer" in result.stderr and "(line 6)" in result.stderr
@@ -120,7 +111,7 @@ def test_distributed_refuses_a_trainer_script(tmp_path):
 
 
 def test_distributed_refuses_a_model_placed_by_device_map(tmp_path):
-    source = _project(tmp_path / "proj", {"train.py": DEVICE_MAP})
+    source = write_project(tmp_path / "proj", {"train.py": DEVICE_MAP})
     result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "distributed", "-m", "train.py")
     assert result.returncode == 2
     assert "device_map" in result.stderr and "(line 4)" in result.stderr
@@ -129,7 +120,7 @@ def test_distributed_refuses_a_model_placed_by_device_map(tmp_path):
 def test_distributed_still_converts_a_plain_script_that_imports_transformers(tmp_path):
     plain = ("import torch\nfrom transformers import AutoTokenizer\n\ntok = AutoTokenizer.from_pretrained('t')\n"
              "model = torch.nn.Linear(2, 2).cuda()\nloader = torch.utils.data.DataLoader(ds, batch_size=4)\n")
-    source = _project(tmp_path / "proj", {"train.py": plain})
+    source = write_project(tmp_path / "proj", {"train.py": plain})
     result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "distributed", "-m", "train.py")
     assert result.returncode == 0, result.stderr
 
@@ -173,7 +164,7 @@ def test_a_spawning_program_migrated_without_s_runs_each_worker_on_its_own_npu(t
     from standin_runner import run_script
     from test_migrated_runs import data_file
 
-    source = _project(tmp_path / "proj", {"main.py": SPAWN_WORKERS})
+    source = write_project(tmp_path / "proj", {"main.py": SPAWN_WORKERS})
     result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0")
     assert result.returncode == 0, result.stderr
     migrated = tmp_path / "out" / "proj_msft" / "main.py"
@@ -189,7 +180,7 @@ def test_a_spawning_program_migrated_without_s_runs_each_worker_on_its_own_npu(t
 
 
 def test_distributed_says_so_when_the_script_wraps_its_model_itself(tmp_path):
-    source = _project(tmp_path / "proj", {"train.py": (
+    source = write_project(tmp_path / "proj", {"train.py": (
         "import os\nimport torch\nimport torch.distributed as dist\n"
         "from torch.nn.parallel import DistributedDataParallel as DDP\n\n\ndef main():\n"
         "    dist.init_process_group('nccl')\n    model = torch.nn.Linear(2, 2).cuda()\n"

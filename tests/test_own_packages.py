@@ -6,21 +6,13 @@ import json
 from pathlib import Path
 
 from gpu2npu.reading.discover import own_packages
-from helpers import migrate, read_csv, run_cli
+from helpers import migrate, read_csv, run_cli, write_project
 
 KERNEL = ("import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef copy_kernel(x_ptr, y_ptr):\n"
           "    offsets = tl.arange(0, 16)\n    tl.store(y_ptr + offsets, tl.load(x_ptr + offsets))\n\n\n"
           "def block_size(n):\n    return triton.next_power_of_2(n)\n")
 USER = ("import torch\nfrom liger_kernel.ops.utils import block_size\n\n\n"
         "def rows(x):\n    return block_size(x.shape[-1])\n")
-
-
-def _write(root: Path, files: dict) -> Path:
-    for relative, text in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
 
 
 def _check(root: Path):
@@ -31,7 +23,7 @@ def _check(root: Path):
 
 class TestAProjectThatIsThePackage:
     def test_its_own_modules_are_no_cuda_only_package(self, tmp_path):
-        root = _write(tmp_path / "liger", {"liger_kernel/__init__.py": "", "liger_kernel/ops/__init__.py": "",
+        root = write_project(tmp_path / "liger", {"liger_kernel/__init__.py": "", "liger_kernel/ops/__init__.py": "",
                                            "liger_kernel/ops/utils.py": KERNEL, "liger_kernel/layers.py": USER})
         rows = _check(root)
         assert not [row for row in rows if row[2].startswith("liger_kernel")], rows
@@ -40,15 +32,15 @@ class TestAProjectThatIsThePackage:
         assert ("liger_kernel/ops/utils.py", "NPU909", "Triton kernel copy_kernel") in rows
 
     def test_an_unpacked_sdist_or_a_src_layout_is_the_package_too(self, tmp_path):
-        sdist = _write(tmp_path / "sdist", {"liger_kernel-0.8.5/liger_kernel/__init__.py": "",
+        sdist = write_project(tmp_path / "sdist", {"liger_kernel-0.8.5/liger_kernel/__init__.py": "",
                                             "liger_kernel-0.8.5/liger_kernel/layers.py": USER})
-        src = _write(tmp_path / "src_layout", {"src/liger_kernel/__init__.py": "", "src/liger_kernel/layers.py": USER})
+        src = write_project(tmp_path / "src_layout", {"src/liger_kernel/__init__.py": "", "src/liger_kernel/layers.py": USER})
         assert own_packages(sdist) == own_packages(src) == frozenset({"liger_kernel"})
         assert not [row for row in _check(sdist) + _check(src) if row[2].startswith("liger_kernel")]
 
     def test_its_imports_are_not_pointed_at_a_generated_package(self, tmp_path):
         source = "import torch\nfrom flash_attn.bert_padding import pad_input, unpad_input\n"
-        root = _write(tmp_path / "flash-attention", {"flash_attn/__init__.py": "",
+        root = write_project(tmp_path / "flash-attention", {"flash_attn/__init__.py": "",
                                                      "flash_attn/bert_padding.py": "def pad_input(x):\n    return x\n",
                                                      "training/run.py": source})
         target = migrate(root, tmp_path / "out")
@@ -59,25 +51,25 @@ class TestAProjectThatIsThePackage:
 
 class TestAProjectThatUsesThePackage:
     def test_an_import_of_the_installed_package_is_reported(self, tmp_path):
-        root = _write(tmp_path / "trainer", {"train.py": USER})
+        root = write_project(tmp_path / "trainer", {"train.py": USER})
         assert own_packages(root) == frozenset()
         assert ("train.py", "NPU916", "liger_kernel.ops.utils.block_size") in _check(root)
 
     def test_a_folder_without_init_is_no_package_of_the_project(self, tmp_path):
         # (a namespace folder loses to the installed regular package of the name)
-        root = _write(tmp_path / "trainer", {"liger_kernel/notes.py": "", "train.py": USER})
+        root = write_project(tmp_path / "trainer", {"liger_kernel/notes.py": "", "train.py": USER})
         assert own_packages(root) == frozenset()
         assert ("train.py", "NPU916", "liger_kernel.ops.utils.block_size") in _check(root)
 
     def test_its_flash_attn_imports_still_go_to_the_generated_package(self, tmp_path):
-        root = _write(tmp_path / "trainer", {"run.py": "import torch\nfrom flash_attn.bert_padding import pad_input, unpad_input\n"})
+        root = write_project(tmp_path / "trainer", {"run.py": "import torch\nfrom flash_attn.bert_padding import pad_input, unpad_input\n"})
         target = migrate(root, tmp_path / "out")
         assert "ascend_flash_attn.bert_padding" in (target / "run.py").read_text()
 
 
 class TestTheKindOfAPackage:
     def test_each_kind_has_its_code(self, tmp_path):
-        root = _write(tmp_path / "project", {
+        root = write_project(tmp_path / "project", {
             "kernels.py": KERNEL,
             "monitor.py": "import pynvml\n\n\ndef init():\n    pynvml.nvmlInit()\n",
             "arrays.py": "import cupy\n\n\ndef zeros():\n    return cupy.zeros(3)\n",

@@ -9,7 +9,6 @@ subprocess through ``standin_runner.run_script``.
 import io
 import json
 import os
-import socket
 import sys
 import textwrap
 
@@ -17,7 +16,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from standin_runner import STANDIN_DIR, parse_losses, run_script  # noqa: E402
+from helpers import free_port  # noqa: E402
+from standin_runner import import_imitation, parse_losses, run_script  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REAL_DATA = os.path.join(REPO, "src", "gpu2npu", "data",
@@ -34,24 +34,13 @@ REQUIRED_NPU = [
 
 @pytest.fixture(scope="module")
 def npu():
-    if STANDIN_DIR not in sys.path:
-        sys.path.insert(0, STANDIN_DIR)
-    import torch_npu
-
-    assert getattr(torch_npu, "IS_STANDIN", False), torch_npu.__file__
-    return torch_npu
+    return import_imitation()
 
 
 def _script(tmp_path, body, name="script.py"):
     p = tmp_path / name
     p.write_text(textwrap.dedent(body))
     return p
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # --------------------------------------------------------------------------- API
@@ -476,7 +465,7 @@ if __name__ == "__main__":
 
 def test_ddp_hccl_two_processes(tmp_path):
     script = _script(tmp_path, DDP_SCRIPT)
-    res = run_script(script, [_free_port()], cwd=tmp_path, timeout=240,
+    res = run_script(script, [free_port()], cwd=tmp_path, timeout=240,
                      env_extra={"STANDIN_NPU_COUNT": "2"})
     assert res.returncode == 0, res.stdout + res.stderr
     assert "rank 0 ok" in res.stdout and "rank 1 ok" in res.stdout

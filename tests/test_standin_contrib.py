@@ -12,17 +12,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from helpers import free_port  # noqa: E402
-from standin_runner import STANDIN_DIR, standin_env  # noqa: E402
+from standin_runner import import_imitation, standin_env  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def npu():
-    if STANDIN_DIR not in sys.path:
-        sys.path.insert(0, STANDIN_DIR)
-    import torch_npu
-
-    assert getattr(torch_npu, "IS_STANDIN", False), torch_npu.__file__
-    return torch_npu
+    return import_imitation()
 
 
 class TestContribFunctions:

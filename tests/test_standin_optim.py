@@ -5,24 +5,18 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from helpers import free_port  # noqa: E402
-from standin_runner import STANDIN_DIR, run_script  # noqa: E402
+from standin_runner import STANDIN_DIR, import_imitation, run_script  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def optim():
-    if STANDIN_DIR not in sys.path:
-        sys.path.insert(0, STANDIN_DIR)
-    import torch_npu
-
-    assert getattr(torch_npu, "IS_STANDIN", False), torch_npu.__file__
-    return torch_npu.optim
+    return import_imitation().optim
 
 
 def _stepped(optimizer_class, weight, grad, steps=1, **arguments):

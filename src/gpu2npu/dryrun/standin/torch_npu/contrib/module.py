@@ -29,43 +29,23 @@ Swish = _torch.nn.SiLU
 Mish = _torch.nn.Mish
 
 
-def _int32_count(norm):
-    """torch_npu's fast batch norms count batches in int32 (torch's in int64): the buffer, and so
-    a checkpoint's entry, has that dtype."""
-    if norm.track_running_stats:
-        norm.num_batches_tracked = _torch.tensor(0, dtype=_torch.int32)
-
-
-class FastBatchNorm1d(_torch.nn.BatchNorm1d):
-    """BatchNorm1d, counting batches in int32."""
+def _counting_in_int32(base):
+    """`base` (a torch norm class) counting its batches in int32, as torch_npu's fast batch norms
+    do (torch counts in int64): the buffer, and so a checkpoint's entry, has that dtype."""
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        _int32_count(self)
+        base.__init__(self, *args, **kwargs)
+        if self.track_running_stats:
+            self.num_batches_tracked = _torch.tensor(0, dtype=_torch.int32)
+
+    return type(f"Fast{base.__name__}", (base,), {
+        "__init__": __init__, "__module__": __name__, "__doc__": f"{base.__name__}, counting batches in int32."})
 
 
-class FastBatchNorm2d(_torch.nn.BatchNorm2d):
-    """BatchNorm2d, counting batches in int32."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        _int32_count(self)
-
-
-class FastBatchNorm3d(_torch.nn.BatchNorm3d):
-    """BatchNorm3d, counting batches in int32."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        _int32_count(self)
-
-
-class FastSyncBatchNorm(_torch.nn.SyncBatchNorm):
-    """SyncBatchNorm, counting batches in int32."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        _int32_count(self)
+FastBatchNorm1d = _counting_in_int32(_torch.nn.BatchNorm1d)
+FastBatchNorm2d = _counting_in_int32(_torch.nn.BatchNorm2d)
+FastBatchNorm3d = _counting_in_int32(_torch.nn.BatchNorm3d)
+FastSyncBatchNorm = _counting_in_int32(_torch.nn.SyncBatchNorm)
 
 
 class LabelSmoothingCrossEntropy(_torch.nn.Module):
