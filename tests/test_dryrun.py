@@ -468,3 +468,45 @@ class TestVenv:
         done = dryrun("-v", "2.1.0", "--venv", tmp_path / "env", "--python", sys.executable, "--", "python", "x.py",
                       cwd=tmp_path)
         assert done.returncode == 2 and "--venv and --python name two environments" in done.stderr
+
+
+CONTRIB_TRAINER = """\
+import torch
+import torch_npu
+from torch_npu.contrib.function import npu_multiclass_nms
+from torch_npu.contrib.module import FastBatchNorm2d, LabelSmoothingCrossEntropy
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), FastBatchNorm2d(4), torch.nn.Flatten(),
+                            torch.nn.Linear(4 * 6 * 6, 5)).npu()
+loss_of = LabelSmoothingCrossEntropy(num_classes=5, smooth_factor=0.1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    images, labels = torch.randn(8, 3, 8, 8).npu(), torch.randint(0, 5, (8,)).npu()
+    loss = loss_of(model(images), labels)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    print(f"step {step} loss {loss.item():.4f}")
+boxes, labels = npu_multiclass_nms(torch.rand(10, 4) * 10, torch.rand(10, 3), max_num=5)
+print(tuple(boxes.shape), tuple(labels.shape))
+if __import__("sys").argv[1:] == ["--focus"]:
+    from torch_npu.contrib.module import Focus
+"""
+
+
+def test_what_torch_npu_contrib_documents_runs_and_what_it_cannot_says_why(tmp_path):
+    """A program on torch_npu.contrib's fast batch norm, label-smoothing loss and NMS trains in a
+    dry run for torch_npu 2.1.0; one that imports Focus fails, naming the file, line and why."""
+    (tmp_path / "train.py").write_text(CONTRIB_TRAINER)
+    report = tmp_path / "report.json"
+    done = dryrun("-v", "2.1.0", "--report", report, "--", "python", "train.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    assert "step 2 loss" in done.stdout and "(5, 5) (5,)" in done.stdout
+    assert json.loads(report.read_text(encoding="utf-8"))["hits"] == []
+    focus = dryrun("-v", "2.1.0", "--report", report, "--", "python", "train.py", "--focus", cwd=tmp_path)
+    assert focus.returncode == 1
+    [hit] = json.loads(report.read_text(encoding="utf-8"))["hits"]
+    line = CONTRIB_TRAINER.splitlines().index("    from torch_npu.contrib.module import Focus") + 1
+    assert hit["what"] == "torch_npu.contrib.module.Focus" and hit["where"] == f"train.py:{line}", hit
+    assert "slicing" in focus.stderr

@@ -212,6 +212,19 @@ def _rank_collisions(ranks: Dict[str, dict], npus: int = 0) -> List[Tuple[str, s
     return found
 
 
+def _why_not_imitated(what: str) -> Optional[str]:
+    """Why the imitation does not implement `what` (a qualified torch_npu name), as the dry run's
+    own message says it (torch_npu/_explained.py, read as a file: the imitation's package loads
+    only under the name torch_npu, in the processes a dry run starts)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent / "standin" / "torch_npu" / "_explained.py"
+    spec = importlib.util.spec_from_file_location("gpu2npu_dryrun_explained", path)
+    explained = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(explained)
+    return explained.WHY.get(what.rsplit(".", 1)[-1])
+
+
 def summary(result: DryRunResult) -> str:
     """What the console says at the end of a dry run."""
     ran = f"; torch {result.torch_ran} ran" if result.torch_ran else "; no process imported torch"
@@ -242,9 +255,11 @@ def summary(result: DryRunResult) -> str:
         lines.append("  optimizer steps: " + ", ".join(f"rank {rank}: {steps}" if rank.isdigit() and len(rank) < 4
                                                        else f"{steps}" for rank, steps in sorted(result.steps.items())))
     for hit in result.hits:
+        why = _why_not_imitated(hit["what"]) if hit["kind"] == "not imitated" else None
         label = {"cuda": "CUDA left", "missing": "not in this torch_npu release",
                  "keyword": "an argument this torch_npu release does not take",
-                 "not imitated": "not imitated on the CPU (torch_npu has it; try it on the NPU)",
+                 "not imitated": f"not imitated on the CPU, as {why} (torch_npu has it; try it on the NPU)" if why
+                 else "not imitated on the CPU (torch_npu has it; try it on the NPU)",
                  "compile": "a compiler this torch_npu release does not have for the NPU",
                  "rank": "a rank using another rank's NPU", "ranks": "ranks that collide",
                  "install": "does not install in the dry run's environment"}.get(hit["kind"], hit["kind"])
