@@ -24,7 +24,7 @@ def _check(root: Path):
 class TestAProjectThatIsThePackage:
     def test_its_own_modules_are_no_cuda_only_package(self, tmp_path):
         root = write_project(tmp_path / "liger", {"liger_kernel/__init__.py": "", "liger_kernel/ops/__init__.py": "",
-                                           "liger_kernel/ops/utils.py": KERNEL, "liger_kernel/layers.py": USER})
+                                                  "liger_kernel/ops/utils.py": KERNEL, "liger_kernel/layers.py": USER})
         rows = _check(root)
         assert not [row for row in rows if row[2].startswith("liger_kernel")], rows
         # what is CUDA in its code keeps its rows: the kernel language imported, the kernel itself
@@ -33,16 +33,17 @@ class TestAProjectThatIsThePackage:
 
     def test_an_unpacked_sdist_or_a_src_layout_is_the_package_too(self, tmp_path):
         sdist = write_project(tmp_path / "sdist", {"liger_kernel-0.8.5/liger_kernel/__init__.py": "",
-                                            "liger_kernel-0.8.5/liger_kernel/layers.py": USER})
+                                                   "liger_kernel-0.8.5/liger_kernel/layers.py": USER,
+                                                   "liger_kernel-0.8.5/pyproject.toml": "[project]\nname = 'liger'\n"})
         src = write_project(tmp_path / "src_layout", {"src/liger_kernel/__init__.py": "", "src/liger_kernel/layers.py": USER})
         assert own_packages(sdist) == own_packages(src) == frozenset({"liger_kernel"})
         assert not [row for row in _check(sdist) + _check(src) if row[2].startswith("liger_kernel")]
 
     def test_its_imports_are_not_pointed_at_a_generated_package(self, tmp_path):
         source = "import torch\nfrom flash_attn.bert_padding import pad_input, unpad_input\n"
-        root = write_project(tmp_path / "flash-attention", {"flash_attn/__init__.py": "",
-                                                     "flash_attn/bert_padding.py": "def pad_input(x):\n    return x\n",
-                                                     "training/run.py": source})
+        root = write_project(tmp_path / "flash-attention", {
+            "flash_attn/__init__.py": "", "flash_attn/bert_padding.py": "def pad_input(x):\n    return x\n",
+            "training/run.py": source})
         target = migrate(root, tmp_path / "out")
         assert (target / "training/run.py").read_text().startswith(source)
         assert not (target / "ascend_flash_attn").exists()
@@ -55,6 +56,12 @@ class TestAProjectThatUsesThePackage:
         assert own_packages(root) == frozenset()
         assert ("train.py", "NPU916", "liger_kernel.ops.utils.block_size") in _check(root)
 
+    def test_a_copy_kept_in_a_folder_on_no_path_is_not_the_projects(self, tmp_path):
+        # (third_party/ is not where Python looks: `import liger_kernel` loads the installed one)
+        root = write_project(tmp_path / "trainer", {"third_party/liger_kernel/__init__.py": "", "train.py": USER})
+        assert own_packages(root) == frozenset()
+        assert ("train.py", "NPU916", "liger_kernel.ops.utils.block_size") in _check(root)
+
     def test_a_folder_without_init_is_no_package_of_the_project(self, tmp_path):
         # (a namespace folder loses to the installed regular package of the name)
         root = write_project(tmp_path / "trainer", {"liger_kernel/notes.py": "", "train.py": USER})
@@ -62,7 +69,8 @@ class TestAProjectThatUsesThePackage:
         assert ("train.py", "NPU916", "liger_kernel.ops.utils.block_size") in _check(root)
 
     def test_its_flash_attn_imports_still_go_to_the_generated_package(self, tmp_path):
-        root = write_project(tmp_path / "trainer", {"run.py": "import torch\nfrom flash_attn.bert_padding import pad_input, unpad_input\n"})
+        source = "import torch\nfrom flash_attn.bert_padding import pad_input, unpad_input\n"
+        root = write_project(tmp_path / "trainer", {"run.py": source})
         target = migrate(root, tmp_path / "out")
         assert "ascend_flash_attn.bert_padding" in (target / "run.py").read_text()
 

@@ -48,19 +48,25 @@ class Entry:
     kind: Kind
 
 
+# What makes a folder a Python project's root (where its packages are imported from).
+_PROJECT_FILES = ("setup.py", "pyproject.toml", "setup.cfg")
+
+
 def own_packages(source: Path) -> FrozenSet[str]:
     """The CUDA-only packages (top-level names) that the project at `source` (a folder, or a
     file's folder) holds as its own: a package folder (with __init__.py) or a module file of the
-    name at its root, in src/, or one folder down (an unpacked sdist `name-1.0/name`, a
-    monorepo's `python/name`).  Run from there, `import name` loads that code (a regular package
-    or module found first on the path wins over an installed one): the project is the package,
-    as where liger_kernel or flash-attn itself is migrated."""
+    name at its root, in src/, or in a folder one down that is a Python project's root itself (a
+    setup.py, pyproject.toml or setup.cfg: an unpacked sdist `name-1.0/name`, a monorepo's
+    `python/name`).  Run from there, `import name` loads that code (a regular package or module
+    found first on the path wins over an installed one): the project is the package, as where
+    liger_kernel or flash-attn itself is migrated.  A copy kept in `third_party/name` is not:
+    that folder is on no path, and `import name` loads the installed package."""
     root = source if source.is_dir() else source.parent
     folders = [root, root / "src"]
     try:
         folders += [Path(entry.path) for entry in os.scandir(root)
                     if entry.is_dir(follow_symlinks=False) and not entry.name.startswith(".")
-                    and not os.path.exists(os.path.join(entry.path, "__init__.py"))]
+                    and any(os.path.isfile(os.path.join(entry.path, marker)) for marker in _PROJECT_FILES)]
     except OSError:
         pass  # (an unlistable root: its own listing error is reported by the walk)
     names = {package.split(".", 1)[0] for package in CUDA_ONLY_PACKAGES}
