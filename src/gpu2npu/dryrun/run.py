@@ -11,6 +11,7 @@ once with NPUS=0,...,N-1 and starts its ranks itself.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -214,15 +215,21 @@ def _rank_collisions(ranks: Dict[str, dict], npus: int = 0) -> List[Tuple[str, s
 
 def _why_not_imitated(what: str) -> Optional[str]:
     """Why the imitation does not implement `what` (a qualified torch_npu name), as the dry run's
-    own message says it (torch_npu/_explained.py, read as a file: the imitation's package loads
-    only under the name torch_npu, in the processes a dry run starts)."""
+    own message says it."""
+    return _explained_reasons().get(what.rsplit(".", 1)[-1])
+
+
+@functools.lru_cache(maxsize=None)
+def _explained_reasons() -> Dict[str, str]:
+    """torch_npu/_explained.py's WHY, read once, as a file: the imitation's package loads only under
+    the name torch_npu, in the processes a dry run starts."""
     import importlib.util
 
-    path = Path(__file__).resolve().parent / "standin" / "torch_npu" / "_explained.py"
-    spec = importlib.util.spec_from_file_location("gpu2npu_dryrun_explained", path)
+    spec = importlib.util.spec_from_file_location("gpu2npu_dryrun_explained", HERE / "standin" / "torch_npu" /
+                                                  "_explained.py")
     explained = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(explained)
-    return explained.WHY.get(what.rsplit(".", 1)[-1])
+    return explained.WHY
 
 
 def summary(result: DryRunResult) -> str:

@@ -46,6 +46,12 @@ def _callee(expression: cst.BaseExpression) -> cst.BaseExpression:
     return expression.func if isinstance(expression, cst.Call) else expression
 
 
+def _kernel_language(name: str) -> Optional[str]:
+    """The kernel language (of KERNEL_LANGUAGES) that the qualified `name` belongs to, if any."""
+    return next((language for language in KERNEL_LANGUAGES if name == language or name.startswith(language + ".")),
+                None)
+
+
 def _package_kind(name: str) -> FindingKind:
     """The kind of the row of a name of a CUDA-only package."""
     return _PACKAGE_KINDS.get(cuda_only_package(name), CUDA_ONLY_PACKAGE)
@@ -164,8 +170,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
     def _add_import(self, node: cst.CSTNode, kind: FindingKind, name: str, what: str, tip: str) -> None:
         """The row of an import of a CUDA-only package; a kernel language's once per file (`import
         triton` and `import triton.language as tl` say the same: each kernel has its own row)."""
-        language = next((language for language in KERNEL_LANGUAGES
-                         if name == language or name.startswith(language + ".")), None)
+        language = _kernel_language(name)
         if language is not None:  # (not the rest of CUDA Python: cuda.bindings is the runtime)
             if language in self._languages_imported:
                 return
@@ -235,7 +240,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             package = cuda_only_package(name, self.own)
             if package in KERNEL_PACKAGES and self._in_kernel(name):
                 return  # the kernel has its row: not one per tl.load of it
-            if any(name == language or name.startswith(language + ".") for language in KERNEL_LANGUAGES):
+            if _kernel_language(name) is not None:
                 return  # a launch helper (triton.cdiv, cute.compile): the import and each kernel have the rows
             if package is not None and self._is_called(node) and not (self.wants_apex_amp and _is_apex_amp(name)):
                 self._add(node, _package_kind(name), Report.UNSUPPORTED, name, tip_for(name))

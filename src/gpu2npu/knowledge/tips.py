@@ -231,10 +231,9 @@ CUDA_ONLY_PACKAGES = (
     "vllm.distributed.device_communicators.pynccl",
 )
 
-# The CUDA-only packages whose rows are of a kind of their own (the others' are NPU916's): the GPU
-# kernel languages (each kernel written in one has a row besides) and NVIDIA's management library
-# (the nvidia-smi of Python).
-KERNEL_LANGUAGE_PACKAGES = ("triton", "cutlass", "cuda", "numba.cuda")
+# NVIDIA's management library (the nvidia-smi of Python): its rows are of a kind of their own
+# (NPU924), as the kernel languages' are (KERNEL_LANGUAGE_PACKAGES); the other CUDA-only
+# packages' are NPU916's.
 NVIDIA_MANAGEMENT_PACKAGES = ("pynvml", "nvidia_smi", "GPUtil", "gpustat")
 
 
@@ -262,6 +261,8 @@ KERNEL_DECORATORS = {
 }
 # The packages of those languages: their names used inside a kernel are the kernel's row.
 KERNEL_PACKAGES = ("triton", "cutlass", "cuda")
+# The packages that are GPU kernel languages, imported (NPU929): those, and numba's CUDA kernels.
+KERNEL_LANGUAGE_PACKAGES = KERNEL_PACKAGES + ("numba.cuda",)
 # Names under which a module of the project hands Triton on (`from vllm.triton_utils import tl,
 # triton`, DeepSpeed's `from deepspeed.ops.triton_ops._triton import triton, tl`, a project's own
 # `from .utils import triton`): they stand for Triton itself, so that the kernels written with them
