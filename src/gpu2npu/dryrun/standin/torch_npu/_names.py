@@ -117,29 +117,20 @@ def build_submodules(package_name, namespace, source):
     ...), each holding the names it lists that `source` (the module whose imitation they share)
     has; a listed name `source` makes when asked for is asked of it then, any other fails as a
     missing name does.  A submodule the package binds itself is left as it is."""
-    import sys
-    import types
-
     for sub, names in modules_of(package_name).items():
         if sub in namespace:
             continue
-        module = types.ModuleType(f"{package_name}.{sub}")
         listed = frozenset(name for name in names if not name.startswith("_"))
+        module_name = f"{package_name}.{sub}"
+
+        def lookup(name, module_name=module_name):
+            try:
+                return getattr(source, name)
+            except AttributeError:
+                raise missing(module_name, name) from None
+
+        module = namespace[sub] = _held_module(module_name, listed, lookup)
         module.__dict__.update({name: vars(source)[name] for name in listed if name in vars(source)})
-
-        def __getattr__(name, listed=listed, module_name=module.__name__):
-            if name.startswith("__"):  # (import machinery and inspect asking for __path__, __wrapped__...)
-                raise AttributeError(name)
-            if name in listed:
-                try:
-                    return getattr(source, name)
-                except AttributeError:
-                    pass
-            raise missing(module_name, name)
-
-        module.__getattr__ = __getattr__
-        sys.modules[module.__name__] = module
-        namespace[sub] = module
 
 
 def package_modules(package_name, namespace, submodules):
@@ -148,22 +139,29 @@ def package_modules(package_name, namespace, submodules):
     each to the package's names it holds, which it gives as the package does (a name the package
     lacks fails there as here).  A module the release does not list is not made."""
     import sys
-    import types
 
     allowed = _allowed(package_name)
     for sub, names in submodules.items():
-        if allowed is not None and sub not in allowed:
-            continue
-        module = types.ModuleType(f"{package_name}.{sub}")
-        held = frozenset(names)
+        if allowed is None or sub in allowed:
+            namespace[sub] = _held_module(f"{package_name}.{sub}", frozenset(names),
+                                          lambda name: getattr(sys.modules[package_name], name))
 
-        def __getattr__(name, held=held, module_name=module.__name__):
-            if name.startswith("__"):
-                raise AttributeError(name)
-            if name in held:
-                return getattr(sys.modules[package_name], name)
-            raise missing(module_name, name)
 
-        module.__getattr__ = __getattr__
-        sys.modules[module.__name__] = module
-        namespace[sub] = module
+def _held_module(module_name, held, lookup):
+    """A module, registered in sys.modules, whose names `held` are `lookup(name)` when asked for;
+    any other fails as a missing name does."""
+    import sys
+    import types
+
+    module = types.ModuleType(module_name)
+
+    def __getattr__(name):
+        if name.startswith("__"):  # (import machinery and inspect asking for __path__, __wrapped__...)
+            raise AttributeError(name)
+        if name in held:
+            return lookup(name)
+        raise missing(module_name, name)
+
+    module.__getattr__ = __getattr__
+    sys.modules[module_name] = module
+    return module

@@ -10,16 +10,6 @@ from . import function, module
 globals().update({name: value for part in (function, module) for name, value in vars(part).items()
                   if not name.startswith("_") and not isinstance(value, _types.ModuleType)})
 
-_names.apply_filter(__name__, globals())
-_missing_name = globals()["__getattr__"]
-
-
-def __getattr__(name):
-    """The names the parts make when asked (ROIAlign, FusedColorJitter where torchvision is
-    installed) are asked of them; the rest fail as missing."""
-    if name in ("ROIAlign", "FusedColorJitter"):
-        try:
-            return getattr(module, name)
-        except AttributeError:
-            pass
-    return _missing_name(name)
+# (the names the module part makes when first asked for are asked of it then)
+_names.apply_filter(__name__, globals(), made_when_asked={
+    name: (lambda name=name: getattr(module, name)) for name in module._MADE_FROM_TORCHVISION})

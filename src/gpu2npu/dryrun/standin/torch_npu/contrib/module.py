@@ -177,21 +177,24 @@ _SUBMODULES = {
     "roi_align": ("ROIAlign",),
 }
 
-_names.apply_filter(__name__, globals())
-_names.package_modules(__name__, globals(), _SUBMODULES)
-_missing_name = globals()["__getattr__"]
-
-
-def __getattr__(name):
+def _from_torchvision(name):
     """ROIAlign is torchvision's RoIAlign, FusedColorJitter torchvision's ColorJitter (the same
     random brightness, contrast, saturation and hue changes, which torch_npu makes in one matrix
-    product), where torchvision is installed; the rest fail as missing."""
-    if name in ("ROIAlign", "FusedColorJitter"):
+    product), made when first asked for where torchvision is installed; without it they fail as
+    missing names do."""
+
+    def make():
         try:
             from torchvision.ops import RoIAlign
             from torchvision.transforms import ColorJitter
-
-            return RoIAlign if name == "ROIAlign" else ColorJitter
         except ImportError:
-            pass
-    return _missing_name(name)
+            raise _names.missing(__name__, name) from None
+        return RoIAlign if name == "ROIAlign" else ColorJitter
+
+    return make
+
+
+_MADE_FROM_TORCHVISION = ("ROIAlign", "FusedColorJitter")
+_names.apply_filter(__name__, globals(),
+                    made_when_asked={name: _from_torchvision(name) for name in _MADE_FROM_TORCHVISION})
+_names.package_modules(__name__, globals(), _SUBMODULES)
