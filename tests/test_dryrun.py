@@ -510,3 +510,42 @@ def test_what_torch_npu_contrib_documents_runs_and_what_it_cannot_says_why(tmp_p
     line = CONTRIB_TRAINER.splitlines().index("    from torch_npu.contrib.module import Focus") + 1
     assert hit["what"] == "torch_npu.contrib.module.Focus" and hit["where"] == f"train.py:{line}", hit
     assert "slicing" in focus.stderr
+
+
+OPERATOR_TRAINER = """\
+import sys
+import torch
+import torch_npu
+
+layer = torch.nn.Linear(8, 8).npu()
+optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
+gamma = torch.ones(8).npu()
+for step in range(2):
+    hidden = torch_npu.npu_fast_gelu(layer(torch.randn(4, 8).npu()))
+    normed, _ = torch_npu.npu_rms_norm(hidden, gamma)
+    loss = normed.pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    print(f"step {step} loss {loss.item():.4f}")
+if sys.argv[1:] == ["--quantized"]:
+    torch_npu.npu_quant_matmul(hidden.to(torch.int8), torch.ones(8, 8, dtype=torch.int8), torch.ones(1))
+"""
+
+
+def test_an_operator_of_the_release_runs_and_one_without_a_cpu_meaning_says_why(tmp_path):
+    """torch_npu's own operators: npu_fast_gelu and npu_rms_norm train in a dry run for torch_npu
+    2.1.0; npu_quant_matmul fails, and the summary names the file, line and why."""
+    (tmp_path / "train.py").write_text(OPERATOR_TRAINER)
+    report = tmp_path / "report.json"
+    done = dryrun("-v", "2.1.0", "--report", report, "--", "python", "train.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    assert "step 1 loss" in done.stdout
+    assert json.loads(report.read_text(encoding="utf-8"))["hits"] == []
+    quantized = dryrun("-v", "2.1.0", "--report", report, "--", "python", "train.py", "--quantized", cwd=tmp_path)
+    assert quantized.returncode == 1
+    [hit] = json.loads(report.read_text(encoding="utf-8"))["hits"]
+    line = OPERATOR_TRAINER.splitlines().index(
+        "    torch_npu.npu_quant_matmul(hidden.to(torch.int8), torch.ones(8, 8, dtype=torch.int8), torch.ones(1))") + 1
+    assert hit["what"] == "torch_npu.npu_quant_matmul" and hit["where"] == f"train.py:{line}", hit
+    assert hit["kind"] == "not imitated" and "int8/int4 quantized kernels" in quantized.stderr

@@ -472,15 +472,15 @@ def test_ddp_hccl_two_processes(tmp_path):
 
 
 def test_every_name_of_every_release_is_imitated_or_explained(npu):
-    """torch_npu.npu, torch_npu.npu.amp, torch_npu.optim, torch_npu.profiler, torch_npu.contrib (its
-    function and module) and torch_npu.distributed of each release whose data gpu2npu has: each
-    public name has a CPU meaning in the imitation, is a submodule it builds from the data, or is
-    explained (what it does has no CPU meaning: the dry run's message says why)."""
+    """torch_npu's operators (torch_npu.npu_*), torch_npu.npu, torch_npu.npu.amp, torch_npu.optim,
+    torch_npu.profiler, torch_npu.contrib (its function and module) and torch_npu.distributed of each
+    release whose data gpu2npu has: each public name has a CPU meaning in the imitation, is a
+    submodule it builds from the data, or is explained (the dry run's message says why)."""
     import glob
 
     from torch_npu import _impl, contrib, distributed, optim, profiler
     from torch_npu.npu import amp
-    from torch_npu._explained import WHY
+    from torch_npu._explained import OPERATOR_WHY, WHY, operator_why
 
     def public(module):
         return {n for n in vars(module) if not n.startswith("_")}
@@ -506,8 +506,44 @@ def test_every_name_of_every_release_is_imitated_or_explained(npu):
             left = sorted(set(modules.get(module, ())) - have - submodules - set(WHY))
             if left:
                 unexplained[f"{os.path.basename(path)} {module}"] = left
+        # torch_npu itself: every operator of the release (the names of torch.ops.npu)
+        with open(path, encoding="utf-8") as handle:
+            operators = {name for name in json.load(handle)["custom_functions"] if not name.startswith("_")}
+        left = sorted(name for name in operators if not hasattr(npu, name) and operator_why(name) is None)
+        if left:
+            unexplained[f"{os.path.basename(path)} torch_npu"] = left
     assert unexplained == {}
     assert all(len(why) > 40 for why in WHY.values())
+    # an operator the imitation computes is not explained away as well, and each reason says why
+    imitated_and_explained = sorted(name for name in OPERATOR_WHY if hasattr(npu, name))
+    assert imitated_and_explained == []
+    assert all(len(why) > 40 for why in OPERATOR_WHY.values())
+
+
+def test_an_operator_says_why_it_is_not_imitated_or_which_releases_have_it(tmp_path):
+    """With torch_npu 2.1.0's names: an operator of the release that the imitation does not compute
+    fails as not imitated, with its family's reason; one of later releases only says which have it;
+    one the imitation computes but the release lacks is hidden as the release would; a name no
+    release has says so."""
+    script = tmp_path / "operators.py"
+    script.write_text(textwrap.dedent("""
+        import torch_npu
+        for name in ("npu_get_float_status", "npu_moe_init_routing", "npu_add_quant_matmul", "npu_no_such_op"):
+            try:
+                getattr(torch_npu, name)
+            except AttributeError as error:
+                print(error)
+        print(callable(torch_npu.npu_rms_norm), callable(torch_npu.npu_conv2d))
+    """))
+    data = os.path.join(REPO, "src", "gpu2npu", "data", "torch_npu_2.1.0.json")
+    result = run_script(script, [], tmp_path, env_extra={"STANDIN_TORCH_NPU_DATA": data}, timeout=120)
+    assert result.returncode == 0, result.stderr
+    status, moe, later, nowhere, computed = result.stdout.splitlines()
+    assert "torch_npu has it; the CPU imitation does not, as" in status and "overflow register" in status
+    assert "torch_npu has it; the CPU imitation does not, as" in moe and "MoE kernel" in moe
+    assert "(torch_npu 2.1.0" in later and "does not have it; torch_npu " in later and "and later have it" in later
+    assert "no torch_npu release has it" in nowhere
+    assert computed == "True True"
 
 
 def test_what_the_advice_recommends_runs_with_its_documented_meaning(npu):

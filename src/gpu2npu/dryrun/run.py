@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..knowledge import apidata
 from ..knowledge.versions import major_minor
@@ -216,12 +216,13 @@ def _rank_collisions(ranks: Dict[str, dict], npus: int = 0) -> List[Tuple[str, s
 def _why_not_imitated(what: str) -> Optional[str]:
     """Why the imitation does not implement `what` (a qualified torch_npu name), as the dry run's
     own message says it."""
-    return _explained_reasons().get(what.rsplit(".", 1)[-1])
+    module_name, _, name = what.rpartition(".")
+    return _explained_reasons()(module_name, name)
 
 
 @functools.lru_cache(maxsize=None)
-def _explained_reasons() -> Dict[str, str]:
-    """torch_npu/_explained.py's WHY, read once, as a file: the imitation's package loads only under
+def _explained_reasons() -> Callable[[str, str], Optional[str]]:
+    """torch_npu/_explained.py's `why`, read once, as a file: the imitation's package loads only under
     the name torch_npu, in the processes a dry run starts."""
     import importlib.util
 
@@ -229,7 +230,7 @@ def _explained_reasons() -> Dict[str, str]:
                                                   "_explained.py")
     explained = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(explained)
-    return explained.WHY
+    return explained.why
 
 
 def summary(result: DryRunResult) -> str:

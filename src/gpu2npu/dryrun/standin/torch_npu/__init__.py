@@ -44,17 +44,19 @@ if __name__ != "torch_npu" or not _os.environ.get("GPU2NPU_DRYRUN"):
 
 import torch as _torch  # noqa: F401,E402  (real torch_npu requires torch first)
 
-from . import _names, _patch
+from . import _conv, _fused, _names, _ops, _patch
 from . import npu
 from . import optim
 from . import profiler
 from . import contrib
 from . import distributed
-from ._fused import npu_fusion_attention, npu_rms_norm, npu_rotary_mul, npu_swiglu
+from ._conv import *  # noqa: F401,F403
+from ._fused import *  # noqa: F401,F403
+from ._ops import *  # noqa: F401,F403
 
 __version__ = "2.13.0.standin"
 IS_STANDIN = True
 
 _patch.install(npu)
 
-_names.apply_filter(__name__, globals())
+_names.apply_filter(__name__, globals(), judged={*_conv.__all__, *_fused.__all__, *_ops.__all__})

@@ -2,6 +2,7 @@
 meaning on a CPU, or its result is an NPU operator's that the release documents too little for a CPU
 result to stand for it; a dry run cannot say more than that the release has them (the message says
 so; try them on the NPU)."""
+import re
 
 _HARDWARE = "it drives the NPU's hardware or driver (CANN), which a CPU does not have"
 _CAPTURE = "it captures NPU kernels for replay; on the CPU nothing is captured (make_graphed_callables runs as written)"
@@ -64,3 +65,100 @@ WHY = {
                                     "get_cann_version", "is_support_inf_nan", "npu_check_overflow", "ExternalStream",
                                     "npurt")},
 }
+
+
+# torch_npu's operators (torch_npu.npu_*, the names of torch.ops.npu): by family, the first family whose pattern
+# a name matches says why the imitation does not compute it; OPERATOR_WHY names single operators.
+_GRADIENT = ("it is the gradient kernel that autograd calls in an operator's backward, not one a program calls; "
+             "the imitation's operators get their gradients from torch's autograd")
+_FLOAT_STATUS = ("it reads or clears the NPU's floating-point overflow register, which a CPU does not have "
+                 "(torch.amp's GradScaler finds inf and NaN itself)")
+_COLLECTIVE_MATMUL = ("it fuses a matrix multiplication or an MoE dispatch with an HCCL collective over ranks; "
+                      "the imitation's hccl backend makes Gloo process groups, which have no such fused operation "
+                      "(the collective and the matmul apart are imitated)")
+_SERVING = ("it is an inference kernel over the NPU's paged KV cache, its block tables or its sampling (decoding and "
+            "serving, as vLLM Ascend calls it); its cache layout is the NPU's, and a training dry run has no such "
+            "cache")
+_MOE = ("it is an MoE kernel (token routing, expert grouping, grouped matmul) whose drop, pad and capacity modes "
+        "the release documents by shapes and constraints more than by a formula: a CPU result could not be "
+        "trusted to be the NPU's")
+_IMAGE = ("it decodes or normalizes images with the NPU's image units (DVPP), whose rounding and colour "
+          "conversion the release does not document; torchvision's transforms run on the CPU")
+_STORAGE = ("it works on an NPU tensor's private storage (its format, storage size, data pointer, swapped host "
+            "memory, prefetching, graph capture), which a CPU tensor does not have")
+_FUSED_ADAM = ("it is the NPU's Adam step on raw tensors in place; torch.optim's Adam and AdamW and "
+               "torch_npu.optim's fused optimizers, which the imitation has, take the same step")
+_RNN = ("the NPU's LSTM and GRU kernels take their weights and states in the NPU's private layouts "
+        "(FRACTAL_NZ, FRACTAL_ZN_LSTM); torch.nn.LSTM and GRU are the way to them and run in a dry run")
+_DROPOUT_MASK = ("the NPU's dropout draws its mask as packed bits from the NPU's generator; the CPU cannot draw "
+                 "the same bits, so a result would not be the NPU's (torch.nn.functional.dropout runs)")
+_BERT_ERA = ("it is a fused attention kernel of BERT-sized models with fixed shapes, float16 inputs and the NPU's "
+             "private FRACTAL_NZ layout; torch_npu.npu_fusion_attention, which the imitation has, supersedes it")
+_LATER_FUSION = ("it is a later form of npu_fusion_attention with more inputs and other defaults; the imitation "
+                 "computes npu_fusion_attention, which the release also has")
+_SYNC_BATCH_NORM = ("it is one of SyncBatchNorm's statistics kernels that torch calls for the NPU; programs use "
+                    "torch.nn.SyncBatchNorm, which runs in a dry run")
+_NOT_COMPUTED = ("torch_npu documents it, but the imitation does not compute it: it covers the operators gpu2npu's "
+                 "migration writes and the common ones, and a dry run stops here rather than guess a result")
+
+OPERATOR_FAMILIES = tuple((re.compile(pattern), why) for pattern, why in (
+    (r"(_backward(_int|_tensor)?_?|_grad(_v\d)?|bk)$", _GRADIENT),
+    (r"float_status", _FLOAT_STATUS),
+    (r"quant|int4pack|anti_mx|_ifmr$|hans_(en|de)code", _QUANTIZED),
+    (r"all_gather|all_reduce|reduce_scatter|alltoall|all_to_all|hcom_|moe_distribute", _COLLECTIVE_MATMUL),
+    (r"incre_flash|prompt_flash|fused_infer_attention|kv_cache|pa_cache|mla_prolog|sparse_flash|lightning_indexer|"
+     r"nsa_|block_sparse_attention|advance_step|worker|attention_to_ffn|ffn_to_attention|top_k_top_p|rope_cache|"
+     r"kv_rmsnorm|attention_update|^npu_ffn$|scatter_pa|gather_pa", _SERVING),
+    (r"moe_|grouped_matmul|gmm|batch_gather_matmul", _MOE),
+    (r"iou|nms|roi|bounding_box|anchor|yolo|rotated|grid_assign|crop_and_resize|random_choice_with_mask|"
+     r"sub_sample", _OPERATOR),
+    (r"deformable", _DEFORMABLE),
+    (r"decode_jpeg|image_normalize|img_to_tensor|normalize_batch", _IMAGE),
+    (r"empty_with|format_contiguous|get_storage_size|change_data_ptr|copy_memory|check_memory_overlaps|check_match|"
+     r"view_copy|stride_copy|trans_contiguous|^npu_prefetch$|save_npugraph", _STORAGE),
+    (r"^obfuscation_", _HARDWARE),
+    (r"apply_adam", _FUSED_ADAM),
+    (r"^npu_(lstm|gru)", _RNN),
+    (r"dropout_gen_mask|dropout_do_mask|dropout_with_byte_mask", _DROPOUT_MASK),
+    (r"^npu_fused_attention|^npu_multi_head_attention", _BERT_ERA),
+    (r"^npu_fusion_attention_v\d$", _LATER_FUSION),
+    (r"^batch_norm_(reduce|gather_stats)", _SYNC_BATCH_NORM),
+))
+
+OPERATOR_WHY = {
+    "npu_flash_attention": WHY["fusion_attention"],
+    "npu_dtype_cast_": ("torch_npu documents npu_dtype_cast, which the imitation computes, and not this in-place "
+                        "form (what it does to a tensor that already has the dtype is not said)"),
+    "npu_stride_add": ("it adds tensors in the NPU's private five-dimensional channel layout (NC1HWC0), and its only "
+                       "documented example pads the channels with zeros: a CPU result could not be trusted to be "
+                       "the NPU's"),
+    "npu_dropout_with_add_softmax": ("torch_npu deprecates it, and its documentation contradicts itself on what is "
+                                     "dropped and how kept values are scaled, without defining its mask"),
+    **{name: _NOT_COMPUTED for name in (
+        "fused_cross_entropy_loss_with_max_sum", "fused_linear_online_max_sum", "npu_add_layer_norm",
+        "npu_add_rms_norm_cast", "npu_add_rms_norm_v2", "npu_add_rms_norm_v2_functional", "npu_attn_softmax_",
+        "npu_chunk_gated_delta_rule", "npu_clipped_swiglu", "npu_cross_entropy_loss", "npu_deep_norm",
+        "npu_fused_causal_conv1d", "npu_fused_causal_conv1d_functional", "npu_fused_causal_conv1d_v2",
+        "npu_fused_cross_entropy_loss_with_max_sum", "npu_fused_floyd_attention", "npu_fused_linear_online_max_sum",
+        "npu_fused_matmul", "npu_gather_sparse_index", "npu_gelu_mul", "npu_group_norm_swish", "npu_indexing",
+        "npu_interleave_rope", "npu_masked_causal_conv1d", "npu_masked_softmax_with_rel_pos_bias", "npu_mhc_post",
+        "npu_mhc_pre", "npu_mhc_sinkhorn", "npu_mrope", "npu_recurrent_gated_delta_rule",
+        "npu_recurrent_gated_delta_rule_functional", "npu_scatter", "npu_scatter_list", "npu_scatter_list_",
+        "npu_scatter_nd_update", "npu_scatter_nd_update_", "npu_sign_bits_pack", "npu_sign_bits_unpack",
+        "npu_sim_exponential_", "npu_transpose_batchmatmul", "one_", "reverse", "scatter_update", "scatter_update_")},
+}
+
+
+def operator_why(name):
+    """Why the imitation does not compute torch_npu.`name` (an operator of the release), or None."""
+    if name in OPERATOR_WHY:
+        return OPERATOR_WHY[name]
+    for pattern, why in OPERATOR_FAMILIES:
+        if pattern.search(name):
+            return why
+    return None
+
+
+def why(module_name, name):
+    """Why the imitation does not implement `module_name`.`name` of the release, or None."""
+    return operator_why(name) if module_name == "torch_npu" else WHY.get(name)

@@ -36,6 +36,8 @@ npu_rotary_mul(input, r1, r2, rotary_mode="half") -> input * r1 + rotated * r2, 
 import torch
 import torch.nn.functional as F
 
+__all__ = ["npu_fusion_attention", "npu_rms_norm", "npu_swiglu", "npu_rotary_mul"]
+
 _LAYOUTS = ("BSH", "SBH", "BSND", "BNSD", "TND")
 _UNLIMITED = 2147483647
 

@@ -16,15 +16,29 @@ _cache = {}
 hidden = {}  # module name -> sorted list of names removed (for debugging/tests)
 
 
-def _allowed(module_name):
-    path = os.environ.get("STANDIN_TORCH_NPU_DATA")
-    if not path:
-        return None
+def _data(path):
+    """The release data file at `path`, read once."""
     if path not in _cache:
         with open(path, encoding="utf-8") as f:
-            _cache[path] = json.load(f).get("modules", {})
-    names = _cache[path].get(module_name)
+            _cache[path] = json.load(f)
+    return _cache[path]
+
+
+def _allowed(module_name):
+    path = os.environ.get("STANDIN_TORCH_NPU_DATA")
+    if module_name == "torch_npu":  # (the data lists the package's operators, not its other names)
+        path = path or _newest_data()
+        return operators(path) if path else None
+    if not path:
+        return None
+    names = _data(path).get("modules", {}).get(module_name)
     return None if names is None else set(names)
+
+
+def operators(path):
+    """The public operators of the release whose data file is `path`: torch_npu.npu_fusion_attention...
+    (torch_npu binds every name of torch.ops.npu on itself)."""
+    return {name for name in _data(path).get("custom_functions", ()) if not name.startswith("_")}
 
 
 def modules_of(package):
@@ -33,21 +47,37 @@ def modules_of(package):
     path = os.environ.get("STANDIN_TORCH_NPU_DATA") or _newest_data()
     if not path:
         return {}
-    if path not in _cache:
-        with open(path, encoding="utf-8") as f:
-            _cache[path] = json.load(f).get("modules", {})
     prefix = package + "."
-    return {name[len(prefix):]: list(names) for name, names in _cache[path].items()
+    return {name[len(prefix):]: list(names) for name, names in _data(path).get("modules", {}).items()
             if name.startswith(prefix) and "." not in name[len(prefix):]}
 
 
 def _newest_data():
+    found = _data_files()
+    return found[-1] if found else None
+
+
+def _data_files():
+    """gpu2npu's data file of each release, oldest first."""
     import glob
 
     folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "data")
-    found = glob.glob(os.path.join(folder, "torch_npu_*.json"))
     key = lambda path: tuple(int(part) for part in os.path.basename(path)[10:-5].split("."))  # noqa: E731
-    return max(found, key=key) if found else None
+    return sorted(glob.glob(os.path.join(folder, "torch_npu_*.json")), key=key)
+
+
+def _which_have(name):
+    """Which releases have the operator `name`, in words."""
+    having = _releases_with_operator(name)
+    every = [_data(path).get("torch_npu_version") for path in _data_files()]
+    if having == every[len(every) - len(having):]:
+        return f"torch_npu {having[0]} and later have it" if len(having) > 1 else f"torch_npu {having[0]} has it"
+    return f"torch_npu {', '.join(having)} have it" if len(having) > 1 else f"torch_npu {having[0]} has it"
+
+
+def _releases_with_operator(name):
+    """The releases (oldest first) whose torch_npu has the operator `name`."""
+    return [_data(path).get("torch_npu_version") for path in _data_files() if name in operators(path)]
 
 
 def release():
@@ -72,11 +102,15 @@ def missing(module_name, name):
     if name in hidden.get(module_name, ()):
         kind, why = "missing", f"torch_npu {release() or ''} does not have it".replace("  ", " ")
     elif allowed is not None and name in allowed:
-        from ._explained import WHY
+        from ._explained import why as explained
 
         kind = "not imitated"
-        why = (f"torch_npu has it; the CPU imitation does not, as {WHY[name]}" if name in WHY
+        reason = explained(module_name, name)
+        why = (f"torch_npu has it; the CPU imitation does not, as {reason}" if reason
                else "torch_npu has it, but gpu2npu dryrun's CPU imitation does not implement it")
+    elif module_name == "torch_npu" and _releases_with_operator(name):
+        kind = "missing"
+        why = f"torch_npu {release() or ''} does not have it; {_which_have(name)}".replace("  ", " ")
     else:
         kind, why = "missing", "no torch_npu release has it"
     probe = sys.modules.get("gpu2npu_dryrun_probe")
@@ -86,8 +120,8 @@ def missing(module_name, name):
                           "torch_npu, gpu2npu dryrun)")
 
 
-def apply_filter(module_name, namespace, made_when_asked=None):
-    """`made_when_asked`: name -> a function that makes its value, for names too costly to make at
+def apply_filter(module_name, namespace, made_when_asked=None, judged=None):
+    """`judged`: the names the release's list decides (None: every public name).  `made_when_asked`: name -> a function that makes its value, for names too costly to make at
     import (ShardedGradScaler imports FSDP): made at the first use where the release has the name,
     missing as the release's other absent names are where it has not."""
     made_when_asked = made_when_asked or {}
@@ -104,7 +138,8 @@ def apply_filter(module_name, namespace, made_when_asked=None):
     namespace["__getattr__"] = __getattr__
     if allowed is None:
         return
-    drop = [n for n in list(namespace) if not n.startswith("_") and n not in allowed]
+    drop = [n for n in list(namespace) if not n.startswith("_") and n not in allowed
+            and (judged is None or n in judged)]
     for n in drop:
         del namespace[n]
     if "__all__" in namespace:
