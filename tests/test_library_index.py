@@ -182,6 +182,76 @@ class TestScopes:
         assert answer(library, "model.py") == [("function", "model.py", 6, "export")]
 
 
+    def test_a_comprehension_variable_is_the_comprehensions_own(self, tmp_path):
+        library = build(tmp_path, {"model.py": "from .layers import helper\ndef f(fns):\n"
+                                               "    calls = [helper() for helper in fns]\n    return helper(calls)  # <-\n"})
+        assert answer(library, "model.py") == [("function", "layers.py", 13, "helper")]
+        library = build(tmp_path / "inside", {"model.py": "from .layers import helper\ndef f(fns):\n"
+                                                          "    return [helper(1) for helper in fns]  # <-\n"})
+        assert answer(library, "model.py") is None
+
+    def test_a_walrus_in_a_comprehension_binds_the_function_variable(self, tmp_path):
+        library = build(tmp_path, {"model.py": "from .layers import helper\ndef f(xs):\n"
+                                               "    found = [helper := x for x in xs]\n    return helper(found)  # <-\n"})
+        assert answer(library, "model.py") is None
+
+    def test_a_nonlocal_name_is_the_enclosing_functions_variable(self, tmp_path):
+        library = build(tmp_path, {"model.py": "from .layers import helper\ndef f(make):\n    helper = make()\n"
+                                               "    def g(x):\n        nonlocal helper\n        helper = make()\n"
+                                               "        return helper(x)  # <-\n    return g\n"})
+        assert answer(library, "model.py") is None
+
+    def test_a_module_name_a_function_rebinds_by_global_is_not_certain(self, tmp_path):
+        library = build(tmp_path, {"model.py": "from .layers import helper\ndef use_fast(fast):\n"
+                                               "    global helper\n    helper = fast\n"
+                                               "def f(x):\n    return helper(x)  # <-\n"})
+        assert answer(library, "model.py") is None
+
+
+class TestOneAnswerWithTheMigration:
+    """Whether `helper` at the marked call is the import `from .layers import helper`: the
+    migration's reading (reading/scopes.py, which every rule and finding asks) and the library
+    index answer alike where a name has one binding in its scope.  (Where a scope binds a name
+    twice, the migration takes the import, the alternatives being its stand-ins; the index leaves
+    the call to jedi, which follows both.)"""
+
+    CASES = {
+        "parameter": "def f(helper):\n    return helper(1)  # <-\n",
+        "local": "def f(make):\n    helper = make()\n    return helper(1)  # <-\n",
+        "closure": "def f():\n    def g(x):\n        return helper(x)  # <-\n    return g\n",
+        "loop variable": "def f(fns):\n    for helper in fns:\n        helper(1)  # <-\n",
+        "comprehension variable": "def f(fns):\n    return [helper(1) for helper in fns]  # <-\n",
+        "after a comprehension": "def f(fns):\n    calls = [helper for helper in fns]\n    return helper(calls)  # <-\n",
+        "lambda parameter": "run = lambda helper: helper(1)  # <-\n",
+        "class attribute": "class Net:\n    helper = None\n    def forward(self, x):\n        return helper(x)  # <-\n",
+        "import inside a function": "def f(x):\n    from .layers import create_block as helper\n    return helper(x)  # <-\n",
+        "except target": "def f():\n    try:\n        pass\n    except Exception as helper:\n        helper(1)  # <-\n",
+        "module level": "def f(x):\n    return helper(x)  # <-\n",
+    }
+
+    @pytest.mark.parametrize("case", sorted(CASES))
+    def test_same_answer(self, tmp_path, case):
+        import ast
+
+        from gpu2npu.reading.scan import nodes_by_class
+        from gpu2npu.reading.scopes import Scopes
+
+        text = "from .layers import helper\n" + self.CASES[case]
+        library = build(tmp_path, {"model.py": text})
+        line = next(number for number, content in enumerate(text.splitlines(), 1) if "# <-" in content)
+        tree = ast.parse(text)
+        scopes = Scopes.of(tree, nodes_by_class(tree))
+        reads = [node for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == "helper"
+                 and node.lineno == line and isinstance(node.ctx, ast.Load)]
+        called = min(reads, key=lambda node: node.col_offset)
+        meaning = scopes.of_node(called) if scopes is not None else frozenset({".layers.helper"})
+        migration_says_import = meaning == frozenset({".layers.helper"})
+        targets = answer(library, "model.py")
+        index_says_import = targets == [("function", "layers.py", 13, "helper")]
+        assert migration_says_import == index_says_import, (meaning, targets)
+        assert index_says_import == (case in ("closure", "class attribute", "after a comprehension", "module level"))
+
+
 def test_jedi_agrees_with_every_answer_of_the_index_on_a_library():
     library = Library(FIXTURE, sorted(FIXTURE.rglob("*.py")))
     index = Index(library.indexes, library.definitions, library.module_of)

@@ -48,6 +48,7 @@ EXTERNAL = ("external",)
 Meanings = Optional[FrozenSet[Tuple]]  # None: not certain
 
 _DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+_COMPREHENSIONS = frozenset({ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp})
 # pattern nodes of `match` that bind a name, and the field that holds it
 _PATTERN_NAMES = {getattr(ast, kind): name for kind, name in
                   (("MatchAs", "name"), ("MatchStar", "name"), ("MatchMapping", "rest")) if hasattr(ast, kind)}
@@ -91,15 +92,19 @@ class ModuleIndex:
 
 
 class _Scope:
-    """A function (or the module) and the names it binds, each with how: the binding statements are
-    read first, as Python does, so that a use anywhere in the scope sees them all."""
+    """A function (or the module, a class body, a comprehension) and the names it binds, each with
+    how: the binding statements are read first, as Python does, so that a use anywhere in the scope
+    sees them all.  The scopes are Python's, as reading/scopes.py reads them for the import a name
+    stands for: a comprehension's variables are its own, a class body is not seen from its methods,
+    `global` sends a name to the module and `nonlocal` to an enclosing function."""
 
     def __init__(self, kind: str, parent: Optional["_Scope"], owner: Optional[str] = None) -> None:
-        self.kind = kind  # "module", "function" or "class"
+        self.kind = kind  # "module", "function", "class" or "comprehension"
         self.parent = parent
         self.owner = owner  # the class key of a method (and of functions nested in one)
         self.bindings: Dict[str, List[Tuple]] = {}
         self.globals: Set[str] = set()
+        self.nonlocals: Set[str] = set()
         self.memo: Dict[str, Ref] = {}
 
     def bind(self, name: str, how: Tuple) -> None:
@@ -123,9 +128,10 @@ class _Reader:
     def read(self, tree: ast.Module) -> ModuleIndex:
         scope = _Scope("module", None)
         own = self._bind_body(scope, tree.body, self.module_name)
+        self._uses(scope, own, self.module_name, owner=None)
+        # (after the uses: a function's `global` rebinding of a module name is one more binding)
         for name, bindings in scope.bindings.items():
             self.index.namespace[name] = self._binding_ref(scope, name, bindings)
-        self._uses(scope, own, self.module_name, owner=None)
         return self.index
 
     def _bind_body(self, scope: _Scope, body: List[ast.AST], prefix: Optional[str]) -> List[ast.AST]:
@@ -152,6 +158,12 @@ class _Reader:
             if kind is ast.Lambda:
                 pending.extend(default_values(node.args))
                 continue
+            if kind in _COMPREHENSIONS:
+                pending.append(node.generators[0].iter)  # (the first iterable is evaluated outside)
+                if scope.kind != "comprehension":
+                    for target in _walrus_targets(node):  # (a walrus in it binds here)
+                        self._bind_target(scope, target, None)
+                continue
             if kind is ast.Name or kind is ast.Constant or kind is ast.Load or kind is ast.Store:
                 continue
             if kind is ast.Assign:
@@ -166,18 +178,27 @@ class _Reader:
                             bind(node.target.id, ("unknown",))
                     else:
                         bind(node.target.id, ("value", node.value) if node.value is not None else ("unknown",))
-            elif kind is ast.AugAssign or kind is ast.For or kind is ast.AsyncFor or kind is ast.comprehension \
-                    or kind is ast.NamedExpr:
-                # (a comprehension's variables are its own: a shadow this reading does not follow)
+            elif kind is ast.AugAssign or kind is ast.For or kind is ast.AsyncFor:
                 self._bind_target(scope, node.target, None)
+            elif kind is ast.NamedExpr:
+                if scope.kind != "comprehension":  # (one in a comprehension is bound outside it: above)
+                    self._bind_target(scope, node.target, None)
             elif kind is ast.withitem:
                 if node.optional_vars is not None:
                     self._bind_target(scope, node.optional_vars, None)
             elif kind is ast.ExceptHandler:
                 if node.name:
                     bind(node.name, ("unknown",))
-            elif kind is ast.Global or kind is ast.Nonlocal:
+            elif kind is ast.Global:
                 scope.globals.update(node.names)
+                module = scope
+                while module.parent is not None:
+                    module = module.parent
+                if module is not scope:
+                    for name in node.names:  # (the function rebinds the module's name)
+                        module.bind(name, ("unknown",))
+            elif kind is ast.Nonlocal:
+                scope.nonlocals.update(node.names)
             elif kind is ast.Import:
                 for alias in node.names:
                     if alias.asname:
@@ -259,6 +280,8 @@ class _Reader:
                 return ("global", self.module_name, name)
             if current.kind == "module":
                 return ("global", self.module_name, name)
+            if name in current.nonlocals:
+                return UNKNOWN  # an enclosing function's variable, which this one rebinds
             if name in current.bindings:
                 if name not in current.memo:
                     current.memo[name] = UNKNOWN  # (a value that refers to itself stays unknown)
@@ -274,7 +297,7 @@ class _Reader:
         while current is not None and current.kind != "module":
             if name in current.globals:
                 return False
-            if current.kind == "function" and name in current.bindings:
+            if current.kind in ("function", "comprehension") and name in current.bindings:
                 return not any(how[0] in ("ref", "def", "self", "cls") for how in current.bindings[name])
             current = current.parent
         return False
@@ -345,6 +368,14 @@ class _Reader:
                 for argument in _arguments(node.args):
                     inner.bind(argument.arg, ("unknown",))
                 self._uses(inner, self._bind_body(inner, [node.body], None), None, owner)
+            elif kind in _COMPREHENSIONS:
+                inner = _Scope("comprehension", scope, owner=scope.owner)
+                for generator in node.generators:
+                    self._bind_target(inner, generator.target, None)
+                body = [node.key, node.value] if kind is ast.DictComp else [node.elt]
+                body += [generator.iter for generator in node.generators[1:]]
+                body += [condition for generator in node.generators for condition in generator.ifs]
+                self._uses(inner, self._bind_body(inner, body, None), None, owner)
 
     def _function(self, node: ast.AST, scope: _Scope, key: Optional[str], owner: Optional[str]) -> None:
         method = scope.kind == "class" and key is not None
@@ -400,6 +431,20 @@ class _Reader:
                 if not all(how[0] == "def" for how in bindings):
                     shape.values[name] = self._binding_ref(inner, name, bindings)
         self._uses(inner, own, key, key)
+
+
+def _walrus_targets(comprehension: ast.AST) -> List[ast.AST]:
+    """The targets of the walruses of a comprehension (and of those nested in it), which bind in
+    the function around it; a lambda's are its own."""
+    found: List[ast.AST] = []
+    pending = [comprehension]
+    while pending:
+        node = pending.pop()
+        if type(node) is ast.NamedExpr:
+            found.append(node.target)
+        if type(node) is not ast.Lambda:
+            push_children(node, pending)
+    return found
 
 
 def push_children(node: ast.AST, pending: List[ast.AST]) -> None:
