@@ -58,3 +58,33 @@ def test_a_forwarding_method_gets_an_explicit_device():
     assert 'b = batch.to_device(f"npu:{rank}")' in output
     assert "c = batch.to_device('cpu')" in output
     assert "d = to_device(rank)" in output  # no function of that name forwards
+
+
+class TestAnIntegerHandedToAnotherFile:
+    """`device=<an int>` given to a function another of the project's files defines (a method of
+    an object, a name no import binds, a relative import) is reported with the NPU way, and left as
+    written: what the function does with it is read in its own file."""
+
+    SAMPLER = ("import torch\nimport torch.distributed as dist\n\nrank = dist.get_rank()\n"
+               "device = rank % torch.cuda.device_count()\n")
+
+    @pytest.mark.parametrize("call", ["samples = diffusion.p_sample_loop(model, shape, device=device)\n",
+                                      "samples = sample_loop(model, shape, device=device)\n",
+                                      "from .sampling import sample_loop\nsamples = sample_loop(model, device=3)\n"])
+    def test_reported_and_left(self, call):
+        output, result = _migrate(self.SAMPLER + call)
+        assert call.splitlines()[-1] in output
+        [row] = [finding for finding in result.findings if finding.rule == "NPU104"]
+        assert row.api.endswith("(device=<int>)") and "cuda:N" in row.tip and 'f"npu:{' in row.tip
+        assert row.start_line == len((self.SAMPLER + call).splitlines())
+
+    @pytest.mark.parametrize("call", [
+        "samples = diffusion.p_sample_loop(model, shape, device=args.device)\n",  # not certainly an int
+        "samples = diffusion.p_sample_loop(model, shape, device='cpu')\n",
+        "from transformers import pipeline\npipe = pipeline('text-generation', device=device)\n",  # its own meaning
+        "x = torch.zeros(2, device=device)\n",  # rewritten instead
+        "def log(step, device):\n    print(step, device)\n\nlog(3, device=device)\n",  # read here: no device use
+    ])
+    def test_not_reported(self, call):
+        _, result = _migrate(self.SAMPLER + call)
+        assert [finding for finding in result.findings if finding.rule == "NPU104"] == []

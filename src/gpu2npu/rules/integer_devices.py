@@ -7,7 +7,8 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from ..reading.scan import OTHER_ACCELERATORS
-from .base import Example, Rule
+from ..records.change import Report
+from .base import Example, Rule, code_of
 from .names import dotted_name, qualified_names
 from .walk import walk
 
@@ -137,6 +138,7 @@ class _Forwarders(cst.CSTVisitor):
         super().__init__()
         self.functions: Dict[str, tuple] = {}  # called by name
         self.methods: Dict[str, tuple] = {}  # called as obj.name(...): `self` is not an argument
+        self.defined: Set[str] = set()  # every function and method the file defines
         self._scopes: list = []
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -147,6 +149,7 @@ class _Forwarders(cst.CSTVisitor):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.append(node)
+        self.defined.add(node.name.value)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._scopes.pop()
@@ -191,7 +194,10 @@ class IntegerDevices(Rule):
     literal becomes `"npu:N"`; a name or option that holds an int wherever the file binds it
     (`local_rank = int(os.environ["LOCAL_RANK"])`, `parser.add_argument("--gpu", type=int)`,
     a parameter annotated `int`) becomes `f"npu:{name}"`.  Anything that might be a
-    `torch.device` or a string is left alone: no blanket `isinstance` wrapping.
+    `torch.device` or a string is left alone: no blanket `isinstance` wrapping.  Such an int
+    given as `device=` to a function that another of the project's files defines is reported
+    (unsupported_api.csv), not rewritten: whether that function uses it only as a device is read
+    in its own file.
     """
 
     code = "NPU104"
@@ -220,6 +226,7 @@ class IntegerDevices(Rule):
         forwarders = _Forwarders()
         walk(forwarders, node)
         self._forwarders, self._forwarding_methods = forwarders.functions, forwarders.methods
+        self._defined = forwarders.defined
         self._torch = next((local for local, targets in (self.import_aliases or {}).items() if "torch" in targets), None)
 
     def _is_explicit_candidate(self, original: cst.BaseExpression) -> bool:
@@ -271,9 +278,31 @@ class IntegerDevices(Rule):
         positional_device = isinstance(func, cst.Attribute) and func.attr.value in ("to", "to_empty")
         return "device", 0 if positional_device else None
 
+    def _report_handed_on(self, call: cst.Call) -> None:
+        """`device=<an int>` given to a function of another of the project's files (a method of an
+        object, a name no import binds, a relative import): what it does with the int is read
+        there, not here.  Where it hands it to torch's `device=` or `.to()`, torch reads the int as
+        a CUDA device (DiT's sampler: `diffusion.p_sample_loop(..., device=rank % count)` creates
+        its noise with `torch.randn(..., device=device)`), so the row says how to give it an NPU."""
+        func = call.func
+        callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if callee is None or callee in self._defined:
+            return  # (this file's own functions are read here: forwarders are rewritten above)
+        if any(not name.startswith(".") for name in qualified_names(self, func)):
+            return  # torch's, a builtin or another package's, which says what its int means
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "device" and self._is_explicit_candidate(arg.value):
+                value, where = code_of(arg.value), code_of(func)
+                self.report(call, Report.UNSUPPORTED, f"{where}(device=<int>)",
+                            f"device={value} hands an integer to {where}, which another file defines: where it "
+                            "reaches torch's device= or .to(), torch reads an int N as cuda:N. Give it "
+                            f'f"npu:{{{value}}}" (or torch.device("npu", {value})) if {where} uses it only as a '
+                            "device")
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
         positions = self._device_positions(original_node)
         if positions is None:
+            self._report_handed_on(original_node)
             return updated_node
         keyword, position = positions
         fsdp = keyword == "device_id"
