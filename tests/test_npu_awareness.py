@@ -124,3 +124,39 @@ def test_an_escaped_npu_string_still_makes_its_test_npu_aware():
     output, result = _migrate(source)
     assert ".cuda()" in output  # the CUDA branch of the project's own NPU test is left as written
     assert not [c for c in result.changes if c.rule != "NPU001"]
+
+
+class TestAFunctionForCudaBesideOneForNpu:
+    """A block that defines a function for each device (accelerate's and transformers'
+    `is_cuda_available` beside `is_npu_available`): its callers ask each device its own question,
+    so the CUDA one keeps answering for CUDA (False on an NPU machine) and is left as written.
+    Migrated, accelerate's `get_backend()` took its CUDA branch on the NPU and called
+    `torch.cuda.device_count()` (found by a dry run of its own test script)."""
+
+    TWINS = ("import torch\n\n\ndef is_npu_available():\n    try:\n        import torch_npu  # noqa: F401\n"
+             "    except ImportError:\n        return False\n    return torch.npu.is_available()\n\n\n"
+             "def is_cuda_available():\n    return torch.cuda.is_available()\n\n\n"
+             "def is_torch_cuda_available():\n    return torch.cuda.is_available() and torch.cuda.device_count() > 0\n\n\n"
+             "def seed(n):\n    torch.cuda.manual_seed_all(n)\n")
+
+    def test_the_cuda_twins_are_left_and_the_rest_is_migrated(self):
+        output, result = _migrate(self.TWINS)
+        assert "def is_cuda_available():\n    return torch.cuda.is_available()\n" in output
+        assert "    return torch.cuda.is_available() and torch.cuda.device_count() > 0\n" in output
+        assert "    torch_npu.npu.manual_seed_all(n)\n" in output
+        assert "import torch\nimport torch_npu\n" in output  # (the function's own import binds it there only)
+        noted = sorted(f.start_line for f in result.findings if f.report == Report.NOTE and f.api == NOTE_API)
+        assert noted == [13, 17]
+
+    @pytest.mark.parametrize("source", [
+        # no NPU twin: the CUDA test is how the project reaches the NPU
+        "import torch\n\n\ndef is_cuda_available():\n    return torch.cuda.is_available()\n",
+        # an NPU function in another block (a class's method) is no twin of a module function
+        "import torch\n\n\nclass Probe:\n    def has_npu(self):\n        return False\n\n\n"
+        "def is_cuda_available():\n    return torch.cuda.is_available()\n",
+        # `cudagraph` is not the word cuda
+        "import torch\n\n\ndef is_npu_available():\n    return False\n\n\ndef cudagraph_ready():\n    return torch.cuda.is_available()\n",
+    ])
+    def test_without_a_twin_it_is_migrated(self, source):
+        output, _ = _migrate(source)
+        assert "return torch_npu.npu.is_available()" in output

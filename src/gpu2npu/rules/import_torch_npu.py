@@ -47,9 +47,7 @@ class _Usage(cst.CSTVisitor):
 
     def visit_Import(self, node: cst.Import) -> bool:
         self.loaded |= _loaded_packages(node)
-        for alias in node.names:
-            binds = dotted_name(alias.asname.name) if alias.asname else (dotted_name(alias.name) or "").split(".")[0]
-            self.bound |= binds == self.name
+        self.bound |= _binds(node, self.name)
         return False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
@@ -102,6 +100,14 @@ class ImportTorchNpu(Rule):
             "import os\n\n\ndef count():\n    import torch\n    return torch.cuda.device_count()\n",
             "import os\n\n\ndef count():\n    import torch\n    import torch_npu\n    return torch_npu.npu.device_count()\n",
         ),
+        # torch_npu imported inside one function binds it there only: the module gets its own
+        Example(
+            "import torch\n\n\ndef is_npu_available():\n    try:\n        import torch_npu\n    except ImportError:\n"
+            "        return False\n    return True\n\n\ndef count():\n    return torch.cuda.device_count()\n",
+            "import torch\nimport torch_npu\n\n\ndef is_npu_available():\n    try:\n        import torch_npu\n"
+            "    except ImportError:\n        return False\n    return True\n\n\ndef count():\n"
+            "    return torch_npu.npu.device_count()\n",
+        ),
         # an import for type checkers only never runs: torch_npu goes with the one that does
         Example(
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from torch import Tensor\nimport torch\n"
@@ -112,6 +118,8 @@ class ImportTorchNpu(Rule):
     )
     unchanged = (
         "import torch\nimport torch_npu\nx = x.npu()\n",
+        # torch_npu imported and used in one function only: the name is bound where it is read
+        "import torch\n\n\ndef npu_count():\n    import torch_npu\n    return torch_npu.npu.device_count()\n",
         "# a config module: the training script that reads it imports torch_npu\ndevice = 'cuda:0'\n",
         "try:\n    import torch_npu\nexcept ImportError:\n    torch_npu = None\n",
     )
@@ -151,12 +159,16 @@ class ImportTorchNpu(Rule):
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module):
         usage = _Usage("torch_npu")
         walk(usage, updated_node)
+        # An import of torch_npu inside a function (accelerate's `is_npu_available` tries one)
+        # binds the name there only: the module's own code needs one at its level.
+        loaded = _imports_at_level(updated_node.body, "torch_npu")
+        bound = _imports_at_level(updated_node.body, "torch_npu", binding=True)
         # A file that never imports torch (a config module naming a device) relies on the
         # process having loaded torch_npu elsewhere; it only needs the import to use the name.
-        needs_load = self.context.needs_torch_npu and "torch" in usage.loaded and "torch_npu" not in usage.loaded
+        needs_load = self.context.needs_torch_npu and "torch" in usage.loaded and not loaded
         if self._lazy_imports:  # (the functions' imports bind the name: count what they do not cover)
             needs_load = self.context.needs_torch_npu
-        if not (needs_load or (usage.used and not usage.bound)):
+        if not (needs_load or (not bound and _uses_outside_functions(updated_node))):
             return updated_node
         if self._lazy_imports and not self._uncovered and _uses_outside_functions(updated_node) == 0:
             return updated_node  # each changed function imports torch_npu beside its torch
@@ -206,6 +218,9 @@ class _UsesOutsideFunctions(cst.CSTVisitor):
     def visit_Import(self, node: cst.Import) -> bool:
         return False
 
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False  # (`from torch_npu.contrib import ...` loads it; it reads no name)
+
     def visit_Name(self, node: cst.Name) -> None:
         if node.value == "torch_npu":
             self.count += 1
@@ -218,18 +233,32 @@ def _uses_outside_functions(module: cst.Module) -> int:
 
 
 def _imports_torch_at_level(body) -> bool:
-    """Whether a block imports torch at its own level (in its if/try blocks too, not in
-    functions, classes or `if TYPE_CHECKING:`)."""
+    return _imports_at_level(body, "torch")
+
+
+def _imports_at_level(body, package: str, binding: bool = False) -> bool:
+    """Whether a block imports `package` at its own level (in its if/try blocks too, not in
+    functions, classes or `if TYPE_CHECKING:`); `binding`: with an import that binds its name
+    (`import torch_npu`, not `from torch_npu.npu import amp`)."""
     for statement in body:
         if isinstance(statement, cst.SimpleStatementLine):
-            if any(_imports_torch(small) for small in statement.body):
+            if any(_binds(small, package) if binding else package in _loaded_packages(small)
+                   for small in statement.body):
                 return True
         elif isinstance(statement, cst.If) and _only_for_type_checkers(statement.test):
             continue
         elif isinstance(statement, (cst.If, cst.Try)) and isinstance(statement.body, cst.IndentedBlock):
-            if _imports_torch_at_level(statement.body.body):
+            if _imports_at_level(statement.body.body, package, binding):
                 return True
     return False
+
+
+def _binds(small: cst.BaseSmallStatement, name: str) -> bool:
+    """Whether an import statement binds `name` (`import torch_npu`, `import torch_npu.npu`)."""
+    if not isinstance(small, cst.Import):
+        return False
+    return any((dotted_name(alias.asname.name) if alias.asname else (dotted_name(alias.name) or "").split(".")[0])
+               == name for alias in small.names)
 
 
 def _only_for_type_checkers(test: cst.BaseExpression) -> bool:

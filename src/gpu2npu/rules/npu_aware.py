@@ -16,7 +16,8 @@ the branch an NPU test selects is migrated, since it runs on the NPU.  The same 
 statements beside one with an NPU test in the same block, and for conditional expressions
 (`"npu" if npu_ok else "cuda"`).  Boolean expressions and collection literals that mention NPU
 (`device in ("npu", "cuda")`) are left whole, and so are the CUDA values of a class whose attributes
-name NPU too (`CUDA = "cuda"` beside `NPU = "npu"`).  "Mentions NPU" is decided on tokens that mean
+name NPU too (`CUDA = "cuda"` beside `NPU = "npu"`) and the body of a function named for CUDA beside
+one named for NPU (`is_cuda_available` beside `is_npu_available`: the callers ask each device).  "Mentions NPU" is decided on tokens that mean
 NPU, never on a substring: a name that is `npu` or has it as a word (`torch_npu`, `torch.npu`,
 `is_npu`, `use_npu`, `npu_available`, `npu_fusion_attention`), or an "npu"/"npu:N"/"hccl"
 string; `input` or `args.input_val_bin` mention no NPU.  An `if` beside an NPU-aware one in the
@@ -78,6 +79,7 @@ class _MentionsNpu(cst.CSTVisitor):
 
 
 _NPU_WORD = re.compile(r"(^|_)npu(_|\d*$)", re.IGNORECASE)
+_CUDA_WORD = re.compile(r"(^|_)cuda(_|\d*$)", re.IGNORECASE)
 
 
 def names_npu(identifier: str) -> bool:
@@ -205,6 +207,18 @@ class _Guards(cst.CSTVisitor):
                 if mentions_cuda(value):
                     self._add(value)
 
+    def _cuda_twins(self, body) -> None:
+        """Functions of one block named for CUDA beside one named for NPU (accelerate's and
+        transformers' `is_cuda_available` beside `is_npu_available`): the project asks each
+        device its own question, and its callers branch on the answers, so the CUDA one must
+        keep answering for CUDA (False on an NPU machine): its body is left as written."""
+        functions = [statement for statement in body if isinstance(statement, cst.FunctionDef)]
+        if len(functions) < 2 or not any(names_npu(function.name.value) for function in functions):
+            return
+        for function in functions:
+            if _CUDA_WORD.search(function.name.value) and not names_npu(function.name.value):
+                self._add(function.body)
+
     def on_visit(self, node: cst.CSTNode) -> bool:
         if type(node) not in _LOOKED_AT:  # (asked of every node of a file: most are none of these)
             return True
@@ -222,6 +236,7 @@ class _Guards(cst.CSTVisitor):
                     if (not is_npu_aware(statement) and mentions_cuda(statement.test)
                             and _compared_subjects(statement.test) & tested):
                         self._guard_branch(statement.test, statement.body)
+            self._cuda_twins(body)
         if isinstance(node, cst.ClassDef):
             self._device_members(node)
         if isinstance(node, cst.If) and is_npu_aware(node) and id(node) not in self._elifs:
