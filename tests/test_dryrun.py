@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from helpers import FIXTURES, migrate  # noqa: E402
+from helpers import FIXTURES, migrate, write_project  # noqa: E402
 from standin_runner import STANDIN_DIR, parse_losses  # noqa: E402
 
 GPU2NPU = str(Path(sys.executable).parent / "gpu2npu")
@@ -549,3 +549,39 @@ def test_an_operator_of_the_release_runs_and_one_without_a_cpu_meaning_says_why(
         "    torch_npu.npu_quant_matmul(hidden.to(torch.int8), torch.ones(8, 8, dtype=torch.int8), torch.ones(1))") + 1
     assert hit["what"] == "torch_npu.npu_quant_matmul" and hit["where"] == f"train.py:{line}", hit
     assert hit["kind"] == "not imitated" and "int8/int4 quantized kernels" in quantized.stderr
+
+
+TWIN_TESTS = {
+    "devices.py": ("import torch\n\n\ndef is_npu_available():\n    try:\n        import torch_npu  # noqa: F401\n"
+                   "    except ImportError:\n        return False\n    return torch.npu.is_available()\n\n\n"
+                   "def is_cuda_available():\n    return torch.cuda.is_available()\n"),
+    "train.py": ("import torch\nfrom devices import is_cuda_available, is_npu_available\n\n"
+                 "device = 'cuda' if is_cuda_available() else 'npu' if is_npu_available() else 'cpu'\n"
+                 "model = torch.nn.Linear(4, 1).to(device)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                 "for step in range(2):\n    loss = model(torch.randn(8, 4).to(device)).pow(2).mean()\n"
+                 "    optimizer.zero_grad()\n    loss.backward()\n    optimizer.step()\n"
+                 "    print(f'step {step} loss {loss.item():.4f}')\n"),
+}
+
+
+def test_a_cuda_test_the_migration_left_on_purpose_is_no_failure(tmp_path):
+    """A project that asks each device its own question (`is_cuda_available` beside
+    `is_npu_available`): the migration leaves the CUDA one as written and its log says so (a NOTE
+    row); the dry run answers it False, as an NPU machine does, lists it apart and passes.  The
+    same question in code the migration did not read (no log: the original project) is a hit."""
+    source = write_project(tmp_path / "project", TWIN_TESTS)
+    migrated = migrate(source, tmp_path / "out", "2.1.0", "--no-html")
+    assert "return torch.cuda.is_available()" in (migrated / "devices.py").read_text()
+    report = tmp_path / "report.json"
+    done = dryrun("-v", "2.1.0", "--report", report, "--", "python", "train.py", cwd=migrated)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    assert "step 1 loss" in done.stdout
+    facts = json.loads(report.read_text(encoding="utf-8"))
+    assert facts["hits"] == []
+    [asked] = facts["left_as_written"]
+    assert asked["what"] == "torch.cuda.is_available" and asked["where"] == "devices.py:13", asked
+    assert "asked where the migration left the project's own device test as written" in done.stderr
+    original = dryrun("-v", "2.1.0", "--report", report, "--", "python", "train.py", cwd=source)
+    assert original.returncode == 1
+    hits = json.loads(report.read_text(encoding="utf-8"))["hits"]
+    assert ("cuda query", "torch.cuda.is_available", "devices.py:13") in [(h["kind"], h["what"], h["where"]) for h in hits]

@@ -191,6 +191,36 @@ class TestDistributed:
         assert "rank 0 sum 3.0" in result.stdout and "rank 1 sum 3.0" in result.stdout
 
 
+    def test_gathers_and_scatters_take_any_tensor_of_the_size_as_hccl_does(self, tmp_path):
+        """HCCL (as NCCL) takes a flat or stacked tensor of world size times the input's elements,
+        and an input that requires a gradient; Gloo, under the imitation, neither (accelerate's
+        `gather` and `gather_for_metrics` give both)."""
+        script = tmp_path / "gather.py"
+        script.write_text(textwrap.dedent("""
+            import torch
+            import torch_npu
+            import torch.distributed as dist
+
+            dist.init_process_group("hccl")
+            rank = dist.get_rank()
+            part = (torch.arange(3.0) + 10 * rank).requires_grad_()
+            flat, stacked = torch.empty(6), torch.empty(2, 3)
+            dist.all_gather_into_tensor(flat, part)
+            dist.all_gather_into_tensor(stacked, part, async_op=True).wait()
+            scattered = torch.empty(2)
+            dist.reduce_scatter_tensor(scattered, torch.arange(4.0).view(2, 2) + rank)
+            print(f"rank {rank} {flat.tolist()} {stacked.tolist()} {scattered.tolist()}")
+            dist.destroy_process_group()
+        """))
+        command = [sys.executable, "-m", "torch_npu.distributed.run", "--nproc-per-node", "2",
+                   "--master-port", str(free_port()), str(script)]
+        result = subprocess.run(command, cwd=tmp_path, env=standin_env({"STANDIN_NPU_COUNT": 2}), capture_output=True,
+                                text=True, timeout=240)
+        assert result.returncode == 0, result.stdout + result.stderr
+        gathered = "[0.0, 1.0, 2.0, 10.0, 11.0, 12.0] [[0.0, 1.0, 2.0], [10.0, 11.0, 12.0]]"
+        assert f"rank 0 {gathered} [1.0, 3.0]" in result.stdout and f"rank 1 {gathered} [5.0, 7.0]" in result.stdout
+
+
 def test_a_name_the_imitation_explains_says_why_where_the_release_has_it(tmp_path):
     """With the release's names (the dry run's STANDIN_TORCH_NPU_DATA), a contrib or distributed
     name the imitation does not implement fails as not imitated, with the reason."""

@@ -25,6 +25,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..knowledge import apidata
 from ..knowledge.versions import major_minor
+from ..reports.log import LOG_NAME, noted_spans
 
 HERE = Path(__file__).resolve().parent
 BOOT = HERE / "boot"
@@ -40,6 +41,10 @@ class DryRunResult:
     stopped: bool = False  # ended after --max-steps
     steps: Dict[str, int] = field(default_factory=dict)  # rank (or pid) -> optimizer steps
     hits: List[dict] = field(default_factory=list)  # {kind, what, where, count}
+    # CUDA questions (`torch.cuda.is_available()`) asked in code the migration left as written on
+    # purpose (its log's NOTE rows: the project's own NPU-aware tests): answered as on an NPU
+    # machine, and no failure, as the migration's report says
+    left_as_written: List[dict] = field(default_factory=list)
     exercised: Dict[str, int] = field(default_factory=dict)
     processes: int = 0
     torch_ran: str = ""  # the torch the command's processes imported ("": none did)
@@ -64,7 +69,8 @@ class DryRunResult:
                 "torch_version": self.version, "torch_npu_version": self.torch_npu_version,
                 "torch_ran": self.torch_ran,
                 "command": self.command, "processes": self.processes, "steps": self.steps,
-                "hits": self.hits, "torch_npu_apis": dict(sorted(self.exercised.items())),
+                "hits": self.hits, "left_as_written": self.left_as_written,
+                "torch_npu_apis": dict(sorted(self.exercised.items())),
                 **({"environment": self.environment} if self.environment else {})}
 
 
@@ -144,7 +150,29 @@ def dry_run(command: Sequence[str], version: str, nproc: int = 0, max_steps: int
                     process.kill()
                     process.wait()
         _merge(record_dir, result, npus)
+    _set_aside_what_the_migration_left(result, Path(cwd) if cwd is not None else Path.cwd())
     return result
+
+
+def _set_aside_what_the_migration_left(result: DryRunResult, cwd: Path) -> None:
+    """Moves the CUDA questions asked on lines that the migration's log notes as left as written
+    on purpose (in `cwd` or the folder above it that holds the log: the migrated project) from
+    the hits to `left_as_written`."""
+    folder = next((folder for folder in (cwd, *cwd.parents) if (folder / LOG_NAME).is_file()), None)
+    if folder is None:
+        return
+    spans = noted_spans(folder)
+    kept = []
+    for hit in result.hits:
+        path, _, line = hit["where"].rpartition(":")
+        try:
+            relative = (cwd / path).resolve().relative_to(folder.resolve()).as_posix()
+        except ValueError:
+            relative = None
+        noted = (hit["kind"] == "cuda query" and relative is not None and line.isdigit()
+                 and any(start <= int(line) <= end for start, end in spans.get(relative, ())))
+        (result.left_as_written if noted else kept).append(hit)
+    result.hits = kept
 
 
 def _python_folder(record_dir: Path, python: Path) -> Path:
@@ -264,7 +292,7 @@ def summary(result: DryRunResult) -> str:
                                                        else f"{steps}" for rank, steps in sorted(result.steps.items())))
     for hit in result.hits:
         why = _why_not_imitated(hit["what"]) if hit["kind"] == "not imitated" else None
-        label = {"cuda": "CUDA left", "missing": "not in this torch_npu release",
+        label = {"cuda": "CUDA left", "cuda query": "CUDA left", "missing": "not in this torch_npu release",
                  "keyword": "an argument this torch_npu release does not take",
                  "not imitated": f"not imitated on the CPU, as {why} (torch_npu has it; try it on the NPU)" if why
                  else "not imitated on the CPU (torch_npu has it; try it on the NPU)",
@@ -272,6 +300,9 @@ def summary(result: DryRunResult) -> str:
                  "rank": "a rank using another rank's NPU", "ranks": "ranks that collide",
                  "install": "does not install in the dry run's environment"}.get(hit["kind"], hit["kind"])
         lines.append(f"  {hit['where']}: {hit['what']}: {label} ({hit['count']}x)")
+    for hit in result.left_as_written:
+        lines.append(f"  {hit['where']}: {hit['what']}: asked where the migration left the project's own device test "
+                     f"as written (its log's NOTE row): answered as on an NPU machine, not a failure ({hit['count']}x)")
     if result.exercised:
         lines.append("  torch_npu APIs called: " + ", ".join(f"{name} ({count}x)" for name, count
                                                          in sorted(result.exercised.items())))

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import logging
+import re
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
+from typing import Dict, List, Tuple
 
 from ..records.change import Change, Finding, Report
 
@@ -44,3 +46,20 @@ def finding_line(finding: Finding) -> str:
         f"{finding.file} line: {finding.start_line} ~ {finding.end_line} "
         f"Operation Type: {kind} Message: {finding.api}: {finding.tip}"
     )
+
+
+_NOTE_LINE = re.compile(r"\] (?P<file>.+) line: (?P<start>\d+) ~ (?P<end>\d+) Operation Type: NOTE Message: ")
+
+
+def noted_spans(folder: Path) -> Dict[str, List[Tuple[int, int]]]:
+    """file -> the line spans its NOTE rows name (code left as written on purpose), read from the
+    run log in `folder` and its rotated backups; empty where there is none."""
+    spans: Dict[str, List[Tuple[int, int]]] = {}
+    for path in sorted(folder.glob(LOG_NAME + "*")):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for match in _NOTE_LINE.finditer(text):
+            spans.setdefault(match["file"], []).append((int(match["start"]), int(match["end"])))
+    return spans

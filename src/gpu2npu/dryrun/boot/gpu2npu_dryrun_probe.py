@@ -83,7 +83,7 @@ def record(kind, what, depth=3):
     if frame is None:
         return None
     line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
-    if kind != "cuda" and ("hasattr(" in line or "getattr(" in line):
+    if not kind.startswith("cuda") and ("hasattr(" in line or "getattr(" in line):
         return None
     where = _where(frame)
     key = (kind, what, where)
@@ -117,7 +117,7 @@ def _trap(function, what):
 def _query(function, what, answer):
     @functools.wraps(function)
     def answered(*args, **kwargs):
-        if record("cuda", what) is not None:
+        if record("cuda query", what) is not None:
             return answer
         return function(*args, **kwargs)
 

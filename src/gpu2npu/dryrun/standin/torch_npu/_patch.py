@@ -238,12 +238,63 @@ def _create_hccl(store, rank, size, timeout):
     return dist.ProcessGroupGloo(store, rank, size, timeout)
 
 
+def _patch_flat_collectives():
+    """HCCL, as NCCL, takes any gathered tensor of world size times the input's elements
+    (`all_gather_into_tensor(torch.empty(world * n), x)`, accelerate's `gather`), and any
+    scattered input of world size times the output's; Gloo, under the imitation's hccl, only the
+    one concatenated along the first dimension.  On an hccl group the collective runs on a tensor
+    of that shape, and a gathered one is copied into the caller's."""
+    def adapted(collective, whole_is_output, group_at):
+        @functools.wraps(collective)
+        def run(output, input, *args, **kwargs):
+            group = kwargs["group"] if "group" in kwargs else args[group_at] if len(args) > group_at else None
+            world = dist.get_world_size(group)
+            whole, part = (output, input) if whole_is_output else (input, output)
+            shape = (world * part.shape[0], *part.shape[1:]) if part.dim() else (world,)
+            if dist.get_backend(group) != "hccl":
+                return collective(output, input, *args, **kwargs)
+            # (a collective records no gradient; Gloo, unlike HCCL, copies an input that requires one
+            # into views of the output that autograd then refuses: it is given the data alone)
+            input = input.detach()
+            if whole.shape == shape or whole.numel() != world * part.numel():
+                return collective(output, input, *args, **kwargs)
+            if not whole_is_output:
+                return collective(output, input.reshape(shape), *args, **kwargs)
+            gathered = torch.empty(shape, dtype=output.dtype)
+            work = collective(gathered, input, *args, **kwargs)
+            if work is not None:
+                work.wait()
+            with torch.no_grad():
+                output.copy_(gathered.view(output.shape))
+            return _Done() if work is not None else None
+        return run
+
+    # (all_gather_into_tensor(output, input, group, async_op), reduce_scatter_tensor(output, input, op, group, ...))
+    dist.all_gather_into_tensor = adapted(dist.all_gather_into_tensor, True, 0)
+    dist.reduce_scatter_tensor = adapted(dist.reduce_scatter_tensor, False, 1)
+
+
+class _Done:
+    """The work of an asynchronous collective that the imitation ran to its end already."""
+
+    def wait(self, timeout=None):
+        return True
+
+    def is_completed(self):
+        return True
+
+    def is_success(self):
+        return True
+
+
 def _patch_distributed():
     if not dist.is_available():
         return
     if "hccl" not in dist.Backend.backend_list:
         dist.Backend.register_backend("hccl", _create_hccl, devices=["cpu", "npu"])
     dist.is_hccl_available = lambda: True
+
+    _patch_flat_collectives()
 
     DDP = torch.nn.parallel.DistributedDataParallel
     orig_init = DDP.__init__
