@@ -1,7 +1,8 @@
 """The names of torch_npu's modules that the CPU imitation does not implement, each with why: what they do has no
 meaning on a CPU, or its result is an NPU operator's that the release documents too little for a CPU
 result to stand for it; a dry run cannot say more than that the release has them (the message says
-so; try them on the NPU)."""
+so; try them on the NPU).  torch_npu's own operators (`torch_npu.npu_*`, some 400 per release) are
+explained by family (OPERATOR_FAMILIES: a pattern of their names) or one by one (OPERATOR_WHY)."""
 import re
 
 _HARDWARE = "it drives the NPU's hardware or driver (CANN), which a CPU does not have"
