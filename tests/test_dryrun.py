@@ -585,3 +585,39 @@ def test_a_cuda_test_the_migration_left_on_purpose_is_no_failure(tmp_path):
     assert original.returncode == 1
     hits = json.loads(report.read_text(encoding="utf-8"))["hits"]
     assert ("cuda query", "torch.cuda.is_available", "devices.py:13") in [(h["kind"], h["what"], h["where"]) for h in hits]
+
+
+ZERO_TRAINER = """\
+import os
+import torch
+import torch_npu
+import torch.distributed as dist
+from torch.distributed.optim import ZeroRedundancyOptimizer
+
+dist.init_process_group("hccl")
+torch_npu.npu.set_device(int(os.environ["LOCAL_RANK"]))
+model = torch.nn.Linear(4, 1).npu()
+optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW, lr=0.01)
+for step in range(3):
+    loss = model(torch.randn(8, 4).npu()).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    print(f"rank {dist.get_rank()} step {step + 1}", flush=True)
+dist.destroy_process_group()
+"""
+
+
+def test_a_step_of_an_optimizer_that_wraps_another_is_one_step(tmp_path):
+    """ZeroRedundancyOptimizer takes its inner AdamW's step inside its own (llm.c's --zero_stage 1):
+    one step per rank, so --max-steps 2 stops each rank after two, not one."""
+    (tmp_path / "train.py").write_text(ZERO_TRAINER)
+    report = tmp_path / "report.json"
+    done = dryrun_ranks("-v", "2.1.0", "--nproc", "2", "--report", report, "--", "python", "train.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(report.read_text(encoding="utf-8"))["steps"] == {"0": 3, "1": 3}
+    stopped = dryrun_ranks("-v", "2.1.0", "--nproc", "2", "--max-steps", "2", "--report", report, "--",
+                           "python", "train.py", cwd=tmp_path)
+    assert stopped.returncode == 0, stopped.stderr[-3000:]
+    assert json.loads(report.read_text(encoding="utf-8"))["steps"] == {"0": 2, "1": 2}
+    assert sorted(re.findall(r"rank \d step (\d)", stopped.stdout)) == ["1", "1", "2", "2"]

@@ -284,12 +284,19 @@ def _install_compile_check(torch):
 def _install_step_counter(torch):
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+    # A step of an optimizer that wraps another (ZeroRedundancyOptimizer, a framework's wrapper)
+    # takes the inner one's step inside its own: one step, counted when the outer one ends.
     def counted(optimizer, args, kwargs):
+        if state.get("outer") is not optimizer:
+            return
+        state["outer"] = None
         state["steps"] += 1
         if state.get("loader") is not None:  # the loader whose batches this step trained on
             trained.add(state["loader"])
 
     def stop_before_one_more(optimizer, args, kwargs):
+        if state.get("outer") is None:
+            state["outer"] = optimizer
         # at the start of step K+1, so that whatever the program does after step K (printing
         # its loss) is done
         if _MAX_STEPS and state["steps"] >= _MAX_STEPS:
