@@ -554,7 +554,8 @@ def test_an_operator_of_the_release_runs_and_one_without_a_cpu_meaning_says_why(
 TWIN_TESTS = {
     "devices.py": ("import torch\n\n\ndef is_npu_available():\n    try:\n        import torch_npu  # noqa: F401\n"
                    "    except ImportError:\n        return False\n    return torch.npu.is_available()\n\n\n"
-                   "def is_cuda_available():\n    return torch.cuda.is_available()\n"),
+                   "def is_cuda_available():\n    return torch.cuda.is_available()\n\n\n"
+                   "def seed(n):\n    torch.cuda.manual_seed_all(n)\n"),
     "train.py": ("import torch\nfrom devices import is_cuda_available, is_npu_available\n\n"
                  "device = 'cuda' if is_cuda_available() else 'npu' if is_npu_available() else 'cpu'\n"
                  "model = torch.nn.Linear(4, 1).to(device)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
@@ -571,7 +572,10 @@ def test_a_cuda_test_the_migration_left_on_purpose_is_no_failure(tmp_path):
     same question in code the migration did not read (no log: the original project) is a hit."""
     source = write_project(tmp_path / "project", TWIN_TESTS)
     migrated = migrate(source, tmp_path / "out", "2.1.0", "--no-html")
-    assert "return torch.cuda.is_available()" in (migrated / "devices.py").read_text()
+    lines = (migrated / "devices.py").read_text().splitlines()
+    # (the log's rows give the original's lines: one line above it was inserted, import torch_npu)
+    assert lines[1] == "import torch_npu" and lines[13] == "    return torch.cuda.is_available()"
+    assert "devices.py line: 13 ~ 13 Operation Type: NOTE" in (migrated / "msFmkTranspltlog.txt").read_text()
     report = tmp_path / "report.json"
     done = dryrun("-v", "2.1.0", "--report", report, "--", "python", "train.py", cwd=migrated)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
@@ -579,12 +583,19 @@ def test_a_cuda_test_the_migration_left_on_purpose_is_no_failure(tmp_path):
     facts = json.loads(report.read_text(encoding="utf-8"))
     assert facts["hits"] == []
     [asked] = facts["left_as_written"]
-    assert asked["what"] == "torch.cuda.is_available" and asked["where"] == "devices.py:13", asked
+    assert asked["what"] == "torch.cuda.is_available" and asked["where"] == "devices.py:14", asked
     assert "asked where the migration left the project's own device test as written" in done.stderr
-    original = dryrun("-v", "2.1.0", "--report", report, "--", "python", "train.py", cwd=source)
-    assert original.returncode == 1
-    hits = json.loads(report.read_text(encoding="utf-8"))["hits"]
-    assert ("cuda query", "torch.cuda.is_available", "devices.py:13") in [(h["kind"], h["what"], h["where"]) for h in hits]
+    # the same question in the original project (no log): a hit; and where the original files the log
+    # names are gone, a line of the migrated file cannot be matched to a row: kept as a hit
+    for cwd in (source, migrated):
+        if cwd == migrated:
+            source.rename(tmp_path / "moved")
+        again = dryrun("-v", "2.1.0", "--report", report, "--", "python", "train.py", cwd=cwd)
+        assert again.returncode == 1
+        hits = json.loads(report.read_text(encoding="utf-8"))["hits"]
+        line = 13 if cwd == source else 14
+        assert [(h["kind"], h["what"], h["where"]) for h in hits] == [("cuda query", "torch.cuda.is_available",
+                                                                        f"devices.py:{line}")]
 
 
 ZERO_TRAINER = """\

@@ -85,10 +85,7 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
     cuda_ops: List[Tuple[str, str]] = []
     engine: Optional[Engine] = None
     try:
-        logger.info(
-            f"gpu2npu {__version__}: migrating {source} for PyTorch {options.api.torch_version} "
-            f"(torch_npu {options.api.torch_npu_version}) into {target}"
-        )
+        logger.info(run_log.header(__version__, source, options.api.torch_version, options.api.torch_npu_version, target))
         def destination_of(entry: Entry) -> Path:
             return staging / entry.relative  # (an input file's relative is its name)
 

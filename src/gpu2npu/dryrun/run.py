@@ -11,6 +11,7 @@ once with NPUS=0,...,N-1 and starts its ranks itself.
 """
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import os
@@ -25,7 +26,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..knowledge import apidata
 from ..knowledge.versions import major_minor
-from ..reports.log import LOG_NAME, noted_spans
+from ..reports.log import LOG_NAME, migration_of, noted_spans
 
 HERE = Path(__file__).resolve().parent
 BOOT = HERE / "boot"
@@ -156,23 +157,42 @@ def dry_run(command: Sequence[str], version: str, nproc: int = 0, max_steps: int
 
 def _set_aside_what_the_migration_left(result: DryRunResult, cwd: Path) -> None:
     """Moves the CUDA questions asked on lines that the migration's log notes as left as written
-    on purpose (in `cwd` or the folder above it that holds the log: the migrated project) from
-    the hits to `left_as_written`."""
+    on purpose (its NOTE rows) from the hits to `left_as_written`.  The log is the one in `cwd` or
+    the nearest folder above; its rows give lines of the original files, which its first line
+    names: a hit's line of the migrated file is matched to the original's by their text (code left
+    as written reads the same in both).  Without the original files nothing is set aside."""
     folder = next((folder for folder in (cwd, *cwd.parents) if (folder / LOG_NAME).is_file()), None)
-    if folder is None:
+    migration = migration_of(folder) if folder is not None else None
+    if migration is None:
         return
+    source, target = migration
     spans = noted_spans(folder)
     kept = []
     for hit in result.hits:
-        path, _, line = hit["where"].rpartition(":")
-        try:
-            relative = (cwd / path).resolve().relative_to(folder.resolve()).as_posix()
-        except ValueError:
-            relative = None
-        noted = (hit["kind"] == "cuda query" and relative is not None and line.isdigit()
-                 and any(start <= int(line) <= end for start, end in spans.get(relative, ())))
+        original_line = _original_line(hit["where"], cwd, source, target) if hit["kind"] == "cuda query" else None
+        noted = original_line is not None and any(start <= original_line[1] <= end
+                                                  for start, end in spans.get(original_line[0], ()))
         (result.left_as_written if noted else kept).append(hit)
     result.hits = kept
+
+
+def _original_line(where: str, cwd: Path, source: Path, target: Path) -> Optional[Tuple[str, int]]:
+    """(file relative to the migration's root, line of the original file) of a hit's "file:line"
+    in the migrated tree, where that line is one the migration left as it was; else None."""
+    path, _, line = where.rpartition(":")
+    try:
+        migrated = (cwd / path).resolve()
+        relative = migrated.relative_to(target.resolve()).as_posix()
+        original = source if source.is_file() else source / relative
+        old = original.read_text(encoding="utf-8", errors="replace").splitlines()
+        new = migrated.read_text(encoding="utf-8", errors="replace").splitlines()
+    except (ValueError, OSError):
+        return None
+    number = int(line) if line.isdigit() else 0
+    for old_start, new_start, size in difflib.SequenceMatcher(None, old, new, autojunk=False).get_matching_blocks():
+        if new_start < number <= new_start + size:
+            return relative, old_start + number - new_start
+    return None
 
 
 def _python_folder(record_dir: Path, python: Path) -> Path:

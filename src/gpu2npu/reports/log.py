@@ -5,7 +5,7 @@ import logging
 import re
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..records.change import Change, Finding, Report
 
@@ -48,12 +48,33 @@ def finding_line(finding: Finding) -> str:
     )
 
 
+def header(version: str, source: Path, torch_version: str, torch_npu_version: str, target: Path) -> str:
+    """The log's first line: what was migrated into what (a dry run reads it back: migration_of)."""
+    return (f"gpu2npu {version}: migrating {source} for PyTorch {torch_version} (torch_npu {torch_npu_version}) "
+            f"into {target}")
+
+
+_HEADER = re.compile(r"\] gpu2npu \S+: migrating (?P<source>.+) for PyTorch \S+ \(torch_npu [^)]*\) into "
+                     r"(?P<target>.+)$", re.MULTILINE)
+
+
+def migration_of(folder: Path) -> Optional[Tuple[Path, Path]]:
+    """(source, target) of the migration whose run log is in `folder`, or None."""
+    try:
+        with open(folder / LOG_NAME, encoding="utf-8", errors="replace") as handle:
+            found = _HEADER.search(handle.readline())
+    except OSError:
+        return None
+    return (Path(found["source"]), Path(found["target"])) if found else None
+
+
 _NOTE_LINE = re.compile(r"\] (?P<file>.+) line: (?P<start>\d+) ~ (?P<end>\d+) Operation Type: NOTE Message: ")
 
 
 def noted_spans(folder: Path) -> Dict[str, List[Tuple[int, int]]]:
-    """file -> the line spans its NOTE rows name (code left as written on purpose), read from the
-    run log in `folder` and its rotated backups; empty where there is none."""
+    """file -> the line spans its NOTE rows name (code left as written on purpose; lines of the
+    original file, as every row's), read from the run log in `folder` and its rotated backups;
+    empty where there is none."""
     spans: Dict[str, List[Tuple[int, int]]] = {}
     for path in sorted(folder.glob(LOG_NAME + "*")):
         try:
