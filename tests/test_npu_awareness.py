@@ -155,8 +155,12 @@ class TestAFunctionForCudaBesideOneForNpu:
         "import torch\n\n\nclass Probe:\n    def has_npu(self):\n        return False\n\n\n"
         "def is_cuda_available():\n    return torch.cuda.is_available()\n",
         # `cudagraph` is not the word cuda
-        "import torch\n\n\ndef is_npu_available():\n    return False\n\n\ndef cudagraph_ready():\n    return torch.cuda.is_available()\n",
+        "import torch\n\n\ndef is_npu_available():\n    return False\n\n\ndef is_cudagraph_ready():\n"
+        "    return torch.cuda.is_available()\n",
+        # an action, not a question: its callers may call it on every device
+        "import torch\n\n\ndef to_npu(x):\n    return x.npu()\n\n\ndef to_cuda(x):\n"
+        "    return x.to('cuda') if torch.cuda.is_available() else x\n",
     ])
     def test_without_a_twin_it_is_migrated(self, source):
         output, _ = _migrate(source)
-        assert "return torch_npu.npu.is_available()" in output
+        assert "torch_npu.npu.is_available()" in output and "torch.cuda" not in output

@@ -80,6 +80,9 @@ class _MentionsNpu(cst.CSTVisitor):
 
 _NPU_WORD = re.compile(r"(^|_)npu(_|\d*$)", re.IGNORECASE)
 _CUDA_WORD = re.compile(r"(^|_)cuda(_|\d*$)", re.IGNORECASE)
+# The words of a function's name that make it a question (`is_cuda_available`, `_check_device_cuda`),
+# not an action (`to_cuda`, whose callers may call it on every device)
+_QUESTION_WORD = re.compile(r"(^|_)(is|has|check|available|supported)(_|$)", re.IGNORECASE)
 
 
 def names_npu(identifier: str) -> bool:
@@ -208,15 +211,17 @@ class _Guards(cst.CSTVisitor):
                     self._add(value)
 
     def _cuda_twins(self, body) -> None:
-        """Functions of one block named for CUDA beside one named for NPU (accelerate's and
+        """Questions of one block named for CUDA beside a function named for NPU (accelerate's and
         transformers' `is_cuda_available` beside `is_npu_available`): the project asks each
         device its own question, and its callers branch on the answers, so the CUDA one must
-        keep answering for CUDA (False on an NPU machine): its body is left as written."""
+        keep answering for CUDA (False on an NPU machine): its body is left as written.  An
+        action (`to_cuda` beside `to_npu`) is migrated: its callers may call it everywhere."""
         functions = [statement for statement in body if isinstance(statement, cst.FunctionDef)]
         if len(functions) < 2 or not any(names_npu(function.name.value) for function in functions):
             return
         for function in functions:
-            if _CUDA_WORD.search(function.name.value) and not names_npu(function.name.value):
+            name = function.name.value
+            if _CUDA_WORD.search(name) and _QUESTION_WORD.search(name) and not names_npu(name):
                 self._add(function.body)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
