@@ -168,7 +168,7 @@ class ImportTorchNpu(Rule):
         needs_load = self.context.needs_torch_npu and "torch" in usage.loaded and not loaded
         if self._lazy_imports:  # (the functions' imports bind the name: count what they do not cover)
             needs_load = self.context.needs_torch_npu
-        if not (needs_load or (not bound and _uses_outside_functions(updated_node))):
+        if not (needs_load or (usage.used and not bound and _uses_outside_functions(updated_node))):
             return updated_node
         if self._lazy_imports and not self._uncovered and _uses_outside_functions(updated_node) == 0:
             return updated_node  # each changed function imports torch_npu beside its torch

@@ -284,6 +284,8 @@ class IntegerDevices(Rule):
         there, not here.  Where it hands it to torch's `device=` or `.to()`, torch reads the int as
         a CUDA device (DiT's sampler: `diffusion.p_sample_loop(..., device=rank % count)` creates
         its noise with `torch.randn(..., device=device)`), so the row says how to give it an NPU."""
+        if not any(arg.keyword is not None and arg.keyword.value == "device" for arg in call.args):
+            return
         func = call.func
         callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
         if callee is None or callee in self._defined:
