@@ -19,7 +19,8 @@ class DataLoaderForNpu(LoaderRoles, Rule):
     every epoch, so training loaders get `drop_last=True` (as the Ascend imagenet multi-card guide does).
 
     Only loaders that are clearly for training change (their variable, function or dataset is
-    named for training, or they shuffle).  Evaluation loaders are not edited: dropping samples
+    named for training, or they shuffle: `shuffle=True`), and only where the batches' shapes are
+    the DataLoader's (no `collate_fn` of the project's, which may pad each batch to its own length).  Evaluation loaders are not edited: dropping samples
     would change the reported metric; they are listed in api_performance_advice.csv instead, as
     are loaders whose role cannot be told.  A `drop_last` the code already passes is the author's
     choice and is kept (and reported when it is not True).  `pin_memory=True` stays from torch
@@ -47,6 +48,11 @@ class DataLoaderForNpu(LoaderRoles, Rule):
         "from torch.utils.data import DataLoader\ndata_loader_train = DataLoader(ds, batch_size=64, drop_last=False)\n",
         # DataLoader refuses drop_last beside a batch_sampler
         "from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, batch_sampler=buckets, num_workers=2)\n",
+        # its collate function makes the shapes (padding each batch to its longest sample, they vary anyway)
+        "from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, batch_size=8, shuffle=True, collate_fn=pad)\n",
+        # shuffled by an expression: the same loader serves training and evaluation
+        "from torch.utils.data import DataLoader\n\ndef loader(split):\n"
+        "    return DataLoader(ds[split], batch_size=8, shuffle=(split == 'train'))\n",
         # built for each step over that step's samples: drop_last would drop them
         "from torch.utils.data import DataLoader\n\nclass Trainer:\n    def step(self, samples):\n"
         "        loader = DataLoader(samples, batch_size=8, shuffle=True)\n        return [self.train(b) for b in loader]\n",
@@ -73,6 +79,13 @@ class DataLoaderForNpu(LoaderRoles, Rule):
                         "sampler drop its last short batch if it feeds training (fixed shapes on Ascend)")
         elif isinstance(drop_last, cst.Name) and drop_last.value == "True":
             pass  # fixed batch shapes already: nothing to advise
+        elif role == "train" and drop_last is None and keyword_value(original_node, "collate_fn") is not None:
+            # The collate function makes the batches' shapes: padded to each batch's longest
+            # sample, they change from batch to batch, and dropping samples gains nothing.
+            self.report(original_node, Report.PERFORMANCE, "torch.utils.data.DataLoader",
+                        "training DataLoader with its own collate_fn left as is: if its batches have a fixed "
+                        "shape (padded to one length), drop_last=True spares Ascend a new graph for the last, "
+                        "shorter batch; if it pads each batch to its longest sample, the shapes change anyway")
         elif role == "train" and drop_last is None and self.built_per_step():
             self.report(original_node, Report.PERFORMANCE, "torch.utils.data.DataLoader",
                         "training DataLoader built anew for each step (in a loop or a step function) left as is: "

@@ -91,9 +91,13 @@ class LoaderRoles:
             return "train"
         if _EVAL_WORDS.search(dataset_text):
             return "eval"
+        # (a loader that shuffles is a training loader, `shuffle=sampler is None` too; one that
+        # shuffles by the split it is for, `shuffle=(split == "train")`, serves evaluation as well)
         shuffle = keyword_value(call, "shuffle")
         if shuffle is not None and not (isinstance(shuffle, cst.Name) and shuffle.value == "False"):
-            return "train"
+            if isinstance(shuffle, cst.Name) or not (_TRAIN_WORDS.search(code_of(shuffle))
+                                                     or _EVAL_WORDS.search(code_of(shuffle))):
+                return "train"
         return None
 
 
