@@ -164,3 +164,25 @@ class TestAFunctionForCudaBesideOneForNpu:
     def test_without_a_twin_it_is_migrated(self, source):
         output, _ = _migrate(source)
         assert "torch_npu.npu.is_available()" in output and "torch.cuda" not in output
+
+
+class TestAQuestionWhetherAGpuKernelCanRun:
+    """A function that asks whether a GPU kernel can run on a tensor's device (trl's
+    `_use_triton(device)`: `device.type in ("cuda", "xpu")`) lists the accelerators the kernel
+    was written for.  Renamed, it would send NPU tensors into Triton kernels that cannot run
+    there, where the original fell back to torch: its body is left as written."""
+
+    @pytest.mark.parametrize("name", ["_use_triton", "_supports_trl_loss_kernel", "can_use_fused_kernel",
+                                      "is_triton_kernel_supported"])
+    def test_left_as_written(self, name):
+        source = (f"import torch\n\n\ndef {name}(x):\n    return x.device.type in ('cuda', 'xpu') and x.ndim == 2\n\n\n"
+                  "def to_device(x):\n    return x.to('cuda')\n")
+        output, result = _migrate(source)
+        assert "return x.device.type in ('cuda', 'xpu') and x.ndim == 2" in output
+        assert "return x.to('npu')" in output
+        assert [f.start_line for f in result.findings if f.report == Report.NOTE and f.api == NOTE_API] == [5]
+
+    @pytest.mark.parametrize("name", ["kernel_size", "use_cuda", "build_kernel", "triton_cache_dir"])
+    def test_other_functions_are_migrated(self, name):
+        output, _ = _migrate(f"import torch\n\n\ndef {name}(x):\n    return x.device.type == 'cuda'\n")
+        assert "x.device.type == 'npu'" in output

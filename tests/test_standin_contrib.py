@@ -183,11 +183,7 @@ class TestDistributed:
             print(f"rank {rank} sum {value.item()}")
             dist.destroy_process_group()
         """))
-        command = [sys.executable, "-m", "torch_npu.distributed.run", "--nproc-per-node", "2",
-                   "--master-port", str(free_port()), str(script)]
-        result = subprocess.run(command, cwd=tmp_path, env=standin_env({"STANDIN_NPU_COUNT": 2}), capture_output=True,
-                                text=True, timeout=240)
-        assert result.returncode == 0, result.stdout + result.stderr
+        result = _two_ranks(script)
         assert "rank 0 sum 3.0" in result.stdout and "rank 1 sum 3.0" in result.stdout
 
 
@@ -212,13 +208,19 @@ class TestDistributed:
             print(f"rank {rank} {flat.tolist()} {stacked.tolist()} {scattered.tolist()}")
             dist.destroy_process_group()
         """))
-        command = [sys.executable, "-m", "torch_npu.distributed.run", "--nproc-per-node", "2",
-                   "--master-port", str(free_port()), str(script)]
-        result = subprocess.run(command, cwd=tmp_path, env=standin_env({"STANDIN_NPU_COUNT": 2}), capture_output=True,
-                                text=True, timeout=240)
-        assert result.returncode == 0, result.stdout + result.stderr
+        result = _two_ranks(script)
         gathered = "[0.0, 1.0, 2.0, 10.0, 11.0, 12.0] [[0.0, 1.0, 2.0], [10.0, 11.0, 12.0]]"
         assert f"rank 0 {gathered} [1.0, 3.0]" in result.stdout and f"rank 1 {gathered} [5.0, 7.0]" in result.stdout
+
+
+def _two_ranks(script):
+    """`script` run by two ranks that `python -m torch_npu.distributed.run` starts (they pass)."""
+    command = [sys.executable, "-m", "torch_npu.distributed.run", "--nproc-per-node", "2",
+               "--master-port", str(free_port()), str(script)]
+    result = subprocess.run(command, cwd=script.parent, env=standin_env({"STANDIN_NPU_COUNT": 2}), capture_output=True,
+                            text=True, timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
 
 
 def test_a_name_the_imitation_explains_says_why_where_the_release_has_it(tmp_path):

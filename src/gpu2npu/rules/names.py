@@ -352,6 +352,24 @@ def _looks_up_by_device(rule, node: cst.CSTNode) -> bool:
     return file_facts(rule, node).looks_up_by_device
 
 
+# Calls that write their argument out for another program to read (a JSON or YAML config)
+_SERIALIZERS = frozenset({"json.dumps", "json.dump", "yaml.dump", "yaml.safe_dump", "toml.dumps", "tomli_w.dumps"})
+
+
+def _serialized_by(rule, node: cst.CSTNode, parent_of) -> Optional[str]:
+    """The serializer (`json.dumps`) that writes the literal collection holding `node` out, or None:
+    `json.dumps({"backend": "nccl"})` is vLLM's `--weight-transfer-config`, not torch's backend."""
+    parent = parent_of(node)
+    while isinstance(parent, (cst.DictElement, cst.Dict, cst.Element, cst.List, cst.Tuple)):
+        parent = parent_of(parent)
+    if isinstance(parent, cst.Arg):
+        call = parent_of(parent)
+        if isinstance(call, cst.Call):
+            found = sorted(qualified_names(rule, call.func) & _SERIALIZERS)
+            return found[0] if found else None
+    return None
+
+
 def foreign_collective(rule, node: cst.CSTNode) -> Optional[str]:
     """The collective library other than torch's (file_facts.FOREIGN_COLLECTIVES) that the backend name
     `node` ("nccl") goes to, by what the file does with it: handed to one directly, or held by a
@@ -361,6 +379,9 @@ def foreign_collective(rule, node: cst.CSTNode) -> Optional[str]:
     def parent_of(child):
         return rule.get_metadata(ParentNodeProvider, child, None)
 
+    serializer = _serialized_by(rule, node, parent_of)
+    if serializer is not None:
+        return f"the program that reads what {serializer} writes (a config of another program, not torch's)"
     names = file_facts(rule, node).foreign_backends
     parent = parent_of(node)
     holder = None

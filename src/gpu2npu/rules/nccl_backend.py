@@ -63,6 +63,8 @@ class NcclToHccl(DocstringTracker, Rule):
         "parser.add_argument('--weight-sync-backend', default='nccl')\n"
         "if args.weight_sync_backend == 'nccl':\n"
         "    collective.init_collective_group(world, rank, backend=args.weight_sync_backend, group_name='sync')\n",
+        # written into another program's config (vLLM's --weight-transfer-config)
+        "import json\ncommand += ['--weight-transfer-config', json.dumps({'backend': 'nccl'})]\n",
     )
 
     def __init__(self, context) -> None:

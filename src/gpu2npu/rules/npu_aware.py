@@ -17,7 +17,8 @@ statements beside one with an NPU test in the same block, and for conditional ex
 (`"npu" if npu_ok else "cuda"`).  Boolean expressions and collection literals that mention NPU
 (`device in ("npu", "cuda")`) are left whole, and so are the CUDA values of a class whose attributes
 name NPU too (`CUDA = "cuda"` beside `NPU = "npu"`) and the body of a function named for CUDA beside
-one named for NPU (`is_cuda_available` beside `is_npu_available`: the callers ask each device).  "Mentions NPU" is decided on tokens that mean
+one named for NPU (`is_cuda_available` beside `is_npu_available`: the callers ask each device), and
+of a function that asks whether a GPU kernel can run (`_use_triton`: the NPU cannot run it).  "Mentions NPU" is decided on tokens that mean
 NPU, never on a substring: a name that is `npu` or has it as a word (`torch_npu`, `torch.npu`,
 `is_npu`, `use_npu`, `npu_available`, `npu_fusion_attention`), or an "npu"/"npu:N"/"hccl"
 string; `input` or `args.input_val_bin` mention no NPU.  An `if` beside an NPU-aware one in the
@@ -83,6 +84,11 @@ _CUDA_WORD = re.compile(r"(^|_)cuda(_|\d*$)", re.IGNORECASE)
 # The words of a function's name that make it a question (`is_cuda_available`, `_check_device_cuda`),
 # not an action (`to_cuda`, whose callers may call it on every device)
 _QUESTION_WORD = re.compile(r"(^|_)(is|has|check|available|supported)(_|$)", re.IGNORECASE)
+# A question whether a GPU kernel can run (trl's `_use_triton`, `_supports_trl_loss_kernel`): its
+# device test lists the accelerators the kernel was written for, which the NPU is not among
+_KERNEL_QUESTION = re.compile(r"(^|_)(use|uses|can|supports?|is|has|check)_(\w+_)?(triton|kernels?|cutlass)(_|$)",
+                              re.IGNORECASE)
+_KERNEL_QUESTION_TEXT = re.compile(r"def \w*(triton|kernel|cutlass)", re.IGNORECASE)
 
 
 def names_npu(identifier: str) -> bool:
@@ -224,6 +230,15 @@ class _Guards(cst.CSTVisitor):
             if _CUDA_WORD.search(name) and _QUESTION_WORD.search(name) and not names_npu(name):
                 self._add(function.body)
 
+    def _kernel_questions(self, body) -> None:
+        """A function that asks whether a GPU kernel can run (`_use_triton(device)`: `device.type
+        in ("cuda", "xpu")`): renamed, its answer would send NPU tensors into Triton or CUDA
+        kernels the NPU cannot run, where the original fell back to torch; left as written."""
+        for statement in body:
+            if (isinstance(statement, cst.FunctionDef) and _KERNEL_QUESTION.search(statement.name.value)
+                    and mentions_cuda(statement.body)):
+                self._add(statement.body)
+
     def on_visit(self, node: cst.CSTNode) -> bool:
         if type(node) not in _LOOKED_AT:  # (asked of every node of a file: most are none of these)
             return True
@@ -242,6 +257,7 @@ class _Guards(cst.CSTVisitor):
                             and _compared_subjects(statement.test) & tested):
                         self._guard_branch(statement.test, statement.body)
             self._cuda_twins(body)
+            self._kernel_questions(body)
         if isinstance(node, cst.ClassDef):
             self._device_members(node)
         if isinstance(node, cst.If) and is_npu_aware(node) and id(node) not in self._elifs:
@@ -268,7 +284,7 @@ def guarded_spans(wrapper: MetadataWrapper, *also: cst.CSTVisitor, code: str = N
     `also`: other visitors of the original file, run in the same walk (a walk of a large tree
     costs more than what most visitors do in it); `code`: the file's text, where known (a text
     that mentions no NPU has no such span, and is not walked for them)."""
-    if not also and code is not None and not may_mention_npu(code):
+    if not also and code is not None and not may_mention_npu(code) and not _KERNEL_QUESTION_TEXT.search(code):
         return frozenset()
     guards = _Guards()
     walk_wrapped(_together([guards, *also]) if also else guards, wrapper)
