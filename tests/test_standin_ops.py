@@ -73,6 +73,42 @@ class TestActivations:
         out, _ = npu.npu_geglu(x.t(), dim=0)
         assert out.shape == (4, 3)
 
+    def test_gelu_mul_gates_the_second_half_with_the_gelu_of_the_first(self, npu):
+        torch.manual_seed(20)
+        x = torch.randn(3, 8)
+        out = npu.npu_gelu_mul(x)  # approximate="none": the erf form
+        first, second = x[:, :4], x[:, 4:]
+        assert out.shape == (3, 4)
+        assert torch.allclose(out, _gelu_erf(first.flatten()).reshape(3, 4) * second, atol=1e-6)
+        tanh = npu.npu_gelu_mul(x, approximate="tanh")
+        assert torch.allclose(tanh, _gelu_tanh(first.flatten()).reshape(3, 4) * second, atol=1e-6)
+        assert npu.npu_gelu_mul(torch.rand(100, 400, dtype=torch.float16)).shape == (100, 200)  # documented
+        with pytest.raises(ValueError):
+            npu.npu_gelu_mul(torch.randn(2, 5))
+        with pytest.raises(TypeError):
+            npu.npu_gelu_mul(x, "tanh")  # approximate is keyword-only
+
+    def test_clipped_swiglu_clips_both_halves_and_splits_them_interleaved_by_default(self, npu):
+        x = torch.tensor([[8.0, -9.0, 1.0, 2.0, -3.0, 0.5]])  # pairs (A, B): (8, -9), (1, 2), (-3, 0.5)
+        out = npu.npu_clipped_swiglu(x)  # alpha 1.702, limit 7, bias 1, interleaved
+        pairs = [(7.0, -7.0), (1.0, 2.0), (-3.0, 0.5)]  # A clipped above at 7, B to [-7, 7]
+        expected = torch.tensor([[a / (1 + math.exp(-1.702 * a)) * (b + 1.0) for a, b in pairs]])
+        assert out.shape == (1, 3) and torch.allclose(out, expected, atol=1e-5)
+        halves = npu.npu_clipped_swiglu(x, interleaved=False, alpha=1.0, limit=2.5, bias=0.0)
+        pairs = [(2.5, 2.0), (-9.0, -2.5), (1.0, 0.5)]  # A = x[:3], B = x[3:]
+        expected = torch.tensor([[a / (1 + math.exp(-a)) * b for a, b in pairs]])
+        assert torch.allclose(halves, expected, atol=1e-5)
+
+    def test_clipped_swiglu_halves_dim_and_refuses_group_index(self, npu):
+        torch.manual_seed(21)
+        x = torch.randn(2, 4, 3)
+        out = npu.npu_clipped_swiglu(x, dim=1, interleaved=False, limit=100.0, bias=0.0, alpha=1.0)
+        a, b = x[:, :2], x[:, 2:]  # the halves of dim 1 (the documented [pre, cut * after] split)
+        assert out.shape == (2, 2, 3) and torch.allclose(out, a * torch.sigmoid(a) * b, atol=1e-6)
+        assert npu.npu_clipped_swiglu(torch.randn(6, 4), dim=0).shape == (3, 4)
+        with pytest.raises(NotImplementedError):
+            npu.npu_clipped_swiglu(x, group_index=torch.tensor([1]))
+
 
 class TestNorms:
     def test_layer_norm_eval_gives_the_documented_example(self, npu):
@@ -143,6 +179,35 @@ class TestNorms:
         with pytest.raises(ValueError):
             npu.npu_group_norm_silu(x, weight, bias, group=4)
 
+    def test_group_norm_swish_scales_the_swish(self, npu):
+        torch.manual_seed(22)
+        x, weight, bias = torch.randn(3, 4, 6), torch.randn(4), torch.randn(4)
+        out, mean, rstd = npu.npu_group_norm_swish(x, 2, weight, bias, eps=1e-5, swish_scale=0.5)
+        assert out.shape == x.shape and mean.shape == rstd.shape == (3, 2)
+        for n in range(3):
+            for g in range(2):
+                block = x[n, 2 * g:2 * g + 2]
+                m = block.mean()
+                r = 1 / torch.sqrt(((block - m) ** 2).mean() + 1e-5)
+                assert torch.allclose(mean[n, g], m, atol=1e-5) and torch.allclose(rstd[n, g], r, atol=1e-4)
+                for c in (2 * g, 2 * g + 1):
+                    y = (x[n, c] - m) * r * weight[c] + bias[c]
+                    assert torch.allclose(out[n, c], y / (1 + torch.exp(-0.5 * y)), atol=1e-5)
+        half = npu.npu_group_norm_swish(x.half(), 4, weight.half(), bias.half())  # the documented call
+        assert all(t.dtype == torch.float16 for t in half) and half[1].shape == (3, 4)
+
+    def test_add_rms_norm_cast_returns_the_output_in_float32_too(self, npu):
+        torch.manual_seed(23)
+        x1, x2 = torch.randn(20, 10, 64, dtype=torch.float16), torch.randn(20, 10, 64, dtype=torch.float16)
+        gamma = torch.randn(64, dtype=torch.float16)
+        y1, y2, rstd, x = npu.npu_add_rms_norm_cast(x1, x2, gamma)
+        total = (x1 + x2).float()
+        expected_rstd = 1 / torch.sqrt(total.pow(2).mean(-1, keepdim=True) + 1e-6)
+        assert y1.dtype == torch.float32 and y2.dtype == x.dtype == torch.float16 and rstd.dtype == torch.float32
+        assert rstd.shape == (20, 10, 1) and torch.allclose(rstd, expected_rstd, rtol=1e-3)
+        assert torch.equal(x, x1 + x2) and torch.equal(y1, y2.float())
+        assert torch.allclose(y1, total * expected_rstd * gamma.float(), atol=1e-2)
+
 
 class TestSoftmaxAndLosses:
     def test_scaled_masked_softmax_leaves_out_the_masked_positions(self, npu):
@@ -176,6 +241,51 @@ class TestSoftmaxAndLosses:
         expected = [-sum(labels[r, i] * (features[r, i] - torch.logsumexp(features[r], 0)) for i in range(5))
                     for r in range(3)]
         assert torch.allclose(loss, torch.stack(expected), atol=1e-5)
+
+    def test_cross_entropy_loss_follows_the_documented_formula(self, npu):
+        torch.manual_seed(24)
+        x, target = torch.randn(5, 7), torch.tensor([0, 3, 6, 3, 1])
+        weight = torch.rand(7) + 0.1
+        loss, log_prob, zloss, lse = npu.npu_cross_entropy_loss(x, target, weight, reduction="none", ignore_index=6)
+        lse_n = [math.log(sum(math.exp(v) for v in row)) for row in x.tolist()]
+        expected = [0.0 if y == 6 else -weight[y].item() * (x[n, y].item() - lse_n[n])
+                    for n, y in enumerate(target.tolist())]
+        assert loss.shape == (5,) and torch.allclose(loss, torch.tensor(expected), atol=1e-5)
+        assert log_prob.shape == (5, 7) and torch.allclose(log_prob, x - torch.tensor(lse_n).unsqueeze(1), atol=1e-5)
+        assert zloss.numel() == 0 and lse.numel() == 0
+        mean, _, _, _ = npu.npu_cross_entropy_loss(x, target, weight, ignore_index=6)
+        kept_weight = sum(weight[y].item() for y in target.tolist() if y != 6)
+        assert mean.shape == (1,) and torch.allclose(mean, torch.tensor([sum(expected) / kept_weight]), atol=1e-5)
+        total, _, _, _ = npu.npu_cross_entropy_loss(x, target, reduction="sum", ignore_index=-1)  # nothing ignored
+        assert total.shape == (1,)
+        by_torch = torch.nn.functional.cross_entropy(x, target, reduction="sum")
+        assert torch.allclose(total, by_torch.reshape(1), atol=1e-5)
+        plain, _, _, _ = npu.npu_cross_entropy_loss(x.half(), target)
+        assert plain.dtype == torch.float16
+        with pytest.raises(NotImplementedError):
+            npu.npu_cross_entropy_loss(x, target, label_smoothing=0.1)
+        with pytest.raises(NotImplementedError):
+            npu.npu_cross_entropy_loss(x, target, return_zloss=True)
+
+    def test_fused_cross_entropy_loss_with_max_sum_finishes_a_vocabulary_parallel_loss(self, npu):
+        torch.manual_seed(25)
+        logits = torch.randn(4, 12)
+        target = torch.tensor([0, 5, 11, 7])
+        # two vocabulary shards of 6, combined as the all-reduce would: the global max, the sum of exp
+        # (x - max), and the target's logit minus the max
+        logits_max = logits.max(-1).values
+        sum_exp = torch.exp(logits - logits_max.unsqueeze(1)).sum(-1)
+        predicted = logits.gather(1, target.unsqueeze(1)).squeeze(1) - logits_max
+        loss, softmax = npu.npu_fused_cross_entropy_loss_with_max_sum(logits_max, sum_exp, predicted)
+        assert torch.allclose(loss, torch.nn.functional.cross_entropy(logits, target, reduction="none"), atol=1e-5)
+        assert softmax.numel() == 0
+        shard = logits[:, :6].half()
+        loss, softmax = npu.npu_fused_cross_entropy_loss_with_max_sum(logits_max, sum_exp, predicted,
+                                                                      vocab_parallel_logits=shard)
+        assert softmax.dtype == torch.float32 and softmax.shape == (4, 6)
+        assert torch.allclose(softmax, torch.softmax(logits, -1)[:, :6], atol=1e-3)
+        with pytest.raises(ValueError):
+            npu.npu_fused_cross_entropy_loss_with_max_sum(logits_max, sum_exp, predicted, label_smoothing=0.1)
 
 
 class TestReductions:
@@ -230,6 +340,54 @@ class TestMatrixProducts:
         assert torch.allclose(out, torch.einsum("bik,bkj->bij", a, b), atol=1e-5)
         shared = torch.randn(4, 5)
         assert torch.allclose(npu.npu_bmmV2(a, shared, []), torch.einsum("bik,kj->bij", a, shared), atol=1e-5)
+
+    def test_transpose_batchmatmul_permutes_before_and_after(self, npu):
+        torch.manual_seed(26)
+        x1, x2 = torch.randn(3, 2, 4), torch.randn(2, 4, 5)  # (M, B, K), (B, K, N)
+        out = npu.npu_transpose_batchmatmul(x1, x2, perm_x1=[1, 0, 2], perm_y=[1, 0, 2])
+        expected = torch.tensor([[[sum(x1[m, b, k] * x2[b, k, n] for k in range(4)) for n in range(5)]
+                                  for b in range(2)] for m in range(3)])
+        assert out.shape == (3, 2, 5) and torch.allclose(out, expected, atol=1e-5)
+        plain = npu.npu_transpose_batchmatmul(x1.transpose(0, 1).contiguous(), x2)  # [B, M, K]; perm_y [1, 0, 2]
+        assert torch.allclose(plain, expected, atol=1e-5)
+        with pytest.raises(NotImplementedError):
+            npu.npu_transpose_batchmatmul(x1, x2, perm_x1=[1, 0, 2], batch_split_factor=5)
+        with pytest.raises(NotImplementedError):
+            npu.npu_transpose_batchmatmul(x1, x2, perm_x1=[1, 0, 2], scale=torch.ones(10, dtype=torch.int64))
+        with pytest.raises(ValueError):
+            npu.npu_transpose_batchmatmul(x1, x2, perm_x1=[1, 0, 2], perm_y=[0, 1, 2])
+
+
+class TestSequenceMixing:
+    def test_masked_causal_conv1d_sums_the_window_ending_at_each_step(self, npu):
+        torch.manual_seed(27)
+        x, weight = torch.randn(5, 2, 3), torch.randn(3, 3)  # [S, B, H], [W, H]
+        out = npu.npu_masked_causal_conv1d(x, weight)
+        expected = torch.zeros(5, 2, 3)
+        for s in range(5):
+            for k in range(3):
+                if s - (2 - k) >= 0:
+                    expected[s] += weight[k] * x[s - (2 - k)]
+        assert out.shape == x.shape and torch.allclose(out, expected, atol=1e-6)
+        mask = torch.tensor([[True, False, True, True, False], [True, True, True, True, True]])  # [B, S]
+        masked = npu.npu_masked_causal_conv1d(x, weight, mask=mask)
+        assert torch.all(masked[1, 0] == 0) and torch.all(masked[4, 0] == 0)
+        assert torch.allclose(masked[:, 1], expected[:, 1], atol=1e-6) and torch.allclose(masked[2, 0], expected[2, 0])
+        assert npu.npu_masked_causal_conv1d(x.bfloat16(), weight.bfloat16()).dtype == torch.bfloat16
+
+    def test_mhc_post_mixes_the_streams_and_adds_the_layer_output(self, npu):
+        torch.manual_seed(28)
+        x, h_res = torch.randn(2, 3, 4, 8), torch.rand(2, 3, 4, 4)  # [B, S, n, D], [B, S, n, n]
+        h_out, h_post = torch.randn(2, 3, 8), torch.rand(2, 3, 4)
+        out = npu.npu_mhc_post(x, h_res, h_out, h_post)
+        b, s = 1, 2
+        for i in range(4):
+            row = sum(h_res[b, s, i, j] * x[b, s, j] for j in range(4)) + h_post[b, s, i] * h_out[b, s]
+            assert torch.allclose(out[b, s, i], row, atol=1e-5)
+        assert out.shape == x.shape
+        skip = npu.npu_mhc_post(x.half(), None, h_out.half(), h_post)
+        assert skip.dtype == torch.float16
+        assert torch.allclose(skip.float(), x + h_post.unsqueeze(-1) * h_out.unsqueeze(-2), atol=1e-2)
 
 
 class TestConvolutions:
@@ -403,6 +561,99 @@ class TestPositionEncoding:
         expected = torch.zeros(12, dtype=torch.uint8)
         expected[[0, 2 * 4 + 2, 2 * 4 + 3]] = 1  # the far box is clamped into the last cell
         assert flags.dtype == torch.uint8 and torch.equal(flags, expected.repeat_interleave(2))
+
+    def test_interleave_rope_deinterleaves_then_rotates_the_halves(self, npu):
+        torch.manual_seed(29)
+        x = torch.randn(2, 3, 1, 8)
+        cos, sin = torch.randn(2, 1, 1, 8), torch.randn(2, 1, 1, 8)
+        out = npu.npu_interleave_rope(x, cos, sin)
+        q = x[..., [0, 2, 4, 6, 1, 3, 5, 7]]  # the even elements, then the odd ones
+        rotated = torch.cat((-q[..., 4:], q[..., :4]), dim=-1)
+        assert out.shape == x.shape and torch.allclose(out, q * cos + rotated * sin, atol=1e-6)
+        assert npu.npu_interleave_rope(x.half(), cos.half(), sin.half()).dtype == torch.float16
+        # the documented RotateHalf example: [1, 2, 3, 4] -> [-3, -4, 1, 2] (here with q = [1, 3, 2, 4] as x)
+        one = npu.npu_interleave_rope(torch.tensor([1.0, 2.0, 3.0, 4.0]).reshape(1, 1, 1, 4),
+                                      torch.zeros(1, 1, 1, 4), torch.ones(1, 1, 1, 4))
+        assert one.flatten().tolist() == [-2.0, -4.0, 1.0, 3.0]
+
+
+class TestIndexingAndScattering:
+    def test_indexing_gives_the_documented_example(self, npu):
+        x = torch.tensor([[1, 2, 3, 4], [5, 6, 7, 8]], dtype=torch.int32)
+        out = npu.npu_indexing(x, [0, 0], [2, 2], [1, 1])
+        assert out.dtype == torch.int32 and out.tolist() == [[1, 2], [5, 6]]
+
+    def test_indexing_masks_follow_the_strided_slice_bits(self, npu):
+        x = torch.arange(24).reshape(2, 3, 4)
+        assert npu.npu_indexing(x, [0, 1, 0], [2, 3, 4], [1, 1, 2]).tolist() == x[:, 1:3, 0:4:2].tolist()
+        assert npu.npu_indexing(x, [1, 2, 3], [0, 0, 0], [1, 1, 1], begin_mask=0b011, end_mask=0b111).tolist() == \
+            x[:, :, 3:].tolist()
+        shrunk = npu.npu_indexing(x, [1, 0, 1], [2, 3, 3], [1, 1, 1], shrink_axis_mask=0b001)
+        assert shrunk.tolist() == x[1, :, 1:3].tolist()
+        assert npu.npu_indexing(x, [0, 0], [1, 2], [1, 1], new_axis_mask=0b01).shape == (1, 2, 3, 4)
+        assert npu.npu_indexing(x, [0, 1], [0, 3], [1, 1], ellipsis_mask=0b01).tolist() == x[..., 1:3].tolist()
+        assert npu.npu_indexing(x, [0, 3], [0, 0], [1, -2], ellipsis_mask=0b01, end_mask=0b10).tolist() == \
+            x[..., [3, 1]].tolist()  # a negative stride walks back from begin
+        assert npu.npu_indexing(x, [-1], [0], [1], shrink_axis_mask=1).tolist() == x[-1].tolist()
+        with pytest.raises(ValueError):
+            npu.npu_indexing(x, [0], [1], [0])
+
+    def test_gather_sparse_index_takes_rows_of_dimension_zero(self, npu):
+        torch.manual_seed(30)
+        inputs, index = torch.randn(16, 32), torch.randint(0, 16, [2, 3])
+        out = npu.npu_gather_sparse_index(inputs, index)
+        assert out.shape == (2, 3, 32)  # the documented shapes
+        assert all(torch.equal(out[i, j], inputs[index[i, j]]) for i in range(2) for j in range(3))
+        with pytest.raises(IndexError):
+            npu.npu_gather_sparse_index(inputs, torch.tensor([-1]))
+
+    def test_scatter_gives_the_documented_example(self, npu):
+        x = torch.tensor([[1.6279, 0.1226], [0.9041, 1.0980]])
+        out = npu.npu_scatter(x, torch.tensor([0, 1], dtype=torch.int32), torch.tensor([-1.1993, -1.5247]), 0)
+        assert out.tolist() == torch.tensor([[-1.1993, 0.1226], [0.9041, -1.5247]]).tolist()
+        assert x[0, 0].item() == pytest.approx(1.6279)  # not in place
+        along_1 = npu.npu_scatter(torch.zeros(2, 3), torch.tensor([2, 0]), torch.tensor([5.0, 6.0]), 1)
+        assert along_1.tolist() == [[0, 0, 5], [6, 0, 0]]
+        with pytest.raises(NotImplementedError):  # only the documented form: indices of self's rank - 1
+            npu.npu_scatter(torch.zeros(2, 3), torch.tensor([[2], [0]]), torch.tensor([[5.0], [6.0]]), -1)
+        assert torch.equal(npu.npu_scatter(x, torch.tensor([], dtype=torch.int32), torch.tensor([]), 0), x)
+
+    def test_scatter_nd_update_writes_slices_at_the_indexed_positions(self, npu):
+        torch.manual_seed(31)
+        var, updates = torch.rand(4, 5, 6), torch.rand(3, 6)
+        indices = torch.tensor([[0, 1], [3, 4], [2, 0]], dtype=torch.int32)  # the documented (3, 2) -> (3, 6)
+        out = npu.npu_scatter_nd_update(var, indices, updates)
+        expected = var.clone()
+        for p, (i, j) in enumerate(indices.tolist()):
+            expected[i, j] = updates[p]
+        assert torch.equal(out, expected) and not torch.equal(var, expected)
+        rows = torch.tensor([[[1], [3]]])  # indices [1, 2, 1]: whole rows of a [4, 2] input
+        assert npu.npu_scatter_nd_update(torch.zeros(4, 2), rows, torch.ones(1, 2, 2)).tolist() == \
+            [[0, 0], [1, 1], [0, 0], [1, 1]]
+        assert npu.npu_scatter_nd_update_(var, indices, updates) is var and torch.equal(var, expected)
+        with pytest.raises(ValueError):
+            npu.npu_scatter_nd_update(var, indices, torch.rand(3, 5))
+
+    def test_one_fills_in_place(self, npu):
+        x = torch.rand(2, 3)
+        assert npu.one_(x) is x and x.tolist() == [[1.0] * 3] * 2
+
+    def test_sign_bits_pack_and_unpack_give_the_documented_examples(self, npu):
+        a = torch.tensor([5, 4, 3, 2, 0, -1, -2, 4, 3, 2, 1, 0, -1, -2], dtype=torch.float32)
+        packed = npu.npu_sign_bits_pack(a, 2)
+        assert packed.dtype == torch.uint8 and packed.tolist() == [[159], [15]]
+        unpacked = npu.npu_sign_bits_unpack(torch.tensor([159, 15], dtype=torch.uint8), 2, torch.float32)
+        assert unpacked.dtype == torch.float32 and unpacked.tolist() == [[1, 1, 1, 1, 1, -1, -1, 1],
+                                                                         [1, 1, 1, 1, -1, -1, -1, -1]]
+        assert npu.npu_sign_bits_unpack(packed.flatten(), 1, torch.float16).dtype == torch.float16
+        torch.manual_seed(32)
+        signs = torch.randn(64).half()
+        round_trip = npu.npu_sign_bits_unpack(npu.npu_sign_bits_pack(signs, 4).flatten(), 1, torch.float32)
+        assert torch.equal(round_trip.flatten(), torch.where(signs >= 0, 1.0, -1.0))
+        with pytest.raises(ValueError):
+            npu.npu_sign_bits_pack(a, 3)  # 2 bytes do not make 3 rows
+        with pytest.raises(ValueError):
+            npu.npu_sign_bits_unpack(packed.flatten(), 1, torch.bfloat16)
 
 
 def test_the_module_lists_exactly_what_it_implements(npu):

@@ -99,8 +99,6 @@ _LATER_FUSION = ("it is a later form of npu_fusion_attention with more inputs an
                  "computes npu_fusion_attention, which the release also has")
 _SYNC_BATCH_NORM = ("it is one of SyncBatchNorm's statistics kernels that torch calls for the NPU; programs use "
                     "torch.nn.SyncBatchNorm, which runs in a dry run")
-_NOT_COMPUTED = ("torch_npu documents it, but the imitation does not compute it: it covers the operators gpu2npu's "
-                 "migration writes and the common ones, and a dry run stops here rather than guess a result")
 
 OPERATOR_FAMILIES = tuple((re.compile(pattern), why) for pattern, why in (
     (r"(_backward(_int|_tensor)?_?|_grad(_v\d)?|bk)$", _GRADIENT),
@@ -135,18 +133,52 @@ OPERATOR_WHY = {
                        "the NPU's"),
     "npu_dropout_with_add_softmax": ("torch_npu deprecates it, and its documentation contradicts itself on what is "
                                      "dropped and how kept values are scaled, without defining its mask"),
-    **{name: _NOT_COMPUTED for name in (
-        "fused_cross_entropy_loss_with_max_sum", "fused_linear_online_max_sum", "npu_add_layer_norm",
-        "npu_add_rms_norm_cast", "npu_add_rms_norm_v2", "npu_add_rms_norm_v2_functional", "npu_attn_softmax_",
-        "npu_chunk_gated_delta_rule", "npu_clipped_swiglu", "npu_cross_entropy_loss", "npu_deep_norm",
-        "npu_fused_causal_conv1d", "npu_fused_causal_conv1d_functional", "npu_fused_causal_conv1d_v2",
-        "npu_fused_cross_entropy_loss_with_max_sum", "npu_fused_floyd_attention", "npu_fused_linear_online_max_sum",
-        "npu_fused_matmul", "npu_gather_sparse_index", "npu_gelu_mul", "npu_group_norm_swish", "npu_indexing",
-        "npu_interleave_rope", "npu_masked_causal_conv1d", "npu_masked_softmax_with_rel_pos_bias", "npu_mhc_post",
-        "npu_mhc_pre", "npu_mhc_sinkhorn", "npu_mrope", "npu_recurrent_gated_delta_rule",
-        "npu_recurrent_gated_delta_rule_functional", "npu_scatter", "npu_scatter_list", "npu_scatter_list_",
-        "npu_scatter_nd_update", "npu_scatter_nd_update_", "npu_sign_bits_pack", "npu_sign_bits_unpack",
-        "npu_sim_exponential_", "npu_transpose_batchmatmul", "one_", "reverse", "scatter_update", "scatter_update_")},
+    **{name: ("torch_npu does not document it: neither the wheel's docstrings nor Ascend's torch_npu API reference "
+              "describe it, only its signature is published, so there is no documented meaning to compute")
+       for name in ("npu_add_layer_norm", "npu_add_rms_norm_v2", "npu_add_rms_norm_v2_functional", "npu_attn_softmax_",
+                    "npu_deep_norm", "npu_fused_matmul", "npu_masked_softmax_with_rel_pos_bias", "npu_scatter_list",
+                    "npu_scatter_list_", "reverse")},
+    **{name: ("it is a serving kernel of linear-attention and Mamba-style models that reads and writes per-request "
+              "state slots of a cache (conv_states or state, picked by cache_indices or ssm_state_indices, with "
+              "prefix caching and speculative decoding); a training dry run has no such cache (npu_fused_causal_"
+              "conv1d's _v2 and _functional forms are not documented at all)")
+       for name in ("npu_fused_causal_conv1d", "npu_fused_causal_conv1d_functional", "npu_fused_causal_conv1d_v2",
+                    "npu_recurrent_gated_delta_rule", "npu_recurrent_gated_delta_rule_functional")},
+    "npu_chunk_gated_delta_rule": ("its documentation gives the gated delta rule of one head, but not which key "
+                                   "head each value head reads when there are more value heads than key heads "
+                                   "(Nv a multiple of Nk), and torch_npu 2.14.0's docstring returns one output and "
+                                   "updates initial_state in place where Ascend's API reference returns "
+                                   "final_state"),
+    **{name: ("its packed target_mask output is documented as 0b(maskBit[8k:8k+8]), which does not say whether "
+              "the first token of a byte is its lowest or its highest bit: a CPU result could not be trusted to be "
+              "the NPU's (npu_fused_cross_entropy_loss_with_max_sum, the step after the all-reduce, is computed)")
+       for name in ("npu_fused_linear_online_max_sum", "fused_linear_online_max_sum")},
+    "fused_cross_entropy_loss_with_max_sum": ("torch_npu 2.6.0, 2.8.0 and 2.9.1 bind it under this name without "
+                                              "documenting it; it has the signature of "
+                                              "npu_fused_cross_entropy_loss_with_max_sum, which the imitation "
+                                              "computes for the releases that have that name"),
+    "npu_fused_floyd_attention": ("torch_npu 2.14.0's docstring and Ascend's API reference give its inputs "
+                                  "different shapes (value_ij [B, H, K, N, D] against [B, H, N, K, D], the mask "
+                                  "[B, N, K] against [B, 1, N, 1, K]), and both write its products without einsum "
+                                  "subscripts, so which axes each sums over is not stated"),
+    "npu_mhc_pre": ("torch_npu 2.14.0's docstring describes it by shapes only, and the formula of Ascend's API "
+                    "reference contradicts its own outputs: H_post has n values per token there (as npu_mhc_post "
+                    "takes it), while the h_post it returns is given the shape [B, S, D]"),
+    "npu_mhc_sinkhorn": ("torch_npu 2.14.0's docstring gives no formula and one output where the schema returns "
+                         "three; Ascend's API reference has the formula but does not say what the second and third "
+                         "outputs are when out_flag is 0, and gives sum_out 2 * num_iters entries while defining "
+                         "them from sum_out[1] on"),
+    "npu_mrope": ("it is an inference kernel that rotates flattened (num_tokens, heads * head_size) rows by a "
+                  "precomputed cos/sin cache; its formula slices the whole row (query[..., :rotary_dim]) without "
+                  "saying how the heads in it are rotated, and its 'interleave' cache mode assigns into cos "
+                  "without first choosing one of its position rows"),
+    "npu_sim_exponential_": ("its exponential draws come from the NPU's generator (the seed and offset that "
+                             "aclnnSimThreadExponential takes), which the CPU cannot reproduce; "
+                             "torch.Tensor.exponential_ draws from the same distribution in a dry run"),
+    **{name: ("its documentation does not say how the one- or two-dimensional indices pick the positions along "
+              "axis (one per batch row, or the same for every row), and its only example, of one batch row, "
+              "prints no result: a CPU result could not be trusted to be the NPU's")
+       for name in ("scatter_update", "scatter_update_")},
 }
 
 
