@@ -197,7 +197,13 @@ PACKAGE_PROBE = _kind(
     "probe the generated NPU package gpu2npu writes, or test for the NPU.",
     (("import importlib.util\nHAS_FLASH = importlib.util.find_spec('flash_attn') is not None\n",
       "find_spec('flash_attn')", UNSUPPORTED_CSV),),
-    ("import importlib.util\nHAS_NUMPY = importlib.util.find_spec('numpy') is not None\n",),
+    ("import importlib.util\nHAS_NUMPY = importlib.util.find_spec('numpy') is not None\n",
+     # asked only where a test that names the package found it
+     "from importlib.metadata import version\nfrom transformers.utils import is_bitsandbytes_available\n"
+     "BNB = version('bitsandbytes') if is_bitsandbytes_available() else 'not installed'\n",
+     "import importlib.metadata\nimport importlib.util\n\ndef bnb_version():\n"
+     "    package_exists = importlib.util.find_spec('numpy') is not None and _installed('bitsandbytes')\n"
+     "    if package_exists:\n        return importlib.metadata.version('bitsandbytes')\n"),
 )
 
 DEAD_GUARD = _kind(
