@@ -175,12 +175,22 @@ def npu_swiglu(x, dim=-1):
 
 
 def npu_rotary_mul(input, r1, r2, rotary_mode="half"):
-    if rotary_mode == "half":
-        x1, x2 = input.chunk(2, dim=-1)
-        rotated = torch.cat((-x2, x1), dim=-1)
-    elif rotary_mode == "interleave":
-        x1, x2 = input[..., ::2], input[..., 1::2]
-        rotated = torch.stack((-x2, x1), dim=-1).reshape(input.shape)
-    else:
+    if rotary_mode not in ("half", "interleave"):
         raise ValueError(f"rotary_mode must be 'half' or 'interleave', not {rotary_mode!r}")
-    return input * r1 + rotated * r2
+    return input * r1 + rotated(input, rotary_mode) * r2
+
+
+def rotated(x, rotary_mode):
+    """x's last dimension turned as the rotary embeddings of torch_npu turn it: "half" cat(-x2, x1)
+    of its halves, "quarter" cat(-x2, x1, -x4, x3) of its quarters, "interleave" each pair
+    (x[2i], x[2i+1]) to (-x[2i+1], x[2i]) (npu_rotary_mul, npu_apply_rotary_pos_emb...)."""
+    if rotary_mode == "half":
+        x1, x2 = x.chunk(2, dim=-1)
+        return torch.cat((-x2, x1), dim=-1)
+    if rotary_mode == "quarter":
+        x1, x2, x3, x4 = x.chunk(4, dim=-1)
+        return torch.cat((-x2, x1, -x4, x3), dim=-1)
+    if rotary_mode == "interleave":
+        even, odd = x[..., ::2], x[..., 1::2]
+        return torch.stack((-odd, even), dim=-1).reshape(x.shape)
+    raise ValueError(f"rotary_mode must be 'half', 'quarter' or 'interleave', not {rotary_mode!r}")

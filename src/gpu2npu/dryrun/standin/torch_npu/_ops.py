@@ -136,6 +136,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from ._fused import rotated as _rotate
+
 __all__ = [
     "fast_gelu", "npu_fast_gelu", "npu_gelu", "npu_silu", "npu_silu_", "npu_mish", "npu_geglu",
     "npu_layer_norm_eval", "npu_add_rms_norm", "npu_gemma_rms_norm", "npu_group_norm_silu",
@@ -591,19 +593,6 @@ def npu_masked_fill_range(self, start, end, value, axis=-1):
 # ------------------------------------------------------------------------ position encoding and anchors
 
 _ROPE_LAYOUTS = ("BSND", "SBND", "BNSD", "TND", "BSH")
-
-
-def _rotate(x, rotary_mode):
-    if rotary_mode == "half":
-        x1, x2 = x.chunk(2, dim=-1)
-        return torch.cat((-x2, x1), dim=-1)
-    if rotary_mode == "quarter":
-        x1, x2, x3, x4 = x.chunk(4, dim=-1)
-        return torch.cat((-x2, x1, -x4, x3), dim=-1)
-    if rotary_mode == "interleave":
-        even, odd = x[..., ::2], x[..., 1::2]
-        return torch.stack((-odd, even), dim=-1).reshape(x.shape)
-    raise ValueError(f"rotary_mode must be 'half', 'quarter' or 'interleave', not {rotary_mode!r}")
 
 
 def npu_apply_rotary_pos_emb(query, key, cos, sin, layout="BSND", rotary_mode="half"):
