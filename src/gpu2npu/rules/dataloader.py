@@ -19,12 +19,14 @@ class DataLoaderForNpu(LoaderRoles, Rule):
     every epoch, so training loaders get `drop_last=True` (as the Ascend imagenet multi-card guide does).
 
     Only loaders that are clearly for training change (their variable, function or dataset is
-    named for training, or they shuffle: `shuffle=True`), and only where the batches' shapes are
-    the DataLoader's (no `collate_fn` of the project's, which may pad each batch to its own length).  Evaluation loaders are not edited: dropping samples
-    would change the reported metric; they are listed in api_performance_advice.csv instead, as
-    are loaders whose role cannot be told.  A `drop_last` the code already passes is the author's
-    choice and is kept (and reported when it is not True).  `pin_memory=True` stays from torch
-    2.1 on (torch_npu pins host memory); for older versions it becomes False as in the Ascend imagenet multi-card guide.
+    named for training, or they shuffle, though not by the split they serve: `shuffle=(split ==
+    "train")` serves evaluation too), and only where the batches' shapes are the DataLoader's (no
+    `collate_fn` of the project's, which may pad each batch to its own length).  Evaluation
+    loaders are not edited: dropping samples would change the reported metric; they are listed in
+    api_performance_advice.csv instead, as are loaders whose role cannot be told.  A `drop_last`
+    the code already passes is the author's choice and is kept (and reported when it is not True).
+    `pin_memory=True` stays from torch 2.1 on (torch_npu pins host memory); for older versions it
+    becomes False as in the Ascend imagenet multi-card guide.
     """
 
     code = "NPU201"

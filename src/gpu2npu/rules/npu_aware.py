@@ -16,14 +16,15 @@ the branch an NPU test selects is migrated, since it runs on the NPU.  The same 
 statements beside one with an NPU test in the same block, and for conditional expressions
 (`"npu" if npu_ok else "cuda"`).  Boolean expressions and collection literals that mention NPU
 (`device in ("npu", "cuda")`) are left whole, and so are the CUDA values of a class whose attributes
-name NPU too (`CUDA = "cuda"` beside `NPU = "npu"`) and the body of a function named for CUDA beside
-one named for NPU (`is_cuda_available` beside `is_npu_available`: the callers ask each device), and
-of a function that asks whether a GPU kernel can run (`_use_triton`: the NPU cannot run it).  "Mentions NPU" is decided on tokens that mean
-NPU, never on a substring: a name that is `npu` or has it as a word (`torch_npu`, `torch.npu`,
-`is_npu`, `use_npu`, `npu_available`, `npu_fusion_attention`), or an "npu"/"npu:N"/"hccl"
-string; `input` or `args.input_val_bin` mention no NPU.  An `if` beside an NPU-aware one in the
-same block is left alone only when it tests the same device expression (`if args.device ==
-"npu": ...` then `if args.device == "cuda": ...`), never merely for being its neighbour.
+name NPU too (`CUDA = "cuda"` beside `NPU = "npu"`), and so is the body of a question named for
+CUDA beside a function named for NPU (`is_cuda_available` beside `is_npu_available`: the callers
+ask each device) or of one that asks whether a GPU kernel can run (`_use_triton`: the NPU cannot
+run it).  "Mentions NPU" is decided on tokens that mean NPU, never on a substring: a name that is
+`npu` or has it as a word (`torch_npu`, `torch.npu`, `is_npu`, `use_npu`, `npu_available`,
+`npu_fusion_attention`), or an "npu"/"npu:N"/"hccl" string; `input` or `args.input_val_bin`
+mention no NPU.  An `if` beside an NPU-aware one in the same block is left alone only when it
+tests the same device expression (`if args.device == "npu": ...` then `if args.device ==
+"cuda": ...`), never merely for being its neighbour.
 
 The decision is made once, on the original file (`guarded_spans`): what the rules write
 themselves ("npu", torch_npu.npu) must not make later rules believe the user wrote it.
@@ -216,28 +217,22 @@ class _Guards(cst.CSTVisitor):
                 if mentions_cuda(value):
                     self._add(value)
 
-    def _cuda_twins(self, body) -> None:
-        """Questions of one block named for CUDA beside a function named for NPU (accelerate's and
-        transformers' `is_cuda_available` beside `is_npu_available`): the project asks each
-        device its own question, and its callers branch on the answers, so the CUDA one must
-        keep answering for CUDA (False on an NPU machine): its body is left as written.  An
-        action (`to_cuda` beside `to_npu`) is migrated: its callers may call it everywhere."""
-        functions = [statement for statement in body if isinstance(statement, cst.FunctionDef)]
-        if len(functions) < 2 or not any(names_npu(function.name.value) for function in functions):
-            return
+    def _questions_of_cuda(self, functions) -> None:
+        """The functions of one block whose bodies answer for CUDA and must keep doing so:
+        - a question named for CUDA beside a function named for NPU (accelerate's and
+          transformers' `is_cuda_available` beside `is_npu_available`): the project asks each
+          device its own question and its callers branch on the answers, so the CUDA one must
+          answer for CUDA (False on an NPU machine).  An action (`to_cuda` beside `to_npu`) is
+          migrated: its callers may call it on every device.
+        - a question whether a GPU kernel can run (`_use_triton(device)`: `device.type in ("cuda",
+          "xpu")`): renamed, its answer would send NPU tensors into Triton or CUDA kernels the NPU
+          cannot run, where the original fell back to torch."""
+        has_npu_twin = len(functions) > 1 and any(names_npu(function.name.value) for function in functions)
         for function in functions:
             name = function.name.value
-            if _CUDA_WORD.search(name) and _QUESTION_WORD.search(name) and not names_npu(name):
+            if ((has_npu_twin and _CUDA_WORD.search(name) and _QUESTION_WORD.search(name) and not names_npu(name))
+                    or (_KERNEL_QUESTION.search(name) and mentions_cuda(function.body))):
                 self._add(function.body)
-
-    def _kernel_questions(self, body) -> None:
-        """A function that asks whether a GPU kernel can run (`_use_triton(device)`: `device.type
-        in ("cuda", "xpu")`): renamed, its answer would send NPU tensors into Triton or CUDA
-        kernels the NPU cannot run, where the original fell back to torch; left as written."""
-        for statement in body:
-            if (isinstance(statement, cst.FunctionDef) and _KERNEL_QUESTION.search(statement.name.value)
-                    and mentions_cuda(statement.body)):
-                self._add(statement.body)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if type(node) not in _LOOKED_AT:  # (asked of every node of a file: most are none of these)
@@ -256,8 +251,9 @@ class _Guards(cst.CSTVisitor):
                     if (not is_npu_aware(statement) and mentions_cuda(statement.test)
                             and _compared_subjects(statement.test) & tested):
                         self._guard_branch(statement.test, statement.body)
-            self._cuda_twins(body)
-            self._kernel_questions(body)
+            functions = [statement for statement in body if type(statement) is cst.FunctionDef]
+            if functions:
+                self._questions_of_cuda(functions)
         if isinstance(node, cst.ClassDef):
             self._device_members(node)
         if isinstance(node, cst.If) and is_npu_aware(node) and id(node) not in self._elifs:
