@@ -632,3 +632,20 @@ def test_a_step_of_an_optimizer_that_wraps_another_is_one_step(tmp_path):
     assert stopped.returncode == 0, stopped.stderr[-3000:]
     assert json.loads(report.read_text(encoding="utf-8"))["steps"] == {"0": 2, "1": 2}
     assert sorted(re.findall(r"rank \d step (\d)", stopped.stdout)) == ["1", "1", "2", "2"]
+
+
+def test_the_migration_a_rotated_log_names_is_read_from_its_oldest_file(tmp_path):
+    """The run log rotates at 1 MiB (a large project): its first line, which names the original
+    and migrated folders, is then in the last backup, and its NOTE rows are spread over all files."""
+    from gpu2npu.reports.log import LOG_NAME, header, migration_of, noted_spans
+
+    row = "2026-11-27 10:00:00 [INFO] {} line: {} ~ {} Operation Type: NOTE Message: NPU-aware code: left as written\n"
+    (tmp_path / f"{LOG_NAME}.2").write_text("2026-11-27 10:00:00 [INFO] " + header("0.1.0", Path("/src/p"), "2.1.0",
+                                                                                  "2.1.0.post17", Path("/out/p_msft"))
+                                             + "\n" + row.format("a.py", 3, 4))
+    (tmp_path / f"{LOG_NAME}.1").write_text(row.format("b.py", 7, 7))
+    (tmp_path / LOG_NAME).write_text(row.format("a.py", 9, 9))
+    (tmp_path / f"{LOG_NAME}.old").write_text(row.format("c.py", 1, 1))  # (not one of the log's files)
+    assert migration_of(tmp_path) == (Path("/src/p"), Path("/out/p_msft"))
+    spans = noted_spans(tmp_path)
+    assert sorted(spans) == ["a.py", "b.py"] and sorted(spans["a.py"]) == [(3, 4), (9, 9)]

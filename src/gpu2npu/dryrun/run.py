@@ -161,6 +161,8 @@ def _set_aside_what_the_migration_left(result: DryRunResult, cwd: Path) -> None:
     the nearest folder above; its rows give lines of the original files, which its first line
     names: a hit's line of the migrated file is matched to the original's by their text (code left
     as written reads the same in both).  Without the original files nothing is set aside."""
+    if not any(hit["kind"] == "cuda query" for hit in result.hits):
+        return
     folder = next((folder for folder in (cwd, *cwd.parents) if (folder / LOG_NAME).is_file()), None)
     migration = migration_of(folder) if folder is not None else None
     if migration is None:
@@ -169,20 +171,24 @@ def _set_aside_what_the_migration_left(result: DryRunResult, cwd: Path) -> None:
     spans = noted_spans(folder)
     kept = []
     for hit in result.hits:
-        original_line = _original_line(hit["where"], cwd, source, target) if hit["kind"] == "cuda query" else None
+        original_line = (_original_line(hit["where"], cwd, source, target, spans) if hit["kind"] == "cuda query"
+                         else None)
         noted = original_line is not None and any(start <= original_line[1] <= end
-                                                  for start, end in spans.get(original_line[0], ()))
+                                                  for start, end in spans[original_line[0]])
         (result.left_as_written if noted else kept).append(hit)
     result.hits = kept
 
 
-def _original_line(where: str, cwd: Path, source: Path, target: Path) -> Optional[Tuple[str, int]]:
+def _original_line(where: str, cwd: Path, source: Path, target: Path, spans) -> Optional[Tuple[str, int]]:
     """(file relative to the migration's root, line of the original file) of a hit's "file:line"
-    in the migrated tree, where that line is one the migration left as it was; else None."""
+    in the migrated tree, where that line is one the migration left as it was and the file has
+    NOTE rows (`spans`); else None."""
     path, _, line = where.rpartition(":")
     try:
         migrated = (cwd / path).resolve()
         relative = migrated.relative_to(target.resolve()).as_posix()
+        if relative not in spans:
+            return None
         original = source if source.is_file() else source / relative
         old = original.read_text(encoding="utf-8", errors="replace").splitlines()
         new = migrated.read_text(encoding="utf-8", errors="replace").splitlines()

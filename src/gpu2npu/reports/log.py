@@ -59,13 +59,23 @@ _HEADER = re.compile(r"\] gpu2npu \S+: migrating (?P<source>.+) for PyTorch \S+ 
 
 
 def migration_of(folder: Path) -> Optional[Tuple[Path, Path]]:
-    """(source, target) of the migration whose run log is in `folder`, or None."""
-    try:
-        with open(folder / LOG_NAME, encoding="utf-8", errors="replace") as handle:
-            found = _HEADER.search(handle.readline())
-    except OSError:
-        return None
-    return (Path(found["source"]), Path(found["target"])) if found else None
+    """(source, target) of the migration whose run log is in `folder`, or None.  The header is the
+    first line of the log's oldest file: the log itself, or its last backup where it rotated."""
+    for path in sorted(_log_files(folder), key=lambda path: -int(path.suffix[1:]) if path.suffix[1:].isdigit() else 0):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                found = _HEADER.search(handle.readline())
+        except OSError:
+            continue
+        if found:
+            return Path(found["source"]), Path(found["target"])
+    return None
+
+
+def _log_files(folder: Path) -> List[Path]:
+    """The run log in `folder` and its rotated backups (msFmkTranspltlog.txt.1, ...)."""
+    return [path for path in folder.glob(LOG_NAME + "*")
+            if path.name == LOG_NAME or path.name[len(LOG_NAME) + 1:].isdigit()]
 
 
 _NOTE_LINE = re.compile(r"\] (?P<file>.+) line: (?P<start>\d+) ~ (?P<end>\d+) Operation Type: NOTE Message: ")
@@ -76,7 +86,7 @@ def noted_spans(folder: Path) -> Dict[str, List[Tuple[int, int]]]:
     original file, as every row's), read from the run log in `folder` and its rotated backups;
     empty where there is none."""
     spans: Dict[str, List[Tuple[int, int]]] = {}
-    for path in sorted(folder.glob(LOG_NAME + "*")):
+    for path in sorted(_log_files(folder)):
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
