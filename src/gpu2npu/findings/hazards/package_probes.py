@@ -54,9 +54,11 @@ class Detector:
                     if isinstance(target, ast.Name):
                         set_from.setdefault(target.id, set()).update(_words(assign.value))
 
-            def mark(test: ast.AST, parts) -> None:
+            def tested_by(test: ast.AST) -> set:
                 named = _words(test)
-                named |= {word for name in list(named) for word in set_from.get(name, ())}
+                return named | {word for name in named for word in set_from.get(name, ())}
+
+            def mark(named: set, parts) -> None:
                 for part in parts:
                     for node in ast.walk(part):
                         if isinstance(node, ast.Call):
@@ -65,11 +67,13 @@ class Detector:
             for node in [*groups.get(ast.If, ()), *groups.get(ast.IfExp, ())]:
                 body = node.body if isinstance(node.body, list) else [node.body]
                 orelse = node.orelse if isinstance(node.orelse, list) else [node.orelse]
-                mark(node.test, [*body, *orelse])
+                mark(tested_by(node.test), [*body, *orelse])
             for node in groups.get(ast.BoolOp, ()):
-                if isinstance(node.op, ast.And):
-                    for index, value in enumerate(node.values[1:], 1):
-                        mark(ast.BoolOp(op=ast.And(), values=node.values[:index]), [value])
+                if isinstance(node.op, ast.And):  # (each value runs after the ones before it are true)
+                    named = set()
+                    for before, value in zip(node.values, node.values[1:]):
+                        named |= tested_by(before)
+                        mark(named, [value])
         return any(module in name for name in self._tested.get(id(call), ()))
 
     def on_call(self, call: ast.Call) -> None:

@@ -12,7 +12,8 @@ the variable, everything implemented is exposed.
 import json
 import os
 
-_cache = {}
+_cache = {}  # data file -> its contents
+_operators = {}  # data file -> its release's public operators
 hidden = {}  # module name -> sorted list of names removed (for debugging/tests)
 
 
@@ -38,7 +39,10 @@ def _allowed(module_name):
 def operators(path):
     """The public operators of the release whose data file is `path`: torch_npu.npu_fusion_attention...
     (torch_npu binds every name of torch.ops.npu on itself)."""
-    return {name for name in _data(path).get("custom_functions", ()) if not name.startswith("_")}
+    if path not in _operators:
+        names = _data(path).get("custom_functions", ())
+        _operators[path] = frozenset(name for name in names if not name.startswith("_"))
+    return _operators[path]
 
 
 def modules_of(package):
@@ -66,13 +70,14 @@ def _data_files():
     return sorted(glob.glob(os.path.join(folder, "torch_npu_*.json")), key=key)
 
 
-def _which_have(name):
-    """Which releases have the operator `name`, in words."""
-    having = _releases_with_operator(name)
+def _which_have(having):
+    """`having` (releases, oldest first) in words."""
+    if len(having) == 1:
+        return f"torch_npu {having[0]} has it"
     every = [_data(path).get("torch_npu_version") for path in _data_files()]
     if having == every[len(every) - len(having):]:
-        return f"torch_npu {having[0]} and later have it" if len(having) > 1 else f"torch_npu {having[0]} has it"
-    return f"torch_npu {', '.join(having)} have it" if len(having) > 1 else f"torch_npu {having[0]} has it"
+        return f"torch_npu {having[0]} and later have it"
+    return f"torch_npu {', '.join(having)} have it"
 
 
 def _releases_with_operator(name):
@@ -108,9 +113,9 @@ def missing(module_name, name):
         reason = explained(module_name, name)
         why = (f"torch_npu has it; the CPU imitation does not, as {reason}" if reason
                else "torch_npu has it, but gpu2npu dryrun's CPU imitation does not implement it")
-    elif module_name == "torch_npu" and _releases_with_operator(name):
+    elif module_name == "torch_npu" and (having := _releases_with_operator(name)):
         kind = "missing"
-        why = f"torch_npu {release() or ''} does not have it; {_which_have(name)}".replace("  ", " ")
+        why = f"torch_npu {release() or ''} does not have it; {_which_have(having)}".replace("  ", " ")
     else:
         kind, why = "missing", "no torch_npu release has it"
     probe = sys.modules.get("gpu2npu_dryrun_probe")
@@ -121,8 +126,9 @@ def missing(module_name, name):
 
 
 def apply_filter(module_name, namespace, made_when_asked=None, judged=None):
-    """`judged`: the names the release's list decides (None: every public name).  `made_when_asked`: name -> a function that makes its value, for names too costly to make at
-    import (ShardedGradScaler imports FSDP): made at the first use where the release has the name,
+    """`judged`: the names the release's list decides (None: every public name).  `made_when_asked`:
+    name -> a function that makes its value, for names too costly to make at import
+    (ShardedGradScaler imports FSDP): made at the first use where the release has the name,
     missing as the release's other absent names are where it has not."""
     made_when_asked = made_when_asked or {}
     allowed = _allowed(module_name)

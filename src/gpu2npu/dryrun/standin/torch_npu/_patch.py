@@ -248,11 +248,11 @@ def _patch_flat_collectives():
         @functools.wraps(collective)
         def run(output, input, *args, **kwargs):
             group = kwargs["group"] if "group" in kwargs else args[group_at] if len(args) > group_at else None
+            if dist.get_backend(group) != "hccl":
+                return collective(output, input, *args, **kwargs)
             world = dist.get_world_size(group)
             whole, part = (output, input) if whole_is_output else (input, output)
             shape = (world * part.shape[0], *part.shape[1:]) if part.dim() else (world,)
-            if dist.get_backend(group) != "hccl":
-                return collective(output, input, *args, **kwargs)
             # (a collective records no gradient; Gloo, unlike HCCL, copies an input that requires one
             # into views of the output that autograd then refuses: it is given the data alone)
             input = input.detach()
