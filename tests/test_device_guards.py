@@ -70,6 +70,13 @@ LEFT_AS_WRITTEN = [
     ("import torch\nPEAK = {'NVIDIA H100': 989e12}\nif torch.cuda.is_available():\n    name = torch.cuda.get_device_name()\n"
      "    mfu = flops / PEAK[name]\n", 3),
     ("import torch\n\ndef peak(x):\n    if x.is_cuda:\n        return SPECS[torch.cuda.get_device_name(x.device)]['tflops']\n", 4),
+    # another program's NCCL collective behind the test (an RL trainer's weight sync with a vLLM server):
+    # migrated, the NPU would pass the test into an engine that needs libnccl and CUDA tensors
+    ("import torch\nfrom vllm.distributed.weight_transfer.nccl_engine import NCCLWeightTransferEngine\n\n"
+     "def join(device, info):\n    if device.type != 'cuda':\n        raise NotImplementedError('NCCL engine')\n"
+     "    return NCCLWeightTransferEngine.trainer_init(info)\n", 5),
+    ("import torch\nfrom vllm.distributed.device_communicators.pynccl import PyNcclCommunicator\n"
+     "if torch.cuda.is_available():\n    comm = PyNcclCommunicator(group, device=0)\n", 3),
 ]
 
 
@@ -107,6 +114,9 @@ MIGRATED = [
     ("import torch\nif torch.cuda.is_available():\n    peak = PEAK.get(torch.cuda.get_device_name(), 1.0)\n",
      "torch_npu.npu.is_available()"),
     ("import torch\nif torch.cuda.is_available():\n    print(torch.cuda.get_device_name())\n", "torch_npu.npu.is_available()"),
+    # torch's own collectives behind the same test run on the NPU over HCCL
+    ("import torch\nimport torch.distributed as dist\n\ndef sync(device, t):\n    if device.type != 'cuda':\n"
+     "        raise NotImplementedError('CUDA only')\n    dist.broadcast(t, 0)\n", "device.type != 'npu'"),
 ]
 
 

@@ -486,6 +486,9 @@ FOREIGN_NCCL = [
     # a test of the name before vLLM's own NCCL communicator
     "from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator\n\ndef sync(self):\n"
     "    if self.backend == 'nccl':\n        self.comm = PyNcclCommunicator(self.group, device=self.device)\n",
+    # the trainer's side of vLLM's weight transfer (RL weight sync), chosen by a backend name
+    "from vllm.distributed.weight_transfer.nccl_common import trainer_init\n\ndef join(info, backend='nccl'):\n"
+    "    if backend == 'nccl':\n        return trainer_init(info)\n",
 ]
 
 

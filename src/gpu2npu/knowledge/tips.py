@@ -35,6 +35,11 @@ DEEPSPEED_CUDA_BUILDERS = (
     "RandomLTDBuilder", "RaggedOpsBuilder", "RaggedUtilsBuilder", "InferenceCoreBuilder", "InferenceCutlassBuilder",
     "SpatialInferenceBuilder", "GDSBuilder", "DeepCompileBuilder",
 )
+# The parts of vLLM's weight transfer (trainer to server, for RL) that move tensors over NCCL or CUDA
+# IPC: vllm-ascend has neither.
+VLLM_WEIGHT_TRANSFER_CUDA = tuple(f"vllm.distributed.weight_transfer.{part}" for part in (
+    "nccl_engine", "nccl_common", "sparse_nccl_engine", "ipc_engine", "packed_tensor.packed_nccl_broadcast_producer",
+    "packed_tensor.packed_nccl_broadcast_consumer"))
 
 # What to do instead of a GPU kernel (Triton, CuTe DSL, cuTile): "write what it computes ...".
 _KERNEL_INSTEAD = ("with torch operators (or the torch_npu fused operator for it: npu_rms_norm, npu_swiglu, "
@@ -184,6 +189,10 @@ TIPS = {
     "vllm.distributed.device_communicators.pynccl": "vLLM's NCCL communicator needs libnccl, which an Ascend machine "
     "has not: vllm-ascend's PyHcclCommunicator (vllm_ascend.distributed.device_communicators.pyhccl) takes the same "
     "arguments (a non-HCCL group or a StatelessProcessGroup, and the device) and has the same all_reduce and broadcast",
+    **{part: "vLLM's weight-transfer engines move the weights over NCCL (or CUDA IPC), which an Ascend machine has "
+       "not, and vllm-ascend serves without them: broadcast the weights over vllm-ascend's PyHcclCommunicator "
+       "(vllm_ascend.distributed.device_communicators.pyhccl) on a StatelessProcessGroup that the server's workers "
+       "join" for part in VLLM_WEIGHT_TRANSFER_CUDA},
     "nvidia.dali": "DALI is CUDA-only: use a torch DataLoader pipeline",
     "mamba_ssm.ops": "Mamba's selective-scan kernels are CUDA-only: use the model's torch implementation of the scan "
     "(transformers' Mamba models fall back to it when mamba_ssm is not installed)",
@@ -228,7 +237,7 @@ CUDA_ONLY_PACKAGES = (
     "deepspeed.ops.transformer.transformer", "deepspeed.ops.deepspeed4science", "deepspeed.ops.fp_quantizer",
     "deepspeed.ops.random_ltd", "deepspeed.ops.triton_ops", "deepspeed.ops.gds", "deepspeed.inference.v2",
     *(f"deepspeed.ops.op_builder.{builder}" for builder in DEEPSPEED_CUDA_BUILDERS),
-    "vllm.distributed.device_communicators.pynccl",
+    "vllm.distributed.device_communicators.pynccl", *VLLM_WEIGHT_TRANSFER_CUDA,
 )
 
 # NVIDIA's management library (the nvidia-smi of Python): its rows are of a kind of their own

@@ -27,7 +27,7 @@ MESSAGE_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error",
 # Collective libraries other than torch's process groups that take an NCCL backend by name, or
 # run NCCL themselves: "nccl" handed to them is theirs, and they have no HCCL.
 FOREIGN_COLLECTIVES = ("ray.util.collective", "cupy.cuda.nccl", "vllm.distributed.device_communicators",
-                       "vllm.distributed.utils.StatelessProcessGroup", "pynccl")
+                       "vllm.distributed.utils.StatelessProcessGroup", "vllm.distributed.weight_transfer", "pynccl")
 NCCL_NAMES = ("nccl", "NCCL")
 
 
