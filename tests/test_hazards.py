@@ -487,12 +487,41 @@ def test_the_method_form_of_torch_compile_is_reported(source, rows):
     ("from pytorch_lightning import Trainer\nTrainer(accelerator='gpu')\n", [(2, "accelerator='gpu'")]),
     ("from transformers import TrainingArguments\nargs = TrainingArguments('o', tf32=True)\n", [(2, "tf32=True")]),
     ("from trl import SFTConfig\nconfig = SFTConfig(output_dir='o', tf32=True)\n", [(2, "tf32=True")]),
-    ("import lightning as L\ntrainer = L.Trainer(accelerator='auto')\n", []),
+    ("import lightning as L\ntrainer = L.Trainer(accelerator='auto')\n", [(2, "lightning.Trainer(accelerator='auto')")]),
     ("from transformers import TrainingArguments\nargs = TrainingArguments('o', tf32=False)\n", []),
     ("def build(accelerator='gpu'):\n    return make(accelerator='gpu')\n", []),
 ])
 def test_other_frameworks_cuda_options_are_reported(source, rows):
     assert [(line, api) for line, api, _ in _rows(source)] == rows
+
+
+class TestLightningChoosingItsAccelerator:
+    """Lightning's automatic choice has no NPU: on an Ascend machine it trains on the CPU."""
+
+    @pytest.mark.parametrize("source, api", [
+        ("import lightning as L\nfabric = L.Fabric(devices=devices, strategy='fsdp', precision='bf16-true')\n",
+         "lightning.Fabric(...) without accelerator"),
+        ("from pytorch_lightning import Trainer\ntrainer = Trainer(max_epochs=3)\n",
+         "pytorch_lightning.Trainer(...) without accelerator"),
+        ("from lightning_fabric import Fabric\nfabric = Fabric()\n", "lightning_fabric.Fabric(...) without accelerator"),
+        ("import lightning.pytorch as pl\ntrainer = pl.Trainer(accelerator='auto', devices=-1)\n",
+         "lightning.pytorch.Trainer(accelerator='auto')"),
+    ])
+    def test_a_choice_left_to_lightning_is_reported(self, source, api):
+        rows = _rows(source)
+        assert [(line, name) for line, name, _ in rows] == [(2, api)]
+        assert "trains on the CPU" in rows[0][2] and "accelerator=" in rows[0][2]
+
+    @pytest.mark.parametrize("source", [
+        "import lightning as L\nfabric = L.Fabric(accelerator='cpu', devices=1)\n",  # chosen on purpose
+        "import lightning as L\ntrainer = L.Trainer(accelerator=args.accelerator)\n",  # chosen by the user
+        "import lightning as L\ntrainer = L.Trainer(**config)\n",  # may hold one
+        "import lightning as L\nfabric = L.Fabric('npu', devices=8)\n",  # Fabric's first argument is the accelerator
+        "from transformers import Trainer\ntrainer = Trainer(model=model, args=args)\n",  # not Lightning's
+        "import lightning\nfrom .training import Trainer\ntrainer = Trainer()\n",  # the project's own
+    ])
+    def test_a_chosen_accelerator_or_another_trainer_is_not(self, source):
+        assert _rows(source) == []
 
 
 def test_nvidia_smi_in_a_try_that_expects_it_missing_is_no_row():

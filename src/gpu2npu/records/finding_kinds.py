@@ -277,6 +277,24 @@ FRAMEWORK_CUDA = _kind(
      "from transformers import TrainingArguments\nargs = TrainingArguments('out', tf32=False)\n"),
 )
 
+LIGHTNING_AUTO_ACCELERATOR = _kind(
+    "NPU930", "LightningAutoAccelerator", "a Lightning Trainer or Fabric that chooses its accelerator itself", ERROR,
+    "Lightning's automatic choice (accelerator='auto', the default) takes a TPU, an Apple GPU or a CUDA GPU, else "
+    "the CPU: it has no NPU among its choices, so on an Ascend machine the migrated program trains on the CPU "
+    "without an error, and Lightning's FSDP strategy refuses to start there (it needs a GPU accelerator).",
+    "give Lightning an accelerator that drives the NPU (a custom lightning Accelerator registered under a name, as "
+    "Lightning's guide to custom accelerators shows, or an Ascend integration of Lightning) and pass it as "
+    "accelerator=; devices are counted with torch_npu.npu.device_count().",
+    (("import lightning as L\nfabric = L.Fabric(devices=2, strategy='fsdp')\n", "lightning.Fabric(...) without accelerator",
+      UNSUPPORTED_CSV),
+     ("from lightning.pytorch import Trainer\ntrainer = Trainer(accelerator='auto', max_epochs=3)\n",
+      "lightning.pytorch.Trainer(accelerator='auto')", UNSUPPORTED_CSV)),
+    ("import lightning as L\nfabric = L.Fabric(accelerator='cpu', devices=1)\n",
+     "import lightning as L\ntrainer = L.Trainer(accelerator=args.accelerator)\n",
+     "import lightning as L\ntrainer = L.Trainer(**config)\n",
+     "from transformers import Trainer\ntrainer = Trainer(model=model, args=args)\n"),
+)
+
 EXTENSION_BUILD = _kind(
     "NPU920", "ExtensionBuild", "a C++ extension built at run time with CUDA sources", ERROR,
     "torch.utils.cpp_extension.load / load_inline compile .cu sources (or cuda_sources) with nvcc, which an NPU "
