@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Set
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from . import extension_builds
+from . import extension_builds, package_presence
 from ..knowledge.apidata import ApiData
 from ..records.change import Finding, Report
 from ..records.finding_kinds import (CUDA_API, CUDA_LEFTOVER, CUDA_ONLY_PACKAGE, DEAD_GUARD, EXTENSION_BUILD, FLASH_ATTN_ARGUMENTS,
@@ -38,6 +38,9 @@ _PACKAGE_KINDS: Dict[str, FindingKind] = {
     **dict.fromkeys(KERNEL_LANGUAGE_PACKAGES, KERNEL_LANGUAGE),
     **dict.fromkeys(NVIDIA_MANAGEMENT_PACKAGES, NVIDIA_TOOLS),
 }
+# The kinds of a CUDA-only package's rows (package_presence turns them into notes where the package's
+# presence was asked first).
+_PACKAGE_ROWS = frozenset({CUDA_ONLY_PACKAGE, *_PACKAGE_KINDS.values()})
 REPORTED_TORCH_NAMES = tuple(key for key in TIPS if key.startswith("torch.") and not key.startswith("torch.cuda"))
 
 
@@ -79,11 +82,55 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         self._dead: List[cst.CSTNode] = []  # the dead-guarded nodes being visited (device_guards)
         # the functions being visited: [node, decorated as a Triton kernel, calls triton.language]
         self._functions: List[list] = []
+        self._optional_regions: List[tuple] = []
 
     def _add(self, node: cst.CSTNode, kind, report: Report, api_name: str, tip: str) -> None:
         """A row of `kind` (finding_kinds) about `node`."""
         span = self.get_metadata(PositionProvider, node)
+        if report == Report.UNSUPPORTED and kind in _PACKAGE_ROWS and self._optional_regions:
+            package = cuda_only_package(api_name.split(" ")[0])
+            question = self._presence_question(node, span.start.line, span.end.line, package) if package else False
+            if question is not False:
+                kind, report, tip = LEFT_ON_PURPOSE, Report.NOTE, package_presence.optional_tip(package, question, tip)
         self.findings.append(Finding(self.path, span.start.line, span.end.line, report, api_name, tip, kind.code))
+
+    # -- code that runs only where a CUDA-only package is installed (package_presence) ---------
+    def visit_If(self, node: cst.If) -> None:
+        when_true, when_false = package_presence.presence_conditions(node.test)
+        code = cst.Module(body=()).code_for_node
+        test = code(node.test)
+        negated = isinstance(node.test, cst.UnaryOperation) and isinstance(node.test.operator, cst.Not)
+        otherwise = f"where {code(node.test.expression)} holds" if negated else f"where {test} does not hold"
+        for words, block, question in ((when_true, node.body, f"where {test} holds"), (when_false, node.orelse, otherwise)):
+            if words and block is not None:
+                span = self.get_metadata(PositionProvider, block)
+                self._optional_regions.append((span.start.line, span.end.line, words, question))
+        if when_false and node.orelse is None and device_guards.exits(node.body, (cst.Return, cst.Raise)):
+            # `if not is_bnb_available(): return`: the rest of the block runs only where it holds
+            block = self.get_metadata(ParentNodeProvider, node, None)
+            if block is not None:
+                last = self.get_metadata(PositionProvider, block).end.line
+                self._optional_regions.append((self.get_metadata(PositionProvider, node).end.line + 1, last, when_false,
+                                               otherwise))
+
+    def visit_Try(self, node: cst.Try) -> None:
+        if package_presence.catches_failed_import(node):
+            span = self.get_metadata(PositionProvider, node.body)
+            self._optional_regions.append((span.start.line, span.end.line, None, None))
+
+    def _presence_question(self, node: cst.CSTNode, start: int, end: int, package: str):
+        """Where `node` runs: only where a test asking whether `package` is there holds ("where
+        is_bnb_available() holds"); None for an import in a `try` that expects it to fail; False
+        if neither."""
+        for first, last, words, question in self._optional_regions:
+            if not first <= start <= end <= last:
+                continue
+            if words is None:
+                if isinstance(node, (cst.Import, cst.ImportFrom)):
+                    return None
+            elif any(package_presence.names_package(conjunct, package) for conjunct in words):
+                return question
+        return False
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self.context.might_be_guarded(node):
@@ -115,6 +162,9 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         self._module = node
         self._uses: Optional[Dict[str, Set[str]]] = None  # walked for when an import asks
         self._ray_requests: Set[cst.Dict] = set()
+        # (first line, last line, the presence questions' words or None for a try expecting a
+        # failed import, the test's code) of the blocks that run only where a package is there
+        self._optional_regions: List[tuple] = []
 
     def _name_uses(self) -> Dict[str, Set[str]]:
         if self._uses is None:

@@ -240,6 +240,10 @@ CUDA_ONLY_PACKAGES = (
     "vllm.distributed.device_communicators.pynccl", *VLLM_WEIGHT_TRANSFER_CUDA,
 )
 
+# Short names that code calls a CUDA-only package by in its own questions (`is_bnb_available()`,
+# `is_te_available()`).
+PACKAGE_SHORT_NAMES = {"bitsandbytes": ("bnb",), "transformer_engine": ("te",)}
+
 # NVIDIA's management library (the nvidia-smi of Python): its rows are of a kind of their own
 # (NPU924), as the kernel languages' are (KERNEL_LANGUAGE_PACKAGES); the other CUDA-only
 # packages' are NPU916's.

@@ -326,9 +326,9 @@ class _Finder:
         for index, statement in enumerate(body):
             after = list(body[index + 1:])
             rest = after + continuation
-            if isinstance(statement, cst.If) and statement.orelse is None and _exits(statement.body):
+            if isinstance(statement, cst.If) and statement.orelse is None and exits(statement.body):
                 _, when_false = self._polarity(statement.test)
-                leaves_function = _exits(statement.body, (cst.Return, cst.Raise))
+                leaves_function = exits(statement.body, (cst.Return, cst.Raise))
                 guarded = rest if leaves_function else after
                 if when_false and self._first_cuda_only(guarded) is not None:
                     hit = self._first_cuda_only([statement.test, *guarded])
@@ -394,14 +394,15 @@ def _first_in(nodes: Iterable[Optional[cst.CSTNode]], lookup):
     return finder.found[0] if finder.found else None
 
 
-def _exits(block: cst.BaseSuite, exits=EXITS) -> bool:
+def exits(block: cst.BaseSuite, kinds=EXITS) -> bool:
+    """Whether the block ends by leaving it (`return`, `raise`, `continue`, `break`; or those of `kinds`)."""
     body = block.body if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
     if not body:
         return False
     last = body[-1]
     if isinstance(last, cst.SimpleStatementLine):
-        return bool(last.body) and isinstance(last.body[-1], exits)
-    return isinstance(last, exits)
+        return bool(last.body) and isinstance(last.body[-1], kinds)
+    return isinstance(last, kinds)
 
 
 # (CUDA Python's `cuda` by its modules: the word alone is in every `torch.cuda` too)

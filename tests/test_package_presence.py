@@ -1,0 +1,88 @@
+"""Code that runs only where a CUDA-only package is installed (after `is_bnb_available()`, in a
+`try` that expects the import to fail) fails nothing on an Ascend machine, where the package is not:
+its rows are notes in the log, with the package's tip, and `check` passes them.  Every other use
+keeps its row."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gpu2npu.knowledge import apidata
+from gpu2npu.migration.pipeline import migrate_source
+from gpu2npu.modes import rules_for
+from gpu2npu.records.change import Report
+from gpu2npu.rules import Options
+
+OPTIONS = Options(api=apidata.load("2.1.0"))
+
+
+def _rows(source: str):
+    result = migrate_source(source.encode(), "m.py", OPTIONS, rules_for(OPTIONS))
+    unsupported = [(f.start_line, f.api) for f in result.findings if f.report == Report.UNSUPPORTED]
+    notes = [(f.start_line, f.api, f.tip) for f in result.findings
+             if f.report == Report.NOTE and ("runs only" in f.tip or "expects the import to fail" in f.tip)]
+    return unsupported, notes
+
+
+class TestOnlyWhereThePackageIsThere:
+    @pytest.mark.parametrize("source, line, where", [
+        # the body of a question whether it is there, by its short name, its name or a probe of it
+        ("from peft.import_utils import is_bnb_available\n\ndef q(w):\n    if is_bnb_available():\n"
+         "        import bitsandbytes as bnb\n        return bnb.nn.Int8Params(w)\n", 6, "is_bnb_available() holds"),
+        ("import importlib.util\n\ndef q(w):\n    if importlib.util.find_spec('bitsandbytes') is not None:\n"
+         "        import bitsandbytes\n        return bitsandbytes.nn.Int8Params(w)\n", 6, "holds"),
+        ("from transformers.utils import is_torch_available, is_bitsandbytes_available\n\ndef q(w):\n"
+         "    if is_torch_available() and is_bitsandbytes_available():\n        import bitsandbytes as bnb\n"
+         "        return bnb.nn.Params4bit(w)\n", 6, "is_bitsandbytes_available() holds"),
+        # an optional import, then its name tested
+        ("try:\n    import bitsandbytes as bnb\nexcept ImportError:\n    bnb = None\n\n\ndef q(w):\n"
+         "    if bnb is not None:\n        return bnb.functional.dequantize_4bit(w)\n    return w\n", 9, "bnb is not None holds"),
+        # the else of a question asked the other way round, and what follows an early return
+        ("def q(w):\n    if not is_te_available():\n        return w\n    else:\n        import transformer_engine\n"
+         "        return transformer_engine.pytorch.Linear(2, 2)\n", 6, "is_te_available() holds"),
+        ("def q(w):\n    if not is_bnb_available():\n        return w\n    import bitsandbytes as bnb\n"
+         "    return bnb.nn.Params4bit(w)\n", 5, "is_bnb_available() holds"),
+    ])
+    def test_a_use_after_a_question_whether_the_package_is_there_is_a_note(self, source, line, where):
+        unsupported, notes = _rows(source)
+        assert [row for row in unsupported if row[0] == line] == []
+        note = next(note for note in notes if note[0] == line)
+        assert where in note[2] and "not reached there" in note[2]
+        assert len(note[2].split("to have the NPU do it: ", 1)[1]) > 20  # the package's own tip follows
+
+    def test_an_import_in_a_try_that_expects_it_to_fail_is_a_note(self):
+        unsupported, notes = _rows("try:\n    import triton\nexcept ImportError:\n    triton = None\n")
+        assert unsupported == []
+        assert [(line, api) for line, api, _ in notes] == [(2, "triton")]
+
+    @pytest.mark.parametrize("source, line", [
+        ("import bitsandbytes as bnb\nlayer = bnb.nn.Linear4bit(16, 16)\n", 2),  # nothing asked
+        ("def q(w):\n    if not is_bnb_available():\n        import bitsandbytes as bnb\n"
+         "        return bnb.nn.Params4bit(w)\n", 4),  # where it is NOT there
+        ("def q(w, opt):\n    if opt.name in ('Adam8bit', 'PagedAdamW8bit'):\n        import bitsandbytes\n"
+         "        return bitsandbytes.optim.GlobalOptimManager.get_instance()\n", 4),  # an option, not a question
+        ("def q(w):\n    if is_flash_attn_available():\n        import bitsandbytes as bnb\n"
+         "        return bnb.nn.Params4bit(w)\n", 4),  # a question about another package
+        # a part of a package that is there on an Ascend machine: vLLM runs there (vllm-ascend)
+        ("def q(info):\n    if is_vllm_available():\n        from vllm.distributed.device_communicators.pynccl import "
+         "PyNcclCommunicator\n        return PyNcclCommunicator(info, device=0)\n", 4),
+        ("try:\n    import bitsandbytes as bnb\nexcept ImportError:\n    bnb = None\nlayer = bnb.nn.Linear4bit(16, 16)\n", 5),
+    ])
+    def test_every_other_use_keeps_its_row(self, source, line):
+        unsupported, _ = _rows(source)
+        assert line in [row[0] for row in unsupported], unsupported
+
+
+def test_check_passes_optional_support_and_fails_on_a_use_without_a_question(tmp_path):
+    (tmp_path / "quant.py").write_text(
+        "from peft.import_utils import is_bnb_available\n\ndef q(w):\n    if is_bnb_available():\n"
+        "        import bitsandbytes as bnb\n        return bnb.nn.Int8Params(w)\n    return w\n")
+    command = [sys.executable, "-m", "gpu2npu", "check", "-v", "2.1.0", "--no-cache", "--format", "json", str(tmp_path)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["findings"] == []
+    (tmp_path / "train.py").write_text("import bitsandbytes as bnb\nlayer = bnb.nn.Linear4bit(16, 16)\n")
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 1
+    assert {(f["path"].rsplit("/", 1)[-1], f["rule"]) for f in json.loads(done.stdout)["findings"]} == {("train.py", "NPU916")}
