@@ -185,3 +185,32 @@ class TestCudaGraphsWhereTheReleaseHasNone:
         result = migrate_source(self.SOURCE.encode(), "m.py", options, rules_for(options))
         assert _rows(result, Report.UNSUPPORTED) == []
         assert "torch_npu.npu.NPUGraph()" in result.output.decode() and "torch_npu.npu.graph(" in result.output.decode()
+
+
+class TestWhatTheReleaseDataCanDecide:
+    """The release data lists torch_npu's NPU kernels and its public names: a private name is no
+    proof of absence, and an operator with an NPU kernel runs whether or not its name is public."""
+
+    def test_a_private_operator_with_an_npu_kernel_in_the_release_is_no_unknown_row(self):
+        _, result = _migrate("import torch\ntorch._foreach_add_(params, grads, alpha=0.1)\n"
+                             "norms = torch._foreach_norm(grads)\n")
+        assert _rows(result, Report.UNKNOWN) == []
+
+    def test_a_private_name_without_a_kernel_stays_unknown(self):
+        _, result = _migrate("import torch\ntorch._C._jit_set_profiling_mode(False)\ntorch._no_such_private_op(x)\n")
+        assert [f.api for f in _rows(result, Report.UNKNOWN)] == ["torch._C._jit_set_profiling_mode",
+                                                                 "torch._no_such_private_op"]
+
+    def test_a_private_torch_cuda_name_is_not_said_to_be_missing(self):
+        _, result = _migrate("import torch\ntorch.cuda.memory._record_memory_history(enabled='all')\n"
+                             "torch.cuda.nccl.version()\n")
+        tips = {f.api: f.tip for f in _rows(result, Report.UNSUPPORTED)}
+        private = tips["torch.cuda.memory._record_memory_history"]
+        assert "has no" not in private and "not known" in private
+        assert "torch_npu.npu.memory._record_memory_history" in private
+
+    def test_a_guard_of_a_private_torch_cuda_name_says_so(self):
+        _, result = _migrate("import torch\n\ndef start(device):\n    if device.type == 'cuda':\n"
+                             "        torch.cuda.memory._record_memory_history(enabled='all')\n")
+        guard = next(f for f in _rows(result, Report.UNSUPPORTED) if f.api.startswith("device test"))
+        assert "has no NPU form" not in guard.tip and "a private name" in guard.tip

@@ -25,7 +25,7 @@ from ..rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from ..rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
 from ..knowledge.tips import (KERNEL_DECORATORS, KERNEL_LANGUAGE_PACKAGES, KERNEL_PACKAGES, NVIDIA_MANAGEMENT_PACKAGES,
                               TIPS, cuda_only_package, kernel_language, kernel_tip,
-                              migratable_cuda_path, tip_for)
+                              migratable_cuda_path, private_path, tip_for)
 
 DEVICE_NEUTRAL = ("torch.backends.cudnn", "torch.backends.cuda")
 # The kernel languages, whose host-side calls only serve their kernels (grid sizes, autotuning
@@ -419,9 +419,16 @@ def dead_guard_tip(guard, api: ApiData) -> str:
                 "there (as on any machine without CUDA): add the NPU's entries (torch_npu.npu.get_device_name() "
                 "names them) or look up with .get and a default, then test for the NPU")
     tip = TF32_TIP if guard.gates_tf32 else tip_for(guard.guarded, api)
-    return (f"left as written: it guards {guard.guarded}, which has no NPU form in torch_npu "
-            f"{api.torch_npu_version}, so on the NPU this branch is not taken (as on any machine without CUDA); "
-            f"to use it there: {tip}, then test for the NPU")
+    if guard.guarded.startswith("torch.cuda.") and private_path(guard.guarded[len("torch.cuda."):]):
+        short = guard.guarded[len("torch.cuda."):]
+        absent = (f"a private name, which gpu2npu's record of torch_npu {api.torch_npu_version} (public names only) "
+                  "cannot confirm there")
+        tip = (f"where the release's torch_npu/npu sources define torch_npu.npu.{short} (torch_npu mirrors many of "
+               "torch.cuda's private helpers), call it under that name")
+    else:
+        absent = f"which has no NPU form in torch_npu {api.torch_npu_version}"
+    return (f"left as written: it guards {guard.guarded}, {absent}, so on the NPU this branch is not taken (as on any "
+            f"machine without CUDA); to use it there: {tip}, then test for the NPU")
 
 
 RAY_TIP = ("Ray counts Ascend NPUs as the resource \"NPU\", not as GPUs: ask for resources={\"NPU\": N} "

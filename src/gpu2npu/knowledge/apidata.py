@@ -151,6 +151,14 @@ def lacks_npu_kernel(api: ApiData, qualified: str):
     return op
 
 
+def release_kernel_for(api: ApiData, qualified: str) -> bool:
+    """Whether `torch.<op>` is an ATen operator this torch_npu release registers an NPU kernel for
+    (`torch._foreach_add_`): then the torch it is built for has the operator, bound on `torch`, and
+    it runs on the NPU, whether or not the name is public API."""
+    parts = qualified.split(".")
+    return len(parts) == 2 and parts[0] == "torch" and parts[1] in api.native_functions | api.custom_functions
+
+
 _MISSING: dict = {}
 
 

@@ -332,9 +332,20 @@ def tip_for(name: str, api: Optional[ApiData] = None) -> str:
     for key in sorted(TIPS, key=len, reverse=True):
         if name == key or name.startswith(key + ".") or (key.endswith("_") and name.startswith(key)):
             return TIPS[key]  # a key ending in "_" names a family (apply_liger_kernel_to_llama, ..._mistral)
+    if short is not None and api is not None and private_path(short):
+        return (f"left as written: a private name, and gpu2npu's record of torch_npu {api.torch_npu_version} lists "
+                f"public names only, so whether torch_npu.npu.{short} exists there is not known (torch_npu mirrors "
+                "many of torch.cuda's private helpers): where the release's torch_npu/npu sources define it, call "
+                "it under that name; else rework or guard it")
     if short is not None and api is not None:
         return f"torch_npu {api.torch_npu_version} has no torch_npu.npu.{short}: no NPU equivalent, rework or guard it"
     return "no NPU equivalent known"
+
+
+def private_path(path: str) -> bool:
+    """Whether a dotted path below torch.cuda names something private (`memory._record_memory_history`),
+    which the release data (public names only) cannot decide on."""
+    return any(part.startswith("_") and not part.endswith("__") for part in path.split("."))
 
 
 def migratable_cuda_path(api: ApiData, path) -> bool:

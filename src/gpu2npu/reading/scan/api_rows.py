@@ -116,7 +116,7 @@ def _judge_torch_call(call: ast.Call, name: str, path: str, api: apidata.ApiData
                     f"CPU at best): {_remedy(name, similar)}")
     if name.startswith("torch.ops."):
         return _judge_dispatcher_op(call, name, path, api)
-    if not apidata.torch_api_knows(name):
+    if not apidata.torch_api_knows(name) and not apidata.release_kernel_for(api, name):
         return _row(call, path, UNKNOWN_SUPPORT, Report.UNKNOWN, name,
                     "not in PyTorch's public API lists: check that it exists for this torch version "
                     "and runs on NPU")
