@@ -437,11 +437,16 @@ def test_the_ddp_wrap_uses_the_name_torch_is_imported_as():
     # messages for people, and an Enum's labels
     'import logging\nimport torch\nprint("cuda")\nlogging.getLogger(__name__).warning("cuda")\n',
     'import enum\nimport torch\nclass Kind(enum.Enum):\n    GPU = "cuda"\n',
+    # a member's label of several parts, its backend too, beside the NPU's own member
+    'import enum\nimport torch\nclass Device(enum.Enum):\n    CUDA = ("cuda", "GPU", "nccl")\n    NPU = ("npu", "NPU", "hccl")\n',
+    # "cuda:" alone is no device (torch refuses it): a prefix that text is cut at
+    'import torch\ndef parse(d):\n    for remove in "cuda:", "(", ")":\n        d = d.replace(remove, "")\n    return d\n',
 ])
 def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
     output, result = migrate(source)
     assert output.count('"cuda') == source.count('"cuda')
-    assert not [f for f in result.findings if "device string" in f.api], result.findings
+    assert output.count('"nccl"') == source.count('"nccl"')
+    assert not [f for f in result.findings if "device string" in f.api or "backend" in f.api], result.findings
 
 
 @pytest.mark.parametrize("source, expected", [
@@ -450,6 +455,7 @@ def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
     ('import torch\nif "cuda" not in args.device:\n    pass\n', '"npu" not in args.device'),
     ('import torch\nconfig = {"device": "cuda"}\n', '{"device": "npu"}'),
     ('import torch\nx = batch["input"].to("cuda")\n', 'to("npu")'),
+    ('import torch\nd = torch.device("cuda:" + str(rank))\n', 'torch.device("npu:" + str(rank))'),
     # a mapping looked up by a device: its keys are device types, renamed with the device
     ('import torch\nBACKENDS = {"cuda": "nccl", "cpu": "gloo"}\nbackend = BACKENDS[x.device.type]\n',
      '{"npu": "hccl", "cpu": "gloo"}'),

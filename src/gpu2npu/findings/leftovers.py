@@ -19,7 +19,7 @@ from ..records.finding_kinds import (CUDA_API, CUDA_LEFTOVER, CUDA_ONLY_PACKAGE,
                             FRAMEWORK_CUDA, GPU_KERNELS, KERNEL_LANGUAGE, LEFT_ON_PURPOSE, NVIDIA_TOOLS,
                             RAY_GPUS, FindingKind)
 from ..rules import device_guards, flash_attn, npu_aware
-from ..rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name,
+from ..rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name, enum_label,
                           foreign_collective, framework_option, not_a_device, qualified_names, string_text)
 from ..rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from ..rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
@@ -367,7 +367,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"device string {text!r}", 'use "npu" devices on Ascend')
         elif text.startswith("torch.cuda.") and text.endswith("Tensor"):
             self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"tensor type {text!r}", "use the torch.npu tensor types on Ascend")
-        elif (text.lower() == "nccl" or "cuda:nccl" in text) and not foreign_collective(self, node):
+        elif (text.lower() == "nccl" or "cuda:nccl" in text) and not foreign_collective(self, node) and not enum_label(self, node):
             self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"backend {text!r}", 'use the "hccl" backend on Ascend')
 
     def visit_FormattedString(self, node: cst.FormattedString) -> bool:

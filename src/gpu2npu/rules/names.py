@@ -270,12 +270,29 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
                 return True
             if last in KEY_METHODS and isinstance(callee, cst.Attribute) and call.args and call.args[0] is parent:
                 return not _looks_up_by_device(rule, node)
+    if string_text(node) == "cuda:" and not (isinstance(parent, cst.BinaryOperation) and parent.left is node):
+        # no device by itself (torch refuses "cuda:"): a prefix that text is searched for or cut at
+        # (`for remove in "cuda:", "(", ")": device = device.replace(remove, "")`); before `+ str(i)`
+        # it starts one
+        return True
+    return enum_label(rule, node)
+
+
+def enum_label(rule, node: cst.CSTNode) -> bool:
+    """Whether the string `node` is (a part of) the value of an Enum's member: `CUDA = "cuda"`,
+    `CUDA = ("cuda", "GPU", "nccl")`, a label that code compares with its other members' (an NPU
+    member beside it says "npu"), not a device.  `rule` declares ParentNodeProvider."""
+    def parent_of(child):
+        return rule.get_metadata(ParentNodeProvider, child, None)
+
+    parent = parent_of(node)
+    while isinstance(parent, (cst.Element, cst.Tuple, cst.List)):
+        parent = parent_of(parent)
     if isinstance(parent, cst.Assign):
         body = parent_of(parent_of(parent))
         definition = parent_of(body) if isinstance(body, cst.IndentedBlock) else None
-        if isinstance(definition, cst.ClassDef) and any(
-                (dotted_name(base.value) or "").rsplit(".", 1)[-1].endswith("Enum") for base in definition.bases):
-            return True
+        return isinstance(definition, cst.ClassDef) and any(
+            (dotted_name(base.value) or "").rsplit(".", 1)[-1].endswith("Enum") for base in definition.bases)
     return False
 
 
