@@ -77,6 +77,15 @@ LEFT_AS_WRITTEN = [
      "    return NCCLWeightTransferEngine.trainer_init(info)\n", 5),
     ("import torch\nfrom vllm.distributed.device_communicators.pynccl import PyNcclCommunicator\n"
      "if torch.cuda.is_available():\n    comm = PyNcclCommunicator(group, device=0)\n", 3),
+    # a fused update the release has no NPU kernel for (torch_npu 2.1 has fused AdamW, not Adam)
+    ("import torch\nfrom torch import optim\n\ndef build(model, name, params):\n"
+     "    fused = {'fused': True} if name in {'Adam', 'AdamW'} and next(model.parameters()).is_cuda else {}\n"
+     "    return getattr(optim, name)(params=params, **fused)\n", 5),
+    ("import torch\nuse_fused = x.device.type == 'cuda'\nopt = torch.optim.Adam(params, fused=True if use_fused else None)\n", 2),
+    # another framework's CUDA build or provider
+    ("import torch\nif torch.cuda.is_available():\n    check_requirements('onnxruntime-gpu>=1.18')\n", 2),
+    ("import torch\nproviders = ['CUDAExecutionProvider'] if x.is_cuda else ['CPUExecutionProvider']\n", 2),
+    ("import torch\nort = 'paddlepaddle-gpu' if 'cuda' in device.type else 'paddlepaddle'\n", 2),
 ]
 
 
@@ -114,6 +123,11 @@ MIGRATED = [
     ("import torch\nif torch.cuda.is_available():\n    peak = PEAK.get(torch.cuda.get_device_name(), 1.0)\n",
      "torch_npu.npu.is_available()"),
     ("import torch\nif torch.cuda.is_available():\n    print(torch.cuda.get_device_name())\n", "torch_npu.npu.is_available()"),
+    # a mapping whose key is computed (no option named by it)
+    ("import torch\nif torch.cuda.is_available():\n    table = {name(): True}\n", "torch_npu.npu.is_available()"),
+    # a fused update the release has a kernel for (AdamW in torch_npu 2.1)
+    ("import torch\nuse_fused = device_type == 'cuda'\nextra = dict(fused=True) if use_fused else dict()\n"
+     "opt = torch.optim.AdamW(params, lr=1e-3, **extra)\n", "device_type == 'npu'"),
     # torch's own collectives behind the same test run on the NPU over HCCL
     ("import torch\nimport torch.distributed as dist\n\ndef sync(device, t):\n    if device.type != 'cuda':\n"
      "        raise NotImplementedError('CUDA only')\n    dist.broadcast(t, 0)\n", "device.type != 'npu'"),
@@ -185,3 +199,11 @@ def test_a_name_imported_from_two_places_is_reported_the_same_every_run():
         answers.add(run.stdout)
     assert len(answers) == 1
     assert b"triton.backends.nvidia.driver.libcuda_dirs" in answers.pop()
+
+
+def test_a_left_fused_update_and_a_cuda_build_say_what_the_npu_uses_instead():
+    _, guards = _migrate("import torch\nuse_fused = x.device.type == 'cuda'\n"
+                         "opt = torch.optim.Adam(params, fused=True if use_fused else None)\n")
+    assert "no fused NPU kernel for Adam" in guards[0].tip and "torch_npu.optim.NpuFusedAdamW" in guards[0].tip
+    _, guards = _migrate("import torch\nif torch.cuda.is_available():\n    check_requirements('onnxruntime-gpu')\n")
+    assert "'onnxruntime-gpu'" in guards[0].tip and "CANNExecutionProvider" in guards[0].tip

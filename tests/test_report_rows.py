@@ -1,6 +1,8 @@
 """A report row must be true and fit its line: no row for a metadata probe, one row per import
 statement of a CUDA-only package, no drop_last advice for a loader that has it, and no
 drop_last added where DataLoader refuses it."""
+import pytest
+
 from gpu2npu.knowledge import apidata
 from gpu2npu.records.change import Report
 from gpu2npu.migration.pipeline import migrate_source
@@ -214,3 +216,31 @@ class TestWhatTheReleaseDataCanDecide:
                              "        torch.cuda.memory._record_memory_history(enabled='all')\n")
         guard = next(f for f in _rows(result, Report.UNSUPPORTED) if f.api.startswith("device test"))
         assert "has no NPU form" not in guard.tip and "a private name" in guard.tip
+
+
+class TestLoadersOverDataOfAWrittenSize:
+    """drop_last=True drops samples: over data whose size the code writes out (test data) that changes
+    what the code computes, and split over many processes can leave one none.  Advice, not an edit."""
+
+    @pytest.mark.parametrize("source", [
+        "from torch.utils.data import DataLoader\ndl = DataLoader(list(range(10)), batch_size=1, shuffle=True)\n",
+        "from torch.utils.data import DataLoader\n\ndef setup():\n    dset = RegressionDataset(length=80)\n"
+        "    return DataLoader(dset, batch_size=16, shuffle=True)\n",
+        "from torch.utils.data import DataLoader, Dataset\nNUM_ELEMENTS = 22\n\nclass Dummy(Dataset):\n"
+        "    def __len__(self):\n        return NUM_ELEMENTS\n\ndef main():\n    dataset = Dummy()\n"
+        "    train_loader = DataLoader(dataset, shuffle=True, batch_size=4)\n",
+    ])
+    def test_a_training_loader_over_test_data_is_advice(self, source):
+        output, result = _migrate(source)
+        assert "drop_last" not in output
+        assert any("size is written in the code" in f.tip for f in _rows(result, Report.PERFORMANCE))
+
+    @pytest.mark.parametrize("source", [
+        # random tensors stand in for a real data set, and a data set read from disk
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndata = torch.randint(0, 256, (512, 33))\n"
+        "train_loader = DataLoader(TensorDataset(data), batch_size=16, shuffle=True)\n",
+        "from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ImageFolder(root), batch_size=64, shuffle=True)\n",
+    ])
+    def test_a_training_loader_over_real_data_still_drops_its_last_batch(self, source):
+        output, _ = _migrate(source)
+        assert "drop_last=True" in output

@@ -23,7 +23,7 @@ from ..rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, Docs
                           foreign_collective, framework_option, not_a_device, qualified_names, string_text)
 from ..rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from ..rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
-from ..knowledge.tips import (KERNEL_DECORATORS, KERNEL_LANGUAGE_PACKAGES, KERNEL_PACKAGES, NVIDIA_MANAGEMENT_PACKAGES,
+from ..knowledge.tips import (CUDA_BUILD_STRING, KERNEL_DECORATORS, KERNEL_LANGUAGE_PACKAGES, KERNEL_PACKAGES, NVIDIA_MANAGEMENT_PACKAGES,
                               TIPS, cuda_only_package, kernel_language, kernel_tip,
                               migratable_cuda_path, private_path, tip_for)
 
@@ -418,6 +418,16 @@ def dead_guard_tip(guard, api: ApiData) -> str:
                 "migrated alone the lookup would raise KeyError on the NPU; as written, this branch is not taken "
                 "there (as on any machine without CUDA): add the NPU's entries (torch_npu.npu.get_device_name() "
                 "names them) or look up with .get and a default, then test for the NPU")
+    if guard.guarded.startswith("fused=True"):
+        return (f"left as written: it chooses {guard.guarded} in torch_npu {api.torch_npu_version}, so migrated the "
+                "NPU would take a fused update it has no kernel for; as written, this branch is not taken there and the "
+                "optimizer runs unfused: for a fused update on the NPU use torch_npu.optim.NpuFusedAdamW (NpuFusedAdam, "
+                "NpuFusedSGD), or a -v whose torch_npu has the kernel")
+    if CUDA_BUILD_STRING.match(guard.guarded):
+        return (f"left as written: it chooses {guard.guarded!r}, another framework's CUDA build or provider, which "
+                "does not run on an Ascend machine; as written, this branch is not taken there (as on any machine "
+                "without CUDA) and the framework's CPU build is used: for the NPU use that framework's Ascend build "
+                "(ONNX Runtime's CANNExecutionProvider, PaddlePaddle's NPU plugin), then test for the NPU")
     tip = TF32_TIP if guard.gates_tf32 else tip_for(guard.guarded, api)
     if guard.guarded.startswith("torch.cuda.") and private_path(guard.guarded[len("torch.cuda."):]):
         short = guard.guarded[len("torch.cuda."):]

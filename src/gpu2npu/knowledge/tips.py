@@ -6,6 +6,8 @@ qualified name, longest first (dotted prefixes, or any prefix for a key ending i
 """
 from __future__ import annotations
 
+import re
+
 from typing import FrozenSet, Optional
 
 from .apidata import ApiData
@@ -239,6 +241,12 @@ CUDA_ONLY_PACKAGES = (
     *(f"deepspeed.ops.op_builder.{builder}" for builder in DEEPSPEED_CUDA_BUILDERS),
     "vllm.distributed.device_communicators.pynccl", *VLLM_WEIGHT_TRANSFER_CUDA,
 )
+
+# Another framework's CUDA build or execution provider, named in a string: a pip requirement of a
+# `-gpu` build (onnxruntime-gpu, paddlepaddle-gpu, faiss-gpu), an extra for CUDA (`jax[cuda12]`),
+# ONNX Runtime's CUDA and TensorRT providers.  What a device test chooses with one is CUDA-only.
+CUDA_BUILD_STRING = re.compile(r"^[A-Za-z][\w.]*-gpu(\b|[<>=!~;\[ ])|^[A-Za-z][\w.-]*\[cuda\w*\]|"
+                               r"^(CUDA|Tensorrt|NvTensorRtRtx)ExecutionProvider$")
 
 # Short names that code calls a CUDA-only package by in its own questions (`is_bnb_available()`,
 # `is_te_available()`).

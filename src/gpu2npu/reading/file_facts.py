@@ -6,14 +6,16 @@ scan, handed to the rules and the analyses through their context.
   `SEEDS.get(torch_device)`): then "cuda" keys of its mappings are device types, renamed with the
   device; elsewhere a "cuda" key is a key of data (a checkpoint's RNG states) and stays;
 - the names whose values the file hands to a collective library other than torch's process
-  groups (`ray.util.collective`, vLLM's NCCL communicator): an "nccl" they hold is that library's.
+  groups (`ray.util.collective`, vLLM's NCCL communicator): an "nccl" they hold is that library's;
+- the dataset classes whose `__len__` returns a number written in the code (`return 22`, or a
+  module constant holding one): a DataLoader over one serves test or example data.
 """
 from __future__ import annotations
 
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, Optional
+from typing import TYPE_CHECKING, Dict, FrozenSet, Optional
 
 if TYPE_CHECKING:
     from .scan import FileScan
@@ -42,6 +44,9 @@ class FileFacts:
     # the file reads or writes a mapping under a device name written out (`rng_states["cuda"]`):
     # there "cuda" is a key of data, in its mappings written out too
     device_named_keys: bool = False
+    # classes whose __len__ returns a number written in the code, and module names holding one
+    sized_classes: FrozenSet[str] = frozenset()
+    module_numbers: FrozenSet[str] = frozenset()
 
 
 class FactsOfScan:
@@ -68,6 +73,14 @@ class FactsOfScan:
     @property
     def device_named_keys(self) -> bool:
         return self._read().device_named_keys
+
+    @property
+    def sized_classes(self) -> FrozenSet[str]:
+        return self._read().sized_classes
+
+    @property
+    def module_numbers(self) -> FrozenSet[str]:
+        return self._read().module_numbers
 
 
 def is_device_key(text: str) -> bool:
@@ -135,4 +148,19 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
                 name = _last(side)
                 if name:
                     foreign.setdefault(name, library)
-    return FileFacts(looks_up, foreign, named_keys)
+    numbers = frozenset(target.id for node in file_scan.tree.body if isinstance(node, ast.Assign)
+                        and isinstance(node.value, ast.Constant) and type(node.value.value) is int
+                        for target in node.targets if isinstance(target, ast.Name))
+    sized = frozenset(node.name for node in groups.get(ast.ClassDef, ()) if _len_written(node, numbers))
+    return FileFacts(looks_up, foreign, named_keys, sized, numbers)
+
+
+def _len_written(node: ast.ClassDef, numbers: FrozenSet[str]) -> bool:
+    """Whether the class's `__len__` is one `return` of a number written in the code."""
+    for statement in node.body:
+        if isinstance(statement, ast.FunctionDef) and statement.name == "__len__" and len(statement.body) == 1:
+            returned = statement.body[0]
+            value = returned.value if isinstance(returned, ast.Return) else None
+            return (isinstance(value, ast.Constant) and type(value.value) is int) or (
+                isinstance(value, ast.Name) and value.id in numbers)
+    return False

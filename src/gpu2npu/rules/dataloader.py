@@ -7,7 +7,7 @@ from libcst.metadata import PositionProvider
 
 from ..records.change import Report
 from .base import Example, Rule, code_of
-from .loaders import DATALOADERS, LoaderRoles, append_keyword, has_double_star, keyword_value, set_keyword
+from .loaders import DATALOADERS, LoaderRoles, append_keyword, dataset_of, has_double_star, keyword_value, set_keyword
 from .names import qualified_names
 
 # torch_npu supports pinned host memory from the 2.1 series on; before that it had to be off.
@@ -21,7 +21,9 @@ class DataLoaderForNpu(LoaderRoles, Rule):
     Only loaders that are clearly for training change (their variable, function or dataset is
     named for training, or they shuffle, though not by the split they serve: `shuffle=(split ==
     "train")` serves evaluation too), and only where the batches' shapes are the DataLoader's (no
-    `collate_fn` of the project's, which may pad each batch to its own length).  Evaluation
+    `collate_fn` of the project's, which may pad each batch to its own length) and the data is not
+    of a size the code writes out (`range(22)`, `RegressionDataset(length=80)`: test or example
+    data, whose last batch is part of what it computes).  Evaluation
     loaders are not edited: dropping samples would change the reported metric; they are listed in
     api_performance_advice.csv instead, as are loaders whose role cannot be told.  A `drop_last`
     the code already passes is the author's choice and is kept (and reported when it is not True).
@@ -60,6 +62,9 @@ class DataLoaderForNpu(LoaderRoles, Rule):
         "        loader = DataLoader(samples, batch_size=8, shuffle=True)\n        return [self.train(b) for b in loader]\n",
         "from torch.utils.data import DataLoader\n\ndef fit(batches):\n    for samples in batches:\n"
         "        train_loader = DataLoader(samples, batch_size=8, shuffle=True)\n",
+        # a dataset whose size the code writes out (test data): its last batch is part of what is tested
+        "from torch.utils.data import DataLoader\ntrain_set = RegressionDataset(length=10)\n"
+        "train_dl = DataLoader(train_set, batch_size=4, shuffle=True)\n",
     )
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
@@ -93,6 +98,11 @@ class DataLoaderForNpu(LoaderRoles, Rule):
                         "training DataLoader built anew for each step (in a loop or a step function) left as is: "
                         "drop_last=True would drop each step's remainder, or all of a step shorter than a batch; "
                         "pad the step's samples to whole batches if its shapes must stay fixed on Ascend")
+        elif role == "train" and drop_last is None and self.size_written(dataset_of(original_node)):
+            self.report(original_node, Report.PERFORMANCE, "torch.utils.data.DataLoader",
+                        "training DataLoader over a dataset whose size is written in the code (test or example data) "
+                        "left as is: drop_last=True would drop its last short batch, and split over many processes "
+                        "could leave a process no batch; add it where the real data is large (fixed shapes on Ascend)")
         elif role == "train":
             if drop_last is None:
                 args = append_keyword(args, "drop_last", cst.Name("True"))

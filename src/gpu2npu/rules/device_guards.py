@@ -33,7 +33,8 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..knowledge.apidata import ApiData
-from ..knowledge.tips import CUDA_ONLY_PACKAGES, cuda_only_package, migratable_cuda_path
+from ..knowledge.tips import (CUDA_BUILD_STRING, CUDA_ONLY_PACKAGES, FUSED_OPTIMIZERS, cuda_only_package, has_fused_kernel,
+                              migratable_cuda_path)
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
 from .names import (DEVICE_STRING, FRAMEWORK_OPTIONS, dotted_name, framework_option, nodes_within, not_a_device,
@@ -94,6 +95,8 @@ class _Resolver(cst.CSTVisitor):
         self.reads: List[cst.CSTNode] = []  # names and attributes read
         self.attribute_names: Set[int] = set()  # the `b` of `a.b`: no variable
         self.subscripts: List[cst.Subscript] = []  # `table[key]` with one key
+        self.fused_flags: List[cst.CSTNode] = []  # `fused=True`, `{"fused": True}`
+        self.optimizers: Set[str] = set()  # the torch optimizers with a fused form the file names
 
     def visit_If(self, node: cst.If) -> None:
         self.ifs.append(node)
@@ -123,6 +126,8 @@ class _Resolver(cst.CSTVisitor):
         # (sorted: a name imported from two places, in a try and its except, names the same one
         # every run)
         for name in sorted(qualified_names(self, node)):
+            if name in FUSED_OPTIMIZERS:
+                self.optimizers.add(name)
             if name not in self.rerouted and _cuda_only_name(self.api, name, self.own):
                 self.cuda_only[id(node)] = name
                 return
@@ -137,8 +142,38 @@ class _Resolver(cst.CSTVisitor):
         if node.attr.value == "is_cuda":
             self.device_terms.add(id(node))
 
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None and node.keyword.value == "fused":
+            if _is_true(node.value):
+                self.fused_flags.append(node)
+            elif isinstance(node.value, cst.IfExp) and _is_true(node.value.body):  # fused=True if ... else None
+                self.fused_flags.append(node.value.body)
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        if isinstance(node.key, cst.SimpleString) and string_text(node.key) == "fused" and _is_true(node.value):
+            self.fused_flags.append(node)
+
+    def mark_fused_flags(self) -> None:
+        """`fused=True` for an optimizer the release has no fused NPU kernel for stays CUDA-only: a
+        device test choosing it (`{"fused": True} if p.is_cuda else {}`) is left as written, so the
+        NPU takes the unfused update.  The optimizers are those the file names (`torch.optim.AdamW`,
+        or "Adam" chosen by name); where it names none, any of them."""
+        if not self.fused_flags:
+            return
+        lacking = sorted(name.rsplit(".", 1)[-1] for name in self.optimizers or FUSED_OPTIMIZERS
+                         if not has_fused_kernel(self.api, name))
+        if lacking:
+            what = f"fused=True (no fused NPU kernel for {', '.join(dict.fromkeys(lacking))})"
+            for node in self.fused_flags:
+                self.cuda_only[id(node)] = what
+
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         text = string_text(node)
+        if text in _OPTIMIZER_NAMES:
+            self.optimizers.add(_OPTIMIZER_NAMES[text])
+        if text is not None and CUDA_BUILD_STRING.match(text):
+            self.cuda_only[id(node)] = text  # another framework's CUDA build or provider
+            return
         if text is not None and (DEVICE_STRING.match(text) or text == "gpu") and not not_a_device(self, node):
             self._device_string(node, text)
 
@@ -203,6 +238,14 @@ class _Resolver(cst.CSTVisitor):
             for node in self.reads:
                 if id(node) not in targets and dotted_name(node) in names:
                     self.device_terms.add(id(node))
+
+
+# torch's optimizers with a fused form, as code chooses them by name (`getattr(torch.optim, name)`)
+_OPTIMIZER_NAMES = {name.rsplit(".", 1)[-1]: name for name in FUSED_OPTIMIZERS}
+
+
+def _is_true(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
 
 
 def _cuda_only_name(api: ApiData, name: str, own: FrozenSet[str] = frozenset()) -> bool:
@@ -414,13 +457,17 @@ _CUDA_ONLY_WORD = re.compile(r"\b(%s)\b|(?<![\w.])cuda\.\w|\bfrom\s+cuda\s+impor
        for option, callees, _ in FRAMEWORK_OPTIONS for callee in (callees or (option,))}
     | {"get_device_name"})))
 _CUDA_CHAIN = re.compile(r"\bcuda((?:\.\w+)+)")
+_FUSED_FLAG = re.compile(r"""\bfused["']?\s*[=:]\s*True\b""")
+_CUDA_BUILD_WORD = re.compile(r"-gpu\b|\[cuda|ExecutionProvider")
 _CUDA_IMPORT = re.compile(r"\bfrom\s+torch\.cuda((?:\.\w+)*)\s+import\s+\(?([\w\s,]+)")
 
 
 def _may_hold_cuda_only(code: str, api: ApiData) -> bool:
     """A cheap test on the text, before any tree walk: whether the file may refer to something
     that stays CUDA-only (a CUDA-only package or class, a torch.cuda name the release lacks)."""
-    if _CUDA_ONLY_WORD.search(code):
+    if _CUDA_ONLY_WORD.search(code) or _CUDA_BUILD_WORD.search(code):
+        return True
+    if _FUSED_FLAG.search(code) and not all(has_fused_kernel(api, name) for name in FUSED_OPTIMIZERS):
         return True
     for chain in _CUDA_CHAIN.findall(code):
         if not migratable_cuda_path(api, chain.split(".")[1:]):
@@ -446,6 +493,7 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     resolver.file_facts = facts  # (what the whole file says, where the tree is a piece of it)
     spans = npu_aware.guarded_spans(wrapper, resolver)
     resolver.mark_gpu_name_lookups()
+    resolver.mark_fused_flags()
     return spans, dead_guards(wrapper, resolver)
 
 

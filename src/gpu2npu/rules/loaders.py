@@ -3,16 +3,20 @@ or evaluation, told by the names around it), and editing keyword arguments in pl
 from __future__ import annotations
 
 import re
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import libcst as cst
 
 from .base import code_of
+from .names import file_facts
 
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 _EVAL_WORDS = re.compile(r"(val|valid|validation|test|eval|evaluation|dev|infer|inference|predict)", re.I)
 _TRAIN_WORDS = re.compile(r"train", re.I)
 _STEP_WORDS = re.compile(r"(^|_)step($|_)", re.I)
+# Keywords that give a dataset its number of samples (`RegressionDataset(length=80)`).
+_SIZE_KEYWORDS = frozenset({"length", "size", "num_samples", "n_samples", "samples", "n", "num_examples",
+                            "count", "dataset_size", "num_items", "num_elements", "len"})
 
 
 class LoaderRoles:
@@ -24,14 +28,15 @@ class LoaderRoles:
         self._targets: List[str] = []
         self._functions: List[str] = []
         self._loops: List[int] = [0]  # loops around the code, per function (a loop outside a def is not its)
+        # what the names of each enclosing scope were last given (the module's first)
+        self._values: List[Dict[str, cst.BaseExpression]] = [{}]
 
     # The names around a loader say what it is for.
     def visit_Assign(self, node: cst.Assign) -> None:
         self._targets.append(" ".join(code_of(t.target) for t in node.targets))
-
-    def leave_Assign(self, original_node, updated_node):
-        self._targets.pop()
-        return updated_node
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self._values[-1][target.target.value] = node.value
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._targets.append(code_of(node.target))
@@ -50,10 +55,12 @@ class LoaderRoles:
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._functions.append(node.name.value)
         self._loops.append(0)
+        self._values.append({})
 
     def leave_FunctionDef(self, original_node, updated_node):
         self._functions.pop()
         self._loops.pop()
+        self._values.pop()
         return updated_node
 
     def visit_For(self, node: cst.For) -> None:
@@ -77,6 +84,45 @@ class LoaderRoles:
         function = self._functions[-1] if self._functions else ""
         return self._loops[-1] > 0 or _STEP_WORDS.search(function) is not None
 
+    def _number(self, node: cst.BaseExpression) -> bool:
+        """An integer written in the code, or a module constant holding one (`NUM_ELEMENTS = 22`)."""
+        if isinstance(node, cst.Name):
+            if node.value in file_facts(self, node).module_numbers:
+                return True
+            node = self._values[0].get(node.value, node)
+        return isinstance(node, cst.Integer)
+
+    def _value_of(self, node: cst.BaseExpression) -> cst.BaseExpression:
+        if isinstance(node, cst.Name):
+            for values in reversed(self._values):
+                if node.value in values:
+                    return values[node.value]
+        return node
+
+    def size_written(self, dataset: Optional[cst.BaseExpression]) -> bool:
+        """Whether the loader's dataset has a number of samples written in the code: a literal
+        list, `range(22)`, `RegressionDataset(length=80)`, a class of the file whose `__len__`
+        returns a number: test data, small, where dropping the last batch changes what the code
+        computes (and split over many processes can leave a process no batch at all).  Random
+        tensors (`TensorDataset(torch.randn(512, 33))`) stand in for a real data set: not these."""
+        if dataset is None:
+            return False
+        dataset = self._value_of(dataset)
+        if isinstance(dataset, (cst.List, cst.Tuple, cst.ListComp)):
+            return True
+        if not isinstance(dataset, cst.Call):
+            return False
+        callee = dataset.func
+        last = callee.attr.value if isinstance(callee, cst.Attribute) else callee.value if isinstance(callee, cst.Name) else ""
+        if last == "range":
+            return bool(dataset.args) and all(self._number(arg.value) for arg in dataset.args)
+        if last in file_facts(self, dataset).sized_classes:
+            return True
+        return any(arg.keyword is not None and arg.keyword.value in _SIZE_KEYWORDS and self._number(arg.value)
+                   for arg in dataset.args) or any(
+            arg.keyword is None and self.size_written(arg.value) for arg in dataset.args
+            if last in ("list", "TensorDataset", "Subset") or last.endswith("Dataset"))
+
     def role(self, call: cst.Call) -> Optional[str]:
         """"train", "eval" or None (cannot tell)."""
         target = self._targets[-1] if self._targets else ""
@@ -85,8 +131,7 @@ class LoaderRoles:
                 return "eval"
             if _TRAIN_WORDS.search(words):
                 return "train"
-        dataset = call.args[0].value if call.args and call.args[0].keyword is None else keyword_value(call, "dataset")
-        dataset_text = code_of(dataset)
+        dataset_text = code_of(dataset_of(call))
         if _TRAIN_WORDS.search(dataset_text):
             return "train"
         if _EVAL_WORDS.search(dataset_text):
@@ -103,6 +148,11 @@ class LoaderRoles:
 
     def current_target(self) -> str:
         return self._targets[-1] if self._targets else ""
+
+
+def dataset_of(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The dataset a DataLoader call is given (first positional argument or dataset=)."""
+    return call.args[0].value if call.args and call.args[0].keyword is None else keyword_value(call, "dataset")
 
 
 def has_double_star(call: cst.Call) -> bool:

@@ -270,7 +270,7 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
                 return True
             if last in KEY_METHODS and isinstance(callee, cst.Attribute) and call.args and call.args[0] is parent:
                 return not _looks_up_by_device(rule, node)
-    if string_text(node) == "cuda:" and not (isinstance(parent, cst.BinaryOperation) and parent.left is node):
+    if isinstance(node, cst.SimpleString) and string_text(node) == "cuda:" and not (isinstance(parent, cst.BinaryOperation) and parent.left is node):
         # no device by itself (torch refuses "cuda:"): a prefix that text is searched for or cut at
         # (`for remove in "cuda:", "(", ")": device = device.replace(remove, "")`); before `+ str(i)`
         # it starts one
