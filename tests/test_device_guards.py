@@ -86,6 +86,10 @@ LEFT_AS_WRITTEN = [
     ("import torch\nif torch.cuda.is_available():\n    check_requirements('onnxruntime-gpu>=1.18')\n", 2),
     ("import torch\nproviders = ['CUDAExecutionProvider'] if x.is_cuda else ['CPUExecutionProvider']\n", 2),
     ("import torch\nort = 'paddlepaddle-gpu' if 'cuda' in device.type else 'paddlepaddle'\n", 2),
+    # the project's own question about CUDA, and a binding only CUDA builds of torch have
+    ("import torch\nfrom .environment import check_cuda_fp8_capability\n"
+     "if torch.cuda.is_available() and not check_cuda_fp8_capability():\n    fp8 = False\n", 3),
+    ("import torch\nif torch.cuda.is_available():\n    assert not torch._C._cuda_isInBadFork()\n", 2),
 ]
 
 
@@ -123,6 +127,8 @@ MIGRATED = [
     ("import torch\nif torch.cuda.is_available():\n    peak = PEAK.get(torch.cuda.get_device_name(), 1.0)\n",
      "torch_npu.npu.is_available()"),
     ("import torch\nif torch.cuda.is_available():\n    print(torch.cuda.get_device_name())\n", "torch_npu.npu.is_available()"),
+    # a function of the project named for CUDA that asks nothing (an action: it is migrated itself)
+    ("import torch\nif torch.cuda.is_available():\n    x = to_cuda(x)\n", "torch_npu.npu.is_available()"),
     # a mapping whose key is computed (no option named by it)
     ("import torch\nif torch.cuda.is_available():\n    table = {name(): True}\n", "torch_npu.npu.is_available()"),
     # a fused update the release has a kernel for (AdamW in torch_npu 2.1)

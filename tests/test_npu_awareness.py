@@ -186,3 +186,25 @@ class TestAQuestionWhetherAGpuKernelCanRun:
     def test_other_functions_are_migrated(self, name):
         output, _ = _migrate(f"import torch\n\n\ndef {name}(x):\n    return x.device.type == 'cuda'\n")
         assert "x.device.type == 'npu'" in output
+
+
+class TestTheVariableACudaBranchTests:
+    """`pt_cuda = torch.cuda.is_available()` then `if pt_cuda: <CUDA>` `elif pt_npu: <NPU>`: the CUDA
+    branch stays as written, and so must the variable it tests (asking the NPU, it would send the
+    NPU into the CUDA branch: accelerate's `accelerate env` crashed so)."""
+
+    SOURCE = ("import torch\n\ndef env():\n    pt_cuda_available = torch.cuda.is_available()\n"
+              "    pt_npu_available = is_npu_available()\n    if pt_cuda_available:\n"
+              "        name = torch.cuda.get_device_name()\n    elif pt_npu_available:\n"
+              "        name = torch.npu.get_device_name()\n    return name\n")
+
+    def test_the_variable_stays_with_its_branch(self):
+        output, result = _migrate(self.SOURCE)
+        assert "pt_cuda_available = torch.cuda.is_available()" in output
+        assert "name = torch.cuda.get_device_name()" in output
+        assert any(f.api == NOTE_API and f.start_line == 4 for f in result.findings if f.report == Report.NOTE)
+
+    def test_a_variable_tested_by_no_npu_aware_chain_is_migrated(self):
+        output, _ = _migrate("import torch\nuse_cuda = torch.cuda.is_available()\nif use_cuda:\n"
+                             "    torch.cuda.synchronize()\n")
+        assert "use_cuda = torch_npu.npu.is_available()" in output

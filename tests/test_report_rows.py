@@ -244,3 +244,10 @@ class TestLoadersOverDataOfAWrittenSize:
     def test_a_training_loader_over_real_data_still_drops_its_last_batch(self, source):
         output, _ = _migrate(source)
         assert "drop_last=True" in output
+
+
+def test_a_binding_only_cuda_builds_of_torch_have_is_one_row_that_says_so():
+    _, result = _migrate("import torch\nn = torch._C._cuda_getDeviceCount()\n")
+    assert _rows(result, Report.UNKNOWN) == []
+    rows = _rows(result, Report.UNSUPPORTED)
+    assert [f.api for f in rows] == ["torch._C._cuda_getDeviceCount"] and "only CUDA builds" in rows[0].tip

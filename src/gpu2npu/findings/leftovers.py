@@ -418,6 +418,11 @@ def dead_guard_tip(guard, api: ApiData) -> str:
                 "migrated alone the lookup would raise KeyError on the NPU; as written, this branch is not taken "
                 "there (as on any machine without CUDA): add the NPU's entries (torch_npu.npu.get_device_name() "
                 "names them) or look up with .get and a default, then test for the NPU")
+    if guard.guarded.endswith("()") and npu_aware.question_of_cuda(guard.guarded[:-2]):
+        return (f"left as written: it guards {guard.guarded}, the project's own question about CUDA, which asks "
+                "the CUDA device whatever the test around it asks; as written, this branch is not taken on the NPU "
+                "(as on any machine without CUDA): to run it there, give the question an NPU counterpart, then test "
+                "for the NPU")
     if guard.guarded.startswith("fused=True"):
         return (f"left as written: it chooses {guard.guarded} in torch_npu {api.torch_npu_version}, so migrated the "
                 "NPU would take a fused update it has no kernel for; as written, this branch is not taken there and the "

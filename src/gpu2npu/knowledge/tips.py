@@ -224,6 +224,9 @@ TIPS = {
     "the CUDA driver: streams, events and memory through torch_npu.npu (current_stream(), Event, mem_get_info()), "
     "kernels as torch operators, torch_npu fused operators or Ascend C",
     "Tensor.cuda": "rewrite as .npu() (left because it stands in code already branching on device)",
+    **dict.fromkeys(("torch._C._cuda_", "torch._C._cudart"), "a binding that only CUDA builds of torch have (torch_npu "
+                    "runs on a CPU build of torch, which raises AttributeError here): torch_npu's counterparts are "
+                    "under torch_npu._C, wrapped by torch_npu.npu's functions; or leave it behind a CUDA test"),
 }
 
 # Third-party modules that only work with NVIDIA GPUs: importing one is reported.

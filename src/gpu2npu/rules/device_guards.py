@@ -44,7 +44,9 @@ from .walk import ParentNodeProvider, walk
 Span = npu_aware.Span
 
 # torch names that only work with CUDA and that no rule migrates (outside torch.cuda).
-CUDA_ONLY_TORCH = ("torch.utils.cpp_extension.CUDAExtension", "torch.backends.cuda.sdp_kernel")
+# (`torch._C._cuda_*`, `torch._C._cudart`: bindings that only CUDA builds of torch have)
+CUDA_ONLY_TORCH = ("torch.utils.cpp_extension.CUDAExtension", "torch.backends.cuda.sdp_kernel",
+                   "torch._C._cuda_", "torch._C._cudart")
 # Frameworks' CUDA-specific classes that have no NPU counterpart of the same name.
 CUDA_ONLY_CLASSES = (
     "lightning.pytorch.accelerators.CUDAAccelerator", "pytorch_lightning.accelerators.CUDAAccelerator",
@@ -123,6 +125,14 @@ class _Resolver(cst.CSTVisitor):
         parent = self.get_metadata(ParentNodeProvider, node, None)
         if isinstance(parent, cst.Attribute) and parent.value is node:
             return  # judged at the top of the chain
+        if isinstance(parent, cst.Call) and parent.func is node:
+            last = node.attr.value if isinstance(node, cst.Attribute) else getattr(node, "value", "")
+            if npu_aware.question_of_cuda(last) and not any(
+                    name.startswith("torch.") for name in qualified_names(self, node)):
+                # the project's own question about CUDA (`check_cuda_fp8_capability()`): it asks
+                # the CUDA device, whatever the test around it is migrated to
+                self.cuda_only[id(node)] = f"{last}()"
+                return
         # (sorted: a name imported from two places, in a try and its except, names the same one
         # every run)
         for name in sorted(qualified_names(self, node)):
@@ -459,13 +469,14 @@ _CUDA_ONLY_WORD = re.compile(r"\b(%s)\b|(?<![\w.])cuda\.\w|\bfrom\s+cuda\s+impor
 _CUDA_CHAIN = re.compile(r"\bcuda((?:\.\w+)+)")
 _FUSED_FLAG = re.compile(r"""\bfused["']?\s*[=:]\s*True\b""")
 _CUDA_BUILD_WORD = re.compile(r"-gpu\b|\[cuda|ExecutionProvider")
+_CUDA_QUESTION_WORD = re.compile(r"(is|has|check)_\w*cuda|cuda\w*_(available|supported)\b|_C\._cuda", re.IGNORECASE)
 _CUDA_IMPORT = re.compile(r"\bfrom\s+torch\.cuda((?:\.\w+)*)\s+import\s+\(?([\w\s,]+)")
 
 
 def _may_hold_cuda_only(code: str, api: ApiData) -> bool:
     """A cheap test on the text, before any tree walk: whether the file may refer to something
     that stays CUDA-only (a CUDA-only package or class, a torch.cuda name the release lacks)."""
-    if _CUDA_ONLY_WORD.search(code) or _CUDA_BUILD_WORD.search(code):
+    if _CUDA_ONLY_WORD.search(code) or _CUDA_BUILD_WORD.search(code) or _CUDA_QUESTION_WORD.search(code):
         return True
     if _FUSED_FLAG.search(code) and not all(has_fused_kernel(api, name) for name in FUSED_OPTIMIZERS):
         return True

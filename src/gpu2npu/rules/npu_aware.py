@@ -170,7 +170,18 @@ def _compared_subjects(test: cst.BaseExpression) -> Set[str]:
 # The node classes _Guards looks at (none has subclasses: a look-up of the class stands for
 # isinstance, which for libcst's abstract-based classes costs ten times more).
 _LOOKED_AT = frozenset({cst.If, cst.Module, cst.IndentedBlock, cst.ClassDef, cst.IfExp, cst.BooleanOperation,
-                        cst.Tuple, cst.List, cst.Set, cst.Dict})
+                        cst.Tuple, cst.List, cst.Set, cst.Dict, cst.Assign})
+
+
+def _tested_names(test: cst.BaseExpression) -> Set[str]:
+    """The names a test reads as booleans: `use_cuda`, `not use_cuda`, `use_cuda and fast`."""
+    if isinstance(test, cst.Name):
+        return {test.value}
+    if isinstance(test, cst.UnaryOperation):
+        return _tested_names(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return _tested_names(test.left) | _tested_names(test.right)
+    return set()
 
 
 class _Guards(cst.CSTVisitor):
@@ -180,6 +191,10 @@ class _Guards(cst.CSTVisitor):
         super().__init__()
         self.spans: Set[Span] = set()
         self._elifs: Set[int] = set()  # `elif` nodes: handled with the head of their chain
+        # `pt_cuda_available = torch.cuda.is_available()`: the values given to single names, and
+        # the names that an NPU-aware chain tests as its CUDA branch's test
+        self._values: dict = {}
+        self._cuda_tests: Set[str] = set()
 
     def _add(self, node: cst.CSTNode) -> None:
         self.spans.add(span_of(self.get_metadata(PositionProvider, node), node))
@@ -200,8 +215,18 @@ class _Guards(cst.CSTVisitor):
                     self._add(test)  # the test itself is the project's NPU logic
             elif mentions_cuda(test):
                 self._guard_branch(test, body)
+                self._cuda_tests |= _tested_names(test)
         if npu_seen and isinstance(orelse, cst.Else):
             self._add(orelse)
+
+    def variables_of_cuda_tests(self) -> None:
+        """`pt_cuda_available = torch.cuda.is_available()` ... `if pt_cuda_available: <CUDA>` `elif
+        pt_npu_available: <NPU>`: the chain's CUDA branch stays as written, so the variable it tests
+        must keep asking CUDA too (asking the NPU, it would send the NPU into the CUDA branch)."""
+        for name in self._cuda_tests:
+            for value in self._values.get(name, ()):
+                if mentions_cuda(value) and not mentions_npu(value):
+                    self._add(value)
 
     def _device_members(self, node: cst.ClassDef) -> None:
         """A class whose attributes name device types, NPU among them (`CUDA = "cuda"` beside
@@ -230,12 +255,16 @@ class _Guards(cst.CSTVisitor):
         has_npu_twin = len(functions) > 1 and any(names_npu(function.name.value) for function in functions)
         for function in functions:
             name = function.name.value
-            if ((has_npu_twin and _CUDA_WORD.search(name) and _QUESTION_WORD.search(name) and not names_npu(name))
+            if ((has_npu_twin and question_of_cuda(name))
                     or (_KERNEL_QUESTION.search(name) and mentions_cuda(function.body))):
                 self._add(function.body)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if type(node) not in _LOOKED_AT:  # (asked of every node of a file: most are none of these)
+            return True
+        if isinstance(node, cst.Assign):
+            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                self._values.setdefault(node.targets[0].target.value, []).append(node.value)
             return True
         if isinstance(node, cst.If) and isinstance(node.orelse, cst.If):
             self._elifs.add(id(node.orelse))
@@ -267,6 +296,12 @@ class _Guards(cst.CSTVisitor):
         return True
 
 
+def question_of_cuda(name: str) -> bool:
+    """Whether a function's name asks about CUDA (`is_cuda_available`, `check_cuda_fp8_capability`),
+    not about the NPU."""
+    return bool(_CUDA_WORD.search(name) and _QUESTION_WORD.search(name)) and not names_npu(name)
+
+
 def may_mention_npu(code: str) -> bool:
     """False when no name or string of `code` can mean NPU (`mentions_npu`): neither "npu" nor
     "hccl" is in its text, in any case, and no escape could spell one in a string."""
@@ -284,6 +319,7 @@ def guarded_spans(wrapper: MetadataWrapper, *also: cst.CSTVisitor, code: str = N
         return frozenset()
     guards = _Guards()
     walk_wrapped(_together([guards, *also]) if also else guards, wrapper)
+    guards.variables_of_cuda_tests()
     return frozenset(guards.spans)
 
 

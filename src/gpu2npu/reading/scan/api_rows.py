@@ -106,7 +106,8 @@ def _row(call: ast.Call, path: str, kind, report: Report, api_name: str, tip: st
 
 
 def _judge_torch_call(call: ast.Call, name: str, path: str, api: apidata.ApiData, similar: bool) -> Optional[Finding]:
-    if not name.startswith("torch.") or name.startswith(("torch.cuda.", "torch.npu.")):
+    # (the CUDA builds' own bindings, torch._C._cuda_*, are the leftover analysis' too)
+    if not name.startswith("torch.") or name.startswith(("torch.cuda.", "torch.npu.", "torch._C._cuda_", "torch._C._cudart")):
         # torch.cuda is the rules' and the leftover analysis' business; torch.npu is torch_npu's own
         return None
     op = apidata.lacks_npu_kernel(api, name)
