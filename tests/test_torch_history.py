@@ -54,6 +54,15 @@ def test_a_release_that_has_them_reports_nothing(version, expected):
     assert newer_rows(version) == expected
 
 
+@pytest.mark.parametrize("version, expected", [("2.1.0", "torch 2.5.1 has"), ("2.3.1", "torch 2.5.1 has"), ("2.6.0", None)])
+def test_a_name_is_dated_by_its_own_release_not_its_modules(version, expected):
+    # torch.nn.attention came with torch 2.3, its flex_attention with 2.5
+    source = b"from torch.nn.attention.flex_attention import create_block_mask\nmask = create_block_mask(f, 1, 1, 8, 8)\n"
+    result = migrate_source(source, "a.py", Options(api=apidata.load(version)))
+    tips = [f.tip for f in result.findings if "does not have it" in f.tip]
+    assert (tips == []) if expected is None else (tips and all(expected in tip for tip in tips)), tips
+
+
 def test_a_test_of_the_api_itself_is_no_guard():
     source = b"import torch\nif torch.accelerator.is_available():\n    torch.accelerator.set_device_index(0)\n"
     result = migrate_source(source, "a.py", Options(api=apidata.load("2.1.0")))

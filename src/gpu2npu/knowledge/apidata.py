@@ -257,11 +257,12 @@ def torch_added_in(qualified: str, torch_version: str) -> Optional[str]:
     `torch_version`, else None (data/torch_history.json, scripts/gen_torch_history.py)."""
     names = _torch_history()["names"]
     parts = qualified.split(".")
-    for depth in range(2, len(parts) + 1):  # the shallowest new part: torch.accelerator before its names
-        added = names.get(".".join(parts[:depth]))
-        if added is not None:
-            return added if _version_key(added) > _version_key(torch_version) else None
-    return None
+    # the latest release among the name and the modules above it that the data knows: a name
+    # comes with its module or after it (torch.nn.attention came with 2.3, its flex_attention
+    # with 2.5), and a module's names the data does not list come with the module
+    known = [added for added in (names.get(".".join(parts[:depth])) for depth in range(2, len(parts) + 1)) if added]
+    added = max(known, key=_version_key) if known else None
+    return added if added is not None and _version_key(added) > _version_key(torch_version) else None
 
 
 def torch_keyword_added_in(qualified: str, keyword: str, torch_version: str) -> Optional[str]:
