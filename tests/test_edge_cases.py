@@ -573,3 +573,22 @@ def test_a_lazy_file_that_needs_torch_npu_at_module_level_gets_it_once():
     output, result = migrate(source)
     assert output.count("import torch_npu") == 1 and output.startswith("import torch_npu\n")
     assert [c.start_line for c in result.changes if c.message == "insert import torch_npu"] == [0]
+
+
+class TestAMethodsNameHandedToGetattr:
+    """`self._apply("cuda")` with `def _apply(self, fn): getattr(v, fn)()` calls a method named cuda
+    of whatever v is: a class of the project's may have cuda() and no npu() (ultralytics' Results)."""
+
+    SOURCE = ("import torch\n\nclass Results:\n    def cuda(self):\n        return self._apply('cuda')\n\n"
+              "    def _apply(self, fn, *args):\n        return [getattr(v, fn)(*args) for v in self.parts]\n")
+
+    def test_left_as_written_and_reported(self):
+        output, result = migrate(self.SOURCE)
+        assert "self._apply('cuda')" in output
+        rows = [f for f in result.findings if f.api == "method name 'cuda'"]
+        assert [row.start_line for row in rows] == [5] and "getattr" in rows[0].tip
+
+    def test_a_device_handed_to_another_parameter_is_still_a_device(self):
+        output, _ = migrate("import torch\n\ndef move(x, device, fn='to'):\n    return getattr(x, fn)(device)\n\n"
+                            "y = move(t, 'cuda')\n")
+        assert "move(t, 'npu')" in output

@@ -8,7 +8,9 @@ scan, handed to the rules and the analyses through their context.
 - the names whose values the file hands to a collective library other than torch's process
   groups (`ray.util.collective`, vLLM's NCCL communicator): an "nccl" they hold is that library's;
 - the dataset classes whose `__len__` returns a number written in the code (`return 22`, or a
-  module constant holding one): a DataLoader over one serves test or example data.
+  module constant holding one): a DataLoader over one serves test or example data;
+- the parameters of the file's functions that name an attribute (`def _apply(self, fn): ...
+  getattr(v, fn)()`): a "cuda" handed to one is a method's name, not a device.
 """
 from __future__ import annotations
 
@@ -47,6 +49,8 @@ class FileFacts:
     # classes whose __len__ returns a number written in the code, and module names holding one
     sized_classes: FrozenSet[str] = frozenset()
     module_numbers: FrozenSet[str] = frozenset()
+    # (function name, positional index without self/cls) and (function name, parameter name)
+    attribute_parameters: FrozenSet[tuple] = frozenset()
 
 
 class FactsOfScan:
@@ -81,6 +85,10 @@ class FactsOfScan:
     @property
     def module_numbers(self) -> FrozenSet[str]:
         return self._read().module_numbers
+
+    @property
+    def attribute_parameters(self) -> FrozenSet[tuple]:
+        return self._read().attribute_parameters
 
 
 def is_device_key(text: str) -> bool:
@@ -152,7 +160,34 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
                         and isinstance(node.value, ast.Constant) and type(node.value.value) is int
                         for target in node.targets if isinstance(target, ast.Name))
     sized = frozenset(node.name for node in groups.get(ast.ClassDef, ()) if _len_written(node, numbers))
-    return FileFacts(looks_up, foreign, named_keys, sized, numbers)
+    return FileFacts(looks_up, foreign, named_keys, sized, numbers, _attribute_parameters(file_scan))
+
+
+_ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "setattr", "hasattr", "delattr"})
+
+
+def _attribute_parameters(file_scan: "FileScan") -> FrozenSet[tuple]:
+    """The parameters that the file's functions hand to getattr (setattr, hasattr) as the name."""
+    names = [call.args[1] for call in file_scan.calls if isinstance(call.func, ast.Name)
+             and call.func.id in _ATTRIBUTE_FUNCTIONS and len(call.args) > 1 and isinstance(call.args[1], ast.Name)]
+    if not names:
+        return frozenset()
+    functions = file_scan.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef)
+    found = set()
+    for name in names:
+        around = [f for f in functions if f.lineno <= name.lineno <= (f.end_lineno or f.lineno)]
+        if not around:
+            continue
+        function = max(around, key=lambda f: f.lineno)  # the innermost
+        parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        if parameters and parameters[0] in ("self", "cls"):
+            parameters = parameters[1:]
+        if name.id in parameters:
+            found.add((function.name, parameters.index(name.id)))
+            found.add((function.name, name.id))
+        elif name.id in (a.arg for a in function.args.kwonlyargs):
+            found.add((function.name, name.id))
+    return frozenset(found)
 
 
 def _len_written(node: ast.ClassDef, numbers: FrozenSet[str]) -> bool:

@@ -9,11 +9,15 @@ from libcst.metadata import PositionProvider
 from ..records.change import Report
 from .base import Example, Rule
 from .device_tests import DeviceTypeTests, is_device_test
-from .names import (DEVICE_STRING, DocstringTracker, cuda_switch_of, cuda_switch_tip, framework_option, not_a_device,
-                    string_text, with_string_text)
+from .names import (DEVICE_STRING, DocstringTracker, cuda_switch_of, cuda_switch_tip, framework_option, names_a_method,
+                    not_a_device, string_text, with_string_text)
 from .walk import ParentNodeProvider
 
 TENSOR_TYPE_STRING = re.compile(r"^torch\.cuda\.[A-Z][A-Za-z0-9]*Tensor$")
+# A "cuda" handed on to getattr as a method's name (names.names_a_method).
+METHOD_NAME_TIP = ("left as written: a method's name that this file's function looks up with getattr, on whatever it "
+                   "is given: a class of the project's may have cuda() and no npu(); where it reaches torch tensors or "
+                   "modules, pass \"npu\" (or call .to(device))")
 
 
 class CudaDeviceStrings(DocstringTracker, Rule):
@@ -92,6 +96,9 @@ class CudaDeviceStrings(DocstringTracker, Rule):
             self.context.needs_torch_npu = True
             return with_string_text(updated_node, new_text)
         if text is None or not DEVICE_STRING.match(text) or not_a_device(self, original_node):
+            return updated_node
+        if names_a_method(self, original_node):
+            self.report(original_node, Report.UNSUPPORTED, f"method name {text!r}", METHOD_NAME_TIP)
             return updated_node
         option = framework_option(self, original_node)
         if option is not None:

@@ -278,6 +278,28 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
     return enum_label(rule, node)
 
 
+def names_a_method(rule, node: cst.CSTNode) -> bool:
+    """Whether the string `node` is handed to a parameter that its function (in this file) uses as
+    an attribute's name: `self._apply("cuda")` with `def _apply(self, fn): getattr(v, fn)()` calls
+    a method named cuda, of whatever `v` is (a class of the project's may have no `npu`).
+    `rule` declares ParentNodeProvider."""
+    parent = rule.get_metadata(ParentNodeProvider, node, None)
+    if not isinstance(parent, cst.Arg):
+        return False
+    call = rule.get_metadata(ParentNodeProvider, parent, None)
+    if not isinstance(call, cst.Call):
+        return False
+    parameters = file_facts(rule, node).attribute_parameters
+    if not parameters:
+        return False
+    callee = call.func
+    last = callee.attr.value if isinstance(callee, cst.Attribute) else callee.value if isinstance(callee, cst.Name) else None
+    if parent.keyword is not None:
+        return (last, parent.keyword.value) in parameters
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    return (last, next((i for i, arg in enumerate(positional) if arg is parent), None)) in parameters
+
+
 def enum_label(rule, node: cst.CSTNode) -> bool:
     """Whether the string `node` is (a part of) the value of an Enum's member: `CUDA = "cuda"`,
     `CUDA = ("cuda", "GPU", "nccl")`, a label that code compares with its other members' (an NPU
