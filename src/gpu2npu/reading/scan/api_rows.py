@@ -66,6 +66,14 @@ def _newer_dtypes(scan: FileScan, path: str, api: apidata.ApiData) -> List[Findi
     return rows
 
 
+# What torch_npu has in place of a device-neutral API that came with a later torch.
+OLDER_TORCH_WAYS = {
+    name: "torch_npu.npu.amp.GradScaler(...) takes the same arguments without the device (init_scale, "
+          "growth_factor, backoff_factor, growth_interval, enabled)"
+    for name in ("torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler")
+}
+
+
 # torch's modules for accelerators other than CUDA and the NPU (and their availability words)
 OTHER_ACCELERATORS = ("xpu", "mlu", "musa", "hpu", "mps", "mtia", "xla", "ipu", "dml", "sdaa", "gcu")
 
@@ -83,10 +91,11 @@ def _judge_release(call: ast.Call, name: str, path: str, api: apidata.ApiData) -
     target = api.torch_version
     added = apidata.torch_added_in(name, target)
     if added is not None:
+        instead = OLDER_TORCH_WAYS.get(name)
         return [_row(call, path, NEWER_TORCH, Report.UNSUPPORTED, name,
                      f"torch {target}, which torch_npu {api.torch_npu_version} is built for, does not have it "
                      f"(torch {added} has): choose the -v of the project's torch, or write it with what torch "
-                     f"{target} has")]
+                     f"{target} has" + (f": {instead}" if instead else ""))]
     rows = []
     for keyword in call.keywords:
         if keyword.arg is None:
