@@ -75,7 +75,8 @@ OLDER_TORCH_WAYS = {
 
 
 # torch's modules for accelerators other than CUDA and the NPU (and their availability words)
-OTHER_ACCELERATORS = ("xpu", "mlu", "musa", "hpu", "mps", "mtia", "xla", "ipu", "dml", "sdaa", "gcu")
+# (`torch.neuron` is AWS Neuron's, added by torch-neuronx; `torch.hip` a ROCm build's)
+OTHER_ACCELERATORS = ("xpu", "mlu", "musa", "hpu", "mps", "mtia", "xla", "ipu", "dml", "sdaa", "gcu", "neuron", "hip")
 
 
 def _other_accelerator(name: str) -> Optional[str]:
