@@ -86,3 +86,9 @@ def test_check_passes_optional_support_and_fails_on_a_use_without_a_question(tmp
     done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == 1
     assert {(f["path"].rsplit("/", 1)[-1], f["rule"]) for f in json.loads(done.stdout)["findings"]} == {("train.py", "NPU916")}
+
+
+def test_an_option_that_names_the_package_is_no_question_whether_it_is_there():
+    unsupported, notes = _rows("def build(args):\n    if args.use_bnb_linear is not None:\n"
+                               "        import bitsandbytes as bnb\n        return bnb.nn.Linear8bitLt(2, 2)\n")
+    assert [line for line, _ in unsupported] == [3, 4] and notes == []

@@ -16,9 +16,9 @@ as notes (with the package's tip) instead of the reports that `check` fails on.
 
 A test asks about a package's presence when one of the conditions it requires holds words of
 availability (`is_bnb_available()`, `is_package_available("bitsandbytes")`, `find_spec("triton")`,
-`RequirementCache("flash-attn")`, `bnb is not None`) beside the package's name, or a short name
-the package goes by (`bnb`, `te`).  Only what runs where the test holds counts: the body of `if
-TEST`, the `else` of `if not TEST`.
+`RequirementCache("flash-attn")`) beside the package's name or a short name the package goes by
+(`bnb`, `te`), or compares the module itself with None (`bnb is not None`).  Only what runs where
+the test holds counts: the body of `if TEST`, the `else` of `if not TEST`.
 """
 from __future__ import annotations
 
@@ -30,12 +30,14 @@ import libcst as cst
 from ..knowledge.tips import PACKAGE_SHORT_NAMES
 
 # Words of a test that asks whether something is there.
-_PRESENCE_WORDS = frozenset({"available", "installed", "none", "spec", "requirementcache", "exists", "importable"})
+_PRESENCE_WORDS = frozenset({"available", "installed", "spec", "requirementcache", "exists", "importable"})
 _WORD = re.compile(r"[a-z0-9]+")
 # Exceptions a failed import raises (or that catch it).
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 Words = Tuple[str, ...]
+# The first of the words of `module is not None`, before the module's name (no word of code has a space).
+_MODULE_ITSELF = "the module "
 
 
 def _words(node: cst.CSTNode) -> Words:
@@ -59,9 +61,16 @@ def presence_conditions(test: cst.BaseExpression) -> Tuple[List[Words], List[Wor
             return left_true + right_true, []
         return [], left_false + right_false
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        # `bnb is not None`, after `try: import bitsandbytes as bnb` / `except ImportError: bnb = None`:
+        # the module's own name, not an option that merely names it (`args.use_bnb_linear is not None`)
         comparison = test.comparisons[0]
         if isinstance(comparison.comparator, cst.Name) and comparison.comparator.value == "None":
-            words = _words(test.left) + ("none",)
+            if isinstance(test.left, cst.Name):
+                words = (_MODULE_ITSELF, test.left.value)
+            else:  # `find_spec("bitsandbytes") is not None`
+                words = _words(test.left)
+                if not _asks_presence(words):
+                    return [], []
             if isinstance(comparison.operator, cst.IsNot):
                 return [words], []
             if isinstance(comparison.operator, cst.Is):
@@ -79,6 +88,8 @@ def names_package(words: Words, package: str) -> bool:
     communicator, DeepSpeed's CUDA ops), the package itself is there on an Ascend machine."""
     if "." in package:
         return False
+    if words and words[0] == _MODULE_ITSELF:
+        return words[1] in (package, *PACKAGE_SHORT_NAMES.get(package, ()))
     parts = tuple(_WORD.findall(package.lower()))
     if any(word in PACKAGE_SHORT_NAMES.get(package, ()) for word in words):
         return True
