@@ -45,6 +45,8 @@ class TestACudaVersionOnlyShown:
         "logger.warning('cuda %s' % torch.version.cuda)",
         "print('cuda {}'.format(torch.version.cuda), str(torch.version.cuda))",
         "logging.info('x', extra={'cuda': torch.version.cuda})",
+        # given a default for None: the default is what is parsed
+        "major = (torch.version.cuda or '12').split('.')[0]",
     ])
     def test_shown(self, line):
         assert _rows(f"import logging\nimport torch\nlogger = logging.getLogger()\n{line}\n") == []
@@ -54,6 +56,7 @@ class TestACudaVersionOnlyShown:
         "print(torch.version.cuda.split('.')[0])",
         "if torch.version.cuda:\n    print('cuda')",
         "logging.info('cuda' if torch.version.cuda else 'cpu')",
+        "major = (torch.version.cuda or default).split('.')[0]",
     ])
     def test_used(self, line):
         rows = _rows(f"import logging\nimport torch\n{line}\n")

@@ -35,7 +35,8 @@ _TEXT_CALLS = frozenset({"str", "repr", "format"})
 
 def shown_only(groups) -> Set[int]:
     """ids of the nodes of a file whose value is only shown in a message (`print("CUDA",
-    torch.version.cuda)`, `logger.info(f"cuda {torch.version.cuda}")`): no code decides with it."""
+    torch.version.cuda)`, `logger.info(f"cuda {torch.version.cuda}")`), or given a default for
+    None (`torch.version.cuda or "12"`): no code decides with its None."""
     shown: Set[int] = set()
 
     def visit(node: ast.AST) -> None:
@@ -60,6 +61,12 @@ def shown_only(groups) -> Set[int]:
         if callee in MESSAGE_CALLS:
             for argument in (*call.args, *(keyword.value for keyword in call.keywords)):
                 visit(argument)
+    # `torch.version.cuda or "12"`: None gives way to the default written beside it, which is what
+    # is parsed or tested (no code sees the None)
+    for node in groups.get(ast.BoolOp, ()):
+        if isinstance(node.op, ast.Or) and any(isinstance(value, ast.Constant) and isinstance(value.value, str)
+                                               for value in node.values[1:]):
+            shown.add(id(node.values[0]))
     return shown
 
 
