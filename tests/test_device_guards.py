@@ -213,3 +213,9 @@ def test_a_left_fused_update_and_a_cuda_build_say_what_the_npu_uses_instead():
     assert "no fused NPU kernel for Adam" in guards[0].tip and "torch_npu.optim.NpuFusedAdamW" in guards[0].tip
     _, guards = _migrate("import torch\nif torch.cuda.is_available():\n    check_requirements('onnxruntime-gpu')\n")
     assert "'onnxruntime-gpu'" in guards[0].tip and "CANNExecutionProvider" in guards[0].tip
+
+
+def test_a_guard_of_a_name_the_npu_has_but_answers_otherwise_does_not_call_it_missing():
+    _, guards = _migrate("import torch\nif torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8:\n"
+                         "    x = x.cuda()\n")
+    assert "has no NPU form" not in guards[0].tip and "does not answer as CUDA's does" in guards[0].tip

@@ -441,6 +441,8 @@ def dead_guard_tip(guard, api: ApiData) -> str:
                   "cannot confirm there")
         tip = (f"where the release's torch_npu/npu sources define torch_npu.npu.{short} (torch_npu mirrors many of "
                "torch.cuda's private helpers), call it under that name")
+    elif guard.guarded.startswith("torch.cuda.") and api.npu_has(guard.guarded.split(".")[2:]):
+        absent = f"whose torch_npu.npu form in torch_npu {api.torch_npu_version} does not answer as CUDA's does"
     else:
         absent = f"which has no NPU form in torch_npu {api.torch_npu_version}"
     return (f"left as written: it guards {guard.guarded}, {absent}, so on the NPU this branch is not taken (as on any "
