@@ -439,8 +439,9 @@ def test_the_ddp_wrap_uses_the_name_torch_is_imported_as():
     'import enum\nimport torch\nclass Kind(enum.Enum):\n    GPU = "cuda"\n',
     # a member's label of several parts, its backend too, beside the NPU's own member
     'import enum\nimport torch\nclass Device(enum.Enum):\n    CUDA = ("cuda", "GPU", "nccl")\n    NPU = ("npu", "NPU", "hccl")\n',
-    # "cuda:" alone is no device (torch refuses it): a prefix that text is cut at
-    'import torch\ndef parse(d):\n    for remove in "cuda:", "(", ")":\n        d = d.replace(remove, "")\n    return d\n',
+    # "cuda:" cut from a device's text in a function that keeps "npu:" for its own NPU branch
+    'import torch\ndef parse(d):\n    for remove in "cuda:", "(", ")":\n        d = d.replace(remove, "")\n'
+    '    if d.startswith("npu"):\n        return d\n    return d\n',
 ])
 def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
     output, result = migrate(source)
@@ -456,6 +457,11 @@ def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
     ('import torch\nconfig = {"device": "cuda"}\n', '{"device": "npu"}'),
     ('import torch\nx = batch["input"].to("cuda")\n', 'to("npu")'),
     ('import torch\nd = torch.device("cuda:" + str(rank))\n', 'torch.device("npu:" + str(rank))'),
+    ('import torch\nif device.startswith("cuda:"):\n    torch.cuda.set_device(device)\n', 'device.startswith("npu:")'),
+    # cut from a device's text where nothing handles the NPU: "npu:0" must lose its prefix as "cuda:0" did
+    ('import torch\nindex = int(str(device).replace("cuda:", ""))\n', 'replace("npu:", "")'),
+    ('import torch\ndef parse(d):\n    for remove in "cuda:", "(", ")":\n        d = d.replace(remove, "")\n    return d\n',
+     'for remove in "npu:", "(", ")"'),
     # a mapping looked up by a device: its keys are device types, renamed with the device
     ('import torch\nBACKENDS = {"cuda": "nccl", "cpu": "gloo"}\nbackend = BACKENDS[x.device.type]\n',
      '{"npu": "hccl", "cpu": "gloo"}'),

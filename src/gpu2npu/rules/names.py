@@ -10,6 +10,7 @@ from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from ..reading.file_facts import DEVICE_KEY, KEY_METHODS, MESSAGE_CALLS, NCCL_NAMES, FileFacts, foreign_library, is_device_key
 from ..knowledge.tips import handed_on, has_fused_kernel
+from .npu_aware import mentions_npu
 from .walk import ClassHooks, ParentNodeProvider, walk
 
 
@@ -270,10 +271,12 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
                 return True
             if last in KEY_METHODS and isinstance(callee, cst.Attribute) and call.args and call.args[0] is parent:
                 return not _looks_up_by_device(rule, node)
-    if isinstance(node, cst.SimpleString) and string_text(node) == "cuda:" and not (isinstance(parent, cst.BinaryOperation) and parent.left is node):
-        # no device by itself (torch refuses "cuda:"): a prefix that text is searched for or cut at
-        # (`for remove in "cuda:", "(", ")": device = device.replace(remove, "")`); before `+ str(i)`
-        # it starts one
+    if (isinstance(node, cst.SimpleString) and string_text(node) == "cuda:" and _cut_from_text(rule, parent)
+            and _function_handles_npu(rule, node)):
+        # a prefix cut from a device's text (`for remove in "cuda:", "(", ")": device =
+        # device.replace(remove, "")`) in a function that handles "npu:" itself (ultralytics'
+        # parse_device keeps "npu:0,1" for its own NPU branch): "npu:" cut there would undo it.
+        # Elsewhere it goes with the device ("npu:0" must lose its prefix as "cuda:0" did).
         return True
     return enum_label(rule, node)
 
@@ -298,6 +301,30 @@ def names_a_method(rule, node: cst.CSTNode) -> bool:
         return (last, parent.keyword.value) in parameters
     positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
     return (last, next((i for i, arg in enumerate(positional) if arg is parent), None)) in parameters
+
+
+# str methods that cut their argument out of a text
+_CUTTING_METHODS = frozenset({"replace", "removeprefix", "lstrip", "strip", "split", "partition"})
+
+
+def _cut_from_text(rule, parent) -> bool:
+    """Whether a string whose parent is `parent` is one of a collection of strings (what a loop cuts
+    out one by one) or what a str method cuts out."""
+    if isinstance(parent, cst.Element):
+        return True
+    if isinstance(parent, cst.Arg):
+        call = rule.get_metadata(ParentNodeProvider, parent, None)
+        return (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                and call.func.attr.value in _CUTTING_METHODS)
+    return False
+
+
+def _function_handles_npu(rule, node: cst.CSTNode) -> bool:
+    """Whether the function around `node` names the NPU in a string of its own ("npu", "npu:")."""
+    parent = rule.get_metadata(ParentNodeProvider, node, None)
+    while parent is not None and not isinstance(parent, cst.FunctionDef):
+        parent = rule.get_metadata(ParentNodeProvider, parent, None)
+    return parent is not None and mentions_npu(parent.body)
 
 
 def enum_label(rule, node: cst.CSTNode) -> bool:
