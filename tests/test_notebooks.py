@@ -220,7 +220,7 @@ def test_notebooks_get_the_single_card_migration_in_every_mode(tmp_path):
     project = tmp_path / "p"
     shutil.copytree(FIXTURES / "single_card_for_multi", project)
     cells = ("code", "import torch\nfrom torch.utils.data import DataLoader\n"
-                     "loader = DataLoader(list(range(8)), batch_size=2, shuffle=True)\nx = torch.ones(1).cuda()")
+                     "loader = DataLoader(train_set, batch_size=2, shuffle=True)\nx = torch.ones(1).cuda()")
     (project / "explore.ipynb").write_bytes(encode(notebook(cells)))
     result = run_cli("-i", str(project), "-o", str(tmp_path / "out"), "-v", "2.1.0", "distributed", "-m", "train.py")
     assert result.exit_code == 0, result.output
