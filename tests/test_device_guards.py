@@ -219,3 +219,13 @@ def test_a_guard_of_a_name_the_npu_has_but_answers_otherwise_does_not_call_it_mi
     _, guards = _migrate("import torch\nif torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8:\n"
                          "    x = x.cuda()\n")
     assert "has no NPU form" not in guards[0].tip and "does not answer as CUDA's does" in guards[0].tip
+
+
+def test_the_variable_of_a_dead_test_read_negated_is_not_migrated_either():
+    # diffusers' Nunchaku loader: renamed alone, the variable let the NPU past the refusal into the
+    # capability query
+    output, guards = _migrate("import torch\n\ndef validate():\n    cuda_available = torch.cuda.is_available()\n"
+                              "    if not cuda_available:\n        raise ValueError('needs CUDA')\n"
+                              "    return torch.cuda.get_device_capability()\n")
+    assert "cuda_available = torch.cuda.is_available()" in output
+    assert [guard.start_line for guard in guards] == [4, 5]  # the variable and the test

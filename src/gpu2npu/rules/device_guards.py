@@ -536,10 +536,13 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
         finder.visit_BooleanOperation(node)
     # `use_cuda = torch.cuda.is_available()` ... `if use_cuda: <CUDA-only>`: the variable's
     # value is the test, so it stays as written too.
-    tested = {guard.test: guard for guard in finder.spans.values() if guard is not None}
+    # (also where the test reads it negated or beside others: `if not cuda_available: raise ...`)
+    tested = [guard for guard in finder.spans.values() if guard is not None]
     for node in resolver.assigns if tested else ():
         for target in node.targets:
-            guard = tested.get(dotted_name(target.target) or "")
+            name = dotted_name(target.target)
+            guard = next((guard for guard in tested if name and re.search(
+                rf"(?<![\w.]){re.escape(name)}(?![\w(])", guard.test)), None) if name else None
             if guard is not None and _mentions_cuda(node.value):
                 finder.spans[npu_aware.span_of(finder.positions[node.value], node.value)] = DeadGuard(
                     _one_line(node.value), guard.guarded, guard.gates_tf32)
