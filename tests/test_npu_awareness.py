@@ -208,3 +208,27 @@ class TestTheVariableACudaBranchTests:
         output, _ = _migrate("import torch\nuse_cuda = torch.cuda.is_available()\nif use_cuda:\n"
                              "    torch.cuda.synchronize()\n")
         assert "use_cuda = torch_npu.npu.is_available()" in output
+
+
+class TestEachDeviceInItsOwnBlock:
+    """`if torch.cuda.is_available(): set_rng("CUDA", torch.cuda, s)` beside `if is_torch_npu_available():
+    set_rng("NPU", torch.npu, s)`: the project does each device in its own block, the same way; renamed,
+    the CUDA block would run on the NPU too and look the NPU's state up under "cuda" (axolotl's resume)."""
+
+    def test_the_cuda_block_beside_the_npus_is_left(self):
+        source = ("import torch\n\ndef load(state):\n    if torch.cuda.is_available():\n"
+                  "        set_rng('CUDA', torch.cuda, state)\n    if is_torch_npu_available():\n"
+                  "        set_rng('NPU', torch.npu, state)\n")
+        output, _ = _migrate(source)
+        assert "    if torch.cuda.is_available():\n        set_rng('CUDA', torch.cuda, state)" in output
+
+    @pytest.mark.parametrize("source", [
+        # the NPU's block does something else (imports torch_npu): the CUDA block chooses the device
+        "import torch\n\ndef pick():\n    if is_torch_npu_available():\n        import torch_npu\n"
+        "    if torch.cuda.is_available():\n        device = torch.device('cuda')\n    return device\n",
+        # no NPU block at all
+        "import torch\n\ndef load(state):\n    if torch.cuda.is_available():\n        set_rng('CUDA', torch.cuda, state)\n",
+    ])
+    def test_a_cuda_block_not_mirrored_by_an_npu_block_is_migrated(self, source):
+        output, _ = _migrate(source)
+        assert "torch_npu.npu.is_available()" in output

@@ -173,6 +173,20 @@ _LOOKED_AT = frozenset({cst.If, cst.Module, cst.IndentedBlock, cst.ClassDef, cst
                         cst.Tuple, cst.List, cst.Set, cst.Dict, cst.Assign})
 
 
+def _asks_availability(test: cst.BaseExpression) -> bool:
+    """Whether a test asks whether a device is there (`torch.cuda.is_available()`,
+    `is_torch_npu_available()`), not something about it."""
+    return "available" in cst.Module(body=()).code_for_node(test).lower()
+
+
+_CALLED = re.compile(r"(\w+)\s*\(")
+
+
+def _called(block: cst.CSTNode) -> Set[str]:
+    """The names a block calls (the last part: `set_rng_state` of `torch.npu.set_rng_state(...)`)."""
+    return set(_CALLED.findall(cst.Module(body=()).code_for_node(block))) - {"print"}
+
+
 def _tested_names(test: cst.BaseExpression) -> Set[str]:
     """The names a test reads as booleans: `use_cuda`, `not use_cuda`, `use_cuda and fast`."""
     if isinstance(test, cst.Name):
@@ -272,13 +286,20 @@ class _Guards(cst.CSTVisitor):
         if isinstance(node, (cst.Module, cst.IndentedBlock)) and isinstance(body, (list, tuple)):
             ifs = [statement for statement in body if isinstance(statement, cst.If)]
             tested = set()  # the device expressions that NPU-aware tests of this block compare
+            npu_calls: Set[str] = set()  # what the `if`s of this block that ask for the NPU call
             for statement in ifs:
                 if is_npu_aware(statement):
                     tested |= _compared_subjects(statement.test)
-            if tested:
+                    if _asks_availability(statement.test):
+                        npu_calls |= _called(statement.body)
+            if tested or npu_calls:
                 for statement in ifs:
-                    if (not is_npu_aware(statement) and mentions_cuda(statement.test)
-                            and _compared_subjects(statement.test) & tested):
+                    if not is_npu_aware(statement) and mentions_cuda(statement.test) and (
+                            _compared_subjects(statement.test) & tested
+                            or (npu_calls and _asks_availability(statement.test) and _called(statement.body) & npu_calls)):
+                        # (`if torch.cuda.is_available(): set_rng("CUDA", torch.cuda, ...)` beside `if
+                        # is_torch_npu_available(): set_rng("NPU", torch.npu, ...)`: each device is done by
+                        # its own block, the same way)
                         self._guard_branch(statement.test, statement.body)
             functions = [statement for statement in body if type(statement) is cst.FunctionDef]
             if functions:
