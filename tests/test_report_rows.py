@@ -256,3 +256,24 @@ def test_a_binding_only_cuda_builds_of_torch_have_is_one_row_that_says_so():
     assert _rows(result, Report.UNKNOWN) == []
     rows = _rows(result, Report.UNSUPPORTED)
     assert [f.api for f in rows] == ["torch._C._cuda_getDeviceCount"] and "only CUDA builds" in rows[0].tip
+
+
+class TestDevicePropertiesWhoseCudaFieldsAreRead:
+    """Renamed, `torch.cuda.get_device_properties("cuda")` answers on the NPU and `.major` then raises
+    AttributeError, where CUDA's absence raised the RuntimeError the code catches (axolotl's
+    gpu_capabilities): where the file reads such a field, the query and its device stay."""
+
+    SOURCE = ("import torch\n\ndef caps():\n    try:\n        props = torch.cuda.get_device_properties('cuda')\n"
+              "        return props.major, props.minor\n    except (RuntimeError, AssertionError):\n        return None\n")
+
+    def test_the_query_and_its_device_stay_with_a_row(self):
+        output, result = _migrate(self.SOURCE)
+        assert "torch.cuda.get_device_properties('cuda')" in output
+        rows = [f for f in _rows(result, Report.UNSUPPORTED) if f.api == "torch.cuda.get_device_properties"]
+        assert [row.start_line for row in rows] == [5] and "AttributeError" in rows[0].tip
+        assert not [f for f in result.findings if f.api.startswith("device string")]
+
+    def test_a_query_whose_npu_fields_are_read_is_migrated(self):
+        output, _ = _migrate("import torch\nmem = torch.cuda.get_device_properties(0).total_memory\n"
+                             "print(sys.version_info.major)\n")
+        assert "torch_npu.npu.get_device_properties(0).total_memory" in output

@@ -20,7 +20,8 @@ from ..records.finding_kinds import (CUDA_API, CUDA_LEFTOVER, CUDA_ONLY_PACKAGE,
                             RAY_GPUS, FindingKind)
 from ..rules import device_guards, flash_attn, npu_aware
 from ..rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name, enum_label,
-                          foreign_collective, framework_option, names_a_method, not_a_device, qualified_names, string_text)
+                          foreign_collective, framework_option, names_a_method, not_a_device, of_a_properties_query_left,
+                          qualified_names, string_text)
 from ..rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from ..rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
 from ..knowledge.tips import (CUDA_BUILD_STRING, KERNEL_DECORATORS, KERNEL_LANGUAGE_PACKAGES, KERNEL_PACKAGES, NVIDIA_MANAGEMENT_PACKAGES,
@@ -360,7 +361,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         if text is None:
             return
         if DEVICE_STRING.match(text) and (framework_option(self, node) or cuda_switch_of(self, node, self.api)
-                                          or names_a_method(self, node)):
+                                          or names_a_method(self, node) or of_a_properties_query_left(self, node)):
             return  # reported by the rule that left it (NPU103), with the framework's reason
         if DEVICE_STRING.match(text) and not_a_device(self, node):
             return  # a key, a message or a label: nothing to do

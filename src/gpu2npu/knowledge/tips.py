@@ -251,6 +251,14 @@ CUDA_ONLY_PACKAGES = (
 CUDA_BUILD_STRING = re.compile(r"^[A-Za-z][\w.]*-gpu(\b|[<>=!~;\[ ])|^[A-Za-z][\w.-]*\[cuda\w*\]|"
                                r"^(CUDA|Tensorrt|NvTensorRtRtx)ExecutionProvider$")
 
+# Fields of CUDA's device properties that torch_npu's have not (theirs: name, total_memory and
+# the NPU's core counts).
+CUDA_PROPERTY_FIELDS = frozenset({
+    "major", "minor", "multi_processor_count", "max_threads_per_multi_processor", "regs_per_multiprocessor",
+    "warp_size", "gcnArchName", "is_integrated", "is_multi_gpu_board", "max_threads_per_block",
+    "shared_memory_per_block", "shared_memory_per_multiprocessor", "uuid",
+})
+
 # Short names that code calls a CUDA-only package by in its own questions (`is_bnb_available()`,
 # `is_te_available()`).
 PACKAGE_SHORT_NAMES = {"bitsandbytes": ("bnb",), "transformer_engine": ("te",)}

@@ -10,7 +10,10 @@ scan, handed to the rules and the analyses through their context.
 - the dataset classes whose `__len__` returns a number written in the code (`return 22`, or a
   module constant holding one): a DataLoader over one serves test or example data;
 - the parameters of the file's functions that name an attribute (`def _apply(self, fn): ...
-  getattr(v, fn)()`): a "cuda" handed to one is a method's name, not a device.
+  getattr(v, fn)()`): a "cuda" handed to one is a method's name, not a device;
+- whether the file reads a field of CUDA's device properties that torch_npu's have not
+  (`torch.cuda.get_device_properties(0).major`, also through a variable): renamed, the query
+  answers and the field raises AttributeError, where CUDA's absence raised what the code expects.
 """
 from __future__ import annotations
 
@@ -18,6 +21,8 @@ import ast
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, FrozenSet, Optional
+
+from ..knowledge.tips import CUDA_PROPERTY_FIELDS
 
 if TYPE_CHECKING:
     from .scan import FileScan
@@ -51,6 +56,7 @@ class FileFacts:
     module_numbers: FrozenSet[str] = frozenset()
     # (function name, positional index without self/cls) and (function name, parameter name)
     attribute_parameters: FrozenSet[tuple] = frozenset()
+    reads_cuda_only_properties: bool = False
 
 
 class FactsOfScan:
@@ -89,6 +95,10 @@ class FactsOfScan:
     @property
     def attribute_parameters(self) -> FrozenSet[tuple]:
         return self._read().attribute_parameters
+
+    @property
+    def reads_cuda_only_properties(self) -> bool:
+        return self._read().reads_cuda_only_properties
 
 
 def is_device_key(text: str) -> bool:
@@ -160,7 +170,24 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
                         and isinstance(node.value, ast.Constant) and type(node.value.value) is int
                         for target in node.targets if isinstance(target, ast.Name))
     sized = frozenset(node.name for node in groups.get(ast.ClassDef, ()) if _len_written(node, numbers))
-    return FileFacts(looks_up, foreign, named_keys, sized, numbers, _attribute_parameters(file_scan))
+    return FileFacts(looks_up, foreign, named_keys, sized, numbers, _attribute_parameters(file_scan),
+                     _reads_cuda_only_properties(file_scan))
+
+
+def _is_properties_call(node: ast.AST) -> bool:
+    func = node.func if isinstance(node, ast.Call) else None
+    return (isinstance(func, ast.Attribute) and func.attr == "get_device_properties") or (
+        isinstance(func, ast.Name) and func.id == "get_device_properties")
+
+
+def _reads_cuda_only_properties(file_scan: "FileScan") -> bool:
+    fields = [node for node in file_scan.groups.get(ast.Attribute, ()) if node.attr in CUDA_PROPERTY_FIELDS]
+    if not fields:
+        return False
+    held = {target.id for node in file_scan.groups.get(ast.Assign, ()) if _is_properties_call(node.value)
+            for target in node.targets if isinstance(target, ast.Name)}
+    return any(_is_properties_call(node.value) or (isinstance(node.value, ast.Name) and node.value.id in held)
+               for node in fields)
 
 
 _ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "setattr", "hasattr", "delattr"})

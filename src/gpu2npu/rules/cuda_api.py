@@ -17,7 +17,7 @@ from .cuda_amp import TorchCudaAmpToNpu
 from .cuda_memory import TorchCudaMemoryToNpu
 from .cuda_random import TorchCudaRandomToNpu
 from .cuda_streams import TorchCudaStreamsToNpu
-from .names import build_dotted, cuda_switch_of, cuda_switch_tip, dotted_name, qualified_names
+from .names import build_dotted, cuda_switch_of, cuda_switch_tip, dotted_name, file_facts, qualified_names
 from .walk import ParentNodeProvider
 
 CUDA = "torch.cuda"
@@ -32,6 +32,13 @@ _KIND_OF_NAME = {name: kind for kind in KINDS for name in kind.names}
 def kind_of(path: List[str]):
     """The kind of edit that renaming torch.cuda.<path> is (None: NPU101's own)."""
     return _KIND_OF_NAME.get(path[0]) if path else None
+
+
+# Why torch.cuda.get_device_properties stays in a file that reads CUDA-only fields of it (file_facts).
+PROPERTIES_TIP = ("left as written: the file reads a field of CUDA's device properties (major, minor, "
+                  "multi_processor_count...) that torch_npu's have not; renamed, the query would answer on the NPU and "
+                  "the field raise AttributeError where CUDA's absence raised what the code expects (RuntimeError); "
+                  "decide with torch_npu.npu.is_bf16_supported() or torch_npu.npu.get_device_name() instead")
 
 
 def npu_path(api, path: List[str]) -> Optional[List[str]]:
@@ -129,6 +136,9 @@ class TorchCudaApiToNpu(Rule):
         new_path = npu_path(self.context.api, path)
         if new_path is None:
             return updated_node  # left for the analysis to report, with a tip
+        if path == ["get_device_properties"] and file_facts(self, original_node).reads_cuda_only_properties:
+            self.report(original_node, Report.UNSUPPORTED, "torch.cuda.get_device_properties", PROPERTIES_TIP)
+            return updated_node
         if new_path != path:  # a renamed class: torch.cuda.CUDAGraph -> torch_npu.npu.NPUGraph
             renamed = build_dotted(".".join([NPU, new_path[0]]))
             new_node = _replace_at_depth(updated_node, depth - 1, renamed)

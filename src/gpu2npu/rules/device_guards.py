@@ -33,11 +33,11 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..knowledge.apidata import ApiData
-from ..knowledge.tips import (CUDA_BUILD_STRING, CUDA_ONLY_PACKAGES, FUSED_OPTIMIZERS, cuda_only_package, has_fused_kernel,
-                              migratable_cuda_path)
+from ..knowledge.tips import (CUDA_BUILD_STRING, CUDA_ONLY_PACKAGES, CUDA_PROPERTY_FIELDS, FUSED_OPTIMIZERS,
+                              cuda_only_package, has_fused_kernel, migratable_cuda_path)
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
-from .names import (DEVICE_STRING, FRAMEWORK_OPTIONS, dotted_name, framework_option, nodes_within, not_a_device,
+from .names import (DEVICE_STRING, FRAMEWORK_OPTIONS, dotted_name, file_facts, framework_option, nodes_within, not_a_device,
                     qualified_names, string_text)
 from .walk import ParentNodeProvider, walk
 
@@ -138,7 +138,8 @@ class _Resolver(cst.CSTVisitor):
         for name in sorted(qualified_names(self, node)):
             if name in FUSED_OPTIMIZERS:
                 self.optimizers.add(name)
-            if name not in self.rerouted and _cuda_only_name(self.api, name, self.own):
+            if name not in self.rerouted and (_cuda_only_name(self.api, name, self.own) or (
+                    name == "torch.cuda.get_device_properties" and self._facts().reads_cuda_only_properties)):
                 self.cuda_only[id(node)] = name
                 return
             if name == "torch.cuda" or name.startswith("torch.cuda."):
@@ -151,6 +152,13 @@ class _Resolver(cst.CSTVisitor):
         self.attribute_names.add(id(node.attr))
         if node.attr.value == "is_cuda":
             self.device_terms.add(id(node))
+
+    def _facts(self):
+        """What the whole file says (file_facts): given by guarded_spans, else read from the tree."""
+        return getattr(self, "file_facts", None) or file_facts(self, self._module)
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._module = node
 
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None and node.keyword.value == "fused":
@@ -469,6 +477,7 @@ _CUDA_ONLY_WORD = re.compile(r"\b(%s)\b|(?<![\w.])cuda\.\w|\bfrom\s+cuda\s+impor
 _CUDA_CHAIN = re.compile(r"\bcuda((?:\.\w+)+)")
 _FUSED_FLAG = re.compile(r"""\bfused["']?\s*[=:]\s*True\b""")
 _CUDA_BUILD_WORD = re.compile(r"-gpu\b|\[cuda|ExecutionProvider")
+_PROPERTY_FIELD = re.compile(r"\.(%s)\b" % "|".join(sorted(CUDA_PROPERTY_FIELDS)))
 _CUDA_QUESTION_WORD = re.compile(r"(is|has|check)_\w*cuda|cuda\w*_(available|supported)\b|_C\._cuda", re.IGNORECASE)
 _CUDA_IMPORT = re.compile(r"\bfrom\s+torch\.cuda((?:\.\w+)*)\s+import\s+\(?([\w\s,]+)")
 
@@ -477,6 +486,8 @@ def _may_hold_cuda_only(code: str, api: ApiData) -> bool:
     """A cheap test on the text, before any tree walk: whether the file may refer to something
     that stays CUDA-only (a CUDA-only package or class, a torch.cuda name the release lacks)."""
     if _CUDA_ONLY_WORD.search(code) or _CUDA_BUILD_WORD.search(code) or _CUDA_QUESTION_WORD.search(code):
+        return True
+    if "get_device_properties" in code and _PROPERTY_FIELD.search(code):
         return True
     if _FUSED_FLAG.search(code) and not all(has_fused_kernel(api, name) for name in FUSED_OPTIMIZERS):
         return True

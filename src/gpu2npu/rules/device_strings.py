@@ -10,7 +10,7 @@ from ..records.change import Report
 from .base import Example, Rule
 from .device_tests import DeviceTypeTests, is_device_test
 from .names import (DEVICE_STRING, DocstringTracker, cuda_switch_of, cuda_switch_tip, framework_option, names_a_method,
-                    not_a_device, string_text, with_string_text)
+                    not_a_device, of_a_properties_query_left, string_text, with_string_text)
 from .walk import ParentNodeProvider
 
 TENSOR_TYPE_STRING = re.compile(r"^torch\.cuda\.[A-Z][A-Za-z0-9]*Tensor$")
@@ -97,6 +97,8 @@ class CudaDeviceStrings(DocstringTracker, Rule):
             return with_string_text(updated_node, new_text)
         if text is None or not DEVICE_STRING.match(text) or not_a_device(self, original_node):
             return updated_node
+        if of_a_properties_query_left(self, original_node):
+            return updated_node  # (the query's own row says why)
         if names_a_method(self, original_node):
             self.report(original_node, Report.UNSUPPORTED, f"method name {text!r}", METHOD_NAME_TIP)
             return updated_node

@@ -327,6 +327,16 @@ def _function_handles_npu(rule, node: cst.CSTNode) -> bool:
     return parent is not None and mentions_npu(parent.body)
 
 
+def of_a_properties_query_left(rule, node: cst.CSTNode) -> bool:
+    """Whether the string `node` is the device of a `torch.cuda.get_device_properties(...)` that stays
+    as written (the file reads CUDA-only fields of its answer: file_facts): its device stays with it.
+    `rule` declares ParentNodeProvider."""
+    parent = rule.get_metadata(ParentNodeProvider, node, None)
+    call = rule.get_metadata(ParentNodeProvider, parent, None) if isinstance(parent, cst.Arg) else None
+    return (isinstance(call, cst.Call) and "torch.cuda.get_device_properties" in qualified_names(rule, call.func)
+            and file_facts(rule, node).reads_cuda_only_properties)
+
+
 def enum_label(rule, node: cst.CSTNode) -> bool:
     """Whether the string `node` is (a part of) the value of an Enum's member: `CUDA = "cuda"`,
     `CUDA = ("cuda", "GPU", "nccl")`, a label that code compares with its other members' (an NPU

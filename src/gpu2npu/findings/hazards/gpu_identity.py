@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Set
 
+from ...knowledge.tips import CUDA_PROPERTY_FIELDS
 from ...reading.file_facts import MESSAGE_CALLS
 from ...records.change import Report
 from ...records.finding_kinds import GPU_IDENTITY
@@ -18,13 +19,6 @@ CUDA_VERSION_TIP = (
     "parsing it (.split, packaging.version.parse) raises; test what the code needs on the NPU instead "
     "(torch_npu.npu.is_bf16_supported() for bf16), or keep the CUDA version check behind a CUDA test")
 
-# Fields of CUDA's device properties that torch_npu's have not (theirs: name, total_memory and
-# the NPU's core counts).
-CUDA_PROPERTY_FIELDS = frozenset({
-    "major", "minor", "multi_processor_count", "max_threads_per_multi_processor", "regs_per_multiprocessor",
-    "warp_size", "gcnArchName", "is_integrated", "is_multi_gpu_board", "max_threads_per_block",
-    "shared_memory_per_block", "shared_memory_per_multiprocessor", "uuid",
-})
 
 
 # What a value shown in a message may pass through and still only be shown: f-strings, `%` and `+`
