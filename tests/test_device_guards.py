@@ -90,6 +90,8 @@ LEFT_AS_WRITTEN = [
     ("import torch\nfrom .environment import check_cuda_fp8_capability\n"
      "if torch.cuda.is_available() and not check_cuda_fp8_capability():\n    fp8 = False\n", 3),
     ("import torch\nif torch.cuda.is_available():\n    assert not torch._C._cuda_isInBadFork()\n", 2),
+    ("import torch\nfrom .utils import get_torch_cuda_device_capability\nif torch.cuda.is_available():\n"
+     "    capability = float(get_torch_cuda_device_capability())\n", 3),
 ]
 
 

@@ -19,9 +19,10 @@ from ..records.finding_kinds import (CUDA_API, CUDA_LEFTOVER, CUDA_ONLY_PACKAGE,
                             FRAMEWORK_CUDA, GPU_KERNELS, KERNEL_LANGUAGE, LEFT_ON_PURPOSE, NVIDIA_TOOLS,
                             RAY_GPUS, FindingKind)
 from ..rules import device_guards, flash_attn, npu_aware
+from ..rules.cuda_api import PROPERTIES_TIP
 from ..rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name, enum_label,
-                          foreign_collective, framework_option, names_a_method, not_a_device, of_a_properties_query_left,
-                          qualified_names, string_text)
+                          file_facts, foreign_collective, framework_option, names_a_method, not_a_device,
+                          of_a_properties_query_left, qualified_names, string_text)
 from ..rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from ..rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
 from ..knowledge.tips import (CUDA_BUILD_STRING, KERNEL_DECORATORS, KERNEL_LANGUAGE_PACKAGES, KERNEL_PACKAGES, NVIDIA_MANAGEMENT_PACKAGES,
@@ -272,6 +273,9 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         for name in sorted(qualified_names(self, node)):
             if name.startswith(DEVICE_NEUTRAL):
                 self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "left as is: CUDA backend setting, no effect on NPU")
+                return
+            if name == "torch.cuda.get_device_properties" and file_facts(self, node).reads_cuda_only_properties:
+                self._add(node, CUDA_API, Report.UNSUPPORTED, name, PROPERTIES_TIP)
                 return
             if name.startswith("torch.cuda."):
                 if not migratable_cuda_path(self.api, name.split(".")[2:]):

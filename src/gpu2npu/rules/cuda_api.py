@@ -137,8 +137,7 @@ class TorchCudaApiToNpu(Rule):
         if new_path is None:
             return updated_node  # left for the analysis to report, with a tip
         if path == ["get_device_properties"] and file_facts(self, original_node).reads_cuda_only_properties:
-            self.report(original_node, Report.UNSUPPORTED, "torch.cuda.get_device_properties", PROPERTIES_TIP)
-            return updated_node
+            return updated_node  # (the leftover analysis reports it, where no other rule rewrote it)
         if new_path != path:  # a renamed class: torch.cuda.CUDAGraph -> torch_npu.npu.NPUGraph
             renamed = build_dotted(".".join([NPU, new_path[0]]))
             new_node = _replace_at_depth(updated_node, depth - 1, renamed)

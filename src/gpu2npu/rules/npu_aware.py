@@ -84,7 +84,7 @@ _NPU_WORD = re.compile(r"(^|_)npu(_|\d*$)", re.IGNORECASE)
 _CUDA_WORD = re.compile(r"(^|_)cuda(_|\d*$)", re.IGNORECASE)
 # The words of a function's name that make it a question (`is_cuda_available`, `_check_device_cuda`),
 # not an action (`to_cuda`, whose callers may call it on every device)
-_QUESTION_WORD = re.compile(r"(^|_)(is|has|check|available|supported)(_|$)", re.IGNORECASE)
+_QUESTION_WORD = re.compile(r"(^|_)(is|has|check|available|supported|capability)(_|$)", re.IGNORECASE)
 # A question whether a GPU kernel can run (trl's `_use_triton`, `_supports_trl_loss_kernel`): its
 # device test lists the accelerators the kernel was written for, which the NPU is not among
 _KERNEL_QUESTION = re.compile(r"(^|_)(use|uses|can|supports?|is|has|check)_(\w+_)?(triton|kernels?|cutlass)(_|$)",
