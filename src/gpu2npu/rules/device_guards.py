@@ -478,7 +478,8 @@ _CUDA_CHAIN = re.compile(r"\bcuda((?:\.\w+)+)")
 _FUSED_FLAG = re.compile(r"""\bfused["']?\s*[=:]\s*True\b""")
 _CUDA_BUILD_WORD = re.compile(r"-gpu\b|\[cuda|ExecutionProvider")
 _PROPERTY_FIELD = re.compile(r"\.(%s)\b" % "|".join(sorted(CUDA_PROPERTY_FIELDS)))
-_CUDA_QUESTION_WORD = re.compile(r"(is|has|check)_\w*cuda|cuda\w*_(available|supported|capability)\b|_C\._cuda",
+# (a call: `x.is_cuda`, an attribute, asks the tensor, which the rules migrate)
+_CUDA_QUESTION_WORD = re.compile(r"\b(is|has|check)_\w*cuda\w*\(|cuda\w*_(available|supported|capability)\(|_C\._cuda",
                                  re.IGNORECASE)
 _CUDA_IMPORT = re.compile(r"\bfrom\s+torch\.cuda((?:\.\w+)*)\s+import\s+\(?([\w\s,]+)")
 
