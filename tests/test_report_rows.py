@@ -277,3 +277,11 @@ class TestDevicePropertiesWhoseCudaFieldsAreRead:
         output, _ = _migrate("import torch\nmem = torch.cuda.get_device_properties(0).total_memory\n"
                              "print(sys.version_info.major)\n")
         assert "torch_npu.npu.get_device_properties(0).total_memory" in output
+
+
+def test_a_loaders_role_comes_from_its_own_assignment_not_an_earlier_one():
+    # the name of an assignment counts only inside it: `val_loader` above says nothing of the loader below
+    output, _ = _migrate("from torch.utils.data import DataLoader\nval_loader = DataLoader(val_set, batch_size=8)\n\n"
+                         "def make(ds):\n    return DataLoader(ds, batch_size=8, shuffle=True)\n")
+    assert "DataLoader(ds, batch_size=8, shuffle=True, drop_last=True)" in output
+    assert "DataLoader(val_set, batch_size=8)" in output

@@ -38,6 +38,10 @@ class LoaderRoles:
             if isinstance(target.target, cst.Name):
                 self._values[-1][target.target.value] = node.value
 
+    def leave_Assign(self, original_node, updated_node):
+        self._targets.pop()
+        return updated_node
+
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._targets.append(code_of(node.target))
 
