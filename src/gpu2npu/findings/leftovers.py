@@ -21,8 +21,8 @@ from ..records.finding_kinds import (CUDA_API, CUDA_LEFTOVER, CUDA_ONLY_PACKAGE,
 from ..rules import device_guards, flash_attn, npu_aware
 from ..rules.cuda_api import PROPERTIES_TIP
 from ..rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name, enum_label,
-                          file_facts, foreign_collective, framework_option, names_a_method, not_a_device,
-                          of_a_properties_query_left, qualified_names, string_text)
+                          foreign_collective, framework_option, names_a_method, not_a_device,
+                          of_a_properties_query_left, properties_query_stays, qualified_names, string_text)
 from ..rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from ..rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
 from ..knowledge.tips import (CUDA_BUILD_STRING, KERNEL_DECORATORS, KERNEL_LANGUAGE_PACKAGES, KERNEL_PACKAGES, NVIDIA_MANAGEMENT_PACKAGES,
@@ -84,7 +84,6 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         self._dead: List[cst.CSTNode] = []  # the dead-guarded nodes being visited (device_guards)
         # the functions being visited: [node, decorated as a Triton kernel, calls triton.language]
         self._functions: List[list] = []
-        self._optional_regions: List[tuple] = []
 
     def _add(self, node: cst.CSTNode, kind, report: Report, api_name: str, tip: str) -> None:
         """A row of `kind` (finding_kinds) about `node`."""
@@ -276,7 +275,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             if name.startswith(DEVICE_NEUTRAL):
                 self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "left as is: CUDA backend setting, no effect on NPU")
                 return
-            if name == "torch.cuda.get_device_properties" and file_facts(self, node).reads_cuda_only_properties:
+            if properties_query_stays(self, node, name):
                 self._add(node, CUDA_API, Report.UNSUPPORTED, name, PROPERTIES_TIP)
                 return
             if name.startswith("torch.cuda."):

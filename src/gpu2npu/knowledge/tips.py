@@ -7,7 +7,6 @@ qualified name, longest first (dotted prefixes, or any prefix for a key ending i
 from __future__ import annotations
 
 import re
-
 from typing import FrozenSet, Optional
 
 from .apidata import ApiData
@@ -42,6 +41,10 @@ DEEPSPEED_CUDA_BUILDERS = (
 VLLM_WEIGHT_TRANSFER_CUDA = tuple(f"vllm.distributed.weight_transfer.{part}" for part in (
     "nccl_engine", "nccl_common", "sparse_nccl_engine", "ipc_engine", "packed_tensor.packed_nccl_broadcast_producer",
     "packed_tensor.packed_nccl_broadcast_consumer"))
+
+# Bindings that only CUDA builds of torch have (`torch._C._cuda_isInBadFork`, `torch._C._cudart`); the
+# torch that torch_npu runs on is a CPU build.  (A prefix ending in "_" names a family: tip_for.)
+CUDA_BUILD_BINDINGS = ("torch._C._cuda_", "torch._C._cudart")
 
 # What to do instead of a GPU kernel (Triton, CuTe DSL, cuTile): "write what it computes ...".
 _KERNEL_INSTEAD = ("with torch operators (or the torch_npu fused operator for it: npu_rms_norm, npu_swiglu, "
@@ -224,7 +227,7 @@ TIPS = {
     "the CUDA driver: streams, events and memory through torch_npu.npu (current_stream(), Event, mem_get_info()), "
     "kernels as torch operators, torch_npu fused operators or Ascend C",
     "Tensor.cuda": "rewrite as .npu() (left because it stands in code already branching on device)",
-    **dict.fromkeys(("torch._C._cuda_", "torch._C._cudart"), "a binding that only CUDA builds of torch have (torch_npu "
+    **dict.fromkeys(CUDA_BUILD_BINDINGS, "a binding that only CUDA builds of torch have (torch_npu "
                     "runs on a CPU build of torch, which raises AttributeError here): torch_npu's counterparts are "
                     "under torch_npu._C, wrapped by torch_npu.npu's functions; or leave it behind a CUDA test"),
 }

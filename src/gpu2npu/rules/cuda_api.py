@@ -17,7 +17,7 @@ from .cuda_amp import TorchCudaAmpToNpu
 from .cuda_memory import TorchCudaMemoryToNpu
 from .cuda_random import TorchCudaRandomToNpu
 from .cuda_streams import TorchCudaStreamsToNpu
-from .names import build_dotted, cuda_switch_of, cuda_switch_tip, dotted_name, file_facts, qualified_names
+from .names import build_dotted, cuda_switch_of, cuda_switch_tip, dotted_name, properties_query_stays, qualified_names
 from .walk import ParentNodeProvider
 
 CUDA = "torch.cuda"
@@ -34,7 +34,8 @@ def kind_of(path: List[str]):
     return _KIND_OF_NAME.get(path[0]) if path else None
 
 
-# Why torch.cuda.get_device_properties stays in a file that reads CUDA-only fields of it (file_facts).
+# Why torch.cuda.get_device_properties stays in a file that reads CUDA-only fields of it
+# (names.properties_query_stays).
 PROPERTIES_TIP = ("left as written: the file reads a field of CUDA's device properties (major, minor, "
                   "multi_processor_count...) that torch_npu's have not; renamed, the query would answer on the NPU and "
                   "the field raise AttributeError where CUDA's absence raised what the code expects (RuntimeError); "
@@ -136,7 +137,7 @@ class TorchCudaApiToNpu(Rule):
         new_path = npu_path(self.context.api, path)
         if new_path is None:
             return updated_node  # left for the analysis to report, with a tip
-        if path == ["get_device_properties"] and file_facts(self, original_node).reads_cuda_only_properties:
+        if properties_query_stays(self, original_node, ".".join([CUDA, *path])):
             return updated_node  # (the leftover analysis reports it, where no other rule rewrote it)
         if new_path != path:  # a renamed class: torch.cuda.CUDAGraph -> torch_npu.npu.NPUGraph
             renamed = build_dotted(".".join([NPU, new_path[0]]))

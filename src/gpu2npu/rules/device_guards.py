@@ -33,20 +33,18 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..knowledge.apidata import ApiData
-from ..knowledge.tips import (CUDA_BUILD_STRING, CUDA_ONLY_PACKAGES, CUDA_PROPERTY_FIELDS, FUSED_OPTIMIZERS,
-                              cuda_only_package, has_fused_kernel, migratable_cuda_path)
+from ..knowledge.tips import (CUDA_BUILD_BINDINGS, CUDA_BUILD_STRING, CUDA_ONLY_PACKAGES, CUDA_PROPERTY_FIELDS,
+                              FUSED_OPTIMIZERS, cuda_only_package, has_fused_kernel, migratable_cuda_path)
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
-from .names import (DEVICE_STRING, FRAMEWORK_OPTIONS, dotted_name, file_facts, framework_option, nodes_within, not_a_device,
-                    qualified_names, string_text)
+from .names import (DEVICE_STRING, FRAMEWORK_OPTIONS, dotted_name, framework_option, nodes_within, not_a_device,
+                    properties_query_stays, qualified_names, string_text)
 from .walk import ParentNodeProvider, walk
 
 Span = npu_aware.Span
 
 # torch names that only work with CUDA and that no rule migrates (outside torch.cuda).
-# (`torch._C._cuda_*`, `torch._C._cudart`: bindings that only CUDA builds of torch have)
-CUDA_ONLY_TORCH = ("torch.utils.cpp_extension.CUDAExtension", "torch.backends.cuda.sdp_kernel",
-                   "torch._C._cuda_", "torch._C._cudart")
+CUDA_ONLY_TORCH = ("torch.utils.cpp_extension.CUDAExtension", "torch.backends.cuda.sdp_kernel", *CUDA_BUILD_BINDINGS)
 # Frameworks' CUDA-specific classes that have no NPU counterpart of the same name.
 CUDA_ONLY_CLASSES = (
     "lightning.pytorch.accelerators.CUDAAccelerator", "pytorch_lightning.accelerators.CUDAAccelerator",
@@ -138,8 +136,8 @@ class _Resolver(cst.CSTVisitor):
         for name in sorted(qualified_names(self, node)):
             if name in FUSED_OPTIMIZERS:
                 self.optimizers.add(name)
-            if name not in self.rerouted and (_cuda_only_name(self.api, name, self.own) or (
-                    name == "torch.cuda.get_device_properties" and self._facts().reads_cuda_only_properties)):
+            if name not in self.rerouted and (_cuda_only_name(self.api, name, self.own)
+                                              or properties_query_stays(self, node, name)):
                 self.cuda_only[id(node)] = name
                 return
             if name == "torch.cuda" or name.startswith("torch.cuda."):
@@ -152,13 +150,6 @@ class _Resolver(cst.CSTVisitor):
         self.attribute_names.add(id(node.attr))
         if node.attr.value == "is_cuda":
             self.device_terms.add(id(node))
-
-    def _facts(self):
-        """What the whole file says (file_facts): given by guarded_spans, else read from the tree."""
-        return getattr(self, "file_facts", None) or file_facts(self, self._module)
-
-    def visit_Module(self, node: cst.Module) -> None:
-        self._module = node
 
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None and node.keyword.value == "fused":

@@ -4,6 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .base import Example, Rule
+from .names import argument_of_method
 from .walk import ParentNodeProvider
 
 # Calls whose string argument is tested against a device name.
@@ -51,8 +52,4 @@ def is_device_test(rule: Rule, node: cst.CSTNode) -> bool:
         parent = rule.get_metadata(ParentNodeProvider, parent, None)
     if isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.MatchValue)):
         return True
-    if isinstance(parent, cst.Arg):
-        call = rule.get_metadata(ParentNodeProvider, parent, None)
-        return (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-                and call.func.attr.value in _TESTING_METHODS)
-    return False
+    return argument_of_method(rule, parent, _TESTING_METHODS)

@@ -307,16 +307,19 @@ def names_a_method(rule, node: cst.CSTNode) -> bool:
 _CUTTING_METHODS = frozenset({"replace", "removeprefix", "lstrip", "strip", "split", "partition"})
 
 
+def argument_of_method(rule, parent, methods) -> bool:
+    """Whether `parent` (of some node) is an argument of a call of a method named one of `methods`
+    (`device.startswith(...)`, `text.replace(...)`).  `rule` declares ParentNodeProvider."""
+    if not isinstance(parent, cst.Arg):
+        return False
+    call = rule.get_metadata(ParentNodeProvider, parent, None)
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in methods
+
+
 def _cut_from_text(rule, parent) -> bool:
     """Whether a string whose parent is `parent` is one of a collection of strings (what a loop cuts
     out one by one) or what a str method cuts out."""
-    if isinstance(parent, cst.Element):
-        return True
-    if isinstance(parent, cst.Arg):
-        call = rule.get_metadata(ParentNodeProvider, parent, None)
-        return (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-                and call.func.attr.value in _CUTTING_METHODS)
-    return False
+    return isinstance(parent, cst.Element) or argument_of_method(rule, parent, _CUTTING_METHODS)
 
 
 def _function_handles_npu(rule, node: cst.CSTNode) -> bool:
@@ -327,14 +330,22 @@ def _function_handles_npu(rule, node: cst.CSTNode) -> bool:
     return parent is not None and mentions_npu(parent.body)
 
 
+def properties_query_stays(rule, node: cst.CSTNode, name: str) -> bool:
+    """Whether `name` (a qualified name read at `node`) is `torch.cuda.get_device_properties` in a
+    file that reads a field of its answer torch_npu's properties have not (`.major`: file_facts):
+    renamed, the query would answer on the NPU and the field raise AttributeError where CUDA's
+    absence raised the RuntimeError the code expects.  The migration, the guard analysis and the
+    leftover analysis ask this one question."""
+    return name == "torch.cuda.get_device_properties" and file_facts(rule, node).reads_cuda_only_properties
+
+
 def of_a_properties_query_left(rule, node: cst.CSTNode) -> bool:
     """Whether the string `node` is the device of a `torch.cuda.get_device_properties(...)` that stays
-    as written (the file reads CUDA-only fields of its answer: file_facts): its device stays with it.
-    `rule` declares ParentNodeProvider."""
+    as written (properties_query_stays): its device stays with it.  `rule` declares ParentNodeProvider."""
     parent = rule.get_metadata(ParentNodeProvider, node, None)
     call = rule.get_metadata(ParentNodeProvider, parent, None) if isinstance(parent, cst.Arg) else None
-    return (isinstance(call, cst.Call) and "torch.cuda.get_device_properties" in qualified_names(rule, call.func)
-            and file_facts(rule, node).reads_cuda_only_properties)
+    return isinstance(call, cst.Call) and any(properties_query_stays(rule, node, name)
+                                              for name in qualified_names(rule, call.func))
 
 
 def enum_label(rule, node: cst.CSTNode) -> bool:

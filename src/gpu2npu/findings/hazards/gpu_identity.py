@@ -20,7 +20,6 @@ CUDA_VERSION_TIP = (
     "(torch_npu.npu.is_bf16_supported() for bf16), or keep the CUDA version check behind a CUDA test")
 
 
-
 # What a value shown in a message may pass through and still only be shown: f-strings, `%` and `+`
 # of strings, tuples of values, str()/repr()/format().
 _SHOWN = (ast.JoinedStr, ast.FormattedValue, ast.BinOp, ast.Tuple, ast.List, ast.Dict, ast.keyword)

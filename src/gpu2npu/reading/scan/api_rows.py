@@ -9,6 +9,7 @@ from ...knowledge import apidata
 from ...records.change import Finding, Report
 from ...records.finding_kinds import NEWER_TORCH, NO_NPU_KERNEL, UNKNOWN_SUPPORT
 from ...knowledge.ascend_functions import equivalents
+from ...knowledge.tips import CUDA_BUILD_BINDINGS
 from .file_scan import FileScan
 
 def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool = False) -> List[Finding]:
@@ -117,7 +118,7 @@ def _row(call: ast.Call, path: str, kind, report: Report, api_name: str, tip: st
 
 def _judge_torch_call(call: ast.Call, name: str, path: str, api: apidata.ApiData, similar: bool) -> Optional[Finding]:
     # (the CUDA builds' own bindings, torch._C._cuda_*, are the leftover analysis' too)
-    if not name.startswith("torch.") or name.startswith(("torch.cuda.", "torch.npu.", "torch._C._cuda_", "torch._C._cudart")):
+    if not name.startswith("torch.") or name.startswith(("torch.cuda.", "torch.npu.", *CUDA_BUILD_BINDINGS)):
         # torch.cuda is the rules' and the leftover analysis' business; torch.npu is torch_npu's own
         return None
     op = apidata.lacks_npu_kernel(api, name)
