@@ -356,6 +356,32 @@ def test_llm_kernel_packages_get_a_tip_per_name():
     assert "npu_fusion_attention" in tips[(7, "kernels.get_kernel('kernels-community/flash-attn3')")]
 
 
+LIGER_TRAINER = """\
+    from liger_kernel.transformers import LigerRMSNorm, apply_liger_kernel_to_llama
+    import liger_kernel.ops.rms_norm as rms
+    apply_liger_kernel_to_llama()
+    norm = LigerRMSNorm(64)
+    """
+
+
+def test_liger_runs_on_the_npu_only_from_the_releases_triton_ascend_pairs_with():
+    """liger-kernel's Ascend backend (0.6.5 on) compiles its Triton kernels with triton-ascend,
+    which pairs with torch_npu 2.6.0 and later: before, each use is unsupported and its tip says so
+    with what replaces it there; from 2.6 on each is a note saying what to install."""
+    old = _rows(LIGER_TRAINER, "2.1.0")
+    assert [(line, api) for line, api, _ in old] == [
+        (1, "liger_kernel.transformers (LigerRMSNorm, apply_liger_kernel_to_llama)"), (2, "liger_kernel.ops.rms_norm"),
+        (3, "liger_kernel.transformers.apply_liger_kernel_to_llama"), (4, "liger_kernel.transformers.LigerRMSNorm")]
+    assert all("needs triton-ascend, for torch_npu 2.6.0 and later" in tip and "torch_npu 2.1.0" in tip
+               and "CUDA" not in tip for _, _, tip in old)
+    assert "drop the call" in old[2][2] and "npu_rms_norm" in old[3][2]
+    for version in ("2.6.0", "2.9.0"):
+        assert _rows(LIGER_TRAINER, version) == []
+        notes = _rows(LIGER_TRAINER, version, Report.NOTE)
+        assert [line for line, _, _ in notes] == [1, 2, 3, 4]
+        assert all("liger-kernel's Ascend backend" in tip and "triton-ascend" in tip for _, _, tip in notes)
+
+
 def test_a_bf16_check_loses_its_cuda_version_tests_and_its_rows_other_uses_keep_theirs():
     options = Options(api=apidata.load("2.1.0"))
     source = textwrap.dedent("""\

@@ -26,8 +26,8 @@ from ..rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, Docs
 from ..rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from ..rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
 from ..knowledge.tips import (CUDA_BUILD_STRING, KERNEL_DECORATORS, KERNEL_LANGUAGE_PACKAGES, KERNEL_PACKAGES, NVIDIA_MANAGEMENT_PACKAGES,
-                              TIPS, cuda_only_package, kernel_language, kernel_tip,
-                              migratable_cuda_path, private_path, tip_for)
+                              LIGER_ON_ASCEND, TIPS, cuda_only_package, kernel_language, kernel_tip,
+                              liger_runs_on, migratable_cuda_path, private_path, tip_for)
 
 DEVICE_NEUTRAL = ("torch.backends.cudnn", "torch.backends.cuda")
 # The kernel languages, whose host-side calls only serve their kernels (grid sizes, autotuning
@@ -88,6 +88,9 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
     def _add(self, node: cst.CSTNode, kind, report: Report, api_name: str, tip: str) -> None:
         """A row of `kind` (finding_kinds) about `node`."""
         span = self.get_metadata(PositionProvider, node)
+        if report == Report.UNSUPPORTED and kind in _PACKAGE_ROWS and cuda_only_package(api_name.split(" ")[0]) \
+                == "liger_kernel" and liger_runs_on(self.api):
+            kind, report, tip = LEFT_ON_PURPOSE, Report.NOTE, LIGER_ON_ASCEND
         if report == Report.UNSUPPORTED and kind in _PACKAGE_ROWS and self._optional_regions:
             package = cuda_only_package(api_name.split(" ")[0])
             question = self._presence_question(node, span.start.line, span.end.line, package) if package else False
@@ -214,10 +217,10 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         if grouped:
             what = f"{module}.{grouped[0]}" if len(grouped) == 1 else f"{module} ({', '.join(grouped)})"
             # each name's own tip where it has one (FusedRMSNorm and FusedLayerNorm differ), once each
-            tips = list(dict.fromkeys(tip_for(f"{module}.{name}") for name in grouped))
+            tips = list(dict.fromkeys(tip_for(f"{module}.{name}", self.api) for name in grouped))
             self._add_import(node, _package_kind(f"{module}.{grouped[0]}"), f"{module}.{grouped[0]}", what,
                              tips[0] if len(tips) == 1
-                             else "; ".join(f"{name}: {tip_for(f'{module}.{name}')}" for name in grouped))
+                             else "; ".join(f"{name}: {tip_for(f'{module}.{name}', self.api)}" for name in grouped))
         return False
 
     def _add_import(self, node: cst.CSTNode, kind: FindingKind, name: str, what: str, tip: str) -> None:
@@ -237,7 +240,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         elif package is not None and local is not None and self._metadata_only(local):
             self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
         elif package is not None:
-            self._add_import(node, _package_kind(name), name, name, tip_for(name))
+            self._add_import(node, _package_kind(name), name, name, tip_for(name, self.api))
         elif name.startswith("torch.cuda.") and not migratable_cuda_path(self.api, name.split(".")[2:]):
             self._add(node, CUDA_API, Report.UNSUPPORTED, name, tip_for(name, self.api))
         elif name.startswith(REPORTED_TORCH_NAMES):
@@ -299,7 +302,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             if _kernel_language(name) is not None:
                 return  # a launch helper (triton.cdiv, cute.compile): the import and each kernel have the rows
             if package is not None and self._is_called(node) and not (self.wants_apex_amp and _is_apex_amp(name)):
-                self._add(node, _package_kind(name), Report.UNSUPPORTED, name, tip_for(name))
+                self._add(node, _package_kind(name), Report.UNSUPPORTED, name, tip_for(name, self.api))
                 return
 
     def _judge_extension_build(self, node: cst.CSTNode, name: str) -> None:

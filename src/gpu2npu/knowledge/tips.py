@@ -148,16 +148,16 @@ TIPS = {
     "migrated to torch optimizers (ascend_bitsandbytes); for the others use the torch optimizer of the same algorithm "
     "(32-bit states: more optimizer memory)",
     "bitsandbytes": "CUDA-only quantization kernels: no drop-in NPU equivalent",
-    "liger_kernel.transformers.apply_liger_kernel_to_": "Liger's Triton kernels target CUDA: drop the call (the "
-    "model's own torch code runs on the NPU); for speed, torch_npu.npu_rms_norm, npu_swiglu and npu_rotary_mul "
-    "replace its RMSNorm, SwiGLU MLP and rotary embedding",
+    "liger_kernel.transformers.apply_liger_kernel_to_": "drop the call (the model's own torch code runs on the "
+    "NPU); for speed, torch_npu.npu_rms_norm, npu_swiglu and npu_rotary_mul replace its RMSNorm, SwiGLU MLP and "
+    "rotary embedding",
     "liger_kernel.transformers.LigerCrossEntropyLoss": "torch.nn.CrossEntropyLoss computes the same loss",
     "liger_kernel.transformers.LigerFusedLinearCrossEntropyLoss": "torch.nn.functional.cross_entropy(hidden @ "
     "weight.T, target): the same loss, with the logits materialized (more memory)",
     "liger_kernel.transformers.LigerRMSNorm": "torch_npu.npu_rms_norm(x, weight, epsilon=eps)[0]",
     "liger_kernel.transformers.LigerSwiGLUMLP": "torch_npu.npu_swiglu on the concatenated gate and up projections",
-    "liger_kernel": "Liger's kernels are Triton kernels for CUDA: use the model's torch code, or torch_npu fused "
-    "operators (npu_rms_norm, npu_swiglu, npu_rotary_mul) for the parts it fuses",
+    "liger_kernel": "use the model's torch code, or torch_npu fused operators (npu_rms_norm, npu_swiglu, "
+    "npu_rotary_mul) for the parts it fuses",
     "transformer_engine.pytorch.fp8_autocast": "FP8 training with Transformer Engine recipes has no counterpart "
     "here: train in bfloat16 (torch.autocast('npu', dtype=torch.bfloat16))",
     "transformer_engine.pytorch.Linear": "torch.nn.Linear(in_features, out_features, bias) (without FP8)",
@@ -341,7 +341,36 @@ def cuda_only_package(name: str, own: FrozenSet[str] = frozenset()) -> Optional[
 CUDA_GRAPH_NAMES = frozenset({"CUDAGraph", "graph", "graphs", "make_graphed_callables", "graph_pool_handle"})
 
 
+# liger-kernel's own Ascend backend (its releases from 0.6.5 on) compiles its Triton kernels with
+# triton-ascend, which pairs with torch_npu 2.6.0 and later; Liger documents torch_npu 2.9.0.
+LIGER_ASCEND_TORCH = (2, 6)
+LIGER_ON_ASCEND = ("runs on the NPU through liger-kernel's Ascend backend (liger-kernel 0.6.5 and later) where "
+                   "triton-ascend is installed from the Ascend mirror (Liger documents torch_npu 2.9.0, triton-ascend "
+                   "3.2.2, CANN 9.1.0)")
+
+
+def liger_runs_on(api: ApiData) -> bool:
+    """Whether liger-kernel's Ascend backend runs with the release's torch_npu."""
+    return api.version_tuple[:2] >= LIGER_ASCEND_TORCH
+
+
+def _liger_tip(name: str, api: Optional[ApiData]) -> str:
+    instead = _tip_of_table(name)
+    release = "an older torch_npu" if api is None else f"torch_npu {api.torch_npu_version}"
+    return (f"liger-kernel's Ascend backend (0.6.5 on) needs triton-ascend, for torch_npu 2.6.0 and later; with "
+            f"{release}: {instead}; or choose a -v of 2.6.0 or later")
+
+
+def _tip_of_table(name: str) -> Optional[str]:
+    for key in sorted(TIPS, key=len, reverse=True):
+        if name == key or name.startswith(key + ".") or (key.endswith("_") and name.startswith(key)):
+            return TIPS[key]  # a key ending in "_" names a family (apply_liger_kernel_to_llama, ..._mistral)
+    return None
+
+
 def tip_for(name: str, api: Optional[ApiData] = None) -> str:
+    if name == "liger_kernel" or name.startswith("liger_kernel."):
+        return _liger_tip(name, api)
     short = name[len("torch.cuda."):] if name.startswith("torch.cuda.") else None
     if short is not None and short.split(".")[0] in NOT_EQUIVALENT:
         return NOT_EQUIVALENT[short.split(".")[0]]
@@ -351,9 +380,9 @@ def tip_for(name: str, api: Optional[ApiData] = None) -> str:
                 "graphs have torch_npu.npu.NPUGraph, graph, make_graphed_callables): run the captured code eagerly "
                 "(where the project captures in a wrapper of its own, turn off the option that chooses it, or call "
                 "the model directly), or choose a -v whose torch_npu has it")
-    for key in sorted(TIPS, key=len, reverse=True):
-        if name == key or name.startswith(key + ".") or (key.endswith("_") and name.startswith(key)):
-            return TIPS[key]  # a key ending in "_" names a family (apply_liger_kernel_to_llama, ..._mistral)
+    tip = _tip_of_table(name)
+    if tip is not None:
+        return tip
     if short is not None and api is not None and private_path(short):
         return (f"left as written: a private name, and gpu2npu's record of torch_npu {api.torch_npu_version} lists "
                 f"public names only, so whether torch_npu.npu.{short} exists there is not known (torch_npu mirrors "

@@ -227,8 +227,9 @@ LEFT_ON_PURPOSE = _kind(
 CUDA_ONLY_PACKAGE = _kind(
     "NPU916", "CUDAOnlyPackage", "a package of CUDA kernels (CuPy, NVIDIA apex, bitsandbytes, Liger, mamba_ssm)",
     ERROR,
-    "Packages such as CuPy, NVIDIA apex, bitsandbytes, Liger's kernels, mamba_ssm or TensorRT are built for CUDA "
-    "and do not install or run on an NPU machine.",
+    "Packages such as CuPy, NVIDIA apex, bitsandbytes, mamba_ssm or TensorRT are built for CUDA and do not install "
+    "or run on an NPU machine; Liger's kernels run there only through its Ascend backend (liger-kernel 0.6.5 on), "
+    "with triton-ascend, which torch_npu 2.6.0 and later pair with (there its rows are notes).",
     "the row's tip names the torch or torch_npu counterpart (Ascend apex, torch_npu fused operators, ATC).",
     (("import cupy\nx = cupy.zeros(3)\n", "cupy", UNSUPPORTED_CSV),),
     ("import numpy\nx = numpy.zeros(3)\n",),
