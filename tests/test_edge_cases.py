@@ -172,8 +172,10 @@ def test_dataloader_roles():
     assert "train_loader = DataLoader(train_set, batch_size=8, shuffle=True, drop_last=True)" in output
     assert "val_loader = DataLoader(val_set, batch_size=8)\n" in output
     assert "drop_last=False)" in output
-    advice = sorted(f.start_line for f in result.findings if f.report == Report.PERFORMANCE)
-    assert advice == [3, 4, 5]
+    advice = {f.start_line: f.tip for f in result.findings if f.report == Report.PERFORMANCE}
+    assert sorted(advice) == [3, 4, 5]
+    # the author's drop_last=False: the advice says when to change it, not to change it whatever
+    assert "keeps drop_last=False as written" in advice[5] and "where skipping each epoch's last short batch" in advice[5]
 
 
 @pytest.mark.parametrize("source, line", [

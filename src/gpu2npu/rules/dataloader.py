@@ -115,7 +115,8 @@ class DataLoaderForNpu(LoaderRoles, Rule):
                     Report.PERFORMANCE,
                     "torch.utils.data.DataLoader",
                     f"training DataLoader keeps drop_last={code_of(drop_last)} as written: a last batch of "
-                    "another size makes Ascend compile a new graph; use drop_last=True if no sample may be missed",
+                    "another size makes Ascend compile a new graph; use drop_last=True where skipping each epoch's last "
+                    "short batch is harmless (shuffled training data)",
                 )
         else:
             what = "evaluation DataLoader" if role == "eval" else "DataLoader whose role could not be told"
