@@ -266,6 +266,10 @@ FOOTER_COMMENT = (
 # statements with their originals: the start-up insert was recorded at the removed line
 @example(source=b"import torch\ntorch.cuda.set_device(x)\n\nif __name__ == '__main__':\n"
                 b"    if torch.cuda.is_available():\n        x = x.cuda()\n", mode="specify-device")
+# a loader over a list of written size is advised, not edited; the distributed migration then
+# wraps the list's name (`model = DDP(model)`): a second run must see the same list
+@example(source=b"import torch\nmodel = [x.cuda() for x in x]\n\n"
+                b"train_loader = torch.utils.data.DataLoader(model, batch_size=0, shuffle=True)\n", mode="distributed")
 def test_generated_programs_keep_every_invariant(source, mode):
     ast.parse(source)  # the generator only writes valid Python
     options = _settings_for(source, MODES[mode])

@@ -234,6 +234,9 @@ class TestLoadersOverDataOfAWrittenSize:
         "from torch.utils.data import DataLoader, Dataset\nNUM_ELEMENTS = 22\n\nclass Dummy(Dataset):\n"
         "    def __len__(self):\n        return NUM_ELEMENTS\n\ndef main():\n    dataset = Dummy()\n"
         "    train_loader = DataLoader(dataset, shuffle=True, batch_size=4)\n",
+        # the name rebound to a wrapping of itself still holds those samples
+        "from torch.utils.data import DataLoader\ndata = list(range(10))\ndata = Shuffled(data, seed=0)\n"
+        "train_loader = DataLoader(data, batch_size=4)\n",
     ])
     def test_a_training_loader_over_test_data_is_advice(self, source):
         output, result = _migrate(source)
@@ -245,6 +248,9 @@ class TestLoadersOverDataOfAWrittenSize:
         "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndata = torch.randint(0, 256, (512, 33))\n"
         "train_loader = DataLoader(TensorDataset(data), batch_size=16, shuffle=True)\n",
         "from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ImageFolder(root), batch_size=64, shuffle=True)\n",
+        # a name given real data after test data
+        "from torch.utils.data import DataLoader\ndata = list(range(10))\ndata = ImageFolder(root)\n"
+        "train_loader = DataLoader(data, batch_size=4)\n",
     ])
     def test_a_training_loader_over_real_data_still_drops_its_last_batch(self, source):
         output, _ = _migrate(source)

@@ -6,6 +6,7 @@ import re
 from typing import Dict, List, Optional
 
 import libcst as cst
+import libcst.matchers as m
 
 from .base import code_of
 from .names import file_facts
@@ -30,13 +31,20 @@ class LoaderRoles:
         self._loops: List[int] = [0]  # loops around the code, per function (a loop outside a def is not its)
         # what the names of each enclosing scope were last given (the module's first)
         self._values: List[Dict[str, cst.BaseExpression]] = [{}]
+        # id of a value that wraps the name it is assigned to (`data = Wrapper(data)`, `model =
+        # model.npu()`) -> the value the name had before: its samples may still be those
+        self._rebound_from: Dict[int, cst.BaseExpression] = {}
 
     # The names around a loader say what it is for.
     def visit_Assign(self, node: cst.Assign) -> None:
         self._targets.append(" ".join(code_of(t.target) for t in node.targets))
         for target in node.targets:
             if isinstance(target.target, cst.Name):
-                self._values[-1][target.target.value] = node.value
+                name = target.target.value
+                before = self._values[-1].get(name)
+                if before is not None and m.findall(node.value, m.Name(name)):
+                    self._rebound_from[id(node.value)] = before
+                self._values[-1][name] = node.value
 
     def leave_Assign(self, original_node, updated_node):
         self._targets.pop()
@@ -112,6 +120,8 @@ class LoaderRoles:
         if dataset is None:
             return False
         dataset = self._value_of(dataset)
+        if id(dataset) in self._rebound_from and self.size_written(self._rebound_from[id(dataset)]):
+            return True  # (what a distributed migration writes, `model = DDP(model)`, keeps the answer)
         if isinstance(dataset, (cst.List, cst.Tuple, cst.ListComp)):
             return True
         if not isinstance(dataset, cst.Call):
