@@ -33,6 +33,7 @@ from .data_parallel import DataParallelToSingleNpu
 from .dataloader import DataLoaderForNpu
 from .environment_variables import CudaEnvironmentVariables
 from .flash_attn import FlashAttnToNpu
+from .fork_rng import ForkRngOnNpu
 from .ddp_checkpoint import SaveOnRankZero
 from .ddp_data_parallel import DataParallelRemoved
 from .ddp_init import InitHcclProcessGroup
@@ -65,6 +66,7 @@ COMMON_RULES: Tuple[Type[Rule], ...] = (
     TorchCudaApiToNpu,
     TensorCudaToNpu,
     IntegerDevices,
+    ForkRngOnNpu,
     DataLoaderForNpu,
     FlashAttnToNpu,
     XformersToSdpa,
