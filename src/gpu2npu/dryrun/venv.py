@@ -104,7 +104,12 @@ def prepare(folder: Path, torch_version: str, project: Path, say: Callable[[str]
         scratch = Path(scratch_folder) / "requirements.txt"
         if major_minor(environment.torch) != major_minor(torch_version):
             wanted = f"torch=={torch_version}"
-            done = _pip_install(python, [f"--extra-index-url {TORCH_CPU_INDEX}", wanted], project, scratch, say)
+            # From the CPU index alone (it carries torch's dependencies too): with PyPI beside it,
+            # pip may take PyPI's wheel of the same version, a CUDA build (2.1.0+cu121: 2 GB of
+            # NVIDIA libraries); PyPI (or the configured mirror) where the PyTorch index is out of reach.
+            done = _pip_install(python, [f"--index-url {TORCH_CPU_INDEX}", wanted], project, scratch, say)
+            if done.returncode != 0:
+                done = _pip_install(python, [f"--extra-index-url {TORCH_CPU_INDEX}", wanted], project, scratch, say)
             if done.returncode != 0:
                 environment.not_installed.append(("torch", wanted, _last_words(done)))
             environment.torch = torch_of(python)
