@@ -469,17 +469,18 @@ _CUDA_CHAIN = re.compile(r"\bcuda((?:\.\w+)+)")
 _FUSED_FLAG = re.compile(r"""\bfused["']?\s*[=:]\s*True\b""")
 _CUDA_BUILD_WORD = re.compile(r"-gpu\b|\[cuda|ExecutionProvider")
 _PROPERTY_FIELD = re.compile(r"\.(%s)\b" % "|".join(sorted(CUDA_PROPERTY_FIELDS)))
-# (a call: `x.is_cuda`, an attribute, asks the tensor, which the rules migrate)
-_CUDA_QUESTION_WORD = re.compile(r"\b(is|has|check)_\w*cuda\w*\(|cuda\w*_(available|supported|capability)\(|_C\._cuda",
-                                 re.IGNORECASE)
+# the names called in a text (a call: `x.is_cuda`, an attribute, asks the tensor, which the rules migrate)
+_CALLED_NAME = re.compile(r"(\w*(?i:cuda)\w*)\s*\(")
 _CUDA_IMPORT = re.compile(r"\bfrom\s+torch\.cuda((?:\.\w+)*)\s+import\s+\(?([\w\s,]+)")
 
 
 def _may_hold_cuda_only(code: str, api: ApiData) -> bool:
     """A cheap test on the text, before any tree walk: whether the file may refer to something
     that stays CUDA-only (a CUDA-only package or class, a torch.cuda name the release lacks)."""
-    if _CUDA_ONLY_WORD.search(code) or _CUDA_BUILD_WORD.search(code) or _CUDA_QUESTION_WORD.search(code):
+    if _CUDA_ONLY_WORD.search(code) or _CUDA_BUILD_WORD.search(code) or "_C._cuda" in code:
         return True
+    if any(npu_aware.question_of_cuda(name) for name in set(_CALLED_NAME.findall(code))):
+        return True  # (the project's own question about CUDA, asked by the guard walk's test)
     if "get_device_properties" in code and _PROPERTY_FIELD.search(code):
         return True
     if _FUSED_FLAG.search(code) and not all(has_fused_kernel(api, name) for name in FUSED_OPTIMIZERS):
