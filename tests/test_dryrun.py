@@ -77,6 +77,25 @@ def test_migrated_fixture_dry_runs_to_the_end(fixture, script, args, tmp_path):
     assert facts["status"] == "passed" and facts["hits"] == [] and facts["finished"]
 
 
+# The torch the release is built for (torch 2.1.0 for -v 2.1.0): a Python of an environment that has
+# it, where one is at hand (`gpu2npu dryrun --venv DIR` makes one); the tests' own torch is 2.13.
+RELEASE_TORCH_PYTHON = os.environ.get("GPU2NPU_TORCH_2_1_PYTHON")
+
+
+@pytest.mark.skipif(not RELEASE_TORCH_PYTHON, reason="set GPU2NPU_TORCH_2_1_PYTHON to a Python with torch 2.1.0")
+@pytest.mark.parametrize("fixture, script, args", PASSING + [("native_amp", "train_amp.py", [])], ids=str)
+def test_migrated_fixture_dry_runs_on_the_releases_own_torch(fixture, script, args, tmp_path):
+    """The imitation runs on the torch the release pairs with, not only on the newest: torch 2.1 has
+    no torch.amp.GradScaler, no device-taking autocast state functions, no Python PrivateUse1 hooks."""
+    migrated = migrate(FIXTURES / fixture, tmp_path / "out", "2.1.0", "--no-html")
+    report = tmp_path / "report.json"
+    done = dryrun("-v", "2.1.0", "--python", RELEASE_TORCH_PYTHON, "--max-steps", "3", "--report", report, "--",
+                  "python", script, *args, cwd=migrated)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    facts = json.loads(report.read_text(encoding="utf-8"))
+    assert facts["status"] == "passed" and facts["torch_ran"].startswith("2.1.0")
+
+
 def test_cuda_the_migration_reported_fails_the_dry_run_where_the_report_says(tmp_path):
     """flash_attn_patch: the migration leaves a CUDA capability test it cannot translate and
     reports it; the dry run goes on (the test answers False, as on an NPU) and fails on it."""

@@ -355,20 +355,31 @@ def get_amp_supported_dtype():
     return [torch.float16, torch.bfloat16]
 
 
-def is_autocast_enabled():
-    return torch.is_autocast_enabled("cpu")
+if hasattr(torch, "get_autocast_dtype"):
+    def is_autocast_enabled():
+        return torch.is_autocast_enabled("cpu")
 
+    def set_autocast_enabled(enabled):
+        torch.set_autocast_enabled("cpu", enabled)
 
-def set_autocast_enabled(enabled):
-    torch.set_autocast_enabled("cpu", enabled)
+    def get_autocast_dtype():
+        return torch.get_autocast_dtype("cpu")
 
+    def set_autocast_dtype(dtype):
+        torch.set_autocast_dtype("cpu", dtype)
+else:
+    # torch before 2.4 has no device-taking autocast state functions, only the CPU's own
+    def is_autocast_enabled():
+        return torch.is_autocast_cpu_enabled()
 
-def get_autocast_dtype():
-    return torch.get_autocast_dtype("cpu")
+    def set_autocast_enabled(enabled):
+        torch.set_autocast_cpu_enabled(enabled)
 
+    def get_autocast_dtype():
+        return torch.get_autocast_cpu_dtype()
 
-def set_autocast_dtype(dtype):
-    torch.set_autocast_dtype("cpu", dtype)
+    def set_autocast_dtype(dtype):
+        torch.set_autocast_cpu_dtype(dtype)
 
 
 # -- misc configuration namespaces ------------------------------------------------

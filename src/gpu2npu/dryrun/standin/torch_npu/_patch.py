@@ -181,7 +181,7 @@ def _autocast_off():
 
 
 def _patch_amp():
-    from torch.amp import autocast_mode, grad_scaler
+    from torch.amp import autocast_mode
 
     ac = autocast_mode.autocast
     orig_init = ac.__init__
@@ -196,17 +196,23 @@ def _patch_amp():
 
     ac.__init__ = __init__
 
-    GS = grad_scaler.GradScaler
-    orig_gs_init = GS.__init__
+    # torch before 2.3 has no device-generic torch.amp.GradScaler (only torch.cuda.amp's)
+    if hasattr(torch.amp, "GradScaler"):
+        from torch.amp import grad_scaler
 
-    @functools.wraps(orig_gs_init)
-    def gs_init(self, device="cuda", *args, **kwargs):
-        orig_gs_init(self, "cpu" if device == "npu" else device, *args, **kwargs)
+        GS = grad_scaler.GradScaler
+        orig_gs_init = GS.__init__
 
-    GS.__init__ = gs_init
+        @functools.wraps(orig_gs_init)
+        def gs_init(self, device="cuda", *args, **kwargs):
+            orig_gs_init(self, "cpu" if device == "npu" else device, *args, **kwargs)
+
+        GS.__init__ = gs_init
 
     for name in ("custom_fwd", "custom_bwd"):
-        fn = getattr(autocast_mode, name)
+        fn = getattr(autocast_mode, name, None)
+        if fn is None:  # torch before 2.4 has them in torch.cuda.amp only, without device_type
+            continue
 
         def make(fn):
             @functools.wraps(fn)
@@ -221,7 +227,9 @@ def _patch_amp():
 
     for name in ("is_autocast_enabled", "get_autocast_dtype", "set_autocast_enabled",
                  "set_autocast_dtype"):
-        fn = getattr(torch, name)
+        fn = getattr(torch, name, None)
+        if fn is None:  # torch before 2.4 lacks get/set_autocast_dtype (and its others take no device)
+            continue
 
         def make(fn):
             @functools.wraps(fn)
@@ -311,30 +319,35 @@ def _patch_distributed():
     DDP.__init__ = __init__
 
 
-class _Hooks(torch._C._acc.PrivateUse1Hooks):
-    # The C++ side must see no usable PrivateUse1 device, so C++ code (barrier,
-    # accelerator queries) keeps choosing the CPU.
-    def is_available(self):
-        return False
+# Recent torch releases let Python register PrivateUse1's hooks and device guard (torch._C._acc);
+# torch 2.1 has no such module: its C++ side has none registered for it and asks nothing of it.
+_PYTHON_HOOKS = hasattr(torch._C, "_acc")
 
-    def has_primary_context(self, dev_id):
-        return False
+if _PYTHON_HOOKS:
+    class _Hooks(torch._C._acc.PrivateUse1Hooks):
+        # The C++ side must see no usable PrivateUse1 device, so C++ code (barrier,
+        # accelerator queries) keeps choosing the CPU.
+        def is_available(self):
+            return False
 
-    def is_built(self):
-        return False
+        def has_primary_context(self, dev_id):
+            return False
 
+        def is_built(self):
+            return False
 
-class _Guard(torch._C._acc.DeviceGuard):
-    def type_(self):
-        return torch._C._autograd.DeviceType.PrivateUse1
+    class _Guard(torch._C._acc.DeviceGuard):
+        def type_(self):
+            return torch._C._autograd.DeviceType.PrivateUse1
 
 
 def install(npu_module):
     if _ORIG.get("installed"):
         return
     torch.utils.rename_privateuse1_backend("npu")
-    torch._C._acc.register_python_privateuseone_hook(_Hooks())
-    torch._C._acc.register_python_privateuseone_device_guard(_Guard())
+    if _PYTHON_HOOKS:
+        torch._C._acc.register_python_privateuseone_hook(_Hooks())
+        torch._C._acc.register_python_privateuseone_device_guard(_Guard())
     torch._register_device_module("npu", npu_module)
     _patch_factories()
     _patch_tensor()
