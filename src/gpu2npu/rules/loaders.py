@@ -6,10 +6,9 @@ import re
 from typing import Dict, List, Optional
 
 import libcst as cst
-import libcst.matchers as m
 
 from .base import code_of
-from .names import file_facts
+from .names import file_facts, nodes_within
 
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 _EVAL_WORDS = re.compile(r"(val|valid|validation|test|eval|evaluation|dev|infer|inference|predict)", re.I)
@@ -42,7 +41,7 @@ class LoaderRoles:
             if isinstance(target.target, cst.Name):
                 name = target.target.value
                 before = self._values[-1].get(name)
-                if before is not None and m.findall(node.value, m.Name(name)):
+                if before is not None and any(read.value == name for read in nodes_within(node.value, cst.Name)):
                     self._rebound_from[id(node.value)] = before
                 self._values[-1][name] = node.value
 
