@@ -352,6 +352,47 @@ def test_compile_fails_where_the_report_says_the_release_cannot_and_runs_where_i
     assert done.returncode == 0 and done.stdout.count("torch.Size([1, 3])") == 2, done.stderr[-2000:]
 
 
+FUSED_TRAINER = """\
+import sys
+import torch
+import torch_npu
+
+model = torch.nn.Linear(4, 1).npu()
+if sys.argv[1] == "adam":
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01, fused=True)
+else:
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.01, fused=True)
+for step in range(2):
+    loss = model(torch.randn(8, 4).npu()).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+print("trained", sys.argv[1])
+"""
+
+
+def test_a_fused_optimizer_fails_where_the_report_says_the_release_has_no_kernel_and_runs_where_it_has(tmp_path):
+    """torch_npu 2.1.0 has an NPU kernel for AdamW's fused update, not for Adam's: the report says
+    so (NPU910) and the dry run agrees, on any torch (torch 2.1 has no CPU kernel: the update runs
+    unfused there)."""
+    (tmp_path / "train.py").write_text(FUSED_TRAINER)
+    original = tmp_path / "original" / "train.py"  # the CUDA program it was migrated from
+    original.parent.mkdir()
+    original.write_text(FUSED_TRAINER.replace("import torch_npu\n", "").replace(".npu()", ".cuda()"))
+    reported = subprocess.run([GPU2NPU, "check", "-v", "2.1.0", str(original)], capture_output=True,
+                              text=True, timeout=TIMEOUT)
+    assert "train.py:6: NPU910 torch.optim.Adam(fused=True)" in reported.stdout, reported.stdout
+    assert "AdamW(fused=True)" not in reported.stdout
+    done = dryrun("-v", "2.1.0", "--", "python", "train.py", "adamw", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == "trained adamw", done.stderr[-2000:]
+    done = dryrun("-v", "2.1.0", "--", "python", "train.py", "adam", cwd=tmp_path)
+    assert done.returncode == 1 and "trained" not in done.stdout
+    assert ("train.py:7: torch.optim.Adam(fused=True): a fused optimizer update this torch_npu release has no NPU "
+            "kernel for") in done.stderr
+    done = dryrun("-v", "2.10.0", "--", "python", "train.py", "adam", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == "trained adam", done.stderr[-2000:]
+
+
 RANKED = '''import os
 import sys
 

@@ -323,6 +323,7 @@ def summary(result: DryRunResult) -> str:
                  "not imitated": f"not imitated on the CPU, as {why} (torch_npu has it; try it on the NPU)" if why
                  else "not imitated on the CPU (torch_npu has it; try it on the NPU)",
                  "compile": "a compiler this torch_npu release does not have for the NPU",
+                 "fused": "a fused optimizer update this torch_npu release has no NPU kernel for",
                  "rank": "a rank using another rank's NPU", "ranks": "ranks that collide",
                  "install": "does not install in the dry run's environment"}.get(hit["kind"], hit["kind"])
         lines.append(f"  {hit['where']}: {hit['what']}: {label} ({hit['count']}x)")

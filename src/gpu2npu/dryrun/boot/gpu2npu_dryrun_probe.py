@@ -280,6 +280,57 @@ def _install_compile_check(torch):
     torch.compile = compile
 
 
+# -- fused optimizers -------------------------------------------------------------------------------
+class DryRunFusedError(RuntimeError):
+    """fused=True where the chosen torch_npu release has no NPU kernel for the optimizer's fused update."""
+
+
+# torch optimizer -> the ATen operator its fused=True update runs (the migration's tips.FUSED_OPTIMIZERS)
+_FUSED_KERNELS = {"Adam": "_fused_adam_", "AdamW": "_fused_adamw_", "SGD": "_fused_sgd_", "Adagrad": "_fused_adagrad_"}
+
+
+def _release_kernels():
+    """The operators the release has NPU kernels for (None: its data is not at hand)."""
+    try:
+        with open(os.environ["STANDIN_TORCH_NPU_DATA"], encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (KeyError, OSError, ValueError):
+        return None
+    return frozenset(data.get("native_functions", ())) | frozenset(data.get("custom_functions", ()))
+
+
+def _install_fused_check(torch):
+    """An optimizer asked for its fused update fails where the release has no NPU kernel for it, as
+    the migration report says (NPU910); elsewhere it runs, unfused where this torch has no CPU kernel
+    for it (torch before 2.4 fuses on CUDA and PrivateUse1 only): the same update."""
+    kernels = _release_kernels()
+    try:
+        from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
+        cpu_fuses = "cpu" in _get_fused_kernels_supported_devices()
+    except ImportError:
+        cpu_fuses = False
+    release, _ = _release()
+    for name, kernel in _FUSED_KERNELS.items():
+        optimizer = getattr(torch.optim, name, None)
+        if optimizer is None:
+            continue
+
+        def __init__(self, *args, _original=optimizer.__init__, _name=name, _kernel=kernel, **kwargs):
+            if kwargs.get("fused"):
+                if kernels is not None and _kernel not in kernels:
+                    where = record("fused", f"torch.optim.{_name}(fused=True)")
+                    if where is not None:
+                        raise DryRunFusedError(
+                            f"{where}: torch_npu {release} has no NPU kernel for {_name}'s fused update ({_kernel}): "
+                            "leave fused unset (the default update) (gpu2npu dryrun)")
+                if not cpu_fuses:
+                    kwargs["fused"] = None
+            _original(self, *args, **kwargs)
+
+        functools.update_wrapper(__init__, optimizer.__init__)
+        optimizer.__init__ = __init__
+
+
 # -- steps ------------------------------------------------------------------------------------------
 def _install_step_counter(torch):
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
@@ -521,6 +572,7 @@ def _after_torch(torch):
     state["torch"] = str(getattr(torch, "__version__", ""))  # the torch that runs, said in the report
     _install_cuda_traps(torch)
     _install_compile_check(torch)
+    _install_fused_check(torch)
     _install_sample_watch(torch)
     _install_step_counter(torch)
 
