@@ -237,12 +237,20 @@ class DryRunCompileError(RuntimeError):
     """A torch.compile backend the chosen torch_npu release does not have for the NPU."""
 
 
-def _release():
-    """The release's data (STANDIN_TORCH_NPU_DATA): its version and its compile backends (None: unknown)."""
+@functools.lru_cache(maxsize=None)
+def _release_data():
+    """The release's data (STANDIN_TORCH_NPU_DATA), read once; None where it is not at hand."""
     try:
         with open(os.environ["STANDIN_TORCH_NPU_DATA"], encoding="utf-8") as handle:
-            data = json.load(handle)
+            return json.load(handle)
     except (KeyError, OSError, ValueError):
+        return None
+
+
+def _release():
+    """The release's version and its compile backends (None: unknown)."""
+    data = _release_data()
+    if data is None:
         return "", None
     backends = data.get("compile_backends")
     return data.get("torch_npu_version", ""), (tuple(backends) if isinstance(backends, list) else None)
@@ -291,10 +299,8 @@ _FUSED_KERNELS = {"Adam": "_fused_adam_", "AdamW": "_fused_adamw_", "SGD": "_fus
 
 def _release_kernels():
     """The operators the release has NPU kernels for (None: its data is not at hand)."""
-    try:
-        with open(os.environ["STANDIN_TORCH_NPU_DATA"], encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (KeyError, OSError, ValueError):
+    data = _release_data()
+    if data is None:
         return None
     return frozenset(data.get("native_functions", ())) | frozenset(data.get("custom_functions", ()))
 
