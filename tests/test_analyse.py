@@ -319,6 +319,26 @@ def test_third_party_rows_name_an_api_never_a_line_the_migration_adds(tmp_path):
     assert {row[1] for row in rows(folder / "full_unsupported_results.csv")[1:]} == {"mylib.attend"}
 
 
+def test_third_party_reads_liger_as_the_migration_does_for_each_release(tmp_path):
+    """liger-kernel runs on the NPU through its own Ascend backend from torch_npu 2.6.0 on: the
+    migration's rows are notes there, and a library's public API that calls it is no hit; before,
+    it is, with the tip the migration gives."""
+    library = tmp_path / "mylib"
+    library.mkdir()
+    (library / "__init__.py").write_text("from liger_kernel.transformers import LigerRMSNorm\n\n\n"
+                                         "def norm(width):\n    return LigerRMSNorm(width)\n")
+    affected = {}
+    for version in ("2.1.0", "2.6.0"):
+        done = gpu2npu("analyse", "-i", library, "-o", tmp_path / version, "-v", version, "-m", "third_party",
+                       "--no-cache")
+        assert done.returncode == 0, done.stderr
+        found = rows(tmp_path / version / "mylib_analysis" / "full_unsupported_results.csv")
+        affected[version] = {row[1]: row for row in found[1:]}
+    assert set(affected["2.1.0"]) == {"mylib.norm"} and affected["2.6.0"] == {}
+    tip = " ".join(affected["2.1.0"]["mylib.norm"])
+    assert "needs triton-ascend, for torch_npu 2.6.0 and later; with torch_npu 2.1.0" in tip and "npu_rms_norm" in tip
+
+
 NANOGPT_STYLE = {
     "model.py": '''import math
 

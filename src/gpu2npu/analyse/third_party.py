@@ -26,7 +26,7 @@ from ..records.change import Operation, Report
 from ..findings.cuda_ops import operators_in
 from ..reading.discover import CUDA_SOURCE_SUFFIXES, Entry, Kind
 from ..reading.scan import FileScan, dotted
-from ..knowledge.tips import cuda_only_package, tip_for
+from ..knowledge.tips import ascend_backend_note, cuda_only_package, tip_for
 from .call_graph import instance_call, resolve
 from .library import CLASS, FUNCTION, METHOD, MODULE, Library
 
@@ -146,8 +146,9 @@ def _hits(library: Library, options, engine_results) -> List[Hit]:
                     continue  # imported where installed, with a fallback: see _optional_imports
                 category = "cuda"
             hits.add(Hit(category, finding.api, entry.relative, finding.start_line, finding.tip))
-        found = {Hit("cuda", name, module.path, line, _package_tip(name, package))
-                 for line, name, package in facts.package_calls}
+        # (a package the release runs through its own Ascend backend is a note of the migration's)
+        found = {Hit("cuda", name, module.path, line, _package_tip(name, package, options.api))
+                 for line, name, package in facts.package_calls if ascend_backend_note(package, options.api) is None}
         if operators or extension_modules:  # (read again: the library keeps no trees)
             found |= _custom_calls(module.path, module.tree, operators, extension_modules)
         hits.update(hit for hit in found if not _is_optional(hit.api, optional))
@@ -227,14 +228,14 @@ def _custom_calls(path: str, tree: ast.Module, operators: Set[str], extension_mo
     return hits
 
 
-def _package_tip(name: str, package: str) -> str:
+def _package_tip(name: str, package: str, api) -> str:
     from ..rules.flash_attn import PROVIDED
 
     module, _, function = name.rpartition(".")
     if function in PROVIDED.get(module, ()):
         return (f"CUDA-only package {package}: the library's call fails on the NPU; migrating the library's source "
                 "(gpu2npu -i LIBRARY ...) points it at the generated ascend_flash_attn (torch_npu.npu_fusion_attention)")
-    return f"CUDA-only package {package}: {tip_for(name)}"
+    return f"CUDA-only package {package}: {tip_for(name, api)}"
 
 
 # -- propagation and rows -----------------------------------------------------------------------

@@ -26,8 +26,8 @@ from ..rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, Docs
 from ..rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from ..rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
 from ..knowledge.tips import (CUDA_BUILD_STRING, KERNEL_DECORATORS, KERNEL_LANGUAGE_PACKAGES, KERNEL_PACKAGES, NVIDIA_MANAGEMENT_PACKAGES,
-                              LIGER_ON_ASCEND, TIPS, cuda_only_package, kernel_language, kernel_tip,
-                              liger_runs_on, migratable_cuda_path, private_path, tip_for)
+                              TIPS, ascend_backend_note, cuda_only_package, kernel_language, kernel_tip,
+                              migratable_cuda_path, private_path, tip_for)
 
 DEVICE_NEUTRAL = ("torch.backends.cudnn", "torch.backends.cuda")
 # The kernel languages, whose host-side calls only serve their kernels (grid sizes, autotuning
@@ -88,14 +88,15 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
     def _add(self, node: cst.CSTNode, kind, report: Report, api_name: str, tip: str) -> None:
         """A row of `kind` (finding_kinds) about `node`."""
         span = self.get_metadata(PositionProvider, node)
-        if report == Report.UNSUPPORTED and kind in _PACKAGE_ROWS and cuda_only_package(api_name.split(" ")[0]) \
-                == "liger_kernel" and liger_runs_on(self.api):
-            kind, report, tip = LEFT_ON_PURPOSE, Report.NOTE, LIGER_ON_ASCEND
-        if report == Report.UNSUPPORTED and kind in _PACKAGE_ROWS and self._optional_regions:
+        if report == Report.UNSUPPORTED and kind in _PACKAGE_ROWS:
             package = cuda_only_package(api_name.split(" ")[0])
-            question = self._presence_question(node, span.start.line, span.end.line, package) if package else False
-            if question is not False:
-                kind, report, tip = LEFT_ON_PURPOSE, Report.NOTE, package_presence.optional_tip(package, question, tip)
+            note = ascend_backend_note(package, self.api)
+            if note is not None:
+                kind, report, tip = LEFT_ON_PURPOSE, Report.NOTE, note
+            elif package and self._optional_regions:
+                question = self._presence_question(node, span.start.line, span.end.line, package)
+                if question is not False:
+                    kind, report, tip = LEFT_ON_PURPOSE, Report.NOTE, package_presence.optional_tip(package, question, tip)
         self.findings.append(Finding(self.path, span.start.line, span.end.line, report, api_name, tip, kind.code))
 
     # -- code that runs only where a CUDA-only package is installed (package_presence) ---------

@@ -349,9 +349,16 @@ LIGER_ON_ASCEND = ("runs on the NPU through liger-kernel's Ascend backend (liger
                    "3.2.2, CANN 9.1.0)")
 
 
-def liger_runs_on(api: ApiData) -> bool:
-    """Whether liger-kernel's Ascend backend runs with the release's torch_npu."""
-    return api.version_tuple[:2] >= LIGER_ASCEND_TORCH
+# Packages of CUDA kernels (CUDA_ONLY_PACKAGES) with an Ascend backend of their own from a torch
+# release on: package -> (that release's (major, minor), the note its uses get there).
+ASCEND_BACKENDS = {"liger_kernel": (LIGER_ASCEND_TORCH, LIGER_ON_ASCEND)}
+
+
+def ascend_backend_note(package: Optional[str], api: ApiData) -> Optional[str]:
+    """The note for a use of `package` where the release runs it through its own Ascend backend;
+    None where it does not (the use is then unsupported)."""
+    backend = ASCEND_BACKENDS.get(package)
+    return backend[1] if backend is not None and api.version_tuple[:2] >= backend[0] else None
 
 
 def _liger_tip(name: str, api: Optional[ApiData]) -> str:
