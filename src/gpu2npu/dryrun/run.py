@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..knowledge import apidata
+from ..knowledge.tips import FUSED_OPTIMIZERS
 from ..knowledge.versions import major_minor
 from ..reports.log import LOG_NAME, migration_of, noted_spans
 
@@ -98,6 +99,8 @@ def environment(version: str, record_dir: Path, max_steps: int, npus: int, base:
         "GPU2NPU_DRYRUN_DIR": str(record_dir),
         "GPU2NPU_DRYRUN_MAX_STEPS": str(max_steps or 0),
         "STANDIN_TORCH_NPU_DATA": str(data_file(version)),
+        # (the migration's table, which the probe cannot import: it runs in the project's Python)
+        "GPU2NPU_DRYRUN_FUSED_KERNELS": json.dumps(FUSED_OPTIMIZERS),
         "STANDIN_NPU_COUNT": str(npus),
         "CUDA_VISIBLE_DEVICES": "",
     })

@@ -293,8 +293,13 @@ class DryRunFusedError(RuntimeError):
     """fused=True where the chosen torch_npu release has no NPU kernel for the optimizer's fused update."""
 
 
-# torch optimizer -> the ATen operator its fused=True update runs (the migration's tips.FUSED_OPTIMIZERS)
-_FUSED_KERNELS = {"Adam": "_fused_adam_", "AdamW": "_fused_adamw_", "SGD": "_fused_sgd_", "Adagrad": "_fused_adagrad_"}
+def _fused_kernels():
+    """torch optimizer (qualified) -> the ATen operator its fused=True update runs: the migration's
+    table (tips.FUSED_OPTIMIZERS), handed over by gpu2npu dryrun."""
+    try:
+        return json.loads(os.environ.get("GPU2NPU_DRYRUN_FUSED_KERNELS") or "{}")
+    except ValueError:
+        return {}
 
 
 def _release_kernels():
@@ -316,18 +321,23 @@ def _install_fused_check(torch):
     except ImportError:
         cpu_fuses = False
     release, _ = _release()
-    for name, kernel in _FUSED_KERNELS.items():
-        optimizer = getattr(torch.optim, name, None)
-        if optimizer is None:
-            continue
+    wrapped = set()
+    for qualified, kernel in _fused_kernels().items():
+        optimizer = torch
+        for part in qualified.split(".")[1:]:
+            optimizer = getattr(optimizer, part, None)
+        if optimizer is None or optimizer in wrapped:
+            continue  # (not in this torch, or named twice: torch.optim.AdamW is torch.optim.adamw.AdamW)
+        wrapped.add(optimizer)
 
-        def __init__(self, *args, _original=optimizer.__init__, _name=name, _kernel=kernel, **kwargs):
+        def __init__(self, *args, _original=optimizer.__init__, _name=qualified, _kernel=kernel, **kwargs):
             if kwargs.get("fused"):
                 if kernels is not None and _kernel not in kernels:
-                    where = record("fused", f"torch.optim.{_name}(fused=True)")
+                    where = record("fused", f"{_name}(fused=True)")
                     if where is not None:
+                        short = _name.rsplit(".", 1)[-1]
                         raise DryRunFusedError(
-                            f"{where}: torch_npu {release} has no NPU kernel for {_name}'s fused update ({_kernel}): "
+                            f"{where}: torch_npu {release} has no NPU kernel for {short}'s fused update ({_kernel}): "
                             "leave fused unset (the default update) (gpu2npu dryrun)")
                 if not cpu_fuses:
                     kwargs["fused"] = None
