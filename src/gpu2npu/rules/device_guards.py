@@ -469,8 +469,6 @@ _CUDA_CHAIN = re.compile(r"\bcuda((?:\.\w+)+)")
 _FUSED_FLAG = re.compile(r"""\bfused["']?\s*[=:]\s*True\b""")
 _CUDA_BUILD_WORD = re.compile(r"-gpu\b|\[cuda|ExecutionProvider")
 _PROPERTY_FIELD = re.compile(r"\.(%s)\b" % "|".join(sorted(CUDA_PROPERTY_FIELDS)))
-# the names called in a text (a call: `x.is_cuda`, an attribute, asks the tensor, which the rules migrate)
-_CALLED_NAME = re.compile(r"(\w*(?i:cuda)\w*)\s*\(")
 _CUDA_IMPORT = re.compile(r"\bfrom\s+torch\.cuda((?:\.\w+)*)\s+import\s+\(?([\w\s,]+)")
 
 
@@ -479,7 +477,7 @@ def _may_hold_cuda_only(code: str, api: ApiData) -> bool:
     that stays CUDA-only (a CUDA-only package or class, a torch.cuda name the release lacks)."""
     if _CUDA_ONLY_WORD.search(code) or _CUDA_BUILD_WORD.search(code) or "_C._cuda" in code:
         return True
-    if any(npu_aware.question_of_cuda(name) for name in set(_CALLED_NAME.findall(code))):
+    if any(npu_aware.question_of_cuda(name) for name in npu_aware.called_names(code) if "cuda" in name.lower()):
         return True  # (the project's own question about CUDA, asked by the guard walk's test)
     if "get_device_properties" in code and _PROPERTY_FIELD.search(code):
         return True
