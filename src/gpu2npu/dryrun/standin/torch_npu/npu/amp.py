@@ -94,7 +94,7 @@ else:
                         if param.grad is None:
                             continue
                         if (not allow_fp16) and param.grad.dtype == _torch.float16:
-                            raise ValueError("Attempting to unscale FP16 gradients.")
+                            raise ValueError("unscale_ takes float16 gradients only where allow_fp16 is set")
                         if param.grad.is_sparse:
                             if param.grad.dtype is _torch.float16:
                                 param.grad = param.grad.coalesce()
@@ -117,7 +117,7 @@ else:
                 found_infs = [found_inf.to(device=_scale.device)
                               for state in self._per_optimizer_states.values()
                               for found_inf in state["found_inf_per_device"].values()]
-                assert len(found_infs) > 0, "No inf checks were recorded prior to update."
+                assert found_infs, "update() before any unscale_ or step recorded an inf check"
                 # torch._amp_update_scale_: back off after an inf, grow (when finite) after
                 # growth_interval steps without one
                 if sum(float(f) for f in found_infs):
