@@ -92,6 +92,16 @@ LEFT_AS_WRITTEN = [
     ("import torch\nif torch.cuda.is_available():\n    assert not torch._C._cuda_isInBadFork()\n", 2),
     ("import torch\nfrom .utils import get_torch_cuda_device_capability\nif torch.cuda.is_available():\n"
      "    capability = float(get_torch_cuda_device_capability())\n", 3),
+    # MoE and GEMM kernels for NVIDIA GPUs (CuTe DSL, DeepGEMM), also through transformers' integrations
+    ("def experts(self, hidden, index, weights):\n    from transformers.integrations.sonicmoe import sonicmoe_experts_forward\n"
+     "    if hidden.device.type != 'cuda':\n        raise ValueError('needs a GPU')\n"
+     "    return sonicmoe_experts_forward(self, hidden, index, weights)\n", 3),
+    ("import torch\nimport deep_gemm\nif torch.cuda.is_available():\n    out = deep_gemm.fp8_gemm_nt(a, b, out)\n", 3),
+    # torch's varlen_attn runs a Flash-Attention CUDA kernel that torch_npu has no NPU kernel for,
+    # through a variable holding the test and an early return
+    ("import torch\nfrom torch.nn.attention.varlen import varlen_attn\n\ndef attend(q, k, v, cu, m):\n"
+     "    fast = q.is_cuda and q.dtype == torch.bfloat16\n    if not fast:\n        return sdpa(q, k, v)\n"
+     "    return varlen_attn(q, k, v, cu, cu, m, m)\n", 5),
 ]
 
 

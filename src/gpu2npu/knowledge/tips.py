@@ -221,6 +221,20 @@ TIPS = {
     "torch2trt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL for inference",
     "torch_tensorrt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL (or torch.compile) for inference",
     "numba.cuda": "numba CUDA kernels do not run on NPU: use torch operators",
+    "sonicmoe": "SonicMoE's fused MoE kernels are CuTe DSL kernels for NVIDIA GPUs: choose the model's torch "
+    "experts (transformers' experts_implementation \"eager\"), or torch_npu.npu_grouped_matmul "
+    "for the expert matmuls",
+    "transformers.integrations.sonicmoe": "transformers' SonicMoE experts load CuTe DSL kernels that need CUDA: choose "
+    "the model's torch experts (experts_implementation \"eager\"), or torch_npu.npu_grouped_matmul "
+    "for the expert matmuls",
+    "deep_gemm": "DeepGEMM's FP8/BF16 grouped GEMM kernels are compiled for NVIDIA Hopper and later: torch.matmul in "
+    "bfloat16, or torch_npu.npu_grouped_matmul for grouped expert matmuls",
+    "transformers.integrations.deepgemm": "transformers' DeepGEMM experts and linears load DeepGEMM's kernels for "
+    "NVIDIA Hopper and later: choose the model's torch experts (experts_implementation \"eager\"), or "
+    "torch_npu.npu_grouped_matmul for the expert matmuls",
+    "torch.nn.attention.varlen": "varlen_attn runs torch's Flash-Attention CUDA kernel, which torch_npu has no NPU "
+    "kernel for: torch_npu.npu_fusion_attention takes the same packed sequences (input_layout=\"TND\", "
+    "actual_seq_qlen and actual_seq_kvlen: the cumulative ends, cu_seq without its leading 0)",
     "cutlass": f"CUTLASS and its CuTe DSL compile kernels for NVIDIA GPUs only: write what the kernel computes "
     f"{_KERNEL_INSTEAD}Ascend C",
     "cuda": "NVIDIA's CUDA Python (cuda.bindings: the driver, runtime and NVRTC; cuda.core; cuTile's cuda.tile) needs "
@@ -240,6 +254,8 @@ CUDA_ONLY_PACKAGES = (
     "dropout_layer_norm", "mamba_ssm", "causal_conv1d", "flashinfer", "auto_gptq", "awq", "spconv", "gpustat",
     # NVIDIA's kernel languages and CUDA Python: CUTLASS / CuTe DSL, cuda.bindings, cuda.core, cuTile
     "cutlass", "cuda",
+    # MoE and GEMM kernels for Hopper/Blackwell (CuTe DSL, CUDA), and transformers' integrations that load them
+    "sonicmoe", "deep_gemm", "transformers.integrations.sonicmoe", "transformers.integrations.deepgemm",
     # the parts of DeepSpeed (which has an NPU accelerator) and of vLLM (vllm-ascend) that have no NPU build
     "deepspeed.ops.transformer.DeepSpeedTransformerLayer", "deepspeed.ops.transformer.DeepSpeedTransformerConfig",
     "deepspeed.ops.transformer.transformer", "deepspeed.ops.deepspeed4science", "deepspeed.ops.fp_quantizer",

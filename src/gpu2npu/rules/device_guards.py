@@ -43,8 +43,10 @@ from .walk import ParentNodeProvider, walk
 
 Span = npu_aware.Span
 
-# torch names that only work with CUDA and that no rule migrates (outside torch.cuda).
-CUDA_ONLY_TORCH = ("torch.utils.cpp_extension.CUDAExtension", "torch.backends.cuda.sdp_kernel", *CUDA_BUILD_BINDINGS)
+# torch names that only work with CUDA and that no rule migrates (outside torch.cuda).  varlen_attn
+# runs ATen's _flash_attention_forward, which no torch_npu release registers an NPU kernel for.
+CUDA_ONLY_TORCH = ("torch.utils.cpp_extension.CUDAExtension", "torch.backends.cuda.sdp_kernel",
+                   "torch.nn.attention.varlen", *CUDA_BUILD_BINDINGS)
 # Frameworks' CUDA-specific classes that have no NPU counterpart of the same name.
 CUDA_ONLY_CLASSES = (
     "lightning.pytorch.accelerators.CUDAAccelerator", "pytorch_lightning.accelerators.CUDAAccelerator",
