@@ -444,6 +444,11 @@ def test_the_ddp_wrap_uses_the_name_torch_is_imported_as():
     # "cuda:" cut from a device's text in a function that keeps "npu:" for its own NPU branch
     'import torch\ndef parse(d):\n    for remove in "cuda:", "(", ")":\n        d = d.replace(remove, "")\n'
     '    if d.startswith("npu"):\n        return d\n    return d\n',
+    # platforms beside "cuda" ("rocm" runs on torch's "cuda" device): a group of GPU platforms, which
+    # the NPU would join (a test's expectations for ROCm chosen on the NPU)
+    'import torch\ndef score(kind, other):\n    if kind in ["cuda", "rocm"] and other in ["cuda", "rocm"]:\n        return 4\n'
+    '    return 0\n',
+    'import torch\nGPU_VENDORS = ("cuda", "nvidia", "amd")\nuse = torch.cuda.is_available() and platform in GPU_VENDORS\n',
 ])
 def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
     output, result = migrate(source)
@@ -458,6 +463,8 @@ def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
     ('import torch\nif "cuda" not in args.device:\n    pass\n', '"npu" not in args.device'),
     ('import torch\nconfig = {"device": "cuda"}\n', '{"device": "npu"}'),
     ('import torch\nx = batch["input"].to("cuda")\n', 'to("npu")'),
+    # torch's device types beside it: a group of devices
+    ('import torch\nif x.device.type in ("cuda", "xpu"):\n    pass\n', 'in ("npu", "xpu")'),
     ('import torch\nd = torch.device("cuda:" + str(rank))\n', 'torch.device("npu:" + str(rank))'),
     ('import torch\nif device.startswith("cuda:"):\n    torch.cuda.set_device(device)\n', 'device.startswith("npu:")'),
     # cut from a device's text where nothing handles the NPU: "npu:0" must lose its prefix as "cuda:0" did

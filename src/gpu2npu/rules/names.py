@@ -262,6 +262,8 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
         # `"cuda" in state` asks for a key; `"cuda" in str(device)`, `in args.device` ask about a device
         within = cst.Module(body=()).code_for_node(parent.comparisons[0].comparator).lower()
         return not any(word in within for word in _DEVICE_HOLDERS) and not _looks_up_by_device(rule, node)
+    if isinstance(parent, cst.Element) and _among_platform_labels(parent_of(parent)):
+        return True
     if isinstance(parent, cst.Arg):
         call = parent_of(parent)
         if isinstance(call, cst.Call):
@@ -279,6 +281,18 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
         # Elsewhere it goes with the device ("npu:0" must lose its prefix as "cuda:0" did).
         return True
     return enum_label(rule, node)
+
+
+# Names of GPU platforms that are no torch device type (ROCm runs on torch's "cuda" device): a
+# list of strings with one of them beside "cuda" lists platforms (`kind in ["cuda", "rocm"]`, a
+# test's expectations chosen per platform), where "npu" would join the GPUs' group.
+PLATFORM_LABELS = frozenset({"rocm", "nvidia", "amd"})
+
+
+def _among_platform_labels(collection: Optional[cst.CSTNode]) -> bool:
+    return isinstance(collection, (cst.List, cst.Tuple, cst.Set)) and any(
+        isinstance(element.value, cst.SimpleString) and string_text(element.value) in PLATFORM_LABELS
+        for element in collection.elements)
 
 
 def names_a_method(rule, node: cst.CSTNode) -> bool:
