@@ -102,6 +102,12 @@ LEFT_AS_WRITTEN = [
     ("import torch\nfrom torch.nn.attention.varlen import varlen_attn\n\ndef attend(q, k, v, cu, m):\n"
      "    fast = q.is_cuda and q.dtype == torch.bfloat16\n    if not fast:\n        return sdpa(q, k, v)\n"
      "    return varlen_attn(q, k, v, cu, cu, m, m)\n", 5),
+    # FlexAttention raises for NPU tensors: torch's function, and transformers' attention option naming it
+    ("import torch\nfrom torch.nn.attention.flex_attention import flex_attention\n"
+     "out = flex_attention(q, k, v) if q.is_cuda else sdpa(q, k, v)\n", 3),
+    ("import torch\nif torch.cuda.is_available():\n    model.config._attn_implementation = 'flex_attention'\n", 2),
+    ("import torch\nfrom transformers import AutoModel\nuse_flex = torch.cuda.is_available()\n"
+     "model = AutoModel.from_pretrained(p, attn_implementation='flex_attention' if use_flex else 'sdpa')\n", 4),
 ]
 
 
@@ -241,3 +247,33 @@ def test_the_variable_of_a_dead_test_read_negated_is_not_migrated_either():
                               "    return torch.cuda.get_device_capability()\n")
     assert "cuda_available = torch.cuda.is_available()" in output
     assert [guard.start_line for guard in guards] == [4, 5]  # the variable and the test
+
+
+class TestATestAroundADeadOne:
+    """A device test around one left as written guards nothing CUDA-only there: the inner test's
+    branch stays dead on the NPU by itself.  So the outer one is migrated, and a device whose type
+    the inner test compares goes on moving with the migration."""
+
+    SOURCE = ("import torch\n\ndef place(model):\n    gpus = torch.cuda.device_count()\n    if gpus > 1:\n"
+              "        device = torch.device(f'cuda:{gpus - 1}')\n        model.to(device)\n"
+              "        if device.type == 'cuda':\n            model.config._attn_implementation = 'flex_attention'\n"
+              "    return model\n")
+
+    def test_the_inner_test_alone_stays(self):
+        output, guards = _migrate(self.SOURCE)
+        assert "        if device.type == 'cuda':\n" in output
+        assert [guard.start_line for guard in guards] == [8]
+
+    def test_the_outer_test_and_the_device_are_migrated(self):
+        output, _ = _migrate(self.SOURCE)
+        assert "gpus = torch_npu.npu.device_count()" in output
+        assert "device = torch.device(f'npu:{gpus - 1}')" in output
+
+    def test_a_test_that_exits_before_a_dead_one_still_stays_with_it(self):
+        # `if not D: raise` in the body guards the rest of the function: migrating the outer
+        # test alone would send the NPU past the refusal
+        output, guards = _migrate(
+            "import torch\nimport torch_tensorrt\n\ndef to_trt(m, d):\n    if m.device.type != 'cuda':\n"
+            "        if not torch.cuda.is_available():\n            raise RuntimeError('CUDA only')\n"
+            "    return torch_tensorrt.compile(m)\n")
+        assert "if m.device.type != 'cuda':" in output and [guard.start_line for guard in guards] == [5, 6]

@@ -59,6 +59,8 @@ FLASH_ATTN_FUNCTIONS = frozenset({
     "flash_attn_unpadded_func", "flash_attn_unpadded_kvpacked_func", "flash_attn_unpadded_qkvpacked_func",
 })
 
+_FLEX_ATTENTION = ("torch's flex_attention raises for NPU tensors (it takes CUDA, CPU, XPU, HPU and MPS tensors "
+                   "only; torch_npu registers no FlexAttention): ")
 TIPS = {
     "torch.cuda.nvtx": "use torch_npu.npu.mstx (mark, range_start/range_end) to annotate NPU profiles",
     "torch.cuda.CUDAGraph": "use torch_npu.npu.NPUGraph (torch_npu.npu.graph) where available",
@@ -235,6 +237,10 @@ TIPS = {
     "torch.nn.attention.varlen": "varlen_attn runs torch's Flash-Attention CUDA kernel, which torch_npu has no NPU "
     "kernel for: torch_npu.npu_fusion_attention takes the same packed sequences (input_layout=\"TND\", "
     "actual_seq_qlen and actual_seq_kvlen: the cumulative ends, cu_seq without its leading 0)",
+    "torch.nn.attention.flex_attention.flex_attention": _FLEX_ATTENTION + "the mask that mask_mod describes handed "
+    "to torch.nn.functional.scaled_dot_product_attention (or torch_npu.npu_fusion_attention) computes the same",
+    'attn_implementation="flex_attention"': _FLEX_ATTENTION + "attn_implementation=\"sdpa\" runs torch_npu's fused "
+    "attention",
     "cutlass": f"CUTLASS and its CuTe DSL compile kernels for NVIDIA GPUs only: write what the kernel computes "
     f"{_KERNEL_INSTEAD}Ascend C",
     "cuda": "NVIDIA's CUDA Python (cuda.bindings: the driver, runtime and NVRTC; cuda.core; cuTile's cuda.tile) needs "

@@ -37,6 +37,7 @@ from ..knowledge.tips import (CUDA_BUILD_BINDINGS, CUDA_BUILD_STRING, CUDA_ONLY_
                               FUSED_OPTIMIZERS, cuda_only_package, has_fused_kernel, migratable_cuda_path)
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
+from .transformers_attention import FLEX, FLEX_ATTENTION, OPTION as ATTENTION_OPTION, chooses_attention
 from .names import (DEVICE_STRING, FRAMEWORK_OPTIONS, dotted_name, framework_option, nodes_within, not_a_device,
                     properties_query_stays, qualified_names, string_text)
 from .walk import ParentNodeProvider, walk
@@ -44,9 +45,10 @@ from .walk import ParentNodeProvider, walk
 Span = npu_aware.Span
 
 # torch names that only work with CUDA and that no rule migrates (outside torch.cuda).  varlen_attn
-# runs ATen's _flash_attention_forward, which no torch_npu release registers an NPU kernel for.
+# runs ATen's _flash_attention_forward, which no torch_npu release registers an NPU kernel for;
+# flex_attention raises for tensors of a device it does not list (cuda, cpu, xpu, hpu, mps).
 CUDA_ONLY_TORCH = ("torch.utils.cpp_extension.CUDAExtension", "torch.backends.cuda.sdp_kernel",
-                   "torch.nn.attention.varlen", *CUDA_BUILD_BINDINGS)
+                   "torch.nn.attention.varlen", FLEX_ATTENTION, *CUDA_BUILD_BINDINGS)
 # Frameworks' CUDA-specific classes that have no NPU counterpart of the same name.
 CUDA_ONLY_CLASSES = (
     "lightning.pytorch.accelerators.CUDAAccelerator", "pytorch_lightning.accelerators.CUDAAccelerator",
@@ -185,6 +187,9 @@ class _Resolver(cst.CSTVisitor):
         if text is not None and CUDA_BUILD_STRING.match(text):
             self.cuda_only[id(node)] = text  # another framework's CUDA build or provider
             return
+        if text == FLEX and chooses_attention(self, node):
+            self.cuda_only[id(node)] = f'{ATTENTION_OPTION}="{FLEX}"'  # transformers' FlexAttention
+            return
         if text is not None and (DEVICE_STRING.match(text) or text == "gpu") and not not_a_device(self, node):
             self._device_string(node, text)
 
@@ -286,10 +291,15 @@ class _Finder:
         self.positions = positions
         self.skip: Set[int] = set()  # boolean operations inside one left as written
         self.spans: Dict[Span, Optional[DeadGuard]] = {}
+        # the tests (and what they guard) of the dead guards judged so far: a test around one of
+        # them guards nothing CUDA-only there, as its branch stays dead on the NPU by itself
+        self.covered: Set[int] = set()
+        self.exit_guards: Set[int] = set()  # those of `if not D: return` (or raise, ...)
 
     # -- what a region holds ---------------------------------------------------------------
     def _first_cuda_only(self, nodes: Iterable[Optional[cst.CSTNode]]) -> Optional[str]:
-        return _first_in(nodes, self.cuda_only.get)
+        covered, cuda_only = self.covered, self.cuda_only
+        return _first_in(nodes, lambda key: _COVERED if key in covered else cuda_only.get(key))
 
     # -- device tests ----------------------------------------------------------------------
     def _is_device_test(self, node: cst.BaseExpression) -> bool:
@@ -332,9 +342,11 @@ class _Finder:
             code = _one_line(test)
             tf32 = any(node is not None and "allow_tf32" in cst.Module(body=()).code_for_node(node) for node in guarded)
             self._add(test, DeadGuard(code, hit, gates_tf32=tf32))
+            self.covered.add(id(test))
             for node in guarded:
                 if node is not None:
                     self._add(node, None)
+                    self.covered.add(id(node))
             return
 
     def visit_If(self, node: cst.If) -> None:
@@ -348,7 +360,7 @@ class _Finder:
             # send the NPU past the inner one, into what it guards.
             body = self.positions.get(node.body)
             inner = next((guard for (_, start, _, end, _), guard in self.spans.items() if guard is not None
-                          and body.start.line <= start and end <= body.end.line), None)
+                          and id(guard) in self.exit_guards and body.start.line <= start and end <= body.end.line), None)
             if inner is not None:
                 code = _one_line(node.test)
                 self.spans[test_span] = DeadGuard(code, inner.guarded, inner.gates_tf32)
@@ -387,7 +399,9 @@ class _Finder:
                 if when_false and self._first_cuda_only(guarded) is not None:
                     hit = self._first_cuda_only([statement.test, *guarded])
                     code = _one_line(statement.test)
-                    self._add(statement.test, DeadGuard(code, hit))
+                    guard = DeadGuard(code, hit)
+                    self.exit_guards.add(id(guard))
+                    self._add(statement.test, guard)
             for block in _blocks_of(statement):
                 self._block(block, rest)
 
@@ -423,6 +437,10 @@ def _one_line(node: cst.CSTNode) -> str:
     return " ".join(cst.Module(body=()).code_for_node(node).split())
 
 
+# What a lookup answers for a subtree that a walk for the first hit passes over.
+_COVERED = object()
+
+
 class _FirstHit(cst.CSTVisitor):
     """Stops at the first node `lookup(id(node))` answers for."""
 
@@ -433,6 +451,8 @@ class _FirstHit(cst.CSTVisitor):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         hit = self.lookup(id(node))
+        if hit is _COVERED:
+            return False
         if hit is not None:
             self.found.append(hit)
             return False
@@ -533,10 +553,15 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
     finder.visit_Module(wrapper.module)
     for function in resolver.functions:
         finder.visit_FunctionDef(function)
-    for node in resolver.ifs:
-        finder.visit_If(node)
-    for node in resolver.ifexps:
-        finder.visit_IfExp(node)
+    # the inner tests first: a test around a dead one is judged without what that one guards
+    # (a later start is never an outer one)
+    positions = finder.positions
+    for node in sorted([*resolver.ifs, *resolver.ifexps], reverse=True,
+                       key=lambda node: (positions[node].start.line, positions[node].start.column)):
+        if isinstance(node, cst.If):
+            finder.visit_If(node)
+        else:
+            finder.visit_IfExp(node)
     for node in resolver.boolops:
         finder.visit_BooleanOperation(node)
     # `use_cuda = torch.cuda.is_available()` ... `if use_cuda: <CUDA-only>`: the variable's
@@ -546,8 +571,10 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
     for node in resolver.assigns if tested else ():
         for target in node.targets:
             name = dotted_name(target.target)
+            # (read as the test itself, `if use_cuda:`; a device whose type the test compares,
+            # `x.device.type == "cuda"`, goes on being the device: the test stays, the device moves)
             guard = next((guard for guard in tested if name and re.search(
-                rf"(?<![\w.]){re.escape(name)}(?![\w(])", guard.test)), None) if name else None
+                rf"(?<![\w.]){re.escape(name)}(?![\w(.])", guard.test)), None) if name else None
             if guard is not None and _mentions_cuda(node.value):
                 finder.spans[npu_aware.span_of(finder.positions[node.value], node.value)] = DeadGuard(
                     _one_line(node.value), guard.guarded, guard.gates_tf32)

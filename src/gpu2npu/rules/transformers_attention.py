@@ -14,6 +14,9 @@ from .walk import ParentNodeProvider
 
 FLASH = "flash_attention_2"
 OPTION = "attn_implementation"
+# transformers' FlexAttention calls torch's flex_attention, which raises for NPU tensors.
+FLEX = "flex_attention"
+FLEX_ATTENTION = "torch.nn.attention.flex_attention.flex_attention"
 # The transformers releases whose flash_attention_2 runs on an NPU: 4.51.0 brought
 # integrations/npu_flash_attention.py (torch_npu.npu_fusion_attention); 4.54.0 to 4.55.2 read the
 # flash-attn package's version again before it, and raise where that package is absent (always,
@@ -86,6 +89,12 @@ class TransformersFlashAttention(Rule):
             "kwargs = {'attn_implementation': 'sdpa', 'torch_dtype': 'auto'}\n",
             transformers=">=4.54,<4.55",
         ),
+        # one of the values a choice hands to the option
+        Example(
+            "model = AutoModel.from_pretrained(name, attn_implementation='flash_attention_2' if fast else 'eager')\n",
+            "model = AutoModel.from_pretrained(name, attn_implementation='sdpa' if fast else 'eager')\n",
+            transformers="==4.45.0",
+        ),
     )
     unchanged = (
         # a variable of the program's own (which it may compare or hand on): not the option itself
@@ -94,14 +103,15 @@ class TransformersFlashAttention(Rule):
         # no transformers pinned: reported (NPU927), not changed
         "from transformers import AutoModelForCausalLM\n"
         "model = AutoModelForCausalLM.from_pretrained(name, attn_implementation=\"flash_attention_2\")\n",
-        # a comparison reads the option, it does not choose it
+        # a comparison reads the option, it does not choose it (also as a choice's test)
         "if args.attn_implementation == 'flash_attention_2':\n    tokenizer.padding_side = 'left'\n",
+        "model = AutoModel.from_pretrained(name, attn_implementation='x' if 'flash_attention_2' in seen else 'y')\n",
         # the words in prose
         "print('flash_attention_2 is fastest on GPUs')\nHELP = 'flash_attention_2'\n",
     )
 
     def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString):
-        if original_node.evaluated_value != FLASH or not self._chooses_attention(original_node):
+        if original_node.evaluated_value != FLASH or not chooses_attention(self, original_node):
             return updated_node
         spec = self.context.options.transformers
         decided = verdict(spec)
@@ -125,32 +135,38 @@ class TransformersFlashAttention(Rule):
         quote = original_node.quote
         return updated_node.with_changes(value=f"{original_node.prefix}{quote}sdpa{quote}")
 
-    def _chooses_attention(self, node: cst.SimpleString) -> bool:
-        """Whether the string is the value handed to transformers' attention option."""
-        parent = self.get_metadata(ParentNodeProvider, node, None)
-        if isinstance(parent, cst.Arg) and parent.keyword is not None:
-            if parent.keyword.value == OPTION:
-                return True
-            if parent.keyword.value == "default":  # field(default=...), add_argument(..., default=...)
-                call = self.get_metadata(ParentNodeProvider, parent, None)
-                return isinstance(call, cst.Call) and self._names_the_option(call)
-            return False
-        if isinstance(parent, cst.DictElement) and parent.value is node:
-            key = parent.key
-            return isinstance(key, cst.SimpleString) and key.evaluated_value == OPTION
-        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node:
-            return _stores_the_option(parent)
-        return False
 
-    def _names_the_option(self, call: cst.Call) -> bool:
-        """A call whose result is stored under the option's name (a dataclass field), or an
-        argparse option of that name."""
-        for arg in call.args:
-            if arg.keyword is None and isinstance(arg.value, cst.SimpleString) and \
-                    OPTION in (arg.value.evaluated_value or "").replace("-", "_"):
-                return True
-        holder = self.get_metadata(ParentNodeProvider, call, None)
-        return isinstance(holder, (cst.Assign, cst.AnnAssign)) and holder.value is call and _stores_the_option(holder)
+def chooses_attention(rule, node: cst.SimpleString) -> bool:
+    """Whether the string is the value handed to transformers' attention option (`rule` declares
+    ParentNodeProvider)."""
+    parent = rule.get_metadata(ParentNodeProvider, node, None)
+    # one of the values a choice gives the option (`"flash_attention_2" if fast else "sdpa"`)
+    while isinstance(parent, cst.IfExp) and node is not parent.test:
+        node, parent = parent, rule.get_metadata(ParentNodeProvider, parent, None)
+    if isinstance(parent, cst.Arg) and parent.keyword is not None:
+        if parent.keyword.value == OPTION:
+            return True
+        if parent.keyword.value == "default":  # field(default=...), add_argument(..., default=...)
+            call = rule.get_metadata(ParentNodeProvider, parent, None)
+            return isinstance(call, cst.Call) and _names_the_option(rule, call)
+        return False
+    if isinstance(parent, cst.DictElement) and parent.value is node:
+        key = parent.key
+        return isinstance(key, cst.SimpleString) and key.evaluated_value == OPTION
+    if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node:
+        return _stores_the_option(parent)
+    return False
+
+
+def _names_the_option(rule, call: cst.Call) -> bool:
+    """A call whose result is stored under the option's name (a dataclass field), or an
+    argparse option of that name."""
+    for arg in call.args:
+        if arg.keyword is None and isinstance(arg.value, cst.SimpleString) and \
+                OPTION in (arg.value.evaluated_value or "").replace("-", "_"):
+            return True
+    holder = rule.get_metadata(ParentNodeProvider, call, None)
+    return isinstance(holder, (cst.Assign, cst.AnnAssign)) and holder.value is call and _stores_the_option(holder)
 
 
 def _stores_the_option(statement) -> bool:
