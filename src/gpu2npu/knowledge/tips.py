@@ -270,6 +270,11 @@ CUDA_ONLY_PACKAGES = (
     "vllm.distributed.device_communicators.pynccl", *VLLM_WEIGHT_TRANSFER_CUDA,
 )
 
+# Values of transformers' attn_implementation that need something Ascend lacks (the flash-attn
+# package in some releases; torch's flex_attention, which refuses NPU tensors): the rule that
+# decides them (rules/transformers_attention.py) and the scan's words read them here.
+TRANSFORMERS_ATTENTION_VALUES = ("flash_attention_2", "flex_attention")
+
 # Another framework's CUDA build or execution provider, named in a string: a pip requirement of a
 # `-gpu` build (onnxruntime-gpu, paddlepaddle-gpu, faiss-gpu), an extra for CUDA (`jax[cuda12]`),
 # ONNX Runtime's CUDA and TensorRT providers.  What a device test chooses with one is CUDA-only.

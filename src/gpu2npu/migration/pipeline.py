@@ -35,14 +35,14 @@ from ..rules.reroute import answers_probe
 from ..rules.batch import run_batch
 from ..rules.custom import apply_custom_rules
 from ..rules.names import ImportAliases
-from ..knowledge.tips import CUDA_ONLY_PACKAGES
+from ..knowledge.tips import CUDA_ONLY_PACKAGES, TRANSFORMERS_ATTENTION_VALUES
 
 # When Python's `ast` cannot read a file (newer syntax, broken code), a file containing none of
 # these, and nothing else the scan would send to the rules (`scan.could_need_rewrite`), cannot be
 # touched by any rule or reported by the analysis, so it is not parsed at all.
 # (the CUDA-only packages are tips.CUDA_ONLY_PACKAGES, as the scan and the analysis know them)
 RELEVANT_WORDS = tuple(dict.fromkeys(("cuda", "CUDA", "nccl", "NCCL", "DataParallel", "DataLoader", "torch_npu", ".to(",
-                                      "device=", "nvidia", "flash_attention_2", *CUDA_ONLY_PACKAGES)))
+                                      "device=", "nvidia", *TRANSFORMERS_ATTENTION_VALUES, *CUDA_ONLY_PACKAGES)))
 
 
 @functools.lru_cache(maxsize=None)

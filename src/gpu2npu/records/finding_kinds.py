@@ -382,6 +382,22 @@ TRANSFORMERS_FLASH_ATTENTION = _kind(
      "model = AutoModelForCausalLM.from_pretrained(name, attn_implementation=\"sdpa\")\n",),
 )
 
+TRANSFORMERS_FLEX_ATTENTION = _kind(
+    "NPU931", "TransformersFlexAttention", "transformers' attn_implementation=\"flex_attention\"", ERROR,
+    "transformers' \"flex_attention\" calls torch's flex_attention, which takes CUDA, CPU, XPU, HPU and MPS tensors "
+    "only and raises for NPU tensors (torch_npu registers no FlexAttention): the model's first forward on the NPU "
+    "fails. Behind a CUDA device test the choice is left as written, and the test with it (the NPU takes the "
+    "other branch).",
+    "use attn_implementation=\"sdpa\", which torch_npu runs with its fused attention (or \"eager\"); a block mask "
+    "built for FlexAttention becomes an attention mask for torch.nn.functional.scaled_dot_product_attention.",
+    (("from transformers import AutoModelForCausalLM\n"
+      "model = AutoModelForCausalLM.from_pretrained(name, attn_implementation=\"flex_attention\")\n",
+      "attn_implementation=\"flex_attention\"", UNSUPPORTED_CSV),),
+    ("from transformers import AutoModelForCausalLM\n"
+     "model = AutoModelForCausalLM.from_pretrained(name, attn_implementation=\"sdpa\")\n",
+     "if config._attn_implementation == \"flex_attention\":\n    mask = block_mask\n"),
+)
+
 # Where the examples of a kind that only `gpu2npu check` reports stand.
 CHECK = "gpu2npu check"
 

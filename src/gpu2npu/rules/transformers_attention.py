@@ -8,14 +8,13 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from ..records.change import Finding, Report
-from ..records.finding_kinds import LEFT_ON_PURPOSE, TRANSFORMERS_FLASH_ATTENTION
+from ..records.finding_kinds import LEFT_ON_PURPOSE, TRANSFORMERS_FLASH_ATTENTION, TRANSFORMERS_FLEX_ATTENTION
+from ..knowledge.tips import TRANSFORMERS_ATTENTION_VALUES, tip_for
 from .base import Example, Rule
 from .walk import ParentNodeProvider
 
-FLASH = "flash_attention_2"
+FLASH, FLEX = TRANSFORMERS_ATTENTION_VALUES  # (FlexAttention calls torch's flex_attention: no NPU tensors)
 OPTION = "attn_implementation"
-# transformers' FlexAttention calls torch's flex_attention, which raises for NPU tensors.
-FLEX = "flex_attention"
 FLEX_ATTENTION = "torch.nn.attention.flex_attention.flex_attention"
 # The transformers releases whose flash_attention_2 runs on an NPU: 4.51.0 brought
 # integrations/npu_flash_attention.py (torch_npu.npu_fusion_attention); 4.54.0 to 4.55.2 read the
@@ -64,13 +63,15 @@ class TransformersFlashAttention(Rule):
     fused attention); where the pin does not decide (none, or a range across both), it stays and
     is reported (NPU927).  The value counts where it is given to transformers: the
     `attn_implementation` keyword, a dict entry of that key, an assignment to a name or attribute
-    of that name, or the default of such an option (dataclass field, argparse); comparisons with
-    it are left as they are.
+    of that name, or the default of such an option (dataclass field, argparse), or one of the
+    values a conditional expression gives it; comparisons with it are left as they are.
+    `"flex_attention"` in the same places is reported (NPU931): no transformers release runs it on
+    an NPU, as torch's flex_attention raises for NPU tensors.
     """
 
     code = "NPU266"
     summary = 'attn_implementation="flash_attention_2" -> "sdpa" where the pinned transformers cannot run it on NPU'
-    triggers = (FLASH,)
+    triggers = TRANSFORMERS_ATTENTION_VALUES
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
     examples = (
         Example(
@@ -111,7 +112,13 @@ class TransformersFlashAttention(Rule):
     )
 
     def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString):
-        if original_node.evaluated_value != FLASH or not chooses_attention(self, original_node):
+        value = original_node.evaluated_value
+        if value not in (FLASH, FLEX) or not chooses_attention(self, original_node):
+            return updated_node
+        if value == FLEX:  # no transformers runs it on the NPU: reported, left as written
+            start, end = self.lines_of(original_node)
+            self.findings.append(Finding(self.context.path, start, end, Report.UNSUPPORTED, f'{OPTION}="{FLEX}"',
+                                         tip_for(f'{OPTION}="{FLEX}"'), TRANSFORMERS_FLEX_ATTENTION.code))
             return updated_node
         spec = self.context.options.transformers
         decided = verdict(spec)

@@ -5,7 +5,7 @@ import functools
 import re
 
 from ...knowledge import env_vars
-from ...knowledge.tips import CUDA_ONLY_PACKAGES
+from ...knowledge.tips import CUDA_ONLY_PACKAGES, TRANSFORMERS_ATTENTION_VALUES
 
 # What makes a file need the rules.  Attributes: `x.cuda()`, `torch.cuda`, `Backend.NCCL`,
 # `nn.DataParallel`, `data.DataLoader`, `cpp_extension`, `random.fork_rng`.  Imports: any module
@@ -20,7 +20,8 @@ REWRITE_WORD = re.compile("|".join(REWRITE_WORDS).replace("nccl", "(?-i:nccl|NCC
 _ATTRIBUTE_WORD = re.compile(r"cuda|(?-i:nccl|NCCL|Nccl)|^(DataParallel|data_parallel|DataLoader|cpp_extension|torch_npu"
                              r"|allow_tf32|fp32_precision|fork_rng)$", re.IGNORECASE)
 # device names are lower case; the CUDA/NCCL environment variables upper case (env_vars.NAME)
-STRING_WORD = re.compile(r"^cuda|torch\.cuda\.|(?i:nccl)|CUDA_VISIBLE_DEVICES|^flash_attention_2$|" + env_vars.NAME.pattern)
+STRING_WORD = re.compile(r"^cuda|torch\.cuda\.|(?i:nccl)|CUDA_VISIBLE_DEVICES|"
+                         + "".join(f"^{value}$|" for value in TRANSFORMERS_ATTENTION_VALUES) + env_vars.NAME.pattern)
 # Methods whose first argument is a device, and calls returning a device index (as in NPU104).
 DEVICE_METHODS = {"to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
 INDEX_RETURNING = {"current_device", "get_rank", "get_local_rank", "device_count", "get_world_size"}
