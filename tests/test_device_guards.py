@@ -269,6 +269,19 @@ class TestATestAroundADeadOne:
         assert "gpus = torch_npu.npu.device_count()" in output
         assert "device = torch.device(f'npu:{gpus - 1}')" in output
 
+    def test_a_test_around_a_dead_one_on_a_variable_assigned_in_it_stays(self):
+        # Lightning's connector: the inner test reads the accelerator flag itself, so what the outer
+        # branch assigns to it stays as written with it; migrated alone, the outer test would let
+        # the NPU into that CUDA choice
+        output, guards = _migrate(
+            "import torch\n\ndef choose(self):\n    if self._accelerator_flag == 'auto':\n"
+            "        self._accelerator_flag = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "    if self.devices[0].type == 'cuda':\n"
+            "        if self._accelerator_flag and self._accelerator_flag not in ('auto', 'cuda', 'gpu'):\n"
+            "            raise ValueError('choose one device type')\n        self._accelerator_flag = 'cuda'\n")
+        assert "    if self.devices[0].type == 'cuda':\n" in output and "self._accelerator_flag = 'cuda'\n" in output
+        assert [guard.start_line for guard in guards] == [5, 6, 7, 9]
+
     def test_a_test_that_exits_before_a_dead_one_still_stays_with_it(self):
         # `if not D: raise` in the body guards the rest of the function: migrating the outer
         # test alone would send the NPU past the refusal

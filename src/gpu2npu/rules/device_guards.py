@@ -250,6 +250,7 @@ class _Resolver(cst.CSTVisitor):
                     if name is not None:
                         names.add(name)
                         targets.add(id(target.target))
+        self.device_variables = names
         if names:
             for node in self.reads:
                 if id(node) not in targets and dotted_name(node) in names:
@@ -258,6 +259,12 @@ class _Resolver(cst.CSTVisitor):
 
 # torch's optimizers with a fused form, as code chooses them by name (`getattr(torch.optim, name)`)
 _OPTIMIZER_NAMES = {name.rsplit(".", 1)[-1]: name for name in FUSED_OPTIMIZERS}
+
+
+def _reads_itself(name: str, test: str) -> bool:
+    """Whether the code of a test reads the variable `name` as a value of its own (`if use_cuda:`,
+    `not cuda_ok`), not an attribute of it (`device.type == "cuda"`)."""
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?![\w(.])", test) is not None
 
 
 def _is_true(node: cst.BaseExpression) -> bool:
@@ -295,6 +302,7 @@ class _Finder:
         # them guards nothing CUDA-only there, as its branch stays dead on the NPU by itself
         self.covered: Set[int] = set()
         self.exit_guards: Set[int] = set()  # those of `if not D: return` (or raise, ...)
+        self.device_variables: Set[str] = set()  # names assigned a device test (`use_cuda = ...`)
 
     # -- what a region holds ---------------------------------------------------------------
     def _first_cuda_only(self, nodes: Iterable[Optional[cst.CSTNode]]) -> Optional[str]:
@@ -342,11 +350,15 @@ class _Finder:
             code = _one_line(test)
             tf32 = any(node is not None and "allow_tf32" in cst.Module(body=()).code_for_node(node) for node in guarded)
             self._add(test, DeadGuard(code, hit, gates_tf32=tf32))
-            self.covered.add(id(test))
+            # (not where the test reads a variable as the test itself: what is assigned to it,
+            # around this test too, stays as written with it)
+            cover = not any(_reads_itself(name, code) for name in self.device_variables)
+            for node in (test, *guarded) if cover else ():
+                if node is not None:
+                    self.covered.add(id(node))
             for node in guarded:
                 if node is not None:
                     self._add(node, None)
-                    self.covered.add(id(node))
             return
 
     def visit_If(self, node: cst.If) -> None:
@@ -481,12 +493,15 @@ def exits(block: cst.BaseSuite, kinds=EXITS) -> bool:
 
 # (CUDA Python's `cuda` by its modules: the word alone is in every `torch.cuda` too)
 # Other frameworks' device options count: the rules leave their values as written (names.FRAMEWORK_OPTIONS).
-_CUDA_ONLY_WORD = re.compile(r"\b(%s)\b|(?<![\w.])cuda\.\w|\bfrom\s+cuda\s+import\b" % "|".join(sorted(
-    {package.split(".")[0] for package in CUDA_ONLY_PACKAGES if package != "cuda"}
+# (an option asked for anywhere is found inside a longer name too, `self._accelerator_flag`, as
+# names.framework_option finds it)
+_CUDA_ONLY_WORD = re.compile(r"\b(%s)\b|(?<![\w.])cuda\.\w|\bfrom\s+cuda\s+import\b|%s" % ("|".join(sorted(
+    # (transformers' CUDA-only integrations by their own name: the package's is in most files)
+    {package.rsplit(".", 1)[-1] if package.startswith("transformers.") else package.split(".")[0]
+     for package in CUDA_ONLY_PACKAGES if package != "cuda"}
     | {name.rsplit(".", 1)[-1] for name in CUDA_ONLY_TORCH + CUDA_ONLY_CLASSES}
-    | {option if callees is None else callee.rsplit(".", 1)[-1]
-       for option, callees, _ in FRAMEWORK_OPTIONS for callee in (callees or (option,))}
-    | {"get_device_name"})))
+    | {callee.rsplit(".", 1)[-1] for option, callees, _ in FRAMEWORK_OPTIONS for callee in callees or ()}
+    | {"get_device_name", FLEX})), "|".join(option for option, callees, _ in FRAMEWORK_OPTIONS if callees is None)))
 _CUDA_CHAIN = re.compile(r"\bcuda((?:\.\w+)+)")
 _FUSED_FLAG = re.compile(r"""\bfused["']?\s*[=:]\s*True\b""")
 _CUDA_BUILD_WORD = re.compile(r"-gpu\b|\[cuda|ExecutionProvider")
@@ -549,6 +564,7 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
         return {}
     resolver.mark_device_variables()
     finder = _Finder(resolver.cuda_only, resolver.device_terms, wrapper.resolve(PositionProvider))
+    finder.device_variables = resolver.device_variables
     # `return`/`raise` guards first (an `if` around one asks about it), then the tests.
     finder.visit_Module(wrapper.module)
     for function in resolver.functions:
@@ -573,8 +589,7 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
             name = dotted_name(target.target)
             # (read as the test itself, `if use_cuda:`; a device whose type the test compares,
             # `x.device.type == "cuda"`, goes on being the device: the test stays, the device moves)
-            guard = next((guard for guard in tested if name and re.search(
-                rf"(?<![\w.]){re.escape(name)}(?![\w(.])", guard.test)), None) if name else None
+            guard = next((guard for guard in tested if name and _reads_itself(name, guard.test)), None) if name else None
             if guard is not None and _mentions_cuda(node.value):
                 finder.spans[npu_aware.span_of(finder.positions[node.value], node.value)] = DeadGuard(
                     _one_line(node.value), guard.guarded, guard.gates_tf32)
