@@ -251,3 +251,34 @@ def test_diff_warns_of_a_torch_pin_other_than_the_release_as_the_migration_does(
     migrated = subprocess.run([sys.executable, "-m", "gpu2npu", "-i", str(project), "-o", str(tmp_path / "out"),
                                "-v", "2.1.0"], capture_output=True, text=True, timeout=120)
     assert warning in migrated.stderr
+
+
+class TestAProjectWrittenForALaterTorch:
+    """Many rows of APIs newer than the release's torch (NPU903) come with one line that names the
+    release whose torch has them all: the -v that migrates for the project's torch."""
+
+    @staticmethod
+    def _run(tmp_path, uses: int):
+        project = tmp_path / "project"
+        project.mkdir()
+        lines = [f"    if torch.compiler.is_compiling():\n        return {number}\n" for number in range(uses)]
+        (project / "steps.py").write_text("import torch\n\n\ndef step(x):\n" + "".join(lines)
+                                          + "    return torch.nn.attention.flex_attention.create_block_mask(causal, 1, 1, 8, 8)\n")
+        return run_cli("-i", str(project), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-html")
+
+    def test_names_the_release_that_has_them_all(self, tmp_path):
+        result = self._run(tmp_path, 12)
+        assert result.exit_code == 0, result.output
+        rows = [row for row in read_csv(tmp_path / "out" / "project_msft" / "unsupported_api.csv")
+                if row["Rule"] == "NPU903"]
+        [line] = [line for line in result.output.splitlines() if "NPU903" in line]
+        assert line.startswith(f"{len(rows)} uses of torch APIs that torch 2.1.0")
+        # (in the releases torch_npu pairs with: torch.compiler.is_compiling is 2.3.1's, flex_attention 2.5.1's)
+        assert "torch 2.5.1 has all of them: -v 2.5.1 (torch_npu 2.5.1) migrates for it" in line
+        log = (tmp_path / "out" / "project_msft" / "msFmkTranspltlog.txt").read_text()
+        assert line in log
+
+    def test_a_few_rows_speak_for_themselves(self, tmp_path):
+        result = self._run(tmp_path, 2)
+        assert result.exit_code == 0, result.output
+        assert not [line for line in result.output.splitlines() if "NPU903" in line]

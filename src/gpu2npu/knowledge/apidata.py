@@ -72,7 +72,7 @@ def available_versions() -> list:
         if entry.name.startswith("torch_npu_") and entry.name.endswith(".json")
     ]
     versions = [n[len("torch_npu_") : -len(".json")] for n in names]
-    return sorted(versions, key=_version_key)
+    return sorted(versions, key=version_key)
 
 
 def resolve_version(text: str) -> str:
@@ -91,9 +91,9 @@ def resolve_version(text: str) -> str:
         if matching:
             raise UnknownVersionError(f"-v {text} names several PyTorch versions with API data: "
                                       f"{', '.join(matching)}; give one of them")
-        wanted = _version_key(bare)
-        below = [version for version in known if _version_key(version) < wanted]
-        above = [version for version in known if _version_key(version) > wanted]
+        wanted = version_key(bare)
+        below = [version for version in known if version_key(version) < wanted]
+        above = [version for version in known if version_key(version) > wanted]
         nearest = (below[-1:] + above[:1])
         raise UnknownVersionError(f"no API data for PyTorch {text}; the nearest known: {' and '.join(nearest)} "
                                   f"(all: {', '.join(known)})")
@@ -248,7 +248,7 @@ def _torch_history() -> dict:
     return json.loads(resource.read_text(encoding="utf-8"))
 
 
-def _version_key(version: str) -> tuple:
+def version_key(version: str) -> tuple:
     return tuple(int(part) for part in version.split(".") if part.isdigit())
 
 
@@ -261,12 +261,12 @@ def torch_added_in(qualified: str, torch_version: str) -> Optional[str]:
     # comes with its module or after it (torch.nn.attention came with 2.3, its flex_attention
     # with 2.5), and a module's names the data does not list come with the module
     known = [added for added in (names.get(".".join(parts[:depth])) for depth in range(2, len(parts) + 1)) if added]
-    added = max(known, key=_version_key) if known else None
-    return added if added is not None and _version_key(added) > _version_key(torch_version) else None
+    added = max(known, key=version_key) if known else None
+    return added if added is not None and version_key(added) > version_key(torch_version) else None
 
 
 def torch_keyword_added_in(qualified: str, keyword: str, torch_version: str) -> Optional[str]:
     """The torch release that added the keyword parameter `keyword` of the function `qualified`
     when that is after `torch_version`, else None."""
     added = _torch_history()["keywords"].get(qualified, {}).get(keyword)
-    return added if added is not None and _version_key(added) > _version_key(torch_version) else None
+    return added if added is not None and version_key(added) > version_key(torch_version) else None
