@@ -278,6 +278,13 @@ class TestAProjectWrittenForALaterTorch:
         log = (tmp_path / "out" / "project_msft" / "msFmkTranspltlog.txt").read_text()
         assert line in log
 
+    def test_check_says_the_same(self, tmp_path):
+        migrated = [line for line in self._run(tmp_path, 12).output.splitlines() if "NPU903" in line]
+        done = subprocess.run([str(Path(sys.executable).parent / "gpu2npu"), "check", str(tmp_path / "project"),
+                               "-v", "2.1.0", "--no-cache"], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1
+        assert [line for line in done.stderr.splitlines() if "NPU903" in line] == [f"gpu2npu: note: {migrated[0]}"]
+
     def test_a_few_rows_speak_for_themselves(self, tmp_path):
         result = self._run(tmp_path, 2)
         assert result.exit_code == 0, result.output

@@ -47,6 +47,7 @@ class CheckFinding:
     # CUDA-only code the migration fixes by itself
     level: str
     cell: int = 0  # the notebook cell its lines are of (0: not a notebook)
+    subject: str = ""  # the report row's OP (the API) where it comes from one
 
 
 @dataclass
@@ -175,7 +176,7 @@ def _code_findings(shown: str, result: FileResult) -> List[CheckFinding]:
         elif finding.report == Report.UNSUPPORTED and _checked(finding.rule):
             findings.append(CheckFinding(shown, finding.start_line, finding.end_line, finding.rule,
                                          f"{finding.api} has no NPU equivalent: {finding.tip}", MANUAL,
-                                         cell_of(finding.tip)))
+                                         cell_of(finding.tip), finding.api))
     return findings
 
 

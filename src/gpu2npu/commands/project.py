@@ -26,6 +26,7 @@ from ..records.results import FileResult, Status, not_migrated_row
 from ..reports import csv_reports, log as run_log
 from ..reading.linemap import source_lines, unified_diff
 from ..reading.scan.api_rows import newer_torch_note
+from ..records.finding_kinds import NEWER_TORCH
 from ..records.options import Options
 from .request import RunRequest, check_request, earlier_reports
 from ..outputs.tree_copy import copy_entry, copy_folder_modes, move_into_place, previous_result, remove_tree, write_new, write_python
@@ -146,7 +147,7 @@ def _run_into(source: Path, staging: Path, target: Path, request: RunRequest, op
         for relative, name in cuda_ops:
             logger.info(f"{relative}: custom CUDA operator {name} needs an NPU implementation")
         result.notes += modes.write_all(staging, target, options, result, logger)
-        newer = newer_torch_note(result.findings, options.api)
+        newer = newer_torch_note([row.api for row in result.findings if row.rule == NEWER_TORCH.code], options.api)
         if newer is not None:
             result.notes.append(newer)
         result.rules = rule_catalogue(engine.cache)

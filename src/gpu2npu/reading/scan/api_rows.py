@@ -111,16 +111,15 @@ def _judge_release(call: ast.Call, name: str, path: str, api: apidata.ApiData) -
     return rows
 
 
-def newer_torch_note(findings, api: apidata.ApiData) -> Optional[str]:
-    """One line for the whole run where its rows of APIs newer than the release's torch (NPU903)
-    are many: the release whose torch has them all, which a -v of it migrates for (a project
-    written for a later torch gets one such row per use)."""
-    rows = [row for row in findings if row.rule == NEWER_TORCH.code]
-    if len(rows) < _NEWER_TORCH_NOTE_FROM:
+def newer_torch_note(names: List[str], api: apidata.ApiData) -> Optional[str]:
+    """One line for the whole run where its rows of APIs newer than the release's torch (NPU903,
+    their OPs `names`) are many: the release whose torch has them all, which a -v of it migrates
+    for (a project written for a later torch gets one such row per use)."""
+    if len(names) < _NEWER_TORCH_NOTE_FROM:
         return None
     needed = []
-    for row in rows:
-        name, _, keyword = row.api.partition("(")
+    for subject in names:
+        name, _, keyword = subject.partition("(")
         added = (apidata.torch_keyword_added_in(name, keyword.rstrip("=)"), api.torch_version) if keyword
                  else apidata.torch_added_in(name, api.torch_version))
         if added is not None:
@@ -132,8 +131,8 @@ def newer_torch_note(findings, api: apidata.ApiData) -> Optional[str]:
                     if apidata.version_key(version) >= apidata.version_key(newest)), None)
     where = (f"torch {newest} has all of them: -v {release} (torch_npu {release}) migrates for it" if release
              else f"torch {newest} has all of them, newer than every torch_npu release gpu2npu knows")
-    return (f"{len(rows)} uses of torch APIs that torch {api.torch_version}, which torch_npu {api.torch_npu_version} is "
-            f"built for, does not have yet (unsupported_api.csv, NPU903): {where}, where the project's torch is that new")
+    return (f"{len(names)} uses of torch APIs that torch {api.torch_version}, which torch_npu {api.torch_npu_version} is "
+            f"built for, does not have yet (NPU903): {where}, where the project's torch is that new")
 
 
 # From this many rows of newer-torch APIs a run says which release has them all.
