@@ -21,6 +21,12 @@ holds (`not D`, `x.device.type != "cuda"`, `not D or X`), the rest of T, the `el
 body ends by leaving the block (`return`, `raise`, `continue`, `break`), the rest of the block;
 likewise for conditional expressions (`a if D else b`) and boolean expressions (`D and X`).
 
+Tests inside a guarded part are judged first: a test around one left as written guards nothing
+CUDA-only there (that branch stays dead on the NPU by itself), so it is migrated on what else it
+guards, and a device whose type the inner test compares (`device.type == "cuda"`) moves with the
+migration.  Not where the inner test reads a variable as the test itself (`if use_cuda:`): what
+is assigned to it stays as written with it, around the test too.
+
 The decision is made once, on the original file, before any rule runs (like `npu_aware`).
 """
 from __future__ import annotations
@@ -96,6 +102,7 @@ class _Resolver(cst.CSTVisitor):
         self.boolops: List[cst.BooleanOperation] = []
         self.functions: List[cst.FunctionDef] = []
         self.assigns: List[cst.Assign] = []
+        self.device_variables: Set[str] = set()  # names assigned a device test (mark_device_variables)
         self.reads: List[cst.CSTNode] = []  # names and attributes read
         self.attribute_names: Set[int] = set()  # the `b` of `a.b`: no variable
         self.subscripts: List[cst.Subscript] = []  # `table[key]` with one key
