@@ -1,4 +1,5 @@
 """The command line: options, errors, exit statuses, what gets written."""
+import html
 import os
 import shutil
 import subprocess
@@ -277,6 +278,10 @@ class TestAProjectWrittenForALaterTorch:
         assert "torch 2.5.1 has all of them: -v 2.5.1 (torch_npu 2.5.1) migrates for it" in line
         log = (tmp_path / "out" / "project_msft" / "msFmkTranspltlog.txt").read_text()
         assert line in log
+        # the review page's header says it too
+        run_cli("-i", str(tmp_path / "project"), "-o", str(tmp_path / "paged"), "-v", "2.1.0")
+        page = (tmp_path / "paged" / "project_msft" / "report.html").read_text()
+        assert f'<ul class="notes"><li>{html.escape(line)}</li></ul></header>' in page
 
     def test_check_says_the_same(self, tmp_path):
         migrated = [line for line in self._run(tmp_path, 12).output.splitlines() if "NPU903" in line]

@@ -283,7 +283,8 @@ def _write_page(report_folder: Path, source: Path, staging: Path, target: Path, 
     facts = html_report.PageFacts(
         name=source.name, input=str(source), output=str(target), torch_version=options.api.torch_version,
         torch_npu_version=options.api.torch_npu_version, options=" ".join(flags), tool_version=__version__,
-        time=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) + f" ({time.time() - started:.1f} s)")
+        time=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) + f" ({time.time() - started:.1f} s)",
+        notes=tuple(result.notes))
     analysis = {**{code: kind.title for code, kind in KINDS.items()}, **ADVICE}
     return html_report.write_page(report_folder, facts, result.changes, result.findings, code_files, original, migrated,
                                   html_report.explanations_of(result.rules, analysis), memo)

@@ -1,6 +1,7 @@
 """report.html: one self-contained page that a reviewer reads instead of the CSVs.
 
-What was migrated and the verdict, counts by report and by rule (inline SVG), what is left to do
+What was migrated and the verdict, what the run says of the whole project (its console notes),
+counts by report and by rule (inline SVG), what is left to do
 (every unsupported, unknown and advice row, by file and kind, with its source line, tip and the
 rule's explanation), and every change as a highlighted diff whose hunks carry the rules that made
 them.  No network, scripts, fonts or images from elsewhere; the content needs no JavaScript (the
@@ -46,6 +47,7 @@ class PageFacts:
     options: str
     tool_version: str
     time: str
+    notes: Tuple[str, ...] = ()  # what the run says of the whole project (the console's and the log's notes)
 
 
 def _e(text) -> str:
@@ -85,7 +87,10 @@ def _page(facts, changes, findings, files, original, migrated, explanations, mem
         yield f"<dt>{_e(label)}</dt><dd>{_e(value)}</dd>"
     yield (f"</dl><p class=\"verdict\" id=\"verdict\">{len(changed)} file{'s' if len(changed) != 1 else ''} changed "
            f"({len(changes)} changes), {human} place{'s' if human != 1 else ''} need a human, "
-           f"{len(todo) - human} piece{'s' if len(todo) - human != 1 else ''} of advice</p></header>\n")
+           f"{len(todo) - human} piece{'s' if len(todo) - human != 1 else ''} of advice</p>")
+    if facts.notes:
+        yield "<ul class=\"notes\">" + "".join(f"<li>{_e(note)}</li>" for note in facts.notes) + "</ul>"
+    yield "</header>\n"
     yield "<section id=\"counts\"><h2>Counts</h2><div class=\"charts\">"
     by_report = Counter(REPORT_TITLES[f.report].split(" (")[0] for f in todo)
     yield _bars("by report", [("changes", len(changes))] + sorted(by_report.items()))
@@ -328,6 +333,7 @@ h1{font-size:1.5em;margin:.8em 0 .3em}h2{border-bottom:1px solid #d0d7de;padding
 h3{font-size:1em;margin:.8em 0 .3em;color:#57606a}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.1em 1em;margin:0}dt{color:#57606a}dd{margin:0;word-break:break-all}
 .verdict{font-size:1.2em;font-weight:600;margin:.8em 0}
+.notes{margin:.4em 0 .8em;padding-left:1.2em;max-width:70em}
 .charts{display:flex;flex-wrap:wrap;gap:2em}figure{margin:0}figcaption{color:#57606a}
 svg .bar{fill:#0969da}svg .label,svg .count{font:12px system-ui,sans-serif;fill:#1b1f24}
 .filters{position:sticky;top:0;background:#f6f8fa;border:1px solid #d0d7de;padding:.5em;margin-top:1em;z-index:1}
