@@ -59,6 +59,10 @@ FLASH_ATTN_FUNCTIONS = frozenset({
     "flash_attn_unpadded_func", "flash_attn_unpadded_kvpacked_func", "flash_attn_unpadded_qkvpacked_func",
 })
 
+# torch's FlexAttention, and transformers' choice of it (a row's OP, and the key of its tip): both
+# refuse NPU tensors.
+FLEX_ATTENTION = "torch.nn.attention.flex_attention.flex_attention"
+FLEX_ATTENTION_CHOICE = 'attn_implementation="flex_attention"'
 _FLEX_ATTENTION = ("torch's flex_attention raises for NPU tensors (it takes CUDA, CPU, XPU, HPU and MPS tensors "
                    "only; torch_npu registers no FlexAttention): ")
 TIPS = {
@@ -237,9 +241,9 @@ TIPS = {
     "torch.nn.attention.varlen": "varlen_attn runs torch's Flash-Attention CUDA kernel, which torch_npu has no NPU "
     "kernel for: torch_npu.npu_fusion_attention takes the same packed sequences (input_layout=\"TND\", "
     "actual_seq_qlen and actual_seq_kvlen: the cumulative ends, cu_seq without its leading 0)",
-    "torch.nn.attention.flex_attention.flex_attention": _FLEX_ATTENTION + "the mask that mask_mod describes handed "
+    FLEX_ATTENTION: _FLEX_ATTENTION + "the mask that mask_mod describes handed "
     "to torch.nn.functional.scaled_dot_product_attention (or torch_npu.npu_fusion_attention) computes the same",
-    'attn_implementation="flex_attention"': _FLEX_ATTENTION + "attn_implementation=\"sdpa\" runs torch_npu's fused "
+    FLEX_ATTENTION_CHOICE: _FLEX_ATTENTION + "attn_implementation=\"sdpa\" runs torch_npu's fused "
     "attention",
     "cutlass": f"CUTLASS and its CuTe DSL compile kernels for NVIDIA GPUs only: write what the kernel computes "
     f"{_KERNEL_INSTEAD}Ascend C",

@@ -40,10 +40,11 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..knowledge.apidata import ApiData
 from ..knowledge.tips import (CUDA_BUILD_BINDINGS, CUDA_BUILD_STRING, CUDA_ONLY_PACKAGES, CUDA_PROPERTY_FIELDS,
-                              FUSED_OPTIMIZERS, cuda_only_package, has_fused_kernel, migratable_cuda_path)
+                              FLEX_ATTENTION, FLEX_ATTENTION_CHOICE, FUSED_OPTIMIZERS, cuda_only_package,
+                              has_fused_kernel, migratable_cuda_path)
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
-from .transformers_attention import FLEX, FLEX_ATTENTION, OPTION as ATTENTION_OPTION, chooses_attention
+from .transformers_attention import FLEX, chooses_attention
 from .names import (DEVICE_STRING, FRAMEWORK_OPTIONS, dotted_name, framework_option, nodes_within, not_a_device,
                     properties_query_stays, qualified_names, string_text)
 from .walk import ParentNodeProvider, walk
@@ -195,7 +196,7 @@ class _Resolver(cst.CSTVisitor):
             self.cuda_only[id(node)] = text  # another framework's CUDA build or provider
             return
         if text == FLEX and chooses_attention(self, node):
-            self.cuda_only[id(node)] = f'{ATTENTION_OPTION}="{FLEX}"'  # transformers' FlexAttention
+            self.cuda_only[id(node)] = FLEX_ATTENTION_CHOICE  # transformers' FlexAttention
             return
         if text is not None and (DEVICE_STRING.match(text) or text == "gpu") and not not_a_device(self, node):
             self._device_string(node, text)

@@ -9,13 +9,12 @@ from libcst.metadata import PositionProvider
 
 from ..records.change import Finding, Report
 from ..records.finding_kinds import LEFT_ON_PURPOSE, TRANSFORMERS_FLASH_ATTENTION, TRANSFORMERS_FLEX_ATTENTION
-from ..knowledge.tips import TRANSFORMERS_ATTENTION_VALUES, tip_for
+from ..knowledge.tips import FLEX_ATTENTION_CHOICE, TRANSFORMERS_ATTENTION_VALUES, tip_for
 from .base import Example, Rule
 from .walk import ParentNodeProvider
 
 FLASH, FLEX = TRANSFORMERS_ATTENTION_VALUES  # (FlexAttention calls torch's flex_attention: no NPU tensors)
 OPTION = "attn_implementation"
-FLEX_ATTENTION = "torch.nn.attention.flex_attention.flex_attention"
 # The transformers releases whose flash_attention_2 runs on an NPU: 4.51.0 brought
 # integrations/npu_flash_attention.py (torch_npu.npu_fusion_attention); 4.54.0 to 4.55.2 read the
 # flash-attn package's version again before it, and raise where that package is absent (always,
@@ -117,8 +116,8 @@ class TransformersFlashAttention(Rule):
             return updated_node
         if value == FLEX:  # no transformers runs it on the NPU: reported, left as written
             start, end = self.lines_of(original_node)
-            self.findings.append(Finding(self.context.path, start, end, Report.UNSUPPORTED, f'{OPTION}="{FLEX}"',
-                                         tip_for(f'{OPTION}="{FLEX}"'), TRANSFORMERS_FLEX_ATTENTION.code))
+            self.findings.append(Finding(self.context.path, start, end, Report.UNSUPPORTED, FLEX_ATTENTION_CHOICE,
+                                         tip_for(FLEX_ATTENTION_CHOICE), TRANSFORMERS_FLEX_ATTENTION.code))
             return updated_node
         spec = self.context.options.transformers
         decided = verdict(spec)
