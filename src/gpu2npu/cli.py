@@ -476,7 +476,8 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
         click.echo(f"{console.counted(len(findings), 'finding')} in {console.counted(len({f.path for f in findings}), 'file')} "
                    f"({console.counted(result.files, 'file')} checked{excluded}): {manual} to do by hand (error), "
                    f"{len(findings) - manual} that gpu2npu migrates (warning){silenced}{known_note}", err=True)
-    from .reading.scan.api_rows import NEWER_TORCH, newer_torch_note
+    from .reading.scan.api_rows import newer_torch_note
+    from .records.finding_kinds import NEWER_TORCH
 
     newer = newer_torch_note([f.subject for f in findings if f.rule == NEWER_TORCH.code], options.api)
     if newer is not None:

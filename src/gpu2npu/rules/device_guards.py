@@ -300,17 +300,17 @@ def _mentions_cuda(node: cst.CSTNode) -> bool:
 class _Finder:
     """Judges the tests the resolver collected (no walk of its own)."""
 
-    def __init__(self, cuda_only: Dict[int, str], device_terms: Set[int], positions) -> None:
+    def __init__(self, cuda_only: Dict[int, str], device_terms: Set[int], positions, device_variables: Set[str]) -> None:
         self.cuda_only = cuda_only
         self.device_terms = device_terms
         self.positions = positions
+        self.device_variables = device_variables  # names assigned a device test (`use_cuda = ...`)
         self.skip: Set[int] = set()  # boolean operations inside one left as written
         self.spans: Dict[Span, Optional[DeadGuard]] = {}
         # the tests (and what they guard) of the dead guards judged so far: a test around one of
         # them guards nothing CUDA-only there, as its branch stays dead on the NPU by itself
         self.covered: Set[int] = set()
         self.exit_guards: Set[int] = set()  # those of `if not D: return` (or raise, ...)
-        self.device_variables: Set[str] = set()  # names assigned a device test (`use_cuda = ...`)
 
     # -- what a region holds ---------------------------------------------------------------
     def _first_cuda_only(self, nodes: Iterable[Optional[cst.CSTNode]]) -> Optional[str]:
@@ -571,8 +571,8 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
     if not resolver.cuda_only:
         return {}
     resolver.mark_device_variables()
-    finder = _Finder(resolver.cuda_only, resolver.device_terms, wrapper.resolve(PositionProvider))
-    finder.device_variables = resolver.device_variables
+    finder = _Finder(resolver.cuda_only, resolver.device_terms, wrapper.resolve(PositionProvider),
+                     resolver.device_variables)
     # `return`/`raise` guards first (an `if` around one asks about it), then the tests.
     finder.visit_Module(wrapper.module)
     for function in resolver.functions:

@@ -104,7 +104,7 @@ def _judge_release(call: ast.Call, name: str, path: str, api: apidata.ApiData) -
             continue
         added = apidata.torch_keyword_added_in(name, keyword.arg, target)
         if added is not None:
-            rows.append(_row(call, path, NEWER_TORCH, Report.UNSUPPORTED, f"{name}({keyword.arg}=)",
+            rows.append(_row(call, path, NEWER_TORCH, Report.UNSUPPORTED, _keyword_subject(name, keyword.arg),
                              f"{name} of torch {target} (torch_npu {api.torch_npu_version}) takes no {keyword.arg} "
                              f"(torch {added} does) and raises TypeError: choose the -v of the project's torch, or "
                              "leave it out"))
@@ -117,13 +117,7 @@ def newer_torch_note(names: List[str], api: apidata.ApiData) -> Optional[str]:
     for (a project written for a later torch gets one such row per use)."""
     if len(names) < _NEWER_TORCH_NOTE_FROM:
         return None
-    needed = []
-    for subject in names:
-        name, _, keyword = subject.partition("(")
-        added = (apidata.torch_keyword_added_in(name, keyword.rstrip("=)"), api.torch_version) if keyword
-                 else apidata.torch_added_in(name, api.torch_version))
-        if added is not None:
-            needed.append(added)
+    needed = [added for added in (_added_in(subject, api.torch_version) for subject in names) if added is not None]
     if not needed:
         return None
     newest = max(needed, key=apidata.version_key)
@@ -137,6 +131,20 @@ def newer_torch_note(names: List[str], api: apidata.ApiData) -> Optional[str]:
 
 # From this many rows of newer-torch APIs a run says which release has them all.
 _NEWER_TORCH_NOTE_FROM = 10
+
+
+def _keyword_subject(name: str, keyword: str) -> str:
+    """The OP of a row about a keyword a function took on later (`torch.load(weights_only=)`)."""
+    return f"{name}({keyword}=)"
+
+
+def _added_in(subject: str, torch_version: str) -> Optional[str]:
+    """The torch release after `torch_version` that added what a newer-torch row's OP names: a name,
+    or a keyword (_keyword_subject)."""
+    name, _, keyword = subject.partition("(")
+    if keyword:
+        return apidata.torch_keyword_added_in(name, keyword[:-len("=)")], torch_version)
+    return apidata.torch_added_in(name, torch_version)
 
 
 def _row(call: ast.Call, path: str, kind, report: Report, api_name: str, tip: str) -> Finding:
