@@ -92,3 +92,97 @@ def test_an_option_that_names_the_package_is_no_question_whether_it_is_there():
     unsupported, notes = _rows("def build(args):\n    if args.use_bnb_linear is not None:\n"
                                "        import bitsandbytes as bnb\n        return bnb.nn.Linear8bitLt(2, 2)\n")
     assert [line for line, _ in unsupported] == [3, 4] and notes == []
+
+
+# -- one model of the tests, read by the leftover rows and the version probes alike -----------------
+_GUARDED_USE = "    import bitsandbytes as bnb\n    V = importlib.metadata.version('bitsandbytes')\n"
+
+
+def _unsupported_lines(source: str):
+    """The lines of the import's and the version probe's rows (not the find_spec probes' of a test)."""
+    unsupported, _ = _rows(source)
+    return {line for line, api in unsupported if "bitsandbytes" in api and not api.startswith("find_spec")}
+
+
+def _indent_of_last(lines: str) -> str:
+    last = lines.rsplit("\n", 2)[-2]
+    return last[:len(last) - len(last.lstrip())]
+
+
+class TestOneAnswerForTheImportAndTheVersionProbe:
+    """Where the package's import is a note, its version() probe is no row (it cannot raise
+    there), and where one keeps its row, so does the other: the same model of the file answers."""
+
+    @pytest.mark.parametrize("test_lines", [
+        # a question, asked directly, through a variable, with its polarity
+        "if is_bnb_available():\n",
+        "HAS = importlib.util.find_spec('bitsandbytes') is not None\nif HAS:\n",
+        "HAS = is_torch_available() and is_bitsandbytes_available()\nif HAS:\n",
+        "HAS = False\nif is_torch_available():\n    HAS = is_bitsandbytes_available()\nif HAS:\n",
+        "if not is_bnb_available():\n    pass\nelse:\n",
+        # set to True in a try after the import, to False where it failed
+        "try:\n    import bitsandbytes\n    BNB_OK = True\nexcept ImportError:\n    BNB_OK = False\nif BNB_OK:\n",
+        # the optional module itself, or what is set only after its import
+        "try:\n    import bitsandbytes as bnb_module\nexcept ImportError:\n    bnb_module = None\n"
+        "if bnb_module is not None:\n",
+        "try:\n    import bitsandbytes\n    layer_class = bitsandbytes.nn.Linear4bit\nexcept ImportError:\n"
+        "    layer_class = None\nif layer_class is not None:\n",
+        # a name each function sets anew for its own package: this function's
+        "def flash_ok():\n    package_exists = _is_package_available('flash_attn')\n    return package_exists\n\n"
+        "def load():\n    package_exists = _is_package_available('bitsandbytes')\n    if package_exists:\n",
+        # a module's flag read in a function
+        "HAS = is_bnb_available()\n\ndef load():\n    if HAS:\n",
+        # an attribute set from a question, read in another method
+        "class Q:\n    def __init__(self):\n        self.has_bnb = is_bnb_available()\n\n    def load(self):\n"
+        "        if self.has_bnb:\n",
+    ])
+    def test_a_block_run_only_where_the_package_is_there(self, test_lines):
+        indent = _indent_of_last(test_lines)
+        source = "import importlib.metadata\nimport importlib.util\n" + test_lines + "".join(
+            indent + line + "\n" for line in _GUARDED_USE.splitlines())
+        assert _unsupported_lines(source) == set(), source
+
+    @pytest.mark.parametrize("source", [
+        # what follows an early return, a raise or a continue of a question asked the other way round
+        "def load():\n    if not is_bnb_available():\n        return None\n" + _GUARDED_USE,
+        "def load():\n    if not is_bnb_available():\n        raise RuntimeError('no bnb')\n" + _GUARDED_USE,
+        "def load(names):\n    for name in names:\n        if not is_bnb_available():\n            continue\n"
+        + "".join("    " + line + "\n" for line in _GUARDED_USE.splitlines()),
+    ])
+    def test_the_rest_of_a_block_after_leaving_where_it_is_not(self, source):
+        assert _unsupported_lines("import importlib.metadata\n" + source) == set(), source
+
+    def test_a_conditional_expression_and_an_and_chain(self):
+        source = ("import importlib.metadata\n"
+                  "V = importlib.metadata.version('bitsandbytes') if is_bnb_available() else None\n"
+                  "W = is_bnb_available() and importlib.metadata.version('bitsandbytes')\n"
+                  "X = not is_bnb_available() or importlib.metadata.version('bitsandbytes')\n"
+                  "Y = None if not is_bnb_available() else importlib.metadata.version('bitsandbytes')\n")
+        assert _unsupported_lines(source) == set()
+
+    def test_a_version_probe_in_a_try_that_catches_its_error(self):
+        source = ("import importlib.metadata\ntry:\n    V = importlib.metadata.version('bitsandbytes')\n"
+                  "except importlib.metadata.PackageNotFoundError:\n    V = None\n")
+        assert _unsupported_lines(source) == set()
+        uncaught = source.replace("importlib.metadata.PackageNotFoundError", "KeyError")
+        assert _unsupported_lines(uncaught) == {3}
+
+    @pytest.mark.parametrize("test_lines", [
+        "if True:\n",  # nothing asked
+        "if not is_bnb_available():\n",  # where it is NOT there
+        "if args.use_bnb:\n",  # an option that names it
+        "if is_flash_attn_available():\n",  # another package
+        # a variable that two different questions set: which one made it true is unknown
+        "if a:\n    HAS = is_bnb_available()\nelse:\n    HAS = is_flash_attn_available()\nif HAS:\n",
+        "HAS = not is_bnb_available()\nif HAS:\n",  # set the other way round
+        # the name set for this package in another function, for another one in this function
+        "def bnb_ok():\n    package_exists = _is_package_available('bitsandbytes')\n    return package_exists\n\n"
+        "def load():\n    package_exists = _is_package_available('flash_attn')\n    if package_exists:\n",
+        "try:\n    import bitsandbytes\nexcept KeyError:\n    pass\nif True:\n",  # a try that catches no failed import
+    ])
+    def test_every_other_block_keeps_both_rows(self, test_lines):
+        indent = _indent_of_last(test_lines) + "    "
+        source = "import importlib.metadata\n" + test_lines + "".join(
+            indent + line.strip() + "\n" for line in _GUARDED_USE.splitlines())
+        lines = len(source.splitlines())
+        assert _unsupported_lines(source) >= {lines - 1, lines}, source

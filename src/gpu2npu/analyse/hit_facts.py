@@ -14,6 +14,7 @@ import ast
 from dataclasses import dataclass
 from typing import FrozenSet, List, Set, Tuple
 
+from ..reading.package_tests import catches_failed_import
 from ..reading.scan import FileScan
 from ..knowledge.tips import cuda_only_package
 
@@ -52,12 +53,7 @@ def _optional_imports(tries: List[ast.AST]) -> Set[str]:
     calling them happens only where the package is installed, which on an NPU it is not."""
     names: Set[str] = set()
     for node in tries:
-        caught: Set[str] = set()
-        for handler in node.handlers:
-            kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-            caught.update("Exception" if kind is None else kind.id if isinstance(kind, ast.Name)
-                          else kind.attr if isinstance(kind, ast.Attribute) else "" for kind in kinds)
-        if not caught & {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}:
+        if not catches_failed_import(node):
             continue
         for statement in node.body:
             if isinstance(statement, ast.Import):

@@ -14,6 +14,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import extension_builds, package_presence
 from ..knowledge.apidata import ApiData
+from ..reading.package_tests import PackageTests
 from ..records.change import Finding, Report
 from ..records.finding_kinds import (CUDA_API, CUDA_LEFTOVER, CUDA_ONLY_PACKAGE, DEAD_GUARD, EXTENSION_BUILD, FLASH_ATTN_ARGUMENTS,
                             FRAMEWORK_CUDA, GPU_KERNELS, KERNEL_LANGUAGE, LEFT_ON_PURPOSE, NVIDIA_TOOLS,
@@ -84,6 +85,8 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         self._dead: List[cst.CSTNode] = []  # the dead-guarded nodes being visited (device_guards)
         # the functions being visited: [node, decorated as a Triton kernel, calls triton.language]
         self._functions: List[list] = []
+        self.code: Optional[str] = None  # the output's text, where the caller has it
+        self._tests: Optional[PackageTests] = None
 
     def _add(self, node: cst.CSTNode, kind, report: Report, api_name: str, tip: str) -> None:
         """A row of `kind` (finding_kinds) about `node`."""
@@ -93,51 +96,20 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             note = ascend_backend_note(package, self.api)
             if note is not None:
                 kind, report, tip = LEFT_ON_PURPOSE, Report.NOTE, note
-            elif package and self._optional_regions:
-                question = self._presence_question(node, span.start.line, span.end.line, package)
+            elif package:
+                question = self._package_tests().question(span.start.line, span.end.line, package,
+                                                          is_import=isinstance(node, (cst.Import, cst.ImportFrom)))
                 if question is not False:
                     kind, report, tip = LEFT_ON_PURPOSE, Report.NOTE, package_presence.optional_tip(package, question, tip)
         self.findings.append(Finding(self.path, span.start.line, span.end.line, report, api_name, tip, kind.code))
 
     # -- code that runs only where a CUDA-only package is installed (package_presence) ---------
-    def visit_If(self, node: cst.If) -> None:
-        when_true, when_false = package_presence.presence_conditions(node.test)
-        if not (when_true or when_false):
-            return  # (most tests ask nothing of a package: their code is not generated)
-        code = cst.Module(body=()).code_for_node
-        test = code(node.test)
-        negated = isinstance(node.test, cst.UnaryOperation) and isinstance(node.test.operator, cst.Not)
-        otherwise = f"where {code(node.test.expression)} holds" if negated else f"where {test} does not hold"
-        for words, block, question in ((when_true, node.body, f"where {test} holds"), (when_false, node.orelse, otherwise)):
-            if words and block is not None:
-                span = self.get_metadata(PositionProvider, block)
-                self._optional_regions.append((span.start.line, span.end.line, words, question))
-        if when_false and node.orelse is None and device_guards.exits(node.body, (cst.Return, cst.Raise)):
-            # `if not is_bnb_available(): return`: the rest of the block runs only where it holds
-            block = self.get_metadata(ParentNodeProvider, node, None)
-            if block is not None:
-                last = self.get_metadata(PositionProvider, block).end.line
-                self._optional_regions.append((self.get_metadata(PositionProvider, node).end.line + 1, last, when_false,
-                                               otherwise))
-
-    def visit_Try(self, node: cst.Try) -> None:
-        if package_presence.catches_failed_import(node):
-            span = self.get_metadata(PositionProvider, node.body)
-            self._optional_regions.append((span.start.line, span.end.line, None, None))
-
-    def _presence_question(self, node: cst.CSTNode, start: int, end: int, package: str):
-        """Where `node` runs: only where a test asking whether `package` is there holds ("where
-        is_bnb_available() holds"); None for an import in a `try` that expects it to fail; False
-        if neither."""
-        for first, last, words, question in self._optional_regions:
-            if not first <= start <= end <= last:
-                continue
-            if words is None:
-                if isinstance(node, (cst.Import, cst.ImportFrom)):
-                    return None
-            elif any(package_presence.names_package(conjunct, package) for conjunct in words):
-                return question
-        return False
+    def _package_tests(self) -> PackageTests:
+        """Where the output runs only after a package test (read from its text when first asked:
+        most files have no CUDA-only package's row)."""
+        if self._tests is None:
+            self._tests = PackageTests.of_text(self.code if self.code is not None else self._module.code)
+        return self._tests
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self.context.might_be_guarded(node):
@@ -169,9 +141,6 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         self._module = node
         self._uses: Optional[Dict[str, Set[str]]] = None  # walked for when an import asks
         self._ray_requests: Set[cst.Dict] = set()
-        # (first line, last line, the presence questions' words or None for a try expecting a
-        # failed import, the test's code) of the blocks that run only where a package is there
-        self._optional_regions: List[tuple] = []
 
     def _name_uses(self) -> Dict[str, Set[str]]:
         if self._uses is None:
@@ -490,10 +459,13 @@ def _sets_tf32(code: str) -> bool:
     return "allow_tf32" in code or "allow_hf32" in code
 
 
-def find_leftovers(wrapper: MetadataWrapper, path: str, api: ApiData, context, scopes=None) -> List[Finding]:
+def find_leftovers(wrapper: MetadataWrapper, path: str, api: ApiData, context, scopes=None,
+                   code: Optional[str] = None) -> List[Finding]:
     """`context` (a FileContext) tells which nodes are left as written on purpose (NPU-aware);
-    `scopes` what the names of the output stand for where they are read (scopes.Scopes)."""
+    `scopes` what the names of the output stand for where they are read (scopes.Scopes); `code`
+    the output's text."""
     visitor = CudaLeftovers(path, api, context)
+    visitor.code = code
     visitor.import_aliases = ImportAliases.of(wrapper.module)  # of the output: its imports changed
     visitor.scopes = scopes
     visitor.reads_likely_modules = True  # (a report, never an edit)

@@ -356,7 +356,7 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
             output_scopes = scan.scopes_of_code(new_code) if scopes is not None else None
 
     context.original_line = stage.original
-    leftovers = find_leftovers(wrapper, path, options.api, context, output_scopes)
+    leftovers = find_leftovers(wrapper, path, options.api, context, output_scopes, new_code)
     findings.extend(_relocate(_relocate(f, stage), lines) for f in leftovers)
     findings = _one_verdict_per_line(findings, changes)
     if not changes:

@@ -22,59 +22,24 @@ _MODULE_OF_DISTRIBUTION = {"flash-attn": "flash_attn", "flash_attn": "flash_attn
 # the generated packages that have a __version__ (the CUDA package's release they follow)
 _VERSIONED = frozenset(rule.PACKAGE for rule in REROUTING_RULES if "__version__" in rule.PROVIDED.get(rule.ROOT, ()))
 _VERSION_CALLS = ("importlib.metadata.version", "importlib_metadata.version", "pkg_resources.get_distribution")
-
-
-def _words(node: ast.AST) -> set:
-    """The names, attributes and strings an expression holds."""
-    found = set()
-    for sub in ast.walk(node):
-        word = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else (
-            sub.value if isinstance(sub, ast.Constant) and isinstance(sub.value, str) else None)
-        if word is not None:
-            found.add(word)
-    return found
+# What catches the error of a version() of a package that is not installed (PackageNotFoundError is
+# a ModuleNotFoundError; pkg_resources raises DistributionNotFound)
+_CATCHING = ("PackageNotFoundError", "ModuleNotFoundError", "ImportError", "DistributionNotFound", "ResolutionError",
+             "Exception", "BaseException")
 
 
 class Detector:
     def __init__(self, view: FileView) -> None:
         self.view = view
-        self._tested = None  # id of each call that runs only after a test naming a package -> its names
 
-    def _tested_first(self, call: ast.Call, module: str) -> bool:
-        """Whether `call` runs only where a test that names `module` (`is_bitsandbytes_available()`,
-        or a variable set from one) decided it: in an `if`, a conditional expression or after an
-        `and`; where the package is absent, it does not run."""
-        if self._tested is None:
-            self._tested = {}
-            groups = self.view.groups
-            # what the file's variables are set from (`package_exists = _is_package_available("bitsandbytes")`)
-            set_from = {}
-            for assign in groups.get(ast.Assign, ()):
-                for target in assign.targets:
-                    if isinstance(target, ast.Name):
-                        set_from.setdefault(target.id, set()).update(_words(assign.value))
-
-            def tested_by(test: ast.AST) -> set:
-                named = _words(test)
-                return named | {word for name in named for word in set_from.get(name, ())}
-
-            def mark(named: set, parts) -> None:
-                for part in parts:
-                    for node in ast.walk(part):
-                        if isinstance(node, ast.Call):
-                            self._tested.setdefault(id(node), set()).update(named)
-
-            for node in [*groups.get(ast.If, ()), *groups.get(ast.IfExp, ())]:
-                body = node.body if isinstance(node.body, list) else [node.body]
-                orelse = node.orelse if isinstance(node.orelse, list) else [node.orelse]
-                mark(tested_by(node.test), [*body, *orelse])
-            for node in groups.get(ast.BoolOp, ()):
-                if isinstance(node.op, ast.And):  # (each value runs after the ones before it are true)
-                    named = set()
-                    for before, value in zip(node.values, node.values[1:]):
-                        named |= tested_by(before)
-                        mark(named, [value])
-        return any(module in name for name in self._tested.get(id(call), ()))
+    def _asked_safely(self, call: ast.Call, module: str) -> bool:
+        """Whether `call` cannot raise where `module` is absent: it runs only where a test that
+        asks whether the package is there decided it (`version("bitsandbytes") if
+        is_bitsandbytes_available() else ...`, or a variable set from one), or in a `try` that
+        catches the error it raises."""
+        tests = self.view.package_tests
+        end = call.end_lineno or call.lineno
+        return isinstance(tests.question(call.lineno, end, module), str) or tests.caught(call.lineno, end, _CATCHING)
 
     def on_call(self, call: ast.Call) -> None:
         names = self.view.qualified(call.func)
@@ -104,7 +69,7 @@ class Detector:
                           f"{module} is not installed on an NPU machine: this is false there and the code it guards "
                           f"does not run (gpu2npu points the imports it can map at the generated {package}): test for "
                           f"{package!r} (importlib.util.find_spec), or for the NPU")
-        elif self._tested_first(call, module):
+        elif self._asked_safely(call, module):
             return  # (`version("bitsandbytes") if is_bitsandbytes_available() else ...`: not asked where absent)
         else:
             instead = (f"the generated {package} has __version__, the {module} release whose signatures it follows: "

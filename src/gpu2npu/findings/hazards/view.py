@@ -3,9 +3,10 @@ where a row is added.  Built once per file and handed to each detector."""
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Dict, List, Set
+from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 from ...knowledge.apidata import ApiData
+from ...reading.package_tests import PackageTests
 from ...records.change import Finding, Report
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ class FileView:
         self.findings: List[Finding] = []
         self._callees = {id(call.func) for call in file_scan.calls}
         self._qualified: Dict[int, Set[str]] = {}
+        self._package_tests: Optional[PackageTests] = None
 
     def add(self, node: ast.AST, code: str, report: Report, api_name: str, tip: str, api_type: str = "") -> None:
         """A row of the kind `code` (finding_kinds) about `node`."""
@@ -37,6 +39,13 @@ class FileView:
         if names is None:
             names = self._qualified[key] = self.imports.qualified(node)
         return names
+
+    @property
+    def package_tests(self) -> PackageTests:
+        """Where the file runs only after a package test (read when first asked)."""
+        if self._package_tests is None:
+            self._package_tests = PackageTests(self.groups)
+        return self._package_tests
 
     def is_called(self, node: ast.AST) -> bool:
         return id(node) in self._callees
