@@ -170,8 +170,8 @@ def _still_called(api_rows: List[Finding], changes: List[Change]) -> List[Findin
 def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Type[Rule]], scopes=None,
                    facts: Optional[FactsOfScan] = None) -> FileResult:
     """`scopes`: the scopes of `data` where the scan read them (None: no name of it depends on the
-    place), or _UNKNOWN: found from the text; `facts`: what the whole file says, where `data` is a
-    piece of it (None: read from `data`'s tree where a rule asks)."""
+    place), or _UNKNOWN: found from the text; `facts`: what the whole file says, where the scan read
+    it (None: `ast` cannot read `data` whole, read from its statements where a rule asks)."""
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as error:
@@ -182,6 +182,8 @@ def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Typ
         return FileResult(path, Status.FAILED, error="nested too deeply to parse")
     except Exception as error:  # the parser's own failures must not end the run
         return FileResult(path, Status.FAILED, error=f"cannot be parsed: {type(error).__name__}: {error}")
+    if facts is None:  # (a text `ast` cannot read whole: its facts come from its statements that it can)
+        facts = FactsOfScan(None, lambda: (module.code_for_node(statement) for statement in module.body))
     try:
         # libcst prints back exactly what it read: the text is the decoded input, not a printing
         return _apply_rules(module, data.decode(module.encoding), path, options, rules, scopes, facts)

@@ -20,12 +20,11 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, FrozenSet, Optional
+from typing import Callable, Dict, FrozenSet, Iterable, Optional
 
 from ..knowledge.tips import CUDA_PROPERTY_FIELDS
-
-if TYPE_CHECKING:
-    from .scan import FileScan
+from .scan import FileScan
+from .scan.reading import NOT_PARSABLE, ast_of
 
 # What a key looked up by a device holds (`device.type`, `torch_device`, `accelerator_type`).
 DEVICE_KEY_WORDS = ("dev", "accelerator", "type")
@@ -61,15 +60,18 @@ class FileFacts:
 
 class FactsOfScan:
     """FileFacts read from the scan when a rule first asks (few files hold a string they are asked
-    about: most files never pay for them)."""
+    about: most files never pay for them); for a file `ast` cannot read whole, from the texts of
+    its top-level statements (`statements`, called when first asked)."""
 
-    def __init__(self, file_scan: "FileScan") -> None:
+    def __init__(self, file_scan: Optional["FileScan"], statements: Optional[Callable[[], Iterable[str]]] = None) -> None:
         self._file_scan = file_scan
+        self._statements = statements
         self._facts: Optional[FileFacts] = None
 
     def _read(self) -> FileFacts:
         if self._facts is None:
-            self._facts = facts_of(self._file_scan)
+            self._facts = (facts_of(self._file_scan) if self._file_scan is not None
+                           else facts_of_statements(self._statements()))
         return self._facts
 
     @property
@@ -133,6 +135,20 @@ def _key_text(node: ast.AST) -> str:
     if isinstance(node, ast.Name):
         words.append(node.id)
     return " ".join(words)
+
+
+def facts_of_statements(statements: Iterable[str]) -> FileFacts:
+    """FileFacts of a file Python's `ast` cannot read as a whole (a newer Python's syntax in some
+    statement; libcst read it), from each of its top-level statements (their texts) that `ast`
+    can read: the facts are of the whole file, not of a place, so only what the statements it
+    cannot read would add is lost."""
+    body = []
+    for text in statements:
+        try:
+            body.extend(ast_of(text).body)
+        except NOT_PARSABLE:
+            continue
+    return facts_of(FileScan(ast.Module(body=body, type_ignores=[])))
 
 
 def facts_of(file_scan: "FileScan") -> FileFacts:

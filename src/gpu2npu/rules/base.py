@@ -75,8 +75,8 @@ class FileContext:
     # Rule code -> the reroute.ReroutePlan of the file, for the rules that point a CUDA-only
     # package's imports at a generated package (made once, before the rules run).
     reroute_plans: Dict[str, object] = field(default_factory=dict)
-    # What the whole file says (file_facts.FileFacts) where the rules are given a piece of it;
-    # None: the rules' tree is the file (read from it where a rule asks, names.file_facts).
+    # What the whole file says (file_facts.FileFacts), as the pipeline read it for every file;
+    # None: rules run on a tree alone (read from it where a rule asks, names.file_facts).
     file_facts: Optional[object] = None
 
     def __post_init__(self) -> None:

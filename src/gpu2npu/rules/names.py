@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from ..reading.file_facts import DEVICE_KEY, KEY_METHODS, MESSAGE_CALLS, NCCL_NAMES, FileFacts, foreign_library, is_device_key
+from ..reading.file_facts import KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, foreign_library
 from ..knowledge.tips import handed_on, has_fused_kernel
 from .npu_aware import mentions_npu
 from .walk import ClassHooks, ParentNodeProvider, walk
@@ -380,54 +380,10 @@ def enum_label(rule, node: cst.CSTNode) -> bool:
     return False
 
 
-class _FactsOfTree(cst.CSTVisitor):
-    """file_facts.FileFacts read from a libcst tree: for a file Python's `ast` could not read,
-    whose rules are given the whole tree."""
-
-    def __init__(self, rule) -> None:
-        super().__init__()
-        self.rule = rule
-        self.looks_up = False
-        self.foreign: Dict[str, str] = {}
-        self.named_keys = False
-
-    def _judge(self, key: cst.BaseExpression) -> None:
-        if isinstance(key, cst.SimpleString):
-            self.named_keys = self.named_keys or DEVICE_KEY.match(string_text(key) or "") is not None
-        elif not isinstance(key, (cst.ConcatenatedString, cst.Integer)):
-            self.looks_up = self.looks_up or is_device_key(cst.Module(body=()).code_for_node(key))
-
-    def visit_Subscript(self, node: cst.Subscript) -> None:
-        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
-            self._judge(node.slice[0].slice.value)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value in KEY_METHODS and node.args:
-            self._judge(node.args[0].value)
-        library = foreign_library(qualified_names(self.rule, node.func))
-        if library is not None:
-            for arg in node.args:
-                name = dotted_name(arg.value)
-                if name:
-                    self.foreign.setdefault(name.rsplit(".", 1)[-1], library)
-
-    def visit_If(self, node: cst.If) -> None:
-        sides = [side for comparison in nodes_within(node.test, cst.Comparison)
-                 for side in (comparison.left, *(c.comparator for c in comparison.comparisons))]
-        if not any(isinstance(side, cst.SimpleString) and string_text(side) in NCCL_NAMES for side in sides):
-            return
-        library = next((found for call in nodes_within(node.body, cst.Call)
-                        for found in [foreign_library(qualified_names(self.rule, call.func))] if found), None)
-        if library is not None:
-            for side in sides:
-                name = dotted_name(side)
-                if name:
-                    self.foreign.setdefault(name.rsplit(".", 1)[-1], library)
-
-
 def file_facts(rule, node: cst.CSTNode) -> FileFacts:
     """What the whole file says (file_facts): from the rule's context, where the pipeline read it
-    from the file's `ast`; else from the tree the rule is given (then the whole file), once."""
+    from the file's `ast`; else from the tree the rule is given (then the whole file, which
+    `ast` could not read whole: read statement by statement), once."""
     facts = getattr(rule, "file_facts", None) or getattr(getattr(rule, "context", None), "file_facts", None)
     if facts is not None:
         return facts
@@ -439,9 +395,9 @@ def file_facts(rule, node: cst.CSTNode) -> FileFacts:
         module = parent
     answers = rule.__dict__.setdefault("_file_facts", {})
     if id(module) not in answers:
-        finder = _FactsOfTree(rule)
-        walk(finder, module)
-        answers[id(module)] = FileFacts(finder.looks_up, finder.foreign, finder.named_keys)
+        statements = module.body if isinstance(module, cst.Module) else [module]
+        code = module.code_for_node if isinstance(module, cst.Module) else cst.Module(body=()).code_for_node
+        answers[id(module)] = facts_of_statements(code(statement) for statement in statements)
     return answers[id(module)]
 
 
