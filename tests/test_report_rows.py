@@ -308,3 +308,13 @@ def test_a_loaders_role_comes_from_its_own_assignment_not_an_earlier_one():
                          "def make(ds):\n    return DataLoader(ds, batch_size=8, shuffle=True)\n")
     assert "DataLoader(ds, batch_size=8, shuffle=True, drop_last=True)" in output
     assert "DataLoader(val_set, batch_size=8)" in output
+
+
+def test_a_module_wide_tip_speaks_of_the_module_not_of_one_of_its_functions():
+    """Every name under torch.nn.attention.varlen carries the module's tip: a helper's row
+    (`_should_use_cudnn`) must not read as if it were varlen_attn's."""
+    from gpu2npu.knowledge.tips import tip_for
+
+    for name in ("torch.nn.attention.varlen._should_use_cudnn", "torch.nn.attention.varlen.varlen_attn"):
+        tip = tip_for(name)
+        assert tip.startswith("torch.nn.attention.varlen ") and "npu_fusion_attention" in tip, (name, tip)

@@ -47,6 +47,9 @@ VLLM_WEIGHT_TRANSFER_CUDA = tuple(f"vllm.distributed.weight_transfer.{part}" for
 CUDA_BUILD_BINDINGS = ("torch._C._cuda_", "torch._C._cudart")
 
 # What to do instead of a GPU kernel (Triton, CuTe DSL, cuTile): "write what it computes ...".
+# What runs a mixture of experts on the NPU, where a CUDA-only kernel package ran it.
+_TORCH_EXPERTS = ("choose the model's torch experts (transformers' experts_implementation \"eager\"), or "
+                  "torch_npu.npu_grouped_matmul for the expert matmuls")
 _KERNEL_INSTEAD = ("with torch operators (or the torch_npu fused operator for it: npu_rms_norm, npu_swiglu, "
                    "npu_rotary_mul, npu_fusion_attention), or port it to ")
 
@@ -227,20 +230,17 @@ TIPS = {
     "torch2trt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL for inference",
     "torch_tensorrt": "TensorRT is NVIDIA-only: use Ascend ATC/AscendCL (or torch.compile) for inference",
     "numba.cuda": "numba CUDA kernels do not run on NPU: use torch operators",
-    "sonicmoe": "SonicMoE's fused MoE kernels are CuTe DSL kernels for NVIDIA GPUs: choose the model's torch "
-    "experts (transformers' experts_implementation \"eager\"), or torch_npu.npu_grouped_matmul "
-    "for the expert matmuls",
-    "transformers.integrations.sonicmoe": "transformers' SonicMoE experts load CuTe DSL kernels that need CUDA: choose "
-    "the model's torch experts (experts_implementation \"eager\"), or torch_npu.npu_grouped_matmul "
-    "for the expert matmuls",
+    "sonicmoe": "SonicMoE's fused MoE kernels are CuTe DSL kernels for NVIDIA GPUs: " + _TORCH_EXPERTS,
+    "transformers.integrations.sonicmoe": "transformers' SonicMoE experts load CuTe DSL kernels that need CUDA: "
+    + _TORCH_EXPERTS,
     "deep_gemm": "DeepGEMM's FP8/BF16 grouped GEMM kernels are compiled for NVIDIA Hopper and later: torch.matmul in "
     "bfloat16, or torch_npu.npu_grouped_matmul for grouped expert matmuls",
     "transformers.integrations.deepgemm": "transformers' DeepGEMM experts and linears load DeepGEMM's kernels for "
-    "NVIDIA Hopper and later: choose the model's torch experts (experts_implementation \"eager\"), or "
-    "torch_npu.npu_grouped_matmul for the expert matmuls",
-    "torch.nn.attention.varlen": "varlen_attn runs torch's Flash-Attention CUDA kernel, which torch_npu has no NPU "
-    "kernel for: torch_npu.npu_fusion_attention takes the same packed sequences (input_layout=\"TND\", "
-    "actual_seq_qlen and actual_seq_kvlen: the cumulative ends, cu_seq without its leading 0)",
+    "NVIDIA Hopper and later: " + _TORCH_EXPERTS,
+    "torch.nn.attention.varlen": "torch.nn.attention.varlen (varlen_attn and its helpers) runs torch's "
+    "Flash-Attention and cuDNN CUDA kernels, which torch_npu has no NPU kernel for: torch_npu.npu_fusion_attention "
+    "takes varlen_attn's packed sequences (input_layout=\"TND\", actual_seq_qlen and actual_seq_kvlen: the "
+    "cumulative ends, cu_seq without its leading 0)",
     FLEX_ATTENTION: _FLEX_ATTENTION + "the mask that mask_mod describes handed "
     "to torch.nn.functional.scaled_dot_product_attention (or torch_npu.npu_fusion_attention) computes the same",
     FLEX_ATTENTION_CHOICE: _FLEX_ATTENTION + "attn_implementation=\"sdpa\" runs torch_npu's fused "
