@@ -23,7 +23,8 @@ from ..rules import device_guards, flash_attn, npu_aware
 from ..rules.cuda_api import PROPERTIES_TIP
 from ..rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name, enum_label,
                           foreign_collective, framework_option, names_a_method, not_a_device,
-                          of_a_properties_query_left, properties_query_stays, qualified_names, string_text)
+                          of_a_properties_query_left, properties_query_stays, qualified_names, string_text,
+                          top_level_statements)
 from ..rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from ..rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
 from ..knowledge.tips import (CUDA_BUILD_STRING, KERNEL_DECORATORS, KERNEL_LANGUAGE_PACKAGES, KERNEL_PACKAGES, NVIDIA_MANAGEMENT_PACKAGES,
@@ -108,7 +109,8 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         """Where the output runs only after a package test (read from its text when first asked:
         most files have no CUDA-only package's row)."""
         if self._tests is None:
-            self._tests = PackageTests.of_text(self.code if self.code is not None else self._module.code)
+            self._tests = PackageTests.of_text(self.code if self.code is not None else self._module.code,
+                                               lambda: top_level_statements(self._module))
         return self._tests
 
     def on_visit(self, node: cst.CSTNode) -> bool:

@@ -34,7 +34,7 @@ from ..rules.bf16_readiness import CUDA_VERSION
 from ..rules.reroute import answers_probe
 from ..rules.batch import run_batch
 from ..rules.custom import apply_custom_rules
-from ..rules.names import ImportAliases
+from ..rules.names import ImportAliases, top_level_statements
 from ..knowledge.tips import CUDA_ONLY_PACKAGES, TRANSFORMERS_ATTENTION_VALUES
 
 # When Python's `ast` cannot read a file (newer syntax, broken code), a file containing none of
@@ -183,7 +183,7 @@ def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Typ
     except Exception as error:  # the parser's own failures must not end the run
         return FileResult(path, Status.FAILED, error=f"cannot be parsed: {type(error).__name__}: {error}")
     if facts is None:  # (a text `ast` cannot read whole: its facts come from its statements that it can)
-        facts = FactsOfScan(None, lambda: (module.code_for_node(statement) for statement in module.body))
+        facts = FactsOfScan(None, lambda: top_level_statements(module))
     try:
         # libcst prints back exactly what it read: the text is the decoded input, not a printing
         return _apply_rules(module, data.decode(module.encoding), path, options, rules, scopes, facts)

@@ -20,11 +20,11 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, FrozenSet, Iterable, Optional
+from typing import Callable, Dict, FrozenSet, Iterable, Optional, Tuple
 
 from ..knowledge.tips import CUDA_PROPERTY_FIELDS
 from .scan import FileScan
-from .scan.reading import NOT_PARSABLE, ast_of
+from .scan.reading import ast_of_statements
 
 # What a key looked up by a device holds (`device.type`, `torch_device`, `accelerator_type`).
 DEVICE_KEY_WORDS = ("dev", "accelerator", "type")
@@ -60,10 +60,11 @@ class FileFacts:
 
 class FactsOfScan:
     """FileFacts read from the scan when a rule first asks (few files hold a string they are asked
-    about: most files never pay for them); for a file `ast` cannot read whole, from the texts of
-    its top-level statements (`statements`, called when first asked)."""
+    about: most files never pay for them); for a file `ast` cannot read whole, from its top-level
+    statements ((first line, text) each, from `statements`, called when first asked)."""
 
-    def __init__(self, file_scan: Optional["FileScan"], statements: Optional[Callable[[], Iterable[str]]] = None) -> None:
+    def __init__(self, file_scan: Optional["FileScan"],
+                 statements: Optional[Callable[[], Iterable[Tuple[int, str]]]] = None) -> None:
         self._file_scan = file_scan
         self._statements = statements
         self._facts: Optional[FileFacts] = None
@@ -137,18 +138,11 @@ def _key_text(node: ast.AST) -> str:
     return " ".join(words)
 
 
-def facts_of_statements(statements: Iterable[str]) -> FileFacts:
-    """FileFacts of a file Python's `ast` cannot read as a whole (a newer Python's syntax in some
-    statement; libcst read it), from each of its top-level statements (their texts) that `ast`
-    can read: the facts are of the whole file, not of a place, so only what the statements it
-    cannot read would add is lost."""
-    body = []
-    for text in statements:
-        try:
-            body.extend(ast_of(text).body)
-        except NOT_PARSABLE:
-            continue
-    return facts_of(FileScan(ast.Module(body=body, type_ignores=[])))
+def facts_of_statements(statements: Iterable[Tuple[int, str]]) -> FileFacts:
+    """FileFacts of a file `ast` cannot read whole, from its top-level statements ((first line,
+    text) each) that it can read: the facts are of the whole file, not of a place, so only what
+    the statements it cannot read would add is lost."""
+    return facts_of(FileScan(ast_of_statements(statements)))
 
 
 def facts_of(file_scan: "FileScan") -> FileFacts:

@@ -31,10 +31,10 @@ import ast
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
 
 from ..knowledge.tips import PACKAGE_SHORT_NAMES
-from .scan.reading import NOT_PARSABLE, ast_of, dotted, nodes_by_class
+from .scan.reading import NOT_PARSABLE, ast_of, ast_of_statements, dotted, nodes_by_class
 from .scopes import import_bindings
 
 Words = Tuple[str, ...]
@@ -124,12 +124,13 @@ class PackageTests:
         self.regions: List[Region] = sorted(self._regions(), key=lambda region: (region.first, -region.last))
 
     @classmethod
-    def of_text(cls, text: str) -> "PackageTests":
-        """The regions of a text (none where this Python cannot parse it)."""
+    def of_text(cls, text: str, statements: Optional[Callable[[], Iterable[Tuple[int, str]]]] = None) -> "PackageTests":
+        """The regions of a text; where this Python cannot parse it whole, of those of its
+        top-level statements ((first line, text) each, from `statements`) that it can."""
         try:
             tree = ast_of(text)
         except NOT_PARSABLE:
-            return cls({})
+            tree = ast_of_statements(statements() if statements is not None else ())
         return cls(nodes_by_class(tree), text)
 
     # -- what a place asks ------------------------------------------------------------------------

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
@@ -395,10 +395,20 @@ def file_facts(rule, node: cst.CSTNode) -> FileFacts:
         module = parent
     answers = rule.__dict__.setdefault("_file_facts", {})
     if id(module) not in answers:
-        statements = module.body if isinstance(module, cst.Module) else [module]
-        code = module.code_for_node if isinstance(module, cst.Module) else cst.Module(body=()).code_for_node
-        answers[id(module)] = facts_of_statements(code(statement) for statement in statements)
+        statements = (top_level_statements(module) if isinstance(module, cst.Module)
+                      else [(1, cst.Module(body=()).code_for_node(module))])
+        answers[id(module)] = facts_of_statements(statements)
     return answers[id(module)]
+
+
+def top_level_statements(module: cst.Module) -> Iterator[Tuple[int, str]]:
+    """(first line, text) of each top-level statement of `module` (its comments and blank lines
+    before it included): what `ast` reads one by one where it cannot read the file whole."""
+    line = 1 + sum(module.code_for_node(empty).count("\n") for empty in module.header)
+    for statement in module.body:
+        text = module.code_for_node(statement)
+        yield line, text
+        line += text.count("\n")
 
 
 def _looks_up_by_device(rule, node: cst.CSTNode) -> bool:

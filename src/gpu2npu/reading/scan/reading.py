@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 import sys
 import warnings
-from typing import Dict, List, Optional
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from ...records.change import Finding, Report
 from ...records.finding_kinds import NOT_ANALYSED
@@ -74,6 +74,21 @@ def parse(data: bytes) -> Optional[ast.Module]:
         return ast_of(data)
     except NOT_PARSABLE:
         return None
+
+
+def ast_of_statements(statements: Iterable[Tuple[int, str]]) -> ast.Module:
+    """What `ast` can read of a file it cannot read whole (a newer Python's syntax in some
+    statement, read by libcst): each top-level statement, given as (its first line, its text),
+    that it can read, its nodes at the file's lines."""
+    body = []
+    for first_line, text in statements:
+        try:
+            tree = ast_of(text)
+        except NOT_PARSABLE:
+            continue
+        ast.increment_lineno(tree, first_line - 1)
+        body.extend(tree.body)
+    return ast.Module(body=body, type_ignores=[])
 
 
 # The api of the row that says a file was not analysed because this Python cannot parse it.
