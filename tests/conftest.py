@@ -23,3 +23,17 @@ def _private_result_cache(tmp_path_factory):
     os.environ["GPU2NPU_CACHE_DIR"] = str(tmp_path_factory.mktemp("gpu2npu-cache"))
     # the CPU imitation of torch_npu that runs the migrated fixtures loads only where this is set
     os.environ["GPU2NPU_DRYRUN"] = "1"
+
+
+@pytest.fixture
+def newer_syntax():
+    """A statement of a newer Python than the one running the tests, which libcst reads: a file
+    holding it is one `ast` cannot read whole (skipped where this Python reads it)."""
+    import ast
+
+    statement = "type Samples[T] = list[T]\n"  # (Python 3.12's syntax)
+    try:
+        ast.parse(statement)
+    except SyntaxError:
+        return statement
+    pytest.skip("this Python reads the statement: every file is read whole")
