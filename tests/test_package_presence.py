@@ -175,6 +175,7 @@ class TestOneAnswerForTheImportAndTheVersionProbe:
         # a variable that two different questions set: which one made it true is unknown
         "if a:\n    HAS = is_bnb_available()\nelse:\n    HAS = is_flash_attn_available()\nif HAS:\n",
         "HAS = not is_bnb_available()\nif HAS:\n",  # set the other way round
+        "HAS = is_bnb_available()\nif HAS is not None:\n",  # a test's answer is never None
         # the name set for this package in another function, for another one in this function
         "def bnb_ok():\n    package_exists = _is_package_available('bitsandbytes')\n    return package_exists\n\n"
         "def load():\n    package_exists = _is_package_available('flash_attn')\n    if package_exists:\n",

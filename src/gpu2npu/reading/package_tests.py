@@ -184,9 +184,11 @@ class PackageTests:
             right = test.comparators[0]
             if not (isinstance(right, ast.Constant) and right.value is None):
                 return NONE
-            flag = self._flag(test.left.id, test.lineno, _reading | {test.left.id}) if (
+            # (`optim is not None`, where optim is set only after the import; a variable that a
+            # test sets is never None: that compares nothing)
+            flag = self._flag(test.left.id, test.lineno, _reading | {test.left.id}, after_import=True) if (
                 isinstance(test.left, ast.Name) and test.left.id not in _reading) else None
-            if flag is not None:  # (`optim is not None`, where optim is set only after the import)
+            if flag is not None:
                 words_true, words_false = flag
                 return (words_true, words_false) if isinstance(test.ops[0], ast.IsNot) else (
                     (words_false, words_true) if isinstance(test.ops[0], ast.Is) else NONE)
@@ -223,13 +225,13 @@ class PackageTests:
                             self._modules.setdefault(name, set()).add(target.split(".")[0])
         return self._modules
 
-    def _flag(self, name: str, line: int, reading: FrozenSet[str]) -> Optional[Conditions]:
+    def _flag(self, name: str, line: int, reading: FrozenSet[str], after_import: bool = False) -> Optional[Conditions]:
         """What a variable read on `line` says where it was set from a presence test
         (`HAS_BNB = is_bnb_available()`; set to True in a `try` after `import bitsandbytes`), where
-        every value that can make it true says the same; None where it is not such a variable.
-        A name set in the function that reads it is that function's (`package_exists`, set anew
-        in each of a module's functions); else the module's.  An attribute (`self.has_bnb`) is
-        the file's."""
+        every value that can make it true says the same; None where it is not such a variable
+        (`after_import`: nor set only in such a `try`).  A name set in the function that reads it
+        is that function's (`package_exists`, set anew in each of a module's functions); else the
+        module's.  An attribute (`self.has_bnb`) is the file's."""
         if self._flags is None:
             self._read_assignments()
         scope = None
@@ -237,16 +239,19 @@ class PackageTests:
             scope = self._function_at(line)
             while scope is not None and (name, scope) not in self._assigned:
                 scope = self._outer.get(scope)
-        key = (name, scope)
+        key = (name, scope, after_import)
         if key in self._flags:
             return self._flags[key]
         self._flags[key] = None  # (while it is read: a variable set from itself says nothing)
         found = None
-        for value in self._assigned.get(key, ()):
+        for value in self._assigned.get((name, scope), ()):
             if isinstance(value, ast.Constant) and value.value in (False, None):
                 continue  # (the value where the package is not there: it makes the variable false)
             said = self._set_after_import.get(id(value))
             if said is None:
+                if after_import:
+                    found = None
+                    break
                 said = self.conditions(value, reading)
             if not said[0] or (found is not None and said != found):
                 found = None
