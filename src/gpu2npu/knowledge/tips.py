@@ -47,11 +47,11 @@ VLLM_WEIGHT_TRANSFER_CUDA = tuple(f"vllm.distributed.weight_transfer.{part}" for
 CUDA_BUILD_BINDINGS = ("torch._C._cuda_", "torch._C._cudart")
 
 # What to do instead of a GPU kernel (Triton, CuTe DSL, cuTile): "write what it computes ...".
+_KERNEL_INSTEAD = ("with torch operators (or the torch_npu fused operator for it: npu_rms_norm, npu_swiglu, "
+                   "npu_rotary_mul, npu_fusion_attention), or port it to ")
 # What runs a mixture of experts on the NPU, where a CUDA-only kernel package ran it.
 _TORCH_EXPERTS = ("choose the model's torch experts (transformers' experts_implementation \"eager\"), or "
                   "torch_npu.npu_grouped_matmul for the expert matmuls")
-_KERNEL_INSTEAD = ("with torch operators (or the torch_npu fused operator for it: npu_rms_norm, npu_swiglu, "
-                   "npu_rotary_mul, npu_fusion_attention), or port it to ")
 
 
 # flash-attn's attention functions (2.x, and 1.x's varlen names): those the generated

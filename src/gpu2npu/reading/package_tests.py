@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
 
 from ..knowledge.tips import PACKAGE_SHORT_NAMES
-from .scan.reading import NOT_PARSABLE, ast_of, ast_of_statements, dotted, nodes_by_class
+from .scan.reading import NOT_PARSABLE, ast_of, ast_of_statements, caught_names, dotted, nodes_by_class
 from .scopes import import_bindings
 
 Words = Tuple[str, ...]
@@ -81,17 +81,6 @@ def names_package(words: Words, package: str) -> bool:
     if any(word in short_names for word in words):
         return True
     return any(words[index:index + len(parts)] == parts for index in range(len(words) - len(parts) + 1))
-
-
-def caught_names(node: ast.Try) -> FrozenSet[str]:
-    """The names of the exceptions a `try` catches (a bare `except:` catches BaseException)."""
-    names = set()
-    for handler in node.handlers:
-        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-        for kind in kinds:
-            names.add("BaseException" if kind is None else kind.id if isinstance(kind, ast.Name)
-                      else kind.attr if isinstance(kind, ast.Attribute) else "")
-    return frozenset(names)
 
 
 def catches_failed_import(node: ast.Try) -> bool:
@@ -242,7 +231,6 @@ class PackageTests:
         key = (name, scope, after_import)
         if key in self._flags:
             return self._flags[key]
-        self._flags[key] = None  # (while it is read: a variable set from itself says nothing)
         found = None
         for value in self._assigned.get((name, scope), ()):
             if isinstance(value, ast.Constant) and value.value in (False, None):

@@ -382,8 +382,8 @@ def enum_label(rule, node: cst.CSTNode) -> bool:
 
 def file_facts(rule, node: cst.CSTNode) -> FileFacts:
     """What the whole file says (file_facts): from the rule's context, where the pipeline read it
-    from the file's `ast`; else from the tree the rule is given (then the whole file, which
-    `ast` could not read whole: read statement by statement), once."""
+    (every file it migrates); else, for a rule run on a tree alone, from that tree (then the
+    whole file), read with `ast` statement by statement, once."""
     facts = getattr(rule, "file_facts", None) or getattr(getattr(rule, "context", None), "file_facts", None)
     if facts is not None:
         return facts

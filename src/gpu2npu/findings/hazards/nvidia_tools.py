@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from ...reading.scan.reading import caught_names
 from ...records.change import Report
 from ...records.finding_kinds import NVIDIA_TOOLS
 from .view import FileView
@@ -33,19 +34,11 @@ _CAUGHT = frozenset({"FileNotFoundError", "OSError", "Exception", "BaseException
                      "CalledProcessError", "EnvironmentError"})
 
 
-def _catches_a_missing_program(handler: ast.ExceptHandler) -> bool:
-    if handler.type is None:
-        return True
-    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return any((t.attr if isinstance(t, ast.Attribute) else getattr(t, "id", None)) in _CAUGHT for t in types)
-
-
 class Detector:
     def __init__(self, view: FileView) -> None:
         self.view = view
         # calls in a `try` that expects the program may be missing (an environment report): no crash
-        self.expected = {id(node) for statement in view.groups.get(ast.Try, ())
-                         if any(_catches_a_missing_program(handler) for handler in statement.handlers)
+        self.expected = {id(node) for statement in view.groups.get(ast.Try, ()) if caught_names(statement) & _CAUGHT
                          for part in statement.body for node in ast.walk(part) if isinstance(node, ast.Call)}
 
     def on_call(self, call: ast.Call) -> None:

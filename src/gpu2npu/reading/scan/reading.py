@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 import sys
 import warnings
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 from ...records.change import Finding, Report
 from ...records.finding_kinds import NOT_ANALYSED
@@ -55,6 +55,17 @@ def nodes_by_class(tree: ast.AST) -> Dict[type, List[ast.AST]]:
             elif isinstance(value, node_class):
                 push(value)
     return groups
+
+
+def caught_names(node: ast.Try) -> FrozenSet[str]:
+    """The names of the exceptions a `try` catches (a bare `except:` catches BaseException)."""
+    names = set()
+    for handler in node.handlers:
+        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        for kind in kinds:
+            names.add("BaseException" if kind is None else kind.id if isinstance(kind, ast.Name)
+                      else kind.attr if isinstance(kind, ast.Attribute) else "")
+    return frozenset(names)
 
 
 # What Python's parser raises for a text it cannot parse.

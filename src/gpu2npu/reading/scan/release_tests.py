@@ -9,7 +9,7 @@ import functools
 import re
 from typing import Dict, List, Optional, Set
 
-from .reading import nodes_of
+from .reading import caught_names, nodes_of
 
 _RELEASE_NAMES = re.compile(r"version|hasattr|^is_torch|available|TORCH_[A-Z0-9_]*(GE|GREATER|LT|LESS|AT_LEAST)", re.IGNORECASE)
 _RELEASE_ATTRIBUTES = re.compile(r"version", re.IGNORECASE)
@@ -86,11 +86,6 @@ def release_flags(groups: Dict[type, List[ast.AST]], names: "ReleaseNames") -> S
 
 def tests_the_release(node: ast.AST, flags: Set[str] = frozenset(), names: Optional[ReleaseNames] = None) -> bool:
     if isinstance(node, ast.Try):
-        caught = set()
-        for handler in node.handlers:
-            kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-            caught.update(kind.id if isinstance(kind, ast.Name) else kind.attr if isinstance(kind, ast.Attribute) else ""
-                          for kind in kinds if kind is not None)
-        return bool(caught & _OLDER_TORCH_ERRORS)
+        return bool(caught_names(node) & _OLDER_TORCH_ERRORS)
     tests = node.values if isinstance(node, ast.BoolOp) else [node.test]  # type: ignore[attr-defined]
     return any(_holds_release_part(test, flags, names) for test in tests)
