@@ -50,6 +50,69 @@ class TestAProjectThatIsThePackage:
         assert not [row for row in read_csv(target / "unsupported_api.csv") if row["OP"].startswith("flash_attn")]
 
 
+class TestACopyKeptDeeperInTheTree:
+    """A package's own files load the package they sit in; the files of a Python project kept
+    deeper in the tree (a vendored dependency with its examples) load the package it installs.
+    The project's other files still load the installed, CUDA-only package."""
+
+    def test_a_bare_copys_own_files_load_that_copy(self, tmp_path):
+        root = write_project(tmp_path / "trainer", {"third_party/liger_kernel/__init__.py": "",
+                                                    "third_party/liger_kernel/ops/__init__.py": "",
+                                                    "third_party/liger_kernel/ops/utils.py": KERNEL,
+                                                    "third_party/liger_kernel/layers.py": USER,
+                                                    "train.py": USER})
+        rows = _check(root)
+        assert not [row for row in rows if row[0].startswith("third_party/") and row[2].startswith("liger_kernel")]
+        assert ("third_party/liger_kernel/ops/utils.py", "NPU909", "Triton kernel copy_kernel") in rows
+        assert ("train.py", "NPU916", "liger_kernel.ops.utils.block_size") in rows
+
+    def test_a_vendored_projects_examples_load_the_package_it_installs(self, tmp_path):
+        for marker, package in (("setup.py", "deps/liger/liger_kernel"), ("pyproject.toml", "deps/liger/src/liger_kernel"),
+                                ("setup.cfg", "deps/liger/liger_kernel")):
+            root = write_project(tmp_path / marker, {f"deps/liger/{marker}": "", f"{package}/__init__.py": "",
+                                                     "deps/liger/examples/run.py": USER, "train.py": USER})
+            rows = _check(root)
+            assert not [row for row in rows if row[0] == "deps/liger/examples/run.py"], (marker, rows)
+            assert ("train.py", "NPU916", "liger_kernel.ops.utils.block_size") in rows, marker
+
+    def test_the_siblings_of_a_copy_in_no_project_load_the_installed_package(self, tmp_path):
+        # (run from deps/liger/examples, `import liger_kernel` finds no copy on the path)
+        root = write_project(tmp_path / "trainer", {"deps/liger/liger_kernel/__init__.py": "",
+                                                    "deps/liger/examples/run.py": USER})
+        assert ("deps/liger/examples/run.py", "NPU916", "liger_kernel.ops.utils.block_size") in _check(root)
+
+    def test_a_subpackage_of_the_name_is_not_the_package(self, tmp_path):
+        # (mylib/patches/liger_kernel/ is imported as mylib.patches.liger_kernel: `import
+        # liger_kernel` in it loads the installed package)
+        root = write_project(tmp_path / "trainer", {"mylib/__init__.py": "", "mylib/patches/__init__.py": "",
+                                                    "mylib/patches/liger_kernel/__init__.py": "",
+                                                    "mylib/patches/liger_kernel/layers.py": USER})
+        assert ("mylib/patches/liger_kernel/layers.py", "NPU916", "liger_kernel.ops.utils.block_size") in _check(root)
+
+    def test_a_vendored_flash_attn_keeps_its_imports_and_the_trainer_is_rerouted(self, tmp_path):
+        source = "import torch\nfrom flash_attn.bert_padding import pad_input, unpad_input\n"
+        root = write_project(tmp_path / "trainer", {
+            "vendor/flash-attention/setup.py": "", "vendor/flash-attention/flash_attn/__init__.py": "",
+            "vendor/flash-attention/flash_attn/bert_padding.py": "def pad_input(x):\n    return x\n",
+            "vendor/flash-attention/training/run.py": source, "train.py": source})
+        target = migrate(root, tmp_path / "out")
+        assert (target / "vendor/flash-attention/training/run.py").read_text().startswith(source)
+        assert "ascend_flash_attn.bert_padding" in (target / "train.py").read_text()
+
+    def test_a_cached_result_follows_the_tree(self, tmp_path):
+        root = write_project(tmp_path / "trainer", {"deps/liger/liger_kernel/__init__.py": "",
+                                                    "deps/liger/examples/run.py": USER})
+        cache = tmp_path / "cache"
+
+        def rows():
+            result = run_cli("check", "-v", "2.1.0", "--format", "json", "--cache-dir", str(cache), str(root))
+            return [f["rule"] for f in json.loads(result.stdout)["findings"] if f["path"].endswith("examples/run.py")]
+
+        assert "NPU916" in rows()
+        (root / "deps/liger/setup.py").write_text("")
+        assert rows() == []
+
+
 class TestAProjectThatUsesThePackage:
     def test_an_import_of_the_installed_package_is_reported(self, tmp_path):
         root = write_project(tmp_path / "trainer", {"train.py": USER})

@@ -80,7 +80,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         self.findings: List[Finding] = []
         # -a: apex amp is what the user asked for (Ascend apex provides it), not a leftover.
         self.wants_apex_amp = context.options.amp_model is not None
-        self.own = context.options.own_packages  # the project's own modules named as CUDA-only packages
+        self.own = context.options.own_packages_of(path)  # the project's own modules named as CUDA-only packages
         self._languages_imported: Set[str] = set()  # the kernel languages whose import has its row
         self.reads_flash_attn = False  # the output imports the generated flash-attn package
         self._dead: List[cst.CSTNode] = []  # the dead-guarded nodes being visited (device_guards)

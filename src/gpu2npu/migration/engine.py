@@ -17,12 +17,13 @@ import contextlib
 import gc
 import multiprocessing
 import os
+import dataclasses
 import signal
 from pathlib import Path
 from typing import Generator, Iterator, List, Optional, Sequence, Tuple
 
 from . import cache
-from ..reading.discover import Entry
+from ..reading.discover import Entry, packages_held
 from ..records.results import FileResult, Status, with_not_migrated_row
 from ..reading.suppressions import suppressions_in
 from ..records.options import Options
@@ -40,7 +41,13 @@ class Engine:
         self._running: List[Generator] = []
 
     def results(self, entries: Sequence[Entry]) -> Iterator[Tuple[Entry, FileResult]]:
-        computed = migrate_all(entries, self.options, self.jobs, self.cache)
+        options = self.options
+        held = packages_held(entries)
+        if held:  # (what a file loads as its own depends on the tree: so do its results)
+            options = dataclasses.replace(options, packages_held=held)
+            if self.cache is not None:
+                self.cache.salt = cache.salt_for(options)
+        computed = migrate_all(entries, options, self.jobs, self.cache)
         self._running.append(computed)
         return zip(entries, computed)
 

@@ -329,10 +329,10 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
         scopes = scan.scopes_of_code(code)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     aliases = ImportAliases.of(module)
-    plans = {rule.code: rule.plan_for(module, code, options.own_packages) for rule in REROUTING_RULES}
+    own = options.own_packages_of(path)
+    plans = {rule.code: rule.plan_for(module, code, own) for rule in REROUTING_RULES}
     rerouted = set().union(*(plan.names for plan in plans.values()))
-    aware, dead = device_guards.guarded_spans(wrapper, options.api, code, aliases, rerouted, scopes, facts,
-                                              own=options.own_packages)
+    aware, dead = device_guards.guarded_spans(wrapper, options.api, code, aliases, rerouted, scopes, facts, own=own)
     context = FileContext(path=path, options=options, guarded=aware | frozenset(dead), dead_guards=dead,
                           import_aliases=aliases, scopes=scopes, reroute_plans=plans, file_facts=facts)
     outcome = run_batch([rule for rule in rules if rule.wants(code)], wrapper, context)

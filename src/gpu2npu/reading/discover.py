@@ -5,7 +5,7 @@ import enum
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, FrozenSet, Iterator, Optional
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, Optional, Set, Tuple
 
 from ..knowledge.tips import CUDA_ONLY_PACKAGES
 from .dependency_files import CONDA, dependency_format
@@ -72,6 +72,32 @@ def own_packages(source: Path) -> FrozenSet[str]:
     names = {package.split(".", 1)[0] for package in CUDA_ONLY_PACKAGES}
     return frozenset(name for name in names for folder in folders
                      if (folder / name / "__init__.py").is_file() or (folder / f"{name}.py").is_file())
+
+
+def packages_held(entries: Iterable[Entry]) -> Tuple[Tuple[str, FrozenSet[str]], ...]:
+    """The folders among `entries` whose files load a copy of a CUDA-only package that the tree
+    holds, beside the root's own (own_packages): (folder, as Entry.relative writes it; the
+    package's top-level names), sorted.  A top-level package's own files load the package they
+    sit in (`import name.sub` in name/x.py runs only where that `name` was imported); the files of a
+    Python project kept deeper in the tree (a setup.py, pyproject.toml or setup.cfg beside
+    `name/` or `src/name/`: a vendored dependency with its examples) load the package that
+    project installs.  A bare copy such as third_party/name loads it for its own files only."""
+    names = {package.split(".", 1)[0] for package in CUDA_ONLY_PACKAGES}
+    held: Dict[str, Set[str]] = {}
+    for entry in entries:
+        parts = entry.relative.split("/")
+        if len(parts) < 2 or parts[-1] != "__init__.py" or parts[-2] not in names:
+            continue
+        name, package = parts[-2], entry.absolute.parent
+        if (package.parent / "__init__.py").is_file():
+            continue  # (a subpackage such as diffusers/models/transformers: `import transformers` is not it)
+        held.setdefault("/".join(parts[:-1]), set()).add(name)
+        project, above = package.parent, parts[:-2]
+        if project.name == "src" and above and above[-1] == "src":
+            project, above = project.parent, above[:-1]
+        if above and any((project / marker).is_file() for marker in _PROJECT_FILES):
+            held.setdefault("/".join(above), set()).add(name)
+    return tuple(sorted((folder, frozenset(found)) for folder, found in held.items()))
 
 
 def _kind(path: Path) -> Kind:

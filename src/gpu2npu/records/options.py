@@ -62,6 +62,19 @@ class Options:
     # package (migrating liger_kernel or flash-attn itself).  No row calls them CUDA-only and no
     # rule points them at a generated package (reading.own_packages).
     own_packages: FrozenSet[str] = frozenset()
+    # Deeper in the tree, the folders whose files load a CUDA-only package's copy held there (a
+    # vendored project, a package's own files): (folder as Entry.relative writes it, names),
+    # found by the engine from the files it is given (reading.packages_held).
+    packages_held: Tuple[Tuple[str, FrozenSet[str]], ...] = ()
+
+    def own_packages_of(self, path: str) -> FrozenSet[str]:
+        """The CUDA-only packages that the file at `path` (as Entry.relative writes it) loads
+        from the project's own code."""
+        own = self.own_packages
+        for folder, names in self.packages_held:
+            if path.startswith(folder + "/"):
+                own = own | names
+        return own
 
     @property
     def device_per_process(self) -> bool:

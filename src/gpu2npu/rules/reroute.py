@@ -218,7 +218,7 @@ class RerouteToGenerated(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         # the pipeline made the plan already (the device guards need it before any rule runs)
         plan = self.context.reroute_plans.get(self.code)
-        self.plan = plan if plan is not None else self.plan_for(node, node.code, self.context.options.own_packages)
+        self.plan = plan if plan is not None else self.plan_for(node, node.code, self.context.options.own_packages_of(self.context.path))
 
     @classmethod
     def what(cls, module: str) -> str:
