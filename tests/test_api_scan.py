@@ -186,3 +186,46 @@ class TestAnotherAcceleratorsNamesOnAnOlderTorch:
 
     def test_an_unguarded_call_is_a_row(self):
         assert self.newer("free, total = torch.xpu.mem_get_info()\n") == [(2, "torch.xpu.mem_get_info")]
+
+
+class TestTorchsDeviceNeutralPrivateCode:
+    """A private torch name is in no public API list; where its module's code is device-neutral
+    Python (no kernel or device of its own) it runs on the NPU as on the GPU: a note in the log,
+    not an unknown_api.csv row.  Private code that generates or calls device code keeps its row."""
+
+    @pytest.mark.parametrize("line, name", [
+        ("flat, spec = torch.utils._pytree.tree_flatten(batch)", "torch.utils._pytree.tree_flatten"),
+        ("torch._dynamo.mark_dynamic(x, 0)", "torch._dynamo.mark_dynamic"),
+        ("torch._check(x.shape[0] > 0)", "torch._check"),
+        ("fan_in, _ = torch.nn.init._calculate_fan_in_and_fan_out(w)", "torch.nn.init._calculate_fan_in_and_fan_out"),
+        ("flat = torch._utils._flatten_dense_tensors(grads)", "torch._utils._flatten_dense_tensors"),
+        ("mode = torch._subclasses.fake_tensor.FakeTensorMode()", "torch._subclasses.fake_tensor.FakeTensorMode"),
+        ("act = torch.nn.modules.transformer._get_activation_fn('gelu')", "torch.nn.modules.transformer._get_activation_fn"),
+        ("out = torch._higher_order_ops.auto_functionalize.auto_functionalized(op, x=x)",
+         "torch._higher_order_ops.auto_functionalize.auto_functionalized"),
+    ])
+    def test_is_a_note(self, line, name):
+        assert rows(f"import torch\n{line}\n") == [(Report.NOTE, 2, name)]
+
+    @pytest.mark.parametrize("line, name", [
+        ("torch._inductor.config.coordinate_descent_tuning(True)", "torch._inductor.config.coordinate_descent_tuning"),
+        ("out = torch._grouped_mm(a, b)", "torch._grouped_mm"),  # a kernel
+        ("fn = torch._dynamo.backends.cudagraphs.cudagraphs(gm, inputs)", "torch._dynamo.backends.cudagraphs.cudagraphs"),
+        ("handle = torch.distributed._symmetric_memory.rendezvous(t, group)", "torch.distributed._symmetric_memory.rendezvous"),
+        ("torch._utils_internal.log_export_usage(event='x')", "torch._utils_internal.log_export_usage"),
+        ("y = torch._higher_order_ops.associative_scan.associative_scan(f, x, 0)",
+         "torch._higher_order_ops.associative_scan.associative_scan"),  # compiled for a device
+    ])
+    def test_keeps_its_unknown_row(self, line, name):
+        assert rows(f"import torch\n{line}\n") == [(Report.UNKNOWN, 2, name)]
+
+    def test_through_the_console_script_the_note_is_in_the_log_only(self, tmp_path):
+        from helpers import migrate, read_csv, write_project
+
+        root = write_project(tmp_path / "project", {"train.py": "import torch.utils._pytree as pytree\n\n\n"
+                                                                "def flat(batch):\n    return pytree.tree_leaves(batch)\n"})
+        target = migrate(root, tmp_path / "out")
+        assert read_csv(target / "unknown_api.csv") == []
+        log = (target / "msFmkTranspltlog.txt").read_text()
+        assert "train.py line: 5 ~ 5 Operation Type: NOTE Message: torch.utils._pytree.tree_leaves: torch's own " \
+               "device-neutral Python" in log

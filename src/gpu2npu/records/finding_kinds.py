@@ -218,7 +218,8 @@ DEAD_GUARD = _kind(
 LEFT_ON_PURPOSE = _kind(
     "NPU915", "LeftOnPurpose", "left as written on purpose: nothing to do", NOT_CHECKED,
     "Code that already chooses between the NPU and CUDA, a package imported only to read its version, a CUDA "
-    "backend setting that has no effect on the NPU: gpu2npu leaves it and says so in the log.",
+    "backend setting that has no effect on the NPU, a private name of torch's device-neutral code "
+    "(torch.utils._pytree): gpu2npu leaves it and says so in the log.",
     "nothing.",
     (("import torch\nimport torch_npu\n\nif torch.npu.is_available():\n    d = 'npu'\nelif torch.cuda.is_available():\n"
       "    d = 'cuda'\n", "NPU-aware code", LOG),),

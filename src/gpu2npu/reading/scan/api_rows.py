@@ -7,8 +7,9 @@ from typing import List, Optional
 
 from ...knowledge import apidata
 from ...records.change import Finding, Report
-from ...records.finding_kinds import NEWER_TORCH, NO_NPU_KERNEL, UNKNOWN_SUPPORT
+from ...records.finding_kinds import LEFT_ON_PURPOSE, NEWER_TORCH, NO_NPU_KERNEL, UNKNOWN_SUPPORT
 from ...knowledge.ascend_functions import equivalents
+from ...knowledge.private_torch import device_neutral, device_neutral_note
 from ...knowledge.tips import CUDA_BUILD_BINDINGS
 from .file_scan import FileScan
 
@@ -165,6 +166,9 @@ def _judge_torch_call(call: ast.Call, name: str, path: str, api: apidata.ApiData
     if name.startswith("torch.ops."):
         return _judge_dispatcher_op(call, name, path, api)
     if not apidata.torch_api_knows(name) and not apidata.release_kernel_for(api, name):
+        what = device_neutral(name)
+        if what is not None:
+            return _row(call, path, LEFT_ON_PURPOSE, Report.NOTE, name, device_neutral_note(name, what))
         return _row(call, path, UNKNOWN_SUPPORT, Report.UNKNOWN, name,
                     "not in PyTorch's public API lists: check that it exists for this torch version "
                     "and runs on NPU")
