@@ -188,6 +188,28 @@ class TestAnotherAcceleratorsNamesOnAnOlderTorch:
         assert self.newer("free, total = torch.xpu.mem_get_info()\n") == [(2, "torch.xpu.mem_get_info")]
 
 
+class TestBranchesOfOtherAccelerators:
+    """What runs only where another accelerator is there (tested by its name or its torch
+    extension's package) is skipped on the NPU: no row; the same call unguarded keeps its row."""
+
+    @pytest.mark.parametrize("source", [
+        "import importlib.util\n\n\ndef has_neuron():\n    if importlib.util.find_spec('torch_neuronx') is None:\n"
+        "        return False\n    return torch.neuron.device_count() > 0\n",
+        "def bf16():\n    if is_torch_supa_available():\n        return torch.supa.is_bf16_supported()\n    return False\n",
+        "if pt_supa_available:\n    name = torch.supa.get_device_name()\n",
+    ])
+    def test_a_guarded_call_is_no_row(self, source):
+        assert rows("import torch\n" + source) == []
+
+    @pytest.mark.parametrize("source, name", [
+        ("n = torch.neuron.device_count()\n", "torch.neuron.device_count"),
+        ("name = torch.supa.get_device_name()\n", "torch.supa.get_device_name"),
+        ("if find_spec('neuronxyz') is None:\n    pass\nn = torch.neuron.device_count()\n", "torch.neuron.device_count"),
+    ])
+    def test_an_unguarded_call_keeps_its_row(self, source, name):
+        assert [api for _, _, api in rows("import torch\n" + source)] == [name]
+
+
 class TestTorchsDeviceNeutralPrivateCode:
     """A private torch name is in no public API list; where its module's code is device-neutral
     Python (no kernel or device of its own) it runs on the NPU as on the GPU: a note in the log,

@@ -77,8 +77,10 @@ OLDER_TORCH_WAYS = {
 
 
 # torch's modules for accelerators other than CUDA and the NPU (and their availability words)
-# (`torch.neuron` is AWS Neuron's, added by torch-neuronx; `torch.hip` a ROCm build's)
-OTHER_ACCELERATORS = ("xpu", "mlu", "musa", "hpu", "mps", "mtia", "xla", "ipu", "dml", "sdaa", "gcu", "neuron", "hip")
+# (`torch.neuron` is AWS Neuron's, added by torch-neuronx; `torch.hip` a ROCm build's; `torch.supa`
+# Biren's, added by torch_supa)
+OTHER_ACCELERATORS = ("xpu", "mlu", "musa", "hpu", "mps", "mtia", "xla", "ipu", "dml", "sdaa", "gcu", "neuron", "hip",
+                      "supa")
 
 
 def _other_accelerator(name: str) -> Optional[str]:

@@ -349,12 +349,16 @@ class _AcceleratorTests(NamedTuple):
     guarded_values: list
 
 
+# The other words that name an accelerator: its torch extension's package (find_spec("torch_neuronx")).
+_SPELLINGS = {"neuron": ("neuron", "neuronx")}
+
+
 def _names_word(test: ast.AST, word: str) -> bool:
     """Whether an expression names the accelerator `word` (a name, attribute or string of it)."""
     for part in ast.walk(test):
         text = (part.id if isinstance(part, ast.Name) else part.attr if isinstance(part, ast.Attribute)
                 else part.value if isinstance(part, ast.Constant) and isinstance(part.value, str) else "")
-        if re.search(rf"(^|_){word}($|_)", text.lower()):
+        if re.search(rf"(^|_)({'|'.join(_SPELLINGS.get(word, (word,)))})($|_)", text.lower()):
             return True
     return False
 
