@@ -108,6 +108,14 @@ LEFT_AS_WRITTEN = [
     ("import torch\nif torch.cuda.is_available():\n    model.config._attn_implementation = 'flex_attention'\n", 2),
     ("import torch\nfrom transformers import AutoModel\nuse_flex = torch.cuda.is_available()\n"
      "model = AutoModel.from_pretrained(p, attn_implementation='flex_attention' if use_flex else 'sdpa')\n", 4),
+    # a framework's option handed over in a variable of another name (renamed, the framework would
+    # be given a name it rejects), whatever else reads the variable
+    ("import torch\nimport lightning as L\naccel = 'gpu' if torch.cuda.is_available() else 'cpu'\n"
+     "trainer = L.Trainer(accelerator=accel, devices=1)\n", 3),
+    ("import torch\nimport lightning as L\ndev = 'cpu'\nif torch.cuda.is_available():\n    dev = 'cuda'\n"
+     "trainer = L.Trainer(accelerator=dev)\nx = torch.ones(2).to(dev)\n", 4),
+    ("import torch\nfrom vllm import LLM\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+     "llm = LLM('model', device=device)\n", 3),
 ]
 
 
@@ -141,6 +149,9 @@ MIGRATED = [
     ("import torch\nimport lightning as L\nif torch.cuda.is_available():\n    x = x.to('cuda')\nL.Trainer(accelerator='gpu')\n",
      "torch_npu.npu.is_available()"),
     ("import torch\nacc = 'cpu'\nif torch.cuda.is_available():\n    acc = 'gpu'\n", "torch_npu.npu.is_available()"),
+    # a variable handed to a keyword that is no framework's option (another callee's `device`)
+    ("import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\nx = torch.ones(2, device=device)\n"
+     "run(model, device=device)\n", "torch_npu.npu.is_available()"),
     # the name looked up with a default, or only printed
     ("import torch\nif torch.cuda.is_available():\n    peak = PEAK.get(torch.cuda.get_device_name(), 1.0)\n",
      "torch_npu.npu.is_available()"),

@@ -435,6 +435,11 @@ def test_the_ddp_wrap_uses_the_name_torch_is_imported_as():
     # a table whose entries name other things (wheel tags, vendors): labels
     'import torch\nWHEELS = {"cuda": "cu130", "rocm": "rocm6.2"}\nVENDOR = {"cuda": "nvidia", "hip": "amd"}\n',
     'import torch\nif "cuda" in state:\n    torch.cuda.set_rng_state_all(state["cuda"])\n',
+    # beside a table of GPU models looked up by the GPU's name (no device type is a key of it)
+    'import torch\nPEAK = {"NVIDIA A100": 312e12}\nif torch.cuda.is_available():\n    peak = PEAK[torch.cuda.get_device_name()]\n'
+    'state = {"cpu": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state_all()}\n',
+    'import torch\nFLOPS = {"H100": 989e12}\nflops = FLOPS.get(torch.cuda.get_device_properties(0).name)\n'
+    'if "cuda" in state:\n    torch.cuda.set_rng_state_all(state["cuda"])\n',
     'import torch\nstates = ckpt.get("cuda", [])\nckpt.pop("cuda:0")\n',
     # messages for people, and an Enum's labels
     'import logging\nimport torch\nprint("cuda")\nlogging.getLogger(__name__).warning("cuda")\n',

@@ -56,6 +56,9 @@ class FileFacts:
     # (function name, positional index without self/cls) and (function name, parameter name)
     attribute_parameters: FrozenSet[tuple] = frozenset()
     reads_cuda_only_properties: bool = False
+    # variables handed to a call's keyword: name -> ((keyword, the callee's qualified names), ...)
+    # (`accel = "gpu" if ... else "cpu"` reaches Lightning through `Trainer(accelerator=accel)`)
+    keyword_arguments: Dict[str, Tuple[Tuple[str, FrozenSet[str]], ...]] = field(default_factory=dict)
 
 
 class FactsOfScan:
@@ -103,11 +106,26 @@ class FactsOfScan:
     def reads_cuda_only_properties(self) -> bool:
         return self._read().reads_cuda_only_properties
 
+    @property
+    def keyword_arguments(self) -> Dict[str, Tuple[Tuple[str, FrozenSet[str]], ...]]:
+        return self._read().keyword_arguments
+
 
 def is_device_key(text: str) -> bool:
     """Whether the code of a (non-literal) key looks like a device."""
     text = text.lower()
     return any(word in text for word in DEVICE_KEY_WORDS)
+
+
+def _looked_up_by_device(key: ast.AST) -> bool:
+    """Whether a mapping looked up by `key` is one of devices.  The name of the GPU
+    (`get_device_name()`, `get_device_properties(0).name`) is a model's, "NVIDIA A100": a table of
+    GPU models has no device types for keys."""
+    if isinstance(key, ast.Attribute) and key.attr == "name" and isinstance(key.value, ast.Call):
+        key = key.value  # (get_device_properties(0).name)
+    if isinstance(key, ast.Call) and _last(key.func) in ("get_device_name", "get_device_properties"):
+        return False
+    return is_device_key(_key_text(key))
 
 
 def foreign_library(names) -> Optional[str]:
@@ -149,13 +167,17 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
     groups = file_scan.groups
     qualified = file_scan.imports.qualified
     subscripts = groups.get(ast.Subscript, ())
-    looks_up = any(is_device_key(_key_text(node.slice)) for node in subscripts)
+    looks_up = any(_looked_up_by_device(node.slice) for node in subscripts)
     named_keys = any(_is_device_name(node.slice) for node in subscripts)
     foreign: Dict[str, str] = {}
+    keyword_arguments: Dict[str, list] = {}
     for call in file_scan.calls:
         func = call.func
+        for keyword in call.keywords:
+            if keyword.arg is not None and isinstance(keyword.value, ast.Name):
+                keyword_arguments.setdefault(keyword.value.id, []).append((keyword.arg, frozenset(qualified(func))))
         if isinstance(func, ast.Attribute) and func.attr in KEY_METHODS and call.args:
-            looks_up = looks_up or is_device_key(_key_text(call.args[0]))
+            looks_up = looks_up or _looked_up_by_device(call.args[0])
             named_keys = named_keys or _is_device_name(call.args[0])
         library = foreign_library(qualified(func))
         if library is not None:
@@ -181,7 +203,9 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
                         for target in node.targets if isinstance(target, ast.Name))
     sized = frozenset(node.name for node in groups.get(ast.ClassDef, ()) if _len_written(node, numbers))
     return FileFacts(looks_up, foreign, named_keys, sized, numbers, _attribute_parameters(file_scan),
-                     _reads_cuda_only_properties(file_scan))
+                     _reads_cuda_only_properties(file_scan),
+                     {name: tuple(sorted(set(uses), key=lambda use: (use[0], sorted(use[1]))))
+                      for name, uses in keyword_arguments.items()})
 
 
 def _is_properties_call(node: ast.AST) -> bool:

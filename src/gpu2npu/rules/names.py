@@ -494,13 +494,9 @@ def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
     if isinstance(parent, cst.Arg) and parent.keyword is not None:
         keyword = parent.keyword.value
         call = parent_of(parent)
-        if keyword in anywhere:
-            return keyword, anywhere[keyword]
-        if isinstance(call, cst.Call):
-            for option, callees, tip in FRAMEWORK_OPTIONS:
-                if option == keyword and callees and any(
-                        name.startswith(callees) for name in qualified_names(rule, call.func)):
-                    return option, tip
+        found = _option_of(keyword, qualified_names(rule, call.func) if isinstance(call, cst.Call) else ())
+        if found is not None:
+            return found
         if keyword == "default" and isinstance(call, cst.Call):
             flags = [a.value.raw_value.lstrip("-").replace("-", "_") for a in call.args
                      if a.keyword is None and isinstance(a.value, cst.SimpleString)]
@@ -513,7 +509,23 @@ def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
             last = name.rsplit(".", 1)[-1] if name else None
             if last in anywhere:
                 return last, anywhere[last]
+            # a variable of another name that the file hands to the option (`Trainer(accelerator=accel)`):
+            # renamed, the framework would be given a name it rejects, whatever else reads it
+            uses = file_facts(rule, node).keyword_arguments.get(name, ()) if isinstance(target, cst.Name) else ()
+            found = next((option for option in (_option_of(keyword, callees) for keyword, callees in uses) if option),
+                         None)
+            if found is not None:
+                return found
     return _named_among(rule, node, anywhere)
+
+
+def _option_of(keyword: str, callees) -> Optional[Tuple[str, str]]:
+    """(option, tip) of FRAMEWORK_OPTIONS that a keyword argument of a call of `callees` (its
+    qualified names) is, or None."""
+    for option, belongs_to, tip in FRAMEWORK_OPTIONS:
+        if option == keyword and (belongs_to is None or any(name.startswith(belongs_to) for name in callees)):
+            return option, tip
+    return None
 
 
 def _named_among(rule, node: cst.CSTNode, anywhere) -> Optional[Tuple[str, str]]:
