@@ -501,6 +501,21 @@ def test_two_generated_packages_share_one_sys_path_line():
     assert len(inserts) == 1
 
 
+def test_two_generated_packages_imported_apart_share_one_sys_path_line_before_both():
+    # (the later package's rule leaves its module first: the line still goes before the earlier import)
+    source = ("import torch\n\ntry:\n    import xformers.ops as xops\nexcept ImportError:\n    xops = None\n\n"
+              "from flash_attn import flash_attn_func\n\n\ndef attn(q, k, v):\n    if xops is not None:\n"
+              "        return xops.memory_efficient_attention(q, k, v)\n    return flash_attn_func(q, k, v)\n")
+    output, result = migrate(source)
+    assert output.count("sys.path.append(") == 1 and output.count("import sys\n") == 1
+    assert output.index("sys.path.append(") < output.index("try:") < output.index("from ascend_flash_attn")
+    assert "ascend_xformers package" in output and "ascend_flash_attn package" in output
+    inserts = [(c.start_line, c.message) for c in result.changes if "sys.path" in c.message]
+    assert inserts == [(1, "insert the output's top folder into sys.path (for ascend_xformers and ascend_flash_attn)")]
+    again, rerun = migrate(output)
+    assert again == output and not [c for c in rerun.changes if "sys.path" in c.message]
+
+
 FOREIGN_NCCL = [
     # handed to Ray's collective groups directly, or through an option, a field, a variable
     "import ray.util.collective as col\ncol.init_collective_group(2, 0, backend='nccl', group_name='g')\n",

@@ -75,6 +75,9 @@ class FileContext:
     # Rule code -> the reroute.ReroutePlan of the file, for the rules that point a CUDA-only
     # package's imports at a generated package (made once, before the rules run).
     reroute_plans: Dict[str, object] = field(default_factory=dict)
+    # Rule code -> (first line of its rewritten imports, generated package, what it is), for the
+    # rules that put the output's top folder on sys.path: one line, before the first of them all.
+    top_folder_users: Dict[str, Tuple[int, str, str]] = field(default_factory=dict)
     # What the whole file says (file_facts.FileFacts), as the pipeline read it for every file;
     # None: rules run on a tree alone (read from it where a rule asks, names.file_facts).
     file_facts: Optional[object] = None

@@ -268,20 +268,27 @@ class RerouteToGenerated(Rule):
         line = self.get_metadata(PositionProvider, node).start.line
         if self.first_line is None or line < self.first_line:
             self.first_line = line
+            self.context.top_folder_users[self.code] = (line, self.PACKAGE, self.SHORT)
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module):
         """The output's top folder goes on sys.path before the top-level statement that holds the
-        first rewritten import (an import in a try block or a function included)."""
+        first rewritten import of every generated package the file uses (an import in a try block
+        or a function included): once, by the first of their rules to get here."""
         if self.first_line is None:
             return updated_node
         body = updated_node.body
-        pairs = pair_with_originals(body, original_node.body, self.context.inserted, self.context.removed)
-        index = next(i for i, (_, original) in enumerate(pairs) if original is not None
-                     and self.lines_of(original)[1] >= self.first_line)
         statement = top_folder_on_sys_path(self.context.path)
         if any(isinstance(line, cst.SimpleStatementLine) and code_of(line.with_changes(leading_lines=())).strip() == statement.strip()
-               for line in body[:index]):
+               for line in body):
             return updated_node  # (another generated package's rule put the top folder there already)
+        users = sorted(self.context.top_folder_users.values())
+        pairs = pair_with_originals(body, original_node.body, self.context.inserted, self.context.removed)
+        index = next(i for i, (_, original) in enumerate(pairs) if original is not None
+                     and self.lines_of(original)[1] >= users[0][0])
+        comment = (self.comment() if len(users) == 1 else
+                   "# gpu2npu: the output's top folder holds the " + " and the ".join(
+                       f"{package} package ({short})" for _, package, short in users))
+        packages = " and ".join(package for _, package, _ in users)
         return insert_statements(self, original_node, updated_node, index, statement,
-                                 (self.comment(),), f"insert the output's top folder into sys.path (for {self.PACKAGE})",
+                                 (comment,), f"insert the output's top folder into sys.path (for {packages})",
                                  ("sys", "os"), module_names(body[:index]))
