@@ -454,6 +454,14 @@ def test_the_ddp_wrap_uses_the_name_torch_is_imported_as():
     'import torch\ndef score(kind, other):\n    if kind in ["cuda", "rocm"] and other in ["cuda", "rocm"]:\n        return 4\n'
     '    return 0\n',
     'import torch\nGPU_VENDORS = ("cuda", "nvidia", "amd")\nuse = torch.cuda.is_available() and platform in GPU_VENDORS\n',
+    # a command-line option whose choices offer "cuda" beside another implementation: a label that
+    # launch scripts pass (`--quant-backend cuda`), in its declaration and where it is compared
+    'import argparse\nimport torch\np = argparse.ArgumentParser()\n'
+    'p.add_argument("--quant-backend", choices=["cuda", "triton"], default="cuda")\nargs = p.parse_args()\n'
+    'if args.quant_backend == "cuda":\n    pass\nuse_triton = "cuda" != args.quant_backend\n',
+    'import argparse\nimport torch\np = argparse.ArgumentParser()\n'
+    'p.add_argument("-k", "--kernel", dest="impl", type=str, choices=("torch", "cuda"), default="cuda")\n'
+    'def run(cfg):\n    return cfg.impl in ("cuda",)\n',
 ])
 def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
     output, result = migrate(source)
@@ -485,6 +493,12 @@ def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
     ('import torch\nSUPPORTED = {"cuda": ("cuda", "cpu"), "tpu": ("cpu",)}\n', '{"npu": ("npu", "cpu")'),
     ('import torch\nBACKENDS = {"cuda": "nccl", "cpu": "gloo"}\n', '{"npu": "hccl"'),
     ('import torch\nSEEDS = {"cuda": torch.cuda.manual_seed, "cpu": torch.manual_seed}\n', '{"npu": torch_npu.npu.manual_seed'),
+    # an option that chooses a device: its choices are devices (or a choice of one), or its name says so
+    ('import argparse\nimport torch\np = argparse.ArgumentParser()\n'
+     'p.add_argument("--backend", choices=["cuda", "cpu", "auto"], default="cuda")\n', 'choices=["npu", "cpu", "auto"], default="npu"'),
+    ('import argparse\nimport torch\np = argparse.ArgumentParser()\n'
+     'p.add_argument("--device", choices=["cuda", "cpu", "custom"], default="cuda")\nargs = p.parse_args()\n'
+     'if args.device == "cuda":\n    pass\n', 'if args.device == "npu"'),
 ])
 def test_a_device_name_in_a_device_position_is_still_migrated(source, expected):
     output, _ = migrate(source)

@@ -59,6 +59,11 @@ class FileFacts:
     # variables handed to a call's keyword: name -> ((keyword, the callee's qualified names), ...)
     # (`accel = "gpu" if ... else "cpu"` reaches Lightning through `Trainer(accelerator=accel)`)
     keyword_arguments: Dict[str, Tuple[Tuple[str, FrozenSet[str]], ...]] = field(default_factory=dict)
+    # command-line options whose choices offer "cuda" beside a label that is no device
+    # (`--quant-backend` with choices cuda, triton): their destinations and flags
+    # (quant_backend, --quant-backend); their "cuda" names an implementation, which a launch
+    # script passes as it did
+    label_options: FrozenSet[str] = frozenset()
 
 
 class FactsOfScan:
@@ -105,6 +110,10 @@ class FactsOfScan:
     @property
     def reads_cuda_only_properties(self) -> bool:
         return self._read().reads_cuda_only_properties
+
+    @property
+    def label_options(self) -> FrozenSet[str]:
+        return self._read().label_options
 
     @property
     def keyword_arguments(self) -> Dict[str, Tuple[Tuple[str, FrozenSet[str]], ...]]:
@@ -202,10 +211,42 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
                         and isinstance(node.value, ast.Constant) and type(node.value.value) is int
                         for target in node.targets if isinstance(target, ast.Name))
     sized = frozenset(node.name for node in groups.get(ast.ClassDef, ()) if _len_written(node, numbers))
+    labels = [found for found in map(_label_option, file_scan.calls) if found is not None]
     return FileFacts(looks_up, foreign, named_keys, sized, numbers, _attribute_parameters(file_scan),
                      _reads_cuda_only_properties(file_scan),
                      {name: tuple(sorted(set(uses), key=lambda use: (use[0], sorted(use[1]))))
-                      for name, uses in keyword_arguments.items()})
+                      for name, uses in keyword_arguments.items()},
+                     frozenset(name for names in labels for name in names))
+
+
+# What an option that chooses a device offers: device types and the words for a choice of one.
+DEVICE_CHOICES = frozenset({"cpu", "cuda", "gpu", "npu", "mps", "xpu", "xla", "tpu", "hpu", "meta", "auto", "mtia",
+                            "ipu", "hip", "musa", "mlu", "none"})
+# Words of an option's name that make it a device's choice, whatever it offers.
+_DEVICE_OPTION_WORDS = ("dev", "accelerator", "place", "platform", "hardware")
+
+
+def _label_option(call: ast.Call) -> Optional[Tuple[str, ...]]:
+    """(destination, flags...) of an `add_argument` whose choices offer "cuda" beside a label that
+    is no device (`choices=["cuda", "triton"]`), unless its name says it chooses a device."""
+    if _last(call.func) != "add_argument":
+        return None
+    choices = next((keyword.value for keyword in call.keywords if keyword.arg == "choices"), None)
+    if not isinstance(choices, (ast.List, ast.Tuple, ast.Set)):
+        return None
+    values = [element.value for element in choices.elts
+              if isinstance(element, ast.Constant) and isinstance(element.value, str)]
+    if "cuda" not in values or all(value.lower() in DEVICE_CHOICES or DEVICE_KEY.match(value) for value in values):
+        return None
+    flags = [arg.value for arg in call.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+    dest = next((keyword.value.value for keyword in call.keywords if keyword.arg == "dest"
+                 and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str)), None)
+    if dest is None:
+        long_flags = [flag for flag in flags if flag.startswith("--")] or flags
+        dest = long_flags[0].lstrip("-").replace("-", "_") if long_flags else None
+    if not dest or any(word in name.lower() for name in (dest, *flags) for word in _DEVICE_OPTION_WORDS):
+        return None
+    return (dest, *flags)
 
 
 def _is_properties_call(node: ast.AST) -> bool:

@@ -264,6 +264,8 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
         return not any(word in within for word in _DEVICE_HOLDERS) and not _looks_up_by_device(rule, node)
     if isinstance(parent, cst.Element) and _among_platform_labels(parent_of(parent)):
         return True
+    if _a_label_options_value(rule, node, parent, parent_of):
+        return True
     if isinstance(parent, cst.Arg):
         call = parent_of(parent)
         if isinstance(call, cst.Call):
@@ -287,6 +289,28 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
 # list of strings with one of them beside "cuda" lists platforms (`kind in ["cuda", "rocm"]`, a
 # test's expectations chosen per platform), where "npu" would join the GPUs' group.
 PLATFORM_LABELS = frozenset({"rocm", "nvidia", "amd"})
+
+
+def _a_label_options_value(rule, node: cst.CSTNode, parent, parent_of) -> bool:
+    """Whether the string `node` is a value of a command-line option whose choices offer "cuda"
+    beside labels of other implementations (file_facts.label_options: `--quant-backend` with
+    choices cuda, triton): in its add_argument call, or compared with the option
+    (`args.quant_backend == "cuda"`).  Its launch scripts pass "cuda" as they did."""
+    labels = file_facts(rule, node).label_options
+    if not labels:
+        return False
+    holder = parent
+    while isinstance(holder, (cst.Element, cst.List, cst.Tuple, cst.Set, cst.Arg)):
+        holder = parent_of(holder)
+    if isinstance(holder, cst.Call) and (dotted_name(holder.func) or "").rsplit(".", 1)[-1] == "add_argument":
+        return any(isinstance(arg.value, cst.SimpleString) and string_text(arg.value) in labels
+                   and (arg.keyword is None or arg.keyword.value == "dest") for arg in holder.args)
+    if isinstance(holder, cst.ComparisonTarget):  # (`args.impl in ("cuda",)` too)
+        holder = parent_of(holder)
+    if not isinstance(holder, cst.Comparison):
+        return False
+    operands = (holder.left, *(target.comparator for target in holder.comparisons))
+    return any((dotted_name(operand) or "").rsplit(".", 1)[-1] in labels for operand in operands)
 
 
 def _among_platform_labels(collection: Optional[cst.CSTNode]) -> bool:
