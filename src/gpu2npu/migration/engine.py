@@ -14,10 +14,10 @@ the reports, `--diff` prints diffs, `check` prints findings.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import multiprocessing
 import os
-import dataclasses
 import signal
 from pathlib import Path
 from typing import Generator, Iterator, List, Optional, Sequence, Tuple

@@ -93,7 +93,7 @@ def packages_held(entries: Iterable[Entry]) -> Tuple[Tuple[str, FrozenSet[str]],
             continue  # (a subpackage such as diffusers/models/transformers: `import transformers` is not it)
         held.setdefault("/".join(parts[:-1]), set()).add(name)
         project, above = package.parent, parts[:-2]
-        if project.name == "src" and above and above[-1] == "src":
+        if above and above[-1] == "src":
             project, above = project.parent, above[:-1]
         if above and any((project / marker).is_file() for marker in _PROJECT_FILES):
             held.setdefault("/".join(above), set()).add(name)

@@ -296,19 +296,19 @@ def _a_label_options_value(rule, node: cst.CSTNode, parent, parent_of) -> bool:
     beside labels of other implementations (file_facts.label_options: `--quant-backend` with
     choices cuda, triton): in its add_argument call, or compared with the option
     (`args.quant_backend == "cuda"`).  Its launch scripts pass "cuda" as they did."""
-    labels = file_facts(rule, node).label_options
-    if not labels:
-        return False
     holder = parent
     while isinstance(holder, (cst.Element, cst.List, cst.Tuple, cst.Set, cst.Arg)):
         holder = parent_of(holder)
-    if isinstance(holder, cst.Call) and (dotted_name(holder.func) or "").rsplit(".", 1)[-1] == "add_argument":
-        return any(isinstance(arg.value, cst.SimpleString) and string_text(arg.value) in labels
-                   and (arg.keyword is None or arg.keyword.value == "dest") for arg in holder.args)
     if isinstance(holder, cst.ComparisonTarget):  # (`args.impl in ("cuda",)` too)
         holder = parent_of(holder)
+    # (the file's facts are read only where the string stands in such a place)
+    if isinstance(holder, cst.Call) and (dotted_name(holder.func) or "").rsplit(".", 1)[-1] == "add_argument":
+        labels = file_facts(rule, node).label_options
+        return any(isinstance(arg.value, cst.SimpleString) and string_text(arg.value) in labels
+                   and (arg.keyword is None or arg.keyword.value == "dest") for arg in holder.args)
     if not isinstance(holder, cst.Comparison):
         return False
+    labels = file_facts(rule, node).label_options
     operands = (holder.left, *(target.comparator for target in holder.comparisons))
     return any((dotted_name(operand) or "").rsplit(".", 1)[-1] in labels for operand in operands)
 

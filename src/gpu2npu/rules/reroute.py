@@ -178,9 +178,11 @@ def answers_probe(row_api: str, change_message: str) -> bool:
     return row_api.startswith("find_spec(") and change_message.startswith(f"change {row_api} to ")
 
 
-def comment_line(package: str, short: str) -> str:
-    """The comment above the sys.path line of a file that imports a generated package."""
-    return f"# gpu2npu: the output's top folder holds the {package} package ({short})"
+def comment_line(package: str, short: str, *more: Tuple[str, str]) -> str:
+    """The comment above the sys.path line of a file that imports generated packages: each as
+    (package, what it is)."""
+    held = " and the ".join(f"{name} package ({what})" for name, what in ((package, short), *more))
+    return f"# gpu2npu: the output's top folder holds the {held}"
 
 
 def _is_metadata(name: str) -> bool:
@@ -199,10 +201,6 @@ class RerouteToGenerated(Rule):
     SHORT: ClassVar[str] = ""  # for the comment above the sys.path line
 
     @classmethod
-    def comment(cls) -> str:
-        return comment_line(cls.PACKAGE, cls.SHORT)
-
-    @classmethod
     def plan_for(cls, module: cst.Module, code: str, own: FrozenSet[str] = frozenset()) -> ReroutePlan:
         """The file's plan; an empty one where the package is the project's own (`own`,
         Options.own_packages): its imports load the project's code, migrated here."""
@@ -213,7 +211,6 @@ class RerouteToGenerated(Rule):
     def __init__(self, context) -> None:
         super().__init__(context)
         self.plan: Optional[ReroutePlan] = None
-        self.first_line: Optional[int] = None  # line of the first rewritten import
 
     def visit_Module(self, node: cst.Module) -> None:
         # the pipeline made the plan already (the device guards need it before any rule runs)
@@ -266,16 +263,16 @@ class RerouteToGenerated(Rule):
 
     def _used(self, node: cst.CSTNode) -> None:
         line = self.get_metadata(PositionProvider, node).start.line
-        if self.first_line is None or line < self.first_line:
-            self.first_line = line
+        first = self.context.top_folder_users.get(self.code)
+        if first is None or line < first[0]:
             self.context.top_folder_users[self.code] = (line, self.PACKAGE, self.SHORT)
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module):
         """The output's top folder goes on sys.path before the top-level statement that holds the
         first rewritten import of every generated package the file uses (an import in a try block
         or a function included): once, by the first of their rules to get here."""
-        if self.first_line is None:
-            return updated_node
+        if self.code not in self.context.top_folder_users:
+            return updated_node  # (no import of this package was rewritten)
         body = updated_node.body
         statement = top_folder_on_sys_path(self.context.path)
         if any(isinstance(line, cst.SimpleStatementLine) and code_of(line.with_changes(leading_lines=())).strip() == statement.strip()
@@ -285,10 +282,9 @@ class RerouteToGenerated(Rule):
         pairs = pair_with_originals(body, original_node.body, self.context.inserted, self.context.removed)
         index = next(i for i, (_, original) in enumerate(pairs) if original is not None
                      and self.lines_of(original)[1] >= users[0][0])
-        comment = (self.comment() if len(users) == 1 else
-                   "# gpu2npu: the output's top folder holds the " + " and the ".join(
-                       f"{package} package ({short})" for _, package, short in users))
-        packages = " and ".join(package for _, package, _ in users)
+        held = [(package, short) for _, package, short in users]
+        packages = " and ".join(package for package, _ in held)
         return insert_statements(self, original_node, updated_node, index, statement,
-                                 (comment,), f"insert the output's top folder into sys.path (for {packages})",
+                                 (comment_line(*held[0], *held[1:]),),
+                                 f"insert the output's top folder into sys.path (for {packages})",
                                  ("sys", "os"), module_names(body[:index]))
