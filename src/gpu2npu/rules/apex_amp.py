@@ -606,7 +606,7 @@ class ApexAmp(Rule):
         result: list = []
         carried: list = []  # comment lines of removed statements, for the next statement kept
         for statement in updated_body:
-            original = None if id(statement) in self.context.inserted else next(originals, None)
+            original = None if statement in self.context.inserted else next(originals, None)
             action = plan.statements.get(id(original)) if original is not None else None
             if original is not None and id(original) in plan.withs:
                 new, carried = self._unwrap(original, statement, carried)
@@ -644,7 +644,7 @@ class ApexAmp(Rule):
             return [statement.with_changes(body=[small])]
         if action == "initialize after":
             new = cst.parse_statement(self._initialize_line() + "\n")
-            self.context.inserted.add(id(new))
+            self.context.inserted.add(new)
             self.record_insert(self.lines_of(original)[1], f"insert {amp}.initialize({self.model}, {plan.optimizer}, ...) (apex O2)")
             return [statement, new]
         if action in ("delete", "update", "unscale"):
@@ -730,7 +730,7 @@ class ApexAmp(Rule):
         if subscript is None:
             return updated_node
         guarded = self._guarded_load(original_node, updated_node, subscript, replace=False)
-        self.context.inserted.add(id(guarded))
+        self.context.inserted.add(guarded)
         self.record_insert(self.lines_of(original_node)[1], f"insert {plan.amp}.load_state_dict after the optimizer state")
         return cst.FlattenSentinel([updated_node, guarded])
 

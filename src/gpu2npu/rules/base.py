@@ -17,6 +17,7 @@ from ..knowledge.apidata import ApiData
 from ..records.options import DistributedSettings, Options, SpecifyDeviceSettings
 from ..records.change import Finding, Operation, Report
 from . import npu_aware
+from .node_set import NodeSet
 
 if TYPE_CHECKING:
     from ..records.rule_file import CustomRules
@@ -59,10 +60,10 @@ class FileContext:
     original_line: Callable[[int], int] = lambda line: line
     # Set by rules that make the file depend on torch_npu at run time (read by ImportTorchNpu).
     needs_torch_npu: bool = False
-    # ids of statements that rules inserted, and of original statements they removed (see
+    # Statements that rules inserted, and original statements they removed (see
     # placement.pair_with_originals).
-    inserted: Set[int] = field(default_factory=set)
-    removed: Set[int] = field(default_factory=set)
+    inserted: NodeSet = field(default_factory=NodeSet)
+    removed: NodeSet = field(default_factory=NodeSet)
     # ids of original nodes a rule takes whole (its code): the other rules leave them alone, so
     # that two rules never rewrite the same construct two ways (see apex_amp).
     claimed: Dict[int, str] = field(default_factory=dict)

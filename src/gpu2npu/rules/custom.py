@@ -207,7 +207,7 @@ class CustomFuncName(Rule):
         anchor = line_before(pairs, index, self.lines_of, len(original_node.header))
         for offset, (package, entry) in enumerate(needed):
             statement = cst.parse_statement(f"import {package}{updated_node.default_newline}")
-            self.context.inserted.add(id(statement))
+            self.context.inserted.add(statement)
             body.insert(index + offset, statement)
             self.record_insert(anchor, f"insert import {package} (for {entry.new_name}) {_label(entry)}")
         return updated_node.with_changes(body=body)

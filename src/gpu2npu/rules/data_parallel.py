@@ -100,6 +100,6 @@ class DataParallelToSingleNpu(Rule):
         pairs = pair_with_originals(body, original_node.body, self.context.inserted, self.context.removed)
         anchor = line_before(pairs, index, self.lines_of, len(original_node.header))
         body.insert(index, class_def)
-        self.context.inserted.add(id(class_def))
+        self.context.inserted.add(class_def)
         self.record_insert(anchor, f"insert class {WRAPPER}({base_code}) for single-NPU runs")
         return updated_node.with_changes(body=body)

@@ -192,7 +192,7 @@ class WrapModelInDdp(Rule):
         ]
         new = [cst.parse_statement(line + "\n") for line in lines]
         for statement in new:
-            self.context.inserted.add(id(statement))
+            self.context.inserted.add(statement)
         self.record_insert(self.build_line, f"insert {self.target}.npu() and the DistributedDataParallel wrap")
         self.context.needs_torch_npu = True
         return cst.FlattenSentinel([updated_node, *new])

@@ -144,7 +144,7 @@ class ImportTorchNpu(Rule):
         if usage.bound:
             return updated_node  # (a function inside it imports torch_npu itself)
         new_line = cst.parse_statement(IMPORT_LINE + self._newline)
-        self.context.inserted.add(id(new_line))
+        self.context.inserted.add(new_line)
         found = _insert_near_torch(updated_node.body.body, original_node.body.body, new_line, self)
         if found is None:  # (the function does not import torch itself)
             self._uncovered = True
@@ -178,7 +178,7 @@ class ImportTorchNpu(Rule):
             # (in place: the batch of rules holds the list; it replaces its items, so they are matched by value)
             self.edits[:] = [edit for edit in self.edits if (edit.start_line, edit.message) not in lazy]
         new_line = cst.parse_statement(IMPORT_LINE + updated_node.default_newline)
-        self.context.inserted.add(id(new_line))
+        self.context.inserted.add(new_line)
         found = _insert_near_torch(updated_node.body, original_node.body, new_line, self)
         if found is not None:
             body, anchor = found
@@ -291,7 +291,7 @@ def _insert_near_torch(updated_body, original_body, new_line, rule: Rule, in_try
             # lines above it, so it sits right on top of that import.
             body[index] = statement.with_changes(leading_lines=())
             placed = new_line.with_changes(leading_lines=statement.leading_lines)
-            rule.context.inserted.add(id(placed))
+            rule.context.inserted.add(placed)
             body.insert(index, placed)
             return body, rule.lines_of(original)[0] - 1
         if isinstance(statement, cst.If) and _only_for_type_checkers(statement.test):

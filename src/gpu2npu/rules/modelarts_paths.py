@@ -175,7 +175,7 @@ class ModelArtsPaths(Rule):
         index = after_imports(body)
         anchor = line_before(pairs, index, self.lines_of, len(original_node.header))
         statement = cst.parse_statement(IMPORT_LINE + updated_node.default_newline)
-        self.context.inserted.add(id(statement))
+        self.context.inserted.add(statement)
         body.insert(index, statement)
         self.record_insert(anchor, f"insert {IMPORT_LINE}")
         return updated_node.with_changes(body=body)

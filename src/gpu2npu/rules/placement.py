@@ -7,6 +7,7 @@ import libcst as cst
 
 from ..records.change import Operation
 from .base import Edit
+from .node_set import NodeSet
 
 
 def is_import_line(statement: cst.CSTNode) -> bool:
@@ -94,14 +95,14 @@ def header_line_count(module: cst.Module) -> int:
     return len(module.header)
 
 
-def pair_with_originals(updated_body: Sequence[cst.CSTNode], original_body: Sequence[cst.CSTNode], inserted: Set[int],
-                        removed: Set[int] = frozenset()):
+def pair_with_originals(updated_body: Sequence[cst.CSTNode], original_body: Sequence[cst.CSTNode], inserted: NodeSet,
+                        removed: NodeSet = NodeSet()):
     """Pair each statement of an updated block with the original statement it came from (None
-    for statements a rule inserted, whose ids are in `inserted`).  Rules edit statements in
-    place, insert new ones and remove some (the ids of the removed originals are in `removed`,
-    FileContext.removed), so the rest correspond one to one, in order."""
-    originals = iter([statement for statement in original_body if id(statement) not in removed])
-    return [(statement, None if id(statement) in inserted else next(originals, None)) for statement in updated_body]
+    for statements a rule inserted, which are in `inserted`).  Rules edit statements in place,
+    insert new ones and remove some (the removed originals are in `removed`, FileContext.removed),
+    so the rest correspond one to one, in order."""
+    originals = iter([statement for statement in original_body if statement not in removed])
+    return [(statement, None if statement in inserted else next(originals, None)) for statement in updated_body]
 
 
 def line_before(pairs, index: int, lines_of, header_lines: int) -> int:
@@ -163,7 +164,7 @@ def insert_statements(rule, original_module: cst.Module, updated_module: cst.Mod
     pairs = pair_with_originals(body, original_module.body, rule.context.inserted, rule.context.removed)
     anchor = line_before(pairs, index, rule.lines_of, header_line_count(original_module))
     for statement in new:
-        rule.context.inserted.add(id(statement))
+        rule.context.inserted.add(statement)
     body[index:index] = new
     rule.record_insert(anchor, message)
     return updated_module.with_changes(body=body)
@@ -188,7 +189,7 @@ def record_removal(rule, original: cst.SimpleStatementLine, message: str) -> Non
     start, end = rule.lines_of(original)
     if not _keeps_leading_lines(original):
         start -= len(original.leading_lines)
-        rule.context.removed.add(id(original))  # gone from its block (see pair_with_originals)
+        rule.context.removed.add(original)  # gone from its block (see pair_with_originals)
     rule.edits.append(Edit(start, end, Operation.DELETE, message))
 
 

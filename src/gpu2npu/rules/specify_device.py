@@ -80,7 +80,7 @@ class DeviceFromEnvironment(Rule):
         call = cst.parse_statement(SOURCE).with_changes(
             leading_lines=[cst.EmptyLine(indent=True, comment=cst.Comment(line)) for line in COMMENT]
         )
-        self.context.inserted.add(id(call))
+        self.context.inserted.add(call)
         block = statement.body.with_changes(body=(call, *statement.body.body))
         body = list(updated_node.body)
         body[guard] = statement.with_changes(body=block)
