@@ -544,6 +544,15 @@ FOREIGN_NCCL = [
     # the trainer's side of vLLM's weight transfer (RL weight sync), chosen by a backend name
     "from vllm.distributed.weight_transfer.nccl_common import trainer_init\n\ndef join(info, backend='nccl'):\n"
     "    if backend == 'nccl':\n        return trainer_init(info)\n",
+    # an option (default and choices) handed to the file's own class, whose __init__ hands it on
+    "import argparse\nimport ray.util.collective as col\n\n\nclass Sync:\n    def __init__(self, world, backend='nccl'):\n"
+    "        if backend == 'nccl':\n            col.init_collective_group(world, 0, backend=backend)\n\n\n"
+    "p = argparse.ArgumentParser()\np.add_argument('--sync-backend', default='nccl', choices=['nccl', 'gloo'])\n"
+    "args = p.parse_args()\nsync = Sync(4, backend=args.sync_backend)\n",
+    # positionally, through two of the file's functions
+    "import ray.util.collective as col\n\n\ndef join(world, how):\n    col.init_collective_group(world, 0, how)\n\n\n"
+    "def start(cfg, name):\n    join(cfg.world, name)\n\n\nclass Cfg:\n    weight_backend = 'nccl'\n\n\n"
+    "start(Cfg(), Cfg.weight_backend)\n",
 ]
 
 
@@ -560,6 +569,19 @@ def test_an_nccl_name_for_torchs_process_groups_beside_another_librarys_is_renam
               "dist.init_process_group(backend='nccl')\ncol.init_collective_group(2, 0, backend='nccl')\n")
     output, _ = migrate(source)
     assert "init_process_group(backend='hccl')" in output and "init_collective_group(2, 0, backend='nccl')" in output
+
+
+def test_an_option_the_files_own_function_hands_to_torch_is_renamed_beside_one_it_hands_to_ray():
+    source = ("import argparse\nimport torch.distributed as dist\nimport ray.util.collective as col\n\n\n"
+              "def setup(backend):\n    dist.init_process_group(backend=backend)\n\n\n"
+              "def sync_group(backend):\n    col.init_collective_group(2, 0, backend=backend)\n\n\n"
+              "p = argparse.ArgumentParser()\np.add_argument('--dist-backend', default='nccl', choices=['nccl', 'gloo'])\n"
+              "p.add_argument('--sync-backend', default='nccl')\nargs = p.parse_args()\n"
+              "setup(args.dist_backend)\nsync_group(backend=args.sync_backend)\n")
+    output, result = migrate(source)
+    assert "add_argument('--dist-backend', default='hccl', choices=['hccl', 'gloo'])" in output
+    assert "add_argument('--sync-backend', default='nccl')" in output
+    assert [f.start_line for f in result.findings if f.api == "backend 'nccl'"] == [16]
 
 
 def _padded(head: str, tail: str) -> str:

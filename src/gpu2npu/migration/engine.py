@@ -24,6 +24,7 @@ from typing import Generator, Iterator, List, Optional, Sequence, Tuple
 
 from . import cache
 from ..reading.discover import Entry, packages_held
+from ..reading.project_options import backend_options_kept_in
 from ..records.results import FileResult, Status, with_not_migrated_row
 from ..reading.suppressions import suppressions_in
 from ..records.options import Options
@@ -42,9 +43,11 @@ class Engine:
 
     def results(self, entries: Sequence[Entry]) -> Iterator[Tuple[Entry, FileResult]]:
         options = self.options
-        held = packages_held(entries)
-        if held:  # (what a file loads as its own depends on the tree: so do its results)
-            options = dataclasses.replace(options, packages_held=held)
+        # (what a file loads as its own, and what a script's options mean, depend on the tree:
+        # so do the results)
+        held, kept = packages_held(entries), backend_options_kept_in(entries)
+        if held or kept:
+            options = dataclasses.replace(options, packages_held=held, backend_options_kept=kept)
             if self.cache is not None:
                 self.cache.salt = cache.salt_for(options)
         computed = migrate_all(entries, options, self.jobs, self.cache)

@@ -9,7 +9,7 @@ text file: it is copied as it is.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple, Type
+from typing import FrozenSet, List, Optional, Sequence, Tuple, Type
 
 from ..records.change import Change, Finding, Operation
 from ..records.results import FileResult, Status
@@ -69,7 +69,9 @@ def relevant(text: str, rules: Sequence[Type[ScriptRule]] = LAUNCH_SCRIPT_RULES)
     return any(rule.wants(text) and rule.triggers for rule in rules)
 
 
-def migrate_script(data: bytes, path: str, dialect: Optional[Dialect] = None) -> FileResult:
+def migrate_script(data: bytes, path: str, dialect: Optional[Dialect] = None,
+                   backend_options_kept: FrozenSet[str] = frozenset()) -> FileResult:
+    """`backend_options_kept`: Options.backend_options_kept, the options a script passes as it did."""
     dialect = dialect or dialect_for(path)
     if dialect is None or b"\0" in data:
         return FileResult(path, Status.SKIPPED)
@@ -77,7 +79,8 @@ def migrate_script(data: bytes, path: str, dialect: Optional[Dialect] = None) ->
     if not relevant(text):
         return FileResult(path, Status.SKIPPED)
     pieces = [_split_ending(line) for line in text.splitlines(keepends=True)]
-    outcome = rewrite_lines([body for body, _ in pieces], dialect)
+    rules = [rule.for_project(backend_options_kept) for rule in LAUNCH_SCRIPT_RULES]
+    outcome = rewrite_lines([body for body, _ in pieces], dialect, rules)
     changes = [Change(path, index + 1, index + 1, Operation.MODIFY, code, message)
                for index, code, message in outcome.changes]
     findings = sorted({Finding(path, index + 1, index + 1, report.report, report.api, report.tip, code)

@@ -195,16 +195,19 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
                 if name:
                     foreign.setdefault(name, library)
     for node in groups.get(ast.If, ()):
-        compared = [side for comparison in ast.walk(node.test) if isinstance(comparison, ast.Compare)
-                    for side in (comparison.left, *comparison.comparators)]
-        if not any(isinstance(side, ast.Constant) and side.value in NCCL_NAMES for side in compared):
-            continue
-        library = next((found for statement in node.body for inner in ast.walk(statement)
-                        if isinstance(inner, ast.Call) for found in [foreign_library(qualified(inner.func))]
-                        if found is not None), None)
+        library = _nccl_test_before_foreign(node, lambda call: foreign_library(qualified(call.func)))
         if library is not None:
-            for side in compared:
+            for side in _compared(node.test):
                 name = _last(side)
+                if name:
+                    foreign.setdefault(name, library)
+    # what the file hands to its own functions and classes that hand a parameter on to one
+    # (`WeightSync(backend=args.sync_backend)`, whose __init__ gives `backend` to Ray)
+    foreign_parameters = _foreign_parameters(file_scan, qualified)
+    if foreign_parameters:
+        for call in file_scan.calls:
+            for value, library in _arguments_to_foreign_parameters(call, foreign_parameters):
+                name = _last(value)
                 if name:
                     foreign.setdefault(name, library)
     numbers = frozenset(target.id for node in file_scan.tree.body if isinstance(node, ast.Assign)
@@ -217,6 +220,34 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
                      {name: tuple(sorted(set(uses), key=lambda use: (use[0], sorted(use[1]))))
                       for name, uses in keyword_arguments.items()},
                      frozenset(name for names in labels for name in names))
+
+
+def option_destination(flags) -> Optional[str]:
+    """The name an option's value is kept under, from its flags (`"--sync-backend"`:
+    sync_backend), as a command-line library derives it; None without a long flag."""
+    long = [flag for flag in flags if flag.startswith("--")]
+    return long[0].lstrip("-").replace("-", "_") if long else None
+
+
+def backend_options_kept(file_scan: "FileScan") -> FrozenSet[str]:
+    """The destinations of the file's command-line options offering "nccl" (as default or among
+    their choices) whose value goes to a collective library other than torch's: NPU105 leaves
+    their "nccl" as written, and a launch script passing one must too."""
+    found = set()
+    foreign: Optional[Dict[str, str]] = None
+    for call in file_scan.calls:
+        offered = [keyword.value for keyword in call.keywords if keyword.arg in ("default", "choices")]
+        values = [inner.value for value in offered for inner in ast.walk(value) if isinstance(inner, ast.Constant)]
+        if not any(value in NCCL_NAMES for value in values):
+            continue
+        destination = option_destination([arg.value for arg in call.args
+                                          if isinstance(arg, ast.Constant) and isinstance(arg.value, str)])
+        if destination is None:
+            continue
+        foreign = facts_of(file_scan).foreign_backends if foreign is None else foreign
+        if destination.rsplit(".", 1)[-1] in foreign:
+            found.add(destination)
+    return frozenset(found)
 
 
 # What an option that chooses a device offers: device types and the words for a choice of one.
@@ -247,6 +278,94 @@ def _label_option(call: ast.Call) -> Optional[Tuple[str, ...]]:
     if not dest or any(word in name.lower() for name in (dest, *flags) for word in _DEVICE_OPTION_WORDS):
         return None
     return (dest, *flags)
+
+
+def _compared(test: ast.AST):
+    return [side for comparison in ast.walk(test) if isinstance(comparison, ast.Compare)
+            for side in (comparison.left, *comparison.comparators)]
+
+
+def _nccl_test_before_foreign(node: ast.If, library_of: Callable[[ast.Call], Optional[str]]) -> Optional[str]:
+    """The foreign collective library that the body of `if <...> == "nccl":` calls, if it tests
+    for "nccl" and calls one."""
+    if not any(isinstance(side, ast.Constant) and side.value in NCCL_NAMES for side in _compared(node.test)):
+        return None
+    return next((found for statement in node.body for inner in ast.walk(statement)
+                 if isinstance(inner, ast.Call) for found in [library_of(inner)] if found is not None), None)
+
+
+# How a callable of the file is called: its name and the parameters of its calls, positional
+# ones first (without self or cls), with the library each foreign one reaches.
+ForeignParameters = Dict[str, Dict[object, str]]
+
+
+def _callable_name_and_parameters(function: ast.AST, classes: Dict[int, str]) -> Tuple[str, list, list]:
+    positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    if positional and positional[0] in ("self", "cls"):
+        positional = positional[1:]
+    name = classes.get(id(function), function.name)  # (a class is called by its name for its __init__)
+    return name, positional, [a.arg for a in function.args.kwonlyargs]
+
+
+def _arguments_to_foreign_parameters(call: ast.Call, foreign_parameters: ForeignParameters):
+    """(argument, library) for each argument of `call` given to a parameter of one of the file's
+    callables that hands it on to a foreign collective library."""
+    parameters = foreign_parameters.get(_last(call.func) or "")
+    if not parameters:
+        return
+    for index, value in enumerate(call.args):
+        if index in parameters and not isinstance(value, ast.Starred):
+            yield value, parameters[index]
+    for keyword in call.keywords:
+        if keyword.arg in parameters:
+            yield keyword.value, parameters[keyword.arg]
+
+
+def _foreign_parameters(file_scan: "FileScan", qualified) -> ForeignParameters:
+    """The parameters of the file's functions (a class's __init__: the class) that the function
+    hands to a foreign collective library, directly, by testing it for "nccl" before calling one,
+    or through another such function of the file: callable name -> {position or name: library}."""
+    functions = file_scan.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef)
+    if not functions or not any(foreign_library(qualified(call.func)) for call in file_scan.calls):
+        return {}
+    classes = {id(statement): node.name for node in file_scan.groups.get(ast.ClassDef, ())
+               for statement in node.body if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and statement.name == "__init__"}
+    found: ForeignParameters = {}
+    changed = True
+    while changed:  # (until no function adds one: each round follows one more call of the file's own)
+        changed = False
+        for function in functions:
+            name, positional, keyword_only = _callable_name_and_parameters(function, classes)
+            own = {*positional, *keyword_only}
+
+            def library_of(call: ast.Call) -> Optional[str]:
+                return foreign_library(qualified(call.func)) or next(
+                    (library for _, library in _arguments_to_foreign_parameters(call, found)), None)
+
+            reached: Dict[str, str] = {}
+            for inner in ast.walk(function):
+                if isinstance(inner, ast.Call):
+                    direct = foreign_library(qualified(inner.func))
+                    handed = ([(value, direct) for value in (*inner.args, *(k.value for k in inner.keywords))]
+                              if direct else list(_arguments_to_foreign_parameters(inner, found)))
+                    for value, library in handed:
+                        if isinstance(value, ast.Name) and value.id in own:
+                            reached.setdefault(value.id, library)
+                elif isinstance(inner, ast.If):
+                    library = _nccl_test_before_foreign(inner, library_of)
+                    if library is not None:
+                        for side in _compared(inner.test):
+                            if isinstance(side, ast.Name) and side.id in own:
+                                reached.setdefault(side.id, library)
+            entry = found.setdefault(name, {})
+            for parameter, library in reached.items():
+                keys = [parameter] + ([positional.index(parameter)] if parameter in positional else [])
+                for key in keys:
+                    if key not in entry:
+                        entry[key] = library
+                        changed = True
+    return {name: parameters for name, parameters in found.items() if parameters}
 
 
 def _is_properties_call(node: ast.AST) -> bool:

@@ -66,6 +66,10 @@ class Options:
     # vendored project, a package's own files): (folder as Entry.relative writes it, names),
     # found by the engine from the files it is given (reading.packages_held).
     packages_held: Tuple[Tuple[str, FrozenSet[str]], ...] = ()
+    # The destinations of the project's command-line options whose "nccl" goes to a collective
+    # library other than torch's (sync_backend), found by the engine from the Python files
+    # (reading.project_options): launch scripts pass them as they did.
+    backend_options_kept: FrozenSet[str] = frozenset()
 
     def own_packages_of(self, path: str) -> FrozenSet[str]:
         """The CUDA-only packages that the file at `path` (as Entry.relative writes it) loads

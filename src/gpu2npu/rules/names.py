@@ -8,7 +8,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from ..reading.file_facts import KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, foreign_library
+from ..reading.file_facts import KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, foreign_library, option_destination
 from ..knowledge.tips import handed_on, has_fused_kernel
 from .npu_aware import mentions_npu
 from .walk import ClassHooks, ParentNodeProvider, walk
@@ -476,16 +476,20 @@ def foreign_collective(rule, node: cst.CSTNode) -> Optional[str]:
     names = file_facts(rule, node).foreign_backends
     parent = parent_of(node)
     holder = None
+    if isinstance(parent, cst.Element):  # one of an option's choices (`choices=["nccl", "gloo"]`)
+        container = parent_of(parent)
+        parent = parent_of(container) if isinstance(container, (cst.List, cst.Tuple, cst.Set)) else None
+        if not (isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "choices"):
+            return None
     if isinstance(parent, cst.Arg):
         call = parent_of(parent)
         if isinstance(call, cst.Call):
             library = foreign_library(qualified_names(rule, call.func))
             if library is not None:
                 return library
-            if parent.keyword is not None and parent.keyword.value == "default":
-                flags = [string_text(a.value) or "" for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
-                long = [flag for flag in flags if flag.startswith("--")]
-                holder = long[0].lstrip("-").replace("-", "_") if long else None
+            if parent.keyword is not None and parent.keyword.value in ("default", "choices"):
+                holder = option_destination([string_text(a.value) or "" for a in call.args
+                                             if a.keyword is None and isinstance(a.value, cst.SimpleString)])
                 if holder is None and isinstance(parent_of(call), cst.AnnAssign):  # `x: str = field(default="nccl")`
                     holder = dotted_name(parent_of(call).target)
     elif isinstance(parent, (cst.Assign, cst.AnnAssign)):

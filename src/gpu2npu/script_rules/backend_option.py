@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from typing import ClassVar, FrozenSet
 
 from ..records.change import Report
 from .base import LITERAL_TIP, LineEdit, LineReport, ScriptExample, ScriptRule, option_syntax
@@ -13,6 +14,10 @@ PATTERN = re.compile(
     r"(?P<value>nccl)(?P=quote)(?![\w.-])",
     re.IGNORECASE,
 )
+
+KEPT_TIP = ("left as written: the program hands this option's value to a collective library other than "
+            "torch's process groups (see its row in the Python file), which has no HCCL backend; on the NPU "
+            "move the tensors with torch.distributed over 'hccl'")
 
 
 class NcclBackendOption(ScriptRule):
@@ -40,6 +45,17 @@ class NcclBackendOption(ScriptRule):
     )
     unchanged = ("python train.py --backend gloo\n", "# --backend nccl is the default\n")
 
+    # The options whose "nccl" the project's Python code leaves as written (its value goes to
+    # Ray's collective groups or another library without HCCL), by destination: sync_backend.
+    kept: ClassVar[FrozenSet[str]] = frozenset()
+
+    @classmethod
+    def for_project(cls, backend_options_kept):
+        if not backend_options_kept:
+            return cls
+        return type(cls.__name__, (cls,), {"kept": frozenset(name.lower() for name in backend_options_kept),
+                                           "__doc__": cls.__doc__})
+
     @classmethod
     def apply(cls, line, dialect):
         edits, reports = [], []
@@ -48,6 +64,9 @@ class NcclBackendOption(ScriptRule):
                 continue  # `--backend: nccl` is nothing we know
             if line.in_literal(match.start()):
                 reports.append(LineReport(Report.UNSUPPORTED, match.group(0), LITERAL_TIP))
+                continue
+            if match.group("name").lstrip("-").replace("-", "_").lower() in cls.kept:
+                reports.append(LineReport(Report.UNSUPPORTED, match.group(0), KEPT_TIP))
                 continue
             value = match.group("value")
             new = "HCCL" if value.isupper() else "hccl"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import ClassVar, FrozenSet, List, Tuple
+from typing import ClassVar, FrozenSet, List, Tuple, Type
 
 from ..records.change import Report
 from ..rules.base import Example
@@ -65,6 +65,12 @@ class ScriptRule:
     @classmethod
     def apply(cls, line: ScannedLine, dialect: Dialect) -> Tuple[List[LineEdit], List[LineReport]]:
         raise NotImplementedError
+
+    @classmethod
+    def for_project(cls, backend_options_kept: FrozenSet[str]) -> Type["ScriptRule"]:
+        """The rule as it applies in a project whose Python code leaves these options' "nccl" as
+        written (Options.backend_options_kept): itself, unless what it does depends on them."""
+        return cls
 
 
 def code_matches(pattern: "re.Pattern", line: ScannedLine):

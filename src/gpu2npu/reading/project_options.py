@@ -1,0 +1,37 @@
+"""What the project's Python code decides about the command-line options that its launch scripts
+pass: read before the files are migrated, so that a script's `--sync-backend nccl` is migrated
+the way the option's declaration is (reading.file_facts.backend_options_kept)."""
+from __future__ import annotations
+
+from typing import FrozenSet, Iterable
+
+from .discover import Entry, Kind
+from .file_facts import backend_options_kept
+from .scan import FileScan
+from .scan.reading import parse
+
+
+def backend_options_kept_in(entries: Iterable[Entry]) -> FrozenSet[str]:
+    """The destinations (sync_backend) of the project's options whose "nccl" the migration leaves
+    as written; read only where a launch script of the tree passes "nccl" at all."""
+    entries = list(entries)
+    if not any(entry.kind == Kind.LAUNCH_SCRIPT and b"nccl" in _bytes_of(entry).lower() for entry in entries):
+        return frozenset()
+    kept = set()
+    for entry in entries:
+        if entry.kind != Kind.PYTHON:
+            continue
+        data = _bytes_of(entry)
+        if b"nccl" not in data and b"NCCL" not in data:
+            continue
+        tree = parse(data)
+        if tree is not None:
+            kept |= backend_options_kept(FileScan(tree, data))
+    return frozenset(kept)
+
+
+def _bytes_of(entry: Entry) -> bytes:
+    try:
+        return entry.absolute.read_bytes()
+    except OSError:
+        return b""  # (the migration reports the file it cannot read)

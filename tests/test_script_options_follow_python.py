@@ -1,0 +1,55 @@
+"""A launch script passes an option the way the project's Python code declares it: where the
+migration leaves an option's "nccl" as written (its value goes to Ray's collective groups, not
+torch's process groups), `--sync-backend nccl` in a script stays too, and is reported; an option
+that reaches torch's process groups is renamed on both sides.  Run through the console script."""
+import json
+import subprocess
+import sys
+
+from helpers import write_project
+
+TRAIN = (
+    "import argparse\nimport torch.distributed as dist\nimport ray.util.collective as col\n\n\n"
+    "class WeightSync:\n    def __init__(self, backend='nccl'):\n        if backend == 'nccl':\n"
+    "            col.init_collective_group(4, 0, backend=backend, group_name='sync')\n\n\n"
+    "def main():\n    p = argparse.ArgumentParser()\n"
+    "    p.add_argument('--sync-backend', default='nccl', choices=['nccl', 'gloo'])\n"
+    "    p.add_argument('--dist-backend', default='nccl')\n    args = p.parse_args()\n"
+    "    dist.init_process_group(backend=args.dist_backend)\n    return WeightSync(backend=args.sync_backend)\n"
+)
+LAUNCH = "#!/bin/bash\ntorchrun --nproc_per_node 8 train.py --sync-backend nccl --dist-backend nccl\n"
+
+
+def _gpu2npu(*args: str):
+    return subprocess.run([sys.executable, "-m", "gpu2npu", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_a_script_keeps_the_nccl_of_an_option_the_python_code_keeps(tmp_path):
+    source = write_project(tmp_path / "proj", {"train.py": TRAIN, "scripts/run.sh": LAUNCH})
+    result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-cache")
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "out" / "proj_msft"
+    train = (out / "train.py").read_text()
+    assert "add_argument('--sync-backend', default='nccl', choices=['nccl', 'gloo'])" in train
+    assert "add_argument('--dist-backend', default='hccl')" in train
+    assert (out / "scripts" / "run.sh").read_text() == LAUNCH.replace("--dist-backend nccl", "--dist-backend hccl")
+    rows = (out / "unsupported_api.csv").read_text()
+    assert "scripts/run.sh,2,2,--sync-backend nccl," in rows and "no HCCL backend" in rows
+
+    # `check` says the same of the script
+    checked = _gpu2npu("check", str(source), "-v", "2.1.0", "--format", "json", "--no-cache")
+    findings = [f for f in json.loads(checked.stdout)["findings"] if f["path"].endswith("run.sh")]
+    assert sorted((f["start_line"], f["rule"], f["level"]) for f in findings) == [
+        (2, "NPU503", "error"), (2, "NPU503", "warning")]
+    assert "--sync-backend nccl" in next(f["message"] for f in findings if f["level"] == "error")
+
+
+def test_without_a_foreign_library_the_script_and_the_code_are_renamed_together(tmp_path):
+    plain = TRAIN.replace("import ray.util.collective as col\n", "").replace(
+        "            col.init_collective_group(4, 0, backend=backend, group_name='sync')\n", "            pass\n")
+    source = write_project(tmp_path / "proj", {"train.py": plain, "run.sh": LAUNCH})
+    result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-cache")
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "out" / "proj_msft"
+    assert "default='hccl', choices=['hccl', 'gloo']" in (out / "train.py").read_text()
+    assert (out / "run.sh").read_text() == LAUNCH.replace("nccl", "hccl")
