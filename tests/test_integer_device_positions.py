@@ -88,3 +88,52 @@ class TestAnIntegerHandedToAnotherFile:
     def test_not_reported(self, call):
         _, result = _migrate(self.SAMPLER + call)
         assert [finding for finding in result.findings if finding.rule == "NPU104"] == []
+
+
+# A name is an int where it is read, in its own scope: the same name bound otherwise in another
+# function (a parameter, a loop variable) says nothing about it here.
+INT_IN_ITS_SCOPE = [
+    # the caller's local, beside a helper's parameter of the same name
+    ("def make(args, device):\n    return torch.zeros(4, device=device)\n\n\n"
+     "def main(args):\n    device = local_rank % torch.cuda.device_count()\n    return make(args, device)\n",
+     'return make(args, f"npu:{device}")'),
+    # a module-level int read in a function that does not bind it
+    ("gpu = 1\n\n\ndef other(gpu):\n    return gpu\n\n\ndef main(x):\n    return x.to(gpu)\n",
+     'return x.to(f"npu:{gpu}")'),
+    # a walrus in the function
+    ("def main(x):\n    if (rank := int(os.environ['RANK'])) >= 0:\n        return x.to(rank)\n\n\n"
+     "def other(rank):\n    return rank\n",
+     'return x.to(f"npu:{rank}")'),
+]
+NOT_AN_INT_HERE = [
+    # the function's own parameter, whatever the module binds under that name
+    "device = 0\n\n\ndef move(x, device):\n    return x.to(device)\n",
+    # a loop variable of the function that shadows the module's int
+    "gpu = 0\n\n\ndef main(xs, devices):\n    for gpu in devices:\n        xs.to(gpu)\n",
+    # a name some function declares nonlocal
+    "def outer(x):\n    dev = 0\n\n    def inner():\n        nonlocal dev\n        dev = 'cpu'\n    inner()\n"
+    "    return x.to(dev)\n",
+    # a class attribute is not seen from the class's methods
+    "class Runner:\n    dev = 0\n\n    def move(self, x):\n        return x.to(dev)\n",
+]
+
+
+@pytest.mark.parametrize("body, expected", INT_IN_ITS_SCOPE)
+def test_a_name_is_an_int_in_its_own_scope(body, expected):
+    output, _ = _migrate(HEADER + body)
+    assert expected in output
+
+
+@pytest.mark.parametrize("body", NOT_AN_INT_HERE)
+def test_a_name_bound_otherwise_in_its_scope_is_left(body):
+    output, _ = _migrate(HEADER + body)
+    assert 'f"npu:{' not in output and output.count(".to(") == body.count(".to(") + 1  # (+1: HEADER's)
+
+
+def test_a_helper_that_also_uses_its_device_parameter_otherwise_is_given_the_int_and_a_row():
+    source = (HEADER + "def setup(model, rank):\n    dist.init_process_group('nccl', rank=rank, world_size=2)\n"
+              "    return model.to(rank)\n\n\nmodel = setup(model, local_rank)\n")
+    output, result = _migrate(source)
+    assert "model = setup(model, local_rank)\n" in output and "model.to(rank)" in output
+    rows = [f for f in result.findings if f.api == "setup(<int>)"]
+    assert len(rows) == 1 and 'f"npu:{rank}"' in rows[0].tip and rows[0].start_line == source.count("\n")

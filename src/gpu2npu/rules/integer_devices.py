@@ -1,7 +1,7 @@
 """Integer devices made explicit: x.to(0) -> x.to("npu:0"), device=1 -> device="npu:1"."""
 from __future__ import annotations
 
-from typing import Dict, Optional, Set
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import PositionProvider
@@ -10,7 +10,7 @@ from ..reading.scan import OTHER_ACCELERATORS
 from ..records.change import Report
 from .base import Example, Rule, code_of
 from .names import dotted_name, qualified_names
-from .walk import walk
+from .walk import ParentNodeProvider, walk
 
 # Methods whose device argument, when an int, means "CUDA device N" in PyTorch.
 DEVICE_METHODS = {"to", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
@@ -28,15 +28,64 @@ def _of_another_accelerator(module: cst.BaseExpression) -> bool:
     return name is not None and name.rsplit(".", 1)[-1] in OTHER_ACCELERATORS
 
 
+# The nodes that open a scope of names: a name bound in one is that scope's own.
+_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+
+
+def scope_chain(scopes: Sequence[cst.CSTNode]) -> Tuple[Optional[cst.CSTNode], ...]:
+    """Where a name read inside `scopes` (outermost first) is looked up, innermost first, as
+    Python does: the innermost scope, the functions around it (a class body is not seen from the
+    functions in it), then the module (None)."""
+    inner = list(scopes[-1:])
+    return (*inner, *(scope for scope in reversed(scopes[:-1]) if not isinstance(scope, cst.ClassDef)), None)
+
+
 class _IntNames(cst.CSTVisitor):
-    """Which names and `self.x` / `args.x` attributes hold an int wherever they are bound in the
-    file.  A name bound even once to something else (a parameter without an `int` annotation, a
-    loop target, a non-int value) is not an int: we only make explicit what is certain."""
+    """Which names and `self.x` / `args.x` attributes hold an int wherever they are bound: a name
+    in its scope (a function's local `device = rank % count` is not its parameter `device` of
+    another function), an attribute in the whole file.  A name bound even once in its scope to
+    something else (a parameter without an `int` annotation, a loop target, a non-int value) is not
+    an int: we only make explicit what is certain."""
 
     def __init__(self) -> None:
-        self.values: Dict[str, list] = {}
-        self.not_int: Set[str] = set()
+        # (scope or None for the module and for attributes, name) -> [(value, scope chain)]
+        self.values: Dict[tuple, list] = {}
+        self.not_int: Set[tuple] = set()
         self.int_options: Set[str] = set()  # argparse dests declared with type=int
+        self._scopes: List[cst.CSTNode] = []
+        self._global: Dict[Optional[cst.CSTNode], Set[str]] = {}  # names a scope declares global
+        self._unsure: Set[str] = set()  # names some function declares nonlocal
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._scopes.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._scopes.pop()
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self._scopes.append(node)
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self._scopes.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._scopes.append(node)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._scopes.pop()
+
+    def visit_Global(self, node: cst.Global) -> None:
+        scope = self._scopes[-1] if self._scopes else None
+        self._global.setdefault(scope, set()).update(item.name.value for item in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self._unsure.update(item.name.value for item in node.names)
+
+    def _key(self, name: str) -> tuple:
+        scope = self._scopes[-1] if self._scopes else None
+        if "." in name or name in self._global.get(scope, ()):
+            return None, name
+        return scope, name
 
     def _bind(self, target: cst.CSTNode, value: Optional[cst.BaseExpression]) -> None:
         name = dotted_name(target)
@@ -44,10 +93,14 @@ class _IntNames(cst.CSTVisitor):
             for sub in _targets(target):
                 self._bind(sub, None)
             return
+        key = self._key(name)
         if value is None:
-            self.not_int.add(name)
+            self.not_int.add(key)
         else:
-            self.values.setdefault(name, []).append(value)
+            self.values.setdefault(key, []).append((value, scope_chain(self._scopes)))
+
+    def _bind_int(self, name: str) -> None:
+        self.values.setdefault(self._key(name), []).append((cst.Integer("0"), ()))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -56,7 +109,7 @@ class _IntNames(cst.CSTVisitor):
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         is_int = isinstance(node.annotation.annotation, cst.Name) and node.annotation.annotation.value == "int"
         if is_int:
-            self.values.setdefault(dotted_name(node.target) or "", []).append(cst.Integer("0"))
+            self._bind_int(dotted_name(node.target) or "")
         else:
             self._bind(node.target, node.value)
 
@@ -67,18 +120,21 @@ class _IntNames(cst.CSTVisitor):
         self._bind(node.target, None)
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
-        self._bind(node.target, None)
+        self._bind(node.target, None)  # (in the scope around the comprehension: certain, if stricter)
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
             self._bind(node.asname.name, None)
 
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind(node.target, node.value)
+
     def visit_Param(self, node: cst.Param) -> None:
         annotation = node.annotation.annotation if node.annotation else None
         if isinstance(annotation, cst.Name) and annotation.value == "int":
-            self.values.setdefault(node.name.value, []).append(cst.Integer("0"))
+            self._bind_int(node.name.value)
         else:
-            self.not_int.add(node.name.value)
+            self._bind(node.name, None)
 
     def visit_Call(self, node: cst.Call) -> None:
         if not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument"):
@@ -102,44 +158,65 @@ class _IntNames(cst.CSTVisitor):
         if longs:
             self.int_options.add(longs[0].lstrip("-").replace("-", "_"))
 
-    def is_int(self, expr: cst.BaseExpression, seen: Optional[Set[str]] = None) -> bool:
+    def _binding(self, name: str, chain: Sequence[Optional[cst.CSTNode]]) -> Optional[tuple]:
+        """The key under which `name`, read where `chain` says, is bound; None: nowhere."""
+        if "." in name:
+            key = (None, name)
+            return key if key in self.values or key in self.not_int else None
+        for scope in chain:
+            key = (scope, name)
+            if key in self.values or key in self.not_int:
+                return key
+        return None
+
+    def is_int(self, expr: cst.BaseExpression, chain: Sequence[Optional[cst.CSTNode]] = (None,),
+               seen: Optional[Set[tuple]] = None) -> bool:
+        """Whether `expr`, read where `chain` (scope_chain) says, holds an int."""
         seen = set() if seen is None else seen
         if isinstance(expr, cst.Integer):
             return True
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
-            return self.is_int(expr.expression, seen)
+            return self.is_int(expr.expression, chain, seen)
         if isinstance(expr, cst.BinaryOperation) and isinstance(
             expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
         ):
-            return self.is_int(expr.left, seen) and self.is_int(expr.right, seen)
+            return self.is_int(expr.left, chain, seen) and self.is_int(expr.right, chain, seen)
         if isinstance(expr, cst.Call):
             if isinstance(expr.func, cst.Name) and expr.func.value == "int":
                 return True
             return (isinstance(expr.func, cst.Attribute) and expr.func.attr.value in INDEX_RETURNING
                     and not _of_another_accelerator(expr.func.value))
         name = dotted_name(expr)
-        if name is None or name in seen:
+        if name is None or name.split(".", 1)[0] in self._unsure:
             return False
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
             if expr.attr.value in self.int_options and expr.value.value not in ("self", "cls"):
                 return True
-        if name in self.not_int or name not in self.values:
+        key = self._binding(name, chain)
+        if key is None or key in self.not_int or key in seen:
             return False
-        seen.add(name)
-        return all(self.is_int(value, seen) for value in self.values[name])
+        seen.add(key)
+        return all(self.is_int(value, value_chain or chain, seen) for value, value_chain in self.values[key])
 
 
 class _Forwarders(cst.CSTVisitor):
     """Functions and methods of the file that hand one of their parameters to `.to(...)` or
     `device=` as it is (`def to_device(batch, device): return batch.to(device)`, a batch class's
-    `def to_device(self, device)`): name -> (index of the argument in a call, parameter)."""
+    `def to_device(self, device)`), and use it for nothing else: name -> (index of the argument in
+    a call, parameter).  A parameter also used otherwise (`rank=rank` beside `.to(rank)`) must
+    stay an int: an "npu:N" given for it would reach that use too."""
 
     def __init__(self) -> None:
         super().__init__()
         self.functions: Dict[str, tuple] = {}  # called by name
         self.methods: Dict[str, tuple] = {}  # called as obj.name(...): `self` is not an argument
         self.defined: Set[str] = set()  # every function and method the file defines
+        # those that hand a parameter to a device position and use it otherwise too
+        self.mixed: Dict[str, tuple] = {}
+        self.mixed_methods: Dict[str, tuple] = {}
         self._scopes: list = []
+        # per function being read: parameter -> [uses of its name, of them as a device]
+        self._uses: List[Dict[str, List[int]]] = []
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._scopes.append(node)
@@ -150,33 +227,63 @@ class _Forwarders(cst.CSTVisitor):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.append(node)
         self.defined.add(node.name.value)
+        self._uses.append({p.name.value: [-1, 0] for p in node.params.params})  # (-1: the Param's own name)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._scopes.pop()
+        uses = self._uses.pop()
+        scopes, self._scopes = self._scopes, self._scopes[:-1]
+        if original_node.name.value in DEVICE_METHODS:
+            return
+        params = [p.name.value for p in original_node.params.params]
+        name = next((param for param in params if uses[param][1]), None)
+        if name is None:
+            return
+        only_device = uses[name][0] == uses[name][1]
+        position = params.index(name)
+        if len(scopes) == 1:
+            (self.functions if only_device else self.mixed)[original_node.name.value] = (position, name)
+        elif len(scopes) == 2 and isinstance(scopes[0], cst.ClassDef):
+            bound = params[:1] in (["self"], ["cls"])
+            if bound and position > 0:
+                (self.methods if only_device else self.mixed_methods)[original_node.name.value] = (position - 1, name)
+        # (nested functions are called through other names)
+
+    def _counted(self, name: str) -> Optional[List[int]]:
+        """The counts of the innermost function's parameter `name` is, if any."""
+        for uses in reversed(self._uses):
+            if name in uses:
+                return uses[name]
+        return None
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._count(node, 1)
+
+    # (names that are no use of a variable: a keyword's, an attribute's)
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self._count(node.keyword, -1)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._count(node.attr, -1)
+
+    def _count(self, name: cst.Name, step: int) -> None:
+        counts = self._counted(name.value)
+        if counts is not None:
+            counts[0] += step
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._scopes or not isinstance(self._scopes[-1], cst.FunctionDef):
+        if not self._uses:
             return
-        function = self._scopes[-1]
-        if function.name.value in DEVICE_METHODS:
-            return
-        params = [p.name.value for p in function.params.params]
         is_to = isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "to_empty")
         for index, arg in enumerate(node.args):
-            if not isinstance(arg.value, cst.Name) or arg.value.value not in params:
+            if not isinstance(arg.value, cst.Name):
                 continue
             if not ((arg.keyword is not None and arg.keyword.value == "device") or
                     (is_to and index == 0 and arg.keyword is None)):
                 continue
-            name = arg.value.value
-            position = params.index(name)
-            if len(self._scopes) == 1:
-                self.functions[function.name.value] = (position, name)
-            elif len(self._scopes) == 2 and isinstance(self._scopes[0], cst.ClassDef):
-                bound = params[:1] in (["self"], ["cls"])
-                if bound and position > 0:
-                    self.methods[function.name.value] = (position - 1, name)
-            return  # nested functions are called through other names
+            counts = self._counted(arg.value.value)
+            if counts is not None:
+                counts[1] += 1
 
 
 def _targets(node: cst.CSTNode):
@@ -203,7 +310,7 @@ class IntegerDevices(Rule):
     code = "NPU104"
     summary = 'integer devices: x.to(0) -> x.to("npu:0"), device=rank -> device=f"npu:{rank}"'
     triggers = (".to(", "device=", "device_id=", ".new_", "to_empty")
-    METADATA_DEPENDENCIES = (PositionProvider,)
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
     examples = (
         Example("import torch\nx = x.to(0)\n", 'import torch\nimport torch_npu\nx = x.to("npu:0")\n'),
         Example(
@@ -226,11 +333,22 @@ class IntegerDevices(Rule):
         forwarders = _Forwarders()
         walk(forwarders, node)
         self._forwarders, self._forwarding_methods = forwarders.functions, forwarders.methods
+        self._mixed, self._mixed_methods = forwarders.mixed, forwarders.mixed_methods
         self._defined = forwarders.defined
         self._torch = next((local for local, targets in (self.import_aliases or {}).items() if "torch" in targets), None)
 
     def _is_explicit_candidate(self, original: cst.BaseExpression) -> bool:
-        return isinstance(original, cst.Integer) or self._ints.is_int(original)
+        return isinstance(original, cst.Integer) or self._ints.is_int(original, self._chain_of(original))
+
+    def _chain_of(self, node: cst.CSTNode) -> Tuple[Optional[cst.CSTNode], ...]:
+        """The scopes where a name in `node` is looked up (scope_chain)."""
+        scopes = []
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        while parent is not None:
+            if isinstance(parent, _SCOPES):
+                scopes.append(parent)
+            parent = self.get_metadata(ParentNodeProvider, parent, None)
+        return scope_chain(scopes[::-1])
 
     def _explicit(self, value: cst.BaseExpression, original: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         """`value` (the argument as the rules before left it) in its explicit NPU form; whether
@@ -301,10 +419,30 @@ class IntegerDevices(Rule):
                             f'f"npu:{{{value}}}" (or torch.device("npu", {value})) if {where} uses it only as a '
                             "device")
 
+    def _report_used_otherwise(self, call: cst.Call) -> None:
+        """An int given to a parameter of the file's own function that hands it to `.to()` or
+        `device=` and uses it otherwise too (`def setup(model, rank)` with `rank=rank` beside
+        `model.to(rank)`): "npu:N" would reach the other use, the int reaches torch as cuda:N."""
+        func = call.func
+        found = (self._mixed.get(func.value) if isinstance(func, cst.Name) else
+                 self._mixed_methods.get(func.attr.value) if isinstance(func, cst.Attribute) else None)
+        if found is None:
+            return
+        index, parameter = found
+        for position, arg in enumerate(call.args):
+            given = (arg.keyword.value == parameter) if arg.keyword is not None else (position == index and not arg.star)
+            if given and self._is_explicit_candidate(arg.value):
+                where = code_of(func)
+                self.report(call, Report.UNSUPPORTED, f"{where}(<int>)",
+                            f"{code_of(arg.value)} is an integer handed to {where}'s parameter {parameter}, which "
+                            f"gives it to .to() or device= and also uses it otherwise: torch reads an int device "
+                            f'as cuda:N; inside {where}, give the device as f"npu:{{{parameter}}}" where it is one')
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
         positions = self._device_positions(original_node)
         if positions is None:
             self._report_handed_on(original_node)
+            self._report_used_otherwise(original_node)
             return updated_node
         keyword, position = positions
         fsdp = keyword == "device_id"
