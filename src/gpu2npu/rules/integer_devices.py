@@ -408,6 +408,8 @@ class IntegerDevices(Rule):
         callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
         if callee is None or callee in self._defined:
             return  # (this file's own functions are read here: forwarders are rewritten above)
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
+            return  # a method of what a call returns (DeepSpeed's get_accelerator().Stream): whose, is not known
         if any(not name.startswith(".") for name in qualified_names(self, func)):
             return  # torch's, a builtin or another package's, which says what its int means
         for arg in call.args:

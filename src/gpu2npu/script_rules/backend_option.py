@@ -26,7 +26,9 @@ class NcclBackendOption(ScriptRule):
     The Python rule NPU104 makes the code ask for "hccl" (including argparse defaults and
     `if args.dist_backend == "nccl"` checks); a launch script that still passes
     `--dist-backend nccl` would undo that, so options, variables and YAML keys whose name ends in
-    `backend` and whose value is `nccl` get `hccl`.
+    `backend` and whose value is `nccl` get `hccl`.  An option whose value the project's Python
+    code hands to another collective library (Ray's collective groups, vLLM's NCCL communicator)
+    keeps its `nccl` there, and so here: it is left and reported.
     """
 
     code = "NPU503"
