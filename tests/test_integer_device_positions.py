@@ -139,3 +139,22 @@ def test_a_helper_that_also_uses_its_device_parameter_otherwise_is_given_the_int
     assert "model = setup(model, local_rank)\n" in output and "model.to(rank)" in output
     rows = [f for f in result.findings if f.api == "setup(<int>)"]
     assert len(rows) == 1 and 'f"npu:{rank}"' in rows[0].tip and rows[0].start_line == source.count("\n")
+
+
+# Calls that name no method of the file's own that forwards a device: a parent's method reached
+# through super() or through its class with self given, a dunder Python calls itself, a name two
+# classes define.  Their int arguments (counts, sizes) are no devices.
+NOT_THE_FILES_FORWARDER = [
+    "class Wrapper(Base):\n    def __init__(self, tokens: int, batches: int, device):\n"
+    "        Base.__init__(self, tokens, batches, device)\n        self.buf = torch.zeros(tokens, device=device)\n",
+    "class Impl(Base):\n    def __init__(self, heads: int, device):\n        super().__init__(device, heads)\n"
+    "        self.buf = torch.zeros(heads).to(device)\n",
+    "class A:\n    def put(self, x, device):\n        return x.to(device)\n\n\nclass B:\n    def put(self, x, count):\n"
+    "        return [x] * count\n\n\ndef fill(b, x):\n    return b.put(x, local_rank)\n",
+]
+
+
+@pytest.mark.parametrize("body", NOT_THE_FILES_FORWARDER)
+def test_an_int_given_to_a_method_the_file_does_not_forward_is_left(body):
+    output, result = _migrate(HEADER + body)
+    assert 'f"npu:{' not in output and not [f for f in result.findings if f.rule == "NPU104"]

@@ -215,6 +215,7 @@ class _Forwarders(cst.CSTVisitor):
         self.mixed: Dict[str, tuple] = {}
         self.mixed_methods: Dict[str, tuple] = {}
         self._scopes: list = []
+        self._method_definitions: Dict[str, int] = {}  # method name -> how many classes define it
         # per function being read: parameter -> [uses of its name, of them as a device]
         self._uses: List[Dict[str, List[int]]] = []
 
@@ -225,6 +226,8 @@ class _Forwarders(cst.CSTVisitor):
         self._scopes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self._scopes and isinstance(self._scopes[-1], cst.ClassDef):
+            self._method_definitions[node.name.value] = self._method_definitions.get(node.name.value, 0) + 1
         self._scopes.append(node)
         self.defined.add(node.name.value)
         self._uses.append({p.name.value: [-1, 0] for p in node.params.params})  # (-1: the Param's own name)
@@ -244,9 +247,15 @@ class _Forwarders(cst.CSTVisitor):
             (self.functions if only_device else self.mixed)[original_node.name.value] = (position, name)
         elif len(scopes) == 2 and isinstance(scopes[0], cst.ClassDef):
             bound = params[:1] in (["self"], ["cls"])
-            if bound and position > 0:
-                (self.methods if only_device else self.mixed_methods)[original_node.name.value] = (position - 1, name)
+            method = original_node.name.value
+            if bound and position > 0 and not method.startswith("__"):  # (dunders are called by Python)
+                (self.methods if only_device else self.mixed_methods)[method] = (position - 1, name)
         # (nested functions are called through other names)
+
+    def unambiguous(self, methods: Dict[str, tuple]) -> Dict[str, tuple]:
+        """The methods of `methods` that one class of the file defines: a call `obj.name(...)`
+        names no class, so a name two classes define may be either's."""
+        return {name: found for name, found in methods.items() if self._method_definitions.get(name, 0) == 1}
 
     def _counted(self, name: str) -> Optional[List[int]]:
         """The counts of the innermost function's parameter `name` is, if any."""
@@ -284,6 +293,16 @@ class _Forwarders(cst.CSTVisitor):
             counts = self._counted(arg.value.value)
             if counts is not None:
                 counts[1] += 1
+
+
+def _bound_method_call(call: cst.Call) -> bool:
+    """Whether `call` calls a method on an object, which it passes as self (`batch.to_device(rank)`):
+    not `super().name(...)` (the parent's method) nor `Class.name(self, ...)` (self given too)."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or isinstance(func.value, cst.Call):
+        return False
+    first = call.args[0].value if call.args else None
+    return not (isinstance(first, cst.Name) and first.value in ("self", "cls"))
 
 
 def _targets(node: cst.CSTNode):
@@ -332,8 +351,8 @@ class IntegerDevices(Rule):
         walk(self._ints, node)
         forwarders = _Forwarders()
         walk(forwarders, node)
-        self._forwarders, self._forwarding_methods = forwarders.functions, forwarders.methods
-        self._mixed, self._mixed_methods = forwarders.mixed, forwarders.mixed_methods
+        self._forwarders, self._forwarding_methods = forwarders.functions, forwarders.unambiguous(forwarders.methods)
+        self._mixed, self._mixed_methods = forwarders.mixed, forwarders.unambiguous(forwarders.mixed_methods)
         self._defined = forwarders.defined
         self._torch = next((local for local, targets in (self.import_aliases or {}).items() if "torch" in targets), None)
 
@@ -386,7 +405,7 @@ class IntegerDevices(Rule):
         if isinstance(func, cst.Name) and func.value in self._forwarders:
             index, keyword = self._forwarders[func.value]  # a helper that hands it to .to()
             return keyword, index
-        if isinstance(func, cst.Attribute) and func.attr.value in self._forwarding_methods:
+        if _bound_method_call(call) and func.attr.value in self._forwarding_methods:
             index, keyword = self._forwarding_methods[func.attr.value]  # batch.to_device(rank)
             return keyword, index
         if qualified_names(self, func) & FSDP:
@@ -427,7 +446,7 @@ class IntegerDevices(Rule):
         `model.to(rank)`): "npu:N" would reach the other use, the int reaches torch as cuda:N."""
         func = call.func
         found = (self._mixed.get(func.value) if isinstance(func, cst.Name) else
-                 self._mixed_methods.get(func.attr.value) if isinstance(func, cst.Attribute) else None)
+                 self._mixed_methods.get(func.attr.value) if _bound_method_call(call) else None)
         if found is None:
             return
         index, parameter = found
