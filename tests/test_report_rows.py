@@ -288,6 +288,16 @@ class TestDevicePropertiesWhoseCudaFieldsAreRead:
         assert [row.start_line for row in rows] == [5] and "AttributeError" in rows[0].tip
         assert not [f for f in result.findings if f.api.startswith("device string")]
 
+    @pytest.mark.parametrize("line", ["sms = torch.cuda.get_device_properties(0).multi_processor_count\n",
+                                      "if torch.cuda.get_device_properties(device).major >= 8:\n    pass\n"])
+    def test_a_field_read_from_the_query_at_once_is_one_row_at_that_place(self, line):
+        # the field's row (NPU906) says what to do there; the query's own would be a second row
+        # at the same place for the same change
+        output, result = _migrate("import torch\n" + line)
+        assert "torch.cuda.get_device_properties(" in output
+        rows = _rows(result, Report.UNSUPPORTED)
+        assert [(f.start_line, f.rule) for f in rows] == [(2, "NPU906")] and rows[0].api.startswith("device properties .")
+
     def test_a_query_whose_npu_fields_are_read_is_migrated(self):
         output, _ = _migrate("import torch\nmem = torch.cuda.get_device_properties(0).total_memory\n"
                              "print(sys.version_info.major)\n")

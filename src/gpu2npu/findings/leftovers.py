@@ -27,7 +27,7 @@ from ..rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, Docs
                           top_level_statements)
 from ..rules.ray_resources import gpu_requests, imports_ray, is_ray_call
 from ..rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
-from ..knowledge.tips import (CUDA_BUILD_STRING, KERNEL_DECORATORS, KERNEL_LANGUAGE_PACKAGES, KERNEL_PACKAGES, NVIDIA_MANAGEMENT_PACKAGES,
+from ..knowledge.tips import (CUDA_BUILD_STRING, CUDA_PROPERTY_FIELDS, KERNEL_DECORATORS, KERNEL_LANGUAGE_PACKAGES, KERNEL_PACKAGES, NVIDIA_MANAGEMENT_PACKAGES,
                               TIPS, ascend_backend_note, cuda_only_package, kernel_language, kernel_tip,
                               migratable_cuda_path, private_path, tip_for)
 
@@ -243,6 +243,15 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         self._check_reference(node)
 
+    def _field_read_at_once(self, query: cst.CSTNode) -> bool:
+        """Whether the properties that `query` (torch.cuda.get_device_properties) answers are read
+        for a CUDA-only field in the same expression (`get_device_properties(0).major`): that
+        field's row (NPU906) stands at the place and says what to do instead."""
+        call = self.get_metadata(ParentNodeProvider, query, None)
+        field = self.get_metadata(ParentNodeProvider, call, None) if isinstance(call, cst.Call) else None
+        return (isinstance(field, cst.Attribute) and field.value is call
+                and field.attr.value in CUDA_PROPERTY_FIELDS)
+
     def _check_reference(self, node: cst.CSTNode) -> None:
         if not self._is_chain_top(node):
             return
@@ -251,7 +260,8 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                 self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "left as is: CUDA backend setting, no effect on NPU")
                 return
             if properties_query_stays(self, node, name):
-                self._add(node, CUDA_API, Report.UNSUPPORTED, name, PROPERTIES_TIP)
+                if not self._field_read_at_once(node):  # (else the field's row says it all, at this place)
+                    self._add(node, CUDA_API, Report.UNSUPPORTED, name, PROPERTIES_TIP)
                 return
             if name.startswith("torch.cuda."):
                 if not migratable_cuda_path(self.api, name.split(".")[2:]):
