@@ -301,3 +301,16 @@ class TestATestAroundADeadOne:
             "        if not torch.cuda.is_available():\n            raise RuntimeError('CUDA only')\n"
             "    return torch_tensorrt.compile(m)\n")
         assert "if m.device.type != 'cuda':" in output and [guard.start_line for guard in guards] == [5, 6]
+
+
+@pytest.mark.parametrize("test", [
+    # a chain in parentheses over several lines: `(a and b and c)` holds the chain `a and b` of its own
+    "(\n    flag\n    and w.device.type == 'cuda'\n    and torch.cuda.get_device_capability(w.device)[0] >= 8\n"
+    "    and w.dtype == torch.float32\n)",
+    "flag and torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 10 and other",
+])
+def test_a_chained_test_left_as_written_is_one_row(test):
+    source = f"import torch\n\n\ndef f(w, flag, other):\n    if {test}:\n        return 1\n    return 0\n"
+    output, guards = _migrate(source)
+    assert output.count("torch.cuda.get_device_capability(") == 1
+    assert len(guards) == 1 and guards[0].start_line in (5, 6), guards  # (the `if` or its first operand)

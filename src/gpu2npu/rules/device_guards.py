@@ -394,7 +394,10 @@ class _Finder:
         if id(node) in self.skip:
             return False
         if npu_aware.span_of(self.positions.get(node), node) in self.spans:
-            return False  # the test of an `if` judged already, with what its branch holds
+            # the test of an `if` judged already, with what its branch holds: so is every part of it
+            # (`(a and b and c)` holds the chain `a and b` of its own)
+            _first_in([node], lambda key: self.skip.add(key))
+            return False
         when_true, when_false = self._polarity(node)
         if (when_true and isinstance(node.operator, cst.And)) or (when_false and isinstance(node.operator, cst.Or)):
             hit = self._first_cuda_only([node])
