@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpu2npu.rules.transformers_attention import runs_on_npu, verdict
+from gpu2npu.knowledge.transformers_attention import runs_on_npu, verdict
 from helpers import read_csv
 
 GPU2NPU = str(Path(sys.executable).parent / "gpu2npu")
@@ -102,3 +102,27 @@ def test_what_is_not_handed_to_transformers_stays_even_under_a_pin_that_cannot_r
     options = Options(api=apidata.load("2.1.0"), transformers="==4.45.0")
     result = migrate_source(source.encode(), "example.py", options, rules_for(options))
     assert result.output is None and not [row for row in result.findings if row.rule in ("NPU266", "NPU927")]
+
+
+LAUNCH = "#!/bin/bash\ntorchrun --nproc_per_node 8 train.py --attn_implementation flash_attention_2 --bf16 True\n"
+CONFIG = "model_name: m\nattn_implementation: flash_attention_2\n"
+
+
+@pytest.mark.parametrize("requirement, changed, row", [
+    ("transformers==4.45.0", True, None),  # none of its releases runs it: sdpa, as in the Python code
+    ("transformers>=4.55.3", False, None),  # every one runs it: left, a note in the log
+    ("", False, "NPU927"),  # not pinned: left and reported, as in the Python code
+])
+def test_a_launch_script_and_a_config_choose_it_as_the_python_code_does(tmp_path, requirement, changed, row):
+    source = _project(tmp_path / "p", requirement)
+    (source / "run.sh").write_text(LAUNCH)
+    (source / "config.yaml").write_text(CONFIG)
+    done = _run("-i", source, "-o", tmp_path / "out", "-v", "2.1.0", "--no-html")
+    assert done.returncode == 0, done.stderr
+    target = tmp_path / "out" / "p_msft"
+    python = "attn_implementation='sdpa'" in (target / "train.py").read_text()
+    for name, text in (("run.sh", LAUNCH), ("config.yaml", CONFIG)):
+        assert (target / name).read_text() == (text.replace("flash_attention_2", "sdpa") if changed else text)
+        assert python == changed
+    rows = [(r["File"], r["Rule"]) for r in read_csv(target / "unsupported_api.csv")]
+    assert rows == ([("config.yaml", row), ("run.sh", row), ("train.py", row)] if row else [])

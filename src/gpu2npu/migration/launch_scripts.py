@@ -9,9 +9,10 @@ text file: it is copied as it is.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import FrozenSet, List, Optional, Sequence, Tuple, Type
+from typing import List, Optional, Sequence, Tuple, Type
 
 from ..records.change import Change, Finding, Operation
+from ..records.options import Options
 from ..records.results import FileResult, Status
 from ..script_rules import LAUNCH_SCRIPT_RULES, LineEdit, ScriptRule
 from ..reading.shell_syntax import Dialect, ScannedLine, dialect_for, scan
@@ -70,8 +71,8 @@ def relevant(text: str, rules: Sequence[Type[ScriptRule]] = LAUNCH_SCRIPT_RULES)
 
 
 def migrate_script(data: bytes, path: str, dialect: Optional[Dialect] = None,
-                   backend_options_kept: FrozenSet[str] = frozenset()) -> FileResult:
-    """`backend_options_kept`: Options.backend_options_kept, the options a script passes as it did."""
+                   options: Optional[Options] = None) -> FileResult:
+    """`options`: the run's, where the rules read what the project decides (ScriptRule.for_project)."""
     dialect = dialect or dialect_for(path)
     if dialect is None or b"\0" in data:
         return FileResult(path, Status.SKIPPED)
@@ -79,11 +80,11 @@ def migrate_script(data: bytes, path: str, dialect: Optional[Dialect] = None,
     if not relevant(text):
         return FileResult(path, Status.SKIPPED)
     pieces = [_split_ending(line) for line in text.splitlines(keepends=True)]
-    rules = [rule.for_project(backend_options_kept) for rule in LAUNCH_SCRIPT_RULES]
+    rules = [rule.for_project(options) for rule in LAUNCH_SCRIPT_RULES] if options is not None else LAUNCH_SCRIPT_RULES
     outcome = rewrite_lines([body for body, _ in pieces], dialect, rules)
     changes = [Change(path, index + 1, index + 1, Operation.MODIFY, code, message)
                for index, code, message in outcome.changes]
-    findings = sorted({Finding(path, index + 1, index + 1, report.report, report.api, report.tip, code)
+    findings = sorted({Finding(path, index + 1, index + 1, report.report, report.api, report.tip, report.kind or code)
                        for index, code, report in outcome.findings})
     if not changes:
         return FileResult(path, Status.UNCHANGED, findings=findings)

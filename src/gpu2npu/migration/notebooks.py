@@ -67,6 +67,9 @@ class NotebookError(Exception):
 class Records:
     changes: List[Change] = field(default_factory=list)
     findings: List[Finding] = field(default_factory=list)
+    # the launch-script rules as the run's options configure them (ScriptRule.for_project), for
+    # the cells' shell commands
+    shell_rules: Sequence[Type[ScriptRule]] = LAUNCH_SCRIPT_RULES
 
 
 @dataclass
@@ -138,7 +141,8 @@ def _record(number: int, first_line: int, changes, findings, path: str, records:
         records.changes.append(Change(path, line, line, Operation.MODIFY, code, f"cell {number}: {message}"))
     for index, code, report in findings:
         line = first_line + index
-        records.findings.append(Finding(path, line, line, report.report, report.api, f"cell {number}: {report.tip}", code))
+        records.findings.append(Finding(path, line, line, report.report, report.api, f"cell {number}: {report.tip}",
+                                        report.kind or code))
 
 
 # -- cells ---------------------------------------------------------------------------------------
@@ -146,7 +150,7 @@ def _magic_line(text: str, number: int, line: int, path: str, records: Records) 
     """The migrated form of one IPython (non-Python) line; records what changed."""
     escape = SHELL_ESCAPE.match(text)
     if escape is not None:
-        outcome = rewrite_lines([escape.group("command")], Dialect.SHELL)
+        outcome = rewrite_lines([escape.group("command")], Dialect.SHELL, records.shell_rules)
         _record(number, line, outcome.changes, outcome.findings, path, records)
         return escape.group("lead") + escape.group("escape") + outcome.lines[0]
     if ENV_MAGIC.match(text):
@@ -242,7 +246,7 @@ def _python_cell(number: int, text: str, path: str, records: Records, next_id: L
 def _shell_cell(number: int, text: str, path: str, records: Records) -> str:
     lines = source_lines(text, keepends=True)
     bodies = [line.rstrip("\r\n") for line in lines]
-    outcome = rewrite_lines(bodies[1:], Dialect.SHELL)
+    outcome = rewrite_lines(bodies[1:], Dialect.SHELL, records.shell_rules)
     _record(number, 2, outcome.changes, outcome.findings, path, records)
     return "".join([lines[0]] + [new + line[len(old):] for new, old, line in zip(outcome.lines, bodies[1:], lines[1:])])
 
@@ -360,7 +364,7 @@ def _migrate(data: bytes, path: str, options: Options, rules) -> FileResult:
     joined = "\n".join(code.values())
     if not _relevant(joined.encode("utf-8"), options.api) and not any(r.wants(joined) and r.triggers for r in LAUNCH_SCRIPT_RULES):
         return FileResult(path, Status.SKIPPED)
-    records = Records()
+    records = Records(shell_rules=[rule.for_project(options) for rule in LAUNCH_SCRIPT_RULES])
     new_texts: Dict[int, str] = {}
     python: List[PythonCell] = []
     next_id = [0]

@@ -28,5 +28,5 @@ def _migrate_by_kind(kind: Kind, data: bytes, path: str, options: Options) -> Fi
         single_card = Options(api=options.api, transformers=options.transformers)
         return migrate_notebook(data, path, single_card, rules_for(single_card))
     if kind == Kind.LAUNCH_SCRIPT:
-        return migrate_script(data, path, backend_options_kept=options.backend_options_kept)
+        return migrate_script(data, path, options=options)
     return migrate_source(data, path, options, rules_for(options))

@@ -1,54 +1,18 @@
 """transformers' attn_implementation="flash_attention_2", decided by the transformers the project pins."""
 from __future__ import annotations
 
-import re
-from typing import Optional
-
 import libcst as cst
 from libcst.metadata import PositionProvider
 
 from ..records.change import Finding, Report
 from ..records.finding_kinds import LEFT_ON_PURPOSE, TRANSFORMERS_FLASH_ATTENTION, TRANSFORMERS_FLEX_ATTENTION
 from ..knowledge.tips import FLEX_ATTENTION_CHOICE, TRANSFORMERS_ATTENTION_VALUES, tip_for
+from ..knowledge.transformers_attention import runs_note, to_sdpa_message, undecided_tip, verdict
 from .base import Example, Rule
 from .walk import ParentNodeProvider
 
 FLASH, FLEX = TRANSFORMERS_ATTENTION_VALUES  # (FlexAttention calls torch's flex_attention: no NPU tensors)
 OPTION = "attn_implementation"
-# The transformers releases whose flash_attention_2 runs on an NPU: 4.51.0 brought
-# integrations/npu_flash_attention.py (torch_npu.npu_fusion_attention); 4.54.0 to 4.55.2 read the
-# flash-attn package's version again before it, and raise where that package is absent (always,
-# on Ascend); 4.55.3 skips that check on an NPU again.  (Read off the released wheels.)
-_RUNS_FROM, _BROKEN_FROM, _MENDED_FROM = (4, 51), (4, 54), (4, 55, 3)
-# Releases a range is tried on, with any the requirement names itself: every minor release of
-# the last two years and the patch releases around the window above.
-_TRIED = tuple(f"4.{minor}.0" for minor in range(30, 58)) + (
-    "4.50.3", "4.53.3", "4.54.1", "4.55.2", "4.55.3", "4.55.4", "4.57.6", "5.0.0", "5.23.0", "6.0.0")
-
-
-def _version(text: str):
-    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
-
-
-def runs_on_npu(version: str) -> bool:
-    """Whether this transformers release runs flash_attention_2 on an NPU."""
-    number = _version(version)
-    return _RUNS_FROM <= number < _BROKEN_FROM or number >= _MENDED_FROM
-
-
-def verdict(spec: Optional[str]) -> Optional[bool]:
-    """True: every release `spec` allows runs it on the NPU; False: none does; None: not known
-    (no pin, or a range across both)."""
-    if spec is None:
-        return None
-    from ..knowledge.versions import satisfies
-
-    named = tuple(re.findall(r"\d+(?:\.\d+){1,2}", spec))
-    allowed = [version for version in _TRIED + named if satisfies(version, spec)]
-    if not allowed:
-        return None
-    answers = {runs_on_npu(version) for version in allowed}
-    return answers.pop() if len(answers) == 1 else None
 
 
 class TransformersFlashAttention(Rule):
@@ -124,20 +88,14 @@ class TransformersFlashAttention(Rule):
         start, end = self.lines_of(original_node)
         if decided is True:
             self.findings.append(Finding(self.context.path, start, end, Report.NOTE, f'{OPTION}="{FLASH}"',
-                                         f"transformers {spec} runs it on the NPU with torch_npu.npu_fusion_attention",
+                                         runs_note(spec),
                                          LEFT_ON_PURPOSE.code))
             return updated_node
         if decided is None:
-            self.findings.append(Finding(
-                self.context.path, start, end, Report.UNSUPPORTED, f'{OPTION}="{FLASH}"',
-                ("transformers " + (f"{spec} allows releases" if spec else "is not pinned: releases") + " that run it "
-                 "on the NPU (4.51-4.53, 4.55.3 on) and releases that need the flash-attn package, which Ascend "
-                 "does not have (before 4.51, 4.54.0-4.55.2): pin transformers>=4.55.3, or use "
-                 "attn_implementation=\"sdpa\""), TRANSFORMERS_FLASH_ATTENTION.code))
+            self.findings.append(Finding(self.context.path, start, end, Report.UNSUPPORTED, f'{OPTION}="{FLASH}"',
+                                         undecided_tip(spec), TRANSFORMERS_FLASH_ATTENTION.code))
             return updated_node
-        self.record(original_node, f"flash_attention_2 -> sdpa: transformers {spec} needs the flash-attn package for "
-                                   "it, which does not install on Ascend (sdpa runs torch_npu's fused attention; "
-                                   "transformers>=4.55.3 runs flash_attention_2 on the NPU)")
+        self.record(original_node, to_sdpa_message(spec))
         quote = original_node.quote
         return updated_node.with_changes(value=f"{original_node.prefix}{quote}sdpa{quote}")
 

@@ -18,6 +18,7 @@ from .env_magic import EnvMagicVisibleDevices
 from .magic_code import CudaInMagics
 from .nccl_env import NcclEnvironment
 from .nvidia_smi import NvidiaSmiToNpuSmi
+from .transformers_attention import TransformersAttentionOption
 from .visible_devices import VisibleDevicesVariable
 
 LAUNCH_SCRIPT_RULES: Tuple[Type[ScriptRule], ...] = (
@@ -27,6 +28,7 @@ LAUNCH_SCRIPT_RULES: Tuple[Type[ScriptRule], ...] = (
     NcclEnvironment,
     DeviceOption,
     CudaToolsAndSettings,
+    TransformersAttentionOption,
 )
 
 NOTEBOOK_MAGIC_RULES: Tuple[Type[ScriptRule], ...] = (EnvMagicVisibleDevices, CudaInMagics)

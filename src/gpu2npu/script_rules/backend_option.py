@@ -52,10 +52,10 @@ class NcclBackendOption(ScriptRule):
     kept: ClassVar[FrozenSet[str]] = frozenset()
 
     @classmethod
-    def for_project(cls, backend_options_kept):
-        if not backend_options_kept:
+    def for_project(cls, options):
+        if not options.backend_options_kept:
             return cls
-        return type(cls.__name__, (cls,), {"kept": frozenset(name.lower() for name in backend_options_kept),
+        return type(cls.__name__, (cls,), {"kept": frozenset(name.lower() for name in options.backend_options_kept),
                                            "__doc__": cls.__doc__})
 
     @classmethod

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import ClassVar, FrozenSet, List, Tuple, Type
+from typing import ClassVar, FrozenSet, List, Optional, Tuple, Type
 
 from ..records.change import Report
+from ..records.options import Options
 from ..rules.base import Example
 from ..reading.shell_syntax import Dialect, ScannedLine
 
@@ -42,6 +43,8 @@ class LineReport:
     report: Report
     api: str
     tip: str
+    # the finding kind's code where the Python code's same finding has one (NPU927): else the rule's
+    kind: Optional[str] = None
 
 
 LITERAL_TIP = "left as written inside a single-quoted string or here-document: change it by hand if it reaches the Ascend runtime"
@@ -57,6 +60,8 @@ class ScriptRule:
     triggers: ClassVar[Tuple[str, ...]] = ()
     examples: ClassVar[Tuple[ScriptExample, ...]] = ()
     unchanged: ClassVar[Tuple[str, ...]] = ()  # shell sources on which the rule makes no edit
+    # the finding kinds (records.finding_kinds) its reports are rows of, where not its own code
+    finding_kinds: ClassVar[Tuple[str, ...]] = ()
 
     @classmethod
     def wants(cls, text: str) -> bool:
@@ -67,9 +72,10 @@ class ScriptRule:
         raise NotImplementedError
 
     @classmethod
-    def for_project(cls, backend_options_kept: FrozenSet[str]) -> Type["ScriptRule"]:
-        """The rule as it applies in a project whose Python code leaves these options' "nccl" as
-        written (Options.backend_options_kept): itself, unless what it does depends on them."""
+    def for_project(cls, options: Options) -> Type["ScriptRule"]:
+        """The rule as it applies with the run's options (what the project's Python code and
+        dependency files decide: Options.backend_options_kept, Options.transformers): itself,
+        unless what it does depends on them."""
         return cls
 
 
