@@ -287,3 +287,18 @@ def test_the_platform_of_a_marker_is_read_as_pip_reads_it(marker):
     expected = tuple(index for index, host in enumerate(ASCEND_HOSTS)
                      if Marker(marker).evaluate({**default_environment(), **host}))
     assert ascend_hosts_of(f" ; {marker}") == expected
+
+
+@pytest.mark.parametrize("array, expected", [
+    ('["flash-attn>=2.5; platform_system == \'Linux\'", "bitsandbytes"]', "[]"),  # every one of them
+    ('["accelerate", "flash-attn", "bitsandbytes"]', '["accelerate", ]'),  # the last two: one comma between
+    ('["flash-attn", "accelerate", "bitsandbytes"]', '["accelerate"]'),
+])
+def test_several_cuda_only_requirements_removed_from_one_inline_array_leave_valid_toml(array, expected):
+    import tomlkit
+
+    text = f'[project]\nname = "p"\nversion = "0.1"\ndependencies = ["torch==2.1.0"]\n\n[project.optional-dependencies]\ngpu = {array}\n'
+    outcome = run("pyproject.toml", text)
+    assert not [f for f in outcome.findings if "valid TOML" in f.tip], outcome.findings
+    assert outcome.output.endswith(f"gpu = {expected}\n")
+    tomlkit.parse(outcome.output)

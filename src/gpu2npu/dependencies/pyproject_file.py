@@ -186,7 +186,7 @@ def migrate_pyproject(text: str, path: str, context: Context) -> FileOutcome:
     if not edits:
         return outcome
     new_text = text
-    for start, end, replacement in sorted(edits, reverse=True):
+    for start, end, replacement in sorted(_merged_removals(edits), reverse=True):
         new_text = new_text[:start] + replacement + new_text[end:]
     try:
         tomlkit.parse(new_text)
@@ -212,6 +212,18 @@ def _array_strings(text: str, start: int, end: int, key: Optional[str]) -> List[
         if close > 0:
             strings.extend(_strings_in(text, match.end(), close))
     return strings
+
+
+def _merged_removals(edits: List[Tuple[int, int, str]]) -> List[Tuple[int, int, str]]:
+    """The edits with overlapping removals made one: two requirements removed from one inline
+    array (`gpu = ["flash-attn", "bitsandbytes"]`) each take a comma beside them, the same one."""
+    merged: List[Tuple[int, int, str]] = []
+    for start, end, replacement in sorted(edits):
+        if merged and not replacement and not merged[-1][2] and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]), "")
+        else:
+            merged.append((start, end, replacement))
+    return merged
 
 
 def _remove_literal(text: str, lines: List[str], offsets: List[int], literal: _String) -> Tuple[int, int, str]:
