@@ -302,3 +302,11 @@ def test_several_cuda_only_requirements_removed_from_one_inline_array_leave_vali
     assert not [f for f in outcome.findings if "valid TOML" in f.tip], outcome.findings
     assert outcome.output.endswith(f"gpu = {expected}\n")
     tomlkit.parse(outcome.output)
+
+
+def test_setup_py_requirements_added_together_are_each_migrated():
+    text = ('from setuptools import setup\n\nREQUIRED = ["torch>=2.0", "flash-attn>=2.3"]\n\n'
+            'setup(name="p", install_requires=REQUIRED + ["einops"] + ["bitsandbytes"])\n')
+    outcome = run("setup.py", text)
+    assert 'REQUIRED = ["torch==2.1.0", "torch_npu==2.1.0.post17", "numpy"]' in outcome.output
+    assert 'install_requires=REQUIRED + ["einops"] + []' in outcome.output

@@ -1,6 +1,6 @@
 """setup.cfg (`[options] install_requires`, `[options.extras_require]`) and setup.py
-(`setup(install_requires=[...], extras_require={...})`, directly or through a module-level name
-bound to a list): the requirement strings get the decisions of a requirements file.
+(`setup(install_requires=[...], extras_require={...})`, directly, through a module-level name
+bound to a list, or lists added together): the requirement strings get the decisions of a requirements file.
 
 setup.cfg is edited line by line (a removed requirement is commented out, which setuptools'
 reader skips); setup.py through libcst, string by string, with a removed requirement taken out
@@ -146,6 +146,9 @@ def _requirement_lists(module) -> list:
             value = bound[value.value]
         if isinstance(value, cst.List):
             found.append(value)
+        elif isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
+            lists_of(value.left)  # `REQUIRED + ["einops"]`
+            lists_of(value.right)
         elif isinstance(value, cst.Dict):
             for element in value.elements:
                 if isinstance(element, cst.DictElement):
