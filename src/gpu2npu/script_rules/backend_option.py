@@ -5,7 +5,7 @@ import re
 from typing import ClassVar, FrozenSet
 
 from ..records.change import Report
-from .base import LITERAL_TIP, LineEdit, LineReport, ScriptExample, ScriptRule, option_syntax
+from .base import LineEdit, LineReport, ScriptExample, ScriptRule, option_values
 
 # A name ending in "backend" (--dist-backend, --dist_backend, DIST_BACKEND, ddp.backend, backend:)
 # given the value nccl: as `--name nccl`, `--name=nccl`, `NAME=nccl` or `name: nccl`, quoted or not.
@@ -61,12 +61,7 @@ class NcclBackendOption(ScriptRule):
     @classmethod
     def apply(cls, line, dialect):
         edits, reports = [], []
-        for match in PATTERN.finditer(line.code):
-            if not option_syntax(match):
-                continue  # `--backend: nccl` is nothing we know
-            if line.in_literal(match.start()):
-                reports.append(LineReport(Report.UNSUPPORTED, match.group(0), LITERAL_TIP))
-                continue
+        for match in option_values(PATTERN, line, reports):
             if match.group("name").lstrip("-").replace("-", "_").lower() in cls.kept:
                 reports.append(LineReport(Report.UNSUPPORTED, match.group(0), KEPT_TIP))
                 continue

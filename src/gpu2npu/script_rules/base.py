@@ -111,6 +111,19 @@ def in_command_position(line: ScannedLine, start: int, dialect: Dialect) -> bool
     return words[0] in PREFIX_COMMANDS and all(w.startswith("-") or w.isdigit() or w in PREFIX_COMMANDS for w in words)
 
 
+def option_values(pattern: "re.Pattern", line: ScannedLine, reports: List[LineReport]):
+    """The matches of `pattern` (with `name` and `separator` groups) in the code of `line` that give
+    an option its value (option_syntax); one inside single-quoted text or a here-document is
+    reported in `reports` (LITERAL_TIP) and skipped."""
+    for match in pattern.finditer(line.code):
+        if not option_syntax(match):
+            continue  # (`--backend: nccl`, prose)
+        if line.in_literal(match.start()):
+            reports.append(LineReport(Report.UNSUPPORTED, match.group(0), LITERAL_TIP))
+            continue
+        yield match
+
+
 def option_syntax(match: "re.Match") -> bool:
     """`--name value`, `name=value` or a YAML `name: value`; not prose such as `on device cuda`."""
     name, separator = match.group("name"), match.group("separator").strip()

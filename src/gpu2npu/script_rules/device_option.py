@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import re
 
-from ..records.change import Report
-from .base import LITERAL_TIP, LineEdit, LineReport, ScriptExample, ScriptRule, option_syntax
+from .base import LineEdit, ScriptExample, ScriptRule, option_values
 
 PATTERN = re.compile(
     r"(?<![\w.-])(?P<name>(?:--?)?[\w.-]*device)(?P<separator>\s*=\s*|:\s+|\s+)(?P<quote>['\"]?)"
@@ -32,12 +31,7 @@ class DeviceOption(ScriptRule):
     @classmethod
     def apply(cls, line, dialect):
         edits, reports = [], []
-        for match in PATTERN.finditer(line.code):
-            if not option_syntax(match):
-                continue
-            if line.in_literal(match.start()):
-                reports.append(LineReport(Report.UNSUPPORTED, match.group(0), LITERAL_TIP))
-                continue
+        for match in option_values(PATTERN, line, reports):
             old = match.group("value") + (match.group("index") or "")
             new = "npu" + (match.group("index") or "")
             edits.append(LineEdit(match.start("value"), match.end("index") if match.group("index") else match.end("value"),

@@ -9,7 +9,7 @@ from ..knowledge.tips import FLEX_ATTENTION_CHOICE, tip_for
 from ..knowledge.transformers_attention import runs_note, to_sdpa_message, undecided_tip, verdict
 from ..records.change import Report
 from ..records.finding_kinds import LEFT_ON_PURPOSE, TRANSFORMERS_FLASH_ATTENTION, TRANSFORMERS_FLEX_ATTENTION
-from .base import LITERAL_TIP, LineEdit, LineReport, ScriptExample, ScriptRule, option_syntax
+from .base import LineEdit, LineReport, ScriptExample, ScriptRule, option_values
 
 # `--attn_implementation flash_attention_2`, `--attn-implementation=flash_attention_2`, or a YAML
 # `attn_implementation: flash_attention_2`, quoted or not.
@@ -56,13 +56,8 @@ class TransformersAttentionOption(ScriptRule):
     @classmethod
     def apply(cls, line, dialect):
         edits, reports = [], []
-        for match in PATTERN.finditer(line.code):
-            if not option_syntax(match):
-                continue
+        for match in option_values(PATTERN, line, reports):
             value = match.group("value")
-            if line.in_literal(match.start()):
-                reports.append(LineReport(Report.UNSUPPORTED, match.group(0), LITERAL_TIP))
-                continue
             if value == "flex_attention":
                 reports.append(LineReport(Report.UNSUPPORTED, FLEX_ATTENTION_CHOICE, tip_for(FLEX_ATTENTION_CHOICE),
                                           TRANSFORMERS_FLEX_ATTENTION.code))
