@@ -72,8 +72,34 @@ def test_variables_without_a_counterpart_are_reported_with_the_ascend_way():
         """)
     assert "NPU" not in output
     tips = {f.api: f.tip for f in result.findings if f.report == Report.UNSUPPORTED}
-    assert sorted(tips) == ["CUBLAS_WORKSPACE_CONFIG", "NCCL_DEBUG", "NCCL_P2P_DISABLE"]
+    assert sorted(tips) == ["CUBLAS_WORKSPACE_CONFIG", "NCCL_DEBUG"]
     assert "ASCEND_GLOBAL_LOG_LEVEL" in tips["NCCL_DEBUG"] and "HCCL_DETERMINISTIC" in tips["CUBLAS_WORKSPACE_CONFIG"]
+    # only read (nothing in the file sets it): the program reads what its launcher sets, as before
+    [note] = [f for f in result.findings if f.report == Report.NOTE and f.api == "NCCL_P2P_DISABLE"]
+    assert note.start_line == 6 and "nothing to change" in note.tip
+
+
+@pytest.mark.parametrize("read", [
+    'timeout = int(os.environ.get("NCCL_TIMEOUT", "1800"))',
+    'home = os.getenv("CUDA_HOME")',
+    'if "NCCL_P2P_DISABLE" in os.environ:\n    pass',
+    'level = os.environ["NCCL_DEBUG"]',
+])
+def test_a_variable_without_a_counterpart_only_read_is_a_note(read):
+    _, result = _migrate("import os\n" + read + "\n")
+    assert _reported(result) == []
+    assert [f.report for f in result.findings if f.rule in ("NPU915", "NPU107")] == [Report.NOTE]
+
+
+@pytest.mark.parametrize("source", [
+    'import os\nos.environ["NCCL_DEBUG"] = "INFO"\nlevel = os.environ.get("NCCL_DEBUG")\n',  # set here too
+    'import os\nos.environ.setdefault("NCCL_IB_DISABLE", "1")\n',
+    'import os\nos.environ.pop("CUDA_DEVICE_MAX_CONNECTIONS", None)\n',
+    'import os\ndel os.environ["NCCL_DEBUG"]\n',
+])
+def test_a_variable_without_a_counterpart_that_the_file_sets_or_removes_is_reported(source):
+    _, result = _migrate(source)
+    assert _reported(result)
 
 
 @pytest.mark.parametrize("line, edited, reported", [
@@ -98,7 +124,7 @@ def test_an_upper_case_constant_is_no_variable_unless_it_sits_where_variables_do
     _, result = _migrate("""\
         import os
         impl = getattr(extension, "CUDA_IMPL", True)
-        flag = os.environ.get("CUDA_MODULE_LOADING")
+        os.environ["CUDA_MODULE_LOADING"] = "LAZY"
         """)
     assert _reported(result) == [(3, "CUDA_MODULE_LOADING")]
 

@@ -8,13 +8,16 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from ..knowledge import env_vars
-from ..records.change import Report
+from ..records.change import Finding, Report
+from ..records.finding_kinds import LEFT_ON_PURPOSE
 from .base import Example, Rule
 from .names import DocstringTracker, string_text, with_string_text
 from .walk import ParentNodeProvider, walk
 
 _MENTIONS = re.compile(r"NCCL_|CUDA_|CUBLAS_|PYTORCH_ALLOC_CONF")
 _SETTERS = ("setdefault", "putenv", "__setitem__")
+# Calls that read a variable's value (their first argument names it).
+_READERS = ("get", "getenv", "__getitem__")
 _ENVIRONMENT_CALLS = ("get", "getenv", "setdefault", "pop", "putenv", "unsetenv", "__setitem__", "__getitem__")
 
 
@@ -120,6 +123,30 @@ class CudaEnvironmentVariables(DocstringTracker, Rule):
                 return name in _ENVIRONMENT_CALLS
         return False
 
+    def _only_read(self, node: cst.SimpleString) -> bool:
+        """Whether the string names the variable where its value is read: `environ.get(NAME)`,
+        `getenv(NAME)`, `environ[NAME]` read, `NAME in environ`."""
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        if isinstance(parent, cst.ComparisonTarget) or (isinstance(parent, cst.Comparison) and parent.left is node):
+            comparison = parent if isinstance(parent, cst.Comparison) else self.get_metadata(ParentNodeProvider, parent)
+            return (isinstance(comparison, cst.Comparison) and comparison.left is node
+                    and all(isinstance(target.operator, (cst.In, cst.NotIn)) for target in comparison.comparisons))
+        if isinstance(parent, cst.Arg):
+            call = self.get_metadata(ParentNodeProvider, parent, None)
+            func = call.func if isinstance(call, cst.Call) else None
+            name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+            return name in _READERS and call.args[0] is parent
+        if isinstance(parent, cst.Index):
+            element = self.get_metadata(ParentNodeProvider, parent, None)
+            subscript = self.get_metadata(ParentNodeProvider, element, None) if element is not None else None
+            if not isinstance(subscript, cst.Subscript):
+                return False
+            above = self.get_metadata(ParentNodeProvider, subscript, None)
+            assigned = (isinstance(above, (cst.AssignTarget, cst.Del, cst.AugAssign))
+                        or (isinstance(above, cst.AnnAssign) and above.target is subscript))
+            return not assigned
+        return False
+
     def visit_Module(self, node: cst.Module) -> None:
         if _MENTIONS.search(node.code):
             writes = _Writes()
@@ -138,6 +165,13 @@ class CudaEnvironmentVariables(DocstringTracker, Rule):
         refused = [] if takes_anything else [
             value for value in self.writes.get(name, ())
             if value is None or (counterpart is not None and not counterpart.accepts(value))]
+        if counterpart is None and name not in self.writes and self._only_read(original_node):
+            # (what the launcher sets is read as it was; nothing here sets it for CUDA or NCCL)
+            start, end = self.lines_of(original_node)
+            self.findings.append(Finding(self.context.path, start, end, Report.NOTE, name,
+                                         f"only read here ({env_vars.tip_for(name)}): the program reads it as "
+                                         "before, nothing to change", LEFT_ON_PURPOSE.code))
+            return updated_node
         if counterpart is None or refused:
             shown = refused[0] if refused and refused[0] is not None else None
             tip = env_vars.tip_for(name, shown)
