@@ -1,5 +1,5 @@
-"""Which transformers releases run attn_implementation="flash_attention_2" on an NPU, and what
-a migration says of it: read by the Python rule (NPU266) and the launch-script rule (NPU506)."""
+"""Which transformers releases run attn_implementation="flash_attention_2" on an NPU (read by
+rules.transformers_attention, for the Python code and the launch scripts alike)."""
 from __future__ import annotations
 
 import re
@@ -40,20 +40,3 @@ def verdict(spec: Optional[str]) -> Optional[bool]:
     answers = {runs_on_npu(version) for version in allowed}
     return answers.pop() if len(answers) == 1 else None
 
-
-def undecided_tip(spec: Optional[str]) -> str:
-    """Why flash_attention_2 stays, reported, where the pin allows releases of both kinds."""
-    return ("transformers " + (f"{spec} allows releases" if spec else "is not pinned: releases") + " that run it "
-            "on the NPU (4.51-4.53, 4.55.3 on) and releases that need the flash-attn package, which Ascend "
-            "does not have (before 4.51, 4.54.0-4.55.2): pin transformers>=4.55.3, or use "
-            "attn_implementation=\"sdpa\"")
-
-
-def runs_note(spec: str) -> str:
-    return f"transformers {spec} runs it on the NPU with torch_npu.npu_fusion_attention"
-
-
-def to_sdpa_message(spec: str) -> str:
-    return (f"flash_attention_2 -> sdpa: transformers {spec} needs the flash-attn package for it, which does not "
-            "install on Ascend (sdpa runs torch_npu's fused attention; transformers>=4.55.3 runs flash_attention_2 "
-            "on the NPU)")

@@ -332,17 +332,17 @@ def _foreign_parameters(file_scan: "FileScan", qualified) -> ForeignParameters:
                for statement in node.body if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))
                and statement.name == "__init__"}
     found: ForeignParameters = {}
+
+    def library_of(call: ast.Call) -> Optional[str]:  # (directly, or through a callable found so far)
+        return foreign_library(qualified(call.func)) or next(
+            (library for _, library in _arguments_to_foreign_parameters(call, found)), None)
+
     changed = True
     while changed:  # (until no function adds one: each round follows one more call of the file's own)
         changed = False
         for function in functions:
             name, positional, keyword_only = _callable_name_and_parameters(function, classes)
             own = {*positional, *keyword_only}
-
-            def library_of(call: ast.Call) -> Optional[str]:
-                return foreign_library(qualified(call.func)) or next(
-                    (library for _, library in _arguments_to_foreign_parameters(call, found)), None)
-
             reached: Dict[str, str] = {}
             for inner in ast.walk(function):
                 if isinstance(inner, ast.Call):

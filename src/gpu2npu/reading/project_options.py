@@ -22,8 +22,8 @@ def backend_options_kept_in(entries: Iterable[Entry]) -> FrozenSet[str]:
         if entry.kind != Kind.PYTHON:
             continue
         data = _bytes_of(entry)
-        if b"nccl" not in data and b"NCCL" not in data:
-            continue
+        if (b"nccl" not in data and b"NCCL" not in data) or (b"default" not in data and b"choices" not in data):
+            continue  # (backend_options_kept reads options offering "nccl" as default or among choices)
         tree = parse(data)
         if tree is not None:
             kept |= backend_options_kept(FileScan(tree, data))

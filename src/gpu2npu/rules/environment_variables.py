@@ -115,13 +115,18 @@ class CudaEnvironmentVariables(DocstringTracker, Rule):
         parent = self.get_metadata(ParentNodeProvider, node, None)
         if isinstance(parent, cst.Index) or (isinstance(parent, cst.DictElement) and parent.key is node):
             return True
-        if isinstance(parent, cst.Arg):
-            call = self.get_metadata(ParentNodeProvider, parent, None)
-            if isinstance(call, cst.Call) and call.args and call.args[0] is parent:
-                func = call.func
-                name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
-                return name in _ENVIRONMENT_CALLS
-        return False
+        return self._first_argument_of(parent) in _ENVIRONMENT_CALLS
+
+    def _first_argument_of(self, parent: Optional[cst.CSTNode]) -> Optional[str]:
+        """The name of the call (`get`, `getenv`, `setdefault`...) whose first argument is `parent`,
+        the string's parent, if it is one."""
+        if not isinstance(parent, cst.Arg):
+            return None
+        call = self.get_metadata(ParentNodeProvider, parent, None)
+        if not (isinstance(call, cst.Call) and call.args and call.args[0] is parent):
+            return None
+        func = call.func
+        return func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
 
     def _only_read(self, node: cst.SimpleString) -> bool:
         """Whether the string names the variable where its value is read: `environ.get(NAME)`,
@@ -132,10 +137,7 @@ class CudaEnvironmentVariables(DocstringTracker, Rule):
             return (isinstance(comparison, cst.Comparison) and comparison.left is node
                     and all(isinstance(target.operator, (cst.In, cst.NotIn)) for target in comparison.comparisons))
         if isinstance(parent, cst.Arg):
-            call = self.get_metadata(ParentNodeProvider, parent, None)
-            func = call.func if isinstance(call, cst.Call) else None
-            name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
-            return name in _READERS and call.args[0] is parent
+            return self._first_argument_of(parent) in _READERS
         if isinstance(parent, cst.Index):
             element = self.get_metadata(ParentNodeProvider, parent, None)
             subscript = self.get_metadata(ParentNodeProvider, element, None) if element is not None else None

@@ -234,7 +234,8 @@ class _Forwarders(cst.CSTVisitor):
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         uses = self._uses.pop()
-        scopes, self._scopes = self._scopes, self._scopes[:-1]
+        depth, outer = len(self._scopes), self._scopes[0]  # (the function itself included)
+        self._scopes.pop()
         if original_node.name.value in DEVICE_METHODS:
             return
         params = [p.name.value for p in original_node.params.params]
@@ -243,9 +244,9 @@ class _Forwarders(cst.CSTVisitor):
             return
         only_device = uses[name][0] == uses[name][1]
         position = params.index(name)
-        if len(scopes) == 1:
+        if depth == 1:
             (self.functions if only_device else self.mixed)[original_node.name.value] = (position, name)
-        elif len(scopes) == 2 and isinstance(scopes[0], cst.ClassDef):
+        elif depth == 2 and isinstance(outer, cst.ClassDef):
             bound = params[:1] in (["self"], ["cls"])
             method = original_node.name.value
             if bound and position > 0 and not method.startswith("__"):  # (dunders are called by Python)
@@ -258,7 +259,7 @@ class _Forwarders(cst.CSTVisitor):
         return {name: found for name, found in methods.items() if self._method_definitions.get(name, 0) == 1}
 
     def _counted(self, name: str) -> Optional[List[int]]:
-        """The counts of the innermost function's parameter `name` is, if any."""
+        """The counts of `name` as a parameter of the innermost function that has one, if any."""
         for uses in reversed(self._uses):
             if name in uses:
                 return uses[name]

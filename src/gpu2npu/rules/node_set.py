@@ -21,6 +21,3 @@ class NodeSet:
 
     def __contains__(self, node: object) -> bool:
         return id(node) in self._nodes
-
-    def __len__(self) -> int:
-        return len(self._nodes)

@@ -282,9 +282,9 @@ class RerouteToGenerated(Rule):
         pairs = pair_with_originals(body, original_node.body, self.context.inserted, self.context.removed)
         index = next(i for i, (_, original) in enumerate(pairs) if original is not None
                      and self.lines_of(original)[1] >= users[0][0])
-        held = [(package, short) for _, package, short in users]
-        packages = " and ".join(package for package, _ in held)
+        (_, package, short), *others = users
+        packages = " and ".join(package for _, package, _ in users)
         return insert_statements(self, original_node, updated_node, index, statement,
-                                 (comment_line(*held[0], *held[1:]),),
+                                 (comment_line(package, short, *((name, what) for _, name, what in others)),),
                                  f"insert the output's top folder into sys.path (for {packages})",
                                  ("sys", "os"), module_names(body[:index]))

@@ -1,13 +1,15 @@
 """transformers' attn_implementation="flash_attention_2", decided by the transformers the project pins."""
 from __future__ import annotations
 
+from typing import NamedTuple, Optional
+
 import libcst as cst
 from libcst.metadata import PositionProvider
 
 from ..records.change import Finding, Report
 from ..records.finding_kinds import LEFT_ON_PURPOSE, TRANSFORMERS_FLASH_ATTENTION, TRANSFORMERS_FLEX_ATTENTION
 from ..knowledge.tips import FLEX_ATTENTION_CHOICE, TRANSFORMERS_ATTENTION_VALUES, tip_for
-from ..knowledge.transformers_attention import runs_note, to_sdpa_message, undecided_tip, verdict
+from ..knowledge.transformers_attention import verdict
 from .base import Example, Rule
 from .walk import ParentNodeProvider
 
@@ -78,26 +80,46 @@ class TransformersFlashAttention(Rule):
         value = original_node.evaluated_value
         if value not in (FLASH, FLEX) or not chooses_attention(self, original_node):
             return updated_node
-        if value == FLEX:  # no transformers runs it on the NPU: reported, left as written
+        choice = attention_choice(value, self.context.options.transformers)
+        if choice.report is not None:
             start, end = self.lines_of(original_node)
-            self.findings.append(Finding(self.context.path, start, end, Report.UNSUPPORTED, FLEX_ATTENTION_CHOICE,
-                                         tip_for(FLEX_ATTENTION_CHOICE), TRANSFORMERS_FLEX_ATTENTION.code))
+            self.findings.append(Finding(self.context.path, start, end, choice.report, choice.api, choice.text, choice.kind))
             return updated_node
-        spec = self.context.options.transformers
-        decided = verdict(spec)
-        start, end = self.lines_of(original_node)
-        if decided is True:
-            self.findings.append(Finding(self.context.path, start, end, Report.NOTE, f'{OPTION}="{FLASH}"',
-                                         runs_note(spec),
-                                         LEFT_ON_PURPOSE.code))
-            return updated_node
-        if decided is None:
-            self.findings.append(Finding(self.context.path, start, end, Report.UNSUPPORTED, f'{OPTION}="{FLASH}"',
-                                         undecided_tip(spec), TRANSFORMERS_FLASH_ATTENTION.code))
-            return updated_node
-        self.record(original_node, to_sdpa_message(spec))
+        self.record(original_node, choice.text)
         quote = original_node.quote
         return updated_node.with_changes(value=f"{original_node.prefix}{quote}sdpa{quote}")
+
+
+class AttentionChoice(NamedTuple):
+    """What becomes of an attention option's value: a finding (`report`, `api`, `text` its tip,
+    `kind` its code) where it stays, or `"sdpa"` (report None, `text` the change's message)."""
+
+    report: Optional[Report]
+    api: str
+    text: str
+    kind: str = ""
+
+
+def attention_choice(value: str, spec: Optional[str]) -> AttentionChoice:
+    """The decision for `attn_implementation=value` (FLASH or FLEX) under the transformers
+    requirement `spec` the project pins: the Python code's (NPU266) and its launch scripts' (NPU506)."""
+    if value == FLEX:  # no transformers runs it on the NPU: reported, left as written
+        return AttentionChoice(Report.UNSUPPORTED, FLEX_ATTENTION_CHOICE, tip_for(FLEX_ATTENTION_CHOICE),
+                               TRANSFORMERS_FLEX_ATTENTION.code)
+    api = f'{OPTION}="{FLASH}"'
+    decided = verdict(spec)
+    if decided is True:
+        return AttentionChoice(Report.NOTE, api, f"transformers {spec} runs it on the NPU with "
+                               "torch_npu.npu_fusion_attention", LEFT_ON_PURPOSE.code)
+    if decided is None:
+        return AttentionChoice(Report.UNSUPPORTED, api, (
+            "transformers " + (f"{spec} allows releases" if spec else "is not pinned: releases") + " that run it "
+            "on the NPU (4.51-4.53, 4.55.3 on) and releases that need the flash-attn package, which Ascend "
+            "does not have (before 4.51, 4.54.0-4.55.2): pin transformers>=4.55.3, or use "
+            "attn_implementation=\"sdpa\""), TRANSFORMERS_FLASH_ATTENTION.code)
+    return AttentionChoice(None, api, f"flash_attention_2 -> sdpa: transformers {spec} needs the flash-attn package "
+                           "for it, which does not install on Ascend (sdpa runs torch_npu's fused attention; "
+                           "transformers>=4.55.3 runs flash_attention_2 on the NPU)")
 
 
 def chooses_attention(rule, node: cst.SimpleString) -> bool:

@@ -55,8 +55,7 @@ class NcclBackendOption(ScriptRule):
     def for_project(cls, options):
         if not options.backend_options_kept:
             return cls
-        return type(cls.__name__, (cls,), {"kept": frozenset(name.lower() for name in options.backend_options_kept),
-                                           "__doc__": cls.__doc__})
+        return cls.with_settings(kept=frozenset(name.lower() for name in options.backend_options_kept))
 
     @classmethod
     def apply(cls, line, dialect):

@@ -78,6 +78,11 @@ class ScriptRule:
         unless what it does depends on them."""
         return cls
 
+    @classmethod
+    def with_settings(cls, **settings) -> Type["ScriptRule"]:
+        """The rule with these class attributes set: what for_project returns where options matter."""
+        return type(cls.__name__, (cls,), {"__doc__": cls.__doc__, **settings})
+
 
 def code_matches(pattern: "re.Pattern", line: ScannedLine):
     """(match, literal) for every match of `pattern` in the code part of `line`; `literal` is
@@ -115,10 +120,10 @@ def option_values(pattern: "re.Pattern", line: ScannedLine, reports: List[LineRe
     """The matches of `pattern` (with `name` and `separator` groups) in the code of `line` that give
     an option its value (option_syntax); one inside single-quoted text or a here-document is
     reported in `reports` (LITERAL_TIP) and skipped."""
-    for match in pattern.finditer(line.code):
+    for match, literal in code_matches(pattern, line):
         if not option_syntax(match):
             continue  # (`--backend: nccl`, prose)
-        if line.in_literal(match.start()):
+        if literal:
             reports.append(LineReport(Report.UNSUPPORTED, match.group(0), LITERAL_TIP))
             continue
         yield match

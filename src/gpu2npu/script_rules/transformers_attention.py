@@ -1,14 +1,13 @@
 """--attn_implementation flash_attention_2 in a launch script or a YAML config, decided as the
-Python code's attn_implementation="flash_attention_2" is (NPU266): by the transformers the project pins."""
+Python code's attn_implementation="flash_attention_2" is (NPU266, rules.transformers_attention.attention_choice):
+by the transformers the project pins."""
 from __future__ import annotations
 
 import re
 from typing import ClassVar, Optional
 
-from ..knowledge.tips import FLEX_ATTENTION_CHOICE, tip_for
-from ..knowledge.transformers_attention import runs_note, to_sdpa_message, undecided_tip, verdict
-from ..records.change import Report
 from ..records.finding_kinds import LEFT_ON_PURPOSE, TRANSFORMERS_FLASH_ATTENTION, TRANSFORMERS_FLEX_ATTENTION
+from ..rules.transformers_attention import attention_choice
 from .base import LineEdit, LineReport, ScriptExample, ScriptRule, option_values
 
 # `--attn_implementation flash_attention_2`, `--attn-implementation=flash_attention_2`, or a YAML
@@ -51,25 +50,15 @@ class TransformersAttentionOption(ScriptRule):
     def for_project(cls, options):
         if options.transformers is None:
             return cls
-        return type(cls.__name__, (cls,), {"transformers": options.transformers, "__doc__": cls.__doc__})
+        return cls.with_settings(transformers=options.transformers)
 
     @classmethod
     def apply(cls, line, dialect):
         edits, reports = [], []
         for match in option_values(PATTERN, line, reports):
-            value = match.group("value")
-            if value == "flex_attention":
-                reports.append(LineReport(Report.UNSUPPORTED, FLEX_ATTENTION_CHOICE, tip_for(FLEX_ATTENTION_CHOICE),
-                                          TRANSFORMERS_FLEX_ATTENTION.code))
-                continue
-            spec = cls.transformers
-            decided = verdict(spec)
-            if decided is True:
-                reports.append(LineReport(Report.NOTE, f'attn_implementation="{value}"', runs_note(spec),
-                                          LEFT_ON_PURPOSE.code))
-            elif decided is None:
-                reports.append(LineReport(Report.UNSUPPORTED, f'attn_implementation="{value}"', undecided_tip(spec),
-                                          TRANSFORMERS_FLASH_ATTENTION.code))
+            choice = attention_choice(match.group("value"), cls.transformers)
+            if choice.report is None:
+                edits.append(LineEdit(match.start("value"), match.end("value"), "sdpa", choice.text))
             else:
-                edits.append(LineEdit(match.start("value"), match.end("value"), "sdpa", to_sdpa_message(spec)))
+                reports.append(LineReport(choice.report, choice.api, choice.text, choice.kind))
         return edits, reports
