@@ -1,6 +1,8 @@
 """A report row must be true and fit its line: no row for a metadata probe, one row per import
 statement of a CUDA-only package, no drop_last advice for a loader that has it, and no
 drop_last added where DataLoader refuses it."""
+import json
+
 import pytest
 
 from gpu2npu.knowledge import apidata
@@ -8,6 +10,8 @@ from gpu2npu.records.change import Report
 from gpu2npu.migration.pipeline import migrate_source
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import Options
+
+from helpers import read_csv, run_cli
 
 OPTIONS = Options(api=apidata.load("2.1.0"))
 
@@ -320,3 +324,71 @@ def test_a_module_wide_tip_speaks_of_the_module_not_of_one_of_its_functions():
     for name in ("torch.nn.attention.varlen._should_use_cudnn", "torch.nn.attention.varlen.varlen_attn"):
         tip = tip_for(name)
         assert tip.startswith("torch.nn.attention.varlen ") and "npu_fusion_attention" in tip, (name, tip)
+
+
+class TestAPackageThatDoesNotInstallHasOneRowPerImport:
+    """A package of CUDA kernels that does not install on an NPU machine (CuPy, AutoGPTQ, flash-attn's
+    compiled extensions) is replaced in the whole file: its import has the row, which names the
+    calls that the same advice covers. A call with advice of its own, a part of a package that
+    installs there, and a call of an optional import keep their rows."""
+
+    @pytest.mark.parametrize("source, api, calls", [
+        ("import cupy\n\n\ndef pinned(n):\n    buffer = cupy.cuda.alloc_pinned_memory(n)\n"
+         "    return cupy.asarray(buffer), cupy.asarray(buffer)\n", "cupy", "cupy.cuda.alloc_pinned_memory, cupy.asarray"),
+        ("from auto_gptq import AutoGPTQForCausalLM, BaseQuantizeConfig\n\n"
+         "config = BaseQuantizeConfig(bits=4)\nmodel = AutoGPTQForCausalLM.from_pretrained(name, config)\n"
+         "model = AutoGPTQForCausalLM.from_quantized(name)\n", "auto_gptq (AutoGPTQForCausalLM, BaseQuantizeConfig)",
+         "auto_gptq.BaseQuantizeConfig, auto_gptq.AutoGPTQForCausalLM.from_pretrained, "
+         "auto_gptq.AutoGPTQForCausalLM.from_quantized"),
+        # flash-attn's compiled cross-entropy extension, called from an autograd function
+        ("import torch\nimport xentropy_cuda_lib\n\n\nclass CrossEntropy(torch.autograd.Function):\n"
+         "    @staticmethod\n    def forward(ctx, logits, labels):\n"
+         "        return xentropy_cuda_lib.forward(logits, labels, 0.0)\n\n"
+         "    @staticmethod\n    def backward(ctx, grad):\n        return xentropy_cuda_lib.backward(grad)\n",
+         "xentropy_cuda_lib", "xentropy_cuda_lib.forward, xentropy_cuda_lib.backward"),
+    ])
+    def test_the_import_row_names_the_calls(self, source, api, calls):
+        _, result = _migrate(source)
+        rows = _rows(result, Report.UNSUPPORTED)
+        assert [f.api for f in rows] == [api]
+        assert rows[0].start_line == next(number for number, line in enumerate(source.splitlines(), 1)
+                                          if line.startswith(("import", "from")) and api.split(" ")[0] in line)
+        assert rows[0].tip.endswith(f" (called in this file: {calls})")
+        assert rows[0].rule == "NPU916"
+
+    def test_a_long_list_of_calls_is_cut(self):
+        calls = "".join(f"a{n} = cupy.f{n}()\n" for n in range(9))
+        _, result = _migrate("import cupy\n" + calls)
+        (row,) = _rows(result, Report.UNSUPPORTED)
+        assert row.tip.endswith("(called in this file: cupy.f0, cupy.f1, cupy.f2, cupy.f3, cupy.f4, cupy.f5 and 3 more)")
+
+    @pytest.mark.parametrize("source, lines", [
+        # advice of its own: bitsandbytes' 4-bit layer is not "drop bitsandbytes"
+        ("import bitsandbytes as bnb\nlayer = bnb.nn.Linear4bit(16, 16)\n", [1, 2]),
+        # a part of a package that installs on an NPU machine (DeepSpeed): the import works, the call fails
+        ("from deepspeed.ops.op_builder import EvoformerAttnBuilder\nkernel = EvoformerAttnBuilder().load()\n", [1, 2]),
+        # an optional import is a note: the call that does not ask keeps its row
+        ("try:\n    import cupy\nexcept ImportError:\n    cupy = None\nx = cupy.zeros(3)\n", [5]),
+        # NVIDIA's management library: each query is replaced by its own NPU query
+        ("import pynvml\npynvml.nvmlInit()\nhandle = pynvml.nvmlDeviceGetHandleByIndex(0)\n", [1, 2, 3]),
+        # a call before the import that has the row
+        ("def f():\n    return cupy.zeros(3)\n\n\nimport cupy\n", [2, 5]),
+    ])
+    def test_other_calls_keep_their_rows(self, source, lines):
+        _, result = _migrate(source)
+        rows = _rows(result, Report.UNSUPPORTED)
+        assert [f.start_line for f in rows] == lines
+        assert not any("called in this file" in f.tip for f in rows)
+
+    def test_check_and_the_migration_report_it_alike(self, tmp_path):
+        project = tmp_path / "project"
+        project.mkdir()
+        (project / "arrays.py").write_text("import cupy\n\n\ndef zeros():\n    return cupy.zeros(3)\n")
+        checked = run_cli("check", "-v", "2.1.0", "--format", "json", "--no-cache", str(project))
+        findings = json.loads(checked.stdout)["findings"]
+        assert [(f["start_line"], f["rule"]) for f in findings] == [(1, "NPU916")]
+        assert findings[0]["message"].endswith("(called in this file: cupy.zeros)")
+        out = tmp_path / "out"
+        assert run_cli("-i", str(project), "-o", str(out), "-v", "2.1.0", "--no-cache").exit_code == 0
+        rows = read_csv(out / "project_msft" / "unsupported_api.csv")
+        assert [(row["Start Line"], row["OP"], row["Rule"]) for row in rows] == [("1", "cupy", "NPU916")]

@@ -7,7 +7,8 @@ the final tree, so it reports exactly what the user gets.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set
+import dataclasses
+from typing import Dict, List, NamedTuple, Optional, Set
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -45,7 +46,16 @@ _PACKAGE_KINDS: Dict[str, FindingKind] = {
 # The kinds of a CUDA-only package's rows (package_presence turns them into notes where the package's
 # presence was asked first).
 _PACKAGE_ROWS = frozenset({CUDA_ONLY_PACKAGE, *_PACKAGE_KINDS.values()})
+_CALLS_SHOWN = 6  # the names an import row lists of the calls it stands for
 REPORTED_TORCH_NAMES = tuple(key for key in TIPS if key.startswith("torch.") and not key.startswith("torch.cuda"))
+
+
+class _PackageImport(NamedTuple):
+    """The row of a CUDA-only package's import (its index in the findings) and the calls it lists."""
+
+    row: int
+    tip: str
+    calls: List[str]  # the qualified names called, in the order of the file
 
 
 def _callee(expression: cst.BaseExpression) -> cst.BaseExpression:
@@ -88,21 +98,46 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         self._functions: List[list] = []
         self.code: Optional[str] = None  # the output's text, where the caller has it
         self._tests: Optional[PackageTests] = None
+        # package -> the row of its first import, where its calls with the same advice are listed
+        self._package_imports: Dict[str, _PackageImport] = {}
 
     def _add(self, node: cst.CSTNode, kind, report: Report, api_name: str, tip: str) -> None:
         """A row of `kind` (finding_kinds) about `node`."""
         span = self.get_metadata(PositionProvider, node)
+        is_import = isinstance(node, (cst.Import, cst.ImportFrom))
+        package = None
         if report == Report.UNSUPPORTED and kind in _PACKAGE_ROWS:
             package = cuda_only_package(api_name.split(" ")[0])
             note = ascend_backend_note(package, self.api)
             if note is not None:
                 kind, report, tip = LEFT_ON_PURPOSE, Report.NOTE, note
             elif package:
-                question = self._package_tests().question(span.start.line, span.end.line, package,
-                                                          is_import=isinstance(node, (cst.Import, cst.ImportFrom)))
+                question = self._package_tests().question(span.start.line, span.end.line, package, is_import=is_import)
                 if question is not False:
                     kind, report, tip = LEFT_ON_PURPOSE, Report.NOTE, package_presence.optional_tip(package, question, tip)
+        if package and report == Report.UNSUPPORTED and kind == CUDA_ONLY_PACKAGE:
+            imported = self._package_imports.get(package)
+            if is_import:
+                self._package_imports.setdefault(package, _PackageImport(len(self.findings), tip, []))
+            elif imported is not None and "." not in package and imported.tip == tip == tip_for(package, self.api):
+                # A call with no advice of its own, of a package that does not install on an NPU
+                # machine (a part of one that does, DeepSpeed's or vLLM's, imports there: its calls
+                # fail), where the import has its row: the package is replaced in the whole file,
+                # and that row lists the call.
+                imported.calls.append(api_name)
+                return
         self.findings.append(Finding(self.path, span.start.line, span.end.line, report, api_name, tip, kind.code))
+
+    def _list_calls_in_import_rows(self) -> None:
+        """Each import row of a CUDA-only package names the calls it stands for (by name: a line
+        of the output is not always one of the input, in a notebook or a file migrated in pieces)."""
+        for imported in self._package_imports.values():
+            if imported.calls:
+                names = list(dict.fromkeys(imported.calls))
+                shown = ", ".join(names[:_CALLS_SHOWN]) + (f" and {len(names) - _CALLS_SHOWN} more"
+                                                           if len(names) > _CALLS_SHOWN else "")
+                row = self.findings[imported.row]
+                self.findings[imported.row] = dataclasses.replace(row, tip=f"{row.tip} (called in this file: {shown})")
 
     # -- code that runs only where a CUDA-only package is installed (package_presence) ---------
     def _package_tests(self) -> PackageTests:
@@ -171,8 +206,8 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         if isinstance(node.names, cst.ImportStar):
             self._check_imported(node, module, None)
             return False
-        # One row for the names a statement imports from one CUDA-only package: the calls of
-        # each get rows of their own where they are made.
+        # One row for the names a statement imports from one CUDA-only package; it lists the
+        # calls of them that have the same advice (_add), the others have rows of their own.
         grouped: List[str] = []
         for alias in node.names:
             imported = dotted_name(alias.name) or ""
@@ -485,4 +520,5 @@ def find_leftovers(wrapper: MetadataWrapper, path: str, api: ApiData, context, s
                                    for name in names)
     visitor.imports_ray = imports_ray(visitor)
     walk_wrapped(visitor, wrapper)
+    visitor._list_calls_in_import_rows()
     return visitor.findings

@@ -231,7 +231,9 @@ CUDA_ONLY_PACKAGE = _kind(
     ERROR,
     "Packages such as CuPy, NVIDIA apex, bitsandbytes, mamba_ssm or TensorRT are built for CUDA and do not install "
     "or run on an NPU machine; Liger's kernels run there only through its Ascend backend (liger-kernel 0.6.5 on), "
-    "with triton-ascend, which torch_npu 2.6.0 and later pair with (there its rows are notes).",
+    "with triton-ascend, which torch_npu 2.6.0 and later pair with (there its rows are notes). The import has the "
+    "row, which names the calls of the package that the same advice covers; a call with advice of its own has its "
+    "own row.",
     "the row's tip names the torch or torch_npu counterpart (Ascend apex, torch_npu fused operators, ATC).",
     (("import cupy\nx = cupy.zeros(3)\n", "cupy", UNSUPPORTED_CSV),),
     ("import numpy\nx = numpy.zeros(3)\n",),
