@@ -6,10 +6,12 @@ without CUDA) and unsupported_api.csv has a row on the test saying why.
 import pytest
 
 from gpu2npu.knowledge import apidata
+from gpu2npu.knowledge.tips import CUDA_BUILD_STRING
 from gpu2npu.records.change import Report
 from gpu2npu.migration.pipeline import migrate_source
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import Options
+from gpu2npu.rules.device_guards import _may_hold_cuda_only
 
 OPTIONS = Options(api=apidata.load("2.1.0"))
 
@@ -314,3 +316,19 @@ def test_a_chained_test_left_as_written_is_one_row(test):
     output, guards = _migrate(source)
     assert output.count("torch.cuda.get_device_capability(") == 1
     assert len(guards) == 1 and guards[0].start_line in (5, 6), guards  # (the `if` or its first operand)
+
+
+@pytest.mark.parametrize("text", ["faiss-gpu", "onnxruntime-gpu>=1.18", "paddlepaddle-gpu==2.6", "jax[cuda12]",
+                                  "CUDAExecutionProvider", "TensorrtExecutionProvider"])
+def test_the_text_test_before_the_walk_lets_every_cuda_build_string_through(text):
+    # (the walk is skipped where the text test says no: it must say yes wherever a build string can be)
+    assert CUDA_BUILD_STRING.match(text)
+    assert _may_hold_cuda_only(f"import torch\nif torch.cuda.is_available():\n    need({text!r})\n", apidata.load("2.1.0"))
+
+
+def test_a_gpu_option_of_the_script_is_no_cuda_build_string():
+    code = ("import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--gpu', type=int)\n"
+            "args = p.parse_args()\nif torch.cuda.is_available():\n    torch.cuda.set_device(args.gpu)\n")
+    assert not _may_hold_cuda_only(code, apidata.load("2.1.0"))
+    output, guards = _migrate(code)
+    assert guards == [] and "torch_npu.npu.set_device(args.gpu)" in output

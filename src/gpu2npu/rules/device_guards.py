@@ -515,7 +515,8 @@ _CUDA_ONLY_WORD = re.compile(r"\b(%s)\b|(?<![\w.])cuda\.\w|\bfrom\s+cuda\s+impor
     | {"get_device_name", FLEX})), "|".join(option for option, callees, _ in FRAMEWORK_OPTIONS if callees is None)))
 _CUDA_CHAIN = re.compile(r"\bcuda((?:\.\w+)+)")
 _FUSED_FLAG = re.compile(r"""\bfused["']?\s*[=:]\s*True\b""")
-_CUDA_BUILD_WORD = re.compile(r"-gpu\b|\[cuda|ExecutionProvider")
+# (what CUDA_BUILD_STRING matches needs: a name before "-gpu", not an option's "--gpu")
+_CUDA_BUILD_WORD = re.compile(r"[\w.]-gpu\b|\[cuda|ExecutionProvider")
 _PROPERTY_FIELD = re.compile(r"\.(%s)\b" % "|".join(sorted(CUDA_PROPERTY_FIELDS)))
 _CUDA_IMPORT = re.compile(r"\bfrom\s+torch\.cuda((?:\.\w+)*)\s+import\s+\(?([\w\s,]+)")
 
