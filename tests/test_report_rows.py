@@ -392,3 +392,15 @@ class TestAPackageThatDoesNotInstallHasOneRowPerImport:
         assert run_cli("-i", str(project), "-o", str(out), "-v", "2.1.0", "--no-cache").exit_code == 0
         rows = read_csv(out / "project_msft" / "unsupported_api.csv")
         assert [(row["Start Line"], row["OP"], row["Rule"]) for row in rows] == [("1", "cupy", "NPU916")]
+
+
+def test_reading_a_packages_version_is_no_use_of_its_kernels():
+    source = ("import tensorrt as trt\n\n\ndef build():\n    major = int(trt.__version__.split('.')[0])\n"
+              "    return trt.Builder(trt.Logger()), major\n")
+    _, result = _migrate(source)
+    (row,) = _rows(result, Report.UNSUPPORTED)
+    assert row.tip.endswith("(called in this file: tensorrt.Builder, tensorrt.Logger)")
+    # without the import's row (an optional import), the version read has none either
+    _, result = _migrate("try:\n    import tensorrt as trt\nexcept ImportError:\n    trt = None\n"
+                         "if trt is None or trt.__version__.startswith('8'):\n    pass\n")
+    assert _rows(result, Report.UNSUPPORTED) == []

@@ -46,6 +46,8 @@ _PACKAGE_KINDS: Dict[str, FindingKind] = {
 # The kinds of a CUDA-only package's rows (package_presence turns them into notes where the package's
 # presence was asked first).
 _PACKAGE_ROWS = frozenset({CUDA_ONLY_PACKAGE, *_PACKAGE_KINDS.values()})
+# A module's metadata (reading it uses none of the package's kernels).
+_METADATA = frozenset({"__version__", "__file__", "__path__", "__name__", "__spec__", "__doc__"})
 _CALLS_SHOWN = 6  # the names an import row lists of the calls it stands for
 REPORTED_TORCH_NAMES = tuple(key for key in TIPS if key.startswith("torch.") and not key.startswith("torch.cuda"))
 
@@ -318,6 +320,8 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                 return  # the kernel has its row: not one per tl.load of it
             if _kernel_language(name) is not None:
                 return  # a launch helper (triton.cdiv, cute.compile): the import and each kernel have the rows
+            if package is not None and not _METADATA.isdisjoint(name.split(".")):
+                return  # (its kernels are CUDA, not its metadata: `trt.__version__.split(".")`)
             if package is not None and self._is_called(node) and not (self.wants_apex_amp and _is_apex_amp(name)):
                 self._add(node, _package_kind(name), Report.UNSUPPORTED, name, tip_for(name, self.api))
                 return
