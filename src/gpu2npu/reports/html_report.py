@@ -21,6 +21,7 @@ from ..records.change import Change, Finding, Operation, Report
 from ..records.finding_kinds import NOT_MIGRATED
 from ..records.results import COPIED_UNCHANGED
 from ..reading.linemap import grouped_opcodes, source_lines
+from . import python_colours
 
 if TYPE_CHECKING:
     from .catalogue import RuleEntry
@@ -238,7 +239,7 @@ def _diff(path: str, old: List[str], new: List[str], rows: Sequence[Change], sho
     whole_file = path.endswith(".ipynb")
     listed = False
     shown = 0
-    lexer, anchor = _lexer_for(path), _anchor(path)
+    highlight, anchor = _highlighter_for(path), _anchor(path)
     for group in grouped_opcodes(old, new, 3):
         first_old, last_old = group[0][1] + 1, group[-1][2]
         here = [r for r in rows if whole_file or (
@@ -257,15 +258,15 @@ def _diff(path: str, old: List[str], new: List[str], rows: Sequence[Change], sho
                 break
             if tag == "equal":
                 for k in range(i1, i2):
-                    yield _line(" ", k + 1, old[k], lexer, anchor)
+                    yield _line(" ", k + 1, old[k], highlight, anchor)
                 shown_lines.update(range(i1 + 1, i2 + 1))
                 shown += i2 - i1
                 continue
             for k in range(i1, i2):
-                yield _line("-", k + 1, old[k], lexer, anchor)
+                yield _line("-", k + 1, old[k], highlight, anchor)
             shown_lines.update(range(i1 + 1, i2 + 1))
             for k in range(j1, j2):
-                yield _line("+", None, new[k], lexer, anchor)
+                yield _line("+", None, new[k], highlight, anchor)
             shown += (i2 - i1) + (j2 - j1)
         yield "</pre></div>\n"
         if shown > MAX_DIFF_LINES:
@@ -274,11 +275,11 @@ def _diff(path: str, old: List[str], new: List[str], rows: Sequence[Change], sho
             return
 
 
-def _line(sign: str, number: Optional[int], text: str, lexer, anchor: str) -> str:
+def _line(sign: str, number: Optional[int], text: str, highlight: Callable[[str], str], anchor: str) -> str:
     kind = {"+": "add", "-": "del", " ": "ctx"}[sign]
     where = f"{number}" if number is not None else ""
     target = f" id=\"{anchor}-L{number}\"" if number is not None else ""
-    return f"<span class=\"{kind}\"{target}><i>{where}</i>{sign} {_highlight(text, lexer)}</span>"
+    return f"<span class=\"{kind}\"{target}><i>{where}</i>{sign} {highlight(text)}</span>"
 
 
 _TOKEN_CLASSES = (("Keyword", "k"), ("Name.Builtin", "b"), ("Name.Function", "fn"), ("Name.Class", "fn"),
@@ -293,25 +294,26 @@ def _highlighter_version() -> str:
     return version
 
 
-def _lexer_for(path: str):
-    """pygments' lexer for the file's kind (Python, TOML, YAML, shell...), None without one."""
+def _highlighter_for(path: str) -> Callable[[str], str]:
+    """One line of the file as escaped HTML with its tokens' colours: Python's read with Python's
+    own tokenizer (python_colours), the other kinds (TOML, YAML, shell...) with pygments' lexer
+    for them, where there is one."""
+    if path.endswith(".py"):
+        return python_colours.line_html
     try:
-        from pygments.lexers import PythonLexer, get_lexer_for_filename
+        from pygments.lexers import get_lexer_for_filename
         from pygments.util import ClassNotFound
     except ImportError:  # the page is still right without colours
-        return None
-    if path.endswith(".py"):
-        return PythonLexer(stripnl=False, ensurenl=False)
+        return _e
     try:
-        return get_lexer_for_filename(path, stripnl=False, ensurenl=False)
+        lexer = get_lexer_for_filename(path, stripnl=False, ensurenl=False)
     except ClassNotFound:
-        return None
+        return _e
+    return functools.partial(_highlight, lexer=lexer)
 
 
 def _highlight(text: str, lexer) -> str:
     """`text` (one line) as escaped HTML with the lexer's tokens as classes."""
-    if lexer is None:
-        return _e(text)
     parts = []
     for token, value in lexer.get_tokens(text):
         name = str(token).replace("Token.", "")
