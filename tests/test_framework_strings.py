@@ -28,6 +28,11 @@ def _migrate(source: str):
     'if accelerator not in ("cuda", "gpu"):\n    pass\n',
     'if args.accelerator == "cuda":\n    pass\n',
     'from typing import Literal\ndef load(accelerator: Literal["cpu", "cuda", "auto"] = "auto"):\n    pass\n',
+    # keyword arguments gathered before the call (`L.Fabric(**kwargs)`)
+    'kwargs["accelerator"] = "cuda"\n',
+    'trainer_args = {"max_epochs": 3, "accelerator": "cuda"}\n',
+    'if cfg["accelerator"] == "cuda":\n    pass\n',
+    'if cfg.get("accelerator") in ("cuda", "gpu"):\n    pass\n',
 ])
 def test_lightning_accelerator_names_are_left_and_reported(source):
     output, result = _migrate(source)
@@ -74,3 +79,25 @@ def test_ray_gpu_resources_that_stay_are_reported_with_the_npu_resource():
     rows = [f for f in result.findings if f.api == "ray num_gpus"]
     assert [f.start_line for f in rows] == [3, 7, 8]
     assert all('resources={"NPU": N}' in f.tip for f in rows)
+
+
+@pytest.mark.parametrize("source", [
+    'import torch\nkwargs = {"accelerator": "cpu"}\nif torch.cuda.is_available():\n    kwargs["accelerator"] = "cuda"\n',
+    'import torch\nif torch.cuda.is_available():\n    fabric = L.Fabric(**{"accelerator": "cuda", "devices": 1})\n',
+])
+def test_a_device_test_choosing_a_gathered_accelerator_is_left_as_written(source):
+    # renamed, the test would hand Lightning "cuda" on the NPU, which fails at start; as written it
+    # falls back to the CPU there, as on any machine without CUDA
+    output, result = _migrate(source)
+    assert output == source
+    assert any(f.api == "device test torch.cuda.is_available()" for f in result.findings)
+
+
+@pytest.mark.parametrize("source, expected", [
+    # keys that are no option: devices of torch
+    ('import torch\nsettings = {"device": "cuda"}\nx = torch.ones(2, device=settings["device"])\n', '"device": "npu"'),
+    ('import torch\nplacement["device"] = "cuda:1"\n', 'placement["device"] = "npu:1"'),
+])
+def test_other_keys_keep_their_device_strings_migrated(source, expected):
+    output, _ = _migrate(source)
+    assert expected in output

@@ -519,6 +519,10 @@ def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
     # one of the values a choice gives the option (`accelerator="gpu" if cuda else "cpu"`, `... or "cuda"`)
     while (isinstance(parent, cst.IfExp) and node is not parent.test) or isinstance(parent, cst.BooleanOperation):
         node, parent = parent, parent_of(parent)
+    if isinstance(parent, cst.DictElement) and node is parent.value and isinstance(parent.key, cst.SimpleString):
+        key = string_text(parent.key)  # `Trainer(**{"accelerator": "cuda"})`
+        if key in anywhere:
+            return key, anywhere[key]
     if isinstance(parent, cst.Arg) and parent.keyword is not None:
         keyword = parent.keyword.value
         call = parent_of(parent)
@@ -533,7 +537,7 @@ def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
     if isinstance(parent, (cst.Assign, cst.AnnAssign)):
         targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
         for target in targets:
-            name = dotted_name(target)
+            name = _holder_name(target)
             last = name.rsplit(".", 1)[-1] if name else None
             if last in anywhere:
                 return last, anywhere[last]
@@ -545,6 +549,23 @@ def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
             if found is not None:
                 return found
     return _named_among(rule, node, anywhere)
+
+
+def _holder_name(expression: cst.BaseExpression) -> Optional[str]:
+    """The name an expression holds a value under: `accelerator`, `cfg.accelerator`, and the key of
+    `kwargs["accelerator"]` and of `cfg.get("accelerator")`, the spellings of keyword arguments
+    gathered before the call (`L.Fabric(**kwargs)`)."""
+    name = dotted_name(expression)
+    if name is not None:
+        return name
+    key = None
+    if isinstance(expression, cst.Subscript) and len(expression.slice) == 1:
+        index = expression.slice[0].slice
+        key = index.value if isinstance(index, cst.Index) else None
+    elif (isinstance(expression, cst.Call) and isinstance(expression.func, cst.Attribute)
+          and expression.func.attr.value == "get" and expression.args):
+        key = expression.args[0].value
+    return string_text(key) if isinstance(key, cst.SimpleString) else None
 
 
 def _option_of(keyword: str, callees) -> Optional[Tuple[str, str]]:
@@ -574,7 +595,7 @@ def _named_among(rule, node: cst.CSTNode, anywhere) -> Optional[Tuple[str, str]]
         holder, parent = parent, parent_of(parent)
     if isinstance(parent, cst.Comparison):
         for operand in (parent.left, *(target.comparator for target in parent.comparisons)):
-            option = option_in(dotted_name(operand))
+            option = option_in(_holder_name(operand))
             if option:
                 return option, anywhere[option]
     elif isinstance(parent, (cst.Assign, cst.AnnAssign)) and holder is not node:
