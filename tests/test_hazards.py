@@ -503,6 +503,30 @@ def test_nvidia_smi_run_from_python_is_reported(source, reported):
     assert all("npu-smi info" in tip for _, _, tip in rows)
 
 
+@pytest.mark.parametrize("source", [
+    "import shutil\nimport subprocess\nif shutil.which('nvidia-smi'):\n    subprocess.run(['nvidia-smi', '-L'])\n",
+    "import shutil\nimport subprocess\n\ndef gpus():\n    if shutil.which('nvidia-smi') is None:\n        return ''\n"
+    "    return subprocess.check_output(['nvidia-smi', '-L'], text=True)\n",
+    "import os\nHAS_SMI = os.path.exists('/usr/bin/nvidia-smi')\nif HAS_SMI:\n    os.system('nvidia-smi')\n",
+])
+def test_nvidia_smi_run_only_where_it_is_found_is_a_note(source):
+    # the question fails on an Ascend machine: the call is not reached there and fails nothing
+    assert _rows(source) == []
+    notes = [(api, tip) for _, api, tip in _rows(source, report=Report.NOTE) if api == "nvidia-smi"]
+    assert len(notes) == 1 and notes[0][1].startswith("runs only where") and "not reached there" in notes[0][1]
+
+
+@pytest.mark.parametrize("source", [
+    # a question about another program, or a word that only looks like one
+    "import shutil\nimport subprocess\nif shutil.which('npu-smi'):\n    subprocess.run(['nvidia-smi', '-L'])\n",
+    "import subprocess\nif args.which_nvidia_smi_output:\n    subprocess.run(['nvidia-smi', '-L'])\n",
+    # the question's other branch
+    "import shutil\nimport subprocess\nif not shutil.which('nvidia-smi'):\n    subprocess.run(['nvidia-smi', '-L'])\n",
+])
+def test_nvidia_smi_after_another_question_keeps_its_row(source):
+    assert [api for _, api, _ in _rows(source)] == ["nvidia-smi"]
+
+
 @pytest.mark.parametrize("source, rows", [
     ("import torch\nmodel = torch.nn.Linear(2, 2)\nmodel.compile(mode='max-autotune')\n", [(3, "Module.compile")]),
     ("import torch\nself_model = build()\nself_model.compile()\n", [(3, "Module.compile")]),

@@ -64,7 +64,8 @@ def _words(node: ast.AST) -> Words:
 
 
 def _asks_presence(words: Words) -> bool:
-    return any(word in _PRESENCE_WORDS for word in words)
+    # (`shutil.which("nvidia-smi")` asks whether a program is there; "which" alone is a common word)
+    return any(word in _PRESENCE_WORDS for word in words) or ("shutil", "which") in zip(words, words[1:])
 
 
 def names_package(words: Words, package: str) -> bool:

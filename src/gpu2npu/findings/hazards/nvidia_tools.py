@@ -1,6 +1,7 @@
 """NVIDIA's command-line tools run from Python (NPU924): `subprocess.run(["nvidia-smi", ...])`,
 `os.system("nvidia-smi -L")`, `os.popen("nvidia-smi --query-gpu=...")`.  An Ascend machine has
-none, and a program that runs one at module level stops at start."""
+none, and a program that runs one at module level stops at start.  A call made only after asking
+whether the tool is there (`if shutil.which("nvidia-smi")`) is not reached there: a note."""
 from __future__ import annotations
 
 import ast
@@ -8,7 +9,7 @@ from typing import Optional
 
 from ...reading.scan.reading import caught_names
 from ...records.change import Report
-from ...records.finding_kinds import NVIDIA_TOOLS
+from ...records.finding_kinds import LEFT_ON_PURPOSE, NVIDIA_TOOLS
 from .view import FileView
 
 TOOLS = ("nvidia-smi",)
@@ -45,7 +46,14 @@ class Detector:
         if not call.args or id(call) in self.expected or not self.view.qualified(call.func) & RUNNERS:
             return
         program = _program(call.args[0])
-        if program in TOOLS:
+        if program not in TOOLS:
+            return
+        where = self.view.package_tests.question(call.lineno, call.end_lineno or call.lineno, program)
+        if where:  # (`if shutil.which("nvidia-smi")`, or what follows `if not ...: return`)
+            self.view.add(call, LEFT_ON_PURPOSE.code, Report.NOTE, program,
+                          f"runs only {where}: {program} is not on an Ascend machine, so this is not reached there "
+                          "and fails nothing; to ask the NPU: npu-smi info, or torch_npu.npu.get_device_name()")
+        else:
             self.view.add(call, NVIDIA_TOOLS.code, Report.UNSUPPORTED, program,
                           f"{program} is not on an Ascend machine: this call fails there (FileNotFoundError, or "
                           "status 127 from a shell); ask the NPU with npu-smi info (other columns and format) or, "
