@@ -9,6 +9,8 @@ from gpu2npu.migration.pipeline import Status, migrate_source
 from gpu2npu.modes import rules_for
 from gpu2npu.rules import Options
 
+from helpers import run_cli
+
 OPTIONS = Options(api=apidata.load("2.1.0"))
 
 
@@ -402,6 +404,33 @@ def test_a_defect_in_a_rule_costs_one_file_not_the_run(monkeypatch):
     monkeypatch.setattr(TensorCudaToNpu, "leave_Call", broken)
     result = migrate_source(b"import torch\nx = y.cuda()\n", "f.py", OPTIONS)
     assert result.status == Status.FAILED and "internal error" in result.error and "boom" in result.error
+
+
+@pytest.mark.parametrize("where", ["gpu2npu.findings.hazards.nvidia_tools.Detector.on_call",
+                                   "gpu2npu.reading.scan.api_findings"])
+def test_a_defect_in_what_reads_the_file_costs_one_file_not_the_run(monkeypatch, tmp_path, where):
+    # (the reading before the rules: API rows, hazards; one broken file, the other migrated)
+    from gpu2npu.reading import scan
+    real = scan.api_findings
+
+    def broken(*args, **kwargs):
+        path = args[1] if where.endswith("api_findings") else args[0].view.path
+        if path == "probe.py":
+            raise TypeError("boom")
+        return real(*args, **kwargs) if where.endswith("api_findings") else None
+
+    monkeypatch.setattr(where, broken)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "probe.py").write_text("import subprocess\nsubprocess.run(['nvidia-smi'])\nimport torch\nx = y.cuda()\n")
+    (project / "plain.py").write_text("import torch\nx = y.cuda()\n")
+    result = run_cli("-i", str(project), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-cache", "-j", "1")
+    assert result.exit_code == 3, result.output
+    assert "x = y.npu()" in (tmp_path / "out" / "project_msft" / "plain.py").read_text()
+    log = (tmp_path / "out" / "project_msft" / "msFmkTranspltlog.txt").read_text()
+    assert "probe.py" in log and "internal error while reading (TypeError: boom)" in log
+    checked = run_cli("check", "-v", "2.1.0", "--no-cache", str(project))
+    assert checked.exit_code != 0 and "probe.py" in checked.output and "internal error" in checked.output
 
 
 # Found by tests/test_properties.py.

@@ -68,6 +68,18 @@ def migrate_source(
     options: Options,
     rules: Sequence[Type[Rule]] = SINGLE_CARD_RULES,
 ) -> FileResult:
+    try:
+        return _migrate_and_advise(data, path, options, rules)
+    except RecursionError:
+        return FileResult(path, Status.FAILED, error="nested too deeply to read")
+    except Exception as error:  # a defect of ours in what reads the file must cost one file, not the run
+        if results.pending_interrupt is not None:
+            raise results.pending_interrupt from error
+        return FileResult(path, Status.FAILED,
+                          error=f"internal error while reading ({type(error).__name__}: {error}); please report it")
+
+
+def _migrate_and_advise(data: bytes, path: str, options: Options, rules: Sequence[Type[Rule]]) -> FileResult:
     tree = scan.parse(data)
     file_scan = scan.FileScan(tree, data) if tree is not None else None
     result = _migrate_source(data, file_scan, path, options, rules)
