@@ -487,6 +487,15 @@ def test_transformers_front_doors_to_hub_kernels_are_reported():
     assert all("compiled for CUDA" in tip for _, _, tip in rows)
 
 
+def test_the_front_door_of_earlier_transformers_releases_too():
+    # (load_and_register_kernel, before transformers named it load_and_register_attn_kernel)
+    rows = _rows("""\
+        from transformers.integrations import hub_kernels
+        hub_kernels.load_and_register_kernel("kernels-community/flash-attn")
+        """)
+    assert [(line, api) for line, api, _ in rows] == [(2, "load_and_register_kernel('kernels-community/flash-attn')")]
+
+
 @pytest.mark.parametrize("source, reported", [
     ("import subprocess\nout = subprocess.check_output(['nvidia-smi', '--query-gpu=memory.used', '--format=csv'])\n", True),
     ("import os\nos.system('nvidia-smi -L')\n", True),

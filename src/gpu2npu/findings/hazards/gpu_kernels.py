@@ -21,10 +21,13 @@ def _spellings(module: str) -> Tuple[bytes, ...]:
     return (f"{parts[0]}.{parts[1]}".encode(), f"{parts[0]} import {parts[1]}".encode())
 
 
-# The Hub's kernels (the `kernels` package, and transformers' front doors to it): compiled for CUDA.
+# The Hub's kernels (the `kernels` package, and transformers' front doors to it, under the names of
+# its releases: load_and_register_kernel before it became load_and_register_attn_kernel): compiled
+# for CUDA.
 HUB_KERNEL_CALLS = {"kernels": ("get_kernel", "get_local_kernel", "kernelize"),
                     "transformers.integrations.hub_kernels": ("get_kernel", "load_and_register_attn_kernel",
-                                                              "lazy_load_kernel", "kernelize")}
+                                                              "load_and_register_kernel", "lazy_load_kernel",
+                                                              "kernelize")}
 HUB_KERNEL_TIP = ("Hub kernels are compiled for CUDA: for attention use torch_npu.npu_fusion_attention (or SDPA), for "
                   "norms and activations torch_npu.npu_rms_norm / npu_swiglu, otherwise the torch operators")
 
