@@ -404,3 +404,41 @@ def test_reading_a_packages_version_is_no_use_of_its_kernels():
     _, result = _migrate("try:\n    import tensorrt as trt\nexcept ImportError:\n    trt = None\n"
                          "if trt is None or trt.__version__.startswith('8'):\n    pass\n")
     assert _rows(result, Report.UNSUPPORTED) == []
+
+
+class TestALoaderOverTheSamplesItsFunctionIsGiven:
+    """A training loader built over what its function is given and read there is built anew for
+    each call (an iterative trainer's step over that step's samples): drop_last would drop their
+    remainder, or all of a step shorter than a batch. Left as is, with advice."""
+
+    @pytest.mark.parametrize("source", [
+        "from torch.utils.data import DataLoader, TensorDataset\n\n"
+        "def train_iteration(policy, samples, optimizer):\n"
+        "    train_loader = DataLoader(TensorDataset(samples), batch_size=8, shuffle=True)\n"
+        "    for (batch,) in train_loader:\n        policy(batch).mean().backward()\n",
+        # through a variable, read in a comprehension, a keyword-only parameter
+        "from torch.utils.data import DataLoader\n\nclass Learner:\n"
+        "    def update(self, *, rollouts):\n        train_set = RolloutDataset(rollouts, gamma=self.gamma)\n"
+        "        train_loader = DataLoader(train_set, batch_size=4, shuffle=True)\n"
+        "        return [self.learn(b) for b in train_loader]\n",
+    ])
+    def test_it_gets_no_drop_last(self, source):
+        output, result = _migrate(source)
+        assert "drop_last" not in output
+        (advice,) = [f for f in _rows(result, Report.PERFORMANCE) if f.api == "torch.utils.data.DataLoader"]
+        assert "over the samples its function is given" in advice.tip
+
+    @pytest.mark.parametrize("source", [
+        # a loader made from the data set of a run, or handed on: built once
+        "from torch.utils.data import DataLoader\n\ndef main(args):\n    train_set = ImageFolder(args.data)\n"
+        "    train_loader = DataLoader(train_set, batch_size=64, shuffle=True)\n"
+        "    for batch in train_loader:\n        step(batch)\n",
+        "from torch.utils.data import DataLoader\n\ndef get_train_loader(train_set, batch_size):\n"
+        "    train_loader = DataLoader(train_set, batch_size=batch_size, shuffle=True)\n    return train_loader\n",
+        "from torch.utils.data import DataLoader\n\nclass Trainer:\n    def fit(self):\n"
+        "        train_loader = DataLoader(self.train_set, batch_size=8, shuffle=True)\n"
+        "        for batch in train_loader:\n            self.step(batch)\n",
+    ])
+    def test_a_loader_built_once_gets_it(self, source):
+        output, _ = _migrate(source)
+        assert "shuffle=True, drop_last=True)" in output

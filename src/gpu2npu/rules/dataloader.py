@@ -93,9 +93,10 @@ class DataLoaderForNpu(LoaderRoles, Rule):
                         "training DataLoader with its own collate_fn left as is: if its batches have a fixed "
                         "shape (padded to one length), drop_last=True spares Ascend a new graph for the last, "
                         "shorter batch; if it pads each batch to its longest sample, the shapes change anyway")
-        elif role == "train" and drop_last is None and self.built_per_step():
+        elif role == "train" and drop_last is None and self.built_per_step(original_node):
             self.report(original_node, Report.PERFORMANCE, "torch.utils.data.DataLoader",
-                        "training DataLoader built anew for each step (in a loop or a step function) left as is: "
+                        "training DataLoader built anew for each step (in a loop, a step function, or over the samples "
+                        "its function is given) left as is: "
                         "drop_last=True would drop each step's remainder, or all of a step shorter than a batch; "
                         "pad the step's samples to whole batches if its shapes must stay fixed on Ascend")
         elif role == "train" and drop_last is None and self.size_written(dataset_of(original_node)):

@@ -27,6 +27,7 @@ class LoaderRoles:
         super().__init__(context)
         self._targets: List[str] = []
         self._functions: List[str] = []
+        self._defs: List[cst.FunctionDef] = []  # (their nodes)
         self._loops: List[int] = [0]  # loops around the code, per function (a loop outside a def is not its)
         # what the names of each enclosing scope were last given (the module's first)
         self._values: List[Dict[str, cst.BaseExpression]] = [{}]
@@ -65,11 +66,13 @@ class LoaderRoles:
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._functions.append(node.name.value)
+        self._defs.append(node)
         self._loops.append(0)
         self._values.append({})
 
     def leave_FunctionDef(self, original_node, updated_node):
         self._functions.pop()
+        self._defs.pop()
         self._loops.pop()
         self._values.pop()
         return updated_node
@@ -88,12 +91,35 @@ class LoaderRoles:
         self._loops[-1] -= 1
         return updated_node
 
-    def built_per_step(self) -> bool:
-        """Whether the loader is built anew for each step: in a loop, or in a function named for one
-        step (`step`, `training_step`): over that step's samples, whose remainder drop_last would
-        drop (all of a step shorter than a batch)."""
+    def built_per_step(self, call: cst.Call) -> bool:
+        """Whether the loader is built anew for each step: in a loop, in a function named for one
+        step (`step`, `training_step`), or over samples its function is given and read there
+        (`def train_iteration(policy, samples)`: each call brings its own): over that step's
+        samples, whose remainder drop_last would drop (all of a step shorter than a batch)."""
         function = self._functions[-1] if self._functions else ""
-        return self._loops[-1] > 0 or _STEP_WORDS.search(function) is not None
+        return self._loops[-1] > 0 or _STEP_WORDS.search(function) is not None or self._reads_given_samples(call)
+
+    def _reads_given_samples(self, call: cst.Call) -> bool:
+        """Whether the loader `call` makes is built over samples its function is given (a parameter
+        other than `self`, itself) and is read in that function (`for batch in loader`), not
+        handed on."""
+        dataset = dataset_of(call)
+        loader = self._targets[-1] if self._targets else ""
+        if not self._defs or dataset is None or not loader.isidentifier():
+            return False
+        function = self._defs[-1]
+        parameters = function.params
+        given = {param.name.value for param in (*parameters.posonly_params, *parameters.params,
+                                                *parameters.kwonly_params)} - {"self", "cls"}
+        dataset = self._value_of(dataset)
+        # the samples themselves (`TensorDataset(samples)`), not a setting read from an argument
+        # (`ImageFolder(args.data)`) nor a function
+        not_data = {id(inner.func) for inner in nodes_within(dataset, cst.Call)} | {
+            id(attribute.value) for attribute in nodes_within(dataset, cst.Attribute)}
+        if not any(name.value in given for name in nodes_within(dataset, cst.Name) if id(name) not in not_data):
+            return False
+        return any(loader in {name.value for name in nodes_within(loop.iter, cst.Name)}
+                   for loop in (*nodes_within(function.body, cst.For), *nodes_within(function.body, cst.CompFor)))
 
     def _number(self, node: cst.BaseExpression) -> bool:
         """An integer written in the code, or a module constant holding one (`NUM_ELEMENTS = 22`)."""
