@@ -91,6 +91,55 @@ class TestAnIntegerHandedToAnotherFile:
         _, result = _migrate(self.SAMPLER + call)
         assert [finding for finding in result.findings if finding.rule == "NPU104"] == []
 
+    @pytest.mark.parametrize("call, api", [
+        # one of the project's own modules, imported by its absolute name
+        ("from pkg.sampling import sample_loop\nsamples = sample_loop(model, device=device)\n", "sample_loop(device=<int>)"),
+        # an int its name calls a device, by position
+        ("from pkg.noise import make_noise\nz = make_noise((4, 3), device)\n", "make_noise(<int>)"),
+        ("import pkg.noise\nlocal_device = device\nz = pkg.noise.make_noise(shape, local_device)\n",
+         "pkg.noise.make_noise(<int>)"),
+        ("samples = diffusion.p_sample_loop(model, shape, device)\n", "diffusion.p_sample_loop(<int>)"),
+    ])
+    def test_reported_where_the_project_defines_it(self, call, api):
+        output, result = _migrate(self.SAMPLER + call, project_modules=frozenset({"pkg"}))
+        assert call.splitlines()[-1] in output
+        [row] = [finding for finding in result.findings if finding.rule == "NPU104"]
+        assert row.api == api and "another file defines" in row.tip and 'f"npu:{' in row.tip
+
+    @pytest.mark.parametrize("call", [
+        # another package's function, which says what its int means
+        "from other_lib.sampling import sample_loop\nsamples = sample_loop(model, device=device)\n",
+        "from other_lib.noise import make_noise\nz = make_noise((4, 3), device)\n",
+        # an int named for no device (a rank, a count), by position
+        "from pkg.setup import init\ninit(args, rank)\n",
+        "from pkg.setup import shard\nn_device = torch.cuda.device_count()\nshard(model, n_device)\n",
+    ])
+    def test_not_reported_elsewhere(self, call):
+        _, result = _migrate(self.SAMPLER + call, project_modules=frozenset({"pkg"}))
+        assert [finding for finding in result.findings if finding.rule == "NPU104"] == []
+
+
+def test_the_project_modules_are_what_its_root_and_src_make_importable(tmp_path):
+    from gpu2npu.reading.discover import Entry, Kind, project_modules
+    files = ["train.py", "pkg/__init__.py", "pkg/noise.py", "src/lib/util.py", "scripts/run.py", "setup.py",
+             "docs/conf.txt", "my-tools/x.py"]
+    entries = [Entry(name, tmp_path / name, Kind.PYTHON if name.endswith(".py") else Kind.OTHER) for name in files]
+    assert project_modules(entries) == {"train", "pkg", "lib", "scripts", "setup"}
+
+
+def test_a_call_into_a_module_of_the_project_is_reported_through_the_console_script(tmp_path):
+    from helpers import read_csv, run_cli
+    project = tmp_path / "project"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pkg" / "__init__.py").write_text("")
+    (project / "pkg" / "noise.py").write_text("import torch\n\n\ndef make_noise(shape, device):\n"
+                                                "    return torch.randn(shape, device=device)\n")
+    (project / "sample.py").write_text(TestAnIntegerHandedToAnotherFile.SAMPLER
+                                       + "from pkg.noise import make_noise\nz = make_noise((4, 3), device)\n")
+    assert run_cli("-i", str(project), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-cache").exit_code == 0
+    rows = read_csv(tmp_path / "out" / "project_msft" / "unsupported_api.csv")
+    assert [(row["File"], row["Start Line"], row["OP"]) for row in rows] == [("sample.py", "7", "make_noise(<int>)")]
+
 
 # A name is an int where it is read, in its own scope: the same name bound otherwise in another
 # function (a parameter, a loop variable) says nothing about it here.

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Generator, Iterator, List, Optional, Sequence, Tuple
 
 from . import cache
-from ..reading.discover import Entry, packages_held
+from ..reading.discover import Entry, packages_held, project_modules
 from ..reading.project_options import backend_options_kept_in
 from ..records.results import FileResult, Status, with_not_migrated_row
 from ..reading.suppressions import suppressions_in
@@ -45,9 +45,10 @@ class Engine:
         options = self.options
         # (what a file loads as its own, and what a script's options mean, depend on the tree:
         # so do the results)
-        held, kept = packages_held(entries), backend_options_kept_in(entries)
-        if held or kept:
-            options = dataclasses.replace(options, packages_held=held, backend_options_kept=kept)
+        held, kept, modules = packages_held(entries), backend_options_kept_in(entries), project_modules(entries)
+        if held or kept or modules:
+            options = dataclasses.replace(options, packages_held=held, backend_options_kept=kept,
+                                          project_modules=modules)
             if self.cache is not None:
                 self.cache.salt = cache.salt_for(options)
         computed = migrate_all(entries, options, self.jobs, self.cache)

@@ -100,6 +100,22 @@ def packages_held(entries: Iterable[Entry]) -> Tuple[Tuple[str, FrozenSet[str]],
     return tuple(sorted((folder, frozenset(found)) for folder, found in held.items()))
 
 
+def project_modules(entries: Iterable[Entry]) -> FrozenSet[str]:
+    """The top-level names that `import name` finds among `entries` run from the root or from its
+    src/: a module file there, or a folder of Python files (a package, or a namespace package)."""
+    names: Set[str] = set()
+    for entry in entries:
+        if entry.kind != Kind.PYTHON:
+            continue
+        parts = entry.relative.split("/")
+        if parts[0] == "src" and len(parts) > 1:
+            parts = parts[1:]
+        name = parts[0][:-3] if len(parts) == 1 and parts[0].endswith(".py") else parts[0] if len(parts) > 1 else ""
+        if name.isidentifier():
+            names.add(name)
+    return frozenset(names)
+
+
 def _kind(path: Path) -> Kind:
     name = path.name.lower()
     if name.endswith(PYTHON_SUFFIXES):

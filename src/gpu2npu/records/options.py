@@ -70,6 +70,10 @@ class Options:
     # library other than torch's (sync_backend), found by the engine from the Python files
     # (reading.project_options): launch scripts pass them as they did.
     backend_options_kept: FrozenSet[str] = frozenset()
+    # The top-level modules and packages the project's files make importable from its root (and
+    # from src/), found by the engine from the files it is given (reading.project_modules): a
+    # call of one of their functions is a call of code another of the project's files defines.
+    project_modules: FrozenSet[str] = frozenset()
 
     def own_packages_of(self, path: str) -> FrozenSet[str]:
         """The CUDA-only packages that the file at `path` (as Entry.relative writes it) loads

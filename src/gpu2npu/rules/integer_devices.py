@@ -1,6 +1,7 @@
 """Integer devices made explicit: x.to(0) -> x.to("npu:0"), device=1 -> device="npu:1"."""
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
@@ -296,6 +297,18 @@ class _Forwarders(cst.CSTVisitor):
                 counts[1] += 1
 
 
+# The names an int goes by where it is a device's index (`device`, `local_device`, `device_id`,
+# `gpu`), not a count of them (`num_devices`, `device_count`) nor a rank.
+_DEVICE_INDEX_NAME = re.compile(r"^(?!(?:n|num|number|total|max|min|count)_)(?:\w+_)?(?:device|dev|gpu)(?:_(?:id|idx|index))?$")
+
+
+def _names_a_device(expression: cst.BaseExpression) -> bool:
+    """Whether `expression` is a name (or an attribute) that calls its value a device index."""
+    name = expression.value if isinstance(expression, cst.Name) else \
+        expression.attr.value if isinstance(expression, cst.Attribute) else None
+    return name is not None and _DEVICE_INDEX_NAME.match(name) is not None
+
+
 def _bound_method_call(call: cst.Call) -> bool:
     """Whether `call` calls a method on an object, which it passes as self (`batch.to_device(rank)`):
     not `super().name(...)` (the parent's method) nor `Class.name(self, ...)` (self given too)."""
@@ -329,7 +342,8 @@ class IntegerDevices(Rule):
 
     code = "NPU104"
     summary = 'integer devices: x.to(0) -> x.to("npu:0"), device=rank -> device=f"npu:{rank}"'
-    triggers = (".to(", "device=", "device_id=", ".new_", "to_empty")
+    # (the last four: an int named for a device given by position to another file's function)
+    triggers = (".to(", "device=", "device_id=", ".new_", "to_empty", "device)", "device,", "gpu)", "gpu,")
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
     examples = (
         Example("import torch\nx = x.to(0)\n", 'import torch\nimport torch_npu\nx = x.to("npu:0")\n'),
@@ -418,11 +432,15 @@ class IntegerDevices(Rule):
 
     def _report_handed_on(self, call: cst.Call) -> None:
         """`device=<an int>` given to a function of another of the project's files (a method of an
-        object, a name no import binds, a relative import): what it does with the int is read
-        there, not here.  Where it hands it to torch's `device=` or `.to()`, torch reads the int as
-        a CUDA device (DiT's sampler: `diffusion.p_sample_loop(..., device=rank % count)` creates
-        its noise with `torch.randn(..., device=device)`), so the row says how to give it an NPU."""
-        if not any(arg.keyword is not None and arg.keyword.value == "device" for arg in call.args):
+        object, a name no import binds, a relative import or one of the project's own modules),
+        or an int that its name calls a device given there by position (`make_noise(shape,
+        device)`): what it does with the int is read there, not here.  Where it hands it to
+        torch's `device=` or `.to()`, torch reads the int as a CUDA device (DiT's sampler:
+        `diffusion.p_sample_loop(..., device=rank % count)` creates its noise with
+        `torch.randn(..., device=device)`), so the row says how to give it an NPU."""
+        handed = [arg for arg in call.args if (arg.keyword.value == "device" if arg.keyword is not None
+                                               else not arg.star and _names_a_device(arg.value))]
+        if not handed:
             return
         func = call.func
         callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
@@ -430,16 +448,18 @@ class IntegerDevices(Rule):
             return  # (this file's own functions are read here: forwarders are rewritten above)
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
             return  # a method of what a call returns (DeepSpeed's get_accelerator().Stream): whose, is not known
-        if any(not name.startswith(".") for name in qualified_names(self, func)):
+        own = self.context.options.project_modules
+        if any(not name.startswith(".") and name.split(".", 1)[0] not in own for name in qualified_names(self, func)):
             return  # torch's, a builtin or another package's, which says what its int means
-        for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value == "device" and self._is_explicit_candidate(arg.value):
-                value, where = code_of(arg.value), code_of(func)
-                self.report(call, Report.UNSUPPORTED, f"{where}(device=<int>)",
-                            f"device={value} hands an integer to {where}, which another file defines: where it "
-                            "reaches torch's device= or .to(), torch reads an int N as cuda:N. Give it "
-                            f'f"npu:{{{value}}}" (or torch.device("npu", {value})) if {where} uses it only as a '
-                            "device")
+        for arg in handed:
+            if not self._is_explicit_candidate(arg.value):
+                continue
+            value, where = code_of(arg.value), code_of(func)
+            given = f"device={value}" if arg.keyword is not None else value
+            self.report(call, Report.UNSUPPORTED, f"{where}(device=<int>)" if arg.keyword is not None else f"{where}(<int>)",
+                        f"{given} hands an integer to {where}, which another file defines: where it reaches torch's "
+                        f'device= or .to(), torch reads an int N as cuda:N. Give it f"npu:{{{value}}}" (or '
+                        f'torch.device("npu", {value})) if {where} uses it only as a device')
 
     def _report_used_otherwise(self, call: cst.Call) -> None:
         """An int given to a parameter of the file's own function that hands it to `.to()` or
