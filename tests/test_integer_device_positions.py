@@ -1,5 +1,7 @@
 """Integer devices in keyword and forwarding positions: FSDP's device_id (an int means a CUDA
 device up to torch 2.2) and helpers of the file that hand their argument to `.to()`."""
+import json
+
 import pytest
 
 from gpu2npu.knowledge import apidata
@@ -127,7 +129,7 @@ def test_the_project_modules_are_what_its_root_and_src_make_importable(tmp_path)
     assert project_modules(entries) == {"train", "pkg", "lib", "scripts", "setup"}
 
 
-def test_a_call_into_a_module_of_the_project_is_reported_through_the_console_script(tmp_path):
+def test_a_call_into_a_module_of_the_project_is_reported_through_the_console_script(tmp_path, monkeypatch):
     from helpers import read_csv, run_cli
     project = tmp_path / "project"
     (project / "pkg").mkdir(parents=True)
@@ -139,6 +141,13 @@ def test_a_call_into_a_module_of_the_project_is_reported_through_the_console_scr
     assert run_cli("-i", str(project), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-cache").exit_code == 0
     rows = read_csv(tmp_path / "out" / "project_msft" / "unsupported_api.csv")
     assert [(row["File"], row["Start Line"], row["OP"]) for row in rows] == [("sample.py", "7", "make_noise(<int>)")]
+    assert run_cli("analyse", "-i", str(project), "-o", str(tmp_path / "an"), "-v", "2.1.0", "--no-cache").exit_code == 0
+    assert read_csv(tmp_path / "an" / "project_analysis" / "unsupported_api.csv") == rows
+    # check says the same, whichever way the project is named
+    monkeypatch.chdir(project)
+    for named in (str(project), ".", "sample.py", str(project / "sample.py")):
+        found = json.loads(run_cli("check", "-v", "2.1.0", "--no-cache", "--format", "json", named).stdout)["findings"]
+        assert [(f["start_line"], f["rule"]) for f in found if f["rule"] == "NPU104"] == [(7, "NPU104")], named
 
 
 # A name is an int where it is read, in its own scope: the same name bound otherwise in another

@@ -14,14 +14,14 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..findings.affinity import ADVICE
 from ..records.change import Operation, Report
 from ..dependencies import decide
 from ..reading.dependency_files import SETUP_PY, dependency_format
 from ..reports.catalogue import RuleEntry, rule_catalogue
-from ..reading.discover import MIGRATED_KINDS, Entry, Kind, kind_of, walk
+from ..reading.discover import MIGRATED_KINDS, Entry, Kind, kind_of, modules_in, project_modules, walk
 from ..migration.engine import Engine
 from ..records.finding_kinds import ERROR, KINDS, NOT_ANALYSED, NOT_MIGRATED, UNUSED_SUPPRESSION
 from ..records.options import Options
@@ -119,6 +119,20 @@ def _checked_files(paths: Sequence[Path], skipped: Optional[List[str]] = None) -
                 yield Entry((path / entry.relative).as_posix(), entry.absolute, entry.kind)
 
 
+def _modules_of(paths: Sequence[Path], entries: Sequence[Entry]) -> FrozenSet[str]:
+    """The top-level modules that the folders among `paths` make importable (project_modules);
+    for a file among them, those of the folder it is checked from and of its own folder."""
+    found: Set[str] = set()
+    for path in paths:
+        if path.is_file():  # (run from the project's root, as `check .` would read it, or as a script)
+            found |= modules_in((Path.cwd(), Path.cwd() / "src", path.parent))
+            continue
+        prefix = "" if path.as_posix() == "." else path.as_posix().rstrip("/") + "/"
+        found |= project_modules(dataclasses.replace(entry, relative=entry.relative[len(prefix):])
+                                 for entry in entries if entry.relative.startswith(prefix))
+    return frozenset(found)
+
+
 def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
                 cache_folder: Optional[Path] = None, describe: bool = False,
                 config: Optional[ProjectConfig] = None) -> CheckResult:
@@ -136,8 +150,10 @@ def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
         form = dependency_format(entry.relative)
         if form is not None and (entry.kind == Kind.OTHER or form == SETUP_PY):
             files.append((entry, *_dependency_findings(entry, form, options)))
-    # the advice on faster NPU APIs is no finding: not looked for
-    engine = Engine(dataclasses.replace(options, advice=False), jobs, cache_folder)
+    # the advice on faster NPU APIs is no finding: not looked for; the project's modules are
+    # those of each folder checked (the entries are named from the command line's paths)
+    engine = Engine(dataclasses.replace(options, advice=False, project_modules=_modules_of(paths, code)), jobs,
+                    cache_folder)
     try:
         rules = rule_catalogue(engine.cache)
         recorded_by = {code: entry.recorded_by for code, entry in rules.items() if entry.recorded_by}

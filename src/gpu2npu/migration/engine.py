@@ -45,7 +45,9 @@ class Engine:
         options = self.options
         # (what a file loads as its own, and what a script's options mean, depend on the tree:
         # so do the results)
-        held, kept, modules = packages_held(entries), backend_options_kept_in(entries), project_modules(entries)
+        # (check names its entries from its command line: it says which modules are the project's)
+        held, kept = packages_held(entries), backend_options_kept_in(entries)
+        modules = options.project_modules or project_modules(entries)
         if held or kept or modules:
             options = dataclasses.replace(options, packages_held=held, backend_options_kept=kept,
                                           project_modules=modules)

@@ -116,6 +116,32 @@ def project_modules(entries: Iterable[Entry]) -> FrozenSet[str]:
     return frozenset(names)
 
 
+def modules_in(folders: Iterable[Path]) -> FrozenSet[str]:
+    """The modules `import name` finds in `folders` (a module file, or a folder holding Python
+    files): what project_modules finds in a tree, read from the folders alone, one level deep."""
+    names: Set[str] = set()
+    for folder in folders:
+        try:
+            with os.scandir(folder) as found:
+                for entry in found:
+                    name = entry.name[:-3] if entry.name.endswith(".py") and entry.is_file() else entry.name
+                    if not name.isidentifier() or name in names:
+                        continue
+                    if entry.name.endswith(".py") or (entry.is_dir(follow_symlinks=False) and _holds_python(entry.path)):
+                        names.add(name)
+        except OSError:
+            continue  # (no such folder, or not listable: nothing importable from it)
+    return frozenset(names)
+
+
+def _holds_python(folder: str) -> bool:
+    try:
+        with os.scandir(folder) as found:
+            return any(entry.name.endswith(".py") for entry in found)
+    except OSError:
+        return False
+
+
 def _kind(path: Path) -> Kind:
     name = path.name.lower()
     if name.endswith(PYTHON_SUFFIXES):
