@@ -332,3 +332,27 @@ def test_a_gpu_option_of_the_script_is_no_cuda_build_string():
     assert not _may_hold_cuda_only(code, apidata.load("2.1.0"))
     output, guards = _migrate(code)
     assert guards == [] and "torch_npu.npu.set_device(args.gpu)" in output
+
+
+class TestTheNameAGuardIsLeftFor:
+    """A device test left as written for the CUDA-only name it guards has the row, and its tip is
+    that name's: where the name is in the test itself, that is its one row there; in the code the
+    test guards, the name keeps a row of its own at its line."""
+
+    @pytest.mark.parametrize("test", [
+        "query.device.type != 'cuda' or torch.cuda.get_device_capability(query.device)[0] != 10",
+        "torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0)",
+    ])
+    def test_in_the_test_one_row(self, test):
+        source = f"import torch\n\n\ndef attend(query):\n    if {test}:\n        return query * 2\n    return query\n"
+        result = migrate_source(source.encode(), "m.py", OPTIONS, rules_for(OPTIONS))
+        rows = [(f.start_line, f.rule) for f in result.findings if f.report == Report.UNSUPPORTED]
+        assert rows == [(5, "NPU914")]
+        assert "get_device_capability returns None" in result.findings[0].tip
+
+    def test_in_the_guarded_code_a_row_of_its_own(self):
+        source = ("import torch\n\n\ndef fast(x):\n    if torch.cuda.is_available():\n"
+                  "        major, _ = torch.cuda.get_device_capability()\n        return x * major\n    return x\n")
+        result = migrate_source(source.encode(), "m.py", OPTIONS, rules_for(OPTIONS))
+        rows = [(f.start_line, f.rule) for f in result.findings if f.report == Report.UNSUPPORTED]
+        assert rows == [(5, "NPU914"), (6, "NPU917")]

@@ -96,6 +96,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         self._languages_imported: Set[str] = set()  # the kernel languages whose import has its row
         self.reads_flash_attn = False  # the output imports the generated flash-attn package
         self._dead: List[cst.CSTNode] = []  # the dead-guarded nodes being visited (device_guards)
+        self._dead_guards: List[Optional[device_guards.DeadGuard]] = []  # their guards (None: guarded code)
         # the functions being visited: [node, decorated as a Triton kernel, calls triton.language]
         self._functions: List[list] = []
         self.code: Optional[str] = None  # the output's text, where the caller has it
@@ -164,6 +165,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                 if guard is not None:
                     self._add(node, DEAD_GUARD, Report.UNSUPPORTED, f"device test {guard.test}", dead_guard_tip(guard, self.api))
                 self._dead.append(node)
+                self._dead_guards.append(guard)
                 return self.class_visit(node)
             if npu_aware.mentions_cuda(node):
                 self._add(node, LEFT_ON_PURPOSE, Report.NOTE, npu_aware.NOTE_API, "left as written: it already selects between NPU and CUDA")
@@ -173,6 +175,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
     def on_leave(self, original_node: cst.CSTNode) -> None:
         if self._dead and self._dead[-1] is original_node:
             self._dead.pop()
+            self._dead_guards.pop()
         self.class_leave(original_node)
 
     # -- imports ---------------------------------------------------------------------------
@@ -301,7 +304,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                     self._add(node, CUDA_API, Report.UNSUPPORTED, name, PROPERTIES_TIP)
                 return
             if name.startswith("torch.cuda."):
-                if not migratable_cuda_path(self.api, name.split(".")[2:]):
+                if not migratable_cuda_path(self.api, name.split(".")[2:]) and not self._in_test_guarding(name):
                     tip = TF32_TIP if name.endswith(".get_device_capability") and _gates_tf32(self, node) else None
                     self._add(node, CUDA_API, Report.UNSUPPORTED, name, tip or tip_for(name, self.api))
                 return
@@ -325,6 +328,12 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             if package is not None and self._is_called(node) and not (self.wants_apex_amp and _is_apex_amp(name)):
                 self._add(node, _package_kind(name), Report.UNSUPPORTED, name, tip_for(name, self.api))
                 return
+
+    def _in_test_guarding(self, name: str) -> bool:
+        """Whether the reference is in a device test left as written for guarding `name`: the
+        test's row names it, with its tip, at this place (in the code the test guards, it has a
+        row of its own)."""
+        return any(guard is not None and guard.guarded == name for guard in self._dead_guards)
 
     def _judge_extension_build(self, node: cst.CSTNode, name: str) -> None:
         """A run-time C++ extension build: a row where it builds CUDA code or may (see
