@@ -605,3 +605,21 @@ def test_lightnings_requirement_cache_of_a_cuda_only_package_is_a_probe():
                  "_TORCH = RequirementCache('torch>=2.1')\n")
     assert [(line, api) for line, api, _ in rows] == [(2, "RequirementCache('flash-attn>=2.0')")]
     assert "ascend_flash_attn" in rows[0][2]
+
+
+@pytest.mark.parametrize("source, api", [
+    ("import torch\np = torch.cuda.get_device_properties(0)\nsm = (p.major, p.minor)\n", "device properties .major, .minor"),
+    ("import torch\np = torch.cuda.get_device_properties(0)\nok = p.major * 10 + p.minor >= 80 and p.major < 10\n",
+     "device properties .major, .minor"),
+])
+def test_the_property_fields_read_on_one_line_are_one_row(source, api):
+    rows = [(line, name) for line, name, _ in _rows(source) if name.startswith("device properties")]
+    assert rows == [(3, api)]
+    tip = next(tip for _, name, tip in _rows(source) if name == api)
+    assert "have no major or minor" in tip
+
+
+def test_the_property_fields_of_two_lines_are_two_rows():
+    rows = _rows("import torch\np = torch.cuda.get_device_properties(0)\nmajor = p.major\nminor = p.minor\n")
+    assert [(line, name) for line, name, _ in rows if name.startswith("device properties")] == [
+        (3, "device properties .major"), (4, "device properties .minor")]

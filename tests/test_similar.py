@@ -223,6 +223,6 @@ def test_a_capability_gate_runs_on_the_npu_with_sim_and_is_reported_without(tmp_
     # without -sim the gate is left and reported: torch_npu answers None, which a comparison refuses
     target = migrate(project, tmp_path / "plain", "2.1.0")
     apis = {row["OP"] for row in read_csv(target / "unsupported_api.csv")}
-    assert {"torch.cuda.get_device_capability", "device properties .major", "device properties .minor"} <= apis
+    assert {"torch.cuda.get_device_capability", "device properties .major, .minor"} <= apis
     failed = run_script(target / "precision.py", [], cwd=tmp_path)
     assert failed.returncode != 0

@@ -110,7 +110,9 @@ ANSWERED_BY = {
     Tf32ToHf32.code: lambda row, change: row.rule == TF32_ADVICE or row.api.endswith(".fp32_precision"),
     Bf16ReadinessWithoutCudaVersion.code: lambda row, change: row.api == CUDA_VERSION,
     # the capability or `.major` that a bf16 gate no longer reads
-    Bf16CapabilityGateToNpu.code: lambda row, change: row.api == "device properties .major",
+    Bf16CapabilityGateToNpu.code: lambda row, change: row.api in ("device properties .major",
+                                                                   "device properties .major, .minor",
+                                                                   "device properties .minor, .major"),
     # a rerouting rule's change of that find_spec probe (not its sys.path line, inserted there)
     **{rule.code: (lambda row, change: answers_probe(row.api, change.message)) for rule in REROUTING_RULES},
 }

@@ -3,7 +3,8 @@ on an NPU machine, and torch_npu's device properties have no compute capability 
 from __future__ import annotations
 
 import ast
-from typing import Optional, Set
+import dataclasses
+from typing import Dict, Optional, Set, Tuple
 
 from ...knowledge.tips import CUDA_PROPERTY_FIELDS
 from ...reading.file_facts import MESSAGE_CALLS
@@ -69,6 +70,8 @@ class Detector:
         self.properties: Set[str] = set()  # names bound to get_device_properties(...)
         self.cuda_properties: Set[str] = set()  # names bound to torch.cuda.get_device_properties(...)
         self._shown_only: Optional[Set[int]] = None  # (found where a CUDA version is first read)
+        # line -> (the CUDA-only property fields read there -> their first column, the index of their row)
+        self._fields_on_line: Dict[int, Tuple[Dict[str, int], Optional[int]]] = {}
 
     def _is_properties_call(self, node: ast.AST) -> bool:
         return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -99,7 +102,17 @@ class Detector:
                 self._is_cuda_properties_call(value) or (isinstance(value, ast.Name) and value.id in self.cuda_properties)):
             return  # ascend_function.get_device_properties answers them
         if self._is_properties_call(value) or (isinstance(value, ast.Name) and value.id in self.properties):
-            self.view.add(node, GPU_IDENTITY.code, Report.UNSUPPORTED, f"device properties .{node.attr}",
-                          f"torch_npu's device properties have no {node.attr} (they hold name, total_memory and the "
-                          "NPU's core counts): a CUDA compute capability or SM count means nothing on the NPU; decide "
-                          "with torch_npu.npu.is_bf16_supported() or a fixed choice")
+            # the fields read on one line (`(p.major, p.minor) >= (8, 0)`) are one row
+            read, row = self._fields_on_line.get(node.lineno, ({}, None))
+            read[node.attr] = min(read.get(node.attr, node.col_offset), node.col_offset)
+            fields = sorted(read, key=read.get)  # (in the order the line reads them)
+            names = " or ".join(fields)
+            finding = (f"device properties {', '.join('.' + field for field in fields)}",
+                       f"torch_npu's device properties have no {names} (they hold name, total_memory and the NPU's "
+                       "core counts): a CUDA compute capability or SM count means nothing on the NPU; decide with "
+                       "torch_npu.npu.is_bf16_supported() or a fixed choice")
+            if row is None:
+                self._fields_on_line[node.lineno] = (read, len(self.view.findings))
+                self.view.add(node, GPU_IDENTITY.code, Report.UNSUPPORTED, *finding)
+            else:
+                self.view.findings[row] = dataclasses.replace(self.view.findings[row], api=finding[0], tip=finding[1])
