@@ -299,8 +299,9 @@ def test_the_raw_cuda_stream_handed_to_cuda_libraries_is_reported():
         s = torch.cuda.Stream()
         handle = s.cuda_stream
         """, version="2.6.0")
-    assert [(line, api) for line, api, _ in rows if api == "Stream.cuda_stream"] == [
-        (4, "Stream.cuda_stream"), (6, "Stream.cuda_stream")]
+    # (the handle given straight to cuda-python's CUstream is that call's row, NPU929, at line 4)
+    assert [(line, api) for line, api, _ in rows if api in ("Stream.cuda_stream", "cuda.cuda.CUstream")] == [
+        (4, "cuda.cuda.CUstream"), (6, "Stream.cuda_stream")]
 
 
 def test_fused_optimizers_without_an_npu_kernel_are_reported():
@@ -623,3 +624,18 @@ def test_the_property_fields_of_two_lines_are_two_rows():
     rows = _rows("import torch\np = torch.cuda.get_device_properties(0)\nmajor = p.major\nminor = p.minor\n")
     assert [(line, name) for line, name, _ in rows if name.startswith("device properties")] == [
         (3, "device properties .major"), (4, "device properties .minor")]
+
+
+@pytest.mark.parametrize("source, rows", [
+    # handed straight to a CUDA-only package's call, which has the row at the place
+    ("import torch\nimport cuda.bindings.driver as cuda\n\n\ndef launch(x):\n"
+     "    return cuda.CUstream(torch.cuda.current_stream(x.device).cuda_stream)\n",
+     [(2, "cuda.bindings.driver"), (6, "cuda.bindings.driver.CUstream")]),
+    ("import cupy\nimport torch\nstream = cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)\n",
+     [(1, "cupy")]),
+    # kept, or handed to code of the project's own: the handle's row says what is missing
+    ("import torch\nhandle = torch.cuda.current_stream().cuda_stream\n", [(2, "Stream.cuda_stream")]),
+    ("import torch\nlaunch_kernel(grid, torch.cuda.current_stream().cuda_stream)\n", [(2, "Stream.cuda_stream")]),
+])
+def test_a_stream_handle_given_to_a_cuda_only_call_is_that_calls_row(source, rows):
+    assert [(line, api) for line, api, _ in _rows(source)] == rows

@@ -3,7 +3,9 @@ CUDA IPC handle."""
 from __future__ import annotations
 
 import ast
+from typing import Optional, Set
 
+from ...knowledge.tips import cuda_only_package
 from ...records.change import Report
 from ...records.finding_kinds import CUDA_HANDLES
 from .view import FileView
@@ -19,10 +21,22 @@ REDUCE_TENSOR = "torch.multiprocessing.reductions.reduce_tensor"
 class Detector:
     def __init__(self, view: FileView) -> None:
         self.view = view
+        self._given_to_cuda_only: Optional[Set[int]] = None  # (found when a handle is first read)
 
     def on_reference(self, node: ast.AST) -> None:
-        if isinstance(node, ast.Attribute) and node.attr == "cuda_stream":
+        if isinstance(node, ast.Attribute) and node.attr == "cuda_stream" and not self._given_to_a_cuda_only_call(node):
             self.view.add(node, CUDA_HANDLES.code, Report.UNSUPPORTED, "Stream.cuda_stream", CUDA_STREAM_TIP)
+
+    def _given_to_a_cuda_only_call(self, node: ast.AST) -> bool:
+        """Whether the handle is an argument of a call of a CUDA-only package (cuda-python's
+        `cuda.CUstream(stream.cuda_stream)`, cupy's `ExternalStream`): that call's row stands at the
+        place and says what replaces both."""
+        if self._given_to_cuda_only is None:
+            self._given_to_cuda_only = {
+                id(argument) for call in self.view.groups.get(ast.Call, ())
+                if any(cuda_only_package(name) for name in self.view.qualified(call.func))
+                for argument in (*call.args, *(keyword.value for keyword in call.keywords))}
+        return id(node) in self._given_to_cuda_only
 
     def on_call(self, call: ast.Call) -> None:
         api = self.view.api
