@@ -149,6 +149,17 @@ def test_inductor_settings_are_notes_of_their_own_kind_that_check_does_not_count
     assert "train.py line: 3 ~ 3 Operation Type: NOTE Message: torch._inductor.config.coordinate_descent_tuning" in log
 
 
+@pytest.mark.parametrize("source", [
+    "def validate(cfg):\n    if cfg.optimizer in ('adamw_8bit', 'adamw_bnb_8bit', 'paged_adamw_8bit'):\n        warn(cfg)\n",
+    "def validate(cfg):\n    if cfg.optimizer == 'paged_adamw_32bit' or 'adamw_8bit' != cfg.optim:\n        warn(cfg)\n",
+    "BNB = {'adamw_8bit', 'adamw_bnb_8bit'}\nuses_bnb = args.optim in ['adamw_8bit', 'paged_adamw_8bit']\n",
+])
+def test_optimizer_names_a_test_compares_with_are_no_choice(source):
+    # (where it is chosen, optim="adamw_8bit", and where bitsandbytes builds it, the rows stand)
+    assert [api for _, api, _ in _rows(source) if api.startswith("optimizer name")] == (
+        ["optimizer name 'adamw_8bit'", "optimizer name 'adamw_bnb_8bit'"] if source.startswith("BNB") else [])
+
+
 def test_float32_matmul_precision_is_advice_towards_hf32():
     rows = _rows("import torch\ntorch.set_float32_matmul_precision('high')\n", report=Report.PERFORMANCE)
     assert [(line, api) for line, api, _ in rows] == [(2, "torch.set_float32_matmul_precision")]

@@ -4,7 +4,7 @@ optimizer."""
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional
+from typing import Dict, Optional, Set
 
 from ...records.change import Report
 from ...records.finding_kinds import FUSED_OPTIMIZER
@@ -28,6 +28,18 @@ TRIGGERS = (b"fused=True", b"fused = True", b"8bit", b"32bit", b"bnb", b"ademami
 class Detector:
     def __init__(self, view: FileView) -> None:
         self.view = view
+        self._in_comparisons: Optional[Set[int]] = None  # (found when an optimizer name is first read)
+
+    def _compared(self, node: ast.Constant) -> bool:
+        """Whether the name is one a test compares the chosen optimizer with (`if args.optim in
+        ("adamw_8bit", "paged_adamw_8bit")`, a validation of a configuration): where it is chosen,
+        and where a bitsandbytes optimizer is built, the rows stand."""
+        if self._in_comparisons is None:
+            self._in_comparisons = {
+                id(constant) for compare in self.view.groups.get(ast.Compare, ())
+                for operand in (compare.left, *compare.comparators)
+                for constant in (operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else (operand,))}
+        return id(node) in self._in_comparisons
 
     def on_call(self, call: ast.Call) -> None:
         names = self.view.qualified(call.func) & FUSED_OPTIMIZERS.keys()
@@ -47,7 +59,7 @@ class Detector:
                       f"implementation runs on the NPU), or use {instead}")
 
     def on_string(self, node: ast.Constant) -> None:
-        if node.value not in HF_BITSANDBYTES_OPTIMIZERS:
+        if node.value not in HF_BITSANDBYTES_OPTIMIZERS or self._compared(node):
             return
         torch_name = HF_BITSANDBYTES_OPTIMIZERS[node.value]
         instead = (f"use optim={torch_name!r}" + (" or 'adamw_torch_npu_fused' (torch_npu's fused AdamW)"
