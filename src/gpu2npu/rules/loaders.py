@@ -101,7 +101,7 @@ class LoaderRoles:
 
     def _reads_given_samples(self, call: cst.Call) -> bool:
         """Whether the loader `call` makes is built over samples its function is given (a parameter
-        other than `self`, itself) and is read in that function (`for batch in loader`), not
+        other than `self`, itself) and is read once in that function (`for batch in loader`), not
         handed on."""
         dataset = dataset_of(call)
         loader = self._targets[-1] if self._targets else ""
@@ -118,8 +118,12 @@ class LoaderRoles:
             id(attribute.value) for attribute in nodes_within(dataset, cst.Attribute)}
         if not any(name.value in given for name in nodes_within(dataset, cst.Name) if id(name) not in not_data):
             return False
+        # read in one pass: a loop over it that no other loop of the function holds (an epoch loop
+        # around it reads a run's data set again and again)
+        repeated = {id(inner) for outer in nodes_within(function.body, cst.For, cst.While)
+                    for inner in nodes_within(outer.body, cst.For, cst.CompFor)}
         return any(loader in {name.value for name in nodes_within(loop.iter, cst.Name)}
-                   for loop in (*nodes_within(function.body, cst.For), *nodes_within(function.body, cst.CompFor)))
+                   for loop in nodes_within(function.body, cst.For, cst.CompFor) if id(loop) not in repeated)
 
     def _number(self, node: cst.BaseExpression) -> bool:
         """An integer written in the code, or a module constant holding one (`NUM_ELEMENTS = 22`)."""
