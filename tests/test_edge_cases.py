@@ -500,7 +500,8 @@ def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
 
 
 @pytest.mark.parametrize("source, expected", [
-    ('import torch\nckpt = torch.load(p, map_location={"cuda:0": "cpu"})\n', '{"npu:0": "cpu"}'),
+    # the values of a map_location dict are devices (its keys: test_a_checkpoints_recorded_locations_stay)
+    ('import torch\nckpt = torch.load(p, map_location={"cuda:0": f"cuda:{rank}"})\n', '{"cuda:0": f"npu:{rank}"}'),
     ('import torch\nif "cuda" in str(x.device):\n    pass\n', '"npu" in str(x.device)'),
     ('import torch\nif "cuda" not in args.device:\n    pass\n', '"npu" not in args.device'),
     ('import torch\nconfig = {"device": "cuda"}\n', '{"device": "npu"}'),
@@ -692,3 +693,15 @@ class TestAMethodsNameHandedToGetattr:
         output, _ = migrate("import torch\n\ndef move(x, device, fn='to'):\n    return getattr(x, fn)(device)\n\n"
                             "y = move(t, 'cuda')\n")
         assert "move(t, 'npu')" in output
+
+
+@pytest.mark.parametrize("source", [
+    'import torch\nckpt = torch.load(p, map_location={"cuda:0": "cpu", "cuda:1": "cpu"})\n',
+    'import torch\nstate = torch.load(p, map_location={"cuda:0": "cpu"}, weights_only=True)\n',
+])
+def test_a_checkpoints_recorded_locations_stay(source):
+    # a checkpoint written on GPUs records "cuda:0": renamed to "npu:0", the key would match none of
+    # its tensors, which torch then restores to CUDA, and that raises on the NPU
+    output, result = migrate(source)
+    assert '{"cuda:0": "cpu"' in output
+    assert not [f for f in result.findings if "device string" in f.api]

@@ -232,7 +232,9 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
     a subscript (a checkpoint's RNG states under "cuda", which checkpoints written on GPUs keep),
     a mapping method's key, a message for people (`print`, logging), or the value of an Enum's
     member (a label).  Renamed there, the code would look up keys that old data lacks and print
-    or label something else.  `map_location={"cuda:0": "cpu"}` maps devices: its keys are devices.
+    or label something else.  The keys of `map_location={"cuda:0": "cpu"}` are the locations a
+    checkpoint file records (a checkpoint written on GPUs says "cuda:0"): renamed, such a file's
+    tensors would be restored to CUDA, which raises on the NPU; its values are devices.
     `rule` declares ParentNodeProvider."""
     def parent_of(child):
         return rule.get_metadata(ParentNodeProvider, child, None)
@@ -241,7 +243,7 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
     if isinstance(parent, cst.DictElement) and parent.key is node:
         holder = parent_of(parent_of(parent))
         if isinstance(holder, cst.Arg) and holder.keyword is not None and holder.keyword.value == "map_location":
-            return False
+            return True
         facts = file_facts(rule, node)
         if facts.looks_up_by_device:
             return False  # a table of devices: its keys go with the device
