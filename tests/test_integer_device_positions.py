@@ -112,9 +112,11 @@ class TestAnIntegerHandedToAnotherFile:
         # another package's function, which says what its int means
         "from other_lib.sampling import sample_loop\nsamples = sample_loop(model, device=device)\n",
         "from other_lib.noise import make_noise\nz = make_noise((4, 3), device)\n",
-        # an int named for no device (a rank, a count), by position
+        # an int named for no device (a rank, a count), or for an index that queries take, by position
         "from pkg.setup import init\ninit(args, rank)\n",
         "from pkg.setup import shard\nn_device = torch.cuda.device_count()\nshard(model, n_device)\n",
+        "from .attention import smem_limit\ndev = torch.cuda.current_device()\nbudget = smem_limit(dev)\n",
+        "from pkg.nvml import nvml_index\ndevice_id = torch.cuda.current_device()\nindex = nvml_index(device_id)\n",
     ])
     def test_not_reported_elsewhere(self, call):
         _, result = _migrate(self.SAMPLER + call, project_modules=frozenset({"pkg"}))

@@ -297,9 +297,10 @@ class _Forwarders(cst.CSTVisitor):
                 counts[1] += 1
 
 
-# The names an int goes by where it is a device's index (`device`, `local_device`, `device_id`,
-# `gpu`), not a count of them (`num_devices`, `device_count`) nor a rank.
-_DEVICE_INDEX_NAME = re.compile(r"^(?!(?:n|num|number|total|max|min|count)_)(?:\w+_)?(?:device|dev|gpu)(?:_(?:id|idx|index))?$")
+# The names an int goes by where it stands for a device (`device`, `local_device`), not an index
+# that queries take (`dev`, `device_id`, `gpu`: `get_device_properties(dev)` takes it on the NPU
+# too), nor a count of them (`num_device`).
+_DEVICE_INDEX_NAME = re.compile(r"^(?!(?:n|num|number|total|max|min|count)_)(?:\w+_)?device$")
 
 
 def _names_a_device(expression: cst.BaseExpression) -> bool:
@@ -342,8 +343,8 @@ class IntegerDevices(Rule):
 
     code = "NPU104"
     summary = 'integer devices: x.to(0) -> x.to("npu:0"), device=rank -> device=f"npu:{rank}"'
-    # (the last four: an int named for a device given by position to another file's function)
-    triggers = (".to(", "device=", "device_id=", ".new_", "to_empty", "device)", "device,", "gpu)", "gpu,")
+    # (the last two: an int named for a device given by position to another file's function)
+    triggers = (".to(", "device=", "device_id=", ".new_", "to_empty", "device)", "device,")
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
     examples = (
         Example("import torch\nx = x.to(0)\n", 'import torch\nimport torch_npu\nx = x.to("npu:0")\n'),
