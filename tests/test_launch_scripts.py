@@ -135,3 +135,37 @@ def test_diff_covers_notebooks_and_scripts(tmp_path):
     target = migrate(FIXTURES / "notebook_and_scripts", tmp_path / "out")
     for relative, path in tree_files(project).items():
         assert path.read_bytes() == (target / relative).read_bytes(), relative
+
+
+class TestTrainerSettingsInConfigs:
+    """What a launch script or config hands to transformers' trainer fails as the Python code's
+    same setting does: a bitsandbytes optimizer name (NPU910, the Python code's code) and tf32."""
+
+    @pytest.mark.parametrize("text, path, api", [
+        ("torchrun train.py --optim adamw_bnb_8bit --bf16 True\n", "run.sh", "optim='adamw_bnb_8bit'"),
+        ("accelerate launch train.py --optim=paged_adamw_8bit\n", "run.sh", "optim='paged_adamw_8bit'"),
+        ("base_model: llama\noptim: 'adamw_8bit'\n", "config.yml", "optim='adamw_8bit'"),
+        ("bf16: true\ntf32: true   # Ampere\n", "config.yaml", "tf32: true"),
+    ])
+    def test_reported(self, text, path, api):
+        result = migrate_script(text.encode(), path)
+        assert [finding.api for finding in result.findings] == [api]
+        if api.startswith("optim"):
+            assert result.findings[0].rule == "NPU910" and "use optim='adamw_torch'" in result.findings[0].tip
+
+    @pytest.mark.parametrize("text, path", [
+        ("torchrun train.py --optim adamw_torch_fused\n", "run.sh"),
+        ("optim: adamw_torch\ntf32: false\n", "config.yaml"),
+        ("echo 'tf32: true'\n", "run.sh"),  # (a YAML key only in a YAML file)
+        ("# optim: paged_adamw_8bit on a GPU\n", "config.yaml"),
+    ])
+    def test_not_reported(self, text, path):
+        result = migrate_script(text.encode(), path)
+        assert result.findings == []
+
+    def test_check_gives_the_python_codes_code(self, tmp_path):
+        (tmp_path / "config.yaml").write_text("optim: paged_adamw_8bit\n")
+        (tmp_path / "train.py").write_text("from transformers import TrainingArguments\n"
+                                           "args = TrainingArguments(output_dir='o', optim='paged_adamw_8bit')\n")
+        found = run_cli("check", "-v", "2.1.0", "--no-cache", str(tmp_path)).output
+        assert [line.split()[1] for line in found.splitlines() if "paged_adamw_8bit" in line] == ["NPU910", "NPU910"]

@@ -18,6 +18,7 @@ from .env_magic import EnvMagicVisibleDevices
 from .magic_code import CudaInMagics
 from .nccl_env import NcclEnvironment
 from .nvidia_smi import NvidiaSmiToNpuSmi
+from .optimizer_option import BitsandbytesOptimizerOption
 from .transformers_attention import TransformersAttentionOption
 from .visible_devices import VisibleDevicesVariable
 
@@ -29,6 +30,7 @@ LAUNCH_SCRIPT_RULES: Tuple[Type[ScriptRule], ...] = (
     DeviceOption,
     CudaToolsAndSettings,
     TransformersAttentionOption,
+    BitsandbytesOptimizerOption,
 )
 
 NOTEBOOK_MAGIC_RULES: Tuple[Type[ScriptRule], ...] = (EnvMagicVisibleDevices, CudaInMagics)

@@ -23,6 +23,11 @@ TOOL_TIPS = {
 TF32_FLAG = re.compile(r"(?<![\w-])--tf32(?:[=\s]+(\S+))?")
 TF32_TIP = ("transformers raises ValueError for --tf32 True where there is no CUDA GPU: leave it out on the NPU (its "
             "counterpart is HF32: torch_npu.npu.matmul.allow_hf32 = True in the training script)")
+# ... and a config's `tf32: true`, which trainers built on transformers (axolotl) hand to it.
+TF32_KEY = re.compile(r"^\s*tf32:\s*(?P<value>[^\s#]+)")
+TF32_KEY_TIP = ("the trainer hands tf32: true to transformers, which raises ValueError where there is no CUDA GPU: set "
+                "it false on the NPU (its counterpart is HF32: torch_npu.npu.matmul.allow_hf32 = True in the training "
+                "script)")
 GPU_RESOURCE = re.compile(r"(?<![\w.-])nvidia\.com/gpu(?![\w-])")
 GPU_RESOURCE_TIP = ("NVIDIA device-plugin resource: on an Ascend cluster request the resource its Ascend device "
                     "plugin registers (e.g. huawei.com/Ascend910)")
@@ -48,7 +53,7 @@ class CudaToolsAndSettings(ScriptRule):
     code = "NPU590"
     summary = ("launch scripts: nvcc, nsys, CUDA_*, transformers' --tf32 reported; CUDA_LAUNCH_BLOCKING, "
                "PYTORCH_CUDA_ALLOC_CONF renamed")
-    triggers = (*TOOL_TIPS, "CUDA_", "PYTORCH_ALLOC_CONF", "nvidia.com/gpu", "--tf32")
+    triggers = (*TOOL_TIPS, "CUDA_", "PYTORCH_ALLOC_CONF", "nvidia.com/gpu", "--tf32", "tf32:")
     examples = (
         ScriptExample("nvcc --version\n", "nvcc --version\n", reported=("nvcc",)),
         ScriptExample("CUDA_LAUNCH_BLOCKING=1 nsys profile python train.py\n",
@@ -63,6 +68,7 @@ class CudaToolsAndSettings(ScriptRule):
                       "torchrun --nproc_per_node 8 train.py --bf16 True --tf32 True\n", reported=("--tf32",)),
         ScriptExample("resources:\n  limits:\n    nvidia.com/gpu: 8\n", "resources:\n  limits:\n    nvidia.com/gpu: 8\n",
                       path="job.yaml", reported=("nvidia.com/gpu",)),
+        ScriptExample("bf16: true\ntf32: true\n", "bf16: true\ntf32: true\n", path="config.yaml", reported=("tf32: true",)),
     )
     unchanged = ("# nvcc is not needed\n", "torchrun train.py --tf32 False --bf16 True\n")
     # (a Makefile's own variables are no CUDA settings; unchanged sources are shell scripts, so
@@ -87,4 +93,7 @@ class CudaToolsAndSettings(ScriptRule):
             value = (match.group(1) or "").strip("'\"\\")
             if not value or value.startswith("-") or value.lower() in ("true", "1", "yes"):
                 reports.append(LineReport(Report.UNSUPPORTED, "--tf32", TF32_TIP))
+        key = TF32_KEY.match(line.code) if dialect == Dialect.YAML else None
+        if key is not None and key.group("value").strip("'\"").lower() in ("true", "yes", "on"):
+            reports.append(LineReport(Report.UNSUPPORTED, "tf32: true", TF32_KEY_TIP))
         return edits, reports

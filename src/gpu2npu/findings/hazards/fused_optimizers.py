@@ -4,22 +4,13 @@ optimizer."""
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional, Set
+from typing import Optional, Set
 
 from ...records.change import Report
 from ...records.finding_kinds import FUSED_OPTIMIZER
+from ...knowledge.hf_optimizers import HF_BITSANDBYTES_OPTIMIZERS, bitsandbytes_optimizer_tip
 from ...knowledge.tips import FUSED_OPTIMIZERS, has_fused_kernel
 from .view import FileView
-
-# transformers' optimizer names (TrainingArguments(optim=...)) that build a bitsandbytes optimizer,
-# with the torch optimizer name of the same algorithm where one exists.
-HF_BITSANDBYTES_OPTIMIZERS: Dict[str, Optional[str]] = {
-    "adamw_bnb_8bit": "adamw_torch", "adamw_8bit": "adamw_torch", "paged_adamw_32bit": "adamw_torch",
-    "paged_adamw_8bit": "adamw_torch", "rmsprop_bnb": "rmsprop", "rmsprop_bnb_8bit": "rmsprop",
-    "rmsprop_bnb_32bit": "rmsprop", "lion_8bit": None, "lion_32bit": None, "paged_lion_32bit": None,
-    "paged_lion_8bit": None, "ademamix": None, "ademamix_8bit": None, "paged_ademamix_32bit": None,
-    "paged_ademamix_8bit": None, "galore_adamw_8bit": "galore_adamw", "galore_adamw_8bit_layerwise": "galore_adamw_layerwise",
-}
 
 # every name above holds one of these
 TRIGGERS = (b"fused=True", b"fused = True", b"8bit", b"32bit", b"bnb", b"ademamix")
@@ -61,15 +52,5 @@ class Detector:
     def on_string(self, node: ast.Constant) -> None:
         if node.value not in HF_BITSANDBYTES_OPTIMIZERS or self._compared(node):
             return
-        torch_name = HF_BITSANDBYTES_OPTIMIZERS[node.value]
-        instead = (f"use optim={torch_name!r}" + (" or 'adamw_torch_npu_fused' (torch_npu's fused AdamW)"
-                                                   if torch_name == "adamw_torch" else "")
-                   if torch_name else "choose a torch optimizer (e.g. 'adamw_torch'): this algorithm has none in torch")
-        costs = []
-        if "8bit" in node.value:
-            costs.append("its states are 32-bit: about four times the optimizer memory of the 8-bit ones")
-        if node.value.startswith("paged_"):
-            costs.append("its states are not paged out to host memory")
         self.view.add(node, FUSED_OPTIMIZER.code, Report.UNSUPPORTED, f"optimizer name {node.value!r}",
-                      f"transformers builds this optimizer with bitsandbytes (CUDA kernels): {instead}"
-                      + ("; " + "; ".join(costs) if costs else ""))
+                      bitsandbytes_optimizer_tip(node.value))
