@@ -356,3 +356,33 @@ class TestTheNameAGuardIsLeftFor:
         result = migrate_source(source.encode(), "m.py", OPTIONS, rules_for(OPTIONS))
         rows = [(f.start_line, f.rule) for f in result.findings if f.report == Report.UNSUPPORTED]
         assert rows == [(5, "NPU914"), (6, "NPU917")]
+
+
+class TestATableOfGpusLookedUpByTheDevicesName:
+    """A table of NVIDIA GPUs looked up by the device's name, or a part of it, has no key for the
+    NPU's name (Ascend910B...): the lookup raises where CUDA's absence skipped it, so the test in
+    front of it stays as written. A lookup that cannot raise is migrated."""
+
+    @pytest.mark.parametrize("lookup", [
+        "peak = PEAK[torch.cuda.get_device_name()]",
+        "peak = PEAK[torch.cuda.get_device_name(0).split(' ')[1]]",
+        "name = torch.cuda.get_device_name()\nkey = name.split()[-1]\npeak = PEAK[key]",
+        "peak = PEAK[torch.cuda.get_device_name().replace('NVIDIA ', '').lower()]",
+    ])
+    def test_the_test_stays(self, lookup):
+        body = "".join(f"        {line}\n" for line in lookup.splitlines())
+        source = (f"import torch\nPEAK = {{'A100': 312e12}}\n\n\ndef peak_flops():\n    if torch.cuda.is_available():\n"
+                  f"{body}        return peak\n    return 1e12\n")
+        output, guards = _migrate(source)
+        assert "if torch.cuda.is_available():" in output
+        assert len(guards) == 1 and "get_device_name()" in guards[0].tip
+
+    @pytest.mark.parametrize("lookup", [
+        "peak = PEAK.get(torch.cuda.get_device_name(), 1e12)",  # no key: a default
+        "peak = PEAK[torch.cuda.device_count()]",  # not the name
+    ])
+    def test_a_lookup_that_cannot_miss_is_migrated(self, lookup):
+        source = (f"import torch\nPEAK = {{'A100': 312e12}}\n\n\ndef peak_flops():\n    if torch.cuda.is_available():\n"
+                  f"        {lookup}\n        return peak\n    return 1e12\n")
+        output, guards = _migrate(source)
+        assert "if torch_npu.npu.is_available():" in output and guards == []

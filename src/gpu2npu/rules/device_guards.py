@@ -240,12 +240,24 @@ class _Resolver(cst.CSTVisitor):
         absence skipped it.  The lookup stays CUDA-only after migration."""
         if not self.subscripts:
             return
-        names = {dotted_name(target.target) for node in self.assigns if self._names_a_device(node.value)
-                 for target in node.targets} - {None}
+        # the names that hold the device's name or a part of it (`name = get_device_name()`, `key =
+        # name.split()[-1]`), over as many steps as the file takes
+        names: Set[str] = set()
+        while True:
+            found = {dotted_name(target.target) for node in self.assigns if self._from_the_name(node.value, names)
+                     for target in node.targets} - {None} - names
+            if not found:
+                break
+            names |= found
         for node in self.subscripts:
-            key = node.slice[0].slice.value
-            if self._names_a_device(key) or (names and dotted_name(key) in names):
+            if self._from_the_name(node.slice[0].slice.value, names):
                 self.cuda_only[id(node)] = GPU_NAME_LOOKUP
+
+    def _from_the_name(self, node: cst.CSTNode, names: Set[str]) -> bool:
+        """Whether `node` is the device's name or made from it (`get_device_name(0).split(" ")[1]`,
+        a variable of `names`)."""
+        return any(self._names_a_device(call) for call in nodes_within(node, cst.Call)) or bool(
+            names and any(dotted_name(part) in names for part in nodes_within(node, cst.Name, cst.Attribute)))
 
     def mark_device_variables(self) -> None:
         """`use_cuda = torch.cuda.is_available()`: reading `use_cuda` is a device test too."""
