@@ -100,7 +100,6 @@ class TestAnIntegerHandedToAnotherFile:
         ("from pkg.noise import make_noise\nz = make_noise((4, 3), device)\n", "make_noise(<int>)"),
         ("import pkg.noise\nlocal_device = device\nz = pkg.noise.make_noise(shape, local_device)\n",
          "pkg.noise.make_noise(<int>)"),
-        ("samples = diffusion.p_sample_loop(model, shape, device)\n", "diffusion.p_sample_loop(<int>)"),
     ])
     def test_reported_where_the_project_defines_it(self, call, api):
         output, result = _migrate(self.SAMPLER + call, project_modules=frozenset({"pkg"}))
@@ -117,6 +116,12 @@ class TestAnIntegerHandedToAnotherFile:
         "from pkg.setup import shard\nn_device = torch.cuda.device_count()\nshard(model, n_device)\n",
         "from .attention import smem_limit\ndev = torch.cuda.current_device()\nbudget = smem_limit(dev)\n",
         "from pkg.nvml import nvml_index\ndevice_id = torch.cuda.current_device()\nindex = nvml_index(device_id)\n",
+        # by position to a method of an object, or a function a variable holds: whose, is not known
+        "samples = diffusion.p_sample_loop(model, shape, device)\n",
+        "free = seg.get('device', device)\nids.append(device)\n",
+        "end = getattr(torch._C, '_cuda_endAllocateToPool', None)\nend(device, pool)\n",
+        # torch's CUDA API through a variable holding the module
+        "cuda = _torch().cuda\nstream = cuda.Stream(device=device)\nstream = th.cuda.Stream(device = device)\n",
     ])
     def test_not_reported_elsewhere(self, call):
         _, result = _migrate(self.SAMPLER + call, project_modules=frozenset({"pkg"}))
@@ -218,3 +223,14 @@ NOT_THE_FILES_FORWARDER = [
 def test_an_int_given_to_a_method_the_file_does_not_forward_is_left(body):
     output, result = _migrate(HEADER + body)
     assert 'f"npu:{' not in output and not [f for f in result.findings if f.rule == "NPU104"]
+
+
+def test_torch_cudas_own_device_keyword_makes_no_forwarder():
+    # torch.cuda.Stream(device=index) takes the card's index, as torch_npu.npu.Stream does: a helper
+    # that gives it its parameter (and keys a cache with it) hands no device on, and its callers' int stays
+    source = ("import torch\n\n_STREAMS = {}\n\n\ndef capture_stream(index):\n"
+              "    return _STREAMS.setdefault(index, torch.cuda.Stream(device=index))\n\n\n"
+              "def capture():\n    device = torch.cuda.current_device()\n    return capture_stream(device)\n")
+    output, result = _migrate(source)
+    assert "return capture_stream(device)" in output
+    assert [finding for finding in result.findings if finding.rule == "NPU104"] == []

@@ -283,8 +283,8 @@ class _Forwarders(cst.CSTVisitor):
             counts[0] += step
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._uses:
-            return
+        if not self._uses or "cuda" in code_of(node.func).split("."):
+            return  # (torch.cuda's own device= takes the card's index, as torch_npu.npu's does)
         is_to = isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "to_empty")
         for index, arg in enumerate(node.args):
             if not isinstance(arg.value, cst.Name):
@@ -434,24 +434,28 @@ class IntegerDevices(Rule):
     def _report_handed_on(self, call: cst.Call) -> None:
         """`device=<an int>` given to a function of another of the project's files (a method of an
         object, a name no import binds, a relative import or one of the project's own modules),
-        or an int that its name calls a device given there by position (`make_noise(shape,
-        device)`): what it does with the int is read there, not here.  Where it hands it to
-        torch's `device=` or `.to()`, torch reads the int as a CUDA device (DiT's sampler:
-        `diffusion.p_sample_loop(..., device=rank % count)` creates its noise with
-        `torch.randn(..., device=device)`), so the row says how to give it an NPU."""
-        handed = [arg for arg in call.args if (arg.keyword.value == "device" if arg.keyword is not None
-                                               else not arg.star and _names_a_device(arg.value))]
-        if not handed:
-            return
+        or an int that its name calls a device given by position to a function the file imports
+        from one of the project's modules (`make_noise(shape, device)`): what it does with the int
+        is read there, not here.  Where it hands it to torch's `device=` or `.to()`, torch reads the
+        int as a CUDA device (DiT's sampler: `diffusion.p_sample_loop(..., device=rank % count)`
+        creates its noise with `torch.randn(..., device=device)`), so the row says how to give it
+        an NPU."""
         func = call.func
         callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
         if callee is None or callee in self._defined:
             return  # (this file's own functions are read here: forwarders are rewritten above)
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
             return  # a method of what a call returns (DeepSpeed's get_accelerator().Stream): whose, is not known
+        if "cuda" in code_of(func).split("."):
+            return  # torch's CUDA API through a name of the module (`torch = _torch()`): not the project's
         own = self.context.options.project_modules
-        if any(not name.startswith(".") and name.split(".", 1)[0] not in own for name in qualified_names(self, func)):
+        names = qualified_names(self, func)
+        if any(not name.startswith(".") and name.split(".", 1)[0] not in own for name in names):
             return  # torch's, a builtin or another package's, which says what its int means
+        # by keyword, to any function of the project; by position, only where an import says it is
+        # one (a method of an object, `seg.get("device", device)`, may be a dict's or a list's)
+        handed = [arg for arg in call.args if (arg.keyword.value == "device" if arg.keyword is not None
+                                               else names and not arg.star and _names_a_device(arg.value))]
         for arg in handed:
             if not self._is_explicit_candidate(arg.value):
                 continue
