@@ -440,6 +440,9 @@ class IntegerDevices(Rule):
         int as a CUDA device (DiT's sampler: `diffusion.p_sample_loop(..., device=rank % count)`
         creates its noise with `torch.randn(..., device=device)`), so the row says how to give it
         an NPU."""
+        if not any(arg.keyword.value == "device" if arg.keyword is not None else _names_a_device(arg.value)
+                   for arg in call.args):
+            return  # (most calls: nothing more to read)
         func = call.func
         callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
         if callee is None or callee in self._defined:
