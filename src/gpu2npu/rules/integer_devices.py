@@ -283,8 +283,8 @@ class _Forwarders(cst.CSTVisitor):
             counts[0] += step
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._uses or "cuda" in code_of(node.func).split("."):
-            return  # (torch.cuda's own device= takes the card's index, as torch_npu.npu's does)
+        if not self._uses:
+            return
         is_to = isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "to_empty")
         for index, arg in enumerate(node.args):
             if not isinstance(arg.value, cst.Name):
@@ -293,8 +293,8 @@ class _Forwarders(cst.CSTVisitor):
                     (is_to and index == 0 and arg.keyword is None)):
                 continue
             counts = self._counted(arg.value.value)
-            if counts is not None:
-                counts[1] += 1
+            if counts is not None and not (arg.keyword is not None and "cuda" in code_of(node.func).split(".")):
+                counts[1] += 1  # (torch.cuda's own device= takes the card's index, as torch_npu.npu's does)
 
 
 # The names an int goes by where it stands for a device (`device`, `local_device`), not an index
