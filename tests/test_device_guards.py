@@ -380,9 +380,12 @@ class TestATableOfGpusLookedUpByTheDevicesName:
     @pytest.mark.parametrize("lookup", [
         "peak = PEAK.get(torch.cuda.get_device_name(), 1e12)",  # no key: a default
         "peak = PEAK[torch.cuda.device_count()]",  # not the name
+        # asked first whether the table has it (Lightning's throughput: an unknown chip returns None)
+        "chip = torch.cuda.get_device_name().lower()\nif chip not in PEAK:\n    return None\npeak = PEAK[chip]",
     ])
     def test_a_lookup_that_cannot_miss_is_migrated(self, lookup):
+        body = "".join(f"        {line}\n" for line in lookup.splitlines())
         source = (f"import torch\nPEAK = {{'A100': 312e12}}\n\n\ndef peak_flops():\n    if torch.cuda.is_available():\n"
-                  f"        {lookup}\n        return peak\n    return 1e12\n")
+                  f"{body}        return peak\n    return 1e12\n")
         output, guards = _migrate(source)
         assert "if torch_npu.npu.is_available():" in output and guards == []

@@ -107,6 +107,7 @@ class _Resolver(cst.CSTVisitor):
         self.reads: List[cst.CSTNode] = []  # names and attributes read
         self.attribute_names: Set[int] = set()  # the `b` of `a.b`: no variable
         self.subscripts: List[cst.Subscript] = []  # `table[key]` with one key
+        self.membership_tests: Set[Tuple[Optional[str], Optional[str]]] = set()  # (key, table) of `key in table`
         self.fused_flags: List[cst.CSTNode] = []  # `fused=True`, `{"fused": True}`
         self.optimizers: Set[str] = set()  # the torch optimizers with a fused form the file names
 
@@ -229,15 +230,21 @@ class _Resolver(cst.CSTVisitor):
         if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             self.subscripts.append(node)
 
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        # `chip not in FLOPS`: a lookup FLOPS[chip] behind it cannot miss
+        if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, (cst.In, cst.NotIn)):
+            self.membership_tests.add((dotted_name(node.left), dotted_name(node.comparisons[0].comparator)))
+
     def _names_a_device(self, node: cst.CSTNode) -> bool:
         return isinstance(node, cst.Call) and any(
             name.rsplit(".", 1)[-1] == "get_device_name" and name.startswith(("torch.cuda.", "torch_npu.npu.", "torch.npu."))
             for name in qualified_names(self, node.func))
 
     def mark_gpu_name_lookups(self) -> None:
-        """`PEAK_FLOPS[torch.cuda.get_device_name()]` (also through a variable holding the name):
-        a table of NVIDIA GPUs has no key for the NPU's name, so the lookup raises where CUDA's
-        absence skipped it.  The lookup stays CUDA-only after migration."""
+        """`PEAK_FLOPS[torch.cuda.get_device_name()]` (also through a variable holding the name or a
+        part of it): a table of NVIDIA GPUs has no key for the NPU's name, so the lookup raises
+        where CUDA's absence skipped it.  The lookup stays CUDA-only after migration, unless the
+        file asks first whether the table has the key (`if chip not in FLOPS: return None`)."""
         if not self.subscripts:
             return
         # the names that hold the device's name or a part of it (`name = get_device_name()`, `key =
@@ -250,7 +257,8 @@ class _Resolver(cst.CSTVisitor):
                 break
             names |= found
         for node in self.subscripts:
-            if self._from_the_name(node.slice[0].slice.value, names):
+            key = node.slice[0].slice.value
+            if self._from_the_name(key, names) and (dotted_name(key), dotted_name(node.value)) not in self.membership_tests:
                 self.cuda_only[id(node)] = GPU_NAME_LOOKUP
 
     def _from_the_name(self, node: cst.CSTNode, names: Set[str]) -> bool:
