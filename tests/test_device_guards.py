@@ -382,6 +382,8 @@ class TestATableOfGpusLookedUpByTheDevicesName:
         "peak = PEAK[torch.cuda.device_count()]",  # not the name
         # asked first whether the table has it (Lightning's throughput: an unknown chip returns None)
         "chip = torch.cuda.get_device_name().lower()\nif chip not in PEAK:\n    return None\npeak = PEAK[chip]",
+        # a cache keyed by the name: a store cannot miss
+        "key = (4, torch.cuda.get_device_name())\nPEAK[key] = peak = 1.0",
     ])
     def test_a_lookup_that_cannot_miss_is_migrated(self, lookup):
         body = "".join(f"        {line}\n" for line in lookup.splitlines())

@@ -227,8 +227,13 @@ class _Resolver(cst.CSTVisitor):
         self.reads.append(node)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) and not self._stored_to(node):
             self.subscripts.append(node)
+
+    def _stored_to(self, node: cst.Subscript) -> bool:
+        """`CACHE[key] = value`: a store, which no missing key makes raise."""
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        return isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.AnnAssign) and parent.target is node)
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         # `chip not in FLOPS`: a lookup FLOPS[chip] behind it cannot miss
