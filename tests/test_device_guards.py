@@ -382,8 +382,11 @@ class TestATableOfGpusLookedUpByTheDevicesName:
         "peak = PEAK[torch.cuda.device_count()]",  # not the name
         # asked first whether the table has it (Lightning's throughput: an unknown chip returns None)
         "chip = torch.cuda.get_device_name().lower()\nif chip not in PEAK:\n    return None\npeak = PEAK[chip]",
-        # a cache keyed by the name: a store cannot miss
+        # a cache keyed by the name: a store cannot miss, nor a lookup that catches the miss; a
+        # key made of the name and other values is a cache's
         "key = (4, torch.cuda.get_device_name())\nPEAK[key] = peak = 1.0",
+        "try:\n    peak = PEAK[torch.cuda.get_device_name()]\nexcept KeyError:\n    peak = 1.0",
+        "key = (4, str(torch.float16), torch.cuda.get_device_name())\npeak = PEAK[key]",
     ])
     def test_a_lookup_that_cannot_miss_is_migrated(self, lookup):
         body = "".join(f"        {line}\n" for line in lookup.splitlines())

@@ -231,9 +231,19 @@ class _Resolver(cst.CSTVisitor):
             self.subscripts.append(node)
 
     def _stored_to(self, node: cst.Subscript) -> bool:
-        """`CACHE[key] = value`: a store, which no missing key makes raise."""
+        """`CACHE[key] = value`: a store, which no missing key makes raise; nor does a lookup in a
+        `try` that catches the KeyError."""
         parent = self.get_metadata(ParentNodeProvider, node, None)
-        return isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.AnnAssign) and parent.target is node)
+        if isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.AnnAssign) and parent.target is node):
+            return True
+        child = node
+        while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Module)):
+            if isinstance(parent, cst.Try) and child is parent.body and any(
+                    handler.type is None or {dotted_name(name) for name in nodes_within(handler.type, cst.Name)}
+                    & {"KeyError", "LookupError", "Exception", "BaseException"} for handler in parent.handlers):
+                return True
+            child, parent = parent, self.get_metadata(ParentNodeProvider, parent, None)
+        return False
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         # `chip not in FLOPS`: a lookup FLOPS[chip] behind it cannot miss
@@ -268,7 +278,10 @@ class _Resolver(cst.CSTVisitor):
 
     def _from_the_name(self, node: cst.CSTNode, names: Set[str]) -> bool:
         """Whether `node` is the device's name or made from it (`get_device_name(0).split(" ")[1]`,
-        a variable of `names`)."""
+        a variable of `names`); not a key made of it and other values (`(topk, dtype, name)`, a
+        cache's key: no table of GPUs)."""
+        if isinstance(node, (cst.Tuple, cst.List, cst.Set, cst.Dict)):
+            return False
         return any(self._names_a_device(call) for call in nodes_within(node, cst.Call)) or bool(
             names and any(dotted_name(part) in names for part in nodes_within(node, cst.Name, cst.Attribute)))
 
