@@ -356,6 +356,15 @@ class TestAPackageThatDoesNotInstallHasOneRowPerImport:
         assert rows[0].tip.endswith(f" (called in this file: {calls})")
         assert rows[0].rule == "NPU916"
 
+    def test_each_import_row_names_the_calls_of_what_it_imports(self):
+        source = ("from mamba_ssm.models.config_mamba import MambaConfig\n"
+                  "from mamba_ssm.models.mixer_seq_simple import MambaLMHeadModel\n\n"
+                  "model = MambaLMHeadModel(MambaConfig(d_model=256))\n")
+        _, result = _migrate(source)
+        rows = {f.start_line: f.tip.split("(called in this file: ")[-1] for f in _rows(result, Report.UNSUPPORTED)}
+        assert rows == {1: "mamba_ssm.models.config_mamba.MambaConfig)",
+                        2: "mamba_ssm.models.mixer_seq_simple.MambaLMHeadModel)"}
+
     def test_a_long_list_of_calls_is_cut(self):
         calls = "".join(f"a{n} = cupy.f{n}()\n" for n in range(9))
         _, result = _migrate("import cupy\n" + calls)

@@ -8,7 +8,7 @@ the final tree, so it reports exactly what the user gets.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, NamedTuple, Optional, Set
+from typing import Dict, List, NamedTuple, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -57,7 +57,19 @@ class _PackageImport(NamedTuple):
 
     row: int
     tip: str
+    names: Tuple[str, ...]  # the qualified names the statement imports
     calls: List[str]  # the qualified names called, in the order of the file
+
+    @classmethod
+    def of(cls, row: int, tip: str, api_name: str) -> "_PackageImport":
+        """The import whose row names `api_name`: `auto_gptq (AutoGPTQForCausalLM, BaseQuantizeConfig)`
+        for the names one statement imports from a module, or the one name."""
+        module, _, grouped = api_name.partition(" (")
+        names = tuple(f"{module}.{name}" for name in grouped.rstrip(")").split(", ")) if grouped else (api_name,)
+        return cls(row, tip, names, [])
+
+    def imported(self, name: str) -> bool:
+        return any(name == imported or name.startswith(imported + ".") for imported in self.names)
 
 
 def _callee(expression: cst.BaseExpression) -> cst.BaseExpression:
@@ -101,8 +113,8 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         self._functions: List[list] = []
         self.code: Optional[str] = None  # the output's text, where the caller has it
         self._tests: Optional[PackageTests] = None
-        # package -> the row of its first import, where its calls with the same advice are listed
-        self._package_imports: Dict[str, _PackageImport] = {}
+        # package -> the rows of its imports, where its calls with the same advice are listed
+        self._package_imports: Dict[str, List[_PackageImport]] = {}
 
     def _add(self, node: cst.CSTNode, kind, report: Report, api_name: str, tip: str) -> None:
         """A row of `kind` (finding_kinds) about `node`."""
@@ -119,22 +131,24 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                 if question is not False:
                     kind, report, tip = LEFT_ON_PURPOSE, Report.NOTE, package_presence.optional_tip(package, question, tip)
         if package and report == Report.UNSUPPORTED and kind == CUDA_ONLY_PACKAGE:
-            imported = self._package_imports.get(package)
+            imports = self._package_imports.setdefault(package, [])
             if is_import:
-                self._package_imports.setdefault(package, _PackageImport(len(self.findings), tip, []))
-            elif imported is not None and "." not in package and imported.tip == tip == tip_for(package, self.api):
+                imports.append(_PackageImport.of(len(self.findings), tip, api_name))
+            elif imports and "." not in package and tip == tip_for(package, self.api):
                 # A call with no advice of its own, of a package that does not install on an NPU
                 # machine (a part of one that does, DeepSpeed's or vLLM's, imports there: its calls
-                # fail), where the import has its row: the package is replaced in the whole file,
-                # and that row lists the call.
-                imported.calls.append(api_name)
-                return
+                # fail), where an import of it has its row: the package is replaced in the whole
+                # file, and that row lists the call (the row of the statement that imports the name).
+                same = [row for row in imports if row.tip == tip]
+                if same:
+                    next((row for row in same if row.imported(api_name)), same[0]).calls.append(api_name)
+                    return
         self.findings.append(Finding(self.path, span.start.line, span.end.line, report, api_name, tip, kind.code))
 
     def _list_calls_in_import_rows(self) -> None:
         """Each import row of a CUDA-only package names the calls it stands for (by name: a line
         of the output is not always one of the input, in a notebook or a file migrated in pieces)."""
-        for imported in self._package_imports.values():
+        for imported in (row for rows in self._package_imports.values() for row in rows):
             if imported.calls:
                 names = list(dict.fromkeys(imported.calls))
                 shown = ", ".join(names[:_CALLS_SHOWN]) + (f" and {len(names) - _CALLS_SHOWN} more"
