@@ -369,11 +369,15 @@ class TestATableOfGpusLookedUpByTheDevicesName:
         "name = torch.cuda.get_device_name()\nkey = name.split()[-1]\npeak = PEAK[key]",
         "peak = PEAK[torch.cuda.get_device_name().replace('NVIDIA ', '').lower()]",
     ])
-    def test_the_test_stays(self, lookup):
+    @staticmethod
+    def _peak_flops(lookup: str) -> str:
+        """A function that looks the peak up (`lookup`, its lines) where CUDA is there."""
         body = "".join(f"        {line}\n" for line in lookup.splitlines())
-        source = (f"import torch\nPEAK = {{'A100': 312e12}}\n\n\ndef peak_flops():\n    if torch.cuda.is_available():\n"
-                  f"{body}        return peak\n    return 1e12\n")
-        output, guards = _migrate(source)
+        return (f"import torch\nPEAK = {{'A100': 312e12}}\n\n\ndef peak_flops():\n    if torch.cuda.is_available():\n"
+                f"{body}        return peak\n    return 1e12\n")
+
+    def test_the_test_stays(self, lookup):
+        output, guards = _migrate(self._peak_flops(lookup))
         assert "if torch.cuda.is_available():" in output
         assert len(guards) == 1 and "get_device_name()" in guards[0].tip
 
@@ -389,8 +393,5 @@ class TestATableOfGpusLookedUpByTheDevicesName:
         "key = (4, str(torch.float16), torch.cuda.get_device_name())\npeak = PEAK[key]",
     ])
     def test_a_lookup_that_cannot_miss_is_migrated(self, lookup):
-        body = "".join(f"        {line}\n" for line in lookup.splitlines())
-        source = (f"import torch\nPEAK = {{'A100': 312e12}}\n\n\ndef peak_flops():\n    if torch.cuda.is_available():\n"
-                  f"{body}        return peak\n    return 1e12\n")
-        output, guards = _migrate(source)
+        output, guards = _migrate(self._peak_flops(lookup))
         assert "if torch_npu.npu.is_available():" in output and guards == []
