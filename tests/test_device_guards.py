@@ -363,12 +363,6 @@ class TestATableOfGpusLookedUpByTheDevicesName:
     NPU's name (Ascend910B...): the lookup raises where CUDA's absence skipped it, so the test in
     front of it stays as written. A lookup that cannot raise is migrated."""
 
-    @pytest.mark.parametrize("lookup", [
-        "peak = PEAK[torch.cuda.get_device_name()]",
-        "peak = PEAK[torch.cuda.get_device_name(0).split(' ')[1]]",
-        "name = torch.cuda.get_device_name()\nkey = name.split()[-1]\npeak = PEAK[key]",
-        "peak = PEAK[torch.cuda.get_device_name().replace('NVIDIA ', '').lower()]",
-    ])
     @staticmethod
     def _peak_flops(lookup: str) -> str:
         """A function that looks the peak up (`lookup`, its lines) where CUDA is there."""
@@ -376,6 +370,12 @@ class TestATableOfGpusLookedUpByTheDevicesName:
         return (f"import torch\nPEAK = {{'A100': 312e12}}\n\n\ndef peak_flops():\n    if torch.cuda.is_available():\n"
                 f"{body}        return peak\n    return 1e12\n")
 
+    @pytest.mark.parametrize("lookup", [
+        "peak = PEAK[torch.cuda.get_device_name()]",
+        "peak = PEAK[torch.cuda.get_device_name(0).split(' ')[1]]",
+        "name = torch.cuda.get_device_name()\nkey = name.split()[-1]\npeak = PEAK[key]",
+        "peak = PEAK[torch.cuda.get_device_name().replace('NVIDIA ', '').lower()]",
+    ])
     def test_the_test_stays(self, lookup):
         output, guards = _migrate(self._peak_flops(lookup))
         assert "if torch.cuda.is_available():" in output
