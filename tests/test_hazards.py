@@ -47,6 +47,9 @@ class TestACudaVersionOnlyShown:
         "logging.info('x', extra={'cuda': torch.version.cuda})",
         # given a default for None: the default is what is parsed
         "major = (torch.version.cuda or '12').split('.')[0]",
+        # written to a log file, or printed by rank 0
+        "f.write(f'Running pytorch {torch.version.__version__} compiled for CUDA {torch.version.cuda}')",
+        "print0(f'CUDA {torch.version.cuda}')",
     ])
     def test_shown(self, line):
         assert _rows(f"import logging\nimport torch\nlogger = logging.getLogger()\n{line}\n") == []

@@ -30,8 +30,10 @@ from .scan.reading import ast_of_statements
 DEVICE_KEY_WORDS = ("dev", "accelerator", "type")
 # Mapping methods whose first argument is a key.
 KEY_METHODS = frozenset({"get", "pop", "setdefault"})
-# Calls whose arguments are text for people (never a device, nothing decided with): print and logging.
-MESSAGE_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+# Calls whose arguments are text for people (never a device, nothing decided with): print (and the
+# rank-0 print0 of training scripts), logging, and a log file's write.
+MESSAGE_CALLS = frozenset({"print", "print0", "debug", "info", "warning", "warn", "error", "critical", "exception",
+                           "log", "write"})
 # Collective libraries other than torch's process groups that take an NCCL backend by name, or
 # run NCCL themselves: "nccl" handed to them is theirs, and they have no HCCL.
 FOREIGN_COLLECTIVES = ("ray.util.collective", "cupy.cuda.nccl", "vllm.distributed.device_communicators",
