@@ -132,3 +132,35 @@ def test_an_upper_case_constant_is_no_variable_unless_it_sits_where_variables_do
 def test_a_variable_whose_counterpart_takes_any_value_is_renamed_whatever_the_value():
     output, result = _migrate("import os\nos.environ['NCCL_SOCKET_IFNAME'] = settings.interface\n")
     assert "os.environ['HCCL_SOCKET_IFNAME'] = settings.interface" in output and _reported(result) == []
+
+
+class TestAnEnvironmentBuiltByName:
+    """A variable named as a keyword where a call builds an environment (`dict(os.environ, ...)`,
+    `env.update(...)`, `os.environ.update(...)`) is that variable, as a string naming it is: a
+    child process given CUDA_VISIBLE_DEVICES sees every NPU."""
+
+    @pytest.mark.parametrize("line, expected", [
+        ("env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))", "env = dict(os.environ, ASCEND_RT_VISIBLE_DEVICES=str(gpu))"),
+        ("env.update(CUDA_LAUNCH_BLOCKING='1', NCCL_ASYNC_ERROR_HANDLING='0')",
+         "env.update(ASCEND_LAUNCH_BLOCKING='1', HCCL_ASYNC_ERROR_HANDLING='0')"),
+        ("os.environ.update(TORCH_NCCL_BLOCKING_WAIT='1')", "os.environ.update(HCCL_BLOCKING_WAIT='1')"),
+    ])
+    def test_renamed(self, line, expected):
+        output, result = _migrate(f"import os\nimport subprocess\n\n\ndef run(cmd, gpu, env):\n    {line}\n")
+        assert f"    {expected}\n" in output
+        assert {change.rule for change in result.changes} <= {"NPU106", "NPU107"} and result.changes
+
+    def test_a_value_the_counterpart_refuses_is_reported(self):
+        output, result = _migrate("import os\nenv = dict(os.environ, NCCL_ASYNC_ERROR_HANDLING='3')\n")
+        assert "NCCL_ASYNC_ERROR_HANDLING='3'" in output
+        assert [api for _, api in _reported(result)] == ["NCCL_ASYNC_ERROR_HANDLING"]
+
+    @pytest.mark.parametrize("source", [
+        # a keyword of another call, or not a variable's name
+        "import os\nrun(cmd, CUDA_VISIBLE_DEVICES=gpu)\n",
+        "import os\nconfig.update(cuda_visible_devices='0')\n",
+        "import os\nenv = dict(os.environ, MY_SETTING='1')\n",
+    ])
+    def test_left(self, source):
+        output, result = _migrate(source)
+        assert output == source and not result.changes

@@ -11,7 +11,7 @@ from ..knowledge import env_vars
 from ..records.change import Finding, Report
 from ..records.finding_kinds import LEFT_ON_PURPOSE
 from .base import Example, Rule
-from .names import DocstringTracker, string_text, with_string_text
+from .names import DocstringTracker, environment_keywords, string_text, with_string_text
 from .walk import ParentNodeProvider, walk
 
 _MENTIONS = re.compile(r"NCCL_|CUDA_|CUBLAS_|PYTORCH_ALLOC_CONF")
@@ -60,6 +60,11 @@ class _Writes(cst.CSTVisitor):
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
         self._add(node.key, node.value)
+
+    def leave_Call(self, original_node: cst.Call) -> None:
+        for arg in environment_keywords(original_node):  # dict(os.environ, NAME=V), env.update(NAME=V)
+            if env_vars.is_cuda_variable(arg.keyword.value):
+                self.values.setdefault(arg.keyword.value, []).append(_literal(arg.value))
 
 
 class CudaEnvironmentVariables(DocstringTracker, Rule):
@@ -184,3 +189,28 @@ class CudaEnvironmentVariables(DocstringTracker, Rule):
         self.record(original_node, f"change {name} to {counterpart.name} (the Ascend variable; the values "
                     "this file gives it carry over)")
         return with_string_text(updated_node, counterpart.name)
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
+        """The keywords of an environment built by name (`dict(os.environ, NCCL_ASYNC_ERROR_HANDLING="1")`,
+        `env.update(CUDA_LAUNCH_BLOCKING="1")`), judged as a string naming the variable is."""
+        renamed = {}
+        for arg in environment_keywords(original_node):
+            name = arg.keyword.value
+            if not env_vars.is_cuda_variable(name):
+                continue
+            counterpart = env_vars.RENAMED.get(name)
+            refused = [value for value in self.writes.get(name, ()) if counterpart is not None and (
+                value is None and counterpart.accepts is not env_vars.any_value
+                or value is not None and not counterpart.accepts(value))]
+            if counterpart is None or refused:
+                shown = refused[0] if refused and refused[0] is not None else None
+                self.report(arg.keyword, Report.UNSUPPORTED, name, env_vars.tip_for(name, shown))
+                continue
+            self.record(arg.keyword, f"change {name} to {counterpart.name} (the Ascend variable; the values "
+                        "this file gives it carry over)")
+            renamed[id(arg)] = counterpart.name
+        if not renamed:
+            return updated_node
+        return updated_node.with_changes(args=[
+            arg.with_changes(keyword=cst.Name(renamed[id(original)])) if id(original) in renamed else arg
+            for original, arg in zip(original_node.args, updated_node.args)])

@@ -171,6 +171,16 @@ def build_dotted(name: str) -> cst.BaseExpression:
     return expr
 
 
+def environment_keywords(call: cst.Call) -> List[cst.Arg]:
+    """The keyword arguments that name environment variables where a call builds an environment:
+    `dict(os.environ, CUDA_VISIBLE_DEVICES="0")`, `env.update(CUDA_LAUNCH_BLOCKING="1")` (a child
+    process's environment, or the process's own through `os.environ.update`)."""
+    func = call.func
+    builds = (isinstance(func, cst.Name) and func.value == "dict") or (
+        isinstance(func, cst.Attribute) and func.attr.value == "update")
+    return [arg for arg in call.args if builds and arg.keyword is not None and arg.keyword.value.isupper()]
+
+
 def string_text(node: cst.SimpleString) -> Optional[str]:
     """The characters between the quotes of a plain (non-bytes) literal, or None."""
     if "b" in node.prefix.lower():

@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .base import Example, Rule
-from .names import DocstringTracker, string_text, with_string_text
+from .names import DocstringTracker, environment_keywords, string_text, with_string_text
 
 CUDA_VARIABLE = "CUDA_VISIBLE_DEVICES"
 NPU_VARIABLE = "ASCEND_RT_VISIBLE_DEVICES"
@@ -14,7 +14,9 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
     """Ascend's runtime reads `ASCEND_RT_VISIBLE_DEVICES` to restrict the devices a process sees.
 
     Every string in code that names `CUDA_VISIBLE_DEVICES` (an `os.environ` key, a `getenv`
-    argument, a command line built in Python) names the Ascend variable instead.
+    argument, a command line built in Python), and the keyword of an environment built by name
+    (`dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))`, `env.update(...)`), names the Ascend
+    variable instead.
     """
 
     code = "NPU106"
@@ -25,8 +27,12 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
             "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0,1'\n",
             "import os\nos.environ['ASCEND_RT_VISIBLE_DEVICES'] = '0,1'\n",
         ),
+        Example(
+            "import os\nenv = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))\n",
+            "import os\nenv = dict(os.environ, ASCEND_RT_VISIBLE_DEVICES=str(gpu))\n",
+        ),
     )
-    unchanged = ("import os\n# export CUDA_VISIBLE_DEVICES=0\n",)
+    unchanged = ("import os\n# export CUDA_VISIBLE_DEVICES=0\n", "import os\nrun(cmd, CUDA_VISIBLE_DEVICES=gpu)\n")
 
     def __init__(self, context) -> None:
         Rule.__init__(self, context)
@@ -44,3 +50,13 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
             return updated_node
         self.record(original_node, f"change {CUDA_VARIABLE} to {NPU_VARIABLE}")
         return updated_node.with_changes(value=original_node.value.replace(CUDA_VARIABLE, NPU_VARIABLE))
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
+        renamed = [arg for arg in environment_keywords(original_node) if arg.keyword.value == CUDA_VARIABLE]
+        if not renamed:
+            return updated_node
+        for arg in renamed:
+            self.record(arg.keyword, f"change {CUDA_VARIABLE} to {NPU_VARIABLE}")
+        return updated_node.with_changes(args=[
+            arg.with_changes(keyword=cst.Name(NPU_VARIABLE)) if original in renamed else arg
+            for original, arg in zip(original_node.args, updated_node.args)])

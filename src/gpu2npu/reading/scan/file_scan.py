@@ -84,6 +84,9 @@ class FileScan:
         # Ray's GPU resource: NPU110 rewrites it or the analysis reports it
         if called == RAY_PLACEMENT or (node.keywords and any(k.arg in RAY_REQUESTS for k in node.keywords)):
             self.package_lines.append(node.lineno)
+        # a variable named as a keyword (`dict(os.environ, CUDA_VISIBLE_DEVICES="0")`), as a string would be
+        if node.keywords and any(k.arg is not None and k.arg.isupper() and STRING_WORD.search(k.arg) for k in node.keywords):
+            self.word_lines.append(node.lineno)
 
     def _import(self, node: ast.Import) -> None:
         for alias in node.names:
