@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 from libcst.metadata import PositionProvider
@@ -11,7 +11,7 @@ from ..knowledge import env_vars
 from ..records.change import Finding, Report
 from ..records.finding_kinds import LEFT_ON_PURPOSE
 from .base import Example, Rule
-from .names import DocstringTracker, environment_keywords, string_text, with_string_text
+from .names import DocstringTracker, environment_keywords, string_text, with_keywords_renamed, with_string_text
 from .walk import ParentNodeProvider, walk
 
 _MENTIONS = re.compile(r"NCCL_|CUDA_|CUBLAS_|PYTORCH_ALLOC_CONF")
@@ -167,28 +167,36 @@ class CudaEnvironmentVariables(DocstringTracker, Rule):
         known = name in env_vars.RENAMED or name in env_vars.REPORTED or "NCCL_" in name
         if not known and not self._in_environment_position(original_node):
             return updated_node  # an upper-case constant named like a variable: getattr(ext, "CUDA_IMPL")
-        counterpart = env_vars.RENAMED.get(name)
-        takes_anything = counterpart is not None and counterpart.accepts is env_vars.any_value
-        refused = [] if takes_anything else [
-            value for value in self.writes.get(name, ())
-            if value is None or (counterpart is not None and not counterpart.accepts(value))]
-        if counterpart is None and name not in self.writes and self._only_read(original_node):
+        if name not in env_vars.RENAMED and name not in self.writes and self._only_read(original_node):
             # (what the launcher sets is read as it was; nothing here sets it for CUDA or NCCL)
             start, end = self.lines_of(original_node)
             self.findings.append(Finding(self.context.path, start, end, Report.NOTE, name,
                                          f"only read here ({env_vars.tip_for(name)}): the program reads it as "
                                          "before, nothing to change", LEFT_ON_PURPOSE.code))
             return updated_node
-        if counterpart is None or refused:
-            shown = refused[0] if refused and refused[0] is not None else None
-            tip = env_vars.tip_for(name, shown)
-            if refused and shown is None:
-                tip += f" (the value given to {name} here is computed at run time: check it)"
+        counterpart, tip = self._verdict(name)
+        if counterpart is None:
             self.report(original_node, Report.UNSUPPORTED, name, tip)
             return updated_node
         self.record(original_node, f"change {name} to {counterpart.name} (the Ascend variable; the values "
                     "this file gives it carry over)")
         return with_string_text(updated_node, counterpart.name)
+
+    def _verdict(self, name: str) -> Tuple[Optional[env_vars.Counterpart], str]:
+        """(the Ascend variable that `name` becomes, or None and the tip of its row): it becomes its
+        counterpart where that takes every value this file gives it."""
+        counterpart = env_vars.RENAMED.get(name)
+        takes_anything = counterpart is not None and counterpart.accepts is env_vars.any_value
+        refused = [] if takes_anything else [
+            value for value in self.writes.get(name, ())
+            if value is None or (counterpart is not None and not counterpart.accepts(value))]
+        if counterpart is not None and not refused:
+            return counterpart, ""
+        shown = refused[0] if refused and refused[0] is not None else None
+        tip = env_vars.tip_for(name, shown)
+        if refused and shown is None:
+            tip += f" (the value given to {name} here is computed at run time: check it)"
+        return None, tip
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
         """The keywords of an environment built by name (`dict(os.environ, NCCL_ASYNC_ERROR_HANDLING="1")`,
@@ -198,19 +206,11 @@ class CudaEnvironmentVariables(DocstringTracker, Rule):
             name = arg.keyword.value
             if not env_vars.is_cuda_variable(name):
                 continue
-            counterpart = env_vars.RENAMED.get(name)
-            refused = [value for value in self.writes.get(name, ()) if counterpart is not None and (
-                value is None and counterpart.accepts is not env_vars.any_value
-                or value is not None and not counterpart.accepts(value))]
-            if counterpart is None or refused:
-                shown = refused[0] if refused and refused[0] is not None else None
-                self.report(arg.keyword, Report.UNSUPPORTED, name, env_vars.tip_for(name, shown))
+            counterpart, tip = self._verdict(name)
+            if counterpart is None:
+                self.report(arg.keyword, Report.UNSUPPORTED, name, tip)
                 continue
             self.record(arg.keyword, f"change {name} to {counterpart.name} (the Ascend variable; the values "
                         "this file gives it carry over)")
             renamed[id(arg)] = counterpart.name
-        if not renamed:
-            return updated_node
-        return updated_node.with_changes(args=[
-            arg.with_changes(keyword=cst.Name(renamed[id(original)])) if id(original) in renamed else arg
-            for original, arg in zip(original_node.args, updated_node.args)])
+        return with_keywords_renamed(original_node, updated_node, renamed)

@@ -181,6 +181,16 @@ def environment_keywords(call: cst.Call) -> List[cst.Arg]:
     return [arg for arg in call.args if builds and arg.keyword is not None and arg.keyword.value.isupper()]
 
 
+def with_keywords_renamed(original: cst.Call, updated: cst.Call, renamed: Dict[int, str]) -> cst.Call:
+    """`updated` (the call `original` as the rules left it) with the keyword of each argument of
+    `original` whose id `renamed` holds changed to the name it maps to."""
+    if not renamed:
+        return updated
+    return updated.with_changes(args=[
+        arg.with_changes(keyword=cst.Name(renamed[id(before)])) if id(before) in renamed else arg
+        for before, arg in zip(original.args, updated.args)])
+
+
 def string_text(node: cst.SimpleString) -> Optional[str]:
     """The characters between the quotes of a plain (non-bytes) literal, or None."""
     if "b" in node.prefix.lower():

@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .base import Example, Rule
-from .names import DocstringTracker, environment_keywords, string_text, with_string_text
+from .names import DocstringTracker, environment_keywords, string_text, with_keywords_renamed, with_string_text
 
 CUDA_VARIABLE = "CUDA_VISIBLE_DEVICES"
 NPU_VARIABLE = "ASCEND_RT_VISIBLE_DEVICES"
@@ -52,11 +52,9 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
         return updated_node.with_changes(value=original_node.value.replace(CUDA_VARIABLE, NPU_VARIABLE))
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
-        renamed = [arg for arg in environment_keywords(original_node) if arg.keyword.value == CUDA_VARIABLE]
-        if not renamed:
-            return updated_node
-        for arg in renamed:
-            self.record(arg.keyword, f"change {CUDA_VARIABLE} to {NPU_VARIABLE}")
-        return updated_node.with_changes(args=[
-            arg.with_changes(keyword=cst.Name(NPU_VARIABLE)) if original in renamed else arg
-            for original, arg in zip(original_node.args, updated_node.args)])
+        renamed = {id(arg): NPU_VARIABLE for arg in environment_keywords(original_node)
+                   if arg.keyword.value == CUDA_VARIABLE}
+        for arg in original_node.args:
+            if id(arg) in renamed:
+                self.record(arg.keyword, f"change {CUDA_VARIABLE} to {NPU_VARIABLE}")
+        return with_keywords_renamed(original_node, updated_node, renamed)
