@@ -108,6 +108,7 @@ class _Resolver(cst.CSTVisitor):
         self.attribute_names: Set[int] = set()  # the `b` of `a.b`: no variable
         self.subscripts: List[cst.Subscript] = []  # `table[key]` with one key
         self.membership_tests: Set[Tuple[Optional[str], Optional[str]]] = set()  # (key, table) of `key in table`
+        self.catching_tries: List[cst.Try] = []  # `try`s that catch a missing key (KeyError)
         self.fused_flags: List[cst.CSTNode] = []  # `fused=True`, `{"fused": True}`
         self.optimizers: Set[str] = set()  # the torch optimizers with a fused form the file names
 
@@ -227,23 +228,16 @@ class _Resolver(cst.CSTVisitor):
         self.reads.append(node)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) and not self._stored_to(node):
-            self.subscripts.append(node)
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            # (not `CACHE[key] = value`: a store, which no missing key makes raise)
+            parent = self.get_metadata(ParentNodeProvider, node, None)
+            if not (isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.AnnAssign) and parent.target is node)):
+                self.subscripts.append(node)
 
-    def _stored_to(self, node: cst.Subscript) -> bool:
-        """`CACHE[key] = value`: a store, which no missing key makes raise; nor does a lookup in a
-        `try` that catches the KeyError."""
-        parent = self.get_metadata(ParentNodeProvider, node, None)
-        if isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.AnnAssign) and parent.target is node):
-            return True
-        child = node
-        while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Module)):
-            if isinstance(parent, cst.Try) and child is parent.body and any(
-                    handler.type is None or {dotted_name(name) for name in nodes_within(handler.type, cst.Name)}
-                    & {"KeyError", "LookupError", "Exception", "BaseException"} for handler in parent.handlers):
-                return True
-            child, parent = parent, self.get_metadata(ParentNodeProvider, parent, None)
-        return False
+    def visit_Try(self, node: cst.Try) -> None:
+        if any(handler.type is None or {dotted_name(name) for name in nodes_within(handler.type, cst.Name)}
+               & {"KeyError", "LookupError", "Exception", "BaseException"} for handler in node.handlers):
+            self.catching_tries.append(node)
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         # `chip not in FLOPS`: a lookup FLOPS[chip] behind it cannot miss
@@ -260,8 +254,10 @@ class _Resolver(cst.CSTVisitor):
         part of it): a table of NVIDIA GPUs has no key for the NPU's name, so the lookup raises
         where CUDA's absence skipped it.  The lookup stays CUDA-only after migration, unless the
         file asks first whether the table has the key (`if chip not in FLOPS: return None`)."""
-        if not self.subscripts:
-            return
+        if not self.subscripts or not any(
+                (read.attr.value if isinstance(read, cst.Attribute) else read.value) == "get_device_name"
+                for read in self.reads):
+            return  # (no lookup, or the file never asks for the device's name)
         # the names that hold the device's name or a part of it (`name = get_device_name()`, `key =
         # name.split()[-1]`), over as many steps as the file takes
         names: Set[str] = set()
@@ -271,10 +267,22 @@ class _Resolver(cst.CSTVisitor):
             if not found:
                 break
             names |= found
-        for node in self.subscripts:
-            key = node.slice[0].slice.value
-            if self._from_the_name(key, names) and (dotted_name(key), dotted_name(node.value)) not in self.membership_tests:
+        lookups = [node for node in self.subscripts if self._from_the_name(node.slice[0].slice.value, names)
+                   and (dotted_name(node.slice[0].slice.value), dotted_name(node.value)) not in self.membership_tests]
+        caught = self._caught_lookups() if lookups else set()
+        for node in lookups:
+            if id(node) not in caught:
                 self.cuda_only[id(node)] = GPU_NAME_LOOKUP
+
+    def _caught_lookups(self) -> Set[int]:
+        """The lookups in the body of a `try` that catches a missing key, which cannot raise it (not
+        those of a function defined there: they run where it is called)."""
+        caught: Set[int] = set()
+        for node in self.catching_tries:
+            elsewhere = {id(lookup) for function in nodes_within(node.body, cst.FunctionDef)
+                         for lookup in nodes_within(function, cst.Subscript)}
+            caught.update(id(lookup) for lookup in nodes_within(node.body, cst.Subscript) if id(lookup) not in elsewhere)
+        return caught
 
     def _from_the_name(self, node: cst.CSTNode, names: Set[str]) -> bool:
         """Whether `node` is the device's name or made from it (`get_device_name(0).split(" ")[1]`,
