@@ -26,8 +26,7 @@ class LoaderRoles:
     def __init__(self, context) -> None:
         super().__init__(context)
         self._targets: List[str] = []
-        self._functions: List[str] = []
-        self._defs: List[cst.FunctionDef] = []  # (their nodes)
+        self._functions: List[cst.FunctionDef] = []  # the functions around the code
         self._loops: List[int] = [0]  # loops around the code, per function (a loop outside a def is not its)
         # what the names of each enclosing scope were last given (the module's first)
         self._values: List[Dict[str, cst.BaseExpression]] = [{}]
@@ -65,14 +64,12 @@ class LoaderRoles:
         return updated_node
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._functions.append(node.name.value)
-        self._defs.append(node)
+        self._functions.append(node)
         self._loops.append(0)
         self._values.append({})
 
     def leave_FunctionDef(self, original_node, updated_node):
         self._functions.pop()
-        self._defs.pop()
         self._loops.pop()
         self._values.pop()
         return updated_node
@@ -96,8 +93,11 @@ class LoaderRoles:
         step (`step`, `training_step`), or over samples its function is given and read there
         (`def train_iteration(policy, samples)`: each call brings its own): over that step's
         samples, whose remainder drop_last would drop (all of a step shorter than a batch)."""
-        function = self._functions[-1] if self._functions else ""
-        return self._loops[-1] > 0 or _STEP_WORDS.search(function) is not None or self._reads_given_samples(call)
+        return (self._loops[-1] > 0 or _STEP_WORDS.search(self._function_name()) is not None
+                or self._reads_given_samples(call))
+
+    def _function_name(self) -> str:
+        return self._functions[-1].name.value if self._functions else ""
 
     def _reads_given_samples(self, call: cst.Call) -> bool:
         """Whether the loader `call` makes is built over samples its function is given (a parameter
@@ -105,9 +105,9 @@ class LoaderRoles:
         handed on."""
         dataset = dataset_of(call)
         loader = self._targets[-1] if self._targets else ""
-        if not self._defs or dataset is None or not loader.isidentifier():
+        if not self._functions or dataset is None or not loader.isidentifier():
             return False
-        function = self._defs[-1]
+        function = self._functions[-1]
         parameters = function.params
         given = {param.name.value for param in (*parameters.posonly_params, *parameters.params,
                                                 *parameters.kwonly_params)} - {"self", "cls"}
@@ -169,7 +169,7 @@ class LoaderRoles:
     def role(self, call: cst.Call) -> Optional[str]:
         """"train", "eval" or None (cannot tell)."""
         target = self._targets[-1] if self._targets else ""
-        for words in (target, self._functions[-1] if self._functions else ""):
+        for words in (target, self._function_name()):
             if _EVAL_WORDS.search(words) and not _TRAIN_WORDS.search(words):
                 return "eval"
             if _TRAIN_WORDS.search(words):
