@@ -293,21 +293,27 @@ class _Forwarders(cst.CSTVisitor):
                     (is_to and index == 0 and arg.keyword is None)):
                 continue
             counts = self._counted(arg.value.value)
-            if counts is not None and not (arg.keyword is not None and "cuda" in code_of(node.func).split(".")):
+            if counts is not None and not (arg.keyword is not None and _spells_cuda_api(node.func)):
                 counts[1] += 1  # (torch.cuda's own device= takes the card's index, as torch_npu.npu's does)
+
+
+def _spells_cuda_api(callee: cst.BaseExpression) -> bool:
+    """Whether a callee is written as torch's CUDA API (`torch.cuda.Stream`, `cuda.Stream`), whatever
+    name holds the module: its `device=` takes the card's index, as torch_npu.npu's does."""
+    return "cuda" in code_of(callee).split(".")
 
 
 # The names an int goes by where it stands for a device (`device`, `local_device`), not an index
 # that queries take (`dev`, `device_id`, `gpu`: `get_device_properties(dev)` takes it on the NPU
 # too), nor a count of them (`num_device`).
-_DEVICE_INDEX_NAME = re.compile(r"^(?!(?:n|num|number|total|max|min|count)_)(?:\w+_)?device$")
+_DEVICE_VARIABLE = re.compile(r"^(?!(?:n|num|number|total|max|min|count)_)(?:\w+_)?device$")
 
 
-def _names_a_device(expression: cst.BaseExpression) -> bool:
-    """Whether `expression` is a name (or an attribute) that calls its value a device index."""
+def _named_as_device(expression: cst.BaseExpression) -> bool:
+    """Whether `expression` is a name (or an attribute) that calls its value a device."""
     name = expression.value if isinstance(expression, cst.Name) else \
         expression.attr.value if isinstance(expression, cst.Attribute) else None
-    return name is not None and _DEVICE_INDEX_NAME.match(name) is not None
+    return name is not None and _DEVICE_VARIABLE.match(name) is not None
 
 
 def _bound_method_call(call: cst.Call) -> bool:
@@ -440,7 +446,7 @@ class IntegerDevices(Rule):
         int as a CUDA device (DiT's sampler: `diffusion.p_sample_loop(..., device=rank % count)`
         creates its noise with `torch.randn(..., device=device)`), so the row says how to give it
         an NPU."""
-        if not any(arg.keyword.value == "device" if arg.keyword is not None else _names_a_device(arg.value)
+        if not any(arg.keyword.value == "device" if arg.keyword is not None else _named_as_device(arg.value)
                    for arg in call.args):
             return  # (most calls: nothing more to read)
         func = call.func
@@ -449,7 +455,7 @@ class IntegerDevices(Rule):
             return  # (this file's own functions are read here: forwarders are rewritten above)
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
             return  # a method of what a call returns (DeepSpeed's get_accelerator().Stream): whose, is not known
-        if "cuda" in code_of(func).split("."):
+        if _spells_cuda_api(func):
             return  # torch's CUDA API through a name of the module (`torch = _torch()`): not the project's
         own = self.context.options.project_modules
         names = qualified_names(self, func)
@@ -458,7 +464,7 @@ class IntegerDevices(Rule):
         # by keyword, to any function of the project; by position, only where an import says it is
         # one (a method of an object, `seg.get("device", device)`, may be a dict's or a list's)
         handed = [arg for arg in call.args if (arg.keyword.value == "device" if arg.keyword is not None
-                                               else names and not arg.star and _names_a_device(arg.value))]
+                                               else names and not arg.star and _named_as_device(arg.value))]
         for arg in handed:
             if not self._is_explicit_candidate(arg.value):
                 continue
