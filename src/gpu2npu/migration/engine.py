@@ -42,17 +42,14 @@ class Engine:
         self._running: List[Generator] = []
 
     def results(self, entries: Sequence[Entry]) -> Iterator[Tuple[Entry, FileResult]]:
-        options = self.options
-        # (what a file loads as its own, and what a script's options mean, depend on the tree:
-        # so do the results)
-        # (check names its entries from its command line: it says which modules are the project's)
-        held, kept = packages_held(entries), backend_options_kept_in(entries)
-        modules = options.project_modules or project_modules(entries)
-        if held or kept or modules:
-            options = dataclasses.replace(options, packages_held=held, backend_options_kept=kept,
-                                          project_modules=modules)
-            if self.cache is not None:
-                self.cache.salt = cache.salt_for(options)
+        # What a file loads as its own, which modules are the project's and what a script's options
+        # mean depend on the tree: so do the results.  (check names its entries from its command
+        # line: it gives the project's modules itself.)
+        options = dataclasses.replace(self.options, packages_held=packages_held(entries),
+                                      backend_options_kept=backend_options_kept_in(entries),
+                                      project_modules=self.options.project_modules or project_modules(entries))
+        if self.cache is not None:
+            self.cache.salt = cache.salt_for(options)
         computed = migrate_all(entries, options, self.jobs, self.cache)
         self._running.append(computed)
         return zip(entries, computed)
