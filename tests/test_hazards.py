@@ -152,6 +152,12 @@ def test_inductor_settings_are_notes_of_their_own_kind_that_check_does_not_count
     assert "train.py line: 3 ~ 3 Operation Type: NOTE Message: torch._inductor.config.coordinate_descent_tuning" in log
 
 
+def test_every_bitsandbytes_optimizer_name_holds_a_word_the_text_tests_look_for():
+    # (the hazard and the launch-script rule read a file only where one of NAME_WORDS is in it)
+    from gpu2npu.knowledge.hf_optimizers import HF_BITSANDBYTES_OPTIMIZERS, NAME_WORDS
+    assert all(any(word in name for word in NAME_WORDS) for name in HF_BITSANDBYTES_OPTIMIZERS)
+
+
 @pytest.mark.parametrize("source", [
     "def validate(cfg):\n    if cfg.optimizer in ('adamw_8bit', 'adamw_bnb_8bit', 'paged_adamw_8bit'):\n        warn(cfg)\n",
     "def validate(cfg):\n    if cfg.optimizer == 'paged_adamw_32bit' or 'adamw_8bit' != cfg.optim:\n        warn(cfg)\n",

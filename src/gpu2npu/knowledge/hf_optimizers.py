@@ -14,6 +14,9 @@ HF_BITSANDBYTES_OPTIMIZERS: Dict[str, Optional[str]] = {
     "paged_ademamix_8bit": None, "galore_adamw_8bit": "galore_adamw", "galore_adamw_8bit_layerwise": "galore_adamw_layerwise",
 }
 
+# Words one of which every name above holds (the text a file must hold to name one).
+NAME_WORDS = ("8bit", "32bit", "bnb", "ademamix")
+
 
 def bitsandbytes_optimizer_tip(name: str) -> str:
     """What to choose on the NPU instead of the optimizer `name` (one of HF_BITSANDBYTES_OPTIMIZERS),

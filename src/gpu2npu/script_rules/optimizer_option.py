@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ..knowledge.hf_optimizers import HF_BITSANDBYTES_OPTIMIZERS, bitsandbytes_optimizer_tip
+from ..knowledge.hf_optimizers import HF_BITSANDBYTES_OPTIMIZERS, NAME_WORDS, bitsandbytes_optimizer_tip
 from ..records.change import Report
 from ..records.finding_kinds import FUSED_OPTIMIZER
 from .base import LineReport, ScriptExample, ScriptRule, option_values
@@ -27,7 +27,7 @@ class BitsandbytesOptimizerOption(ScriptRule):
 
     code = "NPU507"
     summary = "launch scripts and configs: --optim / optim: naming a bitsandbytes optimizer reported"
-    triggers = ("8bit", "32bit", "bnb", "ademamix")
+    triggers = NAME_WORDS
     examples = (
         ScriptExample("torchrun train.py --optim adamw_bnb_8bit --bf16 True\n",
                       "torchrun train.py --optim adamw_bnb_8bit --bf16 True\n", reported=("optim='adamw_bnb_8bit'",)),

@@ -8,12 +8,11 @@ from typing import Optional, Set
 
 from ...records.change import Report
 from ...records.finding_kinds import FUSED_OPTIMIZER
-from ...knowledge.hf_optimizers import HF_BITSANDBYTES_OPTIMIZERS, bitsandbytes_optimizer_tip
+from ...knowledge.hf_optimizers import HF_BITSANDBYTES_OPTIMIZERS, NAME_WORDS, bitsandbytes_optimizer_tip
 from ...knowledge.tips import FUSED_OPTIMIZERS, has_fused_kernel
 from .view import FileView
 
-# every name above holds one of these
-TRIGGERS = (b"fused=True", b"fused = True", b"8bit", b"32bit", b"bnb", b"ademamix")
+TRIGGERS = (b"fused=True", b"fused = True", *(word.encode() for word in NAME_WORDS))
 
 
 class Detector:
