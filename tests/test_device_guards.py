@@ -179,6 +179,58 @@ def test_a_framework_option_chosen_by_a_test_is_left_whole_with_the_frameworks_t
     assert "Lightning's accelerator option" in guards[0].tip and "choose the NPU in that framework" in guards[0].tip
 
 
+# The same availability test asked for another option of the framework, beside a left one.
+LIGHTNING = "import torch\nimport lightning as L\n"
+BESIDE_A_LEFT_CHOICE = [
+    # in the same call, the test written out or through a variable of its own
+    "L.Trainer(accelerator='gpu' if torch.cuda.is_available() else 'cpu',\n"
+    "          devices=torch.cuda.device_count() if torch.cuda.is_available() else 1)\n",
+    "L.Trainer(devices=torch.cuda.device_count() if torch.cuda.is_available() else 1,\n"
+    "          accelerator='cuda' if torch.cuda.is_available() else 'cpu')\n",
+    "L.Trainer(accelerator='gpu' if torch.cuda.is_available() else 'cpu',\n"
+    "          strategy='ddp' if torch.cuda.device_count() > 1 else 'auto')\n",
+    # in a dict of the framework's settings, and dict(...)
+    "settings = {'accelerator': 'gpu' if torch.cuda.is_available() else 'cpu',\n"
+    "            'devices': torch.cuda.device_count() if torch.cuda.is_available() else 1}\n",
+    "settings = dict(accelerator='gpu' if torch.cuda.is_available() else 'cpu',\n"
+    "                devices=torch.cuda.device_count() if torch.cuda.is_available() else 1)\n",
+]
+
+
+@pytest.mark.parametrize("call", BESIDE_A_LEFT_CHOICE)
+def test_an_availability_test_beside_a_left_framework_choice_is_left_too(call):
+    output, guards = _migrate(LIGHTNING + call)
+    assert output == LIGHTNING + call
+    assert [guard.start_line for guard in guards] == [3, 4]
+    beside = [guard for guard in guards if "as the same test beside it" in guard.tip]
+    assert len(beside) == 1 and "test for the NPU in both" in beside[0].tip
+
+
+STAY_MIGRATED_BESIDE = [
+    # a capability test raises without CUDA: migrated, it answers for the NPU (the CPU run takes bf16 too)
+    ("L.Trainer(accelerator='gpu' if torch.cuda.is_available() else 'cpu',\n"
+     "          precision='bf16-mixed' if torch.cuda.is_bf16_supported() else '32-true')\n",
+     "torch_npu.npu.is_bf16_supported()"),
+    # in another call, or another statement
+    ("L.Trainer(accelerator='gpu' if torch.cuda.is_available() else 'cpu')\n"
+     "n = torch.cuda.device_count() if torch.cuda.is_available() else 1\n",
+     "n = torch_npu.npu.device_count() if torch_npu.npu.is_available() else 1"),
+    ("L.Trainer(accelerator='gpu' if torch.cuda.is_available() else 'cpu',\n"
+     "          devices=count(torch.cuda.device_count() if torch.cuda.is_available() else 1))\n",
+     "count(torch_npu.npu.device_count() if torch_npu.npu.is_available() else 1)"),
+    # beside a torch device choice, which is migrated
+    ("run(device='cuda' if torch.cuda.is_available() else 'cpu',\n"
+     "    world=torch.cuda.device_count() if torch.cuda.is_available() else 1)\n",
+     "world=torch_npu.npu.device_count() if torch_npu.npu.is_available() else 1"),
+]
+
+
+@pytest.mark.parametrize("source, expected", STAY_MIGRATED_BESIDE)
+def test_tests_not_beside_a_left_choice_are_migrated(source, expected):
+    output, _ = _migrate(LIGHTNING + source)
+    assert expected in output
+
+
 @pytest.mark.parametrize("source, expected", MIGRATED)
 def test_a_test_guarding_valid_code_is_migrated(source, expected):
     output, guards = _migrate(source)

@@ -463,6 +463,11 @@ class _NameUses(cst.CSTVisitor):
 
 def dead_guard_tip(guard, api: ApiData) -> str:
     option = next((tip for name, _, tip in FRAMEWORK_OPTIONS if guard.guarded.startswith(f"{name}=")), None)
+    if option is not None and guard.beside:
+        return (f"left as written, as the same test beside it, which guards {guard.guarded}: {option}. As written, "
+                "the framework runs on the CPU on the NPU machine (as on any machine without CUDA), and so does this "
+                "setting; migrated alone, it would give the CPU run an NPU setting: "
+                "choose the NPU in that framework, then test for the NPU in both")
     if option is not None:  # another framework's device option, left as written by the rules
         return (f"left as written: it guards {guard.guarded}: {option}. Migrated alone, the test would hand "
                 "that framework a CUDA choice on the NPU; as written, this branch is not taken there (as on any "

@@ -74,6 +74,7 @@ class DeadGuard:
     test: str  # the device test's code
     guarded: str  # the first CUDA-only name it guards (reported at its own line too)
     gates_tf32: bool = False  # what it guards is a TF32 switch (the tip differs)
+    beside: bool = False  # left for the same test beside it, which guards `guarded` (the tip differs)
 
 
 class _Resolver(cst.CSTVisitor):
@@ -111,6 +112,7 @@ class _Resolver(cst.CSTVisitor):
         self.catching_tries: List[cst.Try] = []  # `try`s that catch a missing key (KeyError)
         self.fused_flags: List[cst.CSTNode] = []  # `fused=True`, `{"fused": True}`
         self.optimizers: Set[str] = set()  # the torch optimizers with a fused form the file names
+        self.framework_choices: Set[str] = set()  # what cuda_only says of a framework's CUDA option
 
     def visit_If(self, node: cst.If) -> None:
         self.ifs.append(node)
@@ -220,6 +222,7 @@ class _Resolver(cst.CSTVisitor):
         option = framework_option(self, node)
         if option is not None:
             self.cuda_only[id(node)] = f"{option[0]}={text!r}"
+            self.framework_choices.add(self.cuda_only[id(node)])
         elif text != "gpu":
             self.device_terms.add(id(node))
 
@@ -606,6 +609,43 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     return spans, dead_guards(wrapper, resolver)
 
 
+# A test of whether CUDA is there at all (not of what it can do: is_bf16_supported() and the like
+# raise on a machine without CUDA, so a capability test is never left as written for its neighbour).
+_AVAILABILITY = re.compile(r"\b(is_available|device_count)\b")
+
+
+def _availability_beside_choices(finder: "_Finder", resolver: "_Resolver", parents) -> None:
+    """`Trainer(accelerator="gpu" if torch.cuda.is_available() else "cpu",
+    devices=torch.cuda.device_count() if torch.cuda.is_available() else 1)`: the accelerator's
+    test is left as written (the framework has no NPU choice), so on the NPU the framework runs on
+    the CPU.  The same question asked for the option beside it, in the same call or dict, gets the
+    same answer: migrated alone it would ask for the NPUs' count of CPU processes."""
+    for ifexp in resolver.ifexps:
+        guard = finder.spans.get(npu_aware.span_of(finder.positions[ifexp.test], ifexp.test))
+        if guard is None or guard.guarded not in resolver.framework_choices:
+            continue
+        holder = parents.get(parents.get(ifexp))  # (the IfExp's Arg or DictElement, then its Call or Dict)
+        if isinstance(holder, cst.Call):
+            values = [arg.value for arg in holder.args]
+        elif isinstance(holder, cst.Dict):
+            values = [element.value for element in holder.elements if isinstance(element, cst.DictElement)]
+        else:
+            continue
+        for value in values:
+            if not isinstance(value, cst.IfExp) or value is ifexp:
+                continue
+            test_span = npu_aware.span_of(finder.positions[value.test], value.test)
+            when_true, when_false = finder._polarity(value.test)
+            code = _one_line(value.test)
+            if test_span in finder.spans or not (when_true or when_false) or not _AVAILABILITY.search(code):
+                continue
+            for part in (value.body, value.orelse):
+                finder.covered.add(id(part))
+                finder.spans[npu_aware.span_of(finder.positions[part], part)] = None
+            # (after its parts: the rules find a span by its lines, and a part may have the test's)
+            finder.spans[test_span] = DeadGuard(code, guard.guarded, beside=True)
+
+
 def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, Optional[DeadGuard]]:
     """Spans of the original file left as written because they test for CUDA around code that
     stays CUDA-only: the test's span maps to its DeadGuard (a report row), the code it guards to
@@ -638,6 +678,7 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
             finder.visit_IfExp(node)
     for node in resolver.boolops:
         finder.visit_BooleanOperation(node)
+    _availability_beside_choices(finder, resolver, wrapper.resolve(ParentNodeProvider))
     # `use_cuda = torch.cuda.is_available()` ... `if use_cuda: <CUDA-only>`: the variable's
     # value is the test, so it stays as written too.
     # (also where the test reads it negated or beside others: `if not cuda_available: raise ...`)
