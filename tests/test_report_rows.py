@@ -430,6 +430,18 @@ class TestALoaderOverTheSamplesItsFunctionIsGiven:
         "    def update(self, *, rollouts):\n        train_set = RolloutDataset(rollouts, gamma=self.gamma)\n"
         "        train_loader = DataLoader(train_set, batch_size=4, shuffle=True)\n"
         "        return [self.learn(b) for b in train_loader]\n",
+        # read again in the update's own passes over the step's samples (PPO), not a run's epochs
+        "from torch.utils.data import DataLoader, TensorDataset\n\nclass Agent:\n"
+        "    def update(self, rollouts):\n"
+        "        loader = DataLoader(TensorDataset(rollouts.obs, rollouts.actions), batch_size=64, shuffle=True)\n"
+        "        for _ in range(self.ppo_epochs):\n            for obs, actions in loader:\n"
+        "                self.learn(obs, actions)\n",
+        "from torch.utils.data import DataLoader\n\ndef update(policy, buffer, update_epochs):\n"
+        "    train_loader = DataLoader(buffer, batch_size=64, shuffle=True)\n"
+        "    for epoch in range(update_epochs):\n        for batch in train_loader:\n            policy.learn(batch)\n",
+        "from torch.utils.data import DataLoader\n\ndef update(policy, buffer):\n"
+        "    train_loader = DataLoader(buffer, batch_size=64, shuffle=True)\n"
+        "    for _ in range(4):\n        for batch in train_loader:\n            policy.learn(batch)\n",
     ])
     def test_it_gets_no_drop_last(self, source):
         output, result = _migrate(source)
@@ -449,5 +461,15 @@ class TestALoaderOverTheSamplesItsFunctionIsGiven:
         "        for batch in train_loader:\n            self.step(batch)\n",
     ])
     def test_a_loader_built_once_gets_it(self, source):
+        output, _ = _migrate(source)
+        assert "shuffle=True, drop_last=True)" in output
+
+    @pytest.mark.parametrize("loop", ["for epoch in range(args.epochs):", "for _ in range(num_epochs):",
+                                      "for epoch in range(10):", "for epoch in range(start, cfg.max_epochs):",
+                                      "for _ in range(self.num_train_epochs):", "while step < max_steps:"])
+    def test_a_loader_over_the_given_data_set_read_in_a_runs_epochs_gets_it(self, loop):
+        source = ("from torch.utils.data import DataLoader\n\ndef train(model, train_set, args):\n"
+                  "    train_loader = DataLoader(train_set, batch_size=32, shuffle=True)\n"
+                  f"    {loop}\n        for batch in train_loader:\n            model(batch)\n")
         output, _ = _migrate(source)
         assert "shuffle=True, drop_last=True)" in output

@@ -8,12 +8,32 @@ from typing import Dict, List, Optional
 import libcst as cst
 
 from .base import code_of
-from .names import file_facts, nodes_within
+from .names import dotted_name, file_facts, nodes_within
 
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 _EVAL_WORDS = re.compile(r"(val|valid|validation|test|eval|evaluation|dev|infer|inference|predict)", re.I)
 _TRAIN_WORDS = re.compile(r"train", re.I)
 _STEP_WORDS = re.compile(r"(^|_)step($|_)", re.I)
+# The count of a run's epochs (`range(args.epochs)`, `range(num_train_epochs)`): a word before
+# "epochs" other than these says whose (`ppo_epochs`, `update_epochs`: an RL update's passes).
+_RUN_EPOCHS = re.compile(r"^((num|n|max|total|train|training)_?(train_)?)?epochs?$", re.I)
+_EPOCH_WORD = re.compile(r"epoch", re.I)
+
+
+def _repeats_a_run(loop: cst.CSTNode) -> bool:
+    """Whether `loop` may be a run's epoch loop.  A `for ... in range(count)` is one where its count
+    is named for a run's epochs, or where its variable is the epoch and the count does not name
+    whose epochs they are; `while` and other loops may be."""
+    if not (isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and dotted_name(loop.iter.func) == "range"
+            and loop.iter.args):
+        return True
+    count = (dotted_name(loop.iter.args[-1 if len(loop.iter.args) < 3 else 1].value) or "").rsplit(".", 1)[-1]
+    if _EPOCH_WORD.search(count):
+        return _RUN_EPOCHS.match(count) is not None
+    target = dotted_name(loop.target) or ""
+    return _EPOCH_WORD.search(target) is not None
+
+
 # Keywords that give a dataset its number of samples (`RegressionDataset(length=80)`).
 _SIZE_KEYWORDS = frozenset({"length", "size", "num_samples", "n_samples", "samples", "n", "num_examples",
                             "count", "dataset_size", "num_items", "num_elements", "len"})
@@ -114,13 +134,17 @@ class LoaderRoles:
         dataset = self._value_of(dataset)
         # the samples themselves (`TensorDataset(samples)`), not a setting read from an argument
         # (`ImageFolder(args.data)`) nor a function
+        # (a TensorDataset holds the tensors it is given: `TensorDataset(rollouts.obs)` is over samples)
+        tensors = {id(arg.value) for inner in nodes_within(dataset, cst.Call)
+                   if (dotted_name(inner.func) or "").rsplit(".", 1)[-1] == "TensorDataset" for arg in inner.args}
         not_data = {id(inner.func) for inner in nodes_within(dataset, cst.Call)} | {
-            id(attribute.value) for attribute in nodes_within(dataset, cst.Attribute)}
+            id(attribute.value) for attribute in nodes_within(dataset, cst.Attribute) if id(attribute) not in tensors}
         if not any(name.value in given for name in nodes_within(dataset, cst.Name) if id(name) not in not_data):
             return False
-        # read in one pass: a loop over it that no other loop of the function holds (an epoch loop
-        # around it reads a run's data set again and again)
-        repeated = {id(inner) for outer in nodes_within(function.body, cst.For, cst.While)
+        # read in one pass: a loop over it that no epoch loop of the run holds (one around it reads
+        # a run's data set again and again; a PPO-style update's `for _ in range(ppo_epochs)`
+        # reads the step's samples again, and is no such loop)
+        repeated = {id(inner) for outer in nodes_within(function.body, cst.For, cst.While) if _repeats_a_run(outer)
                     for inner in nodes_within(outer.body, cst.For, cst.CompFor)}
         return any(loader in {name.value for name in nodes_within(loop.iter, cst.Name)}
                    for loop in nodes_within(function.body, cst.For, cst.CompFor) if id(loop) not in repeated)
