@@ -52,6 +52,39 @@ def test_torch_names_are_judged_against_the_public_api(call, expected):
     assert found == ([] if expected is None else [(expected[0], 2, expected[1])])
 
 
+class TestCustomOperatorsTheFileRegistersFromPython:
+    """A custom operator registered in the file from one of its Python functions, for every device,
+    runs that function: its calls have their own rows, the operator's call has none. One registered
+    for CUDA alone, or elsewhere, keeps its row."""
+
+    @pytest.mark.parametrize("registration", [
+        "torch.library.custom_op('proj::attend', mutates_args=())(attend)",
+        "@torch.library.custom_op('proj::attend', mutates_args=())\ndef attend(q):\n    return q",
+        "lib = torch.library.Library('proj', 'FRAGMENT')\nlib.define('attend(Tensor q) -> Tensor')\n"
+        "lib.impl('attend', attend, 'CompositeExplicitAutograd')",
+        "torch.library.define('proj::attend', '(Tensor q) -> Tensor')",
+        "direct_register_custom_op(op_name='attend', op_func=attend, mutates_args=[])",
+        "direct_register_custom_op('attend', attend, mutates_args=[])",
+    ])
+    def test_its_call_has_no_row(self, registration):
+        # (torch.library.custom_op is newer than torch 2.1: that row is another matter)
+        found = rows(f"import torch\n{registration}\ny = torch.ops.proj.attend(q)\n")
+        assert [row for row in found if row[2].startswith("torch.ops.")] == []
+
+    @pytest.mark.parametrize("registration", [
+        "",  # registered elsewhere (a library's, or the project's C++)
+        "lib = torch.library.Library('proj', 'FRAGMENT')\nlib.define('attend(Tensor q) -> Tensor')\n"
+        "lib.impl('attend', attend, 'CUDA')",
+        "direct_register_custom_op(op_name='attend', op_func=attend, dispatch_key='CUDA')",
+        "torch.library.custom_op('proj::other', mutates_args=())(other)",  # another operator
+        "torch.library.custom_op('otherproj::attend', mutates_args=())(attend)",  # another namespace's
+    ])
+    def test_others_keep_theirs(self, registration):
+        source = f"import torch\n{registration}\ny = torch.ops.proj.attend(q)\n"
+        found = [row for row in rows(source) if row[2].startswith("torch.ops.")]
+        assert found == [(Report.UNKNOWN, source.count("\n"), "torch.ops.proj.attend")]
+
+
 def test_tensor_methods_without_a_kernel_are_unknown_because_the_receiver_is_not_known():
     source = "import torch\ny = x.lgamma()\nz = x.heaviside(w)\nparts = name.split('.')\nn = x.sum()\n"
     assert rows(source) == [(Report.UNKNOWN, 2, "Tensor.lgamma"), (Report.UNKNOWN, 3, "Tensor.heaviside")]

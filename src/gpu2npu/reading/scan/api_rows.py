@@ -3,7 +3,7 @@ support the data cannot decide (unsupported_api.csv, unknown_api.csv)."""
 from __future__ import annotations
 
 import ast
-from typing import List, Optional
+from typing import FrozenSet, List, Optional, Tuple
 
 from ...knowledge import apidata
 from ...records.change import Finding, Report
@@ -17,11 +17,17 @@ def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool 
     """unsupported_api.csv / unknown_api.csv rows for the calls of one file; `similar`: the run
     has -sim (which rewrites the calls it has an equivalent for, so the tip differs)."""
     findings: List[Finding] = []
+    registered: List[FrozenSet[Tuple[Optional[str], str]]] = []  # (read when a custom operator is called)
     for call in scan.calls:
         names = sorted(scan.qualified(call.func))
         finding = None
         for name in names:
             finding = _judge_torch_call(call, name, path, api, similar)
+            if finding is not None and finding.rule == UNKNOWN_SUPPORT.code and name.startswith("torch.ops."):
+                if not registered:
+                    registered.append(_operators_registered_here(scan))
+                if _registered(name, registered[0]):
+                    finding = None
             if finding is not None:
                 accelerator = _other_accelerator(name)
                 if accelerator and scan.accelerator_guarded(call.lineno, accelerator):
@@ -203,6 +209,43 @@ def _judge_dispatcher_op(call: ast.Call, name: str, path: str, api: apidata.ApiD
     return _row(call, path, UNKNOWN_SUPPORT, Report.UNKNOWN, name,
                 f"custom operator namespace '{namespace}': it runs on NPU only if its library registers "
                 "an NPU (PrivateUse1) kernel")
+
+
+# What registers a custom operator from a Python function (torch.library's, a Library's methods, and
+# the helpers LLM serving projects wrap them in): its first string names the operator.
+_REGISTERING = frozenset({"custom_op", "define", "impl", "register_fake", "register_kernel", "impl_abstract",
+                          "direct_register_custom_op", "register_custom_op"})
+_OPERATOR_KEYWORDS = frozenset({"op_name", "qualname", "name", "schema"})
+
+
+def _operators_registered_here(scan: FileScan) -> FrozenSet[Tuple[Optional[str], str]]:
+    """(namespace or None, operator) of the custom operators this file registers from Python for
+    every device: the operator is a function of the file, whose own calls have their rows.  (One
+    registered for CUDA alone, `impl("op", f, "CUDA")`, has no NPU kernel: not these.)"""
+    found, for_cuda = set(), set()
+    for call in scan.calls:
+        func = call.func
+        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if last not in _REGISTERING:
+            continue
+        strings = [(keyword, node.value) for keyword, node in
+                   [(None, arg) for arg in call.args] + [(k.arg, k.value) for k in call.keywords]
+                   if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+        text = next((text for keyword, text in strings if keyword is None or keyword in _OPERATOR_KEYWORDS), None)
+        if not text:
+            continue
+        namespace, _, operator = text.partition("::") if "::" in text else (None, "", text)
+        operator = operator.split("(", 1)[0].split(".", 1)[0].strip()
+        if operator.isidentifier():
+            if any(other.lower() == "cuda" for _, other in strings):
+                for_cuda.add(operator)
+            found.add((namespace, operator))
+    return frozenset(entry for entry in found if entry[1] not in for_cuda)
+
+
+def _registered(name: str, registered: FrozenSet[Tuple[Optional[str], str]]) -> bool:
+    parts = name.split(".")
+    return len(parts) >= 4 and ((parts[2], parts[3]) in registered or (None, parts[3]) in registered)
 
 
 def _judge_method_call(call: ast.Call, path: str, api: apidata.ApiData) -> Optional[Finding]:
