@@ -40,7 +40,8 @@ def test_one_value_the_ascend_variable_does_not_take_leaves_every_mention():
         """
     output, result = _migrate(source)
     assert output == textwrap.dedent(source)
-    assert _reported(result) == [(2, "PYTORCH_CUDA_ALLOC_CONF"), (3, "PYTORCH_CUDA_ALLOC_CONF")]
+    # (the read is left with the setting: the setting's row says what to do)
+    assert _reported(result) == [(2, "PYTORCH_CUDA_ALLOC_CONF")]
     assert "backend:cudaMallocAsync" in result.findings[0].tip
 
 
@@ -100,6 +101,22 @@ def test_a_variable_without_a_counterpart_only_read_is_a_note(read):
 def test_a_variable_without_a_counterpart_that_the_file_sets_or_removes_is_reported(source):
     _, result = _migrate(source)
     assert _reported(result)
+
+
+@pytest.mark.parametrize("source, lines", [
+    ('import os\nif os.getenv("NCCL_P2P_DISABLE") is None:\n    os.environ["NCCL_P2P_DISABLE"] = "1"\n', [3]),
+    ('import os\nif "NCCL_P2P_DISABLE" not in env:\n    env["NCCL_P2P_DISABLE"] = "1"\n', [3]),
+    ('import os\nmixing = os.environ.get("NCCL_GRAPH_MIXING_SUPPORT", "1") == "1"\n'
+     'if mixing:\n    os.environ.setdefault("NCCL_GRAPH_MIXING_SUPPORT", "0")\n', [4]),
+    # a value a counterpart refuses leaves every mention: the reads with the setting's row
+    ('import os\nos.environ["NCCL_ASYNC_ERROR_HANDLING"] = "3"\nmode = os.environ["NCCL_ASYNC_ERROR_HANDLING"]\n', [2]),
+    # two settings: a row each
+    ('import os\nos.environ["NCCL_DEBUG"] = "INFO"\nif quiet:\n    os.environ["NCCL_DEBUG"] = "WARN"\n', [2, 4]),
+])
+def test_a_variable_the_file_sets_has_its_rows_where_it_is_set_not_where_it_is_read(source, lines):
+    output, result = _migrate(source)
+    assert output == source
+    assert [line for line, _ in _reported(result)] == lines
 
 
 @pytest.mark.parametrize("line, edited, reported", [

@@ -176,7 +176,10 @@ class CudaEnvironmentVariables(DocstringTracker, Rule):
             return updated_node
         counterpart, tip = self._verdict(name)
         if counterpart is None:
-            self.report(original_node, Report.UNSUPPORTED, name, tip)
+            # (a read of what the file sets, `if os.getenv(NAME) is None: os.environ[NAME] = "1"`,
+            # is left with the setting, whose row says what to do)
+            if not self._only_read(original_node):
+                self.report(original_node, Report.UNSUPPORTED, name, tip)
             return updated_node
         self.record(original_node, f"change {name} to {counterpart.name} (the Ascend variable; the values "
                     "this file gives it carry over)")
