@@ -62,7 +62,7 @@ class TestCustomOperatorsTheFileRegistersFromPython:
         "@torch.library.custom_op('proj::attend', mutates_args=())\ndef attend(q):\n    return q",
         "lib = torch.library.Library('proj', 'FRAGMENT')\nlib.define('attend(Tensor q) -> Tensor')\n"
         "lib.impl('attend', attend, 'CompositeExplicitAutograd')",
-        "torch.library.define('proj::attend', '(Tensor q) -> Tensor')",
+        "torch.library.impl('proj::attend', 'CompositeExplicitAutograd')(attend)",
         "direct_register_custom_op(op_name='attend', op_func=attend, mutates_args=[])",
         "direct_register_custom_op('attend', attend, mutates_args=[])",
     ])
@@ -71,11 +71,23 @@ class TestCustomOperatorsTheFileRegistersFromPython:
         found = rows(f"import torch\n{registration}\ny = torch.ops.proj.attend(q)\n")
         assert [row for row in found if row[2].startswith("torch.ops.")] == []
 
+    def test_one_registered_under_its_name_alone_is_not_another_namespaces_of_that_name(self):
+        # (the Python operator of the project's library wraps the C++ kernel of the same name)
+        source = ("import torch\ndef gemm(a):\n    return torch.ops._C.gemm(a)\n"
+                  "direct_register_custom_op('gemm', gemm)\ny = torch.ops.proj.gemm(a)\n")
+        assert [row for row in rows(source) if row[2].startswith("torch.ops.")] == [
+            (Report.UNKNOWN, 3, "torch.ops._C.gemm"), (Report.UNKNOWN, 5, "torch.ops.proj.gemm")]
+
     @pytest.mark.parametrize("registration", [
         "",  # registered elsewhere (a library's, or the project's C++)
         "lib = torch.library.Library('proj', 'FRAGMENT')\nlib.define('attend(Tensor q) -> Tensor')\n"
         "lib.impl('attend', attend, 'CUDA')",
         "direct_register_custom_op(op_name='attend', op_func=attend, dispatch_key='CUDA')",
+        "lib.impl('attend', attend_cpu, 'CPU')\nlib.impl('attend', attend_cuda, 'CUDA')",
+        "torch.library.custom_op('proj::attend', mutates_args=(), device_types='cuda')(attend)",
+        # a schema and a fake kernel for tracing: the kernel itself is elsewhere (C++)
+        "torch.library.define('proj::attend', '(Tensor q) -> Tensor')\n"
+        "torch.library.register_fake('proj::attend')(attend_meta)",
         "torch.library.custom_op('proj::other', mutates_args=())(other)",  # another operator
         "torch.library.custom_op('otherproj::attend', mutates_args=())(attend)",  # another namespace's
     ])

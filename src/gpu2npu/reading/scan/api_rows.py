@@ -3,7 +3,7 @@ support the data cannot decide (unsupported_api.csv, unknown_api.csv)."""
 from __future__ import annotations
 
 import ast
-from typing import FrozenSet, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from ...knowledge import apidata
 from ...records.change import Finding, Report
@@ -25,7 +25,8 @@ def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool 
             finding = _judge_torch_call(call, name, path, api, similar)
             if finding is not None and finding.rule == UNKNOWN_SUPPORT.code and name.startswith("torch.ops."):
                 if not registered:
-                    registered.append(_operators_registered_here(scan))
+                    registered.append(_operators_registered_here(scan, api_names=[
+                        name for call in scan.calls for name in scan.qualified(call.func)]))
                 if _registered(name, registered[0]):
                     finding = None
             if finding is not None:
@@ -211,18 +212,23 @@ def _judge_dispatcher_op(call: ast.Call, name: str, path: str, api: apidata.ApiD
                 "an NPU (PrivateUse1) kernel")
 
 
-# What registers a custom operator from a Python function (torch.library's, a Library's methods, and
-# the helpers LLM serving projects wrap them in): its first string names the operator.
-_REGISTERING = frozenset({"custom_op", "define", "impl", "register_fake", "register_kernel", "impl_abstract",
-                          "direct_register_custom_op", "register_custom_op"})
-_OPERATOR_KEYWORDS = frozenset({"op_name", "qualname", "name", "schema"})
+# What gives a custom operator a kernel from a Python function (torch.library's, a Library's, and the
+# helpers LLM serving projects wrap them in); its first string names the operator.  (A schema alone,
+# `define`, and a fake kernel for tracing, `register_fake`, run nothing: the kernel may be C++.)
+_REGISTERING = frozenset({"custom_op", "impl", "direct_register_custom_op", "register_custom_op"})
+_OPERATOR_KEYWORDS = frozenset({"op_name", "qualname", "name"})
+# Dispatch keys and device types of one kind of device: a kernel for them is none for the NPU.
+_ONE_DEVICE = frozenset({"cuda", "cpu", "xpu", "hip", "mps", "meta"})
 
 
-def _operators_registered_here(scan: FileScan) -> FrozenSet[Tuple[Optional[str], str]]:
-    """(namespace or None, operator) of the custom operators this file registers from Python for
-    every device: the operator is a function of the file, whose own calls have their rows.  (One
-    registered for CUDA alone, `impl("op", f, "CUDA")`, has no NPU kernel: not these.)"""
-    found, for_cuda = set(), set()
+def _operators_registered_here(scan: FileScan, api_names: List[str]) -> FrozenSet[Tuple[Optional[str], str]]:
+    """(namespace, operator) of the custom operators this file gives a kernel from Python for every
+    device: the operator runs a function of the file, whose own calls have their rows.  (One whose
+    kernels are for given devices, `impl("op", f, "CUDA")`, has none on the NPU.)  Registered under
+    its name alone (the library elsewhere), it is the operator of that name that the file calls,
+    where it calls one namespace's only: `torch.ops._C.gemm` beside `torch.ops.proj.gemm` may be
+    the C++ kernel the Python one wraps.  `api_names`: the names the file calls."""
+    found, for_one_device = set(), set()
     for call in scan.calls:
         func = call.func
         last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
@@ -237,15 +243,22 @@ def _operators_registered_here(scan: FileScan) -> FrozenSet[Tuple[Optional[str],
         namespace, _, operator = text.partition("::") if "::" in text else (None, "", text)
         operator = operator.split("(", 1)[0].split(".", 1)[0].strip()
         if operator.isidentifier():
-            if any(other.lower() == "cuda" for _, other in strings):
-                for_cuda.add(operator)
+            if any(other.lower() in _ONE_DEVICE for _, other in strings):
+                for_one_device.add(operator)
             found.add((namespace, operator))
-    return frozenset(entry for entry in found if entry[1] not in for_cuda)
+    namespaces: Dict[str, Set[str]] = {}  # operator -> the namespaces the file calls it in
+    for name in api_names:
+        parts = name.split(".")
+        if len(parts) >= 4 and parts[:2] == ["torch", "ops"]:
+            namespaces.setdefault(parts[3], set()).add(parts[2])
+    return frozenset((namespace, operator) if namespace is not None else (next(iter(namespaces[operator])), operator)
+                     for namespace, operator in found if operator not in for_one_device
+                     and (namespace is not None or len(namespaces.get(operator, ())) == 1))
 
 
-def _registered(name: str, registered: FrozenSet[Tuple[Optional[str], str]]) -> bool:
+def _registered(name: str, registered: FrozenSet[Tuple[str, str]]) -> bool:
     parts = name.split(".")
-    return len(parts) >= 4 and ((parts[2], parts[3]) in registered or (None, parts[3]) in registered)
+    return len(parts) >= 4 and (parts[2], parts[3]) in registered
 
 
 def _judge_method_call(call: ast.Call, path: str, api: apidata.ApiData) -> Optional[Finding]:
