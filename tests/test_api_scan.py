@@ -6,6 +6,7 @@ import pytest
 
 from gpu2npu.knowledge import apidata
 from gpu2npu.reading import scan
+from gpu2npu.reading.scan.api_rows import newer_torch_note
 from gpu2npu.records.change import Report
 from gpu2npu.records.results import Status
 from gpu2npu.knowledge.tips import CUDA_ONLY_PACKAGES
@@ -296,3 +297,29 @@ class TestTorchsDeviceNeutralPrivateCode:
         log = (target / "msFmkTranspltlog.txt").read_text()
         assert "train.py line: 5 ~ 5 Operation Type: NOTE Message: torch.utils._pytree.tree_leaves: torch's own " \
                "device-neutral Python" in log
+
+
+class TestNamesANewerTorchAddedAtOnePlace:
+    """The names at one place that one torch release added are one thing to port: one row names
+    them all. Other places, and names another release added, keep rows of their own."""
+
+    def test_one_row_names_them(self):
+        source = ("from torch.distributed.tensor import DTensor, Replicate\n"
+                  "x = DTensor.from_local(t, mesh, placements=[Replicate()])\n")
+        assert rows(source) == [(Report.UNSUPPORTED, 2, "torch.distributed.tensor.DTensor.from_local, "
+                                                        "torch.distributed.tensor.Replicate")]
+
+    @pytest.mark.parametrize("source, expected", [
+        ("from torch.distributed.tensor import DTensor, Replicate\nx = DTensor.from_local(t, mesh)\n"
+         "p = [Replicate()]\n", [2, 3]),
+        # torch 2.3 added get_default_device, torch 2.5 Buffer
+        ("import torch\nb = torch.nn.Buffer(torch.zeros(2, device=torch.get_default_device()))\n", [2, 2]),
+    ])
+    def test_other_places_and_releases_keep_their_own(self, source, expected):
+        assert [line for _, line, _ in rows(source)] == expected
+
+
+def test_the_runs_note_counts_each_name_of_a_row():
+    names = ["torch.distributed.tensor.DTensor.from_local, torch.distributed.tensor.Replicate"] * 5
+    note = newer_torch_note(names, API)
+    assert note is not None and note.startswith("10 uses of torch APIs")

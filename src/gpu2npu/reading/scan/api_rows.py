@@ -3,6 +3,7 @@ support the data cannot decide (unsupported_api.csv, unknown_api.csv)."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from ...knowledge import apidata
@@ -48,7 +49,25 @@ def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool 
                 findings.extend(newer)
                 break
     findings.extend(_newer_dtypes(scan, path, api))
-    return sorted(findings)
+    return sorted(_newer_names_together(findings))
+
+
+def _newer_names_together(findings: List[Finding]) -> List[Finding]:
+    """One row for the names at one place that the same torch release added, with the same tip:
+    `DTensor.from_local(x, mesh, [Replicate()])` is one thing to port."""
+    places: Dict[Tuple[int, int, str], List[Finding]] = {}
+    others = []
+    for finding in findings:
+        if finding.rule == NEWER_TORCH.code:
+            places.setdefault((finding.start_line, finding.end_line, finding.tip), []).append(finding)
+        else:
+            others.append(finding)
+    return others + [rows[0] if len(rows) == 1 else dataclasses.replace(
+        rows[0], api=NAMES_APART.join(dict.fromkeys(row.api for row in rows))) for rows in places.values()]
+
+
+# How a newer-torch row lists the names it stands for.
+NAMES_APART = ", "
 
 
 # The dtypes that came with later torch releases (torch_history.json tracks these families): read,
@@ -125,6 +144,7 @@ def newer_torch_note(names: List[str], api: apidata.ApiData) -> Optional[str]:
     """One line for the whole run where its rows of APIs newer than the release's torch (NPU903,
     their OPs `names`) are many: the release whose torch has them all, which a -v of it migrates
     for (a project written for a later torch gets one such row per use)."""
+    names = [name for row in names for name in row.split(NAMES_APART)]
     if len(names) < _NEWER_TORCH_NOTE_FROM:
         return None
     needed = [added for added in (_added_in(subject, api.torch_version) for subject in names) if added is not None]
