@@ -499,6 +499,20 @@ def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
     assert not [f for f in result.findings if "device string" in f.api or "backend" in f.api], result.findings
 
 
+@pytest.mark.parametrize("data", [
+    'def load(state):\n    if "cuda" in state["rng"]:\n        torch.cuda.set_rng_state_all(state["rng"]["cuda"])\n',
+    'def save(state):\n    state["rng"]["cuda"] = torch.cuda.get_rng_state_all()\n',
+    'def load(ckpt):\n    return ckpt.get("cuda", [])\n',
+    'rng = {"cpu": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state_all()}\n',
+])
+def test_data_under_cuda_stays_beside_a_table_of_devices(data):
+    """A table the file looks up by a device has device types for keys, renamed with the device;
+    the file's other mappings hold data under "cuda" (a checkpoint's RNG states), which stays."""
+    table = 'import torch\nNAMES = {"cuda": "GPU", "cpu": "CPU"}\nlabel = NAMES.get(args.device)\n'
+    output, _ = migrate(table + data)
+    assert output.count('"cuda"') == data.count('"cuda"') and '{"npu": "GPU"' in output
+
+
 @pytest.mark.parametrize("source, expected", [
     # the values of a map_location dict are devices (its keys: test_a_checkpoints_recorded_locations_stay)
     ('import torch\nckpt = torch.load(p, map_location={"cuda:0": f"cuda:{rank}"})\n', '{"cuda:0": f"npu:{rank}"}'),
@@ -518,6 +532,12 @@ def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
     ('import torch\nBACKENDS = {"cuda": "nccl", "cpu": "gloo"}\nbackend = BACKENDS[x.device.type]\n',
      '{"npu": "hccl", "cpu": "gloo"}'),
     ('import torch\nSEEDS = {"cuda": torch.cuda.manual_seed}\nSEEDS.get(torch_device)(0)\n', '{"npu": torch_npu'),
+    # looked up by a variable the file gives a device name, beside another table of devices
+    ('import torch\nNAMES = {"cuda": "GPU", "cpu": "CPU"}\nlabel = NAMES.get(args.device)\n'
+     'kind = "cuda" if torch.cuda.is_available() else "cpu"\nstats = {"cuda": 0, "cpu": 0}\nstats[kind] += 1\n',
+     'stats = {"npu": 0, "cpu": 0}'),
+    ('import torch\nkind = "cuda" if torch.cuda.is_available() else "cpu"\nself.counts: dict = {"cuda": 0}\n'
+     'self.counts[kind] += 1\n', '{"npu": 0}'),
     # a table whose entry goes with the device (a device, a backend, a torch.cuda function): renamed
     # together even where the file looks nothing up (another file does)
     ('import torch\nSUPPORTED = {"cuda": ("cuda", "cpu"), "tpu": ("cpu",)}\n', '{"npu": ("npu", "cpu")'),

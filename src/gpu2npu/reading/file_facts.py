@@ -66,6 +66,14 @@ class FileFacts:
     # (quant_backend, --quant-backend); their "cuda" names an implementation, which a launch
     # script passes as it did
     label_options: FrozenSet[str] = frozenset()
+    # the mappings the file looks up by a device (`stats[kind]`, `TABLE.get(device.type)`), as
+    # mapping_text writes them: their "cuda" keys go with the device; another mapping's are data
+    device_tables: FrozenSet[str] = frozenset()
+
+
+def mapping_text(code: str) -> str:
+    """A mapping's code as the facts record it (`state["rng"]` and `state['rng']` alike)."""
+    return re.sub(r"\s+", "", code).replace('"', "'")
 
 
 class FactsOfScan:
@@ -88,6 +96,10 @@ class FactsOfScan:
     @property
     def looks_up_by_device(self) -> bool:
         return self._read().looks_up_by_device
+
+    @property
+    def device_tables(self) -> FrozenSet[str]:
+        return self._read().device_tables
 
     @property
     def foreign_backends(self) -> Dict[str, str]:
@@ -128,15 +140,26 @@ def is_device_key(text: str) -> bool:
     return any(word in text for word in DEVICE_KEY_WORDS)
 
 
-def _looked_up_by_device(key: ast.AST) -> bool:
-    """Whether a mapping looked up by `key` is one of devices.  The name of the GPU
-    (`get_device_name()`, `get_device_properties(0).name`) is a model's, "NVIDIA A100": a table of
-    GPU models has no device types for keys."""
+def _looked_up_by_device(key: ast.AST, device_variables: FrozenSet[str] = frozenset()) -> bool:
+    """Whether a mapping looked up by `key` is one of devices: a key named as a device, or a
+    variable the file gives a device name (`kind = "cuda" if ... else "cpu"`).  The name of the
+    GPU (`get_device_name()`, `get_device_properties(0).name`) is a model's, "NVIDIA A100": a table
+    of GPU models has no device types for keys."""
     if isinstance(key, ast.Attribute) and key.attr == "name" and isinstance(key.value, ast.Call):
         key = key.value  # (get_device_properties(0).name)
     if isinstance(key, ast.Call) and _last(key.func) in ("get_device_name", "get_device_properties"):
         return False
-    return is_device_key(_key_text(key))
+    return (isinstance(key, ast.Name) and key.id in device_variables) or is_device_key(_key_text(key))
+
+
+def _device_variables(file_scan: "FileScan") -> FrozenSet[str]:
+    """Names the file assigns a device name written out: `kind = "cuda" if ok else "cpu"`."""
+    def names_a_device(value: ast.AST) -> bool:
+        if isinstance(value, ast.IfExp):
+            return names_a_device(value.body) or names_a_device(value.orelse)
+        return _is_device_name(value)
+    return frozenset(target.id for node in file_scan.groups.get(ast.Assign, ()) if names_a_device(node.value)
+                     for target in node.targets if isinstance(target, ast.Name))
 
 
 def foreign_library(names) -> Optional[str]:
@@ -178,7 +201,9 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
     groups = file_scan.groups
     qualified = file_scan.imports.qualified
     subscripts = groups.get(ast.Subscript, ())
-    looks_up = any(_looked_up_by_device(node.slice) for node in subscripts)
+    device_variables = _device_variables(file_scan)
+    tables = {mapping_text(ast.unparse(node.value)) for node in subscripts
+              if _looked_up_by_device(node.slice, device_variables)}
     named_keys = any(_is_device_name(node.slice) for node in subscripts)
     foreign: Dict[str, str] = {}
     keyword_arguments: Dict[str, list] = {}
@@ -188,7 +213,8 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
             if keyword.arg is not None and isinstance(keyword.value, ast.Name):
                 keyword_arguments.setdefault(keyword.value.id, []).append((keyword.arg, frozenset(qualified(func))))
         if isinstance(func, ast.Attribute) and func.attr in KEY_METHODS and call.args:
-            looks_up = looks_up or _looked_up_by_device(call.args[0])
+            if _looked_up_by_device(call.args[0], device_variables):
+                tables.add(mapping_text(ast.unparse(func.value)))
             named_keys = named_keys or _is_device_name(call.args[0])
         library = foreign_library(qualified(func))
         if library is not None:
@@ -217,11 +243,11 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
                         for target in node.targets if isinstance(target, ast.Name))
     sized = frozenset(node.name for node in groups.get(ast.ClassDef, ()) if _len_written(node, numbers))
     labels = [found for found in map(_label_option, file_scan.calls) if found is not None]
-    return FileFacts(looks_up, foreign, named_keys, sized, numbers, _attribute_parameters(file_scan),
+    return FileFacts(bool(tables), foreign, named_keys, sized, numbers, _attribute_parameters(file_scan),
                      _reads_cuda_only_properties(file_scan),
                      {name: tuple(sorted(set(uses), key=lambda use: (use[0], sorted(use[1]))))
                       for name, uses in keyword_arguments.items()},
-                     frozenset(name for names in labels for name in names))
+                     frozenset(name for names in labels for name in names), frozenset(tables))
 
 
 def option_destination(flags) -> Optional[str]:

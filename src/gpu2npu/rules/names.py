@@ -8,7 +8,8 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from ..reading.file_facts import KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, foreign_library, option_destination
+from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, foreign_library, mapping_text,
+                                  option_destination)
 from ..knowledge.tips import handed_on, has_fused_kernel
 from .npu_aware import mentions_npu
 from .walk import ClassHooks, ParentNodeProvider, walk
@@ -265,7 +266,7 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
         if isinstance(holder, cst.Arg) and holder.keyword is not None and holder.keyword.value == "map_location":
             return True
         facts = file_facts(rule, node)
-        if facts.looks_up_by_device:
+        if _looks_up_by_device(rule, node, _assigned_to(parent_of(parent), parent_of)):
             return False  # a table of devices: its keys go with the device
         if facts.device_named_keys:
             return True  # the file reads or writes data under "cuda": this mapping holds such data
@@ -278,12 +279,13 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
         subscript = parent_of(parent_of(parent))
         if isinstance(subscript, cst.Subscript) and (dotted_name(subscript.value) or "").rsplit(".", 1)[-1] == "Literal":
             return False
-        return not _looks_up_by_device(rule, node)
+        return not _looks_up_by_device(rule, node, subscript.value if isinstance(subscript, cst.Subscript) else None)
     if isinstance(parent, cst.Comparison) and parent.left is node and len(parent.comparisons) == 1 and isinstance(
             parent.comparisons[0].operator, (cst.In, cst.NotIn)):
         # `"cuda" in state` asks for a key; `"cuda" in str(device)`, `in args.device` ask about a device
         within = cst.Module(body=()).code_for_node(parent.comparisons[0].comparator).lower()
-        return not any(word in within for word in _DEVICE_HOLDERS) and not _looks_up_by_device(rule, node)
+        return not any(word in within for word in _DEVICE_HOLDERS) and not _looks_up_by_device(
+            rule, node, parent.comparisons[0].comparator)
     if isinstance(parent, cst.Element) and _among_platform_labels(parent_of(parent)):
         return True
     if _a_label_options_value(rule, node, parent, parent_of):
@@ -296,7 +298,7 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
             if last in MESSAGE_CALLS:
                 return True
             if last in KEY_METHODS and isinstance(callee, cst.Attribute) and call.args and call.args[0] is parent:
-                return not _looks_up_by_device(rule, node)
+                return not _looks_up_by_device(rule, node, callee.value)
     if (isinstance(node, cst.SimpleString) and string_text(node) == "cuda:" and _cut_from_text(rule, parent)
             and _function_handles_npu(rule, node)):
         # a prefix cut from a device's text (`for remove in "cuda:", "(", ")": device =
@@ -457,12 +459,30 @@ def top_level_statements(module: cst.Module) -> Iterator[Tuple[int, str]]:
         line += text.count("\n")
 
 
-def _looks_up_by_device(rule, node: cst.CSTNode) -> bool:
-    """Whether the file looks a mapping up by a device: then the "cuda" keys of its mappings are
-    device types (`{"cuda": "nccl", "cpu": "gloo"}[device.type]`), to be renamed with the device.
-    Where it looks mappings up by literal keys only, "cuda" is a key of data (a checkpoint's RNG
-    states), which data written on GPUs keeps."""
-    return file_facts(rule, node).looks_up_by_device
+def _looks_up_by_device(rule, node: cst.CSTNode, mapping: Optional[cst.CSTNode]) -> bool:
+    """Whether `mapping`, which holds or is asked for the key `node`, is a table of devices: one
+    the file looks up by a device (`stats[device.type]`, `BACKENDS.get(kind)`), whose "cuda" keys
+    are device types to be renamed with the device.  Another mapping's "cuda" is a key of data (a
+    checkpoint's RNG states), which data written on GPUs keeps, though the file has a table of
+    devices beside it.  (A mapping with no name of its own, `{"cuda": ...}` handed on or looked up
+    in place, is one where the file looks any mapping up by a device.)"""
+    facts = file_facts(rule, node)
+    if not facts.looks_up_by_device:
+        return False
+    if mapping is None or not isinstance(mapping, (cst.Name, cst.Attribute, cst.Subscript)):
+        return True
+    return mapping_text(cst.Module(body=()).code_for_node(mapping)) in facts.device_tables
+
+
+def _assigned_to(mapping: Optional[cst.CSTNode], parent_of) -> Optional[cst.CSTNode]:
+    """The one name a literal mapping is assigned to (`TABLE = {...}`, `self.table: dict = {...}`),
+    else None."""
+    holder = parent_of(mapping) if mapping is not None else None
+    if isinstance(holder, cst.Assign) and len(holder.targets) == 1:
+        return holder.targets[0].target
+    if isinstance(holder, cst.AnnAssign):
+        return holder.target
+    return None
 
 
 # Calls that write their argument out for another program to read (a JSON or YAML config)
