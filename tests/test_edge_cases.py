@@ -503,7 +503,7 @@ def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
     'def load(state):\n    if "cuda" in state["rng"]:\n        torch.cuda.set_rng_state_all(state["rng"]["cuda"])\n',
     'def save(state):\n    state["rng"]["cuda"] = torch.cuda.get_rng_state_all()\n',
     'def load(ckpt):\n    return ckpt.get("cuda", [])\n',
-    'rng = {"cpu": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state_all()}\n',
+    'rng = {"cpu": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state_all()}\nstates = rng["cuda"]\n',
 ])
 def test_data_under_cuda_stays_beside_a_table_of_devices(data):
     """A table the file looks up by a device has device types for keys, renamed with the device;
@@ -532,6 +532,10 @@ def test_data_under_cuda_stays_beside_a_table_of_devices(data):
     ('import torch\nBACKENDS = {"cuda": "nccl", "cpu": "gloo"}\nbackend = BACKENDS[x.device.type]\n',
      '{"npu": "hccl", "cpu": "gloo"}'),
     ('import torch\nSEEDS = {"cuda": torch.cuda.manual_seed}\nSEEDS.get(torch_device)(0)\n', '{"npu": torch_npu'),
+    # handed to a function of the file that looks it up by what it is given, beside a table of devices
+    ('import torch\nNAMES = {"cuda": "GPU", "cpu": "CPU"}\nlabel = NAMES.get(args.device)\n'
+     'TRAINS = {"cuda": True, "mps": False}\ndef dispatch(device, table):\n    return table[device]\n'
+     'ok = dispatch(torch_device, TRAINS)\n', 'TRAINS = {"npu": True'),
     # looked up by a variable the file gives a device name, beside another table of devices
     ('import torch\nNAMES = {"cuda": "GPU", "cpu": "CPU"}\nlabel = NAMES.get(args.device)\n'
      'kind = "cuda" if torch.cuda.is_available() else "cpu"\nstats = {"cuda": 0, "cpu": 0}\nstats[kind] += 1\n',

@@ -69,6 +69,9 @@ class FileFacts:
     # the mappings the file looks up by a device (`stats[kind]`, `TABLE.get(device.type)`), as
     # mapping_text writes them: their "cuda" keys go with the device; another mapping's are data
     device_tables: FrozenSet[str] = frozenset()
+    # the mappings the file reads or writes under a device name written out (`state["rng"]["cuda"]`,
+    # `ckpt.get("cuda")`, `"cuda" in state`) and looks up by no device: their "cuda" is data
+    keyed_by_cuda: FrozenSet[str] = frozenset()
 
 
 def mapping_text(code: str) -> str:
@@ -100,6 +103,10 @@ class FactsOfScan:
     @property
     def device_tables(self) -> FrozenSet[str]:
         return self._read().device_tables
+
+    @property
+    def keyed_by_cuda(self) -> FrozenSet[str]:
+        return self._read().keyed_by_cuda
 
     @property
     def foreign_backends(self) -> Dict[str, str]:
@@ -204,6 +211,9 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
     device_variables = _device_variables(file_scan)
     tables = {mapping_text(ast.unparse(node.value)) for node in subscripts
               if _looked_up_by_device(node.slice, device_variables)}
+    keyed = {mapping_text(ast.unparse(node.value)) for node in subscripts if _is_device_name(node.slice)}
+    keyed |= {mapping_text(ast.unparse(node.comparators[0])) for node in groups.get(ast.Compare, ())
+              if _is_device_name(node.left) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn))}
     named_keys = any(_is_device_name(node.slice) for node in subscripts)
     foreign: Dict[str, str] = {}
     keyword_arguments: Dict[str, list] = {}
@@ -215,6 +225,8 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
         if isinstance(func, ast.Attribute) and func.attr in KEY_METHODS and call.args:
             if _looked_up_by_device(call.args[0], device_variables):
                 tables.add(mapping_text(ast.unparse(func.value)))
+            elif _is_device_name(call.args[0]):
+                keyed.add(mapping_text(ast.unparse(func.value)))
             named_keys = named_keys or _is_device_name(call.args[0])
         library = foreign_library(qualified(func))
         if library is not None:
@@ -247,7 +259,8 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
                      _reads_cuda_only_properties(file_scan),
                      {name: tuple(sorted(set(uses), key=lambda use: (use[0], sorted(use[1]))))
                       for name, uses in keyword_arguments.items()},
-                     frozenset(name for names in labels for name in names), frozenset(tables))
+                     frozenset(name for names in labels for name in names), frozenset(tables),
+                     frozenset(keyed - tables))
 
 
 def option_destination(flags) -> Optional[str]:

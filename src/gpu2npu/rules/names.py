@@ -460,18 +460,18 @@ def top_level_statements(module: cst.Module) -> Iterator[Tuple[int, str]]:
 
 
 def _looks_up_by_device(rule, node: cst.CSTNode, mapping: Optional[cst.CSTNode]) -> bool:
-    """Whether `mapping`, which holds or is asked for the key `node`, is a table of devices: one
-    the file looks up by a device (`stats[device.type]`, `BACKENDS.get(kind)`), whose "cuda" keys
-    are device types to be renamed with the device.  Another mapping's "cuda" is a key of data (a
-    checkpoint's RNG states), which data written on GPUs keeps, though the file has a table of
-    devices beside it.  (A mapping with no name of its own, `{"cuda": ...}` handed on or looked up
-    in place, is one where the file looks any mapping up by a device.)"""
+    """Whether `mapping`, which holds or is asked for the key `node`, is a table of devices: where
+    the file looks a mapping up by a device (`BACKENDS[x.device.type]`), the "cuda" keys of its
+    mappings are device types, renamed with the device; except in a mapping that the file reads or
+    writes under "cuda" written out and looks up by no device (`state["rng"]["cuda"]`): that is
+    data (a checkpoint's RNG states), which data written on GPUs keeps.  Where it looks mappings
+    up by literal keys only, every "cuda" key is data."""
     facts = file_facts(rule, node)
     if not facts.looks_up_by_device:
         return False
     if mapping is None or not isinstance(mapping, (cst.Name, cst.Attribute, cst.Subscript)):
         return True
-    return mapping_text(cst.Module(body=()).code_for_node(mapping)) in facts.device_tables
+    return mapping_text(cst.Module(body=()).code_for_node(mapping)) not in facts.keyed_by_cuda
 
 
 def _assigned_to(mapping: Optional[cst.CSTNode], parent_of) -> Optional[cst.CSTNode]:
