@@ -502,12 +502,13 @@ def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
 @pytest.mark.parametrize("data", [
     'def load(state):\n    if "cuda" in state["rng"]:\n        torch.cuda.set_rng_state_all(state["rng"]["cuda"])\n',
     'def save(state):\n    state["rng"]["cuda"] = torch.cuda.get_rng_state_all()\n',
-    'def load(ckpt):\n    return ckpt.get("cuda", [])\n',
+    'def load(ckpt):\n    torch.cuda.set_rng_state_all(ckpt.get("cuda"))\n',
     'rng = {"cpu": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state_all()}\nstates = rng["cuda"]\n',
 ])
-def test_data_under_cuda_stays_beside_a_table_of_devices(data):
-    """A table the file looks up by a device has device types for keys, renamed with the device;
-    the file's other mappings hold data under "cuda" (a checkpoint's RNG states), which stays."""
+def test_rng_states_under_cuda_stay_beside_a_table_of_devices(data):
+    """Where the file looks a mapping up by a device, its mappings' "cuda" keys are device types,
+    renamed with the device (together: a mapping may flow into another); except under a device's
+    RNG states, a checkpoint's data, which checkpoints written on GPUs keep under "cuda"."""
     table = 'import torch\nNAMES = {"cuda": "GPU", "cpu": "CPU"}\nlabel = NAMES.get(args.device)\n'
     output, _ = migrate(table + data)
     assert output.count('"cuda"') == data.count('"cuda"') and '{"npu": "GPU"' in output
@@ -536,6 +537,13 @@ def test_data_under_cuda_stays_beside_a_table_of_devices(data):
     ('import torch\nNAMES = {"cuda": "GPU", "cpu": "CPU"}\nlabel = NAMES.get(args.device)\n'
      'TRAINS = {"cuda": True, "mps": False}\ndef dispatch(device, table):\n    return table[device]\n'
      'ok = dispatch(torch_device, TRAINS)\n', 'TRAINS = {"npu": True'),
+    # other mappings of such a file, which may flow into each other (a function's result): renamed together
+    ('import torch\nNAMES = {"cuda": "GPU"}\nlabel = NAMES.get(args.device)\ndef probe():\n'
+     '    return {"cuda": None, "xpu": None}\nm = probe()\nok = m["cuda"] or "cuda" in m\n',
+     'ok = m["npu"] or "npu" in m'),
+    ('import torch\nNAMES = {"cuda": "GPU"}\nlabel = NAMES.get(args.device)\ndef probe():\n'
+     '    return {"cuda": None, "xpu": None}\nm = probe()\nok = m["cuda"] or "cuda" in m\n',
+     'return {"npu": None, "xpu": None}'),
     # looked up by a variable the file gives a device name, beside another table of devices
     ('import torch\nNAMES = {"cuda": "GPU", "cpu": "CPU"}\nlabel = NAMES.get(args.device)\n'
      'kind = "cuda" if torch.cuda.is_available() else "cpu"\nstats = {"cuda": 0, "cpu": 0}\nstats[kind] += 1\n',

@@ -66,17 +66,19 @@ class FileFacts:
     # (quant_backend, --quant-backend); their "cuda" names an implementation, which a launch
     # script passes as it did
     label_options: FrozenSet[str] = frozenset()
-    # the mappings the file looks up by a device (`stats[kind]`, `TABLE.get(device.type)`), as
-    # mapping_text writes them: their "cuda" keys go with the device; another mapping's are data
-    device_tables: FrozenSet[str] = frozenset()
-    # the mappings the file reads or writes under a device name written out (`state["rng"]["cuda"]`,
-    # `ckpt.get("cuda")`, `"cuda" in state`) and looks up by no device: their "cuda" is data
-    keyed_by_cuda: FrozenSet[str] = frozenset()
+    # the mappings that hold a device's RNG states under "cuda" (`state["rng"]["cuda"] =
+    # torch.cuda.get_rng_state_all()`, `set_rng_state_all(ckpt["cuda"])`), as mapping_text writes
+    # them: a checkpoint's data, which checkpoints written on GPUs keep under "cuda"
+    rng_state_mappings: FrozenSet[str] = frozenset()
 
 
 def mapping_text(code: str) -> str:
     """A mapping's code as the facts record it (`state["rng"]` and `state['rng']` alike)."""
     return re.sub(r"\s+", "", code).replace('"', "'")
+
+
+# What reads or restores a device's RNG states (torch.cuda's, torch.npu's, a framework's own).
+RNG_STATE_CALL = re.compile(r"(^|[._])(get|set)_rng_state(_all)?$")
 
 
 class FactsOfScan:
@@ -101,12 +103,8 @@ class FactsOfScan:
         return self._read().looks_up_by_device
 
     @property
-    def device_tables(self) -> FrozenSet[str]:
-        return self._read().device_tables
-
-    @property
-    def keyed_by_cuda(self) -> FrozenSet[str]:
-        return self._read().keyed_by_cuda
+    def rng_state_mappings(self) -> FrozenSet[str]:
+        return self._read().rng_state_mappings
 
     @property
     def foreign_backends(self) -> Dict[str, str]:
@@ -169,6 +167,35 @@ def _device_variables(file_scan: "FileScan") -> FrozenSet[str]:
                      for target in node.targets if isinstance(target, ast.Name))
 
 
+def _is_rng_state_call(node: Optional[ast.AST]) -> bool:
+    return isinstance(node, ast.Call) and RNG_STATE_CALL.search(_key_text(node.func).split(" ")[0]) is not None
+
+
+def _rng_state_mappings(file_scan: "FileScan") -> FrozenSet[str]:
+    """The mappings written or read under "cuda" with a device's RNG states (_is_rng_state_call):
+    `X["cuda"] = <get_rng_state...>`, `X = {"cuda": <get_rng_state...>}`, `set_rng_state...(X["cuda"])`,
+    `set_rng_state...(X.get("cuda"))`."""
+    found = set()
+    for node in file_scan.groups.get(ast.Assign, ()):
+        if _is_rng_state_call(node.value):
+            found.update(mapping_text(ast.unparse(target.value)) for target in node.targets
+                         if isinstance(target, ast.Subscript) and _is_device_name(target.slice))
+        elif isinstance(node.value, ast.Dict) and any(
+                _is_device_name(key) and _is_rng_state_call(value) for key, value in zip(node.value.keys, node.value.values)):
+            # (`rng = {"cuda": torch.cuda.get_rng_state_all()}`, read as rng["cuda"])
+            found.update(mapping_text(ast.unparse(target)) for target in node.targets)
+    for call in file_scan.calls:
+        if not _is_rng_state_call(call):
+            continue
+        for arg in call.args:
+            if isinstance(arg, ast.Subscript) and _is_device_name(arg.slice):
+                found.add(mapping_text(ast.unparse(arg.value)))
+            elif (isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr in KEY_METHODS
+                  and arg.args and _is_device_name(arg.args[0])):
+                found.add(mapping_text(ast.unparse(arg.func.value)))
+    return frozenset(found)
+
+
 def foreign_library(names) -> Optional[str]:
     """The collective library of FOREIGN_COLLECTIVES that one of these qualified names belongs to."""
     return next((name for name in sorted(names) if name.startswith(FOREIGN_COLLECTIVES)), None)
@@ -209,11 +236,7 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
     qualified = file_scan.imports.qualified
     subscripts = groups.get(ast.Subscript, ())
     device_variables = _device_variables(file_scan)
-    tables = {mapping_text(ast.unparse(node.value)) for node in subscripts
-              if _looked_up_by_device(node.slice, device_variables)}
-    keyed = {mapping_text(ast.unparse(node.value)) for node in subscripts if _is_device_name(node.slice)}
-    keyed |= {mapping_text(ast.unparse(node.comparators[0])) for node in groups.get(ast.Compare, ())
-              if _is_device_name(node.left) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn))}
+    looks_up = any(_looked_up_by_device(node.slice, device_variables) for node in subscripts)
     named_keys = any(_is_device_name(node.slice) for node in subscripts)
     foreign: Dict[str, str] = {}
     keyword_arguments: Dict[str, list] = {}
@@ -223,10 +246,7 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
             if keyword.arg is not None and isinstance(keyword.value, ast.Name):
                 keyword_arguments.setdefault(keyword.value.id, []).append((keyword.arg, frozenset(qualified(func))))
         if isinstance(func, ast.Attribute) and func.attr in KEY_METHODS and call.args:
-            if _looked_up_by_device(call.args[0], device_variables):
-                tables.add(mapping_text(ast.unparse(func.value)))
-            elif _is_device_name(call.args[0]):
-                keyed.add(mapping_text(ast.unparse(func.value)))
+            looks_up = looks_up or _looked_up_by_device(call.args[0], device_variables)
             named_keys = named_keys or _is_device_name(call.args[0])
         library = foreign_library(qualified(func))
         if library is not None:
@@ -255,12 +275,11 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
                         for target in node.targets if isinstance(target, ast.Name))
     sized = frozenset(node.name for node in groups.get(ast.ClassDef, ()) if _len_written(node, numbers))
     labels = [found for found in map(_label_option, file_scan.calls) if found is not None]
-    return FileFacts(bool(tables), foreign, named_keys, sized, numbers, _attribute_parameters(file_scan),
+    return FileFacts(looks_up, foreign, named_keys, sized, numbers, _attribute_parameters(file_scan),
                      _reads_cuda_only_properties(file_scan),
                      {name: tuple(sorted(set(uses), key=lambda use: (use[0], sorted(use[1]))))
                       for name, uses in keyword_arguments.items()},
-                     frozenset(name for names in labels for name in names), frozenset(tables),
-                     frozenset(keyed - tables))
+                     frozenset(name for names in labels for name in names), _rng_state_mappings(file_scan))
 
 
 def option_destination(flags) -> Optional[str]:

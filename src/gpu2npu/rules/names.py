@@ -8,8 +8,8 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, foreign_library, mapping_text,
-                                  option_destination)
+from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, RNG_STATE_CALL, FileFacts, facts_of_statements, foreign_library,
+                                  mapping_text, option_destination)
 from ..knowledge.tips import handed_on, has_fused_kernel
 from .npu_aware import mentions_npu
 from .walk import ClassHooks, ParentNodeProvider, walk
@@ -250,7 +250,8 @@ _DEVICE_HOLDERS = ("dev", "type", "str(", "accelerator", "backend", "place", "lo
 
 def not_a_device(rule, node: cst.CSTNode) -> bool:
     """Whether a string that spells a device (`"cuda"`) stands where no device goes: a dict key or
-    a subscript (a checkpoint's RNG states under "cuda", which checkpoints written on GPUs keep),
+    a subscript (a checkpoint's RNG states under "cuda", which checkpoints written on GPUs keep:
+    also where the file looks other mappings up by a device, _holds_rng_states),
     a mapping method's key, a message for people (`print`, logging), or the value of an Enum's
     member (a label).  Renamed there, the code would look up keys that old data lacks and print
     or label something else.  The keys of `map_location={"cuda:0": "cpu"}` are the locations a
@@ -261,12 +262,14 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
         return rule.get_metadata(ParentNodeProvider, child, None)
 
     parent = parent_of(node)
+    if _holds_rng_states(rule, node, parent, parent_of):
+        return True
     if isinstance(parent, cst.DictElement) and parent.key is node:
         holder = parent_of(parent_of(parent))
         if isinstance(holder, cst.Arg) and holder.keyword is not None and holder.keyword.value == "map_location":
             return True
         facts = file_facts(rule, node)
-        if _looks_up_by_device(rule, node, _assigned_to(parent_of(parent), parent_of)):
+        if facts.looks_up_by_device:
             return False  # a table of devices: its keys go with the device
         if facts.device_named_keys:
             return True  # the file reads or writes data under "cuda": this mapping holds such data
@@ -279,13 +282,12 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
         subscript = parent_of(parent_of(parent))
         if isinstance(subscript, cst.Subscript) and (dotted_name(subscript.value) or "").rsplit(".", 1)[-1] == "Literal":
             return False
-        return not _looks_up_by_device(rule, node, subscript.value if isinstance(subscript, cst.Subscript) else None)
+        return not _looks_up_by_device(rule, node)
     if isinstance(parent, cst.Comparison) and parent.left is node and len(parent.comparisons) == 1 and isinstance(
             parent.comparisons[0].operator, (cst.In, cst.NotIn)):
         # `"cuda" in state` asks for a key; `"cuda" in str(device)`, `in args.device` ask about a device
         within = cst.Module(body=()).code_for_node(parent.comparisons[0].comparator).lower()
-        return not any(word in within for word in _DEVICE_HOLDERS) and not _looks_up_by_device(
-            rule, node, parent.comparisons[0].comparator)
+        return not any(word in within for word in _DEVICE_HOLDERS) and not _looks_up_by_device(rule, node)
     if isinstance(parent, cst.Element) and _among_platform_labels(parent_of(parent)):
         return True
     if _a_label_options_value(rule, node, parent, parent_of):
@@ -298,7 +300,7 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
             if last in MESSAGE_CALLS:
                 return True
             if last in KEY_METHODS and isinstance(callee, cst.Attribute) and call.args and call.args[0] is parent:
-                return not _looks_up_by_device(rule, node, callee.value)
+                return not _looks_up_by_device(rule, node)
     if (isinstance(node, cst.SimpleString) and string_text(node) == "cuda:" and _cut_from_text(rule, parent)
             and _function_handles_npu(rule, node)):
         # a prefix cut from a device's text (`for remove in "cuda:", "(", ")": device =
@@ -459,30 +461,39 @@ def top_level_statements(module: cst.Module) -> Iterator[Tuple[int, str]]:
         line += text.count("\n")
 
 
-def _looks_up_by_device(rule, node: cst.CSTNode, mapping: Optional[cst.CSTNode]) -> bool:
-    """Whether `mapping`, which holds or is asked for the key `node`, is a table of devices: where
-    the file looks a mapping up by a device (`BACKENDS[x.device.type]`), the "cuda" keys of its
-    mappings are device types, renamed with the device; except in a mapping that the file reads or
-    writes under "cuda" written out and looks up by no device (`state["rng"]["cuda"]`): that is
-    data (a checkpoint's RNG states), which data written on GPUs keeps.  Where it looks mappings
-    up by literal keys only, every "cuda" key is data."""
-    facts = file_facts(rule, node)
-    if not facts.looks_up_by_device:
+def _holds_rng_states(rule, node: cst.CSTNode, parent: Optional[cst.CSTNode], parent_of) -> bool:
+    """Whether the key `node` ("cuda") is one under which the file keeps a device's RNG states (a
+    checkpoint's, which checkpoints written on GPUs keep under "cuda"), though the file looks other
+    mappings up by a device: `{"cuda": torch.cuda.get_rng_state_all()}`, a mapping the file writes
+    or reads such states under "cuda" (file_facts.rng_state_mappings) subscripted, asked with
+    `in`, or with a mapping method."""
+    if isinstance(parent, cst.DictElement) and parent.key is node:
+        value = parent.value
+        return isinstance(value, cst.Call) and RNG_STATE_CALL.search(
+            (dotted_name(value.func) or "").replace(".", "_")) is not None
+    mapping = None
+    if isinstance(parent, cst.Index):
+        subscript = parent_of(parent_of(parent))
+        mapping = subscript.value if isinstance(subscript, cst.Subscript) else None
+    elif isinstance(parent, cst.Comparison) and parent.left is node and len(parent.comparisons) == 1:
+        mapping = parent.comparisons[0].comparator
+    elif isinstance(parent, cst.Arg):
+        call = parent_of(parent)
+        if (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in KEY_METHODS
+                and call.args and call.args[0] is parent):
+            mapping = call.func.value
+    if mapping is None:
         return False
-    if mapping is None or not isinstance(mapping, (cst.Name, cst.Attribute, cst.Subscript)):
-        return True
-    return mapping_text(cst.Module(body=()).code_for_node(mapping)) not in facts.keyed_by_cuda
+    held = file_facts(rule, node).rng_state_mappings
+    return bool(held) and mapping_text(cst.Module(body=()).code_for_node(mapping)) in held
 
 
-def _assigned_to(mapping: Optional[cst.CSTNode], parent_of) -> Optional[cst.CSTNode]:
-    """The one name a literal mapping is assigned to (`TABLE = {...}`, `self.table: dict = {...}`),
-    else None."""
-    holder = parent_of(mapping) if mapping is not None else None
-    if isinstance(holder, cst.Assign) and len(holder.targets) == 1:
-        return holder.targets[0].target
-    if isinstance(holder, cst.AnnAssign):
-        return holder.target
-    return None
+def _looks_up_by_device(rule, node: cst.CSTNode) -> bool:
+    """Whether the file looks a mapping up by a device: then the "cuda" keys of its mappings are
+    device types (`{"cuda": "nccl", "cpu": "gloo"}[device.type]`), to be renamed with the device.
+    Where it looks mappings up by literal keys only, "cuda" is a key of data (a checkpoint's RNG
+    states), which data written on GPUs keeps."""
+    return file_facts(rule, node).looks_up_by_device
 
 
 # Calls that write their argument out for another program to read (a JSON or YAML config)
