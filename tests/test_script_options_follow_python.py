@@ -53,3 +53,23 @@ def test_without_a_foreign_library_the_script_and_the_code_are_renamed_together(
     out = tmp_path / "out" / "proj_msft"
     assert "default='hccl', choices=['hccl', 'gloo']" in (out / "train.py").read_text()
     assert (out / "run.sh").read_text() == LAUNCH.replace("nccl", "hccl")
+
+
+OWN_TF32 = ("import argparse\nimport torch\np = argparse.ArgumentParser()\n"
+            "p.add_argument('--tf32', type=bool, default=False)\nargs = p.parse_args()\n")
+HF_TF32 = ("from transformers import HfArgumentParser, TrainingArguments\n"
+           "args, = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n")
+
+
+def test_a_scripts_own_tf32_option_is_no_transformers_option(tmp_path):
+    """transformers raises for --tf32 True without CUDA: the row is for the scripts that parse it with
+    HfArgumentParser, not for one that declares --tf32 itself.  `check` says the same."""
+    launch = ("#!/bin/bash\ntorchrun --nproc_per_node 8 tools/train.py --bf16 True --tf32 True\n"
+              "deepspeed finetune.py --tf32 True\n")
+    source = write_project(tmp_path / "proj", {"tools/train.py": OWN_TF32, "finetune.py": HF_TF32, "run.sh": launch})
+    result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-cache")
+    assert result.returncode == 0, result.stderr
+    rows = (tmp_path / "out" / "proj_msft" / "unsupported_api.csv").read_text().splitlines()
+    assert [row.split(",")[:4] for row in rows if ",--tf32," in row] == [["run.sh", "3", "3", "--tf32"]]
+    checked = _gpu2npu("check", str(source), "-v", "2.1.0", "--format", "json", "--no-cache")
+    assert [f["start_line"] for f in json.loads(checked.stdout)["findings"] if "--tf32" in f["message"]] == [3]

@@ -24,7 +24,7 @@ from typing import Generator, Iterator, List, Optional, Sequence, Tuple
 
 from . import cache
 from ..reading.discover import Entry, packages_held, project_modules
-from ..reading.project_options import backend_options_kept_in
+from ..reading.project_options import backend_options_kept_in, scripts_with_own_option
 from ..records.results import FileResult, Status, with_not_migrated_row
 from ..reading.suppressions import suppressions_in
 from ..records.options import Options
@@ -47,6 +47,7 @@ class Engine:
         # line: it gives the project's modules itself.)
         options = dataclasses.replace(self.options, packages_held=packages_held(entries),
                                       backend_options_kept=backend_options_kept_in(entries),
+                                      scripts_with_own_tf32=scripts_with_own_option(entries, "--tf32"),
                                       project_modules=self.options.project_modules or project_modules(entries))
         if self.cache is not None:
             self.cache.salt = cache.salt_for(options)

@@ -70,6 +70,9 @@ class Options:
     # library other than torch's (sync_backend), found by the engine from the Python files
     # (reading.project_options): launch scripts pass them as they did.
     backend_options_kept: FrozenSet[str] = frozenset()
+    # The project's Python files that declare a `--tf32` option themselves (argparse): a launch
+    # script's --tf32 given to one is no transformers option (reading.project_options).
+    scripts_with_own_tf32: FrozenSet[str] = frozenset()
     # The top-level modules and packages the project's files make importable from its root (and
     # from src/), found by the engine from the files it is given (reading.project_modules): a
     # call of one of their functions is a call of code another of the project's files defines.

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from typing import ClassVar, FrozenSet
 
 from ..records.change import Report
 from ..knowledge import env_vars
@@ -20,6 +21,7 @@ TOOL_TIPS = {
     "nvidia-docker": "no NPU equivalent: Ascend containers use the Ascend Docker runtime with the NPU devices mounted",
 }
 # transformers' --tf32 (HfArgumentParser: `--tf32`, `--tf32 True`, `--tf32=true`): raises without a CUDA GPU.
+_SCRIPT = re.compile(r"[\w./-]+\.py\b")
 TF32_FLAG = re.compile(r"(?<![\w-])--tf32(?:[=\s]+(\S+))?")
 TF32_TIP = ("transformers raises ValueError for --tf32 True where there is no CUDA GPU: leave it out on the NPU (its "
             "counterpart is HF32: torch_npu.npu.matmul.allow_hf32 = True in the training script)")
@@ -74,6 +76,23 @@ class CudaToolsAndSettings(ScriptRule):
     # (a Makefile's own variables are no CUDA settings; unchanged sources are shell scripts, so
     # that case is tested in tests/test_launch_scripts.py)
 
+    # The project's scripts that declare --tf32 themselves (Options.scripts_with_own_tf32).
+    own_tf32: ClassVar[FrozenSet[str]] = frozenset()
+
+    @classmethod
+    def for_project(cls, options):
+        if not options.scripts_with_own_tf32:
+            return cls
+        return cls.with_settings(own_tf32=frozenset(options.scripts_with_own_tf32))
+
+    @classmethod
+    def _own_option(cls, before: str) -> bool:
+        """Whether the script the line runs, the last one named before the option, is one of the
+        project's that declares --tf32 itself."""
+        scripts = _SCRIPT.findall(before)
+        return bool(scripts) and any(own == scripts[-1] or own.endswith("/" + scripts[-1].lstrip("./"))
+                                     or scripts[-1].endswith("/" + own) for own in cls.own_tf32)
+
     @classmethod
     def apply(cls, line, dialect):
         reports = [LineReport(Report.UNSUPPORTED, m.group(1), TOOL_TIPS[m.group(1)]) for m in TOOLS.finditer(line.code)]
@@ -91,7 +110,8 @@ class CudaToolsAndSettings(ScriptRule):
         reports += [LineReport(Report.UNSUPPORTED, m.group(0), GPU_RESOURCE_TIP) for m in GPU_RESOURCE.finditer(line.code)]
         for match in TF32_FLAG.finditer(line.code):
             value = (match.group(1) or "").strip("'\"\\")
-            if not value or value.startswith("-") or value.lower() in ("true", "1", "yes"):
+            if (not value or value.startswith("-") or value.lower() in ("true", "1", "yes")) and not cls._own_option(
+                    line.code[:match.start()]):
                 reports.append(LineReport(Report.UNSUPPORTED, "--tf32", TF32_TIP))
         key = TF32_KEY.match(line.code) if dialect == Dialect.YAML else None
         if key is not None and key.group("value").strip("'\"").lower() in ("true", "yes", "on"):
