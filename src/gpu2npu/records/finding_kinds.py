@@ -78,9 +78,12 @@ NO_NPU_KERNEL = _kind(
 NEWER_TORCH = _kind(
     "NPU903", "NewerTorch", "an API or keyword that the torch the release is built for does not have yet", ERROR,
     "Each torch_npu release is built for one torch version (-v). Code written against a newer torch calls "
-    "functions, or passes keywords, that this torch lacks: AttributeError or TypeError at run time.",
+    "functions, or passes keywords, that this torch lacks: AttributeError or TypeError at run time. The names "
+    "one torch release added at one place are one row.",
     "choose the -v of the project's own torch, or write it with what that torch has.",
-    (("import torch\nnorm = torch.nn.RMSNorm(512)\n", "torch.nn.RMSNorm", UNSUPPORTED_CSV),),
+    (("import torch\nnorm = torch.nn.RMSNorm(512)\n", "torch.nn.RMSNorm", UNSUPPORTED_CSV),
+     ("from torch.distributed.tensor import DTensor, Replicate\nx = DTensor.from_local(t, mesh, [Replicate()])\n",
+      "torch.distributed.tensor.DTensor.from_local, torch.distributed.tensor.Replicate", UNSUPPORTED_CSV)),
     ("import torch\nnorm = torch.nn.LayerNorm(512)\n",),
 )
 
@@ -88,10 +91,15 @@ UNKNOWN_SUPPORT = _kind(
     "NPU904", "UnknownSupport",
     "a torch name or operator whose NPU support the release data cannot decide", NOT_CHECKED,
     "The name is not in PyTorch's public API lists, calls a custom operator namespace, or is a method that "
-    "lacks an NPU kernel if its receiver is a tensor: gpu2npu cannot tell whether it runs on the NPU.",
+    "lacks an NPU kernel if its receiver is a tensor: gpu2npu cannot tell whether it runs on the NPU. A custom "
+    "operator that the file itself gives a Python kernel for every device runs that function, whose calls have "
+    "their own rows: its call has none.",
     "check that it exists for this torch version and that its library registers an NPU (PrivateUse1) kernel.",
-    (("import torch\nx = torch.not_a_real_api(3)\n", "torch.not_a_real_api", UNKNOWN_CSV),),
-    ("import torch\nx = torch.ones(3)\n",),
+    (("import torch\nx = torch.not_a_real_api(3)\n", "torch.not_a_real_api", UNKNOWN_CSV),
+     ("import torch\ny = torch.ops.mylib.fused(x)\n", "torch.ops.mylib.fused", UNKNOWN_CSV)),
+    ("import torch\nx = torch.ones(3)\n",
+     "import torch\nlib = torch.library.Library('mylib', 'FRAGMENT')\nlib.define('scale(Tensor x) -> Tensor')\n"
+     "lib.impl('scale', lambda x: x * 2, 'CompositeExplicitAutograd')\ny = torch.ops.mylib.scale(x)\n"),
 )
 
 COMPILE = _kind(
@@ -210,10 +218,14 @@ PACKAGE_PROBE = _kind(
 DEAD_GUARD = _kind(
     "NPU914", "DeadGuard", "a device test left as written because it guards CUDA-only code", ERROR,
     "Switching the test to the NPU would run code that has no NPU form; left on CUDA it is never true on "
-    "Ascend, so what it guards does not run there.",
+    "Ascend, so what it guards does not run there. The same availability test for another option of the same "
+    "framework call (Lightning's devices= beside its accelerator=) is left with it.",
     "port the guarded code (its own rows say how), then switch the test to the NPU.",
     (("import torch\nimport cupy\n\nif torch.cuda.is_available():\n    x = cupy.zeros(3)\n",
-      "device test torch.cuda.is_available()", UNSUPPORTED_CSV),),
+      "device test torch.cuda.is_available()", UNSUPPORTED_CSV),
+     ("import torch\nimport lightning as L\n\nL.Trainer(accelerator='gpu' if torch.cuda.is_available() else 'cpu',\n"
+      "          devices=torch.cuda.device_count() if torch.cuda.is_available() else 1)\n",
+      "device test torch.cuda.is_available()", UNSUPPORTED_CSV)),
 )
 
 LEFT_ON_PURPOSE = _kind(

@@ -79,7 +79,9 @@ class CudaEnvironmentVariables(DocstringTracker, Rule):
     `HCCL_SOCKET_IFNAME`.  A value the counterpart does not take (`backend:cudaMallocAsync`, mode
     2 of async error handling, a value computed at run time) leaves every mention of that variable
     in the file as written, reported; so are the variables without a counterpart (`NCCL_DEBUG`,
-    `CUBLAS_WORKSPACE_CONFIG`, `CUDA_DEVICE_MAX_CONNECTIONS`...), with the Ascend way.
+    `CUBLAS_WORKSPACE_CONFIG`, `CUDA_DEVICE_MAX_CONNECTIONS`...), with the Ascend way: where the
+    file sets them (a read of what it sets goes with the setting, which has the row), or a note
+    where it only reads them.
     """
 
     code = "NPU107"
@@ -103,6 +105,7 @@ class CudaEnvironmentVariables(DocstringTracker, Rule):
         "import os\nos.environ['NCCL_ASYNC_ERROR_HANDLING'] = '3'\n",
         "import os\nos.environ['PYTORCH_CUDA_ALLOC_CONF'] = conf\nprint(os.environ['PYTORCH_CUDA_ALLOC_CONF'])\n",
         "import os\nos.environ['NCCL_DEBUG'] = 'INFO'\n",
+        "import os\nif os.getenv('NCCL_P2P_DISABLE') is None:\n    os.environ['NCCL_P2P_DISABLE'] = '1'\n",
         "impl = getattr(extension, 'CUDA_IMPL', True)\n",
         'def f():\n    """Set PYTORCH_CUDA_ALLOC_CONF to tune memory."""\n',
     )
