@@ -206,6 +206,22 @@ def test_an_availability_test_beside_a_left_framework_choice_is_left_too(call):
     assert len(beside) == 1 and "test for the NPU in both" in beside[0].tip
 
 
+@pytest.mark.parametrize("source", [
+    # the choice through a variable, the count written in the call
+    "accel = 'gpu' if torch.cuda.is_available() else 'cpu'\n"
+    "L.Trainer(accelerator=accel, devices=torch.cuda.device_count() if torch.cuda.is_available() else 1)\n",
+    # both through variables, and the count through one beside a written choice
+    "accel = 'gpu' if torch.cuda.is_available() else 'cpu'\n"
+    "n_dev = torch.cuda.device_count() if torch.cuda.is_available() else 1\nL.Trainer(accelerator=accel, devices=n_dev)\n",
+    "n_dev = torch.cuda.device_count() if torch.cuda.is_available() else 1\n"
+    "L.Trainer(accelerator='gpu' if torch.cuda.is_available() else 'cpu', devices=n_dev)\n",
+])
+def test_the_same_through_variables_the_file_assigns_once(source):
+    output, guards = _migrate(LIGHTNING + source)
+    assert output == LIGHTNING + source
+    assert len(guards) == 2 and sum("as the same test beside it" in guard.tip for guard in guards) == 1
+
+
 STAY_MIGRATED_BESIDE = [
     # a capability test raises without CUDA: migrated, it answers for the NPU (the CPU run takes bf16 too)
     ("L.Trainer(accelerator='gpu' if torch.cuda.is_available() else 'cpu',\n"
@@ -218,6 +234,13 @@ STAY_MIGRATED_BESIDE = [
     ("L.Trainer(accelerator='gpu' if torch.cuda.is_available() else 'cpu',\n"
      "          devices=count(torch.cuda.device_count() if torch.cuda.is_available() else 1))\n",
      "count(torch_npu.npu.device_count() if torch_npu.npu.is_available() else 1)"),
+    # a count variable assigned twice (what reaches the call is not one value), or handed elsewhere
+    ("n = torch.cuda.device_count() if torch.cuda.is_available() else 1\nif big:\n    n = 8\n"
+     "L.Trainer(accelerator='gpu' if torch.cuda.is_available() else 'cpu', devices=n)\n",
+     "n = torch_npu.npu.device_count() if torch_npu.npu.is_available() else 1"),
+    ("accel = 'gpu' if torch.cuda.is_available() else 'cpu'\nL.Trainer(accelerator=accel)\n"
+     "world = torch.cuda.device_count() if torch.cuda.is_available() else 1\nspawn(run, nprocs=world)\n",
+     "world = torch_npu.npu.device_count() if torch_npu.npu.is_available() else 1"),
     # beside a torch device choice, which is migrated
     ("run(device='cuda' if torch.cuda.is_available() else 'cpu',\n"
      "    world=torch.cuda.device_count() if torch.cuda.is_available() else 1)\n",

@@ -619,31 +619,60 @@ def _availability_beside_choices(finder: "_Finder", resolver: "_Resolver", paren
     devices=torch.cuda.device_count() if torch.cuda.is_available() else 1)`: the accelerator's
     test is left as written (the framework has no NPU choice), so on the NPU the framework runs on
     the CPU.  The same question asked for the option beside it, in the same call or dict, gets the
-    same answer: migrated alone it would ask for the NPUs' count of CPU processes."""
+    same answer: migrated alone it would ask for the NPUs' count of CPU processes.  Either may be
+    written through a variable the file assigns once (`accel = ...; Trainer(accelerator=accel,
+    devices=n_dev)`)."""
+    def test_guard(ifexp: cst.IfExp) -> Optional[DeadGuard]:
+        return finder.spans.get(npu_aware.span_of(finder.positions[ifexp.test], ifexp.test))
+
+    # variables the file assigns once, to a conditional expression: (name -> it)
+    assigned: Dict[str, List[cst.BaseExpression]] = {}
+    for node in resolver.assigns:
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            assigned.setdefault(node.targets[0].target.value, []).append(node.value)
+    chosen = {name: values[0] for name, values in assigned.items()
+              if len(values) == 1 and isinstance(values[0], cst.IfExp)}
+
+    def through_variable(value: cst.BaseExpression) -> cst.BaseExpression:
+        return chosen.get(value.value, value) if isinstance(value, cst.Name) else value
+
     for ifexp in resolver.ifexps:
-        guard = finder.spans.get(npu_aware.span_of(finder.positions[ifexp.test], ifexp.test))
+        guard = test_guard(ifexp)
         if guard is None or guard.guarded not in resolver.framework_choices:
             continue
-        holder = parents.get(parents.get(ifexp))  # (the IfExp's Arg or DictElement, then its Call or Dict)
-        if isinstance(holder, cst.Call):
-            values = [arg.value for arg in holder.args]
-        elif isinstance(holder, cst.Dict):
-            values = [element.value for element in holder.elements if isinstance(element, cst.DictElement)]
+        used = parents.get(ifexp)
+        if isinstance(used, cst.Assign):  # (the choice held by a variable: where the variable is handed on)
+            name = used.targets[0].target if len(used.targets) == 1 else None
+            places = [read for read in resolver.reads if isinstance(name, cst.Name) and chosen.get(name.value) is ifexp
+                      and isinstance(read, cst.Name) and read.value == name.value]
         else:
-            continue
-        for value in values:
-            if not isinstance(value, cst.IfExp) or value is ifexp:
+            places = [ifexp]
+        for place in places:
+            holder = parents.get(parents.get(place))  # (its Arg or DictElement, then their Call or Dict)
+            if isinstance(holder, cst.Call):
+                values = [arg.value for arg in holder.args]
+            elif isinstance(holder, cst.Dict):
+                values = [element.value for element in holder.elements if isinstance(element, cst.DictElement)]
+            else:
                 continue
-            test_span = npu_aware.span_of(finder.positions[value.test], value.test)
-            when_true, when_false = finder._polarity(value.test)
-            code = _one_line(value.test)
-            if test_span in finder.spans or not (when_true or when_false) or not _AVAILABILITY.search(code):
-                continue
-            for part in (value.body, value.orelse):
-                finder.covered.add(id(part))
-                finder.spans[npu_aware.span_of(finder.positions[part], part)] = None
-            # (after its parts: the rules find a span by its lines, and a part may have the test's)
-            finder.spans[test_span] = DeadGuard(code, guard.guarded, beside=True)
+            for value in map(through_variable, values):
+                if isinstance(value, cst.IfExp) and value is not ifexp:
+                    _leave_beside(finder, value, guard)
+
+
+def _leave_beside(finder: "_Finder", value: cst.IfExp, guard: DeadGuard) -> None:
+    """Leave `value`'s test as written for the framework choice `guard` beside it, where it asks
+    whether CUDA is there (_AVAILABILITY) and is not judged already."""
+    test_span = npu_aware.span_of(finder.positions[value.test], value.test)
+    when_true, when_false = finder._polarity(value.test)
+    code = _one_line(value.test)
+    if test_span in finder.spans or not (when_true or when_false) or not _AVAILABILITY.search(code):
+        return
+    for part in (value.body, value.orelse):
+        finder.covered.add(id(part))
+        finder.spans[npu_aware.span_of(finder.positions[part], part)] = None
+    # (after its parts: the rules find a span by its lines, and a part may have the test's)
+    finder.spans[test_span] = DeadGuard(code, guard.guarded, beside=True)
 
 
 def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, Optional[DeadGuard]]:
