@@ -86,6 +86,7 @@ class TestCustomOperatorsTheFileRegistersFromPython:
         "direct_register_custom_op(op_name='attend', op_func=attend, dispatch_key='CUDA')",
         "lib.impl('attend', attend_cpu, 'CPU')\nlib.impl('attend', attend_cuda, 'CUDA')",
         "torch.library.custom_op('proj::attend', mutates_args=(), device_types='cuda')(attend)",
+        "torch.library.custom_op('proj::attend', mutates_args=(), device_types=('cuda',))(attend)",
         # a schema and a fake kernel for tracing: the kernel itself is elsewhere (C++)
         "torch.library.define('proj::attend', '(Tensor q) -> Tensor')\n"
         "torch.library.register_fake('proj::attend')(attend_meta)",

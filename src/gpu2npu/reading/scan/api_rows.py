@@ -263,7 +263,10 @@ def _operators_registered_here(scan: FileScan, api_names: List[str]) -> FrozenSe
         namespace, _, operator = text.partition("::") if "::" in text else (None, "", text)
         operator = operator.split("(", 1)[0].split(".", 1)[0].strip()
         if operator.isidentifier():
-            if any(other.lower() in _ONE_DEVICE for _, other in strings):
+            # (a device given in a tuple or list too: `device_types=("cuda",)`)
+            named = [node.value for value in [*call.args, *(k.value for k in call.keywords)] for node in ast.walk(value)
+                     if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+            if any(other.lower() in _ONE_DEVICE for other in named):
                 for_one_device.add(operator)
             found.add((namespace, operator))
     namespaces: Dict[str, Set[str]] = {}  # operator -> the namespaces the file calls it in
