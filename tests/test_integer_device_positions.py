@@ -136,6 +136,39 @@ def test_the_project_modules_are_what_its_root_and_src_make_importable(tmp_path)
     assert project_modules(entries) == {"train", "pkg", "lib", "scripts", "setup"}
 
 
+def test_a_folder_of_scripts_makes_its_modules_importable_to_its_scripts(tmp_path):
+    from gpu2npu.reading.discover import Entry, Kind, modules_beside
+    files = ["train.py", "pkg/__init__.py", "pkg/noise.py", "src/lib/util.py", "scripts/sample.py",
+             "scripts/sampler.py", "scripts/models/dit.py", "scripts/my-tool.py", "docs/conf.txt"]
+    entries = [Entry(name, tmp_path / name, Kind.PYTHON if name.endswith(".py") else Kind.OTHER) for name in files]
+    # (a package's folder is no folder of scripts; src/ is read as the root)
+    assert dict(modules_beside(entries)) == {"scripts": {"sample", "sampler", "models"},
+                                             "scripts/models": {"dit"}, "src/lib": {"util"}}
+    options = Options(api=apidata.load("2.1.0"), project_modules=frozenset({"train"}),
+                      modules_beside=modules_beside(entries))
+    assert options.project_modules_of("scripts/sample.py") == {"train", "sample", "sampler", "models"}
+    assert options.project_modules_of("train.py") == {"train"}
+    assert options.project_modules_of("pkg/noise.py") == {"train"}
+
+
+def test_a_call_into_a_module_beside_a_script_is_reported_through_the_console_script(tmp_path, monkeypatch):
+    from helpers import read_csv, run_cli
+    project = tmp_path / "project"
+    (project / "scripts").mkdir(parents=True)
+    (project / "scripts" / "noise.py").write_text("import torch\n\n\ndef make_noise(shape, device):\n"
+                                                  "    return torch.randn(shape, device=device)\n")
+    (project / "scripts" / "sample.py").write_text(TestAnIntegerHandedToAnotherFile.SAMPLER
+                                                   + "from noise import make_noise\nz = make_noise((4, 3), device)\n")
+    assert run_cli("-i", str(project), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-cache").exit_code == 0
+    rows = read_csv(tmp_path / "out" / "project_msft" / "unsupported_api.csv")
+    assert [(row["File"], row["Start Line"], row["OP"]) for row in rows] == [
+        ("scripts/sample.py", "7", "make_noise(<int>)")]
+    monkeypatch.chdir(project)
+    for named in (str(project), ".", "scripts", "scripts/sample.py"):
+        found = json.loads(run_cli("check", "-v", "2.1.0", "--no-cache", "--format", "json", named).stdout)["findings"]
+        assert [(f["start_line"], f["rule"]) for f in found if f["rule"] == "NPU104"] == [(7, "NPU104")], named
+
+
 def test_a_call_into_a_module_of_the_project_is_reported_through_the_console_script(tmp_path, monkeypatch):
     from helpers import read_csv, run_cli
     project = tmp_path / "project"

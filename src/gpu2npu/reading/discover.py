@@ -116,6 +116,27 @@ def project_modules(entries: Iterable[Entry]) -> FrozenSet[str]:
     return frozenset(names)
 
 
+def modules_beside(entries: Iterable[Entry]) -> Tuple[Tuple[str, FrozenSet[str]], ...]:
+    """(folder, the modules `import name` finds there) for each folder below the root, other than
+    src/, that holds Python files and is no package (no __init__.py): a folder of scripts, run as
+    `python scripts/sample.py`, whose sibling modules are on sys.path when they run."""
+    files: Dict[str, Set[str]] = {}
+    for entry in entries:
+        if entry.kind == Kind.PYTHON and "/" in entry.relative:
+            folder, name = entry.relative.rsplit("/", 1)
+            files.setdefault(folder, set()).add(name)
+    found = []
+    for folder, names in files.items():
+        if "__init__.py" in names or folder == "src":
+            continue
+        modules = {name[:-3] for name in names if name[:-3].isidentifier()}
+        modules |= {inner.rsplit("/", 1)[-1] for inner in files if inner.rsplit("/", 1)[0] == folder and "/" in inner
+                    and inner.rsplit("/", 1)[-1].isidentifier()}
+        if modules:
+            found.append((folder, frozenset(modules)))
+    return tuple(sorted(found))
+
+
 def modules_in(folders: Iterable[Path]) -> FrozenSet[str]:
     """The modules `import name` finds in `folders` (a module file, or a folder holding Python
     files): what project_modules finds in a tree, read from the folders alone, one level deep."""

@@ -77,6 +77,15 @@ class Options:
     # from src/), found by the engine from the files it is given (reading.project_modules): a
     # call of one of their functions is a call of code another of the project's files defines.
     project_modules: FrozenSet[str] = frozenset()
+    # The folders of scripts below the root (no __init__.py) and the modules beside them, which a
+    # script run from there imports as its own (reading.modules_beside): (folder, names).
+    modules_beside: Tuple[Tuple[str, FrozenSet[str]], ...] = ()
+
+    def project_modules_of(self, path: str) -> FrozenSet[str]:
+        """The modules that the file at `path` (as Entry.relative writes it) imports as the
+        project's: those of the root (and src/), and those beside it in a folder of scripts."""
+        folder = path.rsplit("/", 1)[0] if "/" in path else None
+        return self.project_modules | next((names for where, names in self.modules_beside if where == folder), frozenset())
 
     def own_packages_of(self, path: str) -> FrozenSet[str]:
         """The CUDA-only packages that the file at `path` (as Entry.relative writes it) loads

@@ -457,7 +457,7 @@ class IntegerDevices(Rule):
             return  # a method of what a call returns (DeepSpeed's get_accelerator().Stream): whose, is not known
         if _spells_cuda_api(func):
             return  # torch's CUDA API through a name of the module (`torch = _torch()`): not the project's
-        own = self.context.options.project_modules
+        own = self.context.options.project_modules_of(self.context.path)
         names = qualified_names(self, func)
         if any(not name.startswith(".") and name.split(".", 1)[0] not in own for name in names):
             return  # torch's, a builtin or another package's, which says what its int means
