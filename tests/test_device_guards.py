@@ -182,7 +182,7 @@ def test_a_framework_option_chosen_by_a_test_is_left_whole_with_the_frameworks_t
 # The same availability test asked for another option of the framework, beside a left one.
 LIGHTNING = "import torch\nimport lightning as L\n"
 BESIDE_A_LEFT_CHOICE = [
-    # in the same call, the test written out or through a variable of its own
+    # in the same call, either option first, a count compared
     "L.Trainer(accelerator='gpu' if torch.cuda.is_available() else 'cpu',\n"
     "          devices=torch.cuda.device_count() if torch.cuda.is_available() else 1)\n",
     "L.Trainer(devices=torch.cuda.device_count() if torch.cuda.is_available() else 1,\n"

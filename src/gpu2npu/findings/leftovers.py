@@ -60,14 +60,6 @@ class _PackageImport(NamedTuple):
     names: Tuple[str, ...]  # the qualified names the statement imports
     calls: List[str]  # the qualified names called, in the order of the file
 
-    @classmethod
-    def of(cls, row: int, tip: str, api_name: str) -> "_PackageImport":
-        """The import whose row names `api_name`: `auto_gptq (AutoGPTQForCausalLM, BaseQuantizeConfig)`
-        for the names one statement imports from a module, or the one name."""
-        module, _, grouped = api_name.partition(" (")
-        names = tuple(f"{module}.{name}" for name in grouped.rstrip(")").split(", ")) if grouped else (api_name,)
-        return cls(row, tip, names, [])
-
     def imported(self, name: str) -> bool:
         return any(name == imported or name.startswith(imported + ".") for imported in self.names)
 
@@ -116,8 +108,10 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         # package -> the rows of its imports, where its calls with the same advice are listed
         self._package_imports: Dict[str, List[_PackageImport]] = {}
 
-    def _add(self, node: cst.CSTNode, kind, report: Report, api_name: str, tip: str) -> None:
-        """A row of `kind` (finding_kinds) about `node`."""
+    def _add(self, node: cst.CSTNode, kind, report: Report, api_name: str, tip: str,
+             imported: Tuple[str, ...] = ()) -> None:
+        """A row of `kind` (finding_kinds) about `node`; of an import, `imported` names what it
+        imports (`api_name` alone where not given)."""
         span = self.get_metadata(PositionProvider, node)
         is_import = isinstance(node, (cst.Import, cst.ImportFrom))
         package = None
@@ -133,7 +127,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         if package and report == Report.UNSUPPORTED and kind == CUDA_ONLY_PACKAGE:
             imports = self._package_imports.setdefault(package, [])
             if is_import:
-                imports.append(_PackageImport.of(len(self.findings), tip, api_name))
+                imports.append(_PackageImport(len(self.findings), tip, imported or (api_name,), []))
             elif imports and "." not in package and tip == tip_for(package, self.api):
                 # A call with no advice of its own, of a package that does not install on an NPU
                 # machine (a part of one that does, DeepSpeed's or vLLM's, imports there: its calls
@@ -246,18 +240,21 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             tips = list(dict.fromkeys(tip_for(f"{module}.{name}", self.api) for name in grouped))
             self._add_import(node, _package_kind(f"{module}.{grouped[0]}"), f"{module}.{grouped[0]}", what,
                              tips[0] if len(tips) == 1
-                             else "; ".join(f"{name}: {tip_for(f'{module}.{name}', self.api)}" for name in grouped))
+                             else "; ".join(f"{name}: {tip_for(f'{module}.{name}', self.api)}" for name in grouped),
+                             tuple(f"{module}.{name}" for name in grouped))
         return False
 
-    def _add_import(self, node: cst.CSTNode, kind: FindingKind, name: str, what: str, tip: str) -> None:
-        """The row of an import of a CUDA-only package; a kernel language's once per file (`import
-        triton` and `import triton.language as tl` say the same: each kernel has its own row)."""
+    def _add_import(self, node: cst.CSTNode, kind: FindingKind, name: str, what: str, tip: str,
+                    imported: Tuple[str, ...] = ()) -> None:
+        """The row of an import of a CUDA-only package (`imported`: the names it imports, where
+        more than `what`); a kernel language's once per file (`import triton` and `import
+        triton.language as tl` say the same: each kernel has its own row)."""
         language = _kernel_language(name)
         if language is not None:  # (not the rest of CUDA Python: cuda.bindings is the runtime)
             if language in self._languages_imported:
                 return
             self._languages_imported.add(language)
-        self._add(node, kind, Report.UNSUPPORTED, what, tip)
+        self._add(node, kind, Report.UNSUPPORTED, what, tip, imported)
 
     def _check_imported(self, node: cst.CSTNode, name: str, local: Optional[str]) -> None:
         package = cuda_only_package(name, self.own)

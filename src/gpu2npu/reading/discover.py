@@ -120,18 +120,22 @@ def modules_beside(entries: Iterable[Entry]) -> Tuple[Tuple[str, FrozenSet[str]]
     """(folder, the modules `import name` finds there) for each folder below the root, other than
     src/, that holds Python files and is no package (no __init__.py): a folder of scripts, run as
     `python scripts/sample.py`, whose sibling modules are on sys.path when they run."""
-    files: Dict[str, Set[str]] = {}
+    files: Dict[str, Set[str]] = {}  # folder -> the names of its Python files
     for entry in entries:
         if entry.kind == Kind.PYTHON and "/" in entry.relative:
             folder, name = entry.relative.rsplit("/", 1)
             files.setdefault(folder, set()).add(name)
+    inner: Dict[str, Set[str]] = {}  # folder -> its folders that hold Python files
+    for folder in files:
+        if "/" in folder:
+            above, name = folder.rsplit("/", 1)
+            inner.setdefault(above, set()).add(name)
     found = []
     for folder, names in files.items():
         if "__init__.py" in names or folder == "src":
             continue
         modules = {name[:-3] for name in names if name[:-3].isidentifier()}
-        modules |= {inner.rsplit("/", 1)[-1] for inner in files if inner.rsplit("/", 1)[0] == folder and "/" in inner
-                    and inner.rsplit("/", 1)[-1].isidentifier()}
+        modules |= {name for name in inner.get(folder, ()) if name.isidentifier()}
         if modules:
             found.append((folder, frozenset(modules)))
     return tuple(sorted(found))

@@ -77,8 +77,14 @@ def mapping_text(code: str) -> str:
     return re.sub(r"\s+", "", code).replace('"', "'")
 
 
-# What reads or restores a device's RNG states (torch.cuda's, torch.npu's, a framework's own).
-RNG_STATE_CALL = re.compile(r"(^|[._])(get|set)_rng_state(_all)?$")
+# What reads or restores a device's RNG states (torch.cuda's, torch.npu's, a framework's own), by
+# the last part of its name.
+_RNG_STATE_CALLEE = re.compile(r"(^|_)(get|set)_rng_state(_all)?$")
+
+
+def is_rng_state_callee(name: str) -> bool:
+    """Whether a callee named `name` (`torch.cuda.get_rng_state_all`) reads or restores RNG states."""
+    return _RNG_STATE_CALLEE.search(name.rsplit(".", 1)[-1]) is not None
 
 
 class FactsOfScan:
@@ -168,7 +174,7 @@ def _device_variables(file_scan: "FileScan") -> FrozenSet[str]:
 
 
 def _is_rng_state_call(node: Optional[ast.AST]) -> bool:
-    return isinstance(node, ast.Call) and RNG_STATE_CALL.search(_key_text(node.func).split(" ")[0]) is not None
+    return isinstance(node, ast.Call) and is_rng_state_callee(_last(node.func) or "")
 
 
 def _rng_state_mappings(file_scan: "FileScan") -> FrozenSet[str]:

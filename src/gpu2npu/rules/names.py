@@ -8,8 +8,8 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, RNG_STATE_CALL, FileFacts, facts_of_statements, foreign_library,
-                                  mapping_text, option_destination)
+from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, foreign_library,
+                                  is_rng_state_callee, mapping_text, option_destination)
 from ..knowledge.tips import handed_on, has_fused_kernel
 from .npu_aware import mentions_npu
 from .walk import ClassHooks, ParentNodeProvider, walk
@@ -469,8 +469,7 @@ def _holds_rng_states(rule, node: cst.CSTNode, parent: Optional[cst.CSTNode], pa
     `in`, or with a mapping method."""
     if isinstance(parent, cst.DictElement) and parent.key is node:
         value = parent.value
-        return isinstance(value, cst.Call) and RNG_STATE_CALL.search(
-            (dotted_name(value.func) or "").replace(".", "_")) is not None
+        return isinstance(value, cst.Call) and is_rng_state_callee(dotted_name(value.func) or "")
     mapping = None
     if isinstance(parent, cst.Index):
         subscript = parent_of(parent_of(parent))

@@ -18,17 +18,16 @@ def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool 
     """unsupported_api.csv / unknown_api.csv rows for the calls of one file; `similar`: the run
     has -sim (which rewrites the calls it has an equivalent for, so the tip differs)."""
     findings: List[Finding] = []
-    registered: List[FrozenSet[Tuple[Optional[str], str]]] = []  # (read when a custom operator is called)
+    registered: Optional[FrozenSet[Tuple[str, str]]] = None  # (read when a custom operator is first called)
     for call in scan.calls:
         names = sorted(scan.qualified(call.func))
         finding = None
         for name in names:
             finding = _judge_torch_call(call, name, path, api, similar)
             if finding is not None and finding.rule == UNKNOWN_SUPPORT.code and name.startswith("torch.ops."):
-                if not registered:
-                    registered.append(_operators_registered_here(scan, api_names=[
-                        name for call in scan.calls for name in scan.qualified(call.func)]))
-                if _registered(name, registered[0]):
+                if registered is None:
+                    registered = _operators_registered_here(scan)
+                if _registered(name, registered):
                     finding = None
             if finding is not None:
                 accelerator = _other_accelerator(name)
@@ -241,14 +240,15 @@ _OPERATOR_KEYWORDS = frozenset({"op_name", "qualname", "name"})
 _ONE_DEVICE = frozenset({"cuda", "cpu", "xpu", "hip", "mps", "meta"})
 
 
-def _operators_registered_here(scan: FileScan, api_names: List[str]) -> FrozenSet[Tuple[Optional[str], str]]:
+def _operators_registered_here(scan: FileScan) -> FrozenSet[Tuple[str, str]]:
     """(namespace, operator) of the custom operators this file gives a kernel from Python for every
     device: the operator runs a function of the file, whose own calls have their rows.  (One whose
     kernels are for given devices, `impl("op", f, "CUDA")`, has none on the NPU.)  Registered under
     its name alone (the library elsewhere), it is the operator of that name that the file calls,
     where it calls one namespace's only: `torch.ops._C.gemm` beside `torch.ops.proj.gemm` may be
-    the C++ kernel the Python one wraps.  `api_names`: the names the file calls."""
-    found, for_one_device = set(), set()
+    the C++ kernel the Python one wraps."""
+    found: Set[Tuple[Optional[str], str]] = set()
+    for_one_device: Set[str] = set()
     for call in scan.calls:
         func = call.func
         last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
@@ -270,7 +270,7 @@ def _operators_registered_here(scan: FileScan, api_names: List[str]) -> FrozenSe
                 for_one_device.add(operator)
             found.add((namespace, operator))
     namespaces: Dict[str, Set[str]] = {}  # operator -> the namespaces the file calls it in
-    for name in api_names:
+    for name in (name for call in scan.calls for name in scan.qualified(call.func)):
         parts = name.split(".")
         if len(parts) >= 4 and parts[:2] == ["torch", "ops"]:
             namespaces.setdefault(parts[3], set()).add(parts[2])
