@@ -21,9 +21,9 @@ from ..records.finding_kinds import (CUDA_API, CUDA_LEFTOVER, CUDA_ONLY_PACKAGE,
                             FRAMEWORK_CUDA, GPU_KERNELS, KERNEL_LANGUAGE, LEFT_ON_PURPOSE, NVIDIA_TOOLS,
                             RAY_GPUS, FindingKind)
 from ..rules import device_guards, flash_attn, npu_aware
-from ..rules.cuda_api import PROPERTIES_TIP
+from ..rules.cuda_api import PROPERTIES_TIP, lacking_arguments_tip
 from ..rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name, enum_label,
-                          foreign_collective, framework_option, names_a_method, not_a_device,
+                          arguments_the_npu_lacks, foreign_collective, framework_option, names_a_method, not_a_device,
                           of_a_properties_query_left, properties_query_stays, qualified_names, string_text,
                           top_level_statements)
 from ..rules.ray_resources import gpu_requests, imports_ray, is_ray_call
@@ -303,6 +303,14 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         return (isinstance(field, cst.Attribute) and field.value is call
                 and field.attr.value in CUDA_PROPERTY_FIELDS)
 
+    def _arguments_the_npu_lacks(self, node: cst.CSTNode, name: str) -> List[str]:
+        """What the call of `name` at `node` gives that torch_npu's counterpart lacks, where the
+        migration left the call for that (arguments_the_npu_lacks)."""
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        if not (isinstance(parent, cst.Call) and parent.func is node and migratable_cuda_path(self.api, name.split(".")[2:])):
+            return []
+        return arguments_the_npu_lacks(parent, name.rsplit(".", 1)[-1], self.api.version_tuple)
+
     def _check_reference(self, node: cst.CSTNode) -> None:
         if not self._is_chain_top(node):
             return
@@ -315,7 +323,10 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                     self._add(node, CUDA_API, Report.UNSUPPORTED, name, PROPERTIES_TIP)
                 return
             if name.startswith("torch.cuda."):
-                if not migratable_cuda_path(self.api, name.split(".")[2:]) and not self._in_test_guarding(name):
+                lacking = self._arguments_the_npu_lacks(node, name)
+                if lacking:
+                    self._add(node, CUDA_API, Report.UNSUPPORTED, name, lacking_arguments_tip(name.rsplit(".", 1)[-1], lacking))
+                elif not migratable_cuda_path(self.api, name.split(".")[2:]) and not self._in_test_guarding(name):
                     tip = TF32_TIP if name.endswith(".get_device_capability") and _gates_tf32(self, node) else None
                     self._add(node, CUDA_API, Report.UNSUPPORTED, name, tip or tip_for(name, self.api))
                 return

@@ -265,10 +265,13 @@ KERNEL_LANGUAGE = _kind(
 CUDA_API = _kind(
     "NPU917", "CUDAApi", "a torch CUDA API with no NPU counterpart in the release", ERROR,
     "torch_npu mirrors most of torch.cuda as torch_npu.npu, not all of it: graphs in older releases, "
-    "jiterator, NVTX, the CUDA runtime, compute capability; and DataParallel has no NPU form.",
+    "jiterator, NVTX, the CUDA runtime, compute capability; and DataParallel has no NPU form. Some counterparts "
+    "lack a parameter of CUDA's (memory_snapshot's include_traces, graph's enable_annotations): such a call stays.",
     "the row's tip names the NPU way (torch_npu.npu.mstx for NVTX, DistributedDataParallel for DataParallel, ...).",
-    (("import torch\ntorch.cuda.nvtx.range_push('step')\n", "torch.cuda.nvtx.range_push", UNSUPPORTED_CSV),),
-    ("import torch\ntorch.cuda.synchronize()\n",),
+    (("import torch\ntorch.cuda.nvtx.range_push('step')\n", "torch.cuda.nvtx.range_push", UNSUPPORTED_CSV),
+     ("import torch\nsnap = torch.cuda.memory_snapshot(include_traces=False)\n", "torch.cuda.memory_snapshot",
+      UNSUPPORTED_CSV)),
+    ("import torch\ntorch.cuda.synchronize()\n", "import torch\nsnap = torch.cuda.memory_snapshot()\n"),
 )
 
 CUDA_LEFTOVER = _kind(

@@ -5,19 +5,22 @@ memory, streams and graphs, amp: each a module of its own with its code and exam
 NPU101 is the rest: device selection and queries."""
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Dict, List, Optional, Set
 
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from ..knowledge import npu_keywords
 from ..knowledge.tips import migratable_cuda_path
-from ..records.change import Report
+from ..records.change import Finding, Report
+from ..records.finding_kinds import CUDA_API
 from .base import Example, Rule, code_of
 from .cuda_amp import TorchCudaAmpToNpu
 from .cuda_memory import TorchCudaMemoryToNpu
 from .cuda_random import TorchCudaRandomToNpu
 from .cuda_streams import TorchCudaStreamsToNpu
-from .names import build_dotted, cuda_switch_of, cuda_switch_tip, dotted_name, properties_query_stays, qualified_names
+from .names import (arguments_the_npu_lacks, build_dotted, cuda_switch_of, cuda_switch_tip, dotted_name,
+                    properties_query_stays, qualified_names)
 from .walk import ParentNodeProvider
 
 CUDA = "torch.cuda"
@@ -64,6 +67,12 @@ class TorchCudaApiToNpu(Rule):
     graphs (NPU113), the memory API (NPU114) and amp (NPU115) are the same rename, recorded
     under their own codes because each is reviewed differently.  A device query now asks about
     NPUs: `device_count()` counts NPUs, `get_device_name()` names an Ascend chip.
+
+    A call's arguments are fitted to torch_npu's parameters (knowledge/npu_keywords.py): a keyword
+    torch_npu names otherwise is given by position (`get_device_name(device=0)` -> `(0)`), one
+    without meaning on the NPU is left out (`is_bf16_supported(including_emulation=False)` before
+    torch_npu 2.9.0), and a call given one that changes what it does stays as written, reported
+    (NPU917).
     """
 
     code = "NPU101"
@@ -88,14 +97,28 @@ class TorchCudaApiToNpu(Rule):
             "import torch\nfrom torch.cuda import is_available, device_count\nn = device_count() if is_available() else 0\n",
             "import torch\nfrom torch_npu.npu import is_available, device_count\nn = device_count() if is_available() else 0\n",
         ),
+        Example(
+            "import torch\nname = torch.cuda.get_device_name(device=0)\nbf16 = torch.cuda.is_bf16_supported(including_emulation=False)\n",
+            "import torch\nimport torch_npu\nname = torch_npu.npu.get_device_name(0)\nbf16 = torch_npu.npu.is_bf16_supported()\n",
+        ),
     )
     unchanged = (
         "import torch\ntorch.cuda.nvtx.range_push('step')\n",
+        # torch_npu's memory_snapshot takes no include_traces: the call stays, reported (NPU917)
+        "import torch\nsnap = torch.cuda.memory_snapshot(include_traces=False)\n",
         # another package's CUDA switch: true on NPU it would run that package's CUDA code
         "import torch\nfrom mergekit.merge import MergeOptions\noptions = MergeOptions(cuda=torch.cuda.is_available())\n",
         "import torch\n# torch.cuda.synchronize() in a comment\n",
         "import torch\nimport torch_npu\ntorch_npu.npu.synchronize()\n",
     )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # The calls whose function this rule renamed, by the Call's id, with their torch.cuda path:
+        # their arguments are fitted to torch_npu's counterpart when the call is left.
+        self._calls_to_fit: Dict[int, List[str]] = {}
+        # torch.cuda names whose `from torch.cuda... import` this rule made torch_npu.npu's.
+        self._imported_to_npu: Set[str] = set()
 
     # -- use sites ---------------------------------------------------------------------------
     def visit_Import(self, node: cst.Import) -> bool:
@@ -139,6 +162,11 @@ class TorchCudaApiToNpu(Rule):
             return updated_node  # left for the analysis to report, with a tip
         if properties_query_stays(self, original_node, ".".join([CUDA, *path])):
             return updated_node  # (the leftover analysis reports it, where no other rule rewrote it)
+        call = self._call_of(original_node)
+        if call is not None and arguments_the_npu_lacks(call, path[-1], self.context.api.version_tuple):
+            return updated_node  # (the leftover analysis reports it)
+        if call is not None:
+            self._calls_to_fit[id(call)] = path
         if new_path != path:  # a renamed class: torch.cuda.CUDAGraph -> torch_npu.npu.NPUGraph
             renamed = build_dotted(".".join([NPU, new_path[0]]))
             new_node = _replace_at_depth(updated_node, depth - 1, renamed)
@@ -148,6 +176,77 @@ class TorchCudaApiToNpu(Rule):
         self.record(original_node, f"change {old_name} to {'.'.join([NPU, *new_path])}", kind=kind_of(path))
         self.context.needs_torch_npu = True
         return new_node
+
+    def _call_of(self, function: cst.CSTNode) -> Optional[cst.Call]:
+        parent = self.get_metadata(ParentNodeProvider, function, None)
+        return parent if isinstance(parent, cst.Call) and parent.func is function else None
+
+    # -- arguments torch_npu.npu's counterpart names otherwise, or does not take ---------------
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        path = self._calls_to_fit.pop(id(original_node), None)
+        if path is None:
+            path = self._imported_callee(original_node)
+            if path is None:
+                return updated_node
+            lacking = arguments_the_npu_lacks(original_node, path[-1], self.context.api.version_tuple)
+            if lacking:  # (the import is renamed already: the call's row says what to change)
+                self._report_lacking(original_node, path, lacking)
+                return updated_node
+        return self._fit_arguments(original_node, updated_node, path)
+
+    def _imported_callee(self, call: cst.Call) -> Optional[List[str]]:
+        """The torch.cuda path of a function this rule's import edit made torch_npu.npu's, called
+        by `call` (`from torch.cuda import get_device_name; get_device_name(device=0)`)."""
+        if not self._imported_to_npu:
+            return None
+        for name in qualified_names(self, call.func):
+            if name in self._imported_to_npu:
+                return name.split(".")[2:]
+        return None
+
+    def _report_lacking(self, call: cst.Call, path: List[str], lacking: List[str]) -> None:
+        name = ".".join([CUDA, *path])
+        start, end = self.lines_of(call)
+        self.findings.append(Finding(self.context.path, start, end, Report.UNSUPPORTED, name,
+                                     lacking_arguments_tip(path[-1], lacking), CUDA_API.code))
+
+    def _fit_arguments(self, original_node: cst.Call, updated_node: cst.Call, path: List[str]) -> cst.Call:
+        """The renamed call with the arguments torch_npu's counterpart takes: what has no meaning on
+        the NPU left out, a keyword torch_npu names otherwise given by position (or by its name)."""
+        name = path[-1]
+        version = self.context.api.version_tuple
+        missing = npu_keywords.MISSING_PARAMETERS.get(name, {})
+        renamed = dict(npu_keywords.RENAMED_PARAMETERS.get(name, ()))
+        order = [cuda for cuda, _ in npu_keywords.RENAMED_PARAMETERS.get(name, ())]
+        args: List[cst.Arg] = []
+        positional = 0
+        for arg in updated_node.args:
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            if arg.keyword is None and not arg.star:
+                positional += 1
+                parameter = next((p for p in missing if missing[p].position == positional - 1), None)
+            else:
+                parameter = keyword
+            if parameter in missing and missing[parameter].droppable and missing[parameter].missing_in(version):
+                self.record(original_node, f"remove {parameter} from {NPU}.{name}: {missing[parameter].why} "
+                            f"({npu_keywords.npu_parameter_text(name, parameter, missing[parameter].since)})",
+                            kind=kind_of(path))
+                continue
+            if keyword in renamed:
+                in_place = len(args) == order.index(keyword) and all(a.keyword is None and not a.star for a in args)
+                arg = (arg.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT) if in_place
+                       else arg.with_changes(keyword=cst.Name(renamed[keyword])))
+                self.record(original_node, f"give {NPU}.{name} its {keyword} "
+                            + ("by position" if in_place else f"as {renamed[keyword]}")
+                            + f": torch_npu names the parameter {renamed[keyword]}", kind=kind_of(path))
+            args.append(arg)
+        if len(args) == len(updated_node.args) and all(a is b for a, b in zip(args, updated_node.args)):
+            return updated_node
+        if not args:  # (nor the line break of an argument on a line of its own)
+            return updated_node.with_changes(args=(), whitespace_before_args=cst.SimpleWhitespace(""))
+        if len(args) < len(updated_node.args) and updated_node.args[-1] is not args[-1]:
+            args[-1] = args[-1].with_changes(comma=updated_node.args[-1].comma)
+        return updated_node.with_changes(args=args)
 
     # -- imports -----------------------------------------------------------------------------
     def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):
@@ -163,6 +262,7 @@ class TorchCudaApiToNpu(Rule):
         if len(supported) != len(updated_node.names):
             return updated_node  # a mixed import stays whole; the analysis names what is missing
         new_module = ".".join([NPU, *prefix])
+        self._imported_to_npu.update(f"{module}.{dotted_name(alias.name)}" for alias in updated_node.names)
         kinds = {kind_of(prefix or [dotted_name(alias.name)]) for alias in updated_node.names}
         self.record(original_node, f"change import from {module} to import from {new_module}",
                     kind=kinds.pop() if len(kinds) == 1 else None)
@@ -189,6 +289,22 @@ class TorchCudaApiToNpu(Rule):
         for message, kind in changed:
             self.record(original_node, message, kind=kind)
         return updated_node.with_changes(names=names)
+
+
+def lacking_arguments_tip(name: str, lacking: List[str]) -> str:
+    """The tip of a torch.cuda call left as written for arguments torch_npu's counterpart lacks."""
+    missing = npu_keywords.MISSING_PARAMETERS[name]
+    facts = "; ".join(npu_keywords.npu_parameter_text(name, keyword, missing[keyword].since) for keyword in lacking)
+    asked = " or ".join(missing[keyword].why for keyword in lacking)
+    newer = [missing[keyword].since for keyword in lacking]
+    later = (f", or migrate for torch_npu {max(newer, key=_release_key)} or later (-v)"
+             if all(newer) else "")
+    return (f"left as written: {facts}, so renamed the call would raise TypeError; on the NPU call "
+            f"{NPU}.{name} without {' and '.join(lacking)} if the program can do without {asked}{later}")
+
+
+def _release_key(release: str):
+    return tuple(int(part) for part in release.split("."))
 
 
 def _chain(node: cst.CSTNode) -> List[cst.CSTNode]:

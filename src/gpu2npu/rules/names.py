@@ -10,6 +10,7 @@ from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, foreign_library,
                                   is_rng_state_callee, mapping_text, option_destination)
+from ..knowledge import npu_keywords
 from ..knowledge.tips import handed_on, has_fused_kernel
 from .npu_aware import mentions_npu
 from .walk import ClassHooks, ParentNodeProvider, walk
@@ -410,6 +411,25 @@ def of_a_properties_query_left(rule, node: cst.CSTNode) -> bool:
     call = rule.get_metadata(ParentNodeProvider, parent, None) if isinstance(parent, cst.Arg) else None
     return isinstance(call, cst.Call) and any(properties_query_stays(rule, node, name)
                                               for name in qualified_names(rule, call.func))
+
+
+def arguments_the_npu_lacks(call: cst.Call, name: str, torch_version: Tuple[int, ...]) -> List[str]:
+    """The parameters given to `call`, a call of the torch.cuda function `name` (its last part:
+    `memory_snapshot`), that torch_npu.npu's counterpart in the release of `torch_version` does
+    not take and whose absence would change what the call does (npu_keywords): such a call stays
+    as written.  The migration and the leftover analysis ask this one question."""
+    missing = npu_keywords.MISSING_PARAMETERS.get(name, {})
+    given = _given_parameters(call, missing)
+    return [keyword for keyword in given
+            if not missing[keyword].droppable and missing[keyword].missing_in(torch_version)]
+
+
+def _given_parameters(call: cst.Call, parameters) -> List[str]:
+    """Which of `parameters` (name -> MissingParameter) `call` gives, by keyword or by position."""
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    keywords = {arg.keyword.value for arg in call.args if arg.keyword is not None}
+    return [keyword for keyword, parameter in parameters.items()
+            if keyword in keywords or (parameter.position is not None and parameter.position < len(positional))]
 
 
 def enum_label(rule, node: cst.CSTNode) -> bool:
