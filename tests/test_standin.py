@@ -77,6 +77,18 @@ def test_npu_functions(npu):
     assert isinstance(n.memory_stats(), dict)
 
 
+def test_device_queries_take_torch_npus_parameters_only(npu):
+    """torch_npu names the device of get_device_name/get_device_properties device_name, and
+    can_device_access_peer's device_id and peer_device_id: CUDA's keywords raise there, and here."""
+    n = npu.npu
+    assert isinstance(n.get_device_name(device_name=0), str) and n.get_device_properties(device_name=0).total_memory
+    assert n.is_bf16_supported(including_emulation=False) is True  # (torch_npu 2.9.0 on, as this stand-in's 2.13)
+    for call in (lambda: n.get_device_name(device=0), lambda: n.get_device_properties(device=0),
+                 lambda: n.can_device_access_peer(device=0, peer_device=1)):
+        with pytest.raises(TypeError):
+            call()
+
+
 def test_device_count_env(npu, monkeypatch):
     monkeypatch.setenv("STANDIN_NPU_COUNT", "4")
     assert npu.npu.device_count() == 4

@@ -86,7 +86,9 @@ def synchronize(device=None):
     return None
 
 
-def get_device_name(device=None):
+# torch_npu names the device parameter of these device_name (of can_device_access_peer device_id and
+# peer_device_id): a call that gives CUDA's keyword fails here as on the NPU.
+def get_device_name(device_name=None):
     return "Ascend910B (CPU stand-in)"
 
 
@@ -103,7 +105,7 @@ class _DeviceProperties:
                 f"total_memory={self.total_memory // 1024**2}MB)")
 
 
-def get_device_properties(device=None):
+def get_device_properties(device_name=None):
     return _DeviceProperties()
 
 
@@ -111,7 +113,7 @@ def get_device_capability(device=None):
     return None
 
 
-def is_bf16_supported(*args, **kwargs):
+def is_bf16_supported(including_emulation: bool = False):  # (taken from torch_npu 2.9.0 on, and ignored)
     return True
 
 
@@ -424,7 +426,7 @@ LongStorage = torch.LongStorage
 ShortStorage = torch.ShortStorage
 
 # The caching allocator's state: nothing is allocated on the npu device, so it holds nothing.
-def memory_snapshot():
+def memory_snapshot(mempool_id=None):
     return []
 
 
@@ -460,9 +462,9 @@ def get_allocator_backend():
     return "native"
 
 
-def can_device_access_peer(device, peer_device):
+def can_device_access_peer(device_id, peer_device_id):
     """Every imitated NPU is the same CPU memory: any two distinct valid devices reach each other."""
-    first, second = npu_index(device, current_device()), npu_index(peer_device, current_device())
+    first, second = npu_index(device_id, current_device()), npu_index(peer_device_id, current_device())
     _check_index(first)
     _check_index(second)
     return first != second
