@@ -442,6 +442,16 @@ class TestALoaderOverTheSamplesItsFunctionIsGiven:
         "from torch.utils.data import DataLoader\n\ndef update(policy, buffer):\n"
         "    train_loader = DataLoader(buffer, batch_size=64, shuffle=True)\n"
         "    for _ in range(4):\n        for batch in train_loader:\n            policy.learn(batch)\n",
+        # over tensors the function made of its samples, one or more assignments back
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\nclass Agent:\n"
+        "    def learn(self, experiences):\n        states = torch.stack([e.state for e in experiences])\n"
+        "        actions = torch.stack([e.action for e in experiences])\n"
+        "        minibatches = DataLoader(TensorDataset(states, actions), batch_size=64, shuffle=True)\n"
+        "        for _ in range(self.k_epochs):\n            for s, a in minibatches:\n                self.step(s, a)\n",
+        "from torch.utils.data import DataLoader\n\ndef update(policy, trajectories):\n"
+        "    flat = [step for t in trajectories for step in t]\n    samples = shuffle_list(flat)\n"
+        "    loader = DataLoader(samples, batch_size=16, shuffle=True)\n"
+        "    for batch in loader:\n        policy.learn(batch)\n",
     ])
     def test_it_gets_no_drop_last(self, source):
         output, result = _migrate(source)
@@ -459,6 +469,14 @@ class TestALoaderOverTheSamplesItsFunctionIsGiven:
         "from torch.utils.data import DataLoader\n\nclass Trainer:\n    def fit(self):\n"
         "        train_loader = DataLoader(self.train_set, batch_size=8, shuffle=True)\n"
         "        for batch in train_loader:\n            self.step(batch)\n",
+        # made through local names of a setting read from an argument, or of the module's data
+        "from torch.utils.data import DataLoader\n\ndef main(args):\n    root = args.data\n"
+        "    train_set = ImageFolder(root, transform=make_transform(args.size))\n"
+        "    train_loader = DataLoader(train_set, batch_size=64, shuffle=True)\n"
+        "    for batch in train_loader:\n        step(batch)\n",
+        "from torch.utils.data import DataLoader\n\nDATA = load_corpus()\n\ndef run(model):\n"
+        "    train_set = Tokenized(DATA)\n    train_loader = DataLoader(train_set, batch_size=8, shuffle=True)\n"
+        "    for batch in train_loader:\n        model(batch)\n",
     ])
     def test_a_loader_built_once_gets_it(self, source):
         output, _ = _migrate(source)
@@ -467,9 +485,11 @@ class TestALoaderOverTheSamplesItsFunctionIsGiven:
     @pytest.mark.parametrize("loop", ["for epoch in range(args.epochs):", "for _ in range(num_epochs):",
                                       "for epoch in range(10):", "for epoch in range(start, cfg.max_epochs):",
                                       "for _ in range(self.num_train_epochs):", "while step < max_steps:"])
-    def test_a_loader_over_the_given_data_set_read_in_a_runs_epochs_gets_it(self, loop):
+    @pytest.mark.parametrize("data", ["train_set", "subset"])
+    def test_a_loader_over_the_given_data_set_read_in_a_runs_epochs_gets_it(self, loop, data):
         source = ("from torch.utils.data import DataLoader\n\ndef train(model, train_set, args):\n"
-                  "    train_loader = DataLoader(train_set, batch_size=32, shuffle=True)\n"
+                  "    subset = Subset(train_set, range(args.n))\n"
+                  f"    train_loader = DataLoader({data}, batch_size=32, shuffle=True)\n"
                   f"    {loop}\n        for batch in train_loader:\n            model(batch)\n")
         output, _ = _migrate(source)
         assert "shuffle=True, drop_last=True)" in output

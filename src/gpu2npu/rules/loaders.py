@@ -3,7 +3,7 @@ or evaluation, told by the names around it), and editing keyword arguments in pl
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
@@ -18,6 +18,8 @@ _STEP_WORDS = re.compile(r"(^|_)step($|_)", re.I)
 # "epochs" other than these says whose (`ppo_epochs`, `update_epochs`: an RL update's passes).
 _RUN_EPOCHS = re.compile(r"^((num|n|max|total|train|training)_?(train_)?)?epochs?$", re.I)
 _EPOCH_WORD = re.compile(r"epoch", re.I)
+# How many assignments back a loader's data is followed to the samples its function is given.
+_DERIVATION_STEPS = 3
 
 
 def _repeats_a_run(loop: cst.CSTNode) -> bool:
@@ -131,15 +133,7 @@ class LoaderRoles:
         parameters = function.params
         given = {param.name.value for param in (*parameters.posonly_params, *parameters.params,
                                                 *parameters.kwonly_params)} - {"self", "cls"}
-        dataset = self._value_of(dataset)
-        # the samples themselves (`TensorDataset(samples)`), not a setting read from an argument
-        # (`ImageFolder(args.data)`) nor a function
-        # (a TensorDataset holds the tensors it is given: `TensorDataset(rollouts.obs)` is over samples)
-        tensors = {id(arg.value) for inner in nodes_within(dataset, cst.Call)
-                   if (dotted_name(inner.func) or "").rsplit(".", 1)[-1] == "TensorDataset" for arg in inner.args}
-        not_data = {id(inner.func) for inner in nodes_within(dataset, cst.Call)} | {
-            id(attribute.value) for attribute in nodes_within(dataset, cst.Attribute) if id(attribute) not in tensors}
-        if not any(name.value in given for name in nodes_within(dataset, cst.Name) if id(name) not in not_data):
+        if not self._made_of_given(self._value_of(dataset), given, _DERIVATION_STEPS):
             return False
         # read in one pass: a loop over it that no epoch loop of the run holds (one around it reads
         # a run's data set again and again; a PPO-style update's `for _ in range(ppo_epochs)`
@@ -148,6 +142,23 @@ class LoaderRoles:
                     for inner in nodes_within(outer.body, cst.For, cst.CompFor)}
         return any(loader in {name.value for name in nodes_within(loop.iter, cst.Name)}
                    for loop in nodes_within(function.body, cst.For, cst.CompFor) if id(loop) not in repeated)
+
+    def _made_of_given(self, data: cst.BaseExpression, given: Set[str], steps: int) -> bool:
+        """Whether `data` is made of samples the function is given: it names a parameter, or a name
+        the function gave a value made of one (`states = torch.stack([e.state for e in batch])`),
+        up to `steps` assignments back.  The samples themselves (`TensorDataset(samples)`), not a
+        setting read from an argument (`ImageFolder(args.data)`) nor a function (a TensorDataset
+        holds the tensors it is given: `TensorDataset(rollouts.obs)` is over samples)."""
+        tensors = {id(arg.value) for inner in nodes_within(data, cst.Call)
+                   if (dotted_name(inner.func) or "").rsplit(".", 1)[-1] == "TensorDataset" for arg in inner.args}
+        not_data = {id(inner.func) for inner in nodes_within(data, cst.Call)} | {
+            id(attribute.value) for attribute in nodes_within(data, cst.Attribute) if id(attribute) not in tensors}
+        names = [name.value for name in nodes_within(data, cst.Name) if id(name) not in not_data]
+        if any(name in given for name in names):
+            return True
+        local = self._values[-1] if len(self._values) > 1 else {}  # (the function's own names only)
+        return steps > 0 and any(name in local and local[name] is not data
+                                 and self._made_of_given(local[name], given, steps - 1) for name in set(names))
 
     def _number(self, node: cst.BaseExpression) -> bool:
         """An integer written in the code, or a module constant holding one (`NUM_ELEMENTS = 22`)."""
