@@ -64,7 +64,15 @@ def test_s_refuses_a_program_started_once_per_card(tmp_path):
                                    "p.add_argument('--local-rank', type=int, default=0)\n"
                                    "torch.cuda.set_device(p.parse_args().local_rank)\n"),
                        ("launch.py", "import os\nimport subprocess\nimport torch\nfor rank in range(torch.cuda.device_count()):\n"
-                                     "    subprocess.Popen(['python', 'w.py'], env={**os.environ, 'LOCAL_RANK': str(rank)})\n")]:
+                                     "    subprocess.Popen(['python', 'w.py'], env={**os.environ, 'LOCAL_RANK': str(rank)})\n"),
+                       # the card chosen from the process's rank
+                       ("ranked.py", "import torch\nimport torch.distributed as dist\n\ndist.init_process_group('nccl')\n"
+                                     "device_id = dist.get_rank() % torch.cuda.device_count()\n"
+                                     "torch.cuda.set_device(device_id)\n"),
+                       ("slurm.py", "import os\nimport torch\n\nrank = int(os.environ['SLURM_PROCID'])\n"
+                                    "model = torch.nn.Linear(2, 2).to(f'cuda:{rank}')\n"),
+                       ("ddp.py", "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\n"
+                                  "def wrap(model, rank):\n    return DDP(model.cuda(), device_ids=[rank])\n")]:
         source = write_project(tmp_path / name[:-3], {name: text})
         out = tmp_path / f"out_{name[:-3]}"
         result = _gpu2npu("-i", str(source), "-o", str(out), "-v", "2.1.0", "-s")
@@ -76,6 +84,19 @@ def test_s_refuses_a_program_started_once_per_card(tmp_path):
     assert result.returncode == 0, result.stderr
     migrated = (tmp_path / "plain" / "train_msft" / "train.py").read_text()
     assert "torch_npu.npu.set_device(local_rank)" in migrated and '.to(f"npu:{local_rank}")' in migrated
+
+
+def test_s_still_sets_the_device_of_a_program_that_reads_its_rank_for_other_things(tmp_path):
+    # one process on one card that logs as rank 0 of a group of one: no card chosen from the rank
+    source = write_project(tmp_path / "proj", {
+        "train.py": "import torch\nimport torch.distributed as dist\n\ndef main():\n"
+                    "    rank = dist.get_rank() if dist.is_initialized() else 0\n"
+                    "    model = torch.nn.Linear(2, 2).cuda()\n    if rank == 0:\n        print('ready')\n\n"
+                    "if __name__ == '__main__':\n    main()\n",
+    })
+    result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "-s")
+    assert result.returncode == 0, result.stderr
+    assert 'set_device(int(os.environ.get("DEVICE_ID", "0")))' in (tmp_path / "out" / "proj_msft" / "train.py").read_text()
 
 
 def test_s_chooses_the_device_in_the_scripts_not_in_the_modules_they_import(tmp_path):

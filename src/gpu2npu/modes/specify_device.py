@@ -55,10 +55,10 @@ def _specify_device(source: Path) -> SpecifyDeviceSettings:
         if per_process is not None:
             line = text[:per_process.start()].count(b"\n") + 1
             raise UsageError(
-                f"-s: {relative} runs one process per card (line {line}: {per_process.group(0).decode()}, set by "
-                "torchrun or a launcher) and each process selects its card from its local rank; with -s every "
+                f"-s: {relative} runs one process per card (line {line}: {_line_text(text, line)}; its rank "
+                "is set by torchrun or a launcher) and each process selects its card from its rank; with -s every "
                 "process would run on the one DEVICE_ID NPU. Migrate without -s (each process then selects its NPU "
-                "from LOCAL_RANK, as it did its GPU).")
+                "from its rank, as it did its GPU).")
     imported = _imported_modules(texts)
     starts = [relative for relative, text in texts.items() if MAIN_GUARD.search(text)]
     entries = frozenset(relative for relative in starts if DEVICE_USE.search(texts[relative]))
@@ -72,9 +72,15 @@ def _specify_device(source: Path) -> SpecifyDeviceSettings:
 # What a program that picks a device mentions.
 DEVICE_USE = re.compile(rb"cuda|\.to\(|device|set_device")
 # What a program started once per card (torchrun, torch.distributed.launch, a launcher of its own)
-# reads or hands on to choose its card.
-PER_PROCESS_DEVICE = re.compile(rb"LOCAL_RANK|--local[_-]rank\b")
+# reads or hands on to choose its card: its local rank, or its rank where a device is chosen from
+# it (`rank % torch.cuda.device_count()`, `set_device(rank)`, `device_ids=[rank]`, `f"cuda:{rank}"`).
+PER_PROCESS_DEVICE = re.compile(rb"LOCAL_RANK|--local[_-]rank\b|(?i:rank)\w*(?:\(\))?\s*%\s*[\w.]*device_count\("
+                                rb"|(?:set_device\(|device_ids\s*=\s*\[|cuda:\{)[^\n)\]}]*(?i:rank)")
 _IMPORTS = re.compile(rb"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import|import[ \t]+([\w., \t]+))", re.MULTILINE)
+
+
+def _line_text(text: bytes, line: int) -> str:
+    return text.splitlines()[line - 1].decode("utf-8", "replace").strip()
 
 
 def _imported_modules(texts) -> set:
