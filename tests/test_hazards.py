@@ -522,7 +522,13 @@ def test_the_front_door_of_earlier_transformers_releases_too():
     ("import os\nos.system('nvidia-smi -L')\n", True),
     ("from os import popen\nfree = popen('/usr/bin/nvidia-smi').read()\n", True),
     ("import subprocess\nsubprocess.run('nvidia-smi', shell=True)\n", True),
-    # the word in text, or another program
+    # a command written once under a name, at the top of the file or in the function
+    ("import subprocess\nNVSMI = ['nvidia-smi', '--query-gpu=memory.used', '--format=csv']\n\n"
+     "def used():\n    return subprocess.run(NVSMI, capture_output=True).stdout\n", True),
+    ("import os\n\ndef show():\n    cmd = 'nvidia-smi topo -m'\n    os.system(cmd)\n", True),
+    # the word in text, or another program, or a name given two commands (which runs is not known)
+    ("import subprocess\ncmd = ['nvidia-smi', '-L']\nif ascend:\n    cmd = ['npu-smi', 'info']\nsubprocess.run(cmd)\n",
+     False),
     ("print('see nvidia-smi for the GPUs')\n", False),
     ("import subprocess\nsubprocess.run(['npu-smi', 'info'])\n", False),
     ("import subprocess\nsubprocess.run(['echo', 'nvidia-smi'])\n", False),

@@ -1,11 +1,12 @@
 """NVIDIA's command-line tools run from Python (NPU924): `subprocess.run(["nvidia-smi", ...])`,
-`os.system("nvidia-smi -L")`, `os.popen("nvidia-smi --query-gpu=...")`.  An Ascend machine has
+`os.system("nvidia-smi -L")`, `os.popen("nvidia-smi --query-gpu=...")`, and a command the file
+writes once under a name (`NVSMI = ["nvidia-smi", "-L"]; subprocess.run(NVSMI)`).  An Ascend machine has
 none, and a program that runs one at module level stops at start.  A call made only after asking
 whether the tool is there (`if shutil.which("nvidia-smi")`) is not reached there: a note."""
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Dict, List, Optional
 
 from ...reading.scan.reading import caught_names
 from ...records.change import Report
@@ -41,11 +42,20 @@ class Detector:
         # calls in a `try` that expects the program may be missing (an environment report): no crash
         self.expected = {id(node) for statement in view.groups.get(ast.Try, ()) if caught_names(statement) & _CAUGHT
                          for part in statement.body for node in ast.walk(part) if isinstance(node, ast.Call)}
+        # commands the file writes once under a name (`NVSMI = ["nvidia-smi", "-L"]`, `cmd = "nvidia-smi"`)
+        assigned: Dict[str, List[ast.AST]] = {}
+        for statement in view.groups.get(ast.Assign, ()):
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(statement.value)
+        self.commands = {name: values[0] for name, values in assigned.items()
+                         if len(values) == 1 and _program(values[0]) is not None}
 
     def on_call(self, call: ast.Call) -> None:
         if not call.args or id(call) in self.expected or not self.view.qualified(call.func) & RUNNERS:
             return
-        program = _program(call.args[0])
+        command = call.args[0]
+        program = _program(self.commands.get(command.id, command) if isinstance(command, ast.Name) else command)
         if program not in TOOLS:
             return
         where = self.view.package_tests.question(call.lineno, call.end_lineno or call.lineno, program)
