@@ -118,6 +118,15 @@ LEFT_AS_WRITTEN = [
      "trainer = L.Trainer(accelerator=dev)\nx = torch.ones(2).to(dev)\n", 4),
     ("import torch\nfrom vllm import LLM\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
      "llm = LLM('model', device=device)\n", 3),
+    # ... or returned to it by a function of the file, or a method of its class
+    ("import torch\nimport lightning as L\n\ndef get_accelerator():\n"
+     "    return 'gpu' if torch.cuda.is_available() else 'cpu'\n\n"
+     "trainer = L.Trainer(accelerator=get_accelerator(), devices=1)\n", 5),
+    ("import torch\nimport lightning as L\n\ndef choose():\n    if torch.cuda.is_available():\n"
+     "        return 'cuda'\n    return 'cpu'\n\ntrainer = L.Trainer(accelerator=choose())\n", 5),
+    ("import torch\nimport lightning as L\n\nclass Run:\n    def accelerator(self):\n"
+     "        return 'gpu' if torch.cuda.device_count() > 0 else 'cpu'\n\n"
+     "    def fit(self, model):\n        L.Trainer(accelerator=self.accelerator()).fit(model)\n", 6),
 ]
 
 
@@ -168,6 +177,13 @@ MIGRATED = [
     # torch's own collectives behind the same test run on the NPU over HCCL
     ("import torch\nimport torch.distributed as dist\n\ndef sync(device, t):\n    if device.type != 'cuda':\n"
      "        raise NotImplementedError('CUDA only')\n    dist.broadcast(t, 0)\n", "device.type != 'npu'"),
+    # a function of the file whose result is a torch device, or handed to a keyword of no framework
+    ("import torch\n\ndef pick():\n    if torch.cuda.is_available():\n        return 'cuda'\n    return 'cpu'\n\n"
+     "model = Net().to(device=pick())\n",
+     "    if torch_npu.npu.is_available():\n        return 'npu'\n"),
+    ("import torch\nimport lightning as L\n\ndef pick():\n    return 'cuda' if torch.cuda.is_available() else 'cpu'\n\n"
+     "x = torch.ones(2, device=pick())\ntrainer = L.Trainer(accelerator='auto')\n",
+     "    return 'npu' if torch_npu.npu.is_available() else 'cpu'\n"),
 ]
 
 

@@ -59,7 +59,8 @@ class FileFacts:
     attribute_parameters: FrozenSet[tuple] = frozenset()
     reads_cuda_only_properties: bool = False
     # variables handed to a call's keyword: name -> ((keyword, the callee's qualified names), ...)
-    # (`accel = "gpu" if ... else "cpu"` reaches Lightning through `Trainer(accelerator=accel)`)
+    # (`accel = "gpu" if ... else "cpu"` reaches Lightning through `Trainer(accelerator=accel)`),
+    # and the file's functions whose result is, as "name()" (`Trainer(accelerator=pick())`)
     keyword_arguments: Dict[str, Tuple[Tuple[str, FrozenSet[str]], ...]] = field(default_factory=dict)
     # command-line options whose choices offer "cuda" beside a label that is no device
     # (`--quant-backend` with choices cuda, triton): their destinations and flags
@@ -143,6 +144,21 @@ class FactsOfScan:
     @property
     def keyword_arguments(self) -> Dict[str, Tuple[Tuple[str, FrozenSet[str]], ...]]:
         return self._read().keyword_arguments
+
+
+def _value_holder(value: ast.AST) -> Optional[str]:
+    """What a keyword's value is read from, as keyword_arguments names it: a variable (`accel`),
+    or what a function of the file returns (`choose_accelerator()`, `self.accelerator()`:
+    "choose_accelerator()", "accelerator()")."""
+    if isinstance(value, ast.Name):
+        return value.id
+    if isinstance(value, ast.Call):
+        func = value.func
+        if isinstance(func, ast.Name):
+            return f"{func.id}()"
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+            return f"{func.attr}()"
+    return None
 
 
 def is_device_key(text: str) -> bool:
@@ -249,8 +265,9 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
     for call in file_scan.calls:
         func = call.func
         for keyword in call.keywords:
-            if keyword.arg is not None and isinstance(keyword.value, ast.Name):
-                keyword_arguments.setdefault(keyword.value.id, []).append((keyword.arg, frozenset(qualified(func))))
+            holder = _value_holder(keyword.value) if keyword.arg is not None else None
+            if holder is not None:
+                keyword_arguments.setdefault(holder, []).append((keyword.arg, frozenset(qualified(func))))
         if isinstance(func, ast.Attribute) and func.attr in KEY_METHODS and call.args:
             looks_up = looks_up or _looked_up_by_device(call.args[0], device_variables)
             named_keys = named_keys or _is_device_name(call.args[0])

@@ -620,6 +620,17 @@ def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
                          None)
             if found is not None:
                 return found
+    if isinstance(parent, cst.Return):
+        # what a function of the file returns to the option (`Trainer(accelerator=pick())`)
+        function = parent_of(parent)
+        while function is not None and not isinstance(function, (cst.FunctionDef, cst.Lambda)):
+            function = parent_of(function)
+        if isinstance(function, cst.FunctionDef):
+            uses = file_facts(rule, node).keyword_arguments.get(f"{function.name.value}()", ())
+            found = next((option for option in (_option_of(keyword, callees) for keyword, callees in uses) if option),
+                         None)
+            if found is not None:
+                return found
     return _named_among(rule, node, anywhere)
 
 
