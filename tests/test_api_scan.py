@@ -237,7 +237,11 @@ class TestAnotherAcceleratorsNamesOnAnOlderTorch:
 
 class TestBranchesOfOtherAccelerators:
     """What runs only where another accelerator is there (tested by its name or its torch
-    extension's package) is skipped on the NPU: no row; the same call unguarded keeps its row."""
+    extension's package) is skipped on the NPU: no row.  A module that no torch has, which a
+    vendor's extension registers (torch_mlu's `torch.mlu`), is that vendor's code even unguarded
+    (DeepSpeed's MLU_Accelerator class, chosen by a factory): the GPU the project ran on had no
+    such module either, so there is nothing to migrate.  torch's own modules (`torch.xpu`) keep
+    their rows unguarded."""
 
     @pytest.mark.parametrize("source", [
         "import importlib.util\n\n\ndef has_neuron():\n    if importlib.util.find_spec('torch_neuronx') is None:\n"
@@ -248,12 +252,22 @@ class TestBranchesOfOtherAccelerators:
     def test_a_guarded_call_is_no_row(self, source):
         assert rows("import torch\n" + source) == []
 
-    @pytest.mark.parametrize("source, name", [
-        ("n = torch.neuron.device_count()\n", "torch.neuron.device_count"),
-        ("name = torch.supa.get_device_name()\n", "torch.supa.get_device_name"),
-        ("if find_spec('neuronxyz') is None:\n    pass\nn = torch.neuron.device_count()\n", "torch.neuron.device_count"),
+    @pytest.mark.parametrize("source", [
+        "n = torch.neuron.device_count()\n",
+        "name = torch.supa.get_device_name()\n",
+        "if find_spec('neuronxyz') is None:\n    pass\nn = torch.neuron.device_count()\n",
+        "class MLU_Accelerator:\n    def set_device(self, index):\n        torch.mlu.set_device(index)\n\n"
+        "    def synchronize(self):\n        return torch.musa.synchronize()\n",
+        "torch.hpu.set_device(0)\n",
     ])
-    def test_an_unguarded_call_keeps_its_row(self, source, name):
+    def test_an_unguarded_call_of_a_vendors_module_is_no_row(self, source):
+        assert rows("import torch\n" + source) == []
+
+    @pytest.mark.parametrize("source, name", [
+        ("free, total = torch.xpu.mem_get_info()\n", "torch.xpu.mem_get_info"),
+        ("x = torch.mtia.current_device()\n", "torch.mtia.current_device"),
+    ])
+    def test_an_unguarded_call_of_torchs_own_module_keeps_its_row(self, source, name):
         assert [api for _, _, api in rows("import torch\n" + source)] == [name]
 
 

@@ -31,7 +31,8 @@ def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool 
                     finding = None
             if finding is not None:
                 accelerator = _other_accelerator(name)
-                if accelerator and scan.accelerator_guarded(call.lineno, accelerator):
+                if accelerator and (scan.accelerator_guarded(call.lineno, accelerator)
+                                    or (finding.rule == UNKNOWN_SUPPORT.code and _plugin_module(accelerator))):
                     finding = None  # code for another accelerator, skipped on the NPU: not unknown
                 break
         if finding is None and not names and isinstance(call.func, ast.Attribute):
@@ -111,6 +112,14 @@ OTHER_ACCELERATORS = ("xpu", "mlu", "musa", "hpu", "mps", "mtia", "xla", "ipu", 
 def _other_accelerator(name: str) -> Optional[str]:
     parts = name.split(".")
     return parts[1] if len(parts) > 2 and parts[0] == "torch" and parts[1] in OTHER_ACCELERATORS else None
+
+
+def _plugin_module(accelerator: str) -> bool:
+    """Whether `torch.<accelerator>` is no module of torch's but one a vendor's extension registers
+    (torch_mlu's `torch.mlu`, torch_musa's `torch.musa`, Habana's `torch.hpu`): code that calls it
+    runs only where that extension is installed, neither on the GPU the project ran on nor on the
+    NPU, and is nothing to migrate (DeepSpeed's MLU_Accelerator class)."""
+    return not apidata.torch_api_knows(f"torch.{accelerator}")
 
 
 def _judge_release(call: ast.Call, name: str, path: str, api: apidata.ApiData) -> List[Finding]:
