@@ -104,6 +104,32 @@ def test_tensor_methods_without_a_kernel_are_unknown_because_the_receiver_is_not
     assert rows(source) == [(Report.UNKNOWN, 2, "Tensor.lgamma"), (Report.UNKNOWN, 3, "Tensor.heaviside")]
 
 
+class TestAMethodOfTheClassItself:
+    """`self.dequantize(...)` where the class around the call defines `dequantize` is the class's
+    own method, no tensor's: no row.  A method the class does not define, another receiver, or a
+    method of another class of the file keeps the row."""
+
+    CLASS = ("import torch\n\nclass BoxCoder:\n    def dequantize(self, bins, size):\n        return bins * size\n\n"
+             "    def decode(self, bins, size):\n        return {call}\n")
+
+    def test_is_no_row(self):
+        source = self.CLASS.format(call="self.dequantize(bins, size)")
+        assert [row for row in rows(source) if row[2].startswith("Tensor.")] == []
+        classmethod_source = source.replace("    def dequantize(self,", "    @classmethod\n    def dequantize(cls,")
+        classmethod_source = classmethod_source.replace("self.dequantize(bins, size)", "cls.dequantize(bins, size)")
+        assert [row for row in rows(classmethod_source) if row[2].startswith("Tensor.")] == []
+
+    @pytest.mark.parametrize("call", ["self.lgamma()", "bins.dequantize()"])
+    def test_others_keep_theirs(self, call):
+        source = self.CLASS.format(call=call)
+        assert [row[1] for row in rows(source) if row[2].startswith("Tensor.")] == [8]
+
+    def test_a_method_of_another_class_keeps_its_row(self):
+        source = ("import torch\n\nclass A:\n    def dequantize(self):\n        return 1\n\n"
+                  "class B:\n    def run(self):\n        return self.dequantize()\n")
+        assert [row[1] for row in rows(source) if row[2].startswith("Tensor.")] == [9]
+
+
 def test_a_newer_release_with_the_kernel_has_nothing_to_say():
     newest = apidata.load(apidata.available_versions()[-1])
     missing = apidata.ops_without_npu_kernel(API) - apidata.ops_without_npu_kernel(newest)

@@ -35,7 +35,7 @@ def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool 
                                     or (finding.rule == UNKNOWN_SUPPORT.code and _plugin_module(accelerator))):
                     finding = None  # code for another accelerator, skipped on the NPU: not unknown
                 break
-        if finding is None and not names and isinstance(call.func, ast.Attribute):
+        if finding is None and not names and isinstance(call.func, ast.Attribute) and not _own_method(scan, call):
             finding = _judge_method_call(call, path, api)
         if finding is not None:
             findings.append(finding)
@@ -291,6 +291,19 @@ def _operators_registered_here(scan: FileScan) -> FrozenSet[Tuple[str, str]]:
 def _registered(name: str, registered: FrozenSet[Tuple[str, str]]) -> bool:
     parts = name.split(".")
     return len(parts) >= 4 and (parts[2], parts[3]) in registered
+
+
+def _own_method(scan: FileScan, call: ast.Call) -> bool:
+    """Whether `call` calls, through `self` or `cls`, a method that the class around it defines
+    (`self.dequantize(locations, size)` in a processor class): no tensor's method."""
+    receiver = call.func.value  # type: ignore[attr-defined]
+    if not (isinstance(receiver, ast.Name) and receiver.id in ("self", "cls")):
+        return False
+    method = call.func.attr  # type: ignore[attr-defined]
+    return any(node.lineno <= call.lineno <= (node.end_lineno or node.lineno)
+               and any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == method
+                       for item in node.body)
+               for node in scan.groups.get(ast.ClassDef, ()))
 
 
 def _judge_method_call(call: ast.Call, path: str, api: apidata.ApiData) -> Optional[Finding]:
