@@ -312,6 +312,7 @@ class TestTorchsDeviceNeutralPrivateCode:
         ("act = torch.nn.modules.transformer._get_activation_fn('gelu')", "torch.nn.modules.transformer._get_activation_fn"),
         ("out = torch._higher_order_ops.auto_functionalize.auto_functionalized(op, x=x)",
          "torch._higher_order_ops.auto_functionalize.auto_functionalized"),
+        ("patterns = torch._inductor.pattern_matcher.PatternMatcherPass()", "torch._inductor.pattern_matcher.PatternMatcherPass"),
     ])
     def test_is_a_note(self, line, name):
         assert rows(f"import torch\n{line}\n") == [(Report.NOTE, 2, name)]
@@ -321,6 +322,8 @@ class TestTorchsDeviceNeutralPrivateCode:
         ("out = torch._grouped_mm(a, b)", "torch._grouped_mm"),  # a kernel
         ("fn = torch._dynamo.backends.cudagraphs.cudagraphs(gm, inputs)", "torch._dynamo.backends.cudagraphs.cudagraphs"),
         ("handle = torch.distributed._symmetric_memory.rendezvous(t, group)", "torch.distributed._symmetric_memory.rendezvous"),
+        ("torch._inductor.codegen.common.register_backend_for_device('npu', s, w)",
+         "torch._inductor.codegen.common.register_backend_for_device"),  # the code generator, beside the matcher
         ("torch._utils_internal.log_export_usage(event='x')", "torch._utils_internal.log_export_usage"),
         ("y = torch._higher_order_ops.associative_scan.associative_scan(f, x, 0)",
          "torch._higher_order_ops.associative_scan.associative_scan"),  # compiled for a device

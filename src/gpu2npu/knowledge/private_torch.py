@@ -28,6 +28,8 @@ DEVICE_NEUTRAL_MODULES = {
     # (not the whole package: flex_attention, associative_scan and the Triton wrapper compile device kernels)
     "torch._higher_order_ops.auto_functionalize": "the functionalisation of custom operators",
     "torch.fx": "graph tracing and passes",
+    # (Inductor's pattern matcher only: it traces and rewrites FX graphs; the code generator is not here)
+    "torch._inductor.pattern_matcher": "FX graph pattern matching for compiler passes",
     "torch._utils": "tensor (de)serialisation and flattening through public operators",
     "torch.nn.init": "initialisation helpers",
     "torch.nn.modules": "module helpers",
