@@ -665,3 +665,52 @@ def test_the_property_fields_of_two_lines_are_two_rows():
 ])
 def test_a_stream_handle_given_to_a_cuda_only_call_is_that_calls_row(source, rows):
     assert [(line, api) for line, api, _ in _rows(source)] == rows
+
+
+TRITON_KERNEL = ("import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+                 "def add_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    pid = tl.program_id(0)\n")
+CUTE_KERNEL = "import cutlass.cute as cute\n\n\n@cute.kernel\ndef mma(a, b):\n    pass\n"
+
+
+class TestTheProjectsOwnNpuBackend:
+    """A module of a package named for the NPU (Liger's `ops/backends/_ascend/`, DeepSpeed's
+    `op_builder/npu/`), or named for it (`npu_kernels.py`), is the project's own NPU backend: its
+    Triton kernels are written for Triton-Ascend, so neither they nor its `import triton` have a
+    row.  Whole words only (`input_batch.py` names no NPU); a folder that is no package (the
+    project's own root, `npu_demo/`) names nothing; CuTe kernels (CUDA only) keep their rows; the
+    migration and `check`, however its paths are typed, give the same rows."""
+
+    TREE = {"lib/__init__.py": "", "lib/ops/__init__.py": "", "lib/ops/backends/__init__.py": "",
+            "lib/ops/backends/_ascend/__init__.py": "", "lib/ops/backends/_ascend/ops/__init__.py": "",
+            "lib/ops/backends/_ascend/ops/rope.py": TRITON_KERNEL,
+            "lib/ops/backends/_ascend/mma.py": CUTE_KERNEL,
+            "lib/ops/npu_kernels.py": TRITON_KERNEL,
+            # a helper that reads Triton's types, beside the kernels
+            "lib/ops/backends/_ascend/ops/dtypes.py": "import torch\nimport triton.language as tl\n\n\n"
+                                                      "def to_triton(dtype):\n    return {torch.float32: tl.float32}[dtype]\n",
+            "lib/worker/__init__.py": "", "lib/worker/input_batch.py": TRITON_KERNEL,
+            "kernels/add.py": TRITON_KERNEL}
+    EXPECTED = [("kernels/add.py", 2, "NPU929"), ("kernels/add.py", 7, "NPU909"),
+                ("lib/ops/backends/_ascend/mma.py", 1, "NPU929"), ("lib/ops/backends/_ascend/mma.py", 5, "NPU909"),
+                ("lib/worker/input_batch.py", 2, "NPU929"), ("lib/worker/input_batch.py", 7, "NPU909")]
+
+    def test_the_migration_reports_the_other_files_only(self, tmp_path):
+        from helpers import migrate, read_csv, write_project
+
+        root = write_project(tmp_path / "npu_demo", self.TREE)
+        target = migrate(root, tmp_path / "out")
+        rows = [(row["File"], int(row["Start Line"]), row["Rule"]) for row in read_csv(target / "unsupported_api.csv")]
+        assert sorted(rows) == self.EXPECTED
+
+    def test_check_answers_alike_however_its_paths_are_typed(self, tmp_path, monkeypatch):
+        from helpers import run_cli, write_project
+
+        root = write_project(tmp_path / "npu_demo", self.TREE)
+        monkeypatch.chdir(tmp_path)
+        files = [f"npu_demo/{name}" for name in self.TREE if self.TREE[name]]
+        for paths in ([str(root)], ["npu_demo"], files, [str(tmp_path / name) for name in files]):
+            result = run_cli("check", *paths, "-v", "2.1.0", "--no-cache")
+            assert result.exit_code == 1, result.output
+            found = sorted((path.rsplit("npu_demo/", 1)[-1], int(line), code)
+                           for path, line, code in re.findall(r"(\S+):(\d+): (NPU\d+)", result.output))
+            assert found == self.EXPECTED, paths

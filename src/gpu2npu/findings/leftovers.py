@@ -97,6 +97,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         # -a: apex amp is what the user asked for (Ascend apex provides it), not a leftover.
         self.wants_apex_amp = context.options.amp_model is not None
         self.own = context.options.own_packages_of(path)  # the project's own modules named as CUDA-only packages
+        self.npu_backend = path in context.options.npu_backend_files  # (its Triton is Triton-Ascend)
         self._languages_imported: Set[str] = set()  # the kernel languages whose import has its row
         self.reads_flash_attn = False  # the output imports the generated flash-attn package
         self._dead: List[cst.CSTNode] = []  # the dead-guarded nodes being visited (device_guards)
@@ -251,8 +252,8 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         triton.language as tl` say the same: each kernel has its own row)."""
         language = _kernel_language(name)
         if language is not None:  # (not the rest of CUDA Python: cuda.bindings is the runtime)
-            if language in self._languages_imported:
-                return
+            if language in self._languages_imported or (language == "triton" and self.npu_backend):
+                return  # (once per file; Triton in the project's NPU backend is Triton-Ascend)
             self._languages_imported.add(language)
         self._add(node, kind, Report.UNSUPPORTED, what, tip, imported)
 
@@ -379,7 +380,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         node, decorated, calls_triton_language = self._functions.pop()
-        if calls_triton_language and not decorated and not self._dead:
+        if calls_triton_language and not decorated and not self._dead and not self.npu_backend:
             self._add(node.name, GPU_KERNELS, Report.UNSUPPORTED, f"Triton kernel {node.name.value}",
                       kernel_tip(node.name.value))
 

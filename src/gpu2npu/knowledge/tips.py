@@ -350,6 +350,18 @@ def kernel_language(decorators) -> Optional[str]:
     return next((KERNEL_DECORATORS[name] for name in sorted(decorators) if name in KERNEL_DECORATORS), None)
 
 
+# Words of a name that name the NPU: a package of the project named with one (Liger's
+# `ops/backends/_ascend/`, DeepSpeed's `op_builder/npu/`) or a module (`npu_kernels.py`) is the
+# project's own NPU backend, whose Triton kernels are written for Triton-Ascend.  Whole words only:
+# `input_batch.py` names no NPU.
+NPU_NAME_WORDS = frozenset({"npu", "ascend"})
+
+
+def names_the_npu(name: str) -> bool:
+    """Whether a file's or folder's name is one of the NPU's (`_ascend`, `npu_ops.py`, `Ascend-Kernels`)."""
+    return not NPU_NAME_WORDS.isdisjoint(re.split(r"[_.\-]+", name.lower()))
+
+
 def kernel_tip(name: str, language: str = "Triton") -> str:
     if language == "Triton":
         return f"{name} is compiled by Triton for CUDA: write what it computes {_KERNEL_INSTEAD}Triton-Ascend"

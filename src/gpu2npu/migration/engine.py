@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Generator, Iterator, List, Optional, Sequence, Tuple
 
 from . import cache
-from ..reading.discover import Entry, modules_beside, packages_held, project_modules
+from ..reading.discover import Entry, modules_beside, npu_backend_files, packages_held, project_modules
 from ..reading.project_options import backend_options_kept_in, scripts_with_own_option
 from ..records.results import FileResult, Status, with_not_migrated_row
 from ..reading.suppressions import suppressions_in
@@ -49,7 +49,8 @@ class Engine:
                                       backend_options_kept=backend_options_kept_in(entries),
                                       scripts_with_own_tf32=scripts_with_own_option(entries, "--tf32"),
                                       project_modules=self.options.project_modules or project_modules(entries),
-                                      modules_beside=modules_beside(entries))
+                                      modules_beside=modules_beside(entries),
+                                      npu_backend_files=npu_backend_files(entries))
         if self.cache is not None:
             self.cache.salt = cache.salt_for(options)
         computed = migrate_all(entries, options, self.jobs, self.cache)

@@ -88,7 +88,8 @@ def _migrate_and_advise(data: bytes, path: str, options: Options, rules: Sequenc
     if result.status != Status.FAILED and tree is not None:
         # and so do the CUDA questions the rules leave (torch.version.cuda, torch.compile, ...)
         advice = _unanswered((advice_for_source(data, path, options.api, file_scan) if options.advice else [])
-                             + hazards_for_source(data, file_scan, path, options.api, options.similar), result.changes)
+                             + hazards_for_source(data, file_scan, path, options.api, options.similar,
+                                                  path in options.npu_backend_files), result.changes)
         if options.third_party_apis and file_scan is not None:
             from ..findings.affected_apis import affected_calls
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, Optional, Set, Tuple
 
-from ..knowledge.tips import CUDA_ONLY_PACKAGES
+from ..knowledge.tips import CUDA_ONLY_PACKAGES, names_the_npu
 from .dependency_files import CONDA, dependency_format
 from .shell_syntax import dialect_for
 
@@ -98,6 +98,26 @@ def packages_held(entries: Iterable[Entry]) -> Tuple[Tuple[str, FrozenSet[str]],
         if above and any((project / marker).is_file() for marker in _PROJECT_FILES):
             held.setdefault("/".join(above), set()).add(name)
     return tuple(sorted((folder, frozenset(found)) for folder, found in held.items()))
+
+
+def npu_backend_files(entries: Iterable[Entry]) -> FrozenSet[str]:
+    """The Python files among `entries` (as Entry.relative writes them) of the project's own NPU
+    backend: a module named for the NPU, or one inside a package (a folder with __init__.py, up to
+    the top of its package) named for it (knowledge.tips.names_the_npu).  Read from the files'
+    folders, not from how a path was typed: `check npu_demo/kernels/add.py` and `check .` in
+    npu_demo agree, and a project's root folder is no package."""
+    found = set()
+    for entry in entries:
+        if entry.kind != Kind.PYTHON:
+            continue
+        named = names_the_npu(entry.absolute.stem)
+        folder = entry.absolute.parent
+        while not named and (folder / "__init__.py").is_file():
+            named = names_the_npu(folder.name)
+            folder = folder.parent
+        if named:
+            found.add(entry.relative)
+    return frozenset(found)
 
 
 def project_modules(entries: Iterable[Entry]) -> FrozenSet[str]:

@@ -80,6 +80,9 @@ class Options:
     # The folders of scripts below the root (no __init__.py) and the modules beside them, which a
     # script run from there imports as its own (reading.modules_beside): (folder, names).
     modules_beside: Tuple[Tuple[str, FrozenSet[str]], ...] = ()
+    # The files of the project's own NPU backend (reading.npu_backend_files), as Entry.relative
+    # writes them: their Triton kernels are written for Triton-Ascend.
+    npu_backend_files: FrozenSet[str] = frozenset()
 
     def project_modules_of(self, path: str) -> FrozenSet[str]:
         """The modules that the file at `path` (as Entry.relative writes it) imports as the

@@ -71,13 +71,15 @@ def _active(data: bytes, file_scan: "FileScan"):
 
 
 def hazards_for_source(data: bytes, file_scan: Optional["FileScan"], path: str, api: ApiData,
-                       similar: bool = False) -> List[Finding]:
+                       similar: bool = False, npu_backend: bool = False) -> List[Finding]:
     """The rows for one parsed file ([] when nothing in its bytes can be one), from its scan
-    (None: the file could not be parsed); `similar`: a -sim run."""
+    (None: the file could not be parsed); `similar`: a -sim run; `npu_backend`: the file is part
+    of the project's own NPU backend (knowledge.tips.npu_backend_file)."""
     if file_scan is None or not (might_have_hazard(data) or local_torch_cuda.might_be_in(data, file_scan)):
         return []
     try:
-        return sorted(set(_walk(FileView(file_scan, path, api, similar), file_scan, list(_active(data, file_scan)))))
+        view = FileView(file_scan, path, api, similar, npu_backend)
+        return sorted(set(_walk(view, file_scan, list(_active(data, file_scan)))))
     except RecursionError:
         return []
 

@@ -70,6 +70,8 @@ class Detector:
         for decorator in function.decorator_list:  # type: ignore[attr-defined]
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
             language = kernel_language(self.view.qualified(target))
+            if language == "Triton" and self.view.npu_backend:
+                return  # a Triton-Ascend kernel of the project's NPU backend
             if language is not None:
                 self.view.add(function, GPU_KERNELS.code, Report.UNSUPPORTED, f"{language} kernel {function.name}",  # type: ignore[attr-defined]
                               kernel_tip(function.name, language))  # type: ignore[attr-defined]

@@ -14,8 +14,9 @@ if TYPE_CHECKING:
 
 
 class FileView:
-    def __init__(self, file_scan: "FileScan", path: str, api: ApiData, similar: bool) -> None:
+    def __init__(self, file_scan: "FileScan", path: str, api: ApiData, similar: bool, npu_backend: bool = False) -> None:
         self.path = path
+        self.npu_backend = npu_backend  # a file of the project's own NPU backend (its Triton is Triton-Ascend)
         self.api = api
         # -sim answers torch.cuda.get_device_properties(...).major/.minor (ascend_function)
         self.similar = similar
