@@ -277,8 +277,10 @@ def test_code_for_another_accelerator_behind_its_test_is_not_unknown(tmp_path):
         "def unguarded():\n    return torch.hpu.random.get_rng_state()\n")
     done = gpu2npu("-i", str(project), "-o", str(tmp_path / "out"), "-v", "2.8.0", "--no-html")
     assert done.returncode == 0, done.stderr
+    # torch.hpu is Habana's extension's module, which the GPU the code ran on had not either:
+    # nothing to migrate, unguarded too (api_rows._plugin_module)
     rows = (tmp_path / "out" / "multi_accel_msft" / "unknown_api.csv").read_text().splitlines()[1:]
-    assert [row.split(",")[1:4] for row in rows] == [["18", "18", "torch.hpu.random.get_rng_state"]]
+    assert rows == []
 
 
 def test_every_row_of_the_expected_reports_carries_an_explained_code():

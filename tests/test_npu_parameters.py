@@ -26,6 +26,7 @@ def unsupported(result):
 
 
 FITTED = [
+    pytest.param("x = torch.cuda()\n", "import torch_npu\nx = torch_npu.npu()\n", id="torch.cuda itself, called"),
     pytest.param("ok = torch.cuda.is_bf16_supported(including_emulation=False)\n",
                  "import torch_npu\nok = torch_npu.npu.is_bf16_supported()\n", id="including_emulation by keyword"),
     pytest.param("ok = torch.cuda.is_bf16_supported(True)\n",

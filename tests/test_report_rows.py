@@ -207,10 +207,11 @@ class TestWhatTheReleaseDataCanDecide:
         assert [f.api for f in _rows(result, Report.UNKNOWN)] == ["torch._C._jit_set_profiling_mode",
                                                                  "torch._no_such_private_op"]
 
-    def test_another_accelerators_module_behind_its_own_test_is_no_unknown_row(self):
+    def test_another_accelerators_module_is_no_unknown_row(self):
+        # behind its own test, or not: torch.neuron is torch-neuronx's, which the GPU had not either
         _, result = _migrate("import torch\nif is_neuron_available():\n    torch.neuron.empty_cache()\n"
                              "torch.neuron.synchronize()\n")
-        assert [(f.start_line, f.api) for f in _rows(result, Report.UNKNOWN)] == [(4, "torch.neuron.synchronize")]
+        assert _rows(result, Report.UNKNOWN) == []
 
     def test_a_private_torch_cuda_name_is_not_said_to_be_missing(self):
         _, result = _migrate("import torch\ntorch.cuda.memory._record_memory_history(enabled='all')\n"

@@ -162,7 +162,7 @@ class TorchCudaApiToNpu(Rule):
             return updated_node  # left for the analysis to report, with a tip
         if properties_query_stays(self, original_node, ".".join([CUDA, *path])):
             return updated_node  # (the leftover analysis reports it, where no other rule rewrote it)
-        call = self._call_of(original_node)
+        call = self._call_of(original_node) if path else None  # (not torch.cuda itself: `torch.cuda()`)
         if call is not None and arguments_the_npu_lacks(call, path[-1], self.context.api.version_tuple):
             return updated_node  # (the leftover analysis reports it)
         if call is not None:
