@@ -106,18 +106,16 @@ def npu_backend_files(entries: Iterable[Entry]) -> FrozenSet[str]:
     the top of its package) named for it (knowledge.tips.names_the_npu).  Read from the files'
     folders, not from how a path was typed: `check npu_demo/kernels/add.py` and `check .` in
     npu_demo agree, and a project's root folder is no package."""
-    found = set()
-    for entry in entries:
-        if entry.kind != Kind.PYTHON:
-            continue
-        named = names_the_npu(entry.absolute.stem)
-        folder = entry.absolute.parent
-        while not named and (folder / "__init__.py").is_file():
-            named = names_the_npu(folder.name)
-            folder = folder.parent
-        if named:
-            found.add(entry.relative)
-    return frozenset(found)
+    answers: Dict[Path, bool] = {}  # folder -> whether it is in a package named for the NPU
+
+    def in_npu_package(folder: Path) -> bool:
+        if folder not in answers:
+            answers[folder] = (folder / "__init__.py").is_file() and (
+                names_the_npu(folder.name) or in_npu_package(folder.parent))
+        return answers[folder]
+
+    return frozenset(entry.relative for entry in entries if entry.kind == Kind.PYTHON and (
+        names_the_npu(entry.absolute.stem) or in_npu_package(entry.absolute.parent)))
 
 
 def project_modules(entries: Iterable[Entry]) -> FrozenSet[str]:
