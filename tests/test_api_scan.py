@@ -313,6 +313,8 @@ class TestTorchsDeviceNeutralPrivateCode:
         ("out = torch._higher_order_ops.auto_functionalize.auto_functionalized(op, x=x)",
          "torch._higher_order_ops.auto_functionalize.auto_functionalized"),
         ("patterns = torch._inductor.pattern_matcher.PatternMatcherPass()", "torch._inductor.pattern_matcher.PatternMatcherPass"),
+        ("in_backward = torch._C._current_graph_task_id() != -1", "torch._C._current_graph_task_id"),
+        ("device, dtype, blocking, fmt = torch._C._nn._parse_to(*args, **kwargs)", "torch._C._nn._parse_to"),
     ])
     def test_is_a_note(self, line, name):
         assert rows(f"import torch\n{line}\n") == [(Report.NOTE, 2, name)]

@@ -44,6 +44,13 @@ DEVICE_NEUTRAL_FUNCTIONS = frozenset({
     "torch._check_index", "torch._check_type", "torch._check_not_implemented", "torch._check_tensor_all",
 })
 
+# Bindings of torch._C (mostly CUDA's and the dispatcher's) whose work involves no device: name -> what it is
+DEVICE_NEUTRAL_BINDINGS = {
+    "torch._C.DisableTorchFunctionSubclass": "a switch of Python's __torch_function__ dispatch",
+    "torch._C._current_graph_task_id": "a query of the autograd engine's running backward pass",
+    "torch._C._nn._parse_to": "the parser of Tensor.to's arguments",
+}
+
 # Words of a name that make it part of device code even in a device-neutral module.
 _DEVICE_WORDS = ("cuda", "triton", "cudagraph", "nccl", "cudnn")
 
@@ -52,6 +59,8 @@ def device_neutral(name: str) -> Optional[str]:
     """What the private torch name `name` is part of, where that code is device-neutral; else None."""
     if name in DEVICE_NEUTRAL_FUNCTIONS:
         return "a check of values"
+    if name in DEVICE_NEUTRAL_BINDINGS:
+        return DEVICE_NEUTRAL_BINDINGS[name]
     if any(word in name.lower() for word in _DEVICE_WORDS):
         return None  # (torch._dynamo.backends.cudagraphs, torch._utils._cuda_...: CUDA's own parts)
     parts = name.split(".")
