@@ -615,9 +615,8 @@ def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
                 return last, anywhere[last]
             # a variable of another name that the file hands to the option (`Trainer(accelerator=accel)`):
             # renamed, the framework would be given a name it rejects, whatever else reads it
-            uses = file_facts(rule, node).keyword_arguments.get(name, ()) if isinstance(target, cst.Name) else ()
-            found = next((option for option in (_option_of(keyword, callees) for keyword, callees in uses) if option),
-                         None)
+            found = _option_handed(file_facts(rule, node).keyword_arguments.get(name, ()) if isinstance(target, cst.Name)
+                                   else ())
             if found is not None:
                 return found
     if isinstance(parent, cst.Return):
@@ -626,12 +625,15 @@ def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
         while function is not None and not isinstance(function, (cst.FunctionDef, cst.Lambda)):
             function = parent_of(function)
         if isinstance(function, cst.FunctionDef):
-            uses = file_facts(rule, node).keyword_arguments.get(f"{function.name.value}()", ())
-            found = next((option for option in (_option_of(keyword, callees) for keyword, callees in uses) if option),
-                         None)
+            found = _option_handed(file_facts(rule, node).keyword_arguments.get(f"{function.name.value}()", ()))
             if found is not None:
                 return found
     return _named_among(rule, node, anywhere)
+
+
+def _option_handed(uses) -> Optional[Tuple[str, str]]:
+    """The framework option among the keywords a value is handed to (file_facts.keyword_arguments)."""
+    return next((option for option in (_option_of(keyword, callees) for keyword, callees in uses) if option), None)
 
 
 def _holder_name(expression: cst.BaseExpression) -> Optional[str]:
