@@ -486,3 +486,32 @@ class TestATableOfGpusLookedUpByTheDevicesName:
     def test_a_lookup_that_cannot_miss_is_migrated(self, lookup):
         output, guards = _migrate(self._peak_flops(lookup))
         assert "if torch_npu.npu.is_available():" in output and guards == []
+
+    @pytest.mark.parametrize("search", [
+        "name = torch.cuda.get_device_name()\nfor key, flops in PEAK.items():\n    if key in name:\n        return flops\n"
+        "raise ValueError(name)",
+        "name = torch.cuda.get_device_name(0).lower()\nfor key in PEAK:\n    if name.startswith(key):\n"
+        "        return PEAK[key]\nelse:\n    raise KeyError(name)",
+    ])
+    def test_a_search_that_raises_where_none_matches_keeps_the_test(self, search):
+        # (an early return without CUDA in front of it, as in a peak-FLOPs helper)
+        body = "".join(f"    {line}\n" for line in search.splitlines())
+        source = f"import torch\nPEAK = {{'a100': 312e12}}\n\n\ndef peak_flops():\n    if not torch.cuda.is_available():\n        return 0.0\n{body}"
+        output, guards = _migrate(source)
+        assert "if not torch.cuda.is_available():" in output
+        assert len(guards) == 1 and "raises where none matches" in guards[0].tip
+
+    @pytest.mark.parametrize("after", ["return float('inf')", "print(name)\nreturn None"])
+    def test_a_search_with_a_default_is_migrated(self, after):
+        search = f"name = torch.cuda.get_device_name()\nfor key, flops in PEAK.items():\n    if key in name:\n        return flops\n{after}"
+        body = "".join(f"    {line}\n" for line in search.splitlines())
+        source = f"import torch\nPEAK = {{'a100': 312e12}}\n\n\ndef peak_flops():\n    if not torch.cuda.is_available():\n        return 0.0\n{body}"
+        output, guards = _migrate(source)
+        assert "if not torch_npu.npu.is_available():" in output and guards == []
+
+    def test_a_raise_after_a_loop_over_something_else_is_migrated(self):
+        source = ("import torch\n\n\ndef check(shapes):\n    if not torch.cuda.is_available():\n        return\n"
+                  "    name = torch.cuda.get_device_name()\n    for shape in shapes:\n        if shape[0] > 8:\n"
+                  "            return\n    raise ValueError(name)\n")
+        output, guards = _migrate(source)
+        assert "if not torch_npu.npu.is_available():" in output and guards == []

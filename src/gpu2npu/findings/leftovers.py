@@ -481,6 +481,11 @@ def dead_guard_tip(guard, api: ApiData) -> str:
         return (f"left as written: it guards {guard.guarded}: {option}. Migrated alone, the test would hand "
                 "that framework a CUDA choice on the NPU; as written, this branch is not taken there (as on any "
                 "machine without CUDA): choose the NPU in that framework, then test for the NPU")
+    if guard.guarded == device_guards.GPU_NAME_SEARCH:
+        return (f"left as written: it guards {guard.guarded}: the NPU's name (Ascend910B...) matches no entry, so "
+                "migrated alone the search would raise on the NPU; as written, this branch is not taken there (as on "
+                "any machine without CUDA): add the NPU's entries (torch_npu.npu.get_device_name() names them) or "
+                "return a default where none matches, then test for the NPU")
     if guard.guarded == device_guards.GPU_NAME_LOOKUP:
         return (f"left as written: it guards {guard.guarded}: the NPU's name (Ascend910B...) is no key of it, so "
                 "migrated alone the lookup would raise KeyError on the NPU; as written, this branch is not taken "

@@ -65,6 +65,8 @@ CUDA_ONLY_CLASSES = (
 EXITS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
 # What a lookup of the device's name in a table stands as (a DeadGuard's `guarded`).
 GPU_NAME_LOOKUP = "a table of NVIDIA GPUs looked up by get_device_name()"
+# ... and a search of such a table that raises where no entry matches.
+GPU_NAME_SEARCH = "a search of a table of NVIDIA GPUs for get_device_name() that raises where none matches"
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,7 @@ class _Resolver(cst.CSTVisitor):
         self.subscripts: List[cst.Subscript] = []  # `table[key]` with one key
         self.membership_tests: Set[Tuple[Optional[str], Optional[str]]] = set()  # (key, table) of `key in table`
         self.catching_tries: List[cst.Try] = []  # `try`s that catch a missing key (KeyError)
+        self.fors: List[cst.For] = []
         self.fused_flags: List[cst.CSTNode] = []  # `fused=True`, `{"fused": True}`
         self.optimizers: Set[str] = set()  # the torch optimizers with a fused form the file names
         self.framework_choices: Set[str] = set()  # what cuda_only says of a framework's CUDA option
@@ -237,6 +240,9 @@ class _Resolver(cst.CSTVisitor):
             if not (isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.AnnAssign) and parent.target is node)):
                 self.subscripts.append(node)
 
+    def visit_For(self, node: cst.For) -> None:
+        self.fors.append(node)
+
     def visit_Try(self, node: cst.Try) -> None:
         if any(handler.type is None or {dotted_name(name) for name in nodes_within(handler.type, cst.Name)}
                & {"KeyError", "LookupError", "Exception", "BaseException"} for handler in node.handlers):
@@ -257,7 +263,7 @@ class _Resolver(cst.CSTVisitor):
         part of it): a table of NVIDIA GPUs has no key for the NPU's name, so the lookup raises
         where CUDA's absence skipped it.  The lookup stays CUDA-only after migration, unless the
         file asks first whether the table has the key (`if chip not in FLOPS: return None`)."""
-        if not self.subscripts or not any(
+        if not (self.subscripts or self.fors) or not any(
                 (read.attr.value if isinstance(read, cst.Attribute) else read.value) == "get_device_name"
                 for read in self.reads):
             return  # (no lookup, or the file never asks for the device's name)
@@ -276,6 +282,28 @@ class _Resolver(cst.CSTVisitor):
         for node in lookups:
             if id(node) not in caught:
                 self.cuda_only[id(node)] = GPU_NAME_LOOKUP
+        # `for key, flops in PEAK.items(): if key in name: return flops` then `raise ...`: where no
+        # entry matches the NPU's name, the search ends in the raise
+        for loop in self.fors:
+            if self._matches_the_name(loop, names):
+                for statement in (*self._statements_after(loop), *(loop.orelse.body.body if loop.orelse else ())):
+                    if isinstance(statement, cst.SimpleStatementLine) and any(
+                            isinstance(part, cst.Raise) for part in statement.body):
+                        self.cuda_only[id(statement)] = GPU_NAME_SEARCH
+                        break
+
+    def _matches_the_name(self, loop: cst.For, names: Set[str]) -> bool:
+        """Whether the loop's body compares its variable with the device's name (`key in name`,
+        `name.startswith(key)`)."""
+        variables = {name.value for name in nodes_within(loop.target, cst.Name)}
+        return any(self._from_the_name(node, names) and variables & {name.value for name in nodes_within(node, cst.Name)}
+                   for node in nodes_within(loop.body, cst.Comparison, cst.Call))
+
+    def _statements_after(self, loop: cst.For) -> Tuple[cst.CSTNode, ...]:
+        """The statements after `loop` in its block, up to the first that leaves it."""
+        block = self.get_metadata(ParentNodeProvider, loop, None)
+        body = list(block.body) if isinstance(block, (cst.IndentedBlock, cst.Module)) else []
+        return tuple(body[body.index(loop) + 1:]) if loop in body else ()
 
     def _caught_lookups(self) -> Set[int]:
         """The lookups in the body of a `try` that catches a missing key, which cannot raise it (not
