@@ -305,10 +305,10 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                 and field.attr.value in CUDA_PROPERTY_FIELDS)
 
     def _arguments_the_npu_lacks(self, node: cst.CSTNode, name: str) -> List[str]:
-        """What the call of `name` at `node` gives that torch_npu's counterpart lacks, where the
-        migration left the call for that (arguments_the_npu_lacks)."""
+        """What the call of `name` (a torch.cuda name torch_npu has) at `node` gives that torch_npu's
+        counterpart lacks, where the migration left the call for that (arguments_the_npu_lacks)."""
         parent = self.get_metadata(ParentNodeProvider, node, None)
-        if not (isinstance(parent, cst.Call) and parent.func is node and migratable_cuda_path(self.api, name.split(".")[2:])):
+        if not (isinstance(parent, cst.Call) and parent.func is node):
             return []
         return arguments_the_npu_lacks(parent, name.rsplit(".", 1)[-1], self.api.version_tuple)
 
@@ -324,10 +324,11 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                     self._add(node, CUDA_API, Report.UNSUPPORTED, name, PROPERTIES_TIP)
                 return
             if name.startswith("torch.cuda."):
-                lacking = self._arguments_the_npu_lacks(node, name)
+                migratable = migratable_cuda_path(self.api, name.split(".")[2:])
+                lacking = self._arguments_the_npu_lacks(node, name) if migratable else []
                 if lacking:
                     self._add(node, CUDA_API, Report.UNSUPPORTED, name, lacking_arguments_tip(name.rsplit(".", 1)[-1], lacking))
-                elif not migratable_cuda_path(self.api, name.split(".")[2:]) and not self._in_test_guarding(name):
+                elif not migratable and not self._in_test_guarding(name):
                     tip = TF32_TIP if name.endswith(".get_device_capability") and _gates_tf32(self, node) else None
                     self._add(node, CUDA_API, Report.UNSUPPORTED, name, tip or tip_for(name, self.api))
                 return

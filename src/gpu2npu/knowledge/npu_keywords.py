@@ -58,6 +58,10 @@ MISSING_PARAMETERS: Dict[str, Dict[str, MissingParameter]] = {
 }
 
 
+# The torch.cuda functions whose calls' arguments the migration fits to torch_npu's parameters.
+FUNCTIONS = frozenset(RENAMED_PARAMETERS) | frozenset(MISSING_PARAMETERS)
+
+
 def npu_parameter_text(name: str, keyword: str, since: Optional[str]) -> str:
     """How a report says that torch_npu.npu.<name> lacks `keyword`."""
     return (f"torch_npu.npu.{name} takes no {keyword}"

@@ -114,8 +114,10 @@ def npu_backend_files(entries: Iterable[Entry]) -> FrozenSet[str]:
                 names_the_npu(folder.name) or in_npu_package(folder.parent))
         return answers[folder]
 
+    # (a folder is asked whether it is a package only where one above the file names the NPU)
     return frozenset(entry.relative for entry in entries if entry.kind == Kind.PYTHON and (
-        names_the_npu(entry.absolute.stem) or in_npu_package(entry.absolute.parent)))
+        names_the_npu(entry.absolute.stem) or (names_the_npu("_".join(entry.absolute.parent.parts))
+                                               and in_npu_package(entry.absolute.parent))))
 
 
 def project_modules(entries: Iterable[Entry]) -> FrozenSet[str]:

@@ -20,7 +20,7 @@ from .cuda_memory import TorchCudaMemoryToNpu
 from .cuda_random import TorchCudaRandomToNpu
 from .cuda_streams import TorchCudaStreamsToNpu
 from .names import (arguments_the_npu_lacks, build_dotted, cuda_switch_of, cuda_switch_tip, dotted_name,
-                    properties_query_stays, qualified_names)
+                    parameters_given, properties_query_stays, qualified_names)
 from .walk import ParentNodeProvider
 
 CUDA = "torch.cuda"
@@ -114,10 +114,12 @@ class TorchCudaApiToNpu(Rule):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        # The calls whose function this rule renamed, by the Call's id, with their torch.cuda path:
-        # their arguments are fitted to torch_npu's counterpart when the call is left.
+        # The calls whose function (of npu_keywords.FUNCTIONS) this rule renamed, by the Call's id,
+        # with their torch.cuda path: their arguments are fitted to torch_npu's counterpart when the
+        # call is left.
         self._calls_to_fit: Dict[int, List[str]] = {}
-        # torch.cuda names whose `from torch.cuda... import` this rule made torch_npu.npu's.
+        # The torch.cuda functions of npu_keywords.FUNCTIONS whose `from torch.cuda... import`
+        # this rule made torch_npu.npu's.
         self._imported_to_npu: Set[str] = set()
 
     # -- use sites ---------------------------------------------------------------------------
@@ -162,7 +164,8 @@ class TorchCudaApiToNpu(Rule):
             return updated_node  # left for the analysis to report, with a tip
         if properties_query_stays(self, original_node, ".".join([CUDA, *path])):
             return updated_node  # (the leftover analysis reports it, where no other rule rewrote it)
-        call = self._call_of(original_node) if path else None  # (not torch.cuda itself: `torch.cuda()`)
+        # (not torch.cuda itself, `torch.cuda()`; only the functions whose parameters differ)
+        call = self._call_of(original_node) if path and path[-1] in npu_keywords.FUNCTIONS else None
         if call is not None and arguments_the_npu_lacks(call, path[-1], self.context.api.version_tuple):
             return updated_node  # (the leftover analysis reports it)
         if call is not None:
@@ -219,14 +222,8 @@ class TorchCudaApiToNpu(Rule):
         renamed = dict(npu_keywords.RENAMED_PARAMETERS.get(name, ()))
         order = [cuda for cuda, _ in npu_keywords.RENAMED_PARAMETERS.get(name, ())]
         args: List[cst.Arg] = []
-        positional = 0
-        for arg in updated_node.args:
+        for arg, parameter in zip(updated_node.args, parameters_given(updated_node.args, missing)):
             keyword = arg.keyword.value if arg.keyword is not None else None
-            if arg.keyword is None and not arg.star:
-                positional += 1
-                parameter = next((p for p in missing if missing[p].position == positional - 1), None)
-            else:
-                parameter = keyword
             if parameter in missing and missing[parameter].droppable and missing[parameter].missing_in(version):
                 self.record(original_node, f"remove {parameter} from {NPU}.{name}: {missing[parameter].why} "
                             f"({npu_keywords.npu_parameter_text(name, parameter, missing[parameter].since)})",
@@ -262,7 +259,8 @@ class TorchCudaApiToNpu(Rule):
         if len(supported) != len(updated_node.names):
             return updated_node  # a mixed import stays whole; the analysis names what is missing
         new_module = ".".join([NPU, *prefix])
-        self._imported_to_npu.update(f"{module}.{dotted_name(alias.name)}" for alias in updated_node.names)
+        self._imported_to_npu.update(f"{module}.{dotted_name(alias.name)}" for alias in updated_node.names
+                                     if dotted_name(alias.name) in npu_keywords.FUNCTIONS)
         kinds = {kind_of(prefix or [dotted_name(alias.name)]) for alias in updated_node.names}
         self.record(original_node, f"change import from {module} to import from {new_module}",
                     kind=kinds.pop() if len(kinds) == 1 else None)

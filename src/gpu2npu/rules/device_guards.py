@@ -300,7 +300,7 @@ class _Resolver(cst.CSTVisitor):
                    for node in nodes_within(loop.body, cst.Comparison, cst.Call))
 
     def _statements_after(self, loop: cst.For) -> Tuple[cst.CSTNode, ...]:
-        """The statements after `loop` in its block, up to the first that leaves it."""
+        """The statements after `loop` in its block."""
         block = self.get_metadata(ParentNodeProvider, loop, None)
         body = list(block.body) if isinstance(block, (cst.IndentedBlock, cst.Module)) else []
         return tuple(body[body.index(loop) + 1:]) if loop in body else ()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
@@ -418,18 +418,29 @@ def arguments_the_npu_lacks(call: cst.Call, name: str, torch_version: Tuple[int,
     `memory_snapshot`), that torch_npu.npu's counterpart in the release of `torch_version` does
     not take and whose absence would change what the call does (npu_keywords): such a call stays
     as written.  The migration and the leftover analysis ask this one question."""
-    missing = npu_keywords.MISSING_PARAMETERS.get(name, {})
-    given = _given_parameters(call, missing)
-    return [keyword for keyword in given
-            if not missing[keyword].droppable and missing[keyword].missing_in(torch_version)]
+    missing = npu_keywords.MISSING_PARAMETERS.get(name)
+    if not missing:
+        return []
+    given = set(parameters_given(call.args, missing))
+    return [keyword for keyword, parameter in missing.items()
+            if keyword in given and not parameter.droppable and parameter.missing_in(torch_version)]
 
 
-def _given_parameters(call: cst.Call, parameters) -> List[str]:
-    """Which of `parameters` (name -> MissingParameter) `call` gives, by keyword or by position."""
-    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-    keywords = {arg.keyword.value for arg in call.args if arg.keyword is not None}
-    return [keyword for keyword, parameter in parameters.items()
-            if keyword in keywords or (parameter.position is not None and parameter.position < len(positional))]
+def parameters_given(args: Sequence[cst.Arg], parameters) -> List[Optional[str]]:
+    """The parameter each of `args` gives: its keyword, or the one of `parameters` (name ->
+    npu_keywords.MissingParameter) at its position; None for `*args`, `**kwargs` and a position
+    none of `parameters` holds."""
+    given: List[Optional[str]] = []
+    position = 0
+    for arg in args:
+        if arg.keyword is not None:
+            given.append(arg.keyword.value)
+        elif arg.star:
+            given.append(None)
+        else:
+            given.append(next((name for name, parameter in parameters.items() if parameter.position == position), None))
+            position += 1
+    return given
 
 
 def enum_label(rule, node: cst.CSTNode) -> bool:

@@ -74,7 +74,7 @@ def hazards_for_source(data: bytes, file_scan: Optional["FileScan"], path: str, 
                        similar: bool = False, npu_backend: bool = False) -> List[Finding]:
     """The rows for one parsed file ([] when nothing in its bytes can be one), from its scan
     (None: the file could not be parsed); `similar`: a -sim run; `npu_backend`: the file is part
-    of the project's own NPU backend (knowledge.tips.npu_backend_file)."""
+    of the project's own NPU backend (reading.discover.npu_backend_files)."""
     if file_scan is None or not (might_have_hazard(data) or local_torch_cuda.might_be_in(data, file_scan)):
         return []
     try:

@@ -35,8 +35,10 @@ def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool 
                                     or (finding.rule == UNKNOWN_SUPPORT.code and _plugin_module(accelerator))):
                     finding = None  # code for another accelerator, skipped on the NPU: not unknown
                 break
-        if finding is None and not names and isinstance(call.func, ast.Attribute) and not _own_method(scan, call):
+        if finding is None and not names and isinstance(call.func, ast.Attribute):
             finding = _judge_method_call(call, path, api)
+            if finding is not None and _own_method(scan, call):
+                finding = None  # (asked only of a method without an NPU kernel: the classes are read per call)
         if finding is not None:
             findings.append(finding)
         for name in names:
