@@ -14,7 +14,9 @@ Compiles gpu2npu's bytecode first (as `pip install` does), then runs, one after 
   6. small:      the migration and the check of one small project that ships with the repository
                  (fixtures/cuda_scripts/ddp_spawn_imagenet, an imagenet-style script), each with
                  no cache, the median of 5 runs: what a user waits for on a one-script project
-                 (start-up included);
+                 (start-up included), beside its own baseline taken in turns with it: a Python
+                 that imports libcst and parses and prints the project's files (the least a
+                 libcst-based tool pays there, start-up included);
   7. large:      a generated 3 MiB Python file with a CUDA call in every third function,
                  migrated (in pieces: files above 1 MiB are not parsed whole);
   8. fifth:      where TREE has a `models/` folder (transformers), a fixed fifth of it: its
@@ -183,13 +185,16 @@ def main() -> int:
         check_cold, check_cold_peak = _timed_child(check)
         check_warm, check_warm_peak = _timed_child(check)
         ast_only, ast_only_peak = _timed_child([sys.executable, __file__, "--ast-only", str(args.tree), str(args.jobs)])
-        small = []
-        for name, argv in (("migration", [sys.executable, "-m", "gpu2npu", "-i", str(SMALL_PROJECT), "-o",
-                                          str(work / "small"), "-v", args.version, "--no-cache", "--force"]),
-                           ("check", [sys.executable, "-m", "gpu2npu", "check", str(SMALL_PROJECT), "-v", args.version,
-                                      "--no-cache"])):
-            times = sorted(_timed_child(argv)[0] for _ in range(5))
-            small.append((name, times[len(times) // 2]))
+        small_runs = {"baseline": [sys.executable, __file__, "--baseline-only", str(SMALL_PROJECT), "1"],
+                      "migration": [sys.executable, "-m", "gpu2npu", "-i", str(SMALL_PROJECT), "-o",
+                                    str(work / "small"), "-v", args.version, "--no-cache", "--force"],
+                      "check": [sys.executable, "-m", "gpu2npu", "check", str(SMALL_PROJECT), "-v", args.version,
+                                "--no-cache"]}
+        small_times = {name: [] for name in small_runs}
+        for _ in range(5):  # in turns: a slow minute weighs on each alike
+            for name, argv in small_runs.items():
+                small_times[name].append(_timed_child(argv)[0])
+        small = {name: sorted(times)[len(times) // 2] for name, times in small_times.items()}
         large_project = work / "large"
         large_project.mkdir()
         (large_project / "generated.py").write_text(_large_source(3 * 1024 * 1024))
@@ -221,8 +226,9 @@ def main() -> int:
     print(row("check cold", check_cold, check_cold_peak))
     print(row("check warm", check_warm, check_warm_peak))
     print(row("ast.parse", ast_only, ast_only_peak) + "  (alone: the least a check that reads every file pays)")
-    for name, seconds in small:
-        print(f"small {name:<9} {seconds:6.2f} s wall (median of 5, {SMALL_PROJECT.name})")
+    for name, seconds in small.items():
+        print(f"small {name:<9} {seconds:6.2f} s wall  {seconds / small['baseline']:6.2f} x its baseline  "
+              f"(median of 5, {SMALL_PROJECT.name})")
     print(f"large 3 MiB file {large:6.1f} s  peak {large_peak / 2**20:7.0f} MiB  "
           f"{'migrated' if migrated else 'NOT migrated (copied unchanged, or no output)'}")
     if fifth is not None:
