@@ -449,6 +449,22 @@ class TestTheNameAGuardIsLeftFor:
         assert rows == [(5, "NPU914"), (6, "NPU917")]
 
 
+class TestATestAndWhatItGuardsOnOneLine:
+    """A conditional expression whose test and guarded code are both calls on one line: the test
+    left as written has its row, and so has the CUDA-only call it guards."""
+
+    @pytest.mark.parametrize("source, guarded", [
+        ('import torch\nfn = torch.cuda.jiterator._create_jit_fn("x") if torch.cuda.is_available() else None\n',
+         "torch.cuda.jiterator._create_jit_fn"),
+        ('import torch\n\n\ndef make():\n    return (torch.cuda.jiterator._create_jit_fn("x")\n'
+         '            if torch.cuda.is_available() else None)\n', "torch.cuda.jiterator._create_jit_fn"),
+    ])
+    def test_both_rows(self, source, guarded):
+        result = migrate_source(source.encode(), "m.py", OPTIONS, rules_for(OPTIONS))
+        rows = sorted(f.api for f in result.findings if f.report == Report.UNSUPPORTED)
+        assert rows == ["device test torch.cuda.is_available()", guarded]
+
+
 class TestATableOfGpusLookedUpByTheDevicesName:
     """A table of NVIDIA GPUs looked up by the device's name, or a part of it, has no key for the
     NPU's name (Ascend910B...): the lookup raises where CUDA's absence skipped it, so the test in
@@ -508,6 +524,49 @@ class TestATableOfGpusLookedUpByTheDevicesName:
         source = f"import torch\nPEAK = {{'a100': 312e12}}\n\n\ndef peak_flops():\n    if not torch.cuda.is_available():\n        return 0.0\n{body}"
         output, guards = _migrate(source)
         assert "if not torch_npu.npu.is_available():" in output and guards == []
+
+    @pytest.mark.parametrize("search", [
+        "name = torch.cuda.get_device_name()\nreturn next(v for k, v in PEAK.items() if k in name)",
+        "return next(PEAK[k] for k in PEAK if torch.cuda.get_device_name(0).lower().startswith(k))",
+    ])
+    def test_a_next_over_the_table_without_a_default_keeps_the_test(self, search):
+        # (next() raises StopIteration where no entry matches)
+        body = "".join(f"    {line}\n" for line in search.splitlines())
+        source = f"import torch\nPEAK = {{'a100': 312e12}}\n\n\ndef peak_flops():\n    if not torch.cuda.is_available():\n        return 0.0\n{body}"
+        output, guards = _migrate(source)
+        assert "if not torch.cuda.is_available():" in output
+        assert len(guards) == 1 and "raises where none matches" in guards[0].tip
+
+    @pytest.mark.parametrize("search", [
+        "name = torch.cuda.get_device_name()\nreturn next((v for k, v in PEAK.items() if k in name), 1e12)",
+        "return next(v for k, v in PEAK.items() if k in SIZES)",  # not the name
+    ])
+    def test_a_next_with_a_default_or_over_something_else_is_migrated(self, search):
+        body = "".join(f"    {line}\n" for line in search.splitlines())
+        source = f"import torch\nPEAK = {{'a100': 312e12}}\n\n\ndef peak_flops():\n    if not torch.cuda.is_available():\n        return 0.0\n    torch.cuda.synchronize()\n{body}"
+        output, guards = _migrate(source)
+        assert "if not torch_npu.npu.is_available():" in output and guards == []
+
+    @pytest.mark.parametrize("choice", [
+        'name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"',
+        'if torch.cuda.is_available():\n    name = torch.cuda.get_device_name(0)\nelse:\n    name = "cpu"',
+        'chip = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"\nname = chip.lower()',
+    ])
+    def test_a_key_chosen_by_the_test_and_looked_up_after_it_keeps_the_test(self, choice):
+        # on a machine without CUDA the key is "cpu", which the table has; migrated, the NPU's name
+        body = "".join(f"    {line}\n" for line in choice.splitlines())
+        source = f"import torch\n\n\ndef peak_flops():\n{body}    return {{'a100': 312e12, 'cpu': 1e12}}[name]\n"
+        output, guards = _migrate(source)
+        assert "torch.cuda.is_available()" in output and "torch_npu.npu.is_available" not in output
+        assert len(guards) == 1 and "get_device_name()" in guards[0].tip and guards[0].start_line in (5, 6)
+
+    @pytest.mark.parametrize("lookup", ["TABLE.get(name, 1e12)", "TABLE[name] if name in TABLE else 1e12",
+                                        "len(name)"])
+    def test_a_key_chosen_by_the_test_read_where_it_cannot_miss_is_migrated(self, lookup):
+        source = ("import torch\nTABLE = {'a100': 312e12}\n\n\ndef peak_flops():\n"
+                  f"    name = torch.cuda.get_device_name() if torch.cuda.is_available() else 'cpu'\n    return {lookup}\n")
+        output, guards = _migrate(source)
+        assert "if torch_npu.npu.is_available()" in output and guards == []
 
     def test_a_raise_after_a_loop_over_something_else_is_migrated(self):
         source = ("import torch\n\n\ndef check(shapes):\n    if not torch.cuda.is_available():\n        return\n"

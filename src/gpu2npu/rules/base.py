@@ -87,8 +87,17 @@ class FileContext:
         self.guarded_types = npu_aware.guarded_types(self.guarded)
         # The analysis reads the output, whose columns moved: it knows guarded nodes by lines.
         self.guarded_lines = {(kind, start, end) for kind, start, _, end, _ in self.guarded}
-        self.dead_guards_by_lines = {(kind, start, end): guard for (kind, start, _, end, _), guard
-                                     in self.dead_guards.items()}
+        # A test and the code it guards on one line, of one type (`torch.cuda.get_device_name() if
+        # torch.cuda.is_available() else "cpu"`), share their key: the test's guard is kept, and the
+        # key is in shared_guard_lines, for the analysis to tell the two apart by their places.
+        self.dead_guards_by_lines = {}
+        self.shared_guard_lines = set()
+        for (kind, start, _, end, _), guard in self.dead_guards.items():
+            key = (kind, start, end)
+            if key in self.dead_guards_by_lines and (self.dead_guards_by_lines[key] is None) != (guard is None):
+                self.shared_guard_lines.add(key)
+            if guard is not None or key not in self.dead_guards_by_lines:
+                self.dead_guards_by_lines[key] = guard
 
     def might_be_guarded(self, node: cst.CSTNode) -> bool:
         return type(node).__name__ in self.guarded_types

@@ -113,6 +113,7 @@ class _Resolver(cst.CSTVisitor):
         self.membership_tests: Set[Tuple[Optional[str], Optional[str]]] = set()  # (key, table) of `key in table`
         self.catching_tries: List[cst.Try] = []  # `try`s that catch a missing key (KeyError)
         self.fors: List[cst.For] = []
+        self.next_calls: List[cst.Call] = []  # `next(generator)` without a default
         self.fused_flags: List[cst.CSTNode] = []  # `fused=True`, `{"fused": True}`
         self.optimizers: Set[str] = set()  # the torch optimizers with a fused form the file names
         self.framework_choices: Set[str] = set()  # what cuda_only says of a framework's CUDA option
@@ -243,6 +244,11 @@ class _Resolver(cst.CSTVisitor):
     def visit_For(self, node: cst.For) -> None:
         self.fors.append(node)
 
+    def visit_Call(self, node: cst.Call) -> None:
+        if (isinstance(node.func, cst.Name) and node.func.value == "next" and len(node.args) == 1
+                and isinstance(node.args[0].value, cst.GeneratorExp)):
+            self.next_calls.append(node)
+
     def visit_Try(self, node: cst.Try) -> None:
         if any(handler.type is None or {dotted_name(name) for name in nodes_within(handler.type, cst.Name)}
                & {"KeyError", "LookupError", "Exception", "BaseException"} for handler in node.handlers):
@@ -263,7 +269,7 @@ class _Resolver(cst.CSTVisitor):
         part of it): a table of NVIDIA GPUs has no key for the NPU's name, so the lookup raises
         where CUDA's absence skipped it.  The lookup stays CUDA-only after migration, unless the
         file asks first whether the table has the key (`if chip not in FLOPS: return None`)."""
-        if not (self.subscripts or self.fors) or not any(
+        if not (self.subscripts or self.fors or self.next_calls) or not any(
                 (read.attr.value if isinstance(read, cst.Attribute) else read.value) == "get_device_name"
                 for read in self.reads):
             return  # (no lookup, or the file never asks for the device's name)
@@ -279,9 +285,11 @@ class _Resolver(cst.CSTVisitor):
         lookups = [node for node in self.subscripts if self._from_the_name(node.slice[0].slice.value, names)
                    and (dotted_name(node.slice[0].slice.value), dotted_name(node.value)) not in self.membership_tests]
         caught = self._caught_lookups() if lookups else set()
+        readers: List[Tuple[cst.CSTNode, str]] = []  # (what reads the name where it raises, which of the two)
         for node in lookups:
             if id(node) not in caught:
                 self.cuda_only[id(node)] = GPU_NAME_LOOKUP
+                readers.append((node.slice[0].slice.value, GPU_NAME_LOOKUP))
         # `for key, flops in PEAK.items(): if key in name: return flops` then `raise ...`: where no
         # entry matches the NPU's name, the search ends in the raise
         for loop in self.fors:
@@ -290,7 +298,50 @@ class _Resolver(cst.CSTVisitor):
                     if isinstance(statement, cst.SimpleStatementLine) and any(
                             isinstance(part, cst.Raise) for part in statement.body):
                         self.cuda_only[id(statement)] = GPU_NAME_SEARCH
+                        readers.append((loop.body, GPU_NAME_SEARCH))
                         break
+        # `next(flops for key, flops in PEAK.items() if key in name)`: without a default, a search
+        # where no entry matches raises StopIteration
+        for call in self.next_calls:
+            loops, loop = [], call.args[0].value.for_in
+            while loop is not None:
+                loops.append(loop)
+                loop = loop.inner_for_in
+            variables = {name.value for loop in loops for name in nodes_within(loop.target, cst.Name)}
+            if any(self._from_the_name(condition.test, names)
+                   and variables & {name.value for name in nodes_within(condition.test, cst.Name)}
+                   for loop in loops for condition in loop.ifs):
+                self.cuda_only[id(call)] = GPU_NAME_SEARCH
+                readers.append((call, GPU_NAME_SEARCH))
+        self._mark_the_names_read(names, readers)
+
+    def _mark_the_names_read(self, names: Set[str], readers: List[Tuple[cst.CSTNode, str]]) -> None:
+        """`name = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"` read by a
+        lookup or search that raises (`readers`): the test chooses the key, so it guards the lookup
+        though the lookup stands after it; the device's name asked there goes with the lookup (in an
+        `if`'s branch as well), over every step from the name to the key."""
+        # (a variable of `names`, the function it is read in) -> the lookup or search it reaches
+        what_reads: Dict[Tuple[str, int], str] = {}
+        pending = [(node, what, self._function_of(node)) for node, what in readers]
+        while pending:
+            node, what, function = pending.pop()
+            for part in nodes_within(node, cst.Name, cst.Attribute):
+                name = dotted_name(part)
+                if name in names and (name, function) not in what_reads:
+                    what_reads[(name, function)] = what
+                    for assign in self.assigns:
+                        if any(dotted_name(target.target) == name for target in assign.targets) and (
+                                self._function_of(assign) in (function, 0)):
+                            for call in nodes_within(assign.value, cst.Call):
+                                if self._names_a_device(call):
+                                    self.cuda_only.setdefault(id(call), what)
+                            pending.append((assign.value, what, function))
+
+    def _function_of(self, node: cst.CSTNode) -> int:
+        """id of the function `node` stands in (0: the module's code)."""
+        while node is not None and not isinstance(node, cst.FunctionDef):
+            node = self.get_metadata(ParentNodeProvider, node, None)
+        return id(node) if node is not None else 0
 
     def _matches_the_name(self, loop: cst.For, names: Set[str]) -> bool:
         """Whether the loop's body compares its variable with the device's name (`key in name`,
