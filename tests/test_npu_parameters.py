@@ -51,6 +51,16 @@ FITTED = [
                  "print(get_device_name(device=0), is_bf16_supported(including_emulation=False))\n",
                  "from torch_npu.npu import get_device_name, is_bf16_supported\n"
                  "print(get_device_name(0), is_bf16_supported())\n", id="through names imported from torch.cuda"),
+    # a partial's arguments are the function's, given when the partial is called
+    pytest.param("import functools\nname_of = functools.partial(torch.cuda.get_device_name, device=0)\n",
+                 "import torch_npu\nimport functools\nname_of = functools.partial(torch_npu.npu.get_device_name, 0)\n",
+                 id="a partial of get_device_name"),
+    pytest.param("from functools import partial\nok = partial(torch.cuda.can_device_access_peer, peer_device=1)\n",
+                 "import torch_npu\nfrom functools import partial\n"
+                 "ok = partial(torch_npu.npu.can_device_access_peer, peer_device_id=1)\n", id="a partial, out of place"),
+    pytest.param("from functools import partial\nok = partial(torch.cuda.is_bf16_supported, including_emulation=False)\n",
+                 "import torch_npu\nfrom functools import partial\nok = partial(torch_npu.npu.is_bf16_supported)\n",
+                 id="a partial given nothing else"),
 ]
 
 
@@ -67,6 +77,11 @@ UNCHANGED_ARGUMENTS = [
     pytest.param("ok = torch.cuda.is_bf16_supported()\n", id="no argument"),
     pytest.param("with torch.cuda.graph(g, pool=p, stream=s):\n    pass\n", id="parameters both name alike"),
     pytest.param("ok = torch.cuda.can_device_access_peer(0, peer)\n", id="devices by position"),
+    pytest.param("import functools\nsync = functools.partial(torch.cuda.synchronize, device=0)\n",
+                 id="a partial of a function whose parameters name alike"),
+    # handed on as a value, not bound: whoever calls it gives the arguments
+    pytest.param("import functools\nshow = functools.partial(print, torch.cuda.get_device_name, device=0)\n",
+                 id="a function as another's argument"),
 ]
 
 
@@ -93,6 +108,8 @@ LEFT = [
                  "use_on_oom", id="a pool for when memory runs out"),
     pytest.param("with torch.cuda.graph(g, enable_annotations=True):\n    pass\n", "torch.cuda.graph",
                  "enable_annotations", id="an annotated graph"),
+    pytest.param("import functools\nsnap = functools.partial(torch.cuda.memory_snapshot, include_traces=False)\n",
+                 "torch.cuda.memory_snapshot", "include_traces", id="a partial of a snapshot without traces"),
 ]
 
 
@@ -101,7 +118,8 @@ def test_a_call_whose_parameter_torch_npu_lacks_stays_and_is_reported(body, api,
     output, result = migrate("import torch\n" + body)
     assert body in output  # renamed, it would raise TypeError
     rows = [f for f in result.findings if f.report == Report.UNSUPPORTED]
-    assert [(f.start_line, f.api, f.rule) for f in rows] == [(2, api, "NPU917")]
+    line = 2 + next(number for number, text in enumerate(body.splitlines()) if api.rsplit(".", 1)[-1] in text)
+    assert [(f.start_line, f.api, f.rule) for f in rows] == [(line, api, "NPU917")]
     assert parameter in rows[0].tip and "TypeError" in rows[0].tip
 
 

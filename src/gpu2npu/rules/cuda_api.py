@@ -5,7 +5,7 @@ memory, streams and graphs, amp: each a module of its own with its code and exam
 NPU101 is the rest: device selection and queries."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import PositionProvider
@@ -117,7 +117,9 @@ class TorchCudaApiToNpu(Rule):
         # The calls whose function (of npu_keywords.FUNCTIONS) this rule renamed, by the Call's id,
         # with their torch.cuda path: their arguments are fitted to torch_npu's counterpart when the
         # call is left.
-        self._calls_to_fit: Dict[int, List[str]] = {}
+        # id of a call -> (torch.cuda path of the function it calls, how many of its arguments
+        # stand before the function's own: 1 in functools.partial(function, ...))
+        self._calls_to_fit: Dict[int, Tuple[List[str], int]] = {}
         # The torch.cuda functions of npu_keywords.FUNCTIONS whose `from torch.cuda... import`
         # this rule made torch_npu.npu's.
         self._imported_to_npu: Set[str] = set()
@@ -165,11 +167,15 @@ class TorchCudaApiToNpu(Rule):
         if properties_query_stays(self, original_node, ".".join([CUDA, *path])):
             return updated_node  # (the leftover analysis reports it, where no other rule rewrote it)
         # (not torch.cuda itself, `torch.cuda()`; only the functions whose parameters differ)
-        call = self._call_of(original_node) if path and path[-1] in npu_keywords.FUNCTIONS else None
-        if call is not None and arguments_the_npu_lacks(call, path[-1], self.context.api.version_tuple):
+        call, before = self._call_of(original_node) if path and path[-1] in npu_keywords.FUNCTIONS else (None, 0)
+        if call is not None and arguments_the_npu_lacks(_own_arguments(call, before), path[-1],
+                                                        self.context.api.version_tuple):
+            if before:  # (the leftover analysis reports a call of the function, not its partial)
+                self._report_lacking(call, path, arguments_the_npu_lacks(
+                    _own_arguments(call, before), path[-1], self.context.api.version_tuple))
             return updated_node  # (the leftover analysis reports it)
         if call is not None:
-            self._calls_to_fit[id(call)] = path
+            self._calls_to_fit[id(call)] = (path, before)
         if new_path != path:  # a renamed class: torch.cuda.CUDAGraph -> torch_npu.npu.NPUGraph
             renamed = build_dotted(".".join([NPU, new_path[0]]))
             new_node = _replace_at_depth(updated_node, depth - 1, renamed)
@@ -180,13 +186,23 @@ class TorchCudaApiToNpu(Rule):
         self.context.needs_torch_npu = True
         return new_node
 
-    def _call_of(self, function: cst.CSTNode) -> Optional[cst.Call]:
+    def _call_of(self, function: cst.CSTNode) -> Tuple[Optional[cst.Call], int]:
+        """The call that gives `function` its arguments, and how many of its arguments stand before
+        them: `function(...)`, or `functools.partial(function, ...)` whose arguments are the
+        function's when the partial is called."""
         parent = self.get_metadata(ParentNodeProvider, function, None)
-        return parent if isinstance(parent, cst.Call) and parent.func is function else None
+        if isinstance(parent, cst.Call) and parent.func is function:
+            return parent, 0
+        if isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star:
+            call = self.get_metadata(ParentNodeProvider, parent, None)
+            if (isinstance(call, cst.Call) and call.args and call.args[0] is parent
+                    and "functools.partial" in qualified_names(self, call.func)):
+                return call, 1
+        return None, 0
 
     # -- arguments torch_npu.npu's counterpart names otherwise, or does not take ---------------
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
-        path = self._calls_to_fit.pop(id(original_node), None)
+        path, before = self._calls_to_fit.pop(id(original_node), (None, 0))
         if path is None:
             path = self._imported_callee(original_node)
             if path is None:
@@ -195,6 +211,12 @@ class TorchCudaApiToNpu(Rule):
             if lacking:  # (the import is renamed already: the call's row says what to change)
                 self._report_lacking(original_node, path, lacking)
                 return updated_node
+        if before:
+            fitted = self._fit_arguments(original_node, _own_arguments(updated_node, before), path).args
+            kept = list(updated_node.args[:before])
+            if not fitted:  # (`partial(function, )`: the comma went with what followed)
+                kept[-1] = kept[-1].with_changes(comma=updated_node.args[-1].comma)
+            return updated_node.with_changes(args=(*kept, *fitted))
         return self._fit_arguments(original_node, updated_node, path)
 
     def _imported_callee(self, call: cst.Call) -> Optional[List[str]]:
@@ -317,3 +339,9 @@ def _replace_at_depth(node: cst.BaseExpression, depth: int, replacement: cst.Bas
         return replacement.with_changes(lpar=getattr(node, "lpar", ()), rpar=getattr(node, "rpar", ()))
     assert isinstance(node, cst.Attribute)
     return node.with_changes(value=_replace_at_depth(node.value, depth - 1, replacement))
+
+
+def _own_arguments(call: cst.Call, before: int) -> cst.Call:
+    """`call` with only the arguments that go to the function it calls or binds (those after
+    `before`)."""
+    return call.with_changes(args=call.args[before:]) if before else call
