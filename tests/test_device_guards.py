@@ -127,6 +127,11 @@ LEFT_AS_WRITTEN = [
     ("import torch\nimport lightning as L\n\nclass Run:\n    def accelerator(self):\n"
      "        return 'gpu' if torch.cuda.device_count() > 0 else 'cpu'\n\n"
      "    def fit(self, model):\n        L.Trainer(accelerator=self.accelerator()).fit(model)\n", 6),
+    # ... or "gpu" returned by a function whose callers are in other files: no torch device has
+    # that name (torch.device("gpu") raises), so it goes to a framework's own choice
+    ("import torch\n\n\ndef get_accelerator():\n    return 'gpu' if torch.cuda.is_available() else 'cpu'\n", 5),
+    ("import torch\n\n\ndef accelerator_and_devices():\n    if torch.cuda.is_available():\n"
+     "        return 'gpu', torch.cuda.device_count()\n    return 'cpu', 1\n", 5),
 ]
 
 
@@ -184,6 +189,11 @@ MIGRATED = [
     ("import torch\nimport lightning as L\n\ndef pick():\n    return 'cuda' if torch.cuda.is_available() else 'cpu'\n\n"
      "x = torch.ones(2, device=pick())\ntrainer = L.Trainer(accelerator='auto')\n",
      "    return 'npu' if torch_npu.npu.is_available() else 'cpu'\n"),
+    # a torch device returned to callers elsewhere; "gpu" only printed
+    ("import torch\n\n\ndef device():\n    return 'cuda' if torch.cuda.is_available() else 'cpu'\n",
+     "    return 'npu' if torch_npu.npu.is_available() else 'cpu'\n"),
+    ("import torch\n\n\ndef report():\n    if torch.cuda.is_available():\n        print('gpu')\n        return 1\n",
+     "    if torch_npu.npu.is_available():\n"),
 ]
 
 

@@ -598,6 +598,7 @@ def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
         return rule.get_metadata(ParentNodeProvider, child, None)
 
     anywhere = {option: tip for option, callees, tip in FRAMEWORK_OPTIONS if callees is None}
+    names_the_gpu = isinstance(node, cst.SimpleString) and string_text(node) == "gpu"
     parent = parent_of(node)
     # one of the values a choice gives the option (`accelerator="gpu" if cuda else "cpu"`, `... or "cuda"`)
     while (isinstance(parent, cst.IfExp) and node is not parent.test) or isinstance(parent, cst.BooleanOperation):
@@ -639,7 +640,19 @@ def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
             found = _option_handed(file_facts(rule, node).keyword_arguments.get(f"{function.name.value}()", ()))
             if found is not None:
                 return found
+    if names_the_gpu and _returned(node, parent, parent_of):
+        # "gpu" is no torch device (torch.device("gpu") raises): returned, it goes to a framework's
+        # own choice of device (Lightning's accelerator="gpu"), in whichever file calls the function
+        return "accelerator", anywhere["accelerator"]
     return _named_among(rule, node, anywhere)
+
+
+def _returned(node: cst.CSTNode, parent, parent_of) -> bool:
+    """Whether `node` is what a function returns, or a part of the tuple it returns
+    (`return "gpu", torch.cuda.device_count()`)."""
+    if isinstance(parent, cst.Element) and isinstance(parent_of(parent), cst.Tuple):
+        parent = parent_of(parent_of(parent))
+    return isinstance(parent, cst.Return)
 
 
 def _option_handed(uses) -> Optional[Tuple[str, str]]:
