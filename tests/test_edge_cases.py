@@ -737,3 +737,32 @@ def test_a_checkpoints_recorded_locations_stay(source):
     output, result = migrate(source)
     assert '{"cuda:0": "cpu"' in output
     assert not [f for f in result.findings if "device string" in f.api]
+
+
+class TestTheCudaMethodHandedOn:
+    """`Tensor.cuda` or `Module.cuda` given to a call that calls it (`map(torch.Tensor.cuda, xs)`)
+    raises on the NPU as a call of `.cuda()` does: it becomes torch_npu's `npu`, which takes the
+    same arguments. Kept in a variable, replaced, or copied by a wrapper, it stays."""
+
+    @pytest.mark.parametrize("body, expected", [
+        ("xs = list(map(torch.Tensor.cuda, xs))\n", "xs = list(map(torch.Tensor.npu, xs))\n"),
+        ("from torch import Tensor\nxs = list(map(Tensor.cuda, xs))\n", "from torch import Tensor\nxs = list(map(Tensor.npu, xs))\n"),
+        ("import torch.nn as nn\nmodels = list(map(nn.Module.cuda, models))\n",
+         "import torch.nn as nn\nmodels = list(map(nn.Module.npu, models))\n"),
+        ("batch = apply_to_collection(batch, torch.Tensor, function=torch.Tensor.cuda)\n",
+         "batch = apply_to_collection(batch, torch.Tensor, function=torch.Tensor.npu)\n"),
+    ])
+    def test_migrated(self, body, expected):
+        output, result = migrate("import torch\n" + body)
+        assert output == "import torch\nimport torch_npu\n" + expected
+        assert any(change.rule == "NPU102" for change in result.changes)
+
+    @pytest.mark.parametrize("body", [
+        "_original_cuda = torch.Tensor.cuda\n",
+        "torch.Tensor.cuda = patched_cuda\n",
+        "import functools\n\n@functools.wraps(torch.Tensor.cuda)\ndef cuda(self, *args):\n    return self\n",
+        "xs = list(map(loader.cuda, xs))\n",  # an object of the project's, not torch's class
+    ])
+    def test_unchanged(self, body):
+        output, result = migrate("import torch\n" + body)
+        assert output == "import torch\n" + body

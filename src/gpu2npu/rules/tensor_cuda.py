@@ -6,6 +6,12 @@ from libcst.metadata import PositionProvider
 
 from .base import Example, Rule
 from .names import qualified_names
+from .walk import ParentNodeProvider
+
+# torch's classes whose `cuda` method torch_npu gives an `npu` counterpart of the same signature.
+_CLASSES_WITH_NPU = frozenset({"torch.Tensor", "torch.nn.Module", "torch.nn.modules.module.Module"})
+# functions that take a function to copy what it is, not to call it (a wrapper of `Tensor.cuda`)
+_DESCRIBING = frozenset({"functools.wraps", "functools.update_wrapper"})
 
 
 class TensorCudaToNpu(Rule):
@@ -14,13 +20,15 @@ class TensorCudaToNpu(Rule):
     torch_npu adds `Tensor.npu`/`Module.npu` with the signature of `cuda` (device, non_blocking,
     memory_format), so arguments are kept as written; the incumbent's habit of dropping them
     (`.cuda(non_blocking=True)` -> `.npu()`) loses overlap of copies and compute.  `x.is_cuda`
-    becomes `x.is_npu`.
+    becomes `x.is_npu`.  The method handed on to be called, `map(torch.Tensor.cuda, tensors)`,
+    becomes `torch.Tensor.npu`; one kept in a variable or replaced (a wrapper that patches
+    `Tensor.cuda`) stays.
     """
 
     code = "NPU102"
     summary = "x.cuda(...) -> x.npu(...), x.is_cuda -> x.is_npu"
     triggers = (".cuda", "is_cuda")
-    METADATA_DEPENDENCIES = (PositionProvider,)
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
     examples = (
         Example("import torch\nmodel = Net().cuda()\n", "import torch\nimport torch_npu\nmodel = Net().npu()\n"),
         Example(
@@ -31,8 +39,17 @@ class TensorCudaToNpu(Rule):
             "import torch\nif x.is_cuda:\n    pass\n",
             "import torch\nimport torch_npu\nif x.is_npu:\n    pass\n",
         ),
+        Example(
+            "import torch\ninputs = list(map(torch.Tensor.cuda, inputs))\n",
+            "import torch\nimport torch_npu\ninputs = list(map(torch.Tensor.npu, inputs))\n",
+        ),
     )
-    unchanged = ("import torch\nuse_cuda = args.cuda and torch_available\n",)
+    unchanged = (
+        "import torch\nuse_cuda = args.cuda and torch_available\n",
+        # the method kept to be wrapped: the wrapper is what the program calls
+        "import torch\n_cuda = torch.Tensor.cuda\n",
+        "import functools\nimport torch\n\n@functools.wraps(torch.Tensor.cuda)\ndef cuda(self, *a):\n    return self\n",
+    )
 
     def _is_torch_cuda_module(self, node: cst.Attribute) -> bool:
         # `torch.cuda` itself (the module) is TorchCudaApiToNpu's business.
@@ -66,8 +83,23 @@ class TensorCudaToNpu(Rule):
         return updated_node.with_changes(args=args)
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute):
+        if original_node.attr.value == "cuda" and self._handed_on_to_be_called(original_node):
+            self.record(original_node, "change .cuda to .npu (the method handed on, to be called)")
+            self.context.needs_torch_npu = True
+            return updated_node.with_changes(attr=cst.Name("npu"))
         if original_node.attr.value != "is_cuda":
             return updated_node
         self.record(original_node, "change .is_cuda to .is_npu")
         self.context.needs_torch_npu = True
         return updated_node.with_changes(attr=cst.Name("is_npu"))
+
+    def _handed_on_to_be_called(self, node: cst.Attribute) -> bool:
+        """Whether `node` is torch's `Tensor.cuda` (or `Module.cuda`), not called here but given to
+        a call that calls it (`map(torch.Tensor.cuda, xs)`, `apply_to_collection(batch,
+        torch.Tensor, torch.Tensor.cuda)`)."""
+        argument = self.get_metadata(ParentNodeProvider, node, None)
+        if not (isinstance(argument, cst.Arg) and argument.value is node):
+            return False
+        call = self.get_metadata(ParentNodeProvider, argument, None)
+        return (isinstance(call, cst.Call) and not _DESCRIBING & qualified_names(self, call.func)
+                and bool(_CLASSES_WITH_NPU & qualified_names(self, node.value)))
