@@ -7,7 +7,6 @@ speak of it.  `MIGRATED` holds (before, after): code where the name is the impor
 import ast
 import json
 
-import pytest
 
 from gpu2npu.knowledge import apidata
 from gpu2npu.migration.pipeline import migrate_source
@@ -162,6 +161,26 @@ class TestModuleAlternatives(ScopeCases):
     )
 
 
+class TestBlocksThatBindTheNameAtTheTop(ScopeCases):
+    # in the body of a loop, `with` or `except` that binds the name, the name is what they bound,
+    # at the top of the file too (where the import wins elsewhere)
+    LEFT = (
+        "for cuda in devices:\n    cuda.synchronize()\n",
+        "for torch in items:\n    torch.cuda.synchronize()\n",
+        "for i, cuda in enumerate(devices):\n    print([cuda.name for _ in range(i)])\n",
+        "with open('x') as cuda:\n    cuda.read()\n",
+        "try:\n    pass\nexcept Exception as cuda:\n    cuda.synchronize()\n",
+    )
+    MIGRATED = (
+        # after the loop, and in a function defined in its body (called later), the import wins
+        ("for cuda in devices:\n    pass\ncuda.synchronize()\n", "for cuda in devices:\n    pass\ntorch_npu.npu.synchronize()\n"),
+        ("for cuda in devices:\n    def f():\n        return cuda.device_count()\n",
+         "for cuda in devices:\n    def f():\n        return torch_npu.npu.device_count()\n"),
+        # the loop's iterable is read before it binds
+        ("for d in range(cuda.device_count()):\n    pass\n", "for d in range(torch_npu.npu.device_count()):\n    pass\n"),
+    )
+
+
 def test_non_ascii_lines_find_their_names():
     # ast counts columns in UTF-8 bytes, libcst in characters: "é" shifts one from the other
     output, _ = migrated('def f(cuda):\n    s = "é"; return cuda.synchronize()\n\ndef g():\n'
@@ -246,52 +265,52 @@ def _walked_meanings(tree, names):
 
     module = s._Scope(s._MODULE, None)
     everyone = [module]
-    reads, binds, todo = [], [], [(tree, module)]
+    reads, binds, todo = [], [], [(tree, module, frozenset())]
     while todo:
-        node, scope = todo.pop()
+        node, scope, blocked = todo.pop()  # blocked: names the loops, withs, excepts around bind
         kind = node.__class__
         if kind is ast.Name:
             if node.id in names:
-                (reads.append((node, scope)) if isinstance(node.ctx, ast.Load) else (scope.bind(node.id), binds.append(node)))
+                (reads.append((node, scope, blocked)) if isinstance(node.ctx, ast.Load) else (scope.bind(node.id), binds.append(node)))
             continue
         if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
             inner = s._Scope(s._FUNCTION, scope)
             everyone.append(inner)
-            todo += [(d, scope) for d in (*node.args.defaults, *[d for d in node.args.kw_defaults if d is not None])]
+            todo += [(d, scope, blocked) for d in (*node.args.defaults, *[d for d in node.args.kw_defaults if d is not None])]
             for argument in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg, node.args.kwarg):
                 if argument is not None:
                     inner.bind(argument.arg)
                     if argument.annotation is not None:
-                        todo.append((argument.annotation, scope))
+                        todo.append((argument.annotation, scope, blocked))
             if kind is ast.Lambda:
-                todo.append((node.body, inner))
+                todo.append((node.body, inner, frozenset()))
                 continue
             scope.bind(node.name)
-            todo += [(d, scope) for d in node.decorator_list] + ([(node.returns, scope)] if node.returns else [])
-            todo += [(statement, inner) for statement in node.body]
+            todo += [(d, scope, blocked) for d in node.decorator_list] + ([(node.returns, scope, blocked)] if node.returns else [])
+            todo += [(statement, inner, frozenset()) for statement in node.body]
             continue
         if kind is ast.ClassDef:
             scope.bind(node.name)
             inner = s._Scope(s._CLASS, scope)
             everyone.append(inner)
-            todo += [(part, scope) for part in (*node.decorator_list, *node.bases, *node.keywords)]
-            todo += [(statement, inner) for statement in node.body]
+            todo += [(part, scope, blocked) for part in (*node.decorator_list, *node.bases, *node.keywords)]
+            todo += [(statement, inner, frozenset()) for statement in node.body]
             continue
         if kind in (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp):
             inner = s._Scope(s._COMPREHENSION, scope)
             everyone.append(inner)
-            todo.append((node.generators[0].iter, scope))
+            todo.append((node.generators[0].iter, scope, blocked))
             for number, generator in enumerate(node.generators):
-                todo += [(generator.target, inner)] + [(c, inner) for c in generator.ifs]
+                todo += [(generator.target, inner, blocked)] + [(c, inner, blocked) for c in generator.ifs]
                 if number:
-                    todo.append((generator.iter, inner))
-            todo += [(p, inner) for p in ((node.key, node.value) if kind is ast.DictComp else (node.elt,))]
+                    todo.append((generator.iter, inner, blocked))
+            todo += [(p, inner, blocked) for p in ((node.key, node.value) if kind is ast.DictComp else (node.elt,))]
             continue
         if kind is ast.NamedExpr:
             target = scope
             while target.kind == s._COMPREHENSION:
                 target = target.parent
-            todo += [(node.target, target), (node.value, scope)]
+            todo += [(node.target, target, blocked), (node.value, scope, blocked)]
             continue
         if kind in (ast.Import, ast.ImportFrom):
             for name, bound in s.import_bindings(node):
@@ -307,18 +326,30 @@ def _walked_meanings(tree, names):
             scope.bind(node.name)
         elif kind.__name__ == "MatchMapping" and node.rest:
             scope.bind(node.rest)
+        if kind in (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith) or (kind is ast.ExceptHandler and node.name):
+            if kind is ast.ExceptHandler:
+                bound = {node.name}
+            else:
+                targets = [node.target] if kind in (ast.For, ast.AsyncFor) else [i.optional_vars for i in node.items]
+                bound = {n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)}
+            todo += [(statement, scope, blocked | bound) for statement in node.body]
+            todo += [(part, scope, blocked) for field in node._fields if field != "body"
+                     for part in (getattr(node, field) if isinstance(getattr(node, field), list) else [getattr(node, field)])
+                     if isinstance(part, ast.AST)]
+            continue
         for field in node._fields:
             value = getattr(node, field, None)
             for item in (value if isinstance(value, list) else [value]):
                 if isinstance(item, ast.AST):
-                    todo.append((item, scope))
+                    todo.append((item, scope, blocked))
     for scope in everyone[1:]:
         for name in scope.globals & scope.imports.keys():
             module.imports.setdefault(name, set()).update(scope.imports.pop(name))
     looker = Scopes.__new__(Scopes)
     looker._module = module
     meanings = {id(node): frozenset() for node in binds}
-    meanings.update({id(node): looker._lookup(node.id, scope) for node, scope in reads})
+    meanings.update({id(node): frozenset() if node.id in blocked else looker._lookup(node.id, scope)
+                     for node, scope, blocked in reads})
     return meanings
 
 
@@ -329,7 +360,7 @@ def _sources():
         for path in sorted((ROOT / folder).rglob("*.py")):
             yield path.read_bytes()
     for case in (TestParameters, TestLocals, TestComprehensionAndLoopVariables, TestClassAttributes,
-                 TestImportsInsideFunctions, TestClosures, TestModuleAlternatives):
+                 TestImportsInsideFunctions, TestClosures, TestModuleAlternatives, TestBlocksThatBindTheNameAtTheTop):
         for body in (*case.LEFT, *(before for before, _ in case.MIGRATED)):
             yield (HEADER + body).encode()
     yield (b"import torch\nf = lambda torch: [torch for torch in (lambda: torch)()]\n"

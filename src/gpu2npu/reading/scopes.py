@@ -15,8 +15,10 @@ the import there; a function that only reads a name sees the enclosing function'
 binding (a closure over an import is the import); a class body is not seen from the functions in
 it; `global` and `nonlocal` send a name to the module or the enclosing function.  Within one
 scope an import wins over the other bindings of its name, since those are its alternatives
-(`try: from apex import amp` / `except ImportError: amp = None`).  An import inside a function
-binds its name in that function only.
+(`try: from apex import amp` / `except ImportError: amp = None`), except in the body of a loop,
+`with` or `except` that binds the name, where it is certainly what they bound (`for cuda in
+devices:` at the top of a file).  An import inside a function binds its name in that function
+only.
 
 Only the names some import binds, and that something else binds too or that an import binds
 outside the module's own scope, depend on the place where they are read: for every other name
@@ -211,8 +213,20 @@ class Scopes:
                     reads.append(node)
                 else:
                     self._record(node, EMPTY)
+        blocks = self._binding_blocks(groups) if reads else []
         for node in reads:
-            self._record(node, self._lookup(node.id, self._scope_at((node.lineno, node.col_offset))))
+            place = (node.lineno, node.col_offset)
+            scope = self._scope_at(place)
+            meaning = self._lookup(node.id, scope)
+            if meaning and blocks:
+                # (a comprehension runs where it stands: in the body, it reads what the body reads)
+                running = scope
+                while running.kind == _COMPREHENSION:
+                    running = running.parent
+                if any(name == node.id and block_scope is running and start <= place < end
+                       for name, block_scope, start, end in blocks):
+                    meaning = EMPTY
+            self._record(node, meaning)
         self._lines = None if text is None or text.isascii() else source_lines(text)
         if self._lines is not None:  # ast counts columns in UTF-8 bytes, libcst in characters
             self._by_place = {(line, self._characters(line, column)): meaning
@@ -332,6 +346,27 @@ class Scopes:
             scope = region.scope
             for name in scope.globals & scope.imports.keys():
                 self._module.imports.setdefault(name, set()).update(scope.imports.pop(name))
+
+    def _binding_blocks(self, groups) -> List[Tuple[str, _Scope, tuple, tuple]]:
+        """(name, scope, start, end) of the bodies of the loops, `with`s and `except`s that bind one
+        of the names in the scope they stand in: there the name is what they bound, whatever the
+        scope's import binds it to elsewhere (`for cuda in devices: cuda.name`, `with open(p) as
+        cuda: cuda.read()` beside `from torch import cuda`).  Not the code of a function defined
+        in such a body: that reads the name when it is called."""
+        blocks = []
+        targets = [(node, node.target) for kind in (ast.For, ast.AsyncFor) for node in groups.get(kind, ())]
+        targets += [(node, item.optional_vars) for kind in (ast.With, ast.AsyncWith) for node in groups.get(kind, ())
+                    for item in node.items if item.optional_vars is not None]
+        for node, target in targets:
+            bound = {name.id for name in ast.walk(target) if isinstance(name, ast.Name)} & self.names
+            for name in bound:
+                blocks.append((name, self._scope_at((node.lineno, node.col_offset)), _start(node.body[0]),
+                               _end(node.body[-1])))
+        for node in groups.get(ast.ExceptHandler, ()):
+            if node.name in self.names:
+                blocks.append((node.name, self._scope_at((node.lineno, node.col_offset)), _start(node.body[0]),
+                               _end(node.body[-1])))
+        return blocks
 
     def _record(self, node: ast.Name, meaning: FrozenSet[str]) -> None:
         self._by_node[id(node)] = meaning
