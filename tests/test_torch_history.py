@@ -69,6 +69,58 @@ def test_a_test_of_the_api_itself_is_no_guard():
     assert [f.start_line for f in result.findings if "does not have it" in f.tip] == [2, 3]
 
 
+class TestATestOfTheReleaseThatReturnsFirst:
+    """`if is_torch_version("<=", "2.6"): return False` at the top of a function: the rest of it
+    runs only on a torch that has what it calls (accelerate's is_xpu_available)."""
+
+    @staticmethod
+    def rows(source: str):
+        result = migrate_source(source.encode(), "a.py", Options(api=apidata.load("2.1.0")))
+        return [f.start_line for f in result.findings if "does not have it" in f.tip]
+
+    @pytest.mark.parametrize("test, leaves", [
+        ('is_torch_version("<=", "2.6")', "return False"),
+        ('version.parse(torch.__version__) < version.parse("2.4")', "raise RuntimeError('torch 2.4 or newer')"),
+        ('not hasattr(torch, "xpu")', "return None"),
+        ("torch_version.major == 2 and torch_version.minor < 6", "return False"),
+        # where the test is false, every part of an `or` is
+        ('not checkpointing_ready() or not is_torch_greater_or_equal("2.9")', "raise OSError('torch 2.9')"),
+    ])
+    def test_what_follows_has_no_row(self, test, leaves):
+        source = f"import torch\n\n\ndef xpu_count():\n    if {test}:\n        {leaves}\n    return torch.xpu.device_count()\n"
+        assert self.rows(source) == []
+
+    @pytest.mark.parametrize("source", [
+        # another function, the same test further down, a test of something else
+        "import torch\n\n\ndef a():\n    if is_torch_version('<=', '2.6'):\n        return False\n\n\n"
+        "def b():\n    return torch.xpu.device_count()\n",
+        "import torch\n\n\ndef a():\n    n = torch.xpu.device_count()\n    if is_torch_version('<=', '2.6'):\n"
+        "        return 0\n    return n\n",
+        "import torch\n\n\ndef a(x):\n    if x is None:\n        return 0\n    return torch.xpu.device_count()\n",
+    ])
+    def test_what_it_does_not_guard_keeps_its_row(self, source):
+        assert len(self.rows(source)) == 1
+
+    @pytest.mark.parametrize("flag", ["is_torch_version('>=', '2.6')",
+                                      "dist.is_available() and is_torch_version('>=', '2.6')"])
+    def test_a_flag_holding_the_test_guards_alike(self, flag):
+        source = (f"import torch\n\n\ndef xpu_count():\n    new_enough = {flag}\n"
+                  "    if not new_enough:\n        return 0\n    return torch.xpu.device_count()\n")
+        assert self.rows(source) == []
+
+    @pytest.mark.parametrize("test", [
+        "not is_torch_available()", "load_in_8bit and not is_bnb_available()", "x is None",
+        # an `and` that is false says nothing of its version part; torch.version.hip is the build's
+        'fsdp_size > 1 and not is_torch_greater_or_equal("2.8")', "not ready or torch.version.hip is not None",
+        # hasattr of something other than torch's modules: an extension's operator, an object
+        'not hasattr(torch.ops._C, "fused_norm")', 'not hasattr(self, "weight")',
+    ])
+    def test_a_test_of_something_else_that_returns_first_guards_nothing(self, test):
+        # a package's presence is no torch release: the rest runs on any torch
+        source = f"import torch\n\n\ndef xpu_count():\n    if {test}:\n        return 0\n    return torch.xpu.device_count()\n"
+        assert self.rows(source) == [7]
+
+
 def test_the_history_covers_the_torch_of_every_release_with_api_data():
     history = json.loads(resources.files("gpu2npu.data").joinpath("torch_history.json").read_text())
     assert history["releases"] == [apidata.load(v).torch_version for v in apidata.available_versions()]

@@ -7,7 +7,8 @@ from typing import Dict, List, NamedTuple, Optional, Set, Tuple
 
 from .imports import ImportTable
 from .reading import called_name, dotted, nodes_by_class
-from .release_tests import RELEASE_BRANCHES, ReleaseNames, release_flags, tests_the_release
+from .release_tests import (RELEASE_BRANCHES, ReleaseNames, release_flags, settles_the_version, tests_the_release,
+                            version_flags)
 from .words import (INDEX_RETURNING, PACKAGE_PARTS, RAY_PLACEMENT, RAY_REQUESTS, REWRITE_WORD, STRING_WORD,
                     attribute_word, holds_cuda_module, is_cuda_module)
 
@@ -255,16 +256,39 @@ class FileScan:
     def release_guarded(self, line: int) -> bool:
         """Whether `line` lies in code that runs only where the torch release has what it needs:
         under a test of a version, `hasattr`, an `is_torch_...`/`..._available` helper, or in a
-        `try` whose handler catches the ImportError/AttributeError/TypeError of an older torch."""
+        `try` whose handler catches the ImportError/AttributeError/TypeError of an older torch, or
+        after such a test at the top of a function that returns or raises where it fails."""
         if self._release_guarded is None:
             # (asked only of files that call something newer than the release: looked up then)
             groups = self.groups
             names = ReleaseNames(groups)
             flags = release_flags(groups, names)
             names = names.with_flags(groups, flags)
-            self._release_guarded = sorted((node.lineno, node.end_lineno or node.lineno) for kind in RELEASE_BRANCHES
-                                           for node in groups.get(kind, ()) if tests_the_release(node, flags, names))
+            guarded = [(node.lineno, node.end_lineno or node.lineno) for kind in RELEASE_BRANCHES
+                       for node in groups.get(kind, ()) if tests_the_release(node, flags, names)]
+            # `if is_torch_version("<=", "2.6"): return False` in a function: what follows runs only
+            # on the releases that pass the test (a test of the version, not of a package's presence)
+            versions = None
+            for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+                for function in groups.get(kind, ()):
+                    for statement in function.body:
+                        if not (isinstance(statement, ast.If) and statement.body
+                                and isinstance(statement.body[-1], (ast.Return, ast.Raise))):
+                            continue
+                        if versions is None:
+                            versions = version_flags(groups, self._of_torch)
+                        if settles_the_version(statement.test, False, versions, self._of_torch):
+                            guarded.append((statement.end_lineno or statement.lineno,
+                                            function.end_lineno or function.lineno))
+                            break
+            self._release_guarded = sorted(guarded)
         return any(first <= line <= last for first, last in self._release_guarded)
+
+    def _of_torch(self, node: ast.AST) -> bool:
+        """Whether `node` is torch or one of its modules (not `torch.ops`, where extensions
+        register their operators): what a `hasattr` of the release asks."""
+        return any((name == "torch" or name.startswith("torch.")) and not name.startswith("torch.ops")
+                   for name in self.qualified(node))
 
     def optionally_imported(self, func: ast.AST) -> bool:
         """Whether a callee's name comes from an import in a `try` that catches the ImportError of

@@ -7,7 +7,7 @@ import bisect
 import copy
 import functools
 import re
-from typing import Dict, List, Optional, Set
+from typing import Callable, Dict, List, Optional, Set
 
 from .reading import caught_names, nodes_of
 
@@ -82,6 +82,59 @@ def release_flags(groups: Dict[type, List[ast.AST]], names: "ReleaseNames") -> S
                 if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant):
                     flags.update(target.id for target in statement.targets if isinstance(target, ast.Name))
     return flags
+
+
+# What names the torch version itself (not a package's availability, `is_torch_available()`,
+# `is_bnb_available()`: a function that returns where a package is missing goes on for any torch).
+_VERSION_NAMES = re.compile(r"version|TORCH_[A-Z0-9_]*(GE|GREATER|LT|LESS|AT_LEAST)", re.IGNORECASE)
+
+
+def version_flags(groups: Dict[type, List[ast.AST]], of_torch: Callable[[ast.AST], bool]) -> Dict[str, ast.AST]:
+    """Names assigned a value that involves the torch version, with that value (`has_dtensor =
+    dist.is_available() and is_torch_version(">=", "2.5")`); `of_torch` as settles_the_version's."""
+    flags: Dict[str, ast.AST] = {}
+    for node in groups.get(ast.Assign, ()):
+        if _names_a_version(node.value, of_torch):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    flags.setdefault(target.id, node.value)
+    return flags
+
+
+# torch.version's facts of the build, not its release (`torch.version.hip`: a ROCm build).
+_BUILD_FACTS = frozenset({"hip", "cuda", "xpu", "git_version", "debug"})
+
+
+def _names_a_version(expression: ast.AST, of_torch: Callable[[ast.AST], bool]) -> bool:
+    build_facts = {id(part.value) for part in nodes_of(expression)
+                   if part.__class__ is ast.Attribute and part.attr in _BUILD_FACTS}
+    for part in nodes_of(expression):
+        if part.__class__ is ast.Name and _VERSION_NAMES.search(part.id):
+            return True
+        if part.__class__ is ast.Attribute and _holds_a_version(part.attr) and id(part) not in build_facts:
+            return True
+        if (part.__class__ is ast.Call and part.func.__class__ is ast.Name and part.func.id == "hasattr"
+                and part.args and of_torch(part.args[0])):
+            return True
+    return False
+
+
+def settles_the_version(test: ast.AST, outcome: bool, flags: Dict[str, ast.AST], of_torch: Callable[[ast.AST], bool],
+                        depth: int = 0) -> bool:
+    """Whether knowing that `test` came out `outcome` settles a test of the torch version (a
+    version's name or attribute, `hasattr` of what `of_torch` says is torch's, a name of `flags`
+    (version_flags) for its value): after `if not new_enough or x: return`, `new_enough` holds;
+    after `if fsdp and not new_enough: raise`, nothing is known of it (`fsdp` may be false)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return settles_the_version(test.operand, not outcome, flags, of_torch, depth)
+    if isinstance(test, ast.BoolOp):
+        # true `and`, false `or`: every part came out so; else only one of them did, unknown which
+        every = outcome == isinstance(test.op, ast.And)
+        settled = [settles_the_version(value, outcome, flags, of_torch, depth) for value in test.values]
+        return any(settled) if every else all(settled)
+    if isinstance(test, ast.Name) and test.id in flags and depth < 4:
+        return settles_the_version(flags[test.id], outcome, flags, of_torch, depth + 1)
+    return _names_a_version(test, of_torch)
 
 
 def tests_the_release(node: ast.AST, flags: Set[str] = frozenset(), names: Optional[ReleaseNames] = None) -> bool:
