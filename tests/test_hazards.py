@@ -101,6 +101,23 @@ def test_torch_compile_says_what_the_release_compiles_with(version, says):
     assert "fullgraph" not in rows[1][2]
 
 
+class TestABackendThatRunsTorchsOperators:
+    """dynamo's eager backends run the captured graph with torch's own operators, on the NPU as
+    anywhere: no row.  Inductor (the default), a CUDA-graph backend or a mode that asks for
+    inductor's kernels keep theirs."""
+
+    @pytest.mark.parametrize("call", ["torch.compile(model, backend='eager')",
+                                      "torch.compile(model, backend='aot_eager')", "model.compile(backend='eager')"])
+    def test_no_row(self, call):
+        assert _rows(f"import torch\nmodel = {call}\n") == []
+
+    @pytest.mark.parametrize("call", ["torch.compile(model)", "torch.compile(model, backend='inductor')",
+                                      "torch.compile(model, backend='cudagraphs')",
+                                      "torch.compile(model, backend='eager', mode='reduce-overhead')"])
+    def test_a_row(self, call):
+        assert [line for line, _, _ in _rows(f"import torch\nmodel = {call}\n")] == [2]
+
+
 def test_the_source_built_releases_know_their_backends_too():
     # torch_npu for torch 2.2.0 is read from the Ascend/pytorch sources: torchair's backend, no inductor
     rows = _rows("import torch\nm = torch.compile(m)\n", "2.2.0")

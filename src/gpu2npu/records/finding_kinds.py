@@ -105,11 +105,13 @@ UNKNOWN_SUPPORT = _kind(
 COMPILE = _kind(
     "NPU905", "Compile", "torch.compile and its options, which depend on the release's compiler backends", ERROR,
     "torch.compile's default backend is inductor, which generates Triton kernels for CUDA. Most torch_npu "
-    "releases have no inductor for the NPU; their compiler backend is torchair's 'npu'.",
+    "releases have no inductor for the NPU; their compiler backend is torchair's 'npu'. dynamo's eager "
+    "backends ('eager', 'aot_eager') run torch's own operators and work on the NPU as written.",
     "compile with backend='npu' after `import torchair` (or the release's inductor where it has one), or run "
     "eagerly.",
     (("import torch\nmodel = torch.compile(model)\n", "torch.compile", UNSUPPORTED_CSV),),
-    ("import torch\nmodel = torch.compile(model, backend='npu')\n",),
+    ("import torch\nmodel = torch.compile(model, backend='npu')\n",
+     "import torch\nmodel = torch.compile(model, backend='aot_eager')\n"),
 )
 
 INDUCTOR_SETTING = _kind(

@@ -75,13 +75,21 @@ def compile_tip(api: ApiData, call: Optional[ast.Call]) -> str:
     return what + ("; " + "; ".join(notes) if notes else "")
 
 
-def _npu_backend(api: ApiData, call: ast.Call) -> bool:
-    """A compile call given one of the release's own NPU backends ('npu', 'npugraph_ex'), with no
-    mode that asks for CUDA graphs or kernel autotuning."""
+# dynamo's backends that run the captured graph with torch's own operators, as the program ran
+# without compiling: on any device, the NPU's included (torch._dynamo's debugging backends).
+DEVICE_NEUTRAL_BACKENDS = frozenset({"eager", "aot_eager", "aot_eager_decomp_partition",
+                                     "aot_eager_default_partitioner"})
+
+
+def _runs_on_the_npu(api: ApiData, call: ast.Call) -> bool:
+    """A compile call given one of the release's own NPU backends ('npu', 'npugraph_ex') or a
+    backend that runs torch's operators as they are ('eager', 'aot_eager'), with no mode that asks
+    for CUDA graphs or kernel autotuning."""
     keywords = {k.arg: k.value for k in call.keywords if k.arg}
     backend, mode = keywords.get("backend"), keywords.get("mode")
     named = backend.value if isinstance(backend, ast.Constant) and isinstance(backend.value, str) else None
-    return (named is not None and named != "inductor" and named in (api.compile_backends or ())
+    return (named is not None and named != "inductor"
+            and (named in (api.compile_backends or ()) or named in DEVICE_NEUTRAL_BACKENDS)
             and (mode is None or isinstance(mode, ast.Constant) and mode.value in (None, "default")))
 
 
@@ -113,7 +121,7 @@ class Detector:
                           inductor_tip(self.view.api, setting[len(_INDUCTOR_CONFIG):]))
 
     def on_call(self, call: ast.Call) -> None:
-        if _npu_backend(self.view.api, call):
+        if _runs_on_the_npu(self.view.api, call):
             return  # (torch.compile(model, backend="npu"): the NPU way, nothing to do)
         if "torch.compile" in self.view.qualified(call.func):
             self.view.add(call.func, COMPILE.code, Report.UNSUPPORTED, "torch.compile", compile_tip(self.view.api, call))
