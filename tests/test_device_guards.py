@@ -513,6 +513,13 @@ class TestATableOfGpusLookedUpByTheDevicesName:
         output, guards = _migrate(self._peak_flops(lookup))
         assert "if torch_npu.npu.is_available():" in output and guards == []
 
+    @staticmethod
+    def _behind_an_early_return(search: str) -> str:
+        """A peak-FLOPs helper that returns without CUDA first, then runs `search` (its lines)."""
+        body = "".join(f"    {line}\n" for line in search.splitlines())
+        return ("import torch\nPEAK = {'a100': 312e12}\n\n\ndef peak_flops():\n    if not torch.cuda.is_available():\n"
+                f"        return 0.0\n{body}")
+
     @pytest.mark.parametrize("search", [
         "name = torch.cuda.get_device_name()\nfor key, flops in PEAK.items():\n    if key in name:\n        return flops\n"
         "raise ValueError(name)",
@@ -520,19 +527,14 @@ class TestATableOfGpusLookedUpByTheDevicesName:
         "        return PEAK[key]\nelse:\n    raise KeyError(name)",
     ])
     def test_a_search_that_raises_where_none_matches_keeps_the_test(self, search):
-        # (an early return without CUDA in front of it, as in a peak-FLOPs helper)
-        body = "".join(f"    {line}\n" for line in search.splitlines())
-        source = f"import torch\nPEAK = {{'a100': 312e12}}\n\n\ndef peak_flops():\n    if not torch.cuda.is_available():\n        return 0.0\n{body}"
-        output, guards = _migrate(source)
+        output, guards = _migrate(self._behind_an_early_return(search))
         assert "if not torch.cuda.is_available():" in output
         assert len(guards) == 1 and "raises where none matches" in guards[0].tip
 
     @pytest.mark.parametrize("after", ["return float('inf')", "print(name)\nreturn None"])
     def test_a_search_with_a_default_is_migrated(self, after):
         search = f"name = torch.cuda.get_device_name()\nfor key, flops in PEAK.items():\n    if key in name:\n        return flops\n{after}"
-        body = "".join(f"    {line}\n" for line in search.splitlines())
-        source = f"import torch\nPEAK = {{'a100': 312e12}}\n\n\ndef peak_flops():\n    if not torch.cuda.is_available():\n        return 0.0\n{body}"
-        output, guards = _migrate(source)
+        output, guards = _migrate(self._behind_an_early_return(search))
         assert "if not torch_npu.npu.is_available():" in output and guards == []
 
     @pytest.mark.parametrize("search", [
@@ -541,9 +543,7 @@ class TestATableOfGpusLookedUpByTheDevicesName:
     ])
     def test_a_next_over_the_table_without_a_default_keeps_the_test(self, search):
         # (next() raises StopIteration where no entry matches)
-        body = "".join(f"    {line}\n" for line in search.splitlines())
-        source = f"import torch\nPEAK = {{'a100': 312e12}}\n\n\ndef peak_flops():\n    if not torch.cuda.is_available():\n        return 0.0\n{body}"
-        output, guards = _migrate(source)
+        output, guards = _migrate(self._behind_an_early_return(search))
         assert "if not torch.cuda.is_available():" in output
         assert len(guards) == 1 and "raises where none matches" in guards[0].tip
 
@@ -552,9 +552,7 @@ class TestATableOfGpusLookedUpByTheDevicesName:
         "return next(v for k, v in PEAK.items() if k in SIZES)",  # not the name
     ])
     def test_a_next_with_a_default_or_over_something_else_is_migrated(self, search):
-        body = "".join(f"    {line}\n" for line in search.splitlines())
-        source = f"import torch\nPEAK = {{'a100': 312e12}}\n\n\ndef peak_flops():\n    if not torch.cuda.is_available():\n        return 0.0\n    torch.cuda.synchronize()\n{body}"
-        output, guards = _migrate(source)
+        output, guards = _migrate(self._behind_an_early_return("torch.cuda.synchronize()\n" + search))
         assert "if not torch_npu.npu.is_available():" in output and guards == []
 
     @pytest.mark.parametrize("choice", [
