@@ -261,6 +261,36 @@ class TestAnotherAcceleratorsNamesOnAnOlderTorch:
         assert self.newer("free, total = torch.xpu.mem_get_info()\n") == [(2, "torch.xpu.mem_get_info")]
 
 
+class TestTheBackendOfAnotherAccelerator:
+    """A class or file named for another accelerator is its backend (DeepSpeed's XPU_Accelerator in
+    xpu_accelerator.py), which a program loads where that accelerator is chosen: its calls of that
+    accelerator's torch module are no rows, on a torch that has the module or not."""
+
+    BACKEND = ("    def device_count(self):\n        return torch.xpu.device_count()\n\n"
+               "    def synchronize(self):\n        return torch.xpu.synchronize()\n")
+
+    @staticmethod
+    def newer(source: str, path: str = "f.py"):
+        tree = scan.parse(("import torch\n" + source).encode())
+        return [f.start_line for f in scan.api_findings(scan.FileScan(tree), path, API) if f.report == Report.UNSUPPORTED]
+
+    @pytest.mark.parametrize("name", ["XPU_Accelerator", "XPUAccelerator", "XpuBackend"])
+    def test_a_class_named_for_it(self, name):
+        assert self.newer(f"class {name}:\n{self.BACKEND}") == []
+
+    @pytest.mark.parametrize("path", ["deepspeed/accelerator/xpu_accelerator.py", "utils/xpu.py"])
+    def test_a_file_named_for_it(self, path):
+        assert self.newer("n = torch.xpu.device_count()\n", path) == []
+
+    @pytest.mark.parametrize("name", ["Accelerator", "Xpuish"])
+    def test_a_class_of_another_name_keeps_the_rows(self, name):
+        assert self.newer(f"class {name}:\n{self.BACKEND}") == [4, 7]
+
+    @pytest.mark.parametrize("path", ["train.py", "cuda_accelerator.py", "expudite.py"])
+    def test_a_file_of_another_name_keeps_the_row(self, path):
+        assert self.newer("n = torch.xpu.device_count()\n", path) == [2]
+
+
 class TestBranchesOfOtherAccelerators:
     """What runs only where another accelerator is there (tested by its name or its torch
     extension's package) is skipped on the NPU: no row.  A module that no torch has, which a

@@ -12,7 +12,7 @@ from ...records.finding_kinds import LEFT_ON_PURPOSE, NEWER_TORCH, NO_NPU_KERNEL
 from ...knowledge.ascend_functions import equivalents
 from ...knowledge.private_torch import device_neutral, device_neutral_note
 from ...knowledge.tips import CUDA_BUILD_BINDINGS
-from .file_scan import FileScan
+from .file_scan import FileScan, names_the_accelerator
 
 def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool = False) -> List[Finding]:
     """unsupported_api.csv / unknown_api.csv rows for the calls of one file; `similar`: the run
@@ -32,6 +32,7 @@ def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool 
             if finding is not None:
                 accelerator = _other_accelerator(name)
                 if accelerator and (scan.accelerator_guarded(call.lineno, accelerator)
+                                    or _file_of_the_accelerator(path, accelerator)
                                     or (finding.rule == UNKNOWN_SUPPORT.code and _plugin_module(accelerator))):
                     finding = None  # code for another accelerator, skipped on the NPU: not unknown
                 break
@@ -45,6 +46,8 @@ def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool 
             newer = _judge_release(call, name, path, api)
             if newer and not scan.release_guarded(call.lineno) and not scan.optionally_imported(call.func):
                 accelerator = _other_accelerator(name)
+                if accelerator and _file_of_the_accelerator(path, accelerator):
+                    break  # the accelerator's backend module, loaded where that accelerator is chosen
                 if accelerator and scan.accelerator_guarded(call.lineno, accelerator) and not scan.in_accelerator_test(
                         call.func, accelerator):
                     break  # it runs only after a test of that accelerator, whose own row says the torch lacks it
@@ -114,6 +117,14 @@ OTHER_ACCELERATORS = ("xpu", "mlu", "musa", "hpu", "mps", "mtia", "xla", "ipu", 
 def _other_accelerator(name: str) -> Optional[str]:
     parts = name.split(".")
     return parts[1] if len(parts) > 2 and parts[0] == "torch" and parts[1] in OTHER_ACCELERATORS else None
+
+
+def _file_of_the_accelerator(path: str, accelerator: str) -> bool:
+    """Whether the file is named for another accelerator (DeepSpeed's xpu_accelerator.py, a
+    project's hpu_utils.py): that accelerator's backend, which a program loads where it runs on
+    that accelerator, as the project's own NPU backend is loaded on the NPU."""
+    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return names_the_accelerator(stem, accelerator)
 
 
 def _plugin_module(accelerator: str) -> bool:

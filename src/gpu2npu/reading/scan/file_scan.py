@@ -349,6 +349,11 @@ class FileScan:
                 found.guarded_values.extend(span(value) for value in node.values[naming[0] + 1:])
                 if naming[0] < len(node.values) - 1:  # (a test before the last value guards the rest)
                     found.guards.append((node.lineno, node.end_lineno or node.lineno))
+        for node in self.nodes_of_class(ast.ClassDef):
+            # a class named for the accelerator (DeepSpeed's XPU_Accelerator): its backend, used where
+            # that accelerator is chosen
+            if names_the_accelerator(node.name, word):
+                found.guards.append((node.lineno, node.end_lineno or node.lineno))
         for node in self.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef):
             for statement in node.body:  # `if not is_torch_hpu_available(): return ...` first
                 if (isinstance(statement, ast.If) and _names_word(statement.test, word) and statement.body
@@ -378,6 +383,17 @@ class _AcceleratorTests(NamedTuple):
 
 # The other words that name an accelerator: its torch extension's package (find_spec("torch_neuronx")).
 _SPELLINGS = {"neuron": ("neuron", "neuronx")}
+
+
+def _snake_case(name: str) -> str:
+    """`XPUAccelerator` -> `XPU_Accelerator`: the words of a CamelCase name apart."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name)
+
+
+def names_the_accelerator(name: str, word: str) -> bool:
+    """Whether a file's or class's name has the accelerator `word` as one of its words
+    (`xpu_accelerator`, `XPUAccelerator`)."""
+    return _names_word(ast.Name(id=_snake_case(name)), word)
 
 
 def _names_word(test: ast.AST, word: str) -> bool:
