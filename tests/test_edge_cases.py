@@ -211,6 +211,32 @@ def test_a_training_loader_built_once_still_drops_its_last_batch(source):
     assert "shuffle=True, drop_last=True)" in output
 
 
+class TestALoaderFactory:
+    """A function that builds a loader and is told by its caller whether to shuffle
+    (`make_loader(train_ds, shuffle=True)`, `make_loader(val_ds, shuffle=False)`) serves training
+    and evaluation: drop_last there would drop evaluation samples too. Left, with the advice row."""
+
+    @pytest.mark.parametrize("signature", ["ds, bs, shuffle", "ds, bs, shuffle=True", "ds, bs, *, shuffle"])
+    def test_shuffle_given_by_the_caller(self, signature):
+        source = (f"from torch.utils.data import DataLoader\n\ndef make_loader({signature}):\n"
+                  "    return DataLoader(ds, batch_size=bs, shuffle=shuffle, num_workers=2)\n")
+        output, result = migrate(source)
+        assert "drop_last" not in output
+        rows = [f for f in result.findings if f.report == Report.PERFORMANCE]
+        assert [row.start_line for row in rows] == [4] and "role could not be told" in rows[0].tip
+
+    @pytest.mark.parametrize("source", [
+        # named for training, or shuffled by a setting that is no parameter of the function
+        "from torch.utils.data import DataLoader\n\ndef make_train_loader(ds, shuffle):\n"
+        "    return DataLoader(ds, shuffle=shuffle)\n",
+        "from torch.utils.data import DataLoader\n\ndef make_loader(ds, args):\n    return DataLoader(ds, shuffle=args.shuffle)\n",
+        "from torch.utils.data import DataLoader\nshuffle = True\nloader = DataLoader(ds, shuffle=shuffle)\n",
+    ])
+    def test_a_training_loader_still_drops_its_last_batch(self, source):
+        output, _ = migrate(source)
+        assert "drop_last=True)" in output
+
+
 def test_pin_memory_off_before_torch_2_1():
     old = Options(api=apidata.ApiData("1.11.0", "1.11.0", OPTIONS.api.modules, frozenset()))
     source = "from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, shuffle=True, pin_memory=True)\n"

@@ -118,6 +118,13 @@ class LoaderRoles:
         return (self._loops[-1] > 0 or _STEP_WORDS.search(self._function_name()) is not None
                 or self._reads_given_samples(call))
 
+    def _parameters(self) -> Set[str]:
+        """The names of the parameters of the function the code stands in."""
+        if not self._functions:
+            return set()
+        params = self._functions[-1].params
+        return {param.name.value for param in (*params.posonly_params, *params.params, *params.kwonly_params)}
+
     def _function_name(self) -> str:
         return self._functions[-1].name.value if self._functions else ""
 
@@ -217,6 +224,8 @@ class LoaderRoles:
         # (a loader that shuffles is a training loader, `shuffle=sampler is None` too; one that
         # shuffles by the split it is for, `shuffle=(split == "train")`, serves evaluation as well)
         shuffle = keyword_value(call, "shuffle")
+        if isinstance(shuffle, cst.Name) and shuffle.value in self._parameters():
+            return None  # (`def make_loader(ds, shuffle)`: each caller says, for training or evaluation)
         if shuffle is not None and not (isinstance(shuffle, cst.Name) and shuffle.value == "False"):
             if isinstance(shuffle, cst.Name) or not (_TRAIN_WORDS.search(code_of(shuffle))
                                                      or _EVAL_WORDS.search(code_of(shuffle))):
