@@ -20,11 +20,12 @@ class DataLoaderForNpu(LoaderRoles, Rule):
 
     Only loaders that are clearly for training change (their variable, function or dataset is
     named for training, or they shuffle, though not by the split they serve: `shuffle=(split ==
-    "train")` serves evaluation too), and only where the batches' shapes are the DataLoader's (no
-    `collate_fn` of the project's, which may pad each batch to its own length) and the data is not
-    of a size the code writes out (`range(22)`, `RegressionDataset(length=80)`: test or example
-    data, whose last batch is part of what it computes).  Evaluation
-    loaders are not edited: dropping samples would change the reported metric; they are listed in
+    "train")` serves evaluation too, nor as the caller of the function that builds them says:
+    `def dataloader(ds, shuffle=False)` builds the validation loaders too), and only where the
+    batches' shapes are the DataLoader's (no `collate_fn` of the project's, which may pad each
+    batch to its own length) and the data is not of a size the code writes out (`range(22)`,
+    `RegressionDataset(length=80)`: test or example data, whose last batch is part of what it
+    computes).  Evaluation loaders are not edited: dropping samples would change the reported metric; they are listed in
     api_performance_advice.csv instead, as are loaders whose role cannot be told.  A `drop_last`
     the code already passes is the author's choice and is kept (and reported when it is not True).
     `pin_memory=True` stays from torch 2.1 on (torch_npu pins host memory); for older versions it
