@@ -102,7 +102,6 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         self.reads_flash_attn = False  # the output imports the generated flash-attn package
         self._dead: List[cst.CSTNode] = []  # the dead-guarded nodes being visited (device_guards)
         self._dead_guards: List[Optional[device_guards.DeadGuard]] = []  # their guards (None: guarded code)
-        self._test_ids: Set[int] = set()  # ids of the tests of the ifs and conditional expressions seen
         # the functions being visited: [node, decorated as a Triton kernel, calls triton.language]
         self._functions: List[list] = []
         self.code: Optional[str] = None  # the output's text, where the caller has it
@@ -162,8 +161,6 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         return self._tests
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, (cst.If, cst.IfExp)):
-            self._test_ids.add(id(node.test))
         if self.context.might_be_guarded(node):
             position = self.get_metadata(PositionProvider, node)
             key = self.context.lines_key(node, position.start.line, position.end.line)
@@ -174,7 +171,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                 # (they are what the user must port), its device strings and .cuda() are not
                 # (they never run on the NPU).
                 guard = self.context.dead_guards_by_lines[key]
-                if key in self.context.shared_guard_lines and id(node) not in self._test_ids:
+                if key in self.context.shared_guard_lines and not self._is_a_test(node):
                     guard = None  # the code the test beside it on its line guards
                 if guard is not None:
                     self._add(node, DEAD_GUARD, Report.UNSUPPORTED, f"device test {guard.test}", dead_guard_tip(guard, self.api))
@@ -185,6 +182,11 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                 self._add(node, LEFT_ON_PURPOSE, Report.NOTE, npu_aware.NOTE_API, "left as written: it already selects between NPU and CUDA")
             return False
         return self.class_visit(node)
+
+    def _is_a_test(self, node: cst.CSTNode) -> bool:
+        """Whether `node` is the test of an `if` or a conditional expression."""
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        return isinstance(parent, (cst.If, cst.IfExp)) and parent.test is node
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         if self._dead and self._dead[-1] is original_node:

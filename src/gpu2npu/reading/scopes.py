@@ -353,20 +353,13 @@ class Scopes:
         scope's import binds it to elsewhere (`for cuda in devices: cuda.name`, `with open(p) as
         cuda: cuda.read()` beside `from torch import cuda`).  Not the code of a function defined
         in such a body: that reads the name when it is called."""
-        blocks = []
         targets = [(node, node.target) for kind in (ast.For, ast.AsyncFor) for node in groups.get(kind, ())]
         targets += [(node, item.optional_vars) for kind in (ast.With, ast.AsyncWith) for node in groups.get(kind, ())
                     for item in node.items if item.optional_vars is not None]
-        for node, target in targets:
-            bound = {name.id for name in ast.walk(target) if isinstance(name, ast.Name)} & self.names
-            for name in bound:
-                blocks.append((name, self._scope_at((node.lineno, node.col_offset)), _start(node.body[0]),
-                               _end(node.body[-1])))
-        for node in groups.get(ast.ExceptHandler, ()):
-            if node.name in self.names:
-                blocks.append((node.name, self._scope_at((node.lineno, node.col_offset)), _start(node.body[0]),
-                               _end(node.body[-1])))
-        return blocks
+        bound = [(node, {name.id for name in ast.walk(target) if isinstance(name, ast.Name)}) for node, target in targets]
+        bound += [(node, {node.name}) for node in groups.get(ast.ExceptHandler, ()) if node.name]
+        return [(name, self._scope_at((node.lineno, node.col_offset)), _start(node.body[0]), _end(node.body[-1]))
+                for node, names in bound for name in names & self.names]
 
     def _record(self, node: ast.Name, meaning: FrozenSet[str]) -> None:
         self._by_node[id(node)] = meaning

@@ -168,11 +168,11 @@ class TorchCudaApiToNpu(Rule):
             return updated_node  # (the leftover analysis reports it, where no other rule rewrote it)
         # (not torch.cuda itself, `torch.cuda()`; only the functions whose parameters differ)
         call, before = self._call_of(original_node) if path and path[-1] in npu_keywords.FUNCTIONS else (None, 0)
-        if call is not None and arguments_the_npu_lacks(_own_arguments(call, before), path[-1],
-                                                        self.context.api.version_tuple):
+        lacking = arguments_the_npu_lacks(_own_arguments(call, before), path[-1],
+                                          self.context.api.version_tuple) if call is not None else []
+        if lacking:
             if before:  # (the leftover analysis reports a call of the function, not its partial)
-                self._report_lacking(call, path, arguments_the_npu_lacks(
-                    _own_arguments(call, before), path[-1], self.context.api.version_tuple))
+                self._report_lacking(call, path, lacking)
             return updated_node  # (the leftover analysis reports it)
         if call is not None:
             self._calls_to_fit[id(call)] = (path, before)

@@ -45,8 +45,8 @@ from ..knowledge.tips import (CUDA_BUILD_BINDINGS, CUDA_BUILD_STRING, CUDA_ONLY_
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
 from .transformers_attention import FLEX, chooses_attention
-from .names import (DEVICE_STRING, FRAMEWORK_OPTIONS, dotted_name, framework_option, nodes_within, not_a_device,
-                    properties_query_stays, qualified_names, string_text)
+from .names import (DEVICE_STRING, FRAMEWORK_OPTIONS, dotted_name, framework_option, function_around, nodes_within,
+                    not_a_device, properties_query_stays, qualified_names, string_text)
 from .walk import ParentNodeProvider, walk
 
 Span = npu_aware.Span
@@ -339,9 +339,8 @@ class _Resolver(cst.CSTVisitor):
 
     def _function_of(self, node: cst.CSTNode) -> int:
         """id of the function `node` stands in (0: the module's code)."""
-        while node is not None and not isinstance(node, cst.FunctionDef):
-            node = self.get_metadata(ParentNodeProvider, node, None)
-        return id(node) if node is not None else 0
+        function = function_around(self, node)
+        return id(function) if function is not None else 0
 
     def _matches_the_name(self, loop: cst.For, names: Set[str]) -> bool:
         """Whether the loop's body compares its variable with the device's name (`key in name`,

@@ -387,12 +387,19 @@ def _cut_from_text(rule, parent) -> bool:
     return isinstance(parent, cst.Element) or argument_of_method(rule, parent, _CUTTING_METHODS)
 
 
-def _function_handles_npu(rule, node: cst.CSTNode) -> bool:
-    """Whether the function around `node` names the NPU in a string of its own ("npu", "npu:")."""
+def function_around(rule, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+    """The innermost function `node` stands in (None: the module's code).  `rule` declares
+    ParentNodeProvider."""
     parent = rule.get_metadata(ParentNodeProvider, node, None)
     while parent is not None and not isinstance(parent, cst.FunctionDef):
         parent = rule.get_metadata(ParentNodeProvider, parent, None)
-    return parent is not None and mentions_npu(parent.body)
+    return parent
+
+
+def _function_handles_npu(rule, node: cst.CSTNode) -> bool:
+    """Whether the function around `node` names the NPU in a string of its own ("npu", "npu:")."""
+    function = function_around(rule, node)
+    return function is not None and mentions_npu(function.body)
 
 
 def properties_query_stays(rule, node: cst.CSTNode, name: str) -> bool:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, List, NamedTuple, Optional, Set, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Optional, Set, Tuple
 
 from .imports import ImportTable
 from .reading import called_name, dotted, nodes_by_class
@@ -269,18 +269,11 @@ class FileScan:
             # `if is_torch_version("<=", "2.6"): return False` in a function: what follows runs only
             # on the releases that pass the test (a test of the version, not of a package's presence)
             versions = None
-            for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
-                for function in groups.get(kind, ()):
-                    for statement in function.body:
-                        if not (isinstance(statement, ast.If) and statement.body
-                                and isinstance(statement.body[-1], (ast.Return, ast.Raise))):
-                            continue
-                        if versions is None:
-                            versions = version_flags(groups, self._of_torch)
-                        if settles_the_version(statement.test, False, versions, self._of_torch):
-                            guarded.append((statement.end_lineno or statement.lineno,
-                                            function.end_lineno or function.lineno))
-                            break
+            for test, after in self._exits_first():
+                if versions is None:
+                    versions = version_flags(groups, self._of_torch)
+                if settles_the_version(test, False, versions, self._of_torch):
+                    guarded.append(after)
             self._release_guarded = sorted(guarded)
         return any(first <= line <= last for first, last in self._release_guarded)
 
@@ -354,12 +347,19 @@ class FileScan:
             # that accelerator is chosen
             if names_the_accelerator(node.name, word):
                 found.guards.append((node.lineno, node.end_lineno or node.lineno))
-        for node in self.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef):
-            for statement in node.body:  # `if not is_torch_hpu_available(): return ...` first
-                if (isinstance(statement, ast.If) and _names_word(statement.test, word) and statement.body
-                        and isinstance(statement.body[-1], (ast.Return, ast.Raise))):
-                    found.guards.append((statement.end_lineno or statement.lineno, node.end_lineno or node.lineno))
+        for test, after in self._exits_first():  # `if not is_torch_hpu_available(): return ...` first
+            if _names_word(test, word):
+                found.guards.append(after)
         return found
+
+    def _exits_first(self) -> Iterator[Tuple[ast.AST, Tuple[int, int]]]:
+        """(test, (first, last) line of what follows it in its function) of each `if` in the body of a
+        function that returns or raises: what follows runs only where the test failed."""
+        for function in self.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef):
+            for statement in function.body:
+                if (isinstance(statement, ast.If) and statement.body
+                        and isinstance(statement.body[-1], (ast.Return, ast.Raise))):
+                    yield statement.test, (statement.end_lineno or statement.lineno, function.end_lineno or function.lineno)
 
     def relevant_lines(self) -> List[int]:
         """Lines where a rule might edit or the leftover analysis might report something."""

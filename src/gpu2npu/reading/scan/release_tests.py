@@ -11,7 +11,12 @@ from typing import Callable, Dict, List, Optional, Set
 
 from .reading import caught_names, nodes_of
 
-_RELEASE_NAMES = re.compile(r"version|hasattr|^is_torch|available|TORCH_[A-Z0-9_]*(GE|GREATER|LT|LESS|AT_LEAST)", re.IGNORECASE)
+# What names the torch version itself (not a package's availability, `is_torch_available()`,
+# `is_bnb_available()`: a function that returns where a package is missing goes on for any torch).
+_VERSION_WORDS = r"version|TORCH_[A-Z0-9_]*(GE|GREATER|LT|LESS|AT_LEAST)"
+_VERSION_NAMES = re.compile(_VERSION_WORDS, re.IGNORECASE)
+# ... and what may test the release in a branch: those, hasattr, is_torch_... and ..._available helpers.
+_RELEASE_NAMES = re.compile(_VERSION_WORDS + r"|hasattr|^is_torch|available", re.IGNORECASE)
 _RELEASE_ATTRIBUTES = re.compile(r"version", re.IGNORECASE)
 RELEASE_BRANCHES = (ast.If, ast.IfExp, ast.Try, ast.BoolOp)  # what may test the torch release
 _OLDER_TORCH_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "TypeError"})
@@ -82,11 +87,6 @@ def release_flags(groups: Dict[type, List[ast.AST]], names: "ReleaseNames") -> S
                 if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant):
                     flags.update(target.id for target in statement.targets if isinstance(target, ast.Name))
     return flags
-
-
-# What names the torch version itself (not a package's availability, `is_torch_available()`,
-# `is_bnb_available()`: a function that returns where a package is missing goes on for any torch).
-_VERSION_NAMES = re.compile(r"version|TORCH_[A-Z0-9_]*(GE|GREATER|LT|LESS|AT_LEAST)", re.IGNORECASE)
 
 
 def version_flags(groups: Dict[type, List[ast.AST]], of_torch: Callable[[ast.AST], bool]) -> Dict[str, ast.AST]:
