@@ -517,6 +517,12 @@ def test_the_ddp_wrap_uses_the_name_torch_is_imported_as():
     'import argparse\nimport torch\np = argparse.ArgumentParser()\n'
     'p.add_argument("-k", "--kernel", dest="impl", type=str, choices=("torch", "cuda"), default="cuda")\n'
     'def run(cfg):\n    return cfg.impl in ("cuda",)\n',
+    # a class's constants that label a platform or an implementation, as an Enum's members do: the
+    # user's "cuda" compared with them would no longer match
+    'import torch\nclass Kind:\n    CUDA = "cuda"\n    CPU = "cpu"\ndef pick(kind):\n    if kind == Kind.CUDA:\n'
+    '        return 1\n    return 0\n',
+    'import torch\nclass QuantLinear(torch.nn.Module):\n    QUANT_TYPE = "cuda"\n',
+    'import torch\nclass Cfg:\n    backend: str = "cuda"\nuse_triton = Cfg.backend == "triton"\n',
 ])
 def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
     output, result = migrate(source)
@@ -587,6 +593,18 @@ def test_rng_states_under_cuda_stay_beside_a_table_of_devices(data):
     ('import argparse\nimport torch\np = argparse.ArgumentParser()\n'
      'p.add_argument("--device", choices=["cuda", "cpu", "custom"], default="cuda")\nargs = p.parse_args()\n'
      'if args.device == "cuda":\n    pass\n', 'if args.device == "npu"'),
+    # a class's constant whose name says device, or that the file hands to a device position
+    ('import torch\nclass TrainConfig:\n    device: str = "cuda"\n', 'device: str = "npu"'),
+    ('import torch\nclass Cfg:\n    DEVICE_TYPE = "cuda"\n', 'DEVICE_TYPE = "npu"'),
+    ('import torch\nclass Kind:\n    CUDA = "cuda"\nx = torch.zeros(2, device=Kind.CUDA)\n', 'CUDA = "npu"'),
+    ('import torch\nclass Kind:\n    CUDA = "cuda"\nd = torch.device(Kind.CUDA)\n', 'CUDA = "npu"'),
+    ('import torch\nclass M(torch.nn.Module):\n    BACKEND = "cuda"\n    def go(self, x):\n'
+     '        return x.to(self.BACKEND)\n', 'BACKEND = "npu"'),
+    ('import torch\nclass Kind:\n    GPU = "cuda"\ndef on_gpu(x):\n    return x.device.type == Kind.GPU\n',
+     'GPU = "npu"'),
+    ('import torch\nclass Kind:\n    GPU = "cuda"\nclass Run:\n    def __init__(self):\n'
+     '        self.device = Kind.GPU\n', 'GPU = "npu"'),
+    ('import torch\nclass Kind:\n    GPU = "cuda"\nname = f"{Kind.GPU}:{rank}"\n', 'GPU = "npu"'),
 ])
 def test_a_device_name_in_a_device_position_is_still_migrated(source, expected):
     output, _ = migrate(source)
@@ -792,3 +810,4 @@ class TestTheCudaMethodHandedOn:
     def test_unchanged(self, body):
         output, result = migrate("import torch\n" + body)
         assert output == "import torch\n" + body
+

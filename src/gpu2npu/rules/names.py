@@ -309,7 +309,7 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
         # parse_device keeps "npu:0,1" for its own NPU branch): "npu:" cut there would undo it.
         # Elsewhere it goes with the device ("npu:0" must lose its prefix as "cuda:0" did).
         return True
-    return enum_label(rule, node)
+    return enum_label(rule, node) or class_label(rule, node)
 
 
 # Names of GPU platforms that are no torch device type (ROCm runs on torch's "cuda" device): a
@@ -466,6 +466,67 @@ def enum_label(rule, node: cst.CSTNode) -> bool:
         return isinstance(definition, cst.ClassDef) and any(
             (dotted_name(base.value) or "").rsplit(".", 1)[-1].endswith("Enum") for base in definition.bases)
     return False
+
+
+# A class attribute whose name says one of these holds a device (`device: str = "cuda"`,
+# `DEVICE_TYPE`, `map_location`, `dev`).
+_DEVICE_ATTRIBUTE_WORDS = re.compile(r"dev|loc", re.IGNORECASE)
+
+
+def class_label(rule, node: cst.CSTNode) -> bool:
+    """Whether the string `node` is a constant of a class (not an Enum's: enum_label) that labels
+    something rather than naming a device: `class Kind: CUDA = "cuda"` compared with a user's
+    choice (`kind == Kind.CUDA`), a quantized layer's `QUANT_TYPE = "cuda"` that other files compare
+    with its siblings' "triton" and "exllama".  Renamed "npu", the user's "cuda" no longer matches
+    and the code takes another branch.  Such a constant is a device where its name says so
+    (`device`, `DEVICE_TYPE`, `map_location`) or where this file hands the attribute to a device
+    position (`torch.device(Kind.CUDA)`, `.to(self.BACKEND)`, `device=`, a comparison with a
+    device: `x.device.type == Kind.CUDA`, a variable named for a device, an f-string).
+    `rule` declares ParentNodeProvider."""
+    def parent_of(child):
+        return rule.get_metadata(ParentNodeProvider, child, None)
+
+    parent = parent_of(node)
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+        target = parent.targets[0].target
+    elif isinstance(parent, cst.AnnAssign):
+        target = parent.target
+    else:
+        return False
+    if not isinstance(target, cst.Name) or _DEVICE_ATTRIBUTE_WORDS.search(target.value):
+        return False
+    if any(target.value.lower() == option[0] for option in FRAMEWORK_OPTIONS):
+        return False  # (Lightning's accelerator: framework_option reports it)
+    body = parent_of(parent_of(parent))
+    definition = parent_of(body) if isinstance(body, cst.IndentedBlock) else None
+    if not isinstance(definition, cst.ClassDef):
+        return False
+    module = definition
+    while parent_of(module) is not None:
+        module = parent_of(module)
+    return not any(_in_a_device_position(use, parent_of)
+                   for use in nodes_within(module, cst.Attribute) if use.attr.value == target.value)
+
+
+def _in_a_device_position(expression: cst.CSTNode, parent_of) -> bool:
+    """Whether `expression` is handed where a device goes (class_label)."""
+    parent = parent_of(expression)
+    if isinstance(parent, cst.Arg):
+        if parent.keyword is not None:
+            return _DEVICE_ATTRIBUTE_WORDS.search(parent.keyword.value) is not None
+        call = parent_of(parent)
+        callee = dotted_name(call.func) or "" if isinstance(call, cst.Call) else ""
+        return callee.startswith("torch.") or callee.rsplit(".", 1)[-1] in ("to", "to_empty", "device", "autocast")
+    if isinstance(parent, cst.ComparisonTarget):
+        parent = parent_of(parent)
+    if isinstance(parent, cst.Comparison):
+        code = cst.Module(body=()).code_for_node(parent).lower()
+        return "str(" in code or _DEVICE_ATTRIBUTE_WORDS.search(code.replace(expression.attr.value.lower(), "")) is not None
+    if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+        targets = parent.targets if isinstance(parent, cst.Assign) else (parent,)
+        return any(_DEVICE_ATTRIBUTE_WORDS.search(cst.Module(body=()).code_for_node(target.target))
+                   for target in targets)
+    return isinstance(parent, cst.FormattedStringExpression)
 
 
 def file_facts(rule, node: cst.CSTNode) -> FileFacts:
