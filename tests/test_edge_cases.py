@@ -754,16 +754,19 @@ def test_a_lazy_file_that_needs_torch_npu_at_module_level_gets_it_once():
 
 class TestAMethodsNameHandedToGetattr:
     """`self._apply("cuda")` with `def _apply(self, fn): getattr(v, fn)()` calls a method named cuda
-    of whatever v is: a class of the project's may have cuda() and no npu() (ultralytics' Results)."""
+    of whatever v is: a tensor, a module or a class of the project's (ultralytics' Results and its
+    parts), whose own cuda() is renamed npu() with its callers: the name goes with them."""
 
-    SOURCE = ("import torch\n\nclass Results:\n    def cuda(self):\n        return self._apply('cuda')\n\n"
+    SOURCE = ("import torch\n\nclass Part:\n    def cuda(self):\n        return Part(self.data.cuda())\n\n"
+              "class Results:\n    def cuda(self):\n        return self._apply('cuda')\n\n"
               "    def _apply(self, fn, *args):\n        return [getattr(v, fn)(*args) for v in self.parts]\n")
 
-    def test_left_as_written_and_reported(self):
+    def test_renamed_with_the_classes_methods(self):
         output, result = migrate(self.SOURCE)
-        assert "self._apply('cuda')" in output
-        rows = [f for f in result.findings if f.api == "method name 'cuda'"]
-        assert [row.start_line for row in rows] == [5] and "getattr" in rows[0].tip
+        assert "def npu(self):\n        return self._apply('npu')" in output
+        assert "def npu(self):\n        return Part(self.data.npu())" in output
+        assert [c.start_line for c in result.changes if "method name" in c.message] == [9]
+        assert not [f for f in result.findings if "'cuda'" in f.api], result.findings
 
     def test_a_device_handed_to_another_parameter_is_still_a_device(self):
         output, _ = migrate("import torch\n\ndef move(x, device, fn='to'):\n    return getattr(x, fn)(device)\n\n"
@@ -811,3 +814,46 @@ class TestTheCudaMethodHandedOn:
         output, result = migrate("import torch\n" + body)
         assert output == "import torch\n" + body
 
+
+
+@pytest.mark.parametrize("source, expected", [
+    # a class's own cuda(): every `.cuda()` call becomes `.npu()`, so the method is renamed with them
+    ("import torch\nclass Cache:\n    def cuda(self):\n        self.k = self.k.cuda()\n        return self\n"
+     "cache = Cache().cuda()\n", "    def npu(self):\n        self.k = self.k.npu()\n        return self\ncache = Cache().npu()"),
+    # a module's override reaches torch_npu's Module.npu through super()
+    ("import torch\nclass Net(torch.nn.Module):\n    def cuda(self, device=None):\n        self.extra = self.extra.cuda()\n"
+     "        return super().cuda(device)\nnet = Net().cuda()\n",
+     "    def npu(self, device=None):\n        self.extra = self.extra.npu()\n        return super().npu(device)\n"
+     "net = Net().npu()"),
+    # a property, read as `.is_cuda` (which becomes `.is_npu`)
+    ("import torch\nclass Results:\n    @property\n    def is_cuda(self):\n        return self.data.is_cuda\n"
+     "ok = Results().is_cuda\n", "    def is_npu(self):\n        return self.data.is_npu\nok = Results().is_npu"),
+    # a class with nothing of torch's in its file: its callers in other files are renamed all the same
+    ("class Batch:\n    def cuda(self, non_blocking=False):\n        return self\n",
+     "    def npu(self, non_blocking=False):"),
+])
+def test_a_class_own_cuda_method_is_renamed_with_its_callers(source, expected):
+    output, result = migrate(source)
+    assert expected in output, output
+    assert "cuda" not in output.replace("torch.cuda", ""), output
+    assert any("change the method" in row.message for row in result.changes), result.changes
+
+
+@pytest.mark.parametrize("source", [
+    # the NPU's method defined beside it: both kept
+    "class Box:\n    def cuda(self):\n        return self\n    def npu(self):\n        return self\n",
+    "class Box:\n    @property\n    def is_cuda(self):\n        return True\n    @property\n    def is_npu(self):\n"
+    "        return True\n",
+    # a method is_cuda(), called (torch's is_cuda is a property): another class's question (vLLM's
+    # Platform), asked of it as written
+    "import torch\nclass Platform:\n    def is_cuda(self) -> bool:\n        return self.kind == 'gpu'\n"
+    "if current_platform.is_cuda():\n    torch.ops.load_library('kernels.so')\n",
+    "import torch\nuse_graphs = current_platform.is_cuda() and not eager\n",
+    # functions that are no class's method: a module's, a method's inner one
+    "def cuda(x):\n    return x\n",
+    "class Runner:\n    def go(self):\n        def cuda(x):\n            return x\n        return cuda(1)\n",
+])
+def test_a_cuda_function_that_no_call_of_cuda_reaches_stays(source):
+    output, result = migrate(source)
+    assert output == source, output
+    assert not [f for f in result.findings if "is_cuda" in f.api or "Tensor.cuda" in f.api], result.findings

@@ -23,7 +23,7 @@ from ..records.finding_kinds import (CUDA_API, CUDA_LEFTOVER, CUDA_ONLY_PACKAGE,
 from ..rules import device_guards, flash_attn, npu_aware
 from ..rules.cuda_api import PROPERTIES_TIP, lacking_arguments_tip
 from ..rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name, enum_label,
-                          arguments_the_npu_lacks, foreign_collective, framework_option, names_a_method, not_a_device,
+                          arguments_the_npu_lacks, foreign_collective, framework_option, not_a_device,
                           of_a_properties_query_left, properties_query_stays, qualified_names, string_text,
                           top_level_statements)
 from ..rules.ray_resources import gpu_requests, imports_ray, is_ray_call
@@ -294,9 +294,10 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         self._check_reference(node)
         # `torch.cuda`, `torch.backends.cuda`: modules, judged by name above; a tensor's or a
         # model's `.cuda` has no resolvable qualified name.
-        if not self._dead and (node.attr.value == "is_cuda" or (node.attr.value == "cuda" and self._is_called(node))) and not any(
-            n.startswith("torch.") for n in qualified_names(self, node)
-        ):
+        # (torch's is_cuda is a property and cuda a method: `x.is_cuda()` is another class's method)
+        attribute = node.attr.value
+        as_torchs = attribute in ("is_cuda", "cuda") and (attribute == "cuda") == self._is_called(node)
+        if not self._dead and as_torchs and not any(n.startswith("torch.") for n in qualified_names(self, node)):
             self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"Tensor.{node.attr.value}", "rewrite as .npu() / .is_npu")
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -430,7 +431,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         if text is None:
             return
         if DEVICE_STRING.match(text) and (framework_option(self, node) or cuda_switch_of(self, node, self.api)
-                                          or names_a_method(self, node) or of_a_properties_query_left(self, node)):
+                                          or of_a_properties_query_left(self, node)):
             return  # reported by the rule that left it (NPU103), with the framework's reason
         if DEVICE_STRING.match(text) and not_a_device(self, node):
             return  # a key, a message or a label: nothing to do

@@ -10,7 +10,8 @@ scan, handed to the rules and the analyses through their context.
 - the dataset classes whose `__len__` returns a number written in the code (`return 22`, or a
   module constant holding one): a DataLoader over one serves test or example data;
 - the parameters of the file's functions that name an attribute (`def _apply(self, fn): ...
-  getattr(v, fn)()`): a "cuda" handed to one is a method's name, not a device;
+  getattr(v, fn)()`): a "cuda" handed to one is a method's name, not a device (renamed with
+  the methods);
 - whether the file reads a field of CUDA's device properties that torch_npu's have not
   (`torch.cuda.get_device_properties(0).major`, also through a variable): renamed, the query
   answers and the field raises AttributeError, where CUDA's absence raised what the code expects.

@@ -45,8 +45,8 @@ from ..knowledge.tips import (CUDA_BUILD_BINDINGS, CUDA_BUILD_STRING, CUDA_ONLY_
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
 from .transformers_attention import FLEX, chooses_attention
-from .names import (DEVICE_STRING, FRAMEWORK_OPTIONS, dotted_name, framework_option, function_around, nodes_within,
-                    not_a_device, properties_query_stays, qualified_names, string_text)
+from .names import (DEVICE_STRING, FRAMEWORK_OPTIONS, called_method, dotted_name, framework_option, function_around,
+                    nodes_within, not_a_device, properties_query_stays, qualified_names, string_text)
 from .walk import ParentNodeProvider, walk
 
 Span = npu_aware.Span
@@ -168,7 +168,7 @@ class _Resolver(cst.CSTVisitor):
         self._check(node)
         self.reads.append(node)
         self.attribute_names.add(id(node.attr))
-        if node.attr.value == "is_cuda":
+        if node.attr.value == "is_cuda" and not called_method(self, node):
             self.device_terms.add(id(node))
 
     def visit_Arg(self, node: cst.Arg) -> None:

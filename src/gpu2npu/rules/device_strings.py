@@ -14,10 +14,6 @@ from .names import (DEVICE_STRING, DocstringTracker, cuda_switch_of, cuda_switch
 from .walk import ParentNodeProvider
 
 TENSOR_TYPE_STRING = re.compile(r"^torch\.cuda\.[A-Z][A-Za-z0-9]*Tensor$")
-# A "cuda" handed on to getattr as a method's name (names.names_a_method).
-METHOD_NAME_TIP = ("left as written: a method's name that this file's function looks up with getattr, on whatever it "
-                   "is given: a class of the project's may have cuda() and no npu(); where it reaches torch tensors or "
-                   "modules, pass \"npu\" (or call .to(device))")
 
 
 class CudaDeviceStrings(DocstringTracker, Rule):
@@ -100,8 +96,11 @@ class CudaDeviceStrings(DocstringTracker, Rule):
         if of_a_properties_query_left(self, original_node):
             return updated_node  # (the query's own row says why)
         if names_a_method(self, original_node):
-            self.report(original_node, Report.UNSUPPORTED, f"method name {text!r}", METHOD_NAME_TIP)
-            return updated_node
+            # getattr(v, fn) with fn "cuda": tensors' and modules' cuda() are npu() on the NPU, and
+            # so are the project's classes' own (NPU102 renames them with their callers)
+            self.record(original_node, f"change the method name {text!r} to 'npu' (looked up with getattr)")
+            self.context.needs_torch_npu = True
+            return with_string_text(updated_node, "npu")
         option = framework_option(self, original_node)
         if option is not None:
             self.report(original_node, Report.UNSUPPORTED, f"{option[0]}={text!r}", option[1])

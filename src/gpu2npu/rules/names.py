@@ -349,7 +349,7 @@ def _among_platform_labels(collection: Optional[cst.CSTNode]) -> bool:
 def names_a_method(rule, node: cst.CSTNode) -> bool:
     """Whether the string `node` is handed to a parameter that its function (in this file) uses as
     an attribute's name: `self._apply("cuda")` with `def _apply(self, fn): getattr(v, fn)()` calls
-    a method named cuda, of whatever `v` is (a class of the project's may have no `npu`).
+    a method named cuda, of whatever `v` is (a tensor, a module, a class of the project's).
     `rule` declares ParentNodeProvider."""
     parent = rule.get_metadata(ParentNodeProvider, node, None)
     if not isinstance(parent, cst.Arg):
@@ -385,6 +385,14 @@ def _cut_from_text(rule, parent) -> bool:
     """Whether a string whose parent is `parent` is one of a collection of strings (what a loop cuts
     out one by one) or what a str method cuts out."""
     return isinstance(parent, cst.Element) or argument_of_method(rule, parent, _CUTTING_METHODS)
+
+
+def called_method(rule, attribute: cst.Attribute) -> bool:
+    """Whether `attribute` (`x.is_cuda`) is called: then it is a method of a class of its own
+    (vLLM's `current_platform.is_cuda()`), not torch's property.  `rule` declares
+    ParentNodeProvider."""
+    parent = rule.get_metadata(ParentNodeProvider, attribute, None)
+    return isinstance(parent, cst.Call) and parent.func is attribute
 
 
 def function_around(rule, node: cst.CSTNode) -> Optional[cst.FunctionDef]:

@@ -4,12 +4,15 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from ..reading.scan.words import CUDA_METHOD_NAMES
 from .base import Example, Rule
-from .names import qualified_names
+from .names import called_method, dotted_name, qualified_names
 from .walk import ParentNodeProvider
 
 # torch's classes whose `cuda` method torch_npu gives an `npu` counterpart of the same signature.
 _CLASSES_WITH_NPU = frozenset({"torch.Tensor", "torch.nn.Module", "torch.nn.modules.module.Module"})
+# A class's own methods that the calls and reads this rule renames reach (leave_FunctionDef).
+_NPU_COUNTERPARTS = {name: name.replace("cuda", "npu") for name in CUDA_METHOD_NAMES}
 # functions that take a function to copy what it is, not to call it (a wrapper of `Tensor.cuda`)
 _DESCRIBING = frozenset({"functools.wraps", "functools.update_wrapper"})
 
@@ -22,12 +25,12 @@ class TensorCudaToNpu(Rule):
     (`.cuda(non_blocking=True)` -> `.npu()`) loses overlap of copies and compute.  `x.is_cuda`
     becomes `x.is_npu`.  The method handed on to be called, `map(torch.Tensor.cuda, tensors)`,
     becomes `torch.Tensor.npu`; one kept in a variable or replaced (a wrapper that patches
-    `Tensor.cuda`) stays.
+    `Tensor.cuda`) stays.  A class's own `cuda()` or `is_cuda` is renamed with its callers.
     """
 
     code = "NPU102"
     summary = "x.cuda(...) -> x.npu(...), x.is_cuda -> x.is_npu"
-    triggers = (".cuda", "is_cuda")
+    triggers = (".cuda", "is_cuda", "def cuda")
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
     examples = (
         Example("import torch\nmodel = Net().cuda()\n", "import torch\nimport torch_npu\nmodel = Net().npu()\n"),
@@ -43,12 +46,19 @@ class TensorCudaToNpu(Rule):
             "import torch\ninputs = list(map(torch.Tensor.cuda, inputs))\n",
             "import torch\nimport torch_npu\ninputs = list(map(torch.Tensor.npu, inputs))\n",
         ),
+        Example(
+            "import torch\nclass Cache:\n    def cuda(self):\n        self.k = self.k.cuda()\n        return self\n",
+            "import torch\nimport torch_npu\nclass Cache:\n    def npu(self):\n        self.k = self.k.npu()\n"
+            "        return self\n",
+        ),
     )
     unchanged = (
         "import torch\nuse_cuda = args.cuda and torch_available\n",
         # the method kept to be wrapped: the wrapper is what the program calls
         "import torch\n_cuda = torch.Tensor.cuda\n",
         "import functools\nimport torch\n\n@functools.wraps(torch.Tensor.cuda)\ndef cuda(self, *a):\n    return self\n",
+        # a class with the NPU's method of its own beside
+        "class Box:\n    def cuda(self):\n        return self\n    def npu(self):\n        return self\n",
     )
 
     def _is_torch_cuda_module(self, node: cst.Attribute) -> bool:
@@ -87,11 +97,32 @@ class TensorCudaToNpu(Rule):
             self.record(original_node, "change .cuda to .npu (the method handed on, to be called)")
             self.context.needs_torch_npu = True
             return updated_node.with_changes(attr=cst.Name("npu"))
-        if original_node.attr.value != "is_cuda":
-            return updated_node
+        if original_node.attr.value != "is_cuda" or called_method(self, original_node):
+            return updated_node  # (torch's is_cuda is a property: `x.is_cuda()` is another class's method)
         self.record(original_node, "change .is_cuda to .is_npu")
         self.context.needs_torch_npu = True
         return updated_node.with_changes(attr=cst.Name("is_npu"))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef):
+        """A class's own `cuda()` or `is_cuda` (a cache of tensors, a results wrapper, a module that
+        moves what it holds besides its parameters): the calls `.cuda()` and reads `.is_cuda`
+        become `.npu()` and `.is_npu` wherever they stand, in every file, so its definition is
+        renamed with them, or they would raise AttributeError (on a module: pass over it).  A class
+        that defines the NPU's name too keeps both; a method `is_cuda()` (vLLM's Platform) is no
+        tensor's property, and stays with its callers."""
+        name = original_node.name.value
+        counterpart = _NPU_COUNTERPARTS.get(name)
+        if counterpart is None or (name == "is_cuda" and not _is_property(original_node)):
+            return updated_node  # (a method `is_cuda()` is called: its callers stay, see leave_Attribute)
+        body = self.get_metadata(ParentNodeProvider, original_node, None)
+        definition = self.get_metadata(ParentNodeProvider, body, None) if isinstance(body, cst.IndentedBlock) else None
+        if not isinstance(definition, cst.ClassDef) or any(
+                isinstance(statement, cst.FunctionDef) and statement.name.value == counterpart
+                for statement in definition.body.body):
+            return updated_node
+        self.record(original_node.name, f"change the method {name} of {definition.name.value} to {counterpart}: "
+                                        f"its callers' .{name} become .{counterpart}")
+        return updated_node.with_changes(name=cst.Name(counterpart))
 
     def _handed_on_to_be_called(self, node: cst.Attribute) -> bool:
         """Whether `node` is torch's `Tensor.cuda` (or `Module.cuda`), not called here but given to
@@ -103,3 +134,8 @@ class TensorCudaToNpu(Rule):
         call = self.get_metadata(ParentNodeProvider, argument, None)
         return (isinstance(call, cst.Call) and not _DESCRIBING & qualified_names(self, call.func)
                 and bool(_CLASSES_WITH_NPU & qualified_names(self, node.value)))
+
+
+def _is_property(definition: cst.FunctionDef) -> bool:
+    return any((dotted_name(decorator.decorator) or "").rsplit(".", 1)[-1] in ("property", "cached_property")
+               for decorator in definition.decorators)

@@ -9,7 +9,7 @@ from .imports import ImportTable
 from .reading import called_name, dotted, nodes_by_class
 from .release_tests import (RELEASE_BRANCHES, ReleaseNames, release_flags, settles_the_version, tests_the_release,
                             version_flags)
-from .words import (INDEX_RETURNING, PACKAGE_PARTS, RAY_PLACEMENT, RAY_REQUESTS, REWRITE_WORD, STRING_WORD,
+from .words import (CUDA_METHOD_NAMES, INDEX_RETURNING, PACKAGE_PARTS, RAY_PLACEMENT, RAY_REQUESTS, REWRITE_WORD, STRING_WORD,
                     attribute_word, holds_cuda_module, is_cuda_module)
 
 class FileScan:
@@ -46,6 +46,7 @@ class FileScan:
             for node in self.groups.get(kind, ()):
                 handler(node)
         self._functions = self.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef)
+        self.word_lines.extend(function.lineno for function in self._functions if function.name in CUDA_METHOD_NAMES)
         names = self.groups.get(ast.Name, ())
         if self._flagged_names:  # their uses may be edited or reported too (DataLoader(...), amp.scale_loss)
             self.word_lines.extend(node.lineno for node in names if node.id in self._flagged_names)

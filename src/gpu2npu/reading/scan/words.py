@@ -60,6 +60,10 @@ def attribute_word(attribute: str) -> bool:
     return _ATTRIBUTE_WORD.search(attribute) is not None
 
 
+# Methods that a class of a project may define of its own, which the calls and reads that the
+# rules rename (`.cuda()`, `.is_cuda`) reach: renamed with them (rules/tensor_cuda).
+CUDA_METHOD_NAMES = frozenset({"cuda", "is_cuda"})
+
 # Every word of a text, strings' and comments' too: what the scan can look at of a text it cannot
 # parse is among them.
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
