@@ -534,6 +534,18 @@ def test_the_front_door_of_earlier_transformers_releases_too():
     assert [(line, api) for line, api, _ in rows] == [(2, "load_and_register_kernel('kernels-community/flash-attn')")]
 
 
+def test_the_front_doors_that_transformers_integrations_re_exports():
+    rows = _rows("""\
+        from transformers.integrations import kernelize, lazy_load_kernel
+        import transformers.integrations as integrations
+        causal_conv1d = lazy_load_kernel("causal-conv1d")
+        model = kernelize(model)
+        integrations.lazy_load_kernel("mamba-ssm")
+        """)
+    assert [(line, api) for line, api, _ in rows] == [
+        (3, "lazy_load_kernel('causal-conv1d')"), (4, "kernelize"), (5, "lazy_load_kernel('mamba-ssm')")]
+
+
 @pytest.mark.parametrize("source, reported", [
     ("import subprocess\nout = subprocess.check_output(['nvidia-smi', '--query-gpu=memory.used', '--format=csv'])\n", True),
     ("import os\nos.system('nvidia-smi -L')\n", True),

@@ -22,12 +22,13 @@ def _spellings(module: str) -> Tuple[bytes, ...]:
 
 
 # The Hub's kernels (the `kernels` package, and transformers' front doors to it, under the names of
-# its releases: load_and_register_kernel before it became load_and_register_attn_kernel): compiled
-# for CUDA.
+# its releases: load_and_register_kernel before it became load_and_register_attn_kernel; the two that
+# transformers.integrations re-exports): compiled for CUDA.
 HUB_KERNEL_CALLS = {"kernels": ("get_kernel", "get_local_kernel", "kernelize"),
                     "transformers.integrations.hub_kernels": ("get_kernel", "load_and_register_attn_kernel",
                                                               "load_and_register_kernel", "lazy_load_kernel",
-                                                              "kernelize")}
+                                                              "kernelize"),
+                    "transformers.integrations": ("lazy_load_kernel", "kernelize")}
 HUB_KERNEL_TIP = ("Hub kernels are compiled for CUDA: for attention use torch_npu.npu_fusion_attention (or SDPA), for "
                   "norms and activations torch_npu.npu_rms_norm / npu_swiglu, otherwise the torch operators")
 
