@@ -828,6 +828,10 @@ class TestTheCudaMethodHandedOn:
     # a property, read as `.is_cuda` (which becomes `.is_npu`)
     ("import torch\nclass Results:\n    @property\n    def is_cuda(self):\n        return self.data.is_cuda\n"
      "ok = Results().is_cuda\n", "    def is_npu(self):\n        return self.data.is_npu\nok = Results().is_npu"),
+    # a property with a setter: both, and the setter's decorator
+    ("import torch\nclass Holder:\n    @property\n    def is_cuda(self):\n        return self._on\n"
+     "    @is_cuda.setter\n    def is_cuda(self, value):\n        self._on = value\n",
+     "    def is_npu(self):\n        return self._on\n    @is_npu.setter\n    def is_npu(self, value):"),
     # a class with nothing of torch's in its file: its callers in other files are renamed all the same
     ("class Batch:\n    def cuda(self, non_blocking=False):\n        return self\n",
      "    def npu(self, non_blocking=False):"),
@@ -849,6 +853,8 @@ def test_a_class_own_cuda_method_is_renamed_with_its_callers(source, expected):
     "import torch\nclass Platform:\n    def is_cuda(self) -> bool:\n        return self.kind == 'gpu'\n"
     "if current_platform.is_cuda():\n    torch.ops.load_library('kernels.so')\n",
     "import torch\nuse_graphs = current_platform.is_cuda() and not eager\n",
+    # a property `cuda`, read (`cfg.cuda`, a flag): no read of it is renamed
+    "class Config:\n    @property\n    def cuda(self):\n        return self.gpus > 0\nuse = Config().cuda\n",
     # functions that are no class's method: a module's, a method's inner one
     "def cuda(x):\n    return x\n",
     "class Runner:\n    def go(self):\n        def cuda(x):\n            return x\n        return cuda(1)\n",

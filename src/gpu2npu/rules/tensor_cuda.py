@@ -112,8 +112,10 @@ class TensorCudaToNpu(Rule):
         tensor's property, and stays with its callers."""
         name = original_node.name.value
         counterpart = _NPU_COUNTERPARTS.get(name)
-        if counterpart is None or (name == "is_cuda" and not _is_property(original_node)):
-            return updated_node  # (a method `is_cuda()` is called: its callers stay, see leave_Attribute)
+        if counterpart is None or (name == "is_cuda") != _is_property(original_node):
+            # (torch's is_cuda is a property and cuda a method: a method `is_cuda()` is called and
+            # a property `cuda` read, and neither is renamed where it is used)
+            return updated_node
         body = self.get_metadata(ParentNodeProvider, original_node, None)
         definition = self.get_metadata(ParentNodeProvider, body, None) if isinstance(body, cst.IndentedBlock) else None
         if not isinstance(definition, cst.ClassDef) or any(
@@ -122,7 +124,9 @@ class TensorCudaToNpu(Rule):
             return updated_node
         self.record(original_node.name, f"change the method {name} of {definition.name.value} to {counterpart}: "
                                         f"its callers' .{name} become .{counterpart}")
-        return updated_node.with_changes(name=cst.Name(counterpart))
+        decorators = [decorator.with_changes(decorator=decorator.decorator.with_changes(value=cst.Name(counterpart)))
+                      if _accessor_of(decorator, name) else decorator for decorator in updated_node.decorators]
+        return updated_node.with_changes(name=cst.Name(counterpart), decorators=decorators)
 
     def _handed_on_to_be_called(self, node: cst.Attribute) -> bool:
         """Whether `node` is torch's `Tensor.cuda` (or `Module.cuda`), not called here but given to
@@ -137,5 +141,13 @@ class TensorCudaToNpu(Rule):
 
 
 def _is_property(definition: cst.FunctionDef) -> bool:
+    """Whether the function is a property's getter, setter or deleter."""
     return any((dotted_name(decorator.decorator) or "").rsplit(".", 1)[-1] in ("property", "cached_property")
-               for decorator in definition.decorators)
+               or _accessor_of(decorator, definition.name.value) for decorator in definition.decorators)
+
+
+def _accessor_of(decorator: cst.Decorator, name: str) -> bool:
+    """Whether `decorator` adds a setter or deleter to the property `name` (`@is_cuda.setter`)."""
+    expression = decorator.decorator
+    return (isinstance(expression, cst.Attribute) and expression.attr.value in ("setter", "deleter", "getter")
+            and isinstance(expression.value, cst.Name) and expression.value.value == name)
