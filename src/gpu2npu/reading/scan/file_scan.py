@@ -269,12 +269,9 @@ class FileScan:
                        for node in groups.get(kind, ()) if tests_the_release(node, flags, names)]
             # `if is_torch_version("<=", "2.6"): return False` in a function: what follows runs only
             # on the releases that pass the test (a test of the version, not of a package's presence)
-            versions = None
-            for test, after in self._exits_first():
-                if versions is None:
-                    versions = version_flags(groups, self._of_torch)
-                if settles_the_version(test, False, versions, self._of_torch):
-                    guarded.append(after)
+            exits = list(self._exits_first())
+            versions = version_flags(groups, self._of_torch, [test for test, _ in exits]) if exits else {}
+            guarded.extend(after for test, after in exits if settles_the_version(test, False, versions, self._of_torch))
             self._release_guarded = sorted(guarded)
         return any(first <= line <= last for first, last in self._release_guarded)
 

@@ -7,7 +7,7 @@ import bisect
 import copy
 import functools
 import re
-from typing import Callable, Dict, List, Optional, Set
+from typing import Callable, Dict, Iterable, List, Optional, Set
 
 from .reading import caught_names, nodes_of
 
@@ -89,15 +89,25 @@ def release_flags(groups: Dict[type, List[ast.AST]], names: "ReleaseNames") -> S
     return flags
 
 
-def version_flags(groups: Dict[type, List[ast.AST]], of_torch: Callable[[ast.AST], bool]) -> Dict[str, ast.AST]:
+def version_flags(groups: Dict[type, List[ast.AST]], of_torch: Callable[[ast.AST], bool],
+                  tests: Iterable[ast.AST]) -> Dict[str, ast.AST]:
     """Names assigned a value that involves the torch version, with that value (`has_dtensor =
-    dist.is_available() and is_torch_version(">=", "2.5")`); `of_torch` as settles_the_version's."""
+    dist.is_available() and is_torch_version(">=", "2.5")`); `of_torch` as settles_the_version's.
+    Only the names that `tests` read, and those that the values of such names read, are looked
+    up: most assignments of a file hold no flag that a test asks about."""
     flags: Dict[str, ast.AST] = {}
-    for node in groups.get(ast.Assign, ()):
-        if _names_a_version(node.value, of_torch):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    flags.setdefault(target.id, node.value)
+    wanted = {part.id for test in tests for part in ast.walk(test) if part.__class__ is ast.Name}
+    looked_up: Set[str] = set()
+    while wanted - looked_up:
+        new = wanted - looked_up
+        looked_up |= new
+        for node in groups.get(ast.Assign, ()):
+            named = [target.id for target in node.targets if target.__class__ is ast.Name and target.id in new]
+            if named and _names_a_version(node.value, of_torch):
+                for name in named:
+                    if name not in flags:
+                        flags[name] = node.value
+                        wanted.update(part.id for part in ast.walk(node.value) if part.__class__ is ast.Name)
     return flags
 
 
@@ -106,9 +116,9 @@ _BUILD_FACTS = frozenset({"hip", "cuda", "xpu", "git_version", "debug"})
 
 
 def _names_a_version(expression: ast.AST, of_torch: Callable[[ast.AST], bool]) -> bool:
-    build_facts = {id(part.value) for part in nodes_of(expression)
-                   if part.__class__ is ast.Attribute and part.attr in _BUILD_FACTS}
-    for part in nodes_of(expression):
+    parts = nodes_of(expression)
+    build_facts = {id(part.value) for part in parts if part.__class__ is ast.Attribute and part.attr in _BUILD_FACTS}
+    for part in parts:
         if part.__class__ is ast.Name and _VERSION_NAMES.search(part.id):
             return True
         if part.__class__ is ast.Attribute and _holds_a_version(part.attr) and id(part) not in build_facts:
