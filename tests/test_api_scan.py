@@ -99,6 +99,19 @@ class TestCustomOperatorsTheFileRegistersFromPython:
         assert found == [(Report.UNKNOWN, source.count("\n"), "torch.ops.proj.attend")]
 
 
+@pytest.mark.parametrize("namespace, row", [
+    # another accelerator's operator library: no CUDA build has it, so the project reaches it only
+    # on that accelerator
+    ("_xpu_C", False), ("_rocm_C", False), ("xpu_ops", False), ("hpu", False), ("_mlu_ops", False),
+    # the project's own, a CPU library's, or one whose name only contains an accelerator's letters
+    ("_C", True), ("myproj", True), ("zentorch", True), ("xpuish", True),
+])
+def test_another_accelerators_operator_library_has_no_row(namespace, row):
+    found = [found for found in rows(f"import torch\ny = torch.ops.{namespace}.gemm(a, b)\n")
+             if found[2].startswith("torch.ops.")]
+    assert found == ([(Report.UNKNOWN, 2, f"torch.ops.{namespace}.gemm")] if row else [])
+
+
 def test_tensor_methods_without_a_kernel_are_unknown_because_the_receiver_is_not_known():
     source = "import torch\ny = x.lgamma()\nz = x.heaviside(w)\nparts = name.split('.')\nn = x.sum()\n"
     assert rows(source) == [(Report.UNKNOWN, 2, "Tensor.lgamma"), (Report.UNKNOWN, 3, "Tensor.heaviside")]

@@ -114,6 +114,11 @@ OTHER_ACCELERATORS = ("xpu", "mlu", "musa", "hpu", "mps", "mtia", "xla", "ipu", 
                       "supa")
 
 
+# The platforms whose name an operator library of theirs carries (ROCm's runs on torch's "cuda"
+# device, with no module of its own)
+_OTHER_PLATFORMS = (*OTHER_ACCELERATORS, "rocm")
+
+
 def _other_accelerator(name: str) -> Optional[str]:
     parts = name.split(".")
     return parts[1] if len(parts) > 2 and parts[0] == "torch" and parts[1] in OTHER_ACCELERATORS else None
@@ -246,7 +251,9 @@ def _judge_dispatcher_op(call: ast.Call, name: str, path: str, api: apidata.ApiD
             return None
         return _row(call, path, NO_NPU_KERNEL, Report.UNSUPPORTED, name,
                     f"aten::{missing} has no NPU kernel in torch_npu {api.torch_npu_version}")
-    if namespace == "npu":
+    if namespace == "npu" or any(names_the_accelerator(namespace, other) for other in _OTHER_PLATFORMS):
+        # another accelerator's operator library (vLLM's `_xpu_C`, `_rocm_C`): no CUDA build has it
+        # either, so the project calls it only where it runs on that accelerator, never on the NPU
         return None
     return _row(call, path, UNKNOWN_SUPPORT, Report.UNKNOWN, name,
                 f"custom operator namespace '{namespace}': it runs on NPU only if its library registers "
