@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -71,6 +72,51 @@ def method_ops(entries) -> list:
     return sorted(names)
 
 
+def method_arguments(entries) -> dict:
+    """For each Tensor method (method_ops) whose every method overload takes a fixed number of
+    arguments, the most arguments besides `self` that one of them takes: a call with more is
+    another class's method of that name (`.dequantize(dtype)` of a quantized weight's class, where
+    torch's takes none).  A method with a list of ints (`view(*size)`) takes them one by one too:
+    it has no such bound, and is left out."""
+    most: dict = {}
+    unbounded = set()
+    for entry in entries:
+        variants = {part.strip() for part in str(entry.get("variants", "function")).split(",")}
+        if "method" in variants:
+            name = entry["func"].split("(")[0].split(".")[0]
+            parameters = [part for part in _schema_parameters(entry["func"]) if part != "*"]
+            if any(_INT_LIST.match(part) for part in parameters):
+                unbounded.add(name)
+            count = len([part for part in parameters if part.split()[-1] != "self"])
+            most[name] = max(most.get(name, 0), count)
+    return {name: count for name, count in sorted(most.items()) if name not in unbounded}
+
+
+_INT_LIST = re.compile(r"(Sym)?[Ii]nt\[")
+
+
+def _schema_parameters(func: str) -> list:
+    """The parameters of an operator's schema (`name.overload(Tensor self, int[2] k=[1, 1]) -> T`),
+    as written, split at the commas outside brackets (a type's alias set `Tensor(a!)` included)."""
+    start = func.index("(")
+    depth, parts, current = 0, [], ""
+    for char in func[start + 1:]:
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            if depth == 0:
+                break
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += char
+    if current.strip():
+        parts.append(current.strip())
+    return parts
+
+
 # Public modules whose names are listed one by one; deeper modules are known by path only.
 API_MODULES = (
     "torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.utils", "torch.nn.parallel",
@@ -109,6 +155,7 @@ def build(yaml_path: Path) -> str:
         "sha256": hashlib.sha256(raw).hexdigest(),
         "kernel_ops": kernel_ops(entries),
         "method_ops": method_ops(entries),
+        "method_arguments": method_arguments(entries),
         "api": public_api(),
     }
     return json.dumps(data, indent=1, sort_keys=True) + "\n"

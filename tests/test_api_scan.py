@@ -117,6 +117,20 @@ def test_tensor_methods_without_a_kernel_are_unknown_because_the_receiver_is_not
     assert rows(source) == [(Report.UNKNOWN, 2, "Tensor.lgamma"), (Report.UNKNOWN, 3, "Tensor.heaviside")]
 
 
+@pytest.mark.parametrize("call, row", [
+    # torch's dequantize() and lgamma() take no argument, heaviside(values) one: a call with more is
+    # another class's method of that name (a quantized weight's `dequantize(dtype)`)
+    ("w.dequantize(torch.bfloat16)", False), ("q.dequantize(x, scale, group_size=128)", False),
+    ("x.lgamma(1)", False), ("x.heaviside(w, out)", False),
+    ("w.dequantize()", True), ("x.heaviside(w)", True), ("x.heaviside(values=w)", True),
+    # arguments unpacked: how many, is not known
+    ("w.dequantize(*args)", True), ("w.dequantize(**options)", True),
+])
+def test_a_method_called_with_more_arguments_than_torchs_takes_is_another_classs(call, row):
+    found = [row for row in rows(f"import torch\ny = {call}\n") if row[2].startswith("Tensor.")]
+    assert bool(found) == row, found
+
+
 class TestAMethodOfTheClassItself:
     """`self.dequantize(...)` where the class around the call defines `dequantize` is the class's
     own method, no tensor's: no row.  A method the class does not define, another receiver, or a

@@ -232,10 +232,14 @@ def _method_ops() -> frozenset:
     )
 
 
-def method_lacks_npu_kernel(api: ApiData, method: str):
-    """For `x.method(...)` with `x` of unknown type: the ATen operator without an NPU kernel in
-    this release that the call runs if `x` is a tensor, else None."""
+def method_lacks_npu_kernel(api: ApiData, method: str, arguments: Optional[int] = None):
+    """For `x.method(...)` with `x` of unknown type, given `arguments` (None: not known, a `*args`):
+    the ATen operator without an NPU kernel in this release that the call runs if `x` is a tensor,
+    else None.  A call with more arguments than torch's method takes is another class's."""
     if method not in _method_ops():
+        return None
+    most = _torch_ops_file().get("method_arguments", {}).get(method)
+    if arguments is not None and most is not None and arguments > most:
         return None
     return lacks_npu_kernel(api, f"torch.{method}")
 

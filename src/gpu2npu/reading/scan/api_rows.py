@@ -328,7 +328,8 @@ def _own_method(scan: FileScan, call: ast.Call) -> bool:
 
 def _judge_method_call(call: ast.Call, path: str, api: apidata.ApiData) -> Optional[Finding]:
     method = call.func.attr  # type: ignore[attr-defined]
-    op = apidata.method_lacks_npu_kernel(api, method)
+    unpacked = any(isinstance(arg, ast.Starred) for arg in call.args) or any(k.arg is None for k in call.keywords)
+    op = apidata.method_lacks_npu_kernel(api, method, None if unpacked else len(call.args) + len(call.keywords))
     if op is None:
         return None
     return _row(call, path, UNKNOWN_SUPPORT, Report.UNKNOWN, f"Tensor.{method}",
