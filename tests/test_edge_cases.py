@@ -832,6 +832,9 @@ class TestTheCudaMethodHandedOn:
     ("import torch\nclass Holder:\n    @property\n    def is_cuda(self):\n        return self._on\n"
      "    @is_cuda.setter\n    def is_cuda(self, value):\n        self._on = value\n",
      "    def is_npu(self):\n        return self._on\n    @is_npu.setter\n    def is_npu(self, value):"),
+    # an attribute of the class, read as `.is_cuda`
+    ("import torch\nclass Batch:\n    is_cuda = False\n    def moved(self):\n        return self.is_cuda\n",
+     "    is_npu = False\n    def moved(self):\n        return self.is_npu\n"),
     # a class with nothing of torch's in its file: its callers in other files are renamed all the same
     ("class Batch:\n    def cuda(self, non_blocking=False):\n        return self\n",
      "    def npu(self, non_blocking=False):"),
@@ -840,7 +843,8 @@ def test_a_class_own_cuda_method_is_renamed_with_its_callers(source, expected):
     output, result = migrate(source)
     assert expected in output, output
     assert "cuda" not in output.replace("torch.cuda", ""), output
-    assert any("change the method" in row.message for row in result.changes), result.changes
+    assert any(row.message.startswith(("change the method", "change the attribute")) for row in result.changes), \
+        result.changes
 
 
 @pytest.mark.parametrize("source", [
@@ -853,6 +857,9 @@ def test_a_class_own_cuda_method_is_renamed_with_its_callers(source, expected):
     "import torch\nclass Platform:\n    def is_cuda(self) -> bool:\n        return self.kind == 'gpu'\n"
     "if current_platform.is_cuda():\n    torch.ops.load_library('kernels.so')\n",
     "import torch\nuse_graphs = current_platform.is_cuda() and not eager\n",
+    # an annotated attribute (a dataclass's field: its constructor's callers name it), or one beside is_npu
+    "import dataclasses\n@dataclasses.dataclass\nclass Options:\n    is_cuda: bool = False\n",
+    "class Box:\n    is_cuda = False\n    is_npu = False\n",
     # a property `cuda`, read (`cfg.cuda`, a flag): no read of it is renamed
     "class Config:\n    @property\n    def cuda(self):\n        return self.gpus > 0\nuse = Config().cuda\n",
     # functions that are no class's method: a module's, a method's inner one

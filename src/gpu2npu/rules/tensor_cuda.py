@@ -118,15 +118,30 @@ class TensorCudaToNpu(Rule):
             return updated_node
         body = self.get_metadata(ParentNodeProvider, original_node, None)
         definition = self.get_metadata(ParentNodeProvider, body, None) if isinstance(body, cst.IndentedBlock) else None
-        if not isinstance(definition, cst.ClassDef) or any(
-                isinstance(statement, cst.FunctionDef) and statement.name.value == counterpart
-                for statement in definition.body.body):
+        if not isinstance(definition, cst.ClassDef) or _defines(definition, counterpart):
             return updated_node
         self.record(original_node.name, f"change the method {name} of {definition.name.value} to {counterpart}: "
                                         f"its callers' .{name} become .{counterpart}")
         decorators = [decorator.with_changes(decorator=decorator.decorator.with_changes(value=cst.Name(counterpart)))
                       if _accessor_of(decorator, name) else decorator for decorator in updated_node.decorators]
         return updated_node.with_changes(name=cst.Name(counterpart), decorators=decorators)
+
+    def leave_AssignTarget(self, original_node: cst.AssignTarget, updated_node: cst.AssignTarget):
+        """`is_cuda = False` in a class's body: read as `.is_cuda`, which becomes `.is_npu`, so it is
+        renamed with its readers as a property is (leave_FunctionDef).  (An annotated one may be a
+        dataclass's field, which its constructor's callers name: left.)"""
+        target = original_node.target
+        if not (isinstance(target, cst.Name) and target.value == "is_cuda"):
+            return updated_node
+        statement = self.get_metadata(ParentNodeProvider, original_node, None)
+        line = self.get_metadata(ParentNodeProvider, statement, None) if statement is not None else None
+        body = self.get_metadata(ParentNodeProvider, line, None) if line is not None else None
+        definition = self.get_metadata(ParentNodeProvider, body, None) if isinstance(body, cst.IndentedBlock) else None
+        if not isinstance(definition, cst.ClassDef) or _defines(definition, "is_npu"):
+            return updated_node
+        self.record(original_node, f"change the attribute is_cuda of {definition.name.value} to is_npu: "
+                                   "its readers' .is_cuda become .is_npu")
+        return updated_node.with_changes(target=cst.Name("is_npu"))
 
     def _handed_on_to_be_called(self, node: cst.Attribute) -> bool:
         """Whether `node` is torch's `Tensor.cuda` (or `Module.cuda`), not called here but given to
@@ -138,6 +153,20 @@ class TensorCudaToNpu(Rule):
         call = self.get_metadata(ParentNodeProvider, argument, None)
         return (isinstance(call, cst.Call) and not _DESCRIBING & qualified_names(self, call.func)
                 and bool(_CLASSES_WITH_NPU & qualified_names(self, node.value)))
+
+
+def _defines(definition: cst.ClassDef, name: str) -> bool:
+    """Whether the class's body defines `name` (a method, a property, an attribute)."""
+    for statement in definition.body.body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+            return True
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                targets = ([target.target for target in small.targets] if isinstance(small, cst.Assign)
+                           else [small.target] if isinstance(small, cst.AnnAssign) else [])
+                if any(isinstance(target, cst.Name) and target.value == name for target in targets):
+                    return True
+    return False
 
 
 def _is_property(definition: cst.FunctionDef) -> bool:
