@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Write src/gpu2npu/data/torch_ops.json: the ATen operators that need a device kernel, which of
-them are also Tensor methods, and the names of PyTorch's public Python API.
+them are also Tensor methods (and the most arguments each of those takes), and the names of
+PyTorch's public Python API.
 
 An operator that PyTorch implements once for every device (CompositeImplicitAutograd: no
 dispatch entry; or CompositeExplicitAutograd) runs on an NPU through the operators it is made
