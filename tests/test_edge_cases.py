@@ -835,6 +835,8 @@ class TestTheCudaMethodHandedOn:
     # an attribute of the class, read as `.is_cuda`
     ("import torch\nclass Batch:\n    is_cuda = False\n    def moved(self):\n        return self.is_cuda\n",
      "    is_npu = False\n    def moved(self):\n        return self.is_npu\n"),
+    # an attribute that no line of its file reads
+    ("class Batch:\n    is_cuda = False\n", "class Batch:\n    is_npu = False\n"),
     # a class with nothing of torch's in its file: its callers in other files are renamed all the same
     ("class Batch:\n    def cuda(self, non_blocking=False):\n        return self\n",
      "    def npu(self, non_blocking=False):"),

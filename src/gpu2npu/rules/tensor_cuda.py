@@ -116,9 +116,8 @@ class TensorCudaToNpu(Rule):
             # (torch's is_cuda is a property and cuda a method: a method `is_cuda()` is called and
             # a property `cuda` read, and neither is renamed where it is used)
             return updated_node
-        body = self.get_metadata(ParentNodeProvider, original_node, None)
-        definition = self.get_metadata(ParentNodeProvider, body, None) if isinstance(body, cst.IndentedBlock) else None
-        if not isinstance(definition, cst.ClassDef) or _defines(definition, counterpart):
+        definition = self._class_of(original_node)
+        if definition is None or _defines(definition, counterpart):
             return updated_node
         self.record(original_node.name, f"change the method {name} of {definition.name.value} to {counterpart}: "
                                         f"its callers' .{name} become .{counterpart}")
@@ -135,13 +134,18 @@ class TensorCudaToNpu(Rule):
             return updated_node
         statement = self.get_metadata(ParentNodeProvider, original_node, None)
         line = self.get_metadata(ParentNodeProvider, statement, None) if statement is not None else None
-        body = self.get_metadata(ParentNodeProvider, line, None) if line is not None else None
-        definition = self.get_metadata(ParentNodeProvider, body, None) if isinstance(body, cst.IndentedBlock) else None
-        if not isinstance(definition, cst.ClassDef) or _defines(definition, "is_npu"):
+        definition = self._class_of(line) if line is not None else None
+        if definition is None or _defines(definition, "is_npu"):
             return updated_node
         self.record(original_node, f"change the attribute is_cuda of {definition.name.value} to is_npu: "
                                    "its readers' .is_cuda become .is_npu")
         return updated_node.with_changes(target=cst.Name("is_npu"))
+
+    def _class_of(self, statement: cst.CSTNode):
+        """The class whose body `statement` is a statement of, or None."""
+        body = self.get_metadata(ParentNodeProvider, statement, None)
+        definition = self.get_metadata(ParentNodeProvider, body, None) if isinstance(body, cst.IndentedBlock) else None
+        return definition if isinstance(definition, cst.ClassDef) else None
 
     def _handed_on_to_be_called(self, node: cst.Attribute) -> bool:
         """Whether `node` is torch's `Tensor.cuda` (or `Module.cuda`), not called here but given to

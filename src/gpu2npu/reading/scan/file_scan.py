@@ -46,7 +46,8 @@ class FileScan:
             for node in self.groups.get(kind, ()):
                 handler(node)
         self._functions = self.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef)
-        self.word_lines.extend(function.lineno for function in self._functions if function.name in CUDA_METHOD_NAMES)
+        self.word_lines.extend(statement.lineno for definition in self.groups.get(ast.ClassDef, ())
+                               for statement in definition.body if _defines_a_cuda_method(statement))
         names = self.groups.get(ast.Name, ())
         if self._flagged_names:  # their uses may be edited or reported too (DataLoader(...), amp.scale_loss)
             self.word_lines.extend(node.lineno for node in names if node.id in self._flagged_names)
@@ -367,6 +368,15 @@ class FileScan:
         """False only when no rule could change the file and the leftover analysis has nothing
         to report in it."""
         return bool(self.word_lines or self.package_lines or self.integer_device_lines())
+
+
+def _defines_a_cuda_method(statement: ast.AST) -> bool:
+    """Whether a statement of a class's body defines one of CUDA_METHOD_NAMES (`def cuda(self)`,
+    `is_cuda = False`), which the rules rename with its callers."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return statement.name in CUDA_METHOD_NAMES
+    return isinstance(statement, ast.Assign) and any(
+        isinstance(target, ast.Name) and target.id in CUDA_METHOD_NAMES for target in statement.targets)
 
 
 class _AcceleratorTests(NamedTuple):
