@@ -296,7 +296,8 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         # model's `.cuda` has no resolvable qualified name.
         # (torch's is_cuda is a property and cuda a method: `x.is_cuda()` is another class's method)
         attribute = node.attr.value
-        as_torchs = attribute in ("is_cuda", "cuda") and (attribute == "cuda") == self._is_called(node)
+        as_torchs = ((attribute == "is_cuda" and not self._is_called(node))
+                     or (attribute == "cuda" and self._is_called(node)))
         if not self._dead and as_torchs and not any(n.startswith("torch.") for n in qualified_names(self, node)):
             self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"Tensor.{node.attr.value}", "rewrite as .npu() / .is_npu")
 

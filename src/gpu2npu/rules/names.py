@@ -469,11 +469,18 @@ def enum_label(rule, node: cst.CSTNode) -> bool:
     while isinstance(parent, (cst.Element, cst.Tuple, cst.List)):
         parent = parent_of(parent)
     if isinstance(parent, cst.Assign):
-        body = parent_of(parent_of(parent))
-        definition = parent_of(body) if isinstance(body, cst.IndentedBlock) else None
-        return isinstance(definition, cst.ClassDef) and any(
+        definition = class_of(rule, parent_of(parent))
+        return definition is not None and any(
             (dotted_name(base.value) or "").rsplit(".", 1)[-1].endswith("Enum") for base in definition.bases)
     return False
+
+
+def class_of(rule, statement: Optional[cst.CSTNode]) -> Optional[cst.ClassDef]:
+    """The class whose body `statement` (a line of statements, a function, a class) stands in
+    directly, or None.  `rule` declares ParentNodeProvider."""
+    body = rule.get_metadata(ParentNodeProvider, statement, None) if statement is not None else None
+    definition = rule.get_metadata(ParentNodeProvider, body, None) if isinstance(body, cst.IndentedBlock) else None
+    return definition if isinstance(definition, cst.ClassDef) else None
 
 
 # A class attribute whose name says one of these holds a device (`device: str = "cuda"`,
@@ -505,9 +512,8 @@ def class_label(rule, node: cst.CSTNode) -> bool:
         return False
     if any(target.value.lower() == option[0] for option in FRAMEWORK_OPTIONS):
         return False  # (Lightning's accelerator: framework_option reports it)
-    body = parent_of(parent_of(parent))
-    definition = parent_of(body) if isinstance(body, cst.IndentedBlock) else None
-    if not isinstance(definition, cst.ClassDef):
+    definition = class_of(rule, parent_of(parent))
+    if definition is None:
         return False
     module = definition
     while parent_of(module) is not None:

@@ -6,7 +6,7 @@ from libcst.metadata import PositionProvider
 
 from ..reading.scan.words import CUDA_METHOD_NAMES
 from .base import Example, Rule
-from .names import called_method, dotted_name, qualified_names
+from .names import called_method, class_of, dotted_name, qualified_names
 from .walk import ParentNodeProvider
 
 # torch's classes whose `cuda` method torch_npu gives an `npu` counterpart of the same signature.
@@ -116,7 +116,7 @@ class TensorCudaToNpu(Rule):
             # (torch's is_cuda is a property and cuda a method: a method `is_cuda()` is called and
             # a property `cuda` read, and neither is renamed where it is used)
             return updated_node
-        definition = self._class_of(original_node)
+        definition = class_of(self, original_node)
         if definition is None or _defines(definition, counterpart):
             return updated_node
         self.record(original_node.name, f"change the method {name} of {definition.name.value} to {counterpart}: "
@@ -132,20 +132,13 @@ class TensorCudaToNpu(Rule):
         target = original_node.target
         if not (isinstance(target, cst.Name) and target.value == "is_cuda"):
             return updated_node
-        statement = self.get_metadata(ParentNodeProvider, original_node, None)
-        line = self.get_metadata(ParentNodeProvider, statement, None) if statement is not None else None
-        definition = self._class_of(line) if line is not None else None
+        assignment = self.get_metadata(ParentNodeProvider, original_node, None)
+        definition = class_of(self, self.get_metadata(ParentNodeProvider, assignment, None))
         if definition is None or _defines(definition, "is_npu"):
             return updated_node
         self.record(original_node, f"change the attribute is_cuda of {definition.name.value} to is_npu: "
                                    "its readers' .is_cuda become .is_npu")
         return updated_node.with_changes(target=cst.Name("is_npu"))
-
-    def _class_of(self, statement: cst.CSTNode):
-        """The class whose body `statement` is a statement of, or None."""
-        body = self.get_metadata(ParentNodeProvider, statement, None)
-        definition = self.get_metadata(ParentNodeProvider, body, None) if isinstance(body, cst.IndentedBlock) else None
-        return definition if isinstance(definition, cst.ClassDef) else None
 
     def _handed_on_to_be_called(self, node: cst.Attribute) -> bool:
         """Whether `node` is torch's `Tensor.cuda` (or `Module.cuda`), not called here but given to

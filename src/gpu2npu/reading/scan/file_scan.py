@@ -354,7 +354,7 @@ class FileScan:
     def _exits_first(self) -> Iterator[Tuple[ast.AST, Tuple[int, int]]]:
         """(test, (first, last) line of what follows it in its function) of each `if` in the body of a
         function that returns or raises: what follows runs only where the test failed."""
-        for function in self.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef):
+        for function in self._functions:
             for statement in function.body:
                 if (isinstance(statement, ast.If) and statement.body
                         and isinstance(statement.body[-1], (ast.Return, ast.Raise))):
