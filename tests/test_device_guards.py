@@ -118,6 +118,13 @@ LEFT_AS_WRITTEN = [
      "trainer = L.Trainer(accelerator=dev)\nx = torch.ones(2).to(dev)\n", 4),
     ("import torch\nfrom vllm import LLM\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
      "llm = LLM('model', device=device)\n", 3),
+    # ... or in an attribute of that name, set on one object and read from another
+    ("import torch\nimport lightning as L\n\nclass Config:\n    def __init__(self):\n"
+     "        self.device_type = 'cuda' if torch.cuda.is_available() else 'cpu'\n\n"
+     "trainer = L.Trainer(accelerator=Config().device_type)\n", 6),
+    ("import torch\nimport lightning as L\n\nclass Run:\n    def __init__(self):\n"
+     "        self.accel = 'gpu' if torch.cuda.is_available() else 'cpu'\n\n"
+     "    def fit(self, model):\n        L.Trainer(accelerator=self.accel).fit(model)\n", 6),
     # ... or returned to it by a function of the file, or a method of its class
     ("import torch\nimport lightning as L\n\ndef get_accelerator():\n"
      "    return 'gpu' if torch.cuda.is_available() else 'cpu'\n\n"
@@ -155,6 +162,11 @@ MIGRATED = [
     ("import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n", "torch_npu.npu.is_available()"),
     ("import torch\nif x.device.type == 'cuda':\n    x = x.cuda()\n", "x.device.type == 'npu'"),
     ("import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n", "torch_npu.npu.is_available()"),
+    # an attribute handed to a torch device position only, beside a framework option of another value
+    ("import torch\nimport lightning as L\n\nclass Run:\n    def __init__(self):\n"
+     "        self.device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+     "        self.model = torch.nn.Linear(2, 2).to(device=self.device)\n\n"
+     "L.Trainer(accelerator='auto')\n", "'npu' if torch_npu.npu.is_available()"),
     # the CUDA-only code sits where the test is false: it ran there before migration too
     ("import torch\nif torch.cuda.is_available():\n    x = x.cuda()\nelse:\n    torch.cuda.nvtx.range_pop()\n",
      "torch_npu.npu.is_available()"),

@@ -61,6 +61,7 @@ class FileFacts:
     reads_cuda_only_properties: bool = False
     # variables handed to a call's keyword: name -> ((keyword, the callee's qualified names), ...)
     # (`accel = "gpu" if ... else "cpu"` reaches Lightning through `Trainer(accelerator=accel)`),
+    # attributes by their name as ".name" (`Trainer(accelerator=cfg.device_type)`),
     # and the file's functions whose result is, as "name()" (`Trainer(accelerator=pick())`)
     keyword_arguments: Dict[str, Tuple[Tuple[str, FrozenSet[str]], ...]] = field(default_factory=dict)
     # command-line options whose choices offer "cuda" beside a label that is no device
@@ -149,10 +150,13 @@ class FactsOfScan:
 
 def _value_holder(value: ast.AST) -> Optional[str]:
     """What a keyword's value is read from, as keyword_arguments names it: a variable (`accel`),
-    or what a function of the file returns (`choose_accelerator()`, `self.accelerator()`:
-    "choose_accelerator()", "accelerator()")."""
+    an attribute of any object by its name (`cfg.device_type`: ".device_type", which the class
+    that sets `self.device_type` cannot tell from its own), or what a function of the file
+    returns (`choose_accelerator()`, `self.accelerator()`: "choose_accelerator()", "accelerator()")."""
     if isinstance(value, ast.Name):
         return value.id
+    if isinstance(value, ast.Attribute):
+        return f".{value.attr}"
     if isinstance(value, ast.Call):
         func = value.func
         if isinstance(func, ast.Name):

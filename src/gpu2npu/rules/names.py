@@ -707,9 +707,13 @@ def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
             last = name.rsplit(".", 1)[-1] if name else None
             if last in anywhere:
                 return last, anywhere[last]
-            # a variable of another name that the file hands to the option (`Trainer(accelerator=accel)`):
-            # renamed, the framework would be given a name it rejects, whatever else reads it
-            found = _option_handed(file_facts(rule, node).keyword_arguments.get(name, ()) if isinstance(target, cst.Name)
+            # a variable of another name that the file hands to the option (`Trainer(accelerator=accel)`),
+            # or an attribute of that name on any object (`self.device_type = ...` in a config class,
+            # `Trainer(accelerator=cfg.device_type)`): renamed, the framework would be given a name it
+            # rejects, whatever else reads it
+            handed = file_facts(rule, node).keyword_arguments
+            found = _option_handed(handed.get(name, ()) if isinstance(target, cst.Name)
+                                   else handed.get(f".{target.attr.value}", ()) if isinstance(target, cst.Attribute)
                                    else ())
             if found is not None:
                 return found
