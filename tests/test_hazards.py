@@ -743,3 +743,56 @@ class TestTheProjectsOwnNpuBackend:
             found = sorted((path.rsplit("npu_demo/", 1)[-1], int(line), code)
                            for path, line, code in re.findall(r"(\S+):(\d+): (NPU\d+)", result.output))
             assert found == self.EXPECTED, paths
+
+
+class TestFloat8TheReleaseCannotHold:
+    """torch_npu's releases for torch 2.6 and older map no ACL data type to float8: a tensor made
+    or cast to one raises on the NPU.  A row where a float8 dtype makes a tensor (dtype=, out_dtype=,
+    .to/.view/.type, through a conditional or a variable of the file); none where it is only
+    compared or measured, none in a release whose NPU has float8."""
+
+    MAKES_A_TENSOR = [
+        ("import torch\nw = weight.to(torch.float8_e4m3fn)\n", 2, "torch.float8_e4m3fn"),
+        ("import torch\nbuf = torch.empty(8, dtype=torch.float8_e5m2, device='cuda')\n", 2, "torch.float8_e5m2"),
+        ("import torch\nout = torch.mm(a, b, out_dtype=torch.float8_e5m2)\n", 2, "torch.float8_e5m2"),
+        ("from torch import float8_e4m3fn as fp8\nq = x.view(fp8)\n", 2, "torch.float8_e4m3fn"),
+        ("import torch\nFP8 = torch.float8_e4m3fn\n\ndef quantize(x):\n    return x.to(dtype=FP8)\n", 5,
+         "torch.float8_e4m3fn"),
+        ("import torch\nx = t.to(torch.float8_e4m3fn if use_fp8 else torch.bfloat16)\n", 2, "torch.float8_e4m3fn"),
+        # given to a function of the file that casts with that parameter
+        ("import torch\n\ndef quantize(x, fp8_dtype):\n    limit = torch.finfo(fp8_dtype).max\n"
+         "    return x.clamp(-limit, limit).to(fp8_dtype)\n\nq = quantize(w, torch.float8_e4m3fn)\n", 7,
+         "torch.float8_e4m3fn"),
+        ("import torch\n\ndef buffer(n, *, dtype):\n    return torch.empty(n, dtype=dtype)\n\n"
+         "b = buffer(4, dtype=torch.float8_e5m2)\n", 6, "torch.float8_e5m2"),
+    ]
+
+    @pytest.mark.parametrize("source, line, dtype", MAKES_A_TENSOR)
+    def test_a_float8_tensor_is_a_row_in_a_release_without_it(self, source, line, dtype):
+        rows = [(row_line, api) for row_line, api, tip in _rows(source) if "no NPU data type" in tip]
+        assert rows == [(line, dtype)]
+
+    @pytest.mark.parametrize("source", [
+        "import torch\nis_fp8 = x.dtype == torch.float8_e4m3fn\n",
+        "import torch\nlimit = torch.finfo(torch.float8_e4m3fn).max\n",
+        "import torch\nDTYPES = {'fp8': torch.float8_e4m3fn, 'bf16': torch.bfloat16}\n",
+        "import torch\nw = weight.to(torch.bfloat16)\n",
+        "float8_e4m3fn = 'label'\nx = t.to(float8_e4m3fn)\n",
+        # a function of the file that only measures with the parameter
+        "import torch\n\ndef limit(dtype):\n    return torch.finfo(dtype).max\n\nm = limit(torch.float8_e4m3fn)\n",
+    ])
+    def test_a_float8_dtype_that_makes_no_tensor_is_no_row(self, source):
+        assert not [row for row in _rows(source) if "no NPU data type" in row[2]]
+
+    @pytest.mark.parametrize("version", ["2.7.1", "2.10.0"])
+    def test_a_release_whose_npu_has_float8_says_nothing_of_it(self, version):
+        assert not _rows("import torch\nw = weight.to(torch.float8_e4m3fn)\n", version)
+
+    @pytest.mark.parametrize("version", ["2.6.0", "2.10.0"])
+    def test_the_fnuz_variants_are_rows_in_every_release(self, version):
+        rows = _rows("import torch\nw = weight.to(torch.float8_e5m2fnuz)\n", version)
+        assert [api for _, api, _ in rows] == ["torch.float8_e5m2fnuz"]
+
+    def test_a_dtype_newer_than_the_releases_torch_is_one_row_of_its_own(self):
+        rows = _rows("import torch\nx = torch.empty(3, dtype=torch.float8_e8m0fnu)\n")
+        assert len(rows) == 1 and "has no such dtype" in rows[0][2]

@@ -190,6 +190,23 @@ RAY_GPUS = _kind(
     (("import ray\nids = ray.get_gpu_ids()\n", "ray.get_gpu_ids", UNSUPPORTED_CSV),),
 )
 
+NPU_DTYPE = _kind(
+    "NPU932", "NPUDtype", "a tensor made or cast to a data type the release's NPU cannot hold (float8)", ERROR,
+    "torch_npu gives every operator to CANN with an ACL data type. In the releases for torch 2.6 and older the "
+    "float8 types (float8_e4m3fn, float8_e5m2) have none, and AMD's fnuz variants have none in any release: "
+    "on the NPU a tensor of such a type cannot be made, cast to or computed with (the operator raises). Comparing "
+    "a dtype or reading torch.finfo is not a row: only a dtype given to dtype=/out_dtype= or to .to()/.view()/"
+    ".type(), directly or through a variable the file assigns it to.",
+    "keep float8 off on this release (train in bfloat16: turn the project's FP8 option off), or migrate with "
+    "a -v of torch 2.7.1 or newer, whose torch_npu (CANN 26 builds) has float8 on the NPUs that compute it.",
+    (("import torch\nw = weight.to(torch.float8_e4m3fn)\n", "torch.float8_e4m3fn", UNSUPPORTED_CSV),
+     ("import torch\nFP8 = torch.float8_e5m2\nbuf = torch.empty(16, dtype=FP8, device='cuda')\n",
+      "torch.float8_e5m2", UNSUPPORTED_CSV)),
+    ("import torch\nis_fp8 = x.dtype == torch.float8_e4m3fn\n",
+     "import torch\nlimit = torch.finfo(torch.float8_e4m3fn).max\n",
+     "import torch\nw = weight.to(torch.bfloat16)\n"),
+)
+
 QUANTIZATION = _kind(
     "NPU912", "Quantization", "quantization through bitsandbytes", ERROR,
     "bitsandbytes' 4-bit and 8-bit layers are CUDA kernels: loading a model with load_in_4bit or a "

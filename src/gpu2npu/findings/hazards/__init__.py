@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 from ...knowledge.apidata import ApiData
 from ...records.change import Finding
 from . import (compiler, cuda_handles, framework_options, fused_optimizers, gpu_identity, gpu_kernels, lightning_accelerator,
-               local_torch_cuda, nvidia_tools, package_probes, profiler, quantization, ray_gpus, tf32)
+               local_torch_cuda, npu_dtypes, nvidia_tools, package_probes, profiler, quantization, ray_gpus, tf32)
 from .compiler import compile_tip
 from .view import FileView
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["DETECTORS", "compile_tip", "hazards_for_source", "might_have_hazard"]
 
 DETECTORS = (local_torch_cuda, profiler, gpu_identity, compiler, cuda_handles, tf32, gpu_kernels, fused_optimizers,
-             ray_gpus, package_probes, quantization, nvidia_tools, framework_options, lightning_accelerator)
+             ray_gpus, package_probes, quantization, nvidia_tools, framework_options, lightning_accelerator, npu_dtypes)
 
 TRIGGERS: Tuple[bytes, ...] = tuple(dict.fromkeys(word for detector in DETECTORS for word in detector.TRIGGERS))
 
