@@ -51,6 +51,8 @@ def api_findings(scan: FileScan, path: str, api: apidata.ApiData, similar: bool 
                 if accelerator and scan.accelerator_guarded(call.lineno, accelerator) and not scan.in_accelerator_test(
                         call.func, accelerator):
                     break  # it runs only after a test of that accelerator, whose own row says the torch lacks it
+                if accelerator and not _answers_without_the_device(name):
+                    break  # it raises wherever that accelerator is missing: it runs only where it is, not on the NPU
                 findings.extend(newer)
                 break
     findings.extend(_newer_dtypes(scan, path, api))
@@ -122,6 +124,18 @@ _OTHER_PLATFORMS = (*OTHER_ACCELERATORS, "rocm")
 def _other_accelerator(name: str) -> Optional[str]:
     parts = name.split(".")
     return parts[1] if len(parts) > 2 and parts[0] == "torch" and parts[1] in OTHER_ACCELERATORS else None
+
+
+def _answers_without_the_device(name: str) -> bool:
+    """Whether a function of another accelerator's module (`torch.xpu.device_count`) answers on a
+    machine without that accelerator: its availability questions, counts and build facts, and the
+    seeds it queues until the device is first used.  Any other (`get_device_properties`,
+    `current_device`, `synchronize`) initializes the device and raises where it is missing, so a
+    program calls it only where that accelerator is (behind a test of its name, its device
+    properties or its availability), never on the NPU machine."""
+    last = name.rsplit(".", 1)[-1]
+    return last.startswith(("is_", "_is_", "manual_seed", "seed")) or last in ("device_count", "get_arch_list",
+                                                                             "get_gencode_flags")
 
 
 def _file_of_the_accelerator(path: str, accelerator: str) -> bool:
