@@ -192,8 +192,9 @@ MIGRATED = [
     ("import torch\nuse_fused = device_type == 'cuda'\nextra = dict(fused=True) if use_fused else dict()\n"
      "opt = torch.optim.AdamW(params, lr=1e-3, **extra)\n", "device_type == 'npu'"),
     # torch's own collectives behind the same test run on the NPU over HCCL
+    # (a message saying "CUDA only" would be the author's word that it is not: TestATestWhoseMessageSays...)
     ("import torch\nimport torch.distributed as dist\n\ndef sync(device, t):\n    if device.type != 'cuda':\n"
-     "        raise NotImplementedError('CUDA only')\n    dist.broadcast(t, 0)\n", "device.type != 'npu'"),
+     "        raise NotImplementedError(f'no broadcast on {device}')\n    dist.broadcast(t, 0)\n", "device.type != 'npu'"),
     # a function of the file whose result is a torch device, or handed to a keyword of no framework
     ("import torch\n\ndef pick():\n    if torch.cuda.is_available():\n        return 'cuda'\n    return 'cpu'\n\n"
      "model = Net().to(device=pick())\n",
@@ -594,3 +595,58 @@ class TestATableOfGpusLookedUpByTheDevicesName:
                   "            return\n    raise ValueError(name)\n")
         output, guards = _migrate(source)
         assert "if not torch_npu.npu.is_available():" in output and guards == []
+
+
+class TestATestWhoseMessageSaysWhatItStopsIsCudaOnly:
+    """`assert D, msg` guards what follows it as `if not D: raise` does.  Where the message says the
+    code it stops runs on CUDA only ("GDS currently only supported for CUDA accelerator"), the author
+    declares a CUDA-only feature that no name of it may show: migrated, the NPU would pass the test
+    into that code.  A message that only requires CUDA ("requires a CUDA GPU") asks for an
+    accelerator, which the NPU is; one that names another device too speaks of a set the NPU may join."""
+
+    STOPS = [
+        "from deepspeed.accelerator import get_accelerator\n\ndef gds(cfg):\n    if cfg['use_gds']:\n"
+        "        assert get_accelerator().device_name() == 'cuda', 'GDS currently only supported for CUDA accelerator'\n"
+        "    return cfg\n",
+        "def validate(acc):\n    assert acc.device_name() == 'cuda', (\n"
+        "        f\"SuperOffload only supports NVIDIA CUDA GPUs, found '{acc.device_name()}'.\")\n",
+        "import torch\n\ndef kernel(x):\n    if x.device.type != 'cuda':\n"
+        "        raise ValueError('This kernel only runs on NVIDIA GPUs')\n    return x * 2\n",
+        "import torch\n\ndef kernel(x):\n    assert x.is_cuda, 'CUDA only'\n    return x * 2\n",
+    ]
+
+    @pytest.mark.parametrize("source", STOPS)
+    def test_it_stays_as_written_with_a_row_quoting_the_message(self, source):
+        output, guards = _migrate(source)
+        assert output == source
+        assert len(guards) == 1 and "its message says" in guards[0].tip and "only" in guards[0].tip
+
+    @pytest.mark.parametrize("source, migrated", [
+        ("import torch\n\ndef main():\n    assert torch.cuda.is_available(), 'This script requires a CUDA GPU'\n"
+         "    x = torch.ones(2).cuda()\n", "torch_npu.npu.is_available()"),
+        ("import torch\n\ndef check(t):\n    assert t.device.type in ('cuda', 'cpu'), 'only CUDA and CPU tensors'\n",
+         "('npu', 'cpu')"),
+        ("import torch\n\ndef check(t):\n    assert t.is_cuda, 'only tensors on an NPU or CUDA device'\n", "t.is_npu"),
+        # the message is not the test's: another statement's
+        ("import torch\nprint('only CUDA is tested')\nassert torch.cuda.is_available()\n", "torch_npu.npu.is_available()"),
+    ])
+    def test_a_test_whose_message_asks_for_an_accelerator_is_migrated(self, source, migrated):
+        output, guards = _migrate(source)
+        assert migrated in output and not guards
+
+    def test_an_assert_before_cuda_only_code_guards_it(self):
+        source = "import torch\nimport apex\n\ndef f(x):\n    assert x.is_cuda\n    return apex.fused(x)\n"
+        output, guards = _migrate(source)
+        assert "assert x.is_cuda" in output and [g.start_line for g in guards] == [5]
+
+    @pytest.mark.parametrize("source", [
+        # an assert of a type that reads a device variable before CUDA-only code is no device test
+        "import torch\nfrom vllm.platforms import current_platform\n\ndef setup(device):\n"
+        "    if isinstance(device, int):\n        device = torch.device(f'cuda:{device}')\n"
+        "    assert isinstance(device, torch.device)\n    if current_platform.is_cuda():\n        fast = True\n",
+        "import torch\n\ndef setup(device):\n    if not isinstance(device, torch.device):\n"
+        "        raise TypeError('only CUDA devices are supported')\n    return torch.ones(2, device='cuda')\n",
+    ])
+    def test_a_test_that_names_no_cuda_guards_nothing_by_its_message(self, source):
+        output, guards = _migrate(source)
+        assert "'npu" in output and not guards

@@ -491,6 +491,11 @@ def dead_guard_tip(guard, api: ApiData) -> str:
         return (f"left as written: it guards {guard.guarded}: {option}. Migrated alone, the test would hand "
                 "that framework a CUDA choice on the NPU; as written, this branch is not taken there (as on any "
                 "machine without CUDA): choose the NPU in that framework, then test for the NPU")
+    if guard.guarded.startswith(device_guards.CUDA_ONLY_DECLARED):
+        message = guard.guarded[len(device_guards.CUDA_ONLY_DECLARED) + 2:]
+        return (f"left as written: its message says that what it stops runs on CUDA only ({message}), so migrated, "
+                "the NPU would pass the test into that code; as written, it stops there on the NPU with that message "
+                "(as on any machine without CUDA): port what follows to the NPU, then test for the NPU")
     if guard.guarded == device_guards.GPU_NAME_SEARCH:
         return (f"left as written: it guards {guard.guarded}: the NPU's name (Ascend910B...) matches no entry, so "
                 "migrated alone the search would raise on the NPU; as written, this branch is not taken there (as on "

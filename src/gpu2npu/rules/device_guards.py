@@ -63,6 +63,15 @@ CUDA_ONLY_CLASSES = (
     "pytorch_lightning.accelerators.cuda.CUDAAccelerator",
 )
 EXITS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
+# What a message declaring the code after a test CUDA-only stands as (a DeadGuard's `guarded`).
+CUDA_ONLY_DECLARED = "code its message says runs on CUDA only"
+# A message that says so ("GDS currently only supported for CUDA accelerator", "SuperOffload only
+# supports NVIDIA CUDA GPUs"): the author's word that what follows the test is CUDA-only where no
+# name of it shows.  One that names another device too ("only CUDA and CPU tensors") speaks of a
+# set of devices, which the NPU may join; one that only requires CUDA ("requires a CUDA GPU")
+# asks for an accelerator, which the NPU is.
+_CUDA_ONLY_MESSAGE = re.compile(r"\bonly\b.{0,60}\b(cuda|nvidia)\b|\b(cuda|nvidia)\b.{0,20}\bonly\b", re.IGNORECASE)
+_OTHER_DEVICE_WORD = re.compile(r"\b(cpus?|npus?|ascend|xpus?|mps|rocm|hip|amd|intel|tpus?|hpus?)\b", re.IGNORECASE)
 # What a lookup of the device's name in a table stands as (a DeadGuard's `guarded`).
 GPU_NAME_LOOKUP = "a table of NVIDIA GPUs looked up by get_device_name()"
 # ... and a search of such a table that raises where no entry matches.
@@ -117,6 +126,8 @@ class _Resolver(cst.CSTVisitor):
         self.fused_flags: List[cst.CSTNode] = []  # `fused=True`, `{"fused": True}`
         self.optimizers: Set[str] = set()  # the torch optimizers with a fused form the file names
         self.framework_choices: Set[str] = set()  # what cuda_only says of a framework's CUDA option
+        # whether a message of the file may say that what a test stops is CUDA-only (_CUDA_ONLY_MESSAGE)
+        self.declares_cuda_only = False
 
     def visit_If(self, node: cst.If) -> None:
         self.ifs.append(node)
@@ -546,14 +557,33 @@ class _Finder:
                 _, when_false = self._polarity(statement.test)
                 leaves_function = exits(statement.body, (cst.Return, cst.Raise))
                 guarded = rest if leaves_function else after
-                if when_false and self._first_cuda_only(guarded) is not None:
-                    hit = self._first_cuda_only([statement.test, *guarded])
-                    code = _one_line(statement.test)
-                    guard = DeadGuard(code, hit)
-                    self.exit_guards.add(id(guard))
-                    self._add(statement.test, guard)
+                raised = statement.body.body[-1] if isinstance(statement.body, cst.IndentedBlock) else None
+                message = (raised.body[-1].exc if isinstance(raised, cst.SimpleStatementLine) and raised.body
+                           and isinstance(raised.body[-1], cst.Raise) else None)
+                if when_false:
+                    self._exit_guard(statement.test, guarded, message)
+            elif isinstance(statement, cst.SimpleStatementLine):
+                # `assert D, msg` guards what follows it as `if not D: raise` does, where D names
+                # CUDA itself (`x.is_cuda`, `.type == "cuda"`): an assert of a type or a shape that
+                # reads a device variable (`isinstance(device, torch.device)`) is no device test
+                for small in statement.body:
+                    if (isinstance(small, cst.Assert) and "cuda" in _one_line(small.test).lower()
+                            and self._polarity(small.test)[0]):
+                        self._exit_guard(small.test, rest, small.msg)
             for block in _blocks_of(statement):
                 self._block(block, rest)
+
+    def _exit_guard(self, test: cst.BaseExpression, guarded: List[cst.CSTNode], message: Optional[cst.CSTNode]) -> None:
+        """Leave a test that stops the program off CUDA as written where what runs after it is
+        CUDA-only: a name of it, or the word of the test's message."""
+        hit = self._first_cuda_only([test, *guarded]) if self._first_cuda_only(guarded) is not None else None
+        if hit is None and "cuda" in _one_line(test).lower():  # (a test that names CUDA itself)
+            declared = _declared_cuda_only(message)
+            hit = f"{CUDA_ONLY_DECLARED}: {declared!r}" if declared else None
+        if hit is not None:
+            guard = DeadGuard(_one_line(test), hit)
+            self.exit_guards.add(id(guard))
+            self._add(test, guard)
 
     def visit_Module(self, node: cst.Module) -> None:
         self._block(node.body, [])
@@ -561,6 +591,28 @@ class _Finder:
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if isinstance(node.body, cst.IndentedBlock):
             self._block(node.body.body, [])
+
+
+def _declared_cuda_only(message: Optional[cst.CSTNode]) -> Optional[str]:
+    """The text of a message that says the code it stops is CUDA-only, or None."""
+    if message is None:
+        return None
+    text = " ".join("".join(_strings_in(message)).split())
+    if _CUDA_ONLY_MESSAGE.search(text) and not _OTHER_DEVICE_WORD.search(text):
+        return text
+    return None
+
+
+def _strings_in(node: cst.CSTNode) -> List[str]:
+    """The literal text of the strings in `node` (an f-string's text between its fields)."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return [value if isinstance(value, str) else value.decode("utf-8", "replace")]
+    if isinstance(node, cst.FormattedStringText):
+        return [node.value]
+    if isinstance(node, cst.FormattedStringExpression):
+        return ["{...}"]
+    return [text for child in node.children for text in _strings_in(child)]
 
 
 def _blocks_of(statement: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
@@ -653,6 +705,8 @@ def _may_hold_cuda_only(code: str, api: ApiData) -> bool:
     that stays CUDA-only (a CUDA-only package or class, a torch.cuda name the release lacks)."""
     if _CUDA_ONLY_WORD.search(code) or _CUDA_BUILD_WORD.search(code) or "_C._cuda" in code:
         return True
+    if "only" in code and _CUDA_ONLY_MESSAGE.search(code):
+        return True  # (a test whose message says that what it stops is CUDA-only)
     if any(npu_aware.question_of_cuda(name) for name in npu_aware.called_names(code) if "cuda" in name.lower()):
         return True  # (the project's own question about CUDA, asked by the guard walk's test)
     if "get_device_properties" in code and _PROPERTY_FIELD.search(code):
@@ -681,6 +735,7 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
         return npu_aware.guarded_spans(wrapper, code=code), {}
     resolver = _Resolver(api, aliases, rerouted, scopes, own)
     resolver.file_facts = facts  # (what the whole file says, where the tree is a piece of it)
+    resolver.declares_cuda_only = "only" in code and _CUDA_ONLY_MESSAGE.search(code) is not None
     spans = npu_aware.guarded_spans(wrapper, resolver)
     resolver.mark_gpu_name_lookups()
     resolver.mark_fused_flags()
@@ -757,7 +812,8 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
     """Spans of the original file left as written because they test for CUDA around code that
     stays CUDA-only: the test's span maps to its DeadGuard (a report row), the code it guards to
     None.  `resolver` has walked the file."""
-    if not resolver.cuda_only:
+    declared = resolver.declares_cuda_only
+    if not resolver.cuda_only and not declared:
         return {}
     # A bf16 gate's capability test becomes the NPU's bf16 test (NPU111): valid after migration.
     for node in (*resolver.ifs, *resolver.ifexps):
@@ -765,7 +821,7 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
         if path is not None:
             for part in nodes_within(bf16_capability.gate_comparison(node.test, path), cst.Name, cst.Attribute):
                 resolver.cuda_only.pop(id(part), None)
-    if not resolver.cuda_only:
+    if not resolver.cuda_only and not declared:
         return {}
     resolver.mark_device_variables()
     finder = _Finder(resolver.cuda_only, resolver.device_terms, wrapper.resolve(PositionProvider),
