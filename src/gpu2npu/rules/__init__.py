@@ -34,6 +34,7 @@ from .dataloader import DataLoaderForNpu
 from .environment_variables import CudaEnvironmentVariables
 from .flash_attn import FlashAttnToNpu
 from .fork_rng import ForkRngOnNpu
+from .autocast_state import AutocastStateOnNpu
 from .ddp_checkpoint import SaveOnRankZero
 from .ddp_data_parallel import DataParallelRemoved
 from .ddp_init import InitHcclProcessGroup
@@ -67,6 +68,7 @@ COMMON_RULES: Tuple[Type[Rule], ...] = (
     TensorCudaToNpu,
     IntegerDevices,
     ForkRngOnNpu,
+    AutocastStateOnNpu,
     DataLoaderForNpu,
     FlashAttnToNpu,
     XformersToSdpa,

@@ -8,17 +8,20 @@ from ...knowledge import env_vars
 from ...knowledge.tips import CUDA_ONLY_PACKAGES, TRANSFORMERS_ATTENTION_VALUES
 
 # What makes a file need the rules.  Attributes: `x.cuda()`, `torch.cuda`, `Backend.NCCL`,
-# `nn.DataParallel`, `data.DataLoader`, `cpp_extension`, `random.fork_rng`.  Imports: any module
+# `nn.DataParallel`, `data.DataLoader`, `cpp_extension`, `random.fork_rng`, CUDA's autocast state
+# (`torch.is_autocast_enabled()`, `torch.get_autocast_gpu_dtype()`).  Imports: any module
 # or name with one of these words (and then every use of the name they bind).  Strings: the ones
 # the rules and the analysis act on (device strings and types, NCCL backends,
 # CUDA_VISIBLE_DEVICES); prose that merely mentions CUDA is left alone by every rule.  Plain
 # variable names (`use_cuda`) are not resolved by any rule and do not count.
-REWRITE_WORDS = ("cuda", "nccl", "dataparallel", "data_parallel", "dataloader", "cpp_extension", "torch_npu", "fork_rng")
+REWRITE_WORDS = ("cuda", "nccl", "dataparallel", "data_parallel", "dataloader", "cpp_extension", "torch_npu", "fork_rng",
+                 "autocast_enabled", "autocast_gpu_dtype")
 # NCCL in any case but mixed: "AsyncClient" holds n-c-C-l.
 REWRITE_WORD = re.compile("|".join(REWRITE_WORDS).replace("nccl", "(?-i:nccl|NCCL|Nccl)"), re.IGNORECASE)
 # (cuDNN's TF32 switches hold no CUDA word: `torch.backends.cudnn.allow_tf32`, `...conv.fp32_precision`)
 _ATTRIBUTE_WORD = re.compile(r"cuda|(?-i:nccl|NCCL|Nccl)|^(DataParallel|data_parallel|DataLoader|cpp_extension|torch_npu"
-                             r"|allow_tf32|fp32_precision|fork_rng)$", re.IGNORECASE)
+                             r"|allow_tf32|fp32_precision|fork_rng|(is|set)_autocast_enabled|(get|set)_autocast_gpu_dtype)$",
+                             re.IGNORECASE)
 # device names are lower case; the CUDA/NCCL environment variables upper case (env_vars.NAME)
 STRING_WORD = re.compile(r"^cuda|torch\.cuda\.|(?i:nccl)|CUDA_VISIBLE_DEVICES|"
                          + "".join(f"^{value}$|" for value in TRANSFORMERS_ATTENTION_VALUES) + env_vars.NAME.pattern)

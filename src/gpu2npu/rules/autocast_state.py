@@ -1,0 +1,71 @@
+"""torch's questions about CUDA's autocast -> torch_npu.npu's: `torch.is_autocast_enabled()`,
+`torch.get_autocast_gpu_dtype()` and their setters."""
+from __future__ import annotations
+
+import libcst as cst
+
+from .base import Example, Rule, code_of
+from .names import qualified_names
+
+# torch's function -> torch_npu.npu's, and how many arguments the CUDA form takes (None: any)
+CUDA_AUTOCAST_STATE = {
+    "torch.is_autocast_enabled": ("is_autocast_enabled", 0),
+    "torch.set_autocast_enabled": ("set_autocast_enabled", 1),
+    "torch.get_autocast_gpu_dtype": ("get_autocast_dtype", None),
+    "torch.set_autocast_gpu_dtype": ("set_autocast_dtype", None),
+}
+
+
+class AutocastStateOnNpu(Rule):
+    """`torch.is_autocast_enabled()` and `torch.get_autocast_gpu_dtype()` (and their setters) ask
+    about CUDA's autocast, in every torch release ("gpu" is CUDA; the device-neutral forms take a
+    device type, `torch.is_autocast_enabled("cuda")`, which is a device string).  After migration
+    the program autocasts on the NPU (`torch.autocast("npu")`, torch_npu.npu.amp.autocast), so the
+    CUDA questions answer False and float16 whatever the NPU does: a custom autograd function that
+    casts its inputs to the autocast dtype when autocast is on computes in float32 instead, or
+    mixes dtypes.  torch_npu.npu has the NPU's questions under the same names
+    (`get_autocast_dtype`/`set_autocast_dtype` for the "gpu" ones), same arguments.
+
+    Left where the call gives a device type (`torch.is_autocast_enabled("cuda")`,
+    `torch.set_autocast_enabled("cuda", True)`: the device string is renamed) and where the
+    release's torch_npu lacks the NPU form.
+    """
+
+    code = "NPU118"
+    summary = "torch.is_autocast_enabled() / torch.get_autocast_gpu_dtype() (CUDA's) -> torch_npu.npu's"
+    triggers = ("autocast_enabled", "autocast_gpu_dtype")
+    examples = (
+        Example(
+            "import torch\n\ndef forward(ctx, x):\n    if torch.is_autocast_enabled():\n"
+            "        x = x.to(torch.get_autocast_gpu_dtype())\n    return x\n",
+            "import torch\nimport torch_npu\n\ndef forward(ctx, x):\n    if torch_npu.npu.is_autocast_enabled():\n"
+            "        x = x.to(torch_npu.npu.get_autocast_dtype())\n    return x\n",
+        ),
+        Example(
+            "import torch\nfrom torch import set_autocast_gpu_dtype\nset_autocast_gpu_dtype(torch.bfloat16)\n",
+            "import torch\nimport torch_npu\nfrom torch import set_autocast_gpu_dtype\n"
+            "torch_npu.npu.set_autocast_dtype(torch.bfloat16)\n",
+        ),
+    )
+    unchanged = (
+        "import torch\nok = torch.is_autocast_enabled('cpu')\n",
+        "import torch\nok = torch.is_autocast_cpu_enabled()\n",
+        "import torch\ntorch.set_autocast_enabled('cuda', True)\n",
+        "def check(torch):\n    return torch.is_autocast_enabled()\n",
+    )
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
+        name = next((name for name in qualified_names(self, original_node.func) if name in CUDA_AUTOCAST_STATE), None)
+        if name is None:
+            return updated_node
+        npu_name, arguments = CUDA_AUTOCAST_STATE[name]
+        if arguments is not None and (len(original_node.args) != arguments
+                                      or any(arg.keyword is not None or arg.star for arg in original_node.args)):
+            return updated_node  # (a device type given: the device-neutral form)
+        if not self.context.api.npu_has([npu_name]):
+            return updated_node
+        self.record(original_node, f"change {code_of(original_node.func)} to torch_npu.npu.{npu_name}: it asks "
+                                   "about CUDA's autocast, the program's is the NPU's")
+        self.context.needs_torch_npu = True
+        npu = cst.Attribute(value=cst.Attribute(value=cst.Name("torch_npu"), attr=cst.Name("npu")), attr=cst.Name(npu_name))
+        return updated_node.with_changes(func=npu)
