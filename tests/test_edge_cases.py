@@ -774,6 +774,31 @@ class TestAMethodsNameHandedToGetattr:
         assert "move(t, 'npu')" in output
 
 
+class TestAnAttributesNameOfATorchModule:
+    """"cuda" handed to getattr/hasattr with one of torch's modules below torch (`torch.version`,
+    `torch.backends`) names CUDA's attribute there, no device: torch_npu adds no "npu" beside it,
+    so renamed, the code would read an attribute no release has.  The name of a tensor's or a
+    module's method, or of torch's own module torch.cuda, goes with the device."""
+
+    @pytest.mark.parametrize("source", [
+        'import torch\ncuda_version = getattr(torch.version, "cuda", None)\n',
+        'import torch\nok = hasattr(torch.backends, "cuda") and torch.backends.cuda.is_built()\n',
+        'import torch\nfrom torch import version\nv = getattr(version, "cuda", None) or "cpu"\n',
+    ])
+    def test_stays(self, source):
+        output, result = migrate(source)
+        assert '"cuda"' in output and not [c for c in result.changes if "'cuda'" in c.message]
+
+    @pytest.mark.parametrize("source, expected", [
+        ('import torch\nmove = getattr(tensor, "cuda")\n', 'getattr(tensor, "npu")'),
+        ('import torch\nmodule = getattr(torch, "cuda")\n', 'getattr(torch, "npu")'),
+        ('import torch\noriginal = getattr(torch.Tensor, "cuda", None)\n', 'getattr(torch.Tensor, "npu", None)'),
+    ])
+    def test_a_method_or_torchs_device_module_goes_with_the_device(self, source, expected):
+        output, _ = migrate(source)
+        assert expected in output
+
+
 @pytest.mark.parametrize("source", [
     'import torch\nckpt = torch.load(p, map_location={"cuda:0": "cpu", "cuda:1": "cpu"})\n',
     'import torch\nstate = torch.load(p, map_location={"cuda:0": "cpu"}, weights_only=True)\n',

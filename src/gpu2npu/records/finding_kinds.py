@@ -196,7 +196,8 @@ NPU_DTYPE = _kind(
     "float8 types (float8_e4m3fn, float8_e5m2) have none, and AMD's fnuz variants have none in any release: "
     "on the NPU a tensor of such a type cannot be made, cast to or computed with (the operator raises). Comparing "
     "a dtype or reading torch.finfo is not a row: only a dtype given to dtype=/out_dtype= or to .to()/.view()/"
-    ".type(), directly or through a variable the file assigns it to.",
+    ".type(), directly, through a variable the file assigns it to, or to a function of the file that gives "
+    "that parameter to one of these.",
     "keep float8 off on this release (train in bfloat16: turn the project's FP8 option off), or migrate with "
     "a -v of torch 2.7.1 or newer, whose torch_npu (CANN 26 builds) has float8 on the NPUs that compute it.",
     (("import torch\nw = weight.to(torch.float8_e4m3fn)\n", "torch.float8_e4m3fn", UNSUPPORTED_CSV),

@@ -302,6 +302,12 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
                 return True
             if last in KEY_METHODS and isinstance(callee, cst.Attribute) and call.args and call.args[0] is parent:
                 return not _looks_up_by_device(rule, node)
+            if (last in _ATTRIBUTE_FUNCTIONS and isinstance(callee, cst.Name) and len(call.args) > 1
+                    and call.args[1] is parent and _a_torch_submodule(rule, call.args[0].value)):
+                # an attribute's name, no device: `getattr(torch.version, "cuda", None)` reads CUDA's
+                # version (None on the NPU machine), `hasattr(torch.backends, "cuda")` a backend
+                # module; torch_npu adds no "npu" to either
+                return True
     if (isinstance(node, cst.SimpleString) and string_text(node) == "cuda:" and _cut_from_text(rule, parent)
             and _function_handles_npu(rule, node)):
         # a prefix cut from a device's text (`for remove in "cuda:", "(", ")": device =
@@ -344,6 +350,22 @@ def _among_platform_labels(collection: Optional[cst.CSTNode]) -> bool:
     return isinstance(collection, (cst.List, cst.Tuple, cst.Set)) and any(
         isinstance(element.value, cst.SimpleString) and string_text(element.value) in PLATFORM_LABELS
         for element in collection.elements)
+
+
+# Python's functions that take an object and the name of one of its attributes
+_ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
+
+
+# torch's modules whose attribute "cuda" is no device API that torch_npu gives an "npu" twin: CUDA's
+# version string, the CUDA backend's settings (a class's method "cuda", `torch.Tensor.cuda`, goes
+# with the device: its callers call npu())
+_NO_NPU_TWIN = ("torch.version", "torch.backends")
+
+
+def _a_torch_submodule(rule, expression: cst.BaseExpression) -> bool:
+    """Whether `expression` is torch.version, torch.backends or a module of it."""
+    return any(name == module or name.startswith(module + ".") for name in qualified_names(rule, expression)
+               for module in _NO_NPU_TWIN)
 
 
 def names_a_method(rule, node: cst.CSTNode) -> bool:
