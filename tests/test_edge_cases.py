@@ -795,8 +795,11 @@ class TestAnAttributesNameOfATorchModule:
         ('import torch\noriginal = getattr(torch.Tensor, "cuda", None)\n', 'getattr(torch.Tensor, "npu", None)'),
     ])
     def test_a_method_or_torchs_device_module_goes_with_the_device(self, source, expected):
-        output, _ = migrate(source)
+        output, result = migrate(source)
         assert expected in output
+        # (the row says what the string is: an attribute's name, not a device)
+        assert [c.message for c in result.changes if c.rule == "NPU103"] == [
+            "change the attribute name 'cuda' to 'npu' (looked up with getattr)"]
 
 
 @pytest.mark.parametrize("source", [

@@ -9,7 +9,7 @@ from libcst.metadata import PositionProvider
 from ..records.change import Report
 from .base import Example, Rule
 from .device_tests import DeviceTypeTests, is_device_test
-from .names import (DEVICE_STRING, DocstringTracker, cuda_switch_of, cuda_switch_tip, framework_option, names_a_method,
+from .names import (DEVICE_STRING, DocstringTracker, an_attribute_name, cuda_switch_of, cuda_switch_tip, framework_option, names_a_method,
                     not_a_device, of_a_properties_query_left, string_text, with_string_text)
 from .walk import ParentNodeProvider
 
@@ -95,6 +95,13 @@ class CudaDeviceStrings(DocstringTracker, Rule):
             return updated_node
         if of_a_properties_query_left(self, original_node):
             return updated_node  # (the query's own row says why)
+        attribute_function = an_attribute_name(self, original_node)
+        if attribute_function is not None:
+            # getattr(x, "cuda"): a tensor's or a module's method (npu() on the NPU), torch's module
+            # torch.cuda (torch.npu with torch_npu): the name goes with the device
+            self.record(original_node, f"change the attribute name {text!r} to 'npu' (looked up with {attribute_function})")
+            self.context.needs_torch_npu = True
+            return with_string_text(updated_node, "npu")
         if names_a_method(self, original_node):
             # getattr(v, fn) with fn "cuda": tensors' and modules' cuda() are npu() on the NPU, and
             # so are the project's classes' own (NPU102 renames them with their callers)

@@ -362,6 +362,17 @@ _ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 _NO_NPU_TWIN = ("torch.version", "torch.backends")
 
 
+def an_attribute_name(rule, node: cst.CSTNode) -> Optional[str]:
+    """The function (getattr, hasattr...) that the string `node` is handed to as an attribute's
+    name, or None.  `rule` declares ParentNodeProvider."""
+    parent = rule.get_metadata(ParentNodeProvider, node, None)
+    call = rule.get_metadata(ParentNodeProvider, parent, None) if isinstance(parent, cst.Arg) else None
+    if (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _ATTRIBUTE_FUNCTIONS
+            and len(call.args) > 1 and call.args[1] is parent):
+        return call.func.value
+    return None
+
+
 def _a_torch_submodule(rule, expression: cst.BaseExpression) -> bool:
     """Whether `expression` is torch.version, torch.backends or a module of it."""
     return any(name == module or name.startswith(module + ".") for name in qualified_names(rule, expression)
