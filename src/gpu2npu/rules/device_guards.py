@@ -593,6 +593,20 @@ class _Finder:
             self._block(node.body.body, [])
 
 
+def _may_declare_cuda_only(code: str) -> bool:
+    """Whether some text of the file says that something runs on CUDA only (_CUDA_ONLY_MESSAGE):
+    the expression is tried only around each "only" (a search of the whole file with it costs
+    a dozen times more, and nearly every file holds an "only" somewhere)."""
+    for word in ("only", "Only", "ONLY"):
+        at = code.find(word)
+        while at >= 0:
+            around = code[max(0, at - 30):at + 70].lower()
+            if ("cuda" in around or "nvidia" in around) and _CUDA_ONLY_MESSAGE.search(around):
+                return True
+            at = code.find(word, at + 4)
+    return False
+
+
 def _declared_cuda_only(message: Optional[cst.CSTNode]) -> Optional[str]:
     """The text of a message that says the code it stops is CUDA-only, or None."""
     if message is None:
@@ -705,7 +719,7 @@ def _may_hold_cuda_only(code: str, api: ApiData) -> bool:
     that stays CUDA-only (a CUDA-only package or class, a torch.cuda name the release lacks)."""
     if _CUDA_ONLY_WORD.search(code) or _CUDA_BUILD_WORD.search(code) or "_C._cuda" in code:
         return True
-    if "only" in code and _CUDA_ONLY_MESSAGE.search(code):
+    if _may_declare_cuda_only(code):
         return True  # (a test whose message says that what it stops is CUDA-only)
     if any(npu_aware.question_of_cuda(name) for name in npu_aware.called_names(code) if "cuda" in name.lower()):
         return True  # (the project's own question about CUDA, asked by the guard walk's test)
@@ -735,7 +749,7 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
         return npu_aware.guarded_spans(wrapper, code=code), {}
     resolver = _Resolver(api, aliases, rerouted, scopes, own)
     resolver.file_facts = facts  # (what the whole file says, where the tree is a piece of it)
-    resolver.declares_cuda_only = "only" in code and _CUDA_ONLY_MESSAGE.search(code) is not None
+    resolver.declares_cuda_only = _may_declare_cuda_only(code)
     spans = npu_aware.guarded_spans(wrapper, resolver)
     resolver.mark_gpu_name_lookups()
     resolver.mark_fused_flags()
