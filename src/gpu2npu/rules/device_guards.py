@@ -557,10 +557,10 @@ class _Finder:
                 _, when_false = self._polarity(statement.test)
                 leaves_function = exits(statement.body, (cst.Return, cst.Raise))
                 guarded = rest if leaves_function else after
-                raised = statement.body.body[-1] if isinstance(statement.body, cst.IndentedBlock) else None
-                message = (raised.body[-1].exc if isinstance(raised, cst.SimpleStatementLine) and raised.body
-                           and isinstance(raised.body[-1], cst.Raise) else None)
                 if when_false:
+                    raised = statement.body.body[-1] if isinstance(statement.body, cst.IndentedBlock) else None
+                    message = (raised.body[-1].exc if isinstance(raised, cst.SimpleStatementLine) and raised.body
+                               and isinstance(raised.body[-1], cst.Raise) else None)
                     self._exit_guard(statement.test, guarded, message)
             elif isinstance(statement, cst.SimpleStatementLine):
                 # `assert D, msg` guards what follows it as `if not D: raise` does, where D names
@@ -576,12 +576,15 @@ class _Finder:
     def _exit_guard(self, test: cst.BaseExpression, guarded: List[cst.CSTNode], message: Optional[cst.CSTNode]) -> None:
         """Leave a test that stops the program off CUDA as written where what runs after it is
         CUDA-only: a name of it, or the word of the test's message."""
-        hit = self._first_cuda_only([test, *guarded]) if self._first_cuda_only(guarded) is not None else None
-        if hit is None and "cuda" in _one_line(test).lower():  # (a test that names CUDA itself)
+        in_guarded = self._first_cuda_only(guarded)
+        # (the test's own CUDA-only name first, as the report names what comes first)
+        hit = (self._first_cuda_only([test]) or in_guarded) if in_guarded is not None else None
+        code = _one_line(test)
+        if hit is None and "cuda" in code.lower():  # (a test that names CUDA itself)
             declared = _declared_cuda_only(message)
             hit = f"{CUDA_ONLY_DECLARED}: {declared!r}" if declared else None
         if hit is not None:
-            guard = DeadGuard(_one_line(test), hit)
+            guard = DeadGuard(code, hit)
             self.exit_guards.add(id(guard))
             self._add(test, guard)
 

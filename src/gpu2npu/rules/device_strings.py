@@ -95,17 +95,16 @@ class CudaDeviceStrings(DocstringTracker, Rule):
             return updated_node
         if of_a_properties_query_left(self, original_node):
             return updated_node  # (the query's own row says why)
+        # A name looked up as an attribute: getattr(x, "cuda") (a tensor's or a module's method,
+        # npu() on the NPU; torch's module torch.cuda, torch.npu with torch_npu), or handed to a
+        # parameter its function looks up with getattr (`self._apply("cuda")`, a method of whatever
+        # it meets, the project's classes' own included: NPU102 renames them with their callers).
+        # The name goes with the device.
         attribute_function = an_attribute_name(self, original_node)
-        if attribute_function is not None:
-            # getattr(x, "cuda"): a tensor's or a module's method (npu() on the NPU), torch's module
-            # torch.cuda (torch.npu with torch_npu): the name goes with the device
-            self.record(original_node, f"change the attribute name {text!r} to 'npu' (looked up with {attribute_function})")
-            self.context.needs_torch_npu = True
-            return with_string_text(updated_node, "npu")
-        if names_a_method(self, original_node):
-            # getattr(v, fn) with fn "cuda": tensors' and modules' cuda() are npu() on the NPU, and
-            # so are the project's classes' own (NPU102 renames them with their callers)
-            self.record(original_node, f"change the method name {text!r} to 'npu' (looked up with getattr)")
+        if attribute_function is not None or names_a_method(self, original_node):
+            what = "attribute" if attribute_function is not None else "method"
+            self.record(original_node, f"change the {what} name {text!r} to 'npu' (looked up with "
+                                       f"{attribute_function or 'getattr'})")
             self.context.needs_torch_npu = True
             return with_string_text(updated_node, "npu")
         option = framework_option(self, original_node)

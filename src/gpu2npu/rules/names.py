@@ -302,8 +302,7 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
                 return True
             if last in KEY_METHODS and isinstance(callee, cst.Attribute) and call.args and call.args[0] is parent:
                 return not _looks_up_by_device(rule, node)
-            if (last in _ATTRIBUTE_FUNCTIONS and isinstance(callee, cst.Name) and len(call.args) > 1
-                    and call.args[1] is parent and _a_torch_submodule(rule, call.args[0].value)):
+            if an_attribute_name(rule, node) and _a_torch_submodule(rule, call.args[0].value):
                 # an attribute's name, no device: `getattr(torch.version, "cuda", None)` reads CUDA's
                 # version (None on the NPU machine), `hasattr(torch.backends, "cuda")` a backend
                 # module; torch_npu adds no "npu" to either

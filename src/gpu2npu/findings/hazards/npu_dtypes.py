@@ -68,7 +68,7 @@ class Detector:
         if isinstance(node, (ast.Attribute, ast.Name)):
             # (a dtype newer than the release's torch is a row of its own, NPU903)
             return next((name for name in sorted(self.view.qualified(node))
-                         if name in NPU_DTYPE_FROM and npu_lacks_dtype(name, self._version)
+                         if npu_lacks_dtype(name, self._version)
                          and torch_added_in(name, self.view.api.torch_version) is None), None)
         return None
 
