@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..knowledge.autocast_state import CUDA_AUTOCAST_FUNCTIONS, CUDA_AUTOCAST_STATE
 from .base import Example, Rule, code_of
 from .names import qualified_names
-
-# torch's function -> torch_npu.npu's, and how many arguments the CUDA form takes (None: any)
-CUDA_AUTOCAST_STATE = {
-    "torch.is_autocast_enabled": ("is_autocast_enabled", 0),
-    "torch.set_autocast_enabled": ("set_autocast_enabled", 1),
-    "torch.get_autocast_gpu_dtype": ("get_autocast_dtype", None),
-    "torch.set_autocast_gpu_dtype": ("set_autocast_dtype", None),
-}
 
 
 class AutocastStateOnNpu(Rule):
@@ -33,7 +26,7 @@ class AutocastStateOnNpu(Rule):
 
     code = "NPU118"
     summary = "torch.is_autocast_enabled() / torch.get_autocast_gpu_dtype() (CUDA's) -> torch_npu.npu's"
-    triggers = ("autocast_enabled", "autocast_gpu_dtype")
+    triggers = CUDA_AUTOCAST_FUNCTIONS
     examples = (
         Example(
             "import torch\n\ndef forward(ctx, x):\n    if torch.is_autocast_enabled():\n"

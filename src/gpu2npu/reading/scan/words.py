@@ -5,6 +5,7 @@ import functools
 import re
 
 from ...knowledge import env_vars
+from ...knowledge.autocast_state import CUDA_AUTOCAST_FUNCTIONS
 from ...knowledge.tips import CUDA_ONLY_PACKAGES, TRANSFORMERS_ATTENTION_VALUES
 
 # What makes a file need the rules.  Attributes: `x.cuda()`, `torch.cuda`, `Backend.NCCL`,
@@ -15,12 +16,12 @@ from ...knowledge.tips import CUDA_ONLY_PACKAGES, TRANSFORMERS_ATTENTION_VALUES
 # CUDA_VISIBLE_DEVICES); prose that merely mentions CUDA is left alone by every rule.  Plain
 # variable names (`use_cuda`) are not resolved by any rule and do not count.
 REWRITE_WORDS = ("cuda", "nccl", "dataparallel", "data_parallel", "dataloader", "cpp_extension", "torch_npu", "fork_rng",
-                 "autocast_enabled", "autocast_gpu_dtype")
+                 *CUDA_AUTOCAST_FUNCTIONS)
 # NCCL in any case but mixed: "AsyncClient" holds n-c-C-l.
 REWRITE_WORD = re.compile("|".join(REWRITE_WORDS).replace("nccl", "(?-i:nccl|NCCL|Nccl)"), re.IGNORECASE)
 # (cuDNN's TF32 switches hold no CUDA word: `torch.backends.cudnn.allow_tf32`, `...conv.fp32_precision`)
 _ATTRIBUTE_WORD = re.compile(r"cuda|(?-i:nccl|NCCL|Nccl)|^(DataParallel|data_parallel|DataLoader|cpp_extension|torch_npu"
-                             r"|allow_tf32|fp32_precision|fork_rng|(is|set)_autocast_enabled|(get|set)_autocast_gpu_dtype)$",
+                             r"|allow_tf32|fp32_precision|fork_rng|" + "|".join(CUDA_AUTOCAST_FUNCTIONS) + ")$",
                              re.IGNORECASE)
 # device names are lower case; the CUDA/NCCL environment variables upper case (env_vars.NAME)
 STRING_WORD = re.compile(r"^cuda|torch\.cuda\.|(?i:nccl)|CUDA_VISIBLE_DEVICES|"
