@@ -784,6 +784,10 @@ class TestAnAttributesNameOfATorchModule:
         'import torch\ncuda_version = getattr(torch.version, "cuda", None)\n',
         'import torch\nok = hasattr(torch.backends, "cuda") and torch.backends.cuda.is_built()\n',
         'import torch\nfrom torch import version\nv = getattr(version, "cuda", None) or "cpu"\n',
+        # torch handed in as a parameter, or its module looked up with getattr too
+        'import torch\n\ndef gpus(torch):\n    return {"cuda": getattr(torch.version, "cuda", None)}\n',
+        'import torch\ntag = getattr(getattr(torch, "version", None), "cuda", None)\n',
+        'import torch\n\nclass Probe:\n    def built(self):\n        return hasattr(self.torch.backends, "cuda")\n',
     ])
     def test_stays(self, source):
         output, result = migrate(source)

@@ -373,9 +373,27 @@ def an_attribute_name(rule, node: cst.CSTNode) -> Optional[str]:
 
 
 def _a_torch_submodule(rule, expression: cst.BaseExpression) -> bool:
-    """Whether `expression` is torch.version, torch.backends or a module of it."""
-    return any(name == module or name.startswith(module + ".") for name in qualified_names(rule, expression)
-               for module in _NO_NPU_TWIN)
+    """Whether `expression` is torch.version, torch.backends or a module of it: as its imports
+    resolve it, or as it is spelled where its root is torch handed in (`def collect(torch):
+    getattr(torch.version, "cuda")`) or looked up (`getattr(getattr(torch, "version", None), "cuda")`)."""
+    if any(name == module or name.startswith(module + ".") for name in qualified_names(rule, expression)
+           for module in _NO_NPU_TWIN):
+        return True
+    if (isinstance(expression, cst.Call) and isinstance(expression.func, cst.Name) and expression.func.value == "getattr"
+            and len(expression.args) > 1 and _spells_torch(expression.args[0].value)):
+        return string_text(expression.args[1].value) in _TWINLESS_MODULES
+    return (isinstance(expression, cst.Attribute) and expression.attr.value in _TWINLESS_MODULES
+            and _spells_torch(expression.value))
+
+
+# The modules of torch (_NO_NPU_TWIN) by their name in torch.
+_TWINLESS_MODULES = frozenset(module.split(".", 1)[1] for module in _NO_NPU_TWIN)
+
+
+def _spells_torch(expression: cst.BaseExpression) -> bool:
+    """Whether the expression is a name torch is written as (`torch`, `self.torch`, `_torch`)."""
+    name = dotted_name(expression)
+    return name is not None and name.rsplit(".", 1)[-1].strip("_") == "torch"
 
 
 def names_a_method(rule, node: cst.CSTNode) -> bool:
