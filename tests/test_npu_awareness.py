@@ -232,3 +232,37 @@ class TestEachDeviceInItsOwnBlock:
     def test_a_cuda_block_not_mirrored_by_an_npu_block_is_migrated(self, source):
         output, _ = _migrate(source)
         assert "torch_npu.npu.is_available()" in output
+
+
+class TestAFlagPerDevice:
+    """`self.is_cuda = ...` beside `self.is_npu = ...` in one block: the project keeps a flag (or a
+    value) per device and its readers ask each, so CUDA's goes on answering for CUDA.  Migrated, it
+    would ask for the NPU too (and, renamed, overwrite the NPU's own flag), and the reader's CUDA
+    branch would take the NPU into torch.cuda."""
+
+    @pytest.mark.parametrize("source", [
+        "import torch\n\nclass Loader:\n    def __init__(self, device):\n"
+        "        self.is_cuda = device.type == 'cuda' and torch.cuda.is_available()\n"
+        "        self.is_npu = device.type == 'npu' and torch.npu.is_available()\n\n"
+        "    def streams(self):\n        if self.is_cuda:\n            return torch.cuda\n"
+        "        elif self.is_npu:\n            return torch.npu\n        return None\n",
+        "import torch\nUSE_CUDA = torch.cuda.is_available()\nUSE_NPU = hasattr(torch, 'npu') and torch.npu.is_available()\n",
+        "import torch\ncuda_ok: bool = torch.cuda.is_available()\nnpu_ok: bool = torch.npu.is_available()\n",
+    ])
+    def test_the_cuda_flag_stays(self, source):
+        output, _ = _migrate(source)
+        assert [line for line in output.splitlines() if "cuda" in line.lower()] == [
+            line for line in source.splitlines() if "cuda" in line.lower()]
+
+    @pytest.mark.parametrize("source, migrated", [
+        # no twin: the flag moves with the device
+        ("import torch\n\nclass Loader:\n    def __init__(self, device):\n"
+         "        self.is_cuda = device.type == 'cuda' and torch.cuda.is_available()\n",
+         "device.type == 'npu' and torch_npu.npu.is_available()"),
+        # the NPU's flag in another block is no twin of this one
+        ("import torch\n\ndef a(device):\n    use_cuda = torch.cuda.is_available()\n    return use_cuda\n\n\n"
+         "def b():\n    use_npu = False\n    return use_npu\n", "use_cuda = torch_npu.npu.is_available()"),
+    ])
+    def test_a_flag_without_its_npu_twin_in_the_block_is_migrated(self, source, migrated):
+        output, _ = _migrate(source)
+        assert migrated in output

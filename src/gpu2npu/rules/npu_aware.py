@@ -16,7 +16,9 @@ the branch an NPU test selects is migrated, since it runs on the NPU.  The same 
 statements beside one with an NPU test in the same block, and for conditional expressions
 (`"npu" if npu_ok else "cuda"`).  Boolean expressions and collection literals that mention NPU
 (`device in ("npu", "cuda")`) are left whole, and so are the CUDA values of a class whose attributes
-name NPU too (`CUDA = "cuda"` beside `NPU = "npu"`), and so is the body of a question named for
+name NPU too (`CUDA = "cuda"` beside `NPU = "npu"`), and so is an assignment to a name of CUDA's
+beside one to the NPU's same name in the same block (`self.is_cuda = ...` beside `self.is_npu =
+...`: the project keeps a flag per device), and so is the body of a question named for
 CUDA beside a function named for NPU (`is_cuda_available` beside `is_npu_available`: the callers
 ask each device) or of one that asks whether a GPU kernel can run (`_use_triton`: the NPU cannot
 run it).  "Mentions NPU" is decided on tokens that mean NPU, never on a substring: a name that is
@@ -32,7 +34,7 @@ themselves ("npu", torch_npu.npu) must not make later rules believe the user wro
 from __future__ import annotations
 
 import re
-from typing import FrozenSet, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -306,6 +308,8 @@ class _Guards(cst.CSTVisitor):
                         # is_torch_npu_available(): set_rng("NPU", torch.npu, ...)`: each device is done by
                         # its own block, the same way)
                         self._guard_branch(statement.test, statement.body)
+            for assignment in _cuda_twins(body):
+                self._add(assignment)
             functions = [statement for statement in body if type(statement) is cst.FunctionDef]
             if functions:
                 self._questions_of_cuda(functions)
@@ -320,6 +324,41 @@ class _Guards(cst.CSTVisitor):
             self._add(node)
             return False
         return True
+
+
+def _cuda_twins(body) -> List[cst.CSTNode]:
+    """The assignments of a block to a name of CUDA's beside one to the NPU's same name
+    (`self.is_cuda = device.type == "cuda" and torch.cuda.is_available()` beside `self.is_npu =
+    device.type == "npu" and torch.npu.is_available()`): the project keeps one per device and its
+    readers ask each (`if self.is_cuda: ... elif self.is_npu: ...`), so CUDA's must go on
+    answering for CUDA.  Migrated, both would ask for the NPU, and CUDA's branch would take it."""
+    assigned: Dict[str, cst.CSTNode] = {}
+    for statement in body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                targets = ([target.target for target in small.targets] if isinstance(small, cst.Assign)
+                           else [small.target] if isinstance(small, cst.AnnAssign) and small.value is not None else [])
+                for target in targets:
+                    name = _target_name(target)
+                    if name is not None:
+                        assigned.setdefault(name, small)
+    return [small for name, small in assigned.items() if _CUDA_IN_NAME.search(name)
+            and _CUDA_IN_NAME.sub(lambda match: _NPU_SPELLING[match.group(0)], name) in assigned]
+
+
+# CUDA in a name, and how the NPU's twin of the name spells it (`is_cuda` / `is_npu`, `CUDA_OK` / `NPU_OK`)
+_CUDA_IN_NAME = re.compile(r"cuda|CUDA|Cuda")
+_NPU_SPELLING = {"cuda": "npu", "CUDA": "NPU", "Cuda": "Npu"}
+
+
+def _target_name(node: cst.CSTNode) -> Optional[str]:
+    """`a.b.c` of an assignment's target written as names and attributes; None otherwise."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        inner = _target_name(node.value)
+        return f"{inner}.{node.attr.value}" if inner is not None else None
+    return None
 
 
 def question_of_cuda(name: str) -> bool:
