@@ -38,6 +38,8 @@ LEFT_AS_WRITTEN = [
     ("import flash_attn\n\ndef attn(q, k, v):\n    if q.is_cuda:\n        return flash_attn.flash_attn_with_kvcache(q, k, v)\n", 4),
     ("from xformers.ops.fmha import BlockDiagonalMask\n\ndef mask(lengths, device):\n"
      "    if str(device).startswith('cuda'):\n        return BlockDiagonalMask.from_seqlens(lengths)\n", 4),
+    # an operator the release has no NPU kernel for
+    ("import torch\n\ndef mm(a, b):\n    if a.is_cuda:\n        return torch._int_mm(a, b)\n    return a.float() @ b.float()\n", 4),
     # elif
     ("import torch\nif torch.backends.mps.is_available():\n    d = 'mps'\nelif torch.cuda.is_available():\n"
      "    torch.cuda.nvtx.range_push('x')\n", 4),
@@ -650,3 +652,176 @@ class TestATestWhoseMessageSaysWhatItStopsIsCudaOnly:
     def test_a_test_that_names_no_cuda_guards_nothing_by_its_message(self, source):
         output, guards = _migrate(source)
         assert "'npu" in output and not guards
+
+
+KERNELS = ("import torch\nimport triton\nimport triton.language as tl\n\n\n"
+           "@triton.autotune(\n    configs=[triton.Config({'BLOCK': 64})],\n    key=['n'],\n)\n@triton.jit\n"
+           "def _scale_kernel(x_ptr, n, BLOCK: tl.constexpr):\n    pid = tl.program_id(0)\n\n\n"
+           "def scale(x):\n    _scale_kernel[(x.numel(),)](x, x.numel())\n    return x\n\n\n"
+           "def scale_twice(x):\n    return scale(scale(x))\n\n\n"
+           "class ScaleFunction(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+           "        return scale(x)\n\n\n")
+
+
+class TestACallThatLaunchesAGpuKernel:
+    """A Triton kernel (or CuTe DSL, cuTile) is compiled for CUDA: a device test around its launch,
+    or around a call of a function or class of the project that launches one, itself or through
+    another, guards CUDA-only code.  Migrated, the NPU would take the kernel's branch where the
+    torch code beside it ran; left, the NPU runs the torch code, and the row says so."""
+
+    @pytest.mark.parametrize("tail, line", [
+        ("def f(x):\n    if x.is_cuda:\n        _scale_kernel[(1,)](x, 1)\n        return x\n    return x * 2\n", 31),
+        ("def f(x):\n    if x.device.type == 'cuda':\n        return scale(x)\n    return x * 2\n", 31),
+        ("def f(x):\n    if x.device.type != 'cuda':\n        return x * 2\n    return scale_twice(x)\n", 31),
+        ("def f(x):\n    if torch.cuda.is_available() and x.is_cuda:\n        return ScaleFunction.apply(x)\n"
+         "    return x * 2\n", 31),
+        ("def f(x):\n    return scale(x) if x.is_cuda else x * 2\n", 31),
+    ])
+    def test_in_the_file_that_writes_it_the_test_stays(self, tail, line):
+        source = KERNELS + tail
+        output, guards = _migrate(source)
+        assert output == source
+        assert [g.start_line for g in guards] == [line]
+        assert "kernel _scale_kernel" in guards[0].tip and "Triton-Ascend" in guards[0].tip
+
+    @pytest.mark.parametrize("tail, migrated, left", [
+        # a function that chooses by its own CUDA test launches nothing on the NPU: its own test
+        # stays (it guards the launch), the test around its call moves
+        ("def pick(x):\n    if x.is_cuda:\n        return scale(x)\n    return x * 2\n\n\n"
+         "def f(x):\n    if x.is_cuda:\n        return pick(x)\n    return x\n", "    if x.is_npu:\n        return pick(x)",
+         [31]),
+        # a test around torch code in a file that has kernels
+        ("def f(x):\n    if torch.cuda.is_available():\n        x = x.cuda()\n    return scale(x)\n", "x = x.npu()", []),
+        # torch.jit's decorators compile for any device
+        ("@torch.jit.script\ndef g(x):\n    return x * 2\n\n\ndef f(x):\n    if x.is_cuda:\n        return g(x)\n"
+         "    return x\n", "if x.is_npu:", []),
+        # a name of the kernel's that is no call of it
+        ("def f(x, scale_kernel):\n    if x.is_cuda:\n        return scale_kernel(x)\n    return x\n", "if x.is_npu:", []),
+    ])
+    def test_what_launches_no_kernel_is_migrated(self, tail, migrated, left):
+        output, guards = _migrate(KERNELS + tail)
+        assert migrated in output and [g.start_line for g in guards] == left
+
+    def test_in_a_long_file_whose_rules_see_only_the_statements_they_edit(self):
+        # (a file of 200 lines or more is migrated through its relevant statements: the kernel's
+        # definition is not among them, the file's kernels are read from the whole of it)
+        filler = "".join(f"def helper_{n}(a):\n    b = a + {n}\n    return b * 2\n\n\n" for n in range(50))
+        source = KERNELS + filler + "def f(x):\n    if x.is_cuda:\n        return scale(x)\n    return x * 2\n"
+        output, guards = _migrate(source)
+        assert output == source and [g.start_line for g in guards] == [source.count("\n") - 2]
+
+    def test_a_jit_imported_from_triton_makes_a_kernel_too(self):
+        source = ("import torch\nfrom triton import jit\n\n\n@jit\ndef _k(x_ptr):\n    pass\n\n\n"
+                  "def f(x):\n    if x.is_cuda:\n        _k[(1,)](x)\n    return x\n")
+        output, guards = _migrate(source)
+        assert output == source and [g.start_line for g in guards] == [11]
+
+    def test_a_class_with_a_kernel_method_and_an_operator_registered_with_a_launcher(self):
+        source = ("import torch\nimport cutlass.cute as cute\nfrom vllm.utils import direct_register_custom_op\n\n\n"
+                  "class NormKernel:\n    @cute.jit\n    def __call__(self, x):\n        pass\n\n\n"
+                  "def norm(x):\n    return NormKernel()(x)\n\n\n"
+                  "direct_register_custom_op(op_name='fused_norm', op_func=norm, mutates_args=[])\n\n\n"
+                  "def f(x):\n    if x.is_cuda:\n        return torch.ops.vllm.fused_norm(x)\n    return x\n\n\n"
+                  "def g(x):\n    if x.is_cuda:\n        return NormKernel()(x)\n    return x\n")
+        output, guards = _migrate(source)
+        assert output == source
+        assert [(g.start_line, "CuTe DSL kernel NormKernel.__call__" in g.tip) for g in guards] == [(20, True), (26, True)]
+
+    def test_in_the_project_s_own_npu_backend_triton_is_triton_ascend(self):
+        source = KERNELS + "def f(x):\n    if x.is_cuda:\n        return scale(x)\n    return x * 2\n"
+        options = Options(api=apidata.load("2.1.0"), npu_backend_files=frozenset({"ops/npu/m.py"}))
+        result = migrate_source(source.encode(), "ops/npu/m.py", options, rules_for(options))
+        assert "if x.is_npu:" in result.output.decode()
+
+
+class TestALauncherOfAnotherFile:
+    """The kernels and launchers of every file of the project are read before any is migrated, so a
+    call of one imported from another file (absolutely, relatively, through its module) is known
+    where it is made: through the console script, as a user runs it."""
+
+    CALLERS = {
+        "relative": "from .kernels import scale\n\n\ndef f(x):\n    if x.is_cuda:\n        return scale(x)\n"
+                    "    return x * 2\n",
+        "absolute": "from pkg.kernels import ScaleFunction\n\n\ndef f(x):\n    if x.device.type == 'cuda':\n"
+                    "        return ScaleFunction.apply(x)\n    return x * 2\n",
+        "module": "import pkg.kernels as kernels\n\n\ndef f(x):\n    if x.is_cuda:\n"
+                  "        return kernels.scale_twice(x)\n    return x * 2\n",
+        "parent": "from ..kernels import scale\n\n\ndef f(x):\n    return scale(x) if x.is_cuda else x\n",
+        "operator": "def f(x):\n    if x.is_cuda:\n        return torch.ops.proj.scale_op(x)\n    return x * 2\n",
+    }
+
+    def test_the_test_around_the_call_stays(self, tmp_path):
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        root = tmp_path / "proj"
+        (root / "pkg" / "sub").mkdir(parents=True)
+        (root / "pkg" / "__init__.py").write_text("")
+        (root / "pkg" / "sub" / "__init__.py").write_text("")
+        (root / "pkg" / "kernels.py").write_text(
+            KERNELS + "def describe():\n    return 'scale'\n\n\n"
+            "torch.library.define('proj::scale_op', '(Tensor x) -> Tensor')\n"
+            "torch.library.impl('proj::scale_op', 'cuda', scale)\n")
+        for name, text in self.CALLERS.items():
+            folder = root / "pkg" / ("sub" if name == "parent" else "")
+            (folder / f"{name}.py").write_text("import torch\n" + text)
+        (root / "pkg" / "plain.py").write_text(
+            "import torch\nfrom .kernels import describe\n\n\ndef f(x):\n    if x.is_cuda:\n"
+            "        print(describe())\n    return x\n")
+        gpu2npu = str(Path(sys.executable).parent / "gpu2npu")
+        done = subprocess.run([gpu2npu, "-i", root, "-o", tmp_path / "out", "-v", "2.1.0"], capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        out = tmp_path / "out" / "proj_msft"
+        for name, text in self.CALLERS.items():
+            relative = f"pkg/{'sub/' if name == 'parent' else ''}{name}.py"
+            assert (out / relative).read_text() == "import torch\n" + text, name
+        rows = (out / "unsupported_api.csv").read_text().splitlines()
+        left = sorted(row.split(",", 1)[0] for row in rows if row.endswith(",NPU914"))
+        assert left == sorted(f"pkg/{'sub/' if name == 'parent' else ''}{name}.py" for name in self.CALLERS)
+        # the module's function that launches nothing moves with the device
+        assert "if x.is_npu:" in (out / "pkg" / "plain.py").read_text()
+
+
+class TestAFeatureWhoseFallbackSaysItNeedsCuda:
+    """`if device_type != "cuda": print("FP8 training requires CUDA, ignoring --fp8") else: <fp8>`:
+    the author fenced a feature for CUDA and gave every other device a fallback that goes on.
+    Migrated, the NPU would take the feature's branch; left, it takes the fallback, as any machine
+    without CUDA did.  A device's choice moves ("CUDA not found, using the CPU" beside `device =
+    "cuda"`), and a fallback that stops the program asks for an accelerator, which the NPU is."""
+
+    @pytest.mark.parametrize("source, line", [
+        ("import torch\n\ndef setup(model, args, device_type):\n    if args.fp8:\n        if device_type != 'cuda':\n"
+         "            print('Warning: FP8 training requires CUDA, ignoring --fp8 flag')\n        else:\n"
+         "            from project.fp8 import convert\n            convert(model)\n", 5),
+        ("import warnings\nimport torch\n\ndef pick(model):\n    if torch.cuda.is_available():\n"
+         "        model.fuse_kernels()\n    else:\n        warnings.warn('fused kernels are only supported on NVIDIA GPUs')\n"
+         "    return model\n", 5),
+        ("import logging\nimport torch\nlog = logging.getLogger(__name__)\n\ndef f(x):\n    if not x.is_cuda:\n"
+         "        log.warning('the graph capture needs CUDA; running eagerly')\n        return run(x)\n"
+         "    return capture(x)\n", 6),
+    ])
+    def test_the_test_stays_with_a_row_quoting_the_fallback(self, source, line):
+        output, guards = _migrate(source)
+        assert output == source
+        assert [g.start_line for g in guards] == [line] and "its other branch says" in guards[0].tip
+
+    @pytest.mark.parametrize("source, migrated", [
+        # the device's choice
+        ("import torch\nif not torch.cuda.is_available():\n    print('CUDA is required for speed, using the CPU')\n"
+         "    device = 'cpu'\nelse:\n    device = 'cuda'\n", "device = 'npu'"),
+        ("import torch\nif torch.cuda.is_available():\n    model = model.cuda()\nelse:\n    print('training needs CUDA')\n",
+         "model = model.npu()"),
+        # a fallback that stops the program: an accelerator is asked for
+        ("import torch\nif not torch.cuda.is_available():\n    print('this script requires CUDA')\n    raise SystemExit(1)\n"
+         "run()\n", "torch_npu.npu.is_available()"),
+        # a message that names another device too, or names no CUDA requirement
+        ("import torch\nif torch.cuda.is_available():\n    fast = True\nelse:\n    print('fast mode requires CUDA or an NPU')\n",
+         "torch_npu.npu.is_available()"),
+        ("import torch\nif torch.cuda.is_available():\n    fast = True\nelse:\n    print('fast mode is off')\n",
+         "torch_npu.npu.is_available()"),
+    ])
+    def test_a_choice_of_device_or_a_stop_is_migrated(self, source, migrated):
+        output, guards = _migrate(source)
+        assert migrated in output and not guards

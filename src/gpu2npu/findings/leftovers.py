@@ -506,6 +506,16 @@ def dead_guard_tip(guard, api: ApiData) -> str:
                 "migrated alone the lookup would raise KeyError on the NPU; as written, this branch is not taken "
                 "there (as on any machine without CUDA): add the NPU's entries (torch_npu.npu.get_device_name() "
                 "names them) or look up with .get and a default, then test for the NPU")
+    if guard.guarded.startswith(device_guards.CUDA_ONLY_FALLBACK):
+        message = guard.guarded[len(device_guards.CUDA_ONLY_FALLBACK) + 2:]
+        return (f"left as written: the message of its other branch says that what it guards needs CUDA ({message}), "
+                "so migrated, the NPU would take that branch; as written, the NPU takes the other one and goes on, "
+                "as on any machine without CUDA: port what it guards to the NPU, then test for the NPU")
+    if device_guards.guards_a_kernel(guard.guarded):
+        return (f"left as written: it guards {guard.guarded}, compiled for CUDA, so on the NPU this branch is not "
+                "taken and the code beside it runs there (as on any machine without CUDA): to run the kernel's work on "
+                "the NPU, write it with torch operators or torch_npu's fused operators, or port the kernel to "
+                "Triton-Ascend, then test for the NPU")
     if guard.guarded.endswith("()") and npu_aware.question_of_cuda(guard.guarded[:-2]):
         return (f"left as written: it guards {guard.guarded}, the project's own question about CUDA, which asks "
                 "the CUDA device whatever the test around it asks; as written, this branch is not taken on the NPU "

@@ -24,6 +24,7 @@ from typing import Generator, Iterator, List, Optional, Sequence, Tuple
 
 from . import cache
 from ..reading.discover import Entry, modules_beside, npu_backend_files, packages_held, project_modules
+from ..reading.kernel_launchers import project_launchers
 from ..reading.project_options import backend_options_kept_in, scripts_with_own_option
 from ..records.results import FileResult, Status, with_not_migrated_row
 from ..reading.suppressions import suppressions_in
@@ -45,12 +46,14 @@ class Engine:
         # What a file loads as its own, which modules are the project's and what a script's options
         # mean depend on the tree: so do the results.  (check names its entries from its command
         # line: it gives the project's modules itself.)
+        backend = npu_backend_files(entries)
         options = dataclasses.replace(self.options, packages_held=packages_held(entries),
                                       backend_options_kept=backend_options_kept_in(entries),
                                       scripts_with_own_tf32=scripts_with_own_option(entries, "--tf32"),
                                       project_modules=self.options.project_modules or project_modules(entries),
                                       modules_beside=modules_beside(entries),
-                                      npu_backend_files=npu_backend_files(entries))
+                                      npu_backend_files=backend,
+                                      kernel_launchers=project_launchers(entries, backend))
         if self.cache is not None:
             self.cache.salt = cache.salt_for(options)
         computed = migrate_all(entries, options, self.jobs, self.cache)

@@ -25,6 +25,7 @@ from ..findings.leftovers import find_leftovers
 from ..findings.hazards import hazards_for_source
 from ..records.change import Change, Finding, Operation
 from ..reading.file_facts import FactsOfScan
+from ..reading.kernel_launchers import module_name
 from ..reading.linemap import LineMap, source_lines
 from ..records.results import FileResult, Status
 from ..rules import positions
@@ -164,7 +165,7 @@ def _migrate_source(data: bytes, file_scan: Optional["scan.FileScan"], path: str
     if result is None:
         # (a text Python's ast could not read has no scopes to find: it is not parsed for them again)
         result = _migrate_whole(data, path, options, rules, file_scan.imports.scopes if file_scan is not None else None,
-                                FactsOfScan(file_scan) if file_scan is not None else None)
+                                FactsOfScan(file_scan, data=data) if file_scan is not None else None)
     if api_rows and result.status != Status.FAILED:
         result.findings = sorted(set(result.findings) | set(_still_called(api_rows, result.changes)))
     return result
@@ -219,7 +220,7 @@ def _migrate_cut(data: bytes, file_scan: "scan.FileScan", path: str, options: Op
     if reduction is None:
         return None
     result = _migrate_whole(reduction.source.encode("utf-8"), path, options, rules, _scopes_of_parts(file_scan),
-                            FactsOfScan(file_scan))
+                            FactsOfScan(file_scan, data=data))
     if result.status == Status.FAILED:
         return None
     output = None
@@ -254,7 +255,7 @@ def _migrate_chunks(data: bytes, file_scan: "scan.FileScan", path: str, options:
     reductions = partial.chunks(data, file_scan.tree, file_scan.relevant_lines(), CHUNK_BYTES)
     if reductions is None:
         return None
-    facts = FactsOfScan(file_scan)
+    facts = FactsOfScan(file_scan, data=data)
     outputs: List[str] = []
     # A context statement's changes come from every piece, a definition's from one: each change
     # as many times as one piece made it (two identical edits on one line are two rows), in the
@@ -347,7 +348,10 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
     own = options.own_packages_of(path)
     plans = {rule.code: rule.plan_for(module, code, own) for rule in REROUTING_RULES}
     rerouted = set().union(*(plan.names for plan in plans.values()))
-    aware, dead = device_guards.guarded_spans(wrapper, options.api, code, aliases, rerouted, scopes, facts, own=own)
+    aware, dead = device_guards.guarded_spans(wrapper, options.api, code, aliases, rerouted, scopes, facts, own=own,
+                                              npu_backend=path in options.npu_backend_files,
+                                              launchers=options.kernel_launchers, module=module_name(path),
+                                              package=path.endswith("__init__.py"))
     context = FileContext(path=path, options=options, guarded=aware | frozenset(dead), dead_guards=dead,
                           import_aliases=aliases, scopes=scopes, reroute_plans=plans, file_facts=facts)
     outcome = run_batch([rule for rule in rules if rule.wants(code)], wrapper, context)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, Iterable, Optional, Tuple
 
 from ..knowledge.tips import CUDA_PROPERTY_FIELDS
+from .kernel_launchers import launchers_in
 from .scan import FileScan
 from .scan.reading import ast_of_statements
 
@@ -96,10 +97,13 @@ class FactsOfScan:
     statements ((first line, text) each, from `statements`, called when first asked)."""
 
     def __init__(self, file_scan: Optional["FileScan"],
-                 statements: Optional[Callable[[], Iterable[Tuple[int, str]]]] = None) -> None:
+                 statements: Optional[Callable[[], Iterable[Tuple[int, str]]]] = None, data: Optional[bytes] = None) -> None:
+        """`data`: the whole file's bytes, where the rules are given a piece of it."""
         self._file_scan = file_scan
         self._statements = statements
         self._facts: Optional[FileFacts] = None
+        self._data = data
+        self._launchers: Optional[Dict[str, str]] = None
 
     def _read(self) -> FileFacts:
         if self._facts is None:
@@ -146,6 +150,14 @@ class FactsOfScan:
     @property
     def keyword_arguments(self) -> Dict[str, Tuple[Tuple[str, FrozenSet[str]], ...]]:
         return self._read().keyword_arguments
+
+    @property
+    def kernel_launchers(self) -> Optional[Dict[str, str]]:
+        """The whole file's GPU kernels and the functions and classes that launch one
+        (reading.kernel_launchers); None where the whole file's bytes were not given."""
+        if self._launchers is None and self._data is not None:
+            self._launchers = launchers_in(self._data.decode("utf-8", "replace"))
+        return self._launchers
 
 
 def _value_holder(value: ast.AST) -> Optional[str]:

@@ -239,13 +239,19 @@ DEAD_GUARD = _kind(
     "NPU914", "DeadGuard", "a device test left as written because it guards CUDA-only code", ERROR,
     "Switching the test to the NPU would run code that has no NPU form; left on CUDA it is never true on "
     "Ascend, so what it guards does not run there. The same availability test for another option of the same "
-    "framework call (Lightning's devices= beside its accelerator=) is left with it.",
+    "framework call (Lightning's devices= beside its accelerator=) is left with it. CUDA-only code is a name of "
+    "a CUDA-only package or API, a GPU kernel the project writes (Triton, CuTe DSL, cuTile) or a function, class "
+    "or registered operator of the project that launches one, in any of its files, an operator the release has "
+    "no NPU kernel for, or code a message of the test says runs on (or needs) CUDA only.",
     "port the guarded code (its own rows say how), then switch the test to the NPU.",
     (("import torch\nimport cupy\n\nif torch.cuda.is_available():\n    x = cupy.zeros(3)\n",
       "device test torch.cuda.is_available()", UNSUPPORTED_CSV),
      ("import torch\nimport lightning as L\n\nL.Trainer(accelerator='gpu' if torch.cuda.is_available() else 'cpu',\n"
       "          devices=torch.cuda.device_count() if torch.cuda.is_available() else 1)\n",
-      "device test torch.cuda.is_available()", UNSUPPORTED_CSV)),
+      "device test torch.cuda.is_available()", UNSUPPORTED_CSV),
+     ("import torch\nimport triton\n\n\n@triton.jit\ndef _scale_kernel(x_ptr):\n    pass\n\n\ndef scale(x):\n"
+      "    _scale_kernel[(1,)](x)\n    return x\n\n\ndef f(x):\n    if x.is_cuda:\n        return scale(x)\n"
+      "    return x * 2\n", "device test x.is_cuda", UNSUPPORTED_CSV)),
 )
 
 LEFT_ON_PURPOSE = _kind(

@@ -83,6 +83,11 @@ class Options:
     # The files of the project's own NPU backend (reading.npu_backend_files), as Entry.relative
     # writes them: their Triton kernels are written for Triton-Ascend.
     npu_backend_files: FrozenSet[str] = frozenset()
+    # The project's GPU kernels and the module-level functions and classes that launch one, by
+    # the qualified name its root imports them as, with the kernel each runs (`("pkg.ops.add",
+    # "the Triton kernel _add_kernel")`), found by the engine (reading.kernel_launchers): a device
+    # test around a call of one, in another of its files, guards CUDA-only code.
+    kernel_launchers: Tuple[Tuple[str, str], ...] = ()
 
     def project_modules_of(self, path: str) -> FrozenSet[str]:
         """The modules that the file at `path` (as Entry.relative writes it) imports as the

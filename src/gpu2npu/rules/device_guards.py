@@ -9,7 +9,12 @@ On an Ascend machine without CUDA these branches are not taken.  Migrating the t
 (`torch_npu.npu.is_available()`, `== "npu"`) would make them run, and crash at what they guard,
 which the migration cannot make valid (a CUDA-only package, a `torch.cuda` API torch_npu lacks).
 Names of CUDA-only packages that a rule points at a generated NPU package (reroute.ReroutePlan:
-flash-attn, xformers, bitsandbytes' optimizers) are valid.
+flash-attn, xformers, bitsandbytes' optimizers) are valid.  The GPU kernels the project writes
+(Triton, CuTe DSL, cuTile) and the functions, classes and registered operators that launch one, in
+any of its files (reading.kernel_launchers), and the operators the release has no NPU kernel for,
+are CUDA-only too; so is what a test's message says runs on CUDA only, or what the message of its
+other branch says needs CUDA where that branch goes on without it ("FP8 requires CUDA, ignoring
+--fp8").
 So a device test (`is_available()`, `device_count()`, `is_cuda`, a device string compared) is
 only migrated when everything it guards is valid on the NPU after migration.  Otherwise the test
 and the code that runs only when it holds are left exactly as written (the branch stays dead on
@@ -31,6 +36,7 @@ The decision is made once, on the original file, before any rule runs (like `npu
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
@@ -38,10 +44,13 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tup
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from ..knowledge import apidata
 from ..knowledge.apidata import ApiData
 from ..knowledge.tips import (CUDA_BUILD_BINDINGS, CUDA_BUILD_STRING, CUDA_ONLY_PACKAGES, CUDA_PROPERTY_FIELDS,
                               FLEX_ATTENTION, FLEX_ATTENTION_CHOICE, FUSED_OPTIMIZERS, cuda_only_package,
                               has_fused_kernel, migratable_cuda_path)
+from ..reading.file_facts import MESSAGE_CALLS
+from ..reading.kernel_launchers import OPERATOR_KEY, launchers_in, resolved
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
 from .transformers_attention import FLEX, chooses_attention
@@ -71,6 +80,14 @@ CUDA_ONLY_DECLARED = "code its message says runs on CUDA only"
 # set of devices, which the NPU may join; one that only requires CUDA ("requires a CUDA GPU")
 # asks for an accelerator, which the NPU is.
 _CUDA_ONLY_MESSAGE = re.compile(r"\bonly\b.{0,60}\b(cuda|nvidia)\b|\b(cuda|nvidia)\b.{0,20}\bonly\b", re.IGNORECASE)
+# A test whose other branch says, and goes on, that what the test guards needs CUDA ("FP8 training
+# requires CUDA, ignoring --fp8"): the author fenced a feature for CUDA and gave every other device
+# the fallback, which the NPU takes as written.  (Where that branch stops the program instead,
+# "requires a CUDA GPU" asks for an accelerator: _CUDA_ONLY_MESSAGE decides.)
+CUDA_ONLY_FALLBACK = "code its other branch's message says needs CUDA"
+_NEEDS_CUDA_MESSAGE = re.compile(r"\b(requires?|required|needs?)\b.{0,40}\b(cuda|nvidia)\b|"
+                                 r"\b(cuda|nvidia)\b.{0,30}\b(required|only)\b|\bonly\b.{0,60}\b(cuda|nvidia)\b",
+                                 re.IGNORECASE)
 _OTHER_DEVICE_WORD = re.compile(r"\b(cpus?|npus?|ascend|xpus?|mps|rocm|hip|amd|intel|tpus?|hpus?)\b", re.IGNORECASE)
 # What a lookup of the device's name in a table stands as (a DeadGuard's `guarded`).
 GPU_NAME_LOOKUP = "a table of NVIDIA GPUs looked up by get_device_name()"
@@ -128,6 +145,14 @@ class _Resolver(cst.CSTVisitor):
         self.framework_choices: Set[str] = set()  # what cuda_only says of a framework's CUDA option
         # whether a message of the file may say that what a test stops is CUDA-only (_CUDA_ONLY_MESSAGE)
         self.declares_cuda_only = False
+        # the file's GPU kernels and the module-level functions and classes that launch one (name ->
+        # the kernel), and those of the project's other files (qualified name -> the kernel), with
+        # the file's module (`pkg.ops.add`, and whether it is a package's __init__) that resolves
+        # its relative imports: reading.kernel_launchers
+        self.own_launchers: Dict[str, str] = {}
+        self.launchers: Dict[str, str] = {}
+        self.module: Optional[str] = None
+        self.package = False
 
     def visit_If(self, node: cst.If) -> None:
         self.ifs.append(node)
@@ -164,7 +189,12 @@ class _Resolver(cst.CSTVisitor):
                 return
         # (sorted: a name imported from two places, in a try and its except, names the same one
         # every run)
-        for name in sorted(qualified_names(self, node)):
+        names = sorted(qualified_names(self, node))
+        launched = self._launched(names) if self.launchers else None
+        if launched is not None:
+            self.cuda_only[id(node)] = launched
+            return
+        for name in names:
             if name in FUSED_OPTIMIZERS:
                 self.optimizers.add(name)
             if name not in self.rerouted and (_cuda_only_name(self.api, name, self.own)
@@ -269,6 +299,34 @@ class _Resolver(cst.CSTVisitor):
         # `chip not in FLOPS`: a lookup FLOPS[chip] behind it cannot miss
         if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, (cst.In, cst.NotIn)):
             self.membership_tests.add((dotted_name(node.left), dotted_name(node.comparisons[0].comparator)))
+
+    def _launched(self, names: Sequence[str]) -> Optional[str]:
+        """What a reference to one of `names` (qualified) launches where it is a kernel of another
+        file of the project or a launcher of one, or an attribute of one (`AddFunction.apply`)."""
+        for name in names:
+            if name.startswith("torch.ops.") and name.count(".") == 3:  # (an operator registered by the project)
+                kernel = self.launchers.get(OPERATOR_KEY + name.rsplit(".", 1)[1])
+                if kernel is not None:
+                    return f"{name}, which launches {kernel}"
+            parts = resolved(name, self.module, self.package).split(".")
+            for end in range(len(parts), 1, -1):
+                kernel = self.launchers.get(".".join(parts[:end]))
+                if kernel is not None:
+                    unit = parts[end - 1]
+                    return kernel if kernel.endswith(f" kernel {unit}") else f"{unit}(), which launches {kernel}"
+        return None
+
+    def mark_kernel_launches(self) -> None:
+        """A kernel the file writes in a GPU kernel language (`@triton.jit def _add_kernel`) runs on
+        CUDA only, and so does a function or class of the file that launches one: a device test
+        around a launch or a call of one guards CUDA-only code (reading.kernel_launchers; those of
+        the project's other files are judged where their names are resolved, `_check`)."""
+        for node in self.reads if self.own_launchers else ():
+            if (isinstance(node, cst.Name) and node.value in self.own_launchers and id(node) not in self.attribute_names
+                    and not isinstance(self.get_metadata(ParentNodeProvider, node, None), (cst.FunctionDef, cst.ClassDef))):
+                kernel = self.own_launchers[node.value]
+                self.cuda_only.setdefault(id(node), kernel if kernel.endswith(f" kernel {node.value}")
+                                          else f"{node.value}(), which launches {kernel}")
 
     def _names_a_device(self, node: cst.CSTNode) -> bool:
         return isinstance(node, cst.Call) and any(
@@ -425,6 +483,8 @@ def _cuda_only_name(api: ApiData, name: str, own: FrozenSet[str] = frozenset()) 
         return npu_path(api, path) is None
     if name.startswith(CUDA_ONLY_TORCH) or name.startswith(CUDA_ONLY_CLASSES):
         return True
+    if name.startswith("torch.") and apidata.lacks_npu_kernel(api, name) is not None:
+        return True  # (an operator the release has no NPU kernel for: `torch._int_mm`, `torch._scaled_mm`)
     package = cuda_only_package(name, own)
     # A package's metadata (`flash_attn.__version__`) is no use of its kernels.
     return package is not None and not name.rsplit(".", 1)[-1].startswith("__")
@@ -449,6 +509,7 @@ class _Finder:
         # them guards nothing CUDA-only there, as its branch stays dead on the NPU by itself
         self.covered: Set[int] = set()
         self.exit_guards: Set[int] = set()  # those of `if not D: return` (or raise, ...)
+        self.declares_cuda_only = False  # whether a message of the file may say so (_may_declare_cuda_only)
 
     # -- what a region holds ---------------------------------------------------------------
     def _first_cuda_only(self, nodes: Iterable[Optional[cst.CSTNode]]) -> Optional[str]:
@@ -491,6 +552,9 @@ class _Finder:
             if not devices:
                 continue
             hit = self._first_cuda_only([test, *guarded])
+            if hit is None and self.declares_cuda_only:
+                declared = self._fallback_says_cuda_only(false_part if guarded is true_part else true_part, guarded)
+                hit = f"{CUDA_ONLY_FALLBACK}: {declared!r}" if declared else None
             if hit is None:
                 continue
             code = _one_line(test)
@@ -506,6 +570,29 @@ class _Finder:
                 if node is not None:
                     self._add(node, None)
             return
+
+    def _fallback_says_cuda_only(self, other: Sequence[Optional[cst.CSTNode]],
+                                 guarded: Sequence[Optional[cst.CSTNode]]) -> Optional[str]:
+        """The message of the branch beside a guarded one where it says that what is guarded needs
+        CUDA and goes on (`print("FP8 training requires CUDA, ignoring --fp8")`), and what is
+        guarded chooses no device (`device = "cuda"` after "CUDA not found, using the CPU" is the
+        device's choice, which moves); else None."""
+        block = other[0] if len(other) == 1 else None
+        if not isinstance(block, cst.IndentedBlock) or _stops(block):
+            return None
+        if _first_in(guarded, lambda key: True if key in self.device_terms else None) is not None or any(
+                isinstance(call.func, cst.Attribute) and call.func.attr.value in ("cuda", "to")
+                for node in guarded if node is not None for call in nodes_within(node, cst.Call)):
+            return None  # (a choice of the device, or a move to it: `model = model.cuda()`)
+        for statement in block.body:
+            for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+                call = small.value if isinstance(small, cst.Expr) else None
+                name = dotted_name(call.func) if isinstance(call, cst.Call) else None
+                if name is not None and name.rsplit(".", 1)[-1] in MESSAGE_CALLS:
+                    text = " ".join("".join(text for arg in call.args for text in _strings_in(arg.value)).split())
+                    if _NEEDS_CUDA_MESSAGE.search(text) and not _OTHER_DEVICE_WORD.search(text):
+                        return text
+        return None
 
     def visit_If(self, node: cst.If) -> None:
         when_true, when_false = self._polarity(node.test)
@@ -561,7 +648,7 @@ class _Finder:
                     raised = statement.body.body[-1] if isinstance(statement.body, cst.IndentedBlock) else None
                     message = (raised.body[-1].exc if isinstance(raised, cst.SimpleStatementLine) and raised.body
                                and isinstance(raised.body[-1], cst.Raise) else None)
-                    self._exit_guard(statement.test, guarded, message)
+                    self._exit_guard(statement.test, guarded, message, statement.body)
             elif isinstance(statement, cst.SimpleStatementLine):
                 # `assert D, msg` guards what follows it as `if not D: raise` does, where D names
                 # CUDA itself (`x.is_cuda`, `.type == "cuda"`): an assert of a type or a shape that
@@ -573,9 +660,11 @@ class _Finder:
             for block in _blocks_of(statement):
                 self._block(block, rest)
 
-    def _exit_guard(self, test: cst.BaseExpression, guarded: List[cst.CSTNode], message: Optional[cst.CSTNode]) -> None:
-        """Leave a test that stops the program off CUDA as written where what runs after it is
-        CUDA-only: a name of it, or the word of the test's message."""
+    def _exit_guard(self, test: cst.BaseExpression, guarded: List[cst.CSTNode], message: Optional[cst.CSTNode],
+                    body: Optional[cst.BaseSuite] = None) -> None:
+        """Leave a test that stops the program off CUDA (or leaves its function, its loop) as
+        written where what runs after it is CUDA-only: a name of it, the word of the test's
+        message, or that of the message of its `body` where that goes on elsewhere."""
         in_guarded = self._first_cuda_only(guarded)
         # (the test's own CUDA-only name first, as the report names what comes first)
         hit = (self._first_cuda_only([test]) or in_guarded) if in_guarded is not None else None
@@ -583,6 +672,9 @@ class _Finder:
         if hit is None and "cuda" in code.lower():  # (a test that names CUDA itself)
             declared = _declared_cuda_only(message)
             hit = f"{CUDA_ONLY_DECLARED}: {declared!r}" if declared else None
+        if hit is None and body is not None and self.declares_cuda_only and "cuda" in code.lower():
+            declared = self._fallback_says_cuda_only([body], guarded)
+            hit = f"{CUDA_ONLY_FALLBACK}: {declared!r}" if declared else None
         if hit is not None:
             guard = DeadGuard(code, hit)
             self.exit_guards.add(id(guard))
@@ -600,11 +692,12 @@ def _may_declare_cuda_only(code: str) -> bool:
     """Whether some text of the file says that something runs on CUDA only (_CUDA_ONLY_MESSAGE):
     the expression is tried only around each "only" (a search of the whole file with it costs
     a dozen times more, and nearly every file holds an "only" somewhere)."""
-    for word in ("only", "Only", "ONLY"):
+    for word, message in (("only", _CUDA_ONLY_MESSAGE), ("Only", _CUDA_ONLY_MESSAGE), ("ONLY", _CUDA_ONLY_MESSAGE),
+                          ("requir", _NEEDS_CUDA_MESSAGE), ("need", _NEEDS_CUDA_MESSAGE)):
         at = code.find(word)
         while at >= 0:
             around = code[max(0, at - 30):at + 70].lower()
-            if ("cuda" in around or "nvidia" in around) and _CUDA_ONLY_MESSAGE.search(around):
+            if ("cuda" in around or "nvidia" in around) and message.search(around):
                 return True
             at = code.find(word, at + 4)
     return False
@@ -687,6 +780,19 @@ def _first_in(nodes: Iterable[Optional[cst.CSTNode]], lookup):
     return finder.found[0] if finder.found else None
 
 
+def _stops(block: cst.IndentedBlock) -> bool:
+    """Whether the block ends the program's run: a `raise`, or a call of exit (sys.exit, quit...)."""
+    last = block.body[-1] if block.body else None
+    if not isinstance(last, cst.SimpleStatementLine) or not last.body:
+        return False
+    end = last.body[-1]
+    if isinstance(end, cst.Raise):
+        return True
+    call = end.value if isinstance(end, cst.Expr) else None
+    name = dotted_name(call.func) if isinstance(call, cst.Call) else None
+    return name is not None and name.rsplit(".", 1)[-1] in ("exit", "_exit", "quit", "abort")
+
+
 def exits(block: cst.BaseSuite, kinds=EXITS) -> bool:
     """Whether the block ends by leaving it (`return`, `raise`, `continue`, `break`; or those of `kinds`)."""
     body = block.body if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
@@ -728,6 +834,8 @@ def _may_hold_cuda_only(code: str, api: ApiData) -> bool:
         return True  # (the project's own question about CUDA, asked by the guard walk's test)
     if "get_device_properties" in code and _PROPERTY_FIELD.search(code):
         return True
+    if any(apidata.lacks_npu_kernel(api, chain) for chain in set(_TORCH_CHAIN.findall(code))):
+        return True  # (an operator the release has no NPU kernel for)
     if _FUSED_FLAG.search(code) and not all(has_fused_kernel(api, name) for name in FUSED_OPTIMIZERS):
         return True
     for chain in _CUDA_CHAIN.findall(code):
@@ -741,22 +849,66 @@ def _may_hold_cuda_only(code: str, api: ApiData) -> bool:
     return False
 
 
+_TORCH_CHAIN = re.compile(r"\btorch(?:\.\w+)+")
+
+
 def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Dict[str, Set[str]],
-                  rerouted: Set[str] = frozenset(), scopes=None, facts=None, own: FrozenSet[str] = frozenset()):
+                  rerouted: Set[str] = frozenset(), scopes=None, facts=None, own: FrozenSet[str] = frozenset(),
+                  npu_backend: bool = False, launchers: Tuple[Tuple[str, str], ...] = (),
+                  module: Optional[str] = None, package: bool = False):
     """(the NPU-aware spans of `npu_aware`, the dead guards of `dead_guards`), from one walk of
     the original file.  `code` is its text, `aliases` its imports (names.ImportAliases),
     `rerouted` the names of CUDA-only packages that the rules point at an NPU implementation
     (flash_attn.ReroutePlan): valid after migration; `scopes` what its names stand for where
-    they are read (scopes.Scopes)."""
-    if "cuda" not in code.lower() or not _may_hold_cuda_only(code, api):
+    they are read (scopes.Scopes); `npu_backend`: the file is part of the project's own NPU backend
+    (its Triton kernels are Triton-Ascend's); `launchers`: the kernels and their launchers of the
+    project's files (Options.kernel_launchers), `module` and `package` the file's module, which
+    its relative imports of them are read in (reading.kernel_launchers)."""
+    if "cuda" not in code.lower():
+        return npu_aware.guarded_spans(wrapper, code=code), {}
+    own_launchers: Dict[str, str] = {}
+    if not npu_backend:
+        # (the whole file's, where the rules are given a piece of it)
+        whole = facts.kernel_launchers if facts is not None else None
+        own_launchers = whole if whole is not None else launchers_in(code)
+        operators = {name: kernel for name, kernel in own_launchers.items() if name.startswith(OPERATOR_KEY)}
+        project, called = _launchers_by_name(launchers)
+        launchers = {**project, **operators} if operators else project
+    else:
+        launchers, called = {}, frozenset()
+    if not (_may_hold_cuda_only(code, api) or _may_call(called | {*own_launchers}, code)):
         return npu_aware.guarded_spans(wrapper, code=code), {}
     resolver = _Resolver(api, aliases, rerouted, scopes, own)
     resolver.file_facts = facts  # (what the whole file says, where the tree is a piece of it)
     resolver.declares_cuda_only = _may_declare_cuda_only(code)
+    resolver.own_launchers, resolver.launchers, resolver.module, resolver.package = own_launchers, launchers, module, package
     spans = npu_aware.guarded_spans(wrapper, resolver)
     resolver.mark_gpu_name_lookups()
     resolver.mark_fused_flags()
+    resolver.mark_kernel_launches()
     return spans, dead_guards(wrapper, resolver)
+
+
+# What a guard guards where it is a GPU kernel or a call of a launcher of one (mark_kernel_launches).
+_KERNEL_GUARDED = re.compile(r"(^|, which launches )the [\w ]+ kernel [\w.]+$")
+
+
+def guards_a_kernel(guarded: str) -> bool:
+    return _KERNEL_GUARDED.search(guarded) is not None
+
+
+@functools.lru_cache(maxsize=4)
+def _launchers_by_name(launchers: Tuple[Tuple[str, str], ...]) -> Tuple[Dict[str, str], FrozenSet[str]]:
+    """Options.kernel_launchers as a mapping, and the last parts of their names (once a run)."""
+    return dict(launchers), frozenset(name.rsplit(".", 1)[-1] for name, _ in launchers)
+
+
+def _may_call(names: Set[str], code: str) -> bool:
+    """Whether the file may call one of the GPU kernels or launchers (the last parts of their names)."""
+    return bool(names) and not names.isdisjoint(_WORD.findall(code))
+
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
 
 
 # A test of whether CUDA is there at all (not of what it can do: is_bf16_supported() and the like
@@ -843,6 +995,7 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
     resolver.mark_device_variables()
     finder = _Finder(resolver.cuda_only, resolver.device_terms, wrapper.resolve(PositionProvider),
                      resolver.device_variables)
+    finder.declares_cuda_only = declared
     # `return`/`raise` guards first (an `if` around one asks about it), then the tests.
     finder.visit_Module(wrapper.module)
     for function in resolver.functions:

@@ -1,0 +1,256 @@
+"""The project's GPU kernels and the functions and classes that launch them.
+
+A kernel written in a GPU kernel language (`@triton.jit def _add_kernel`, `@cute.kernel`) is
+compiled for CUDA, and so runs only there; a module-level function or class of the same module
+that launches one, itself or through another such function or class (`def add(x, y):
+_add_kernel[grid](x, y, out)`, an autograd Function whose forward does), runs it too.  A device
+test around a call of one guards CUDA-only code (rules/device_guards.py): migrated, the NPU would
+take the kernel's branch where the torch code beside it ran.
+
+A launch behind a CUDA test of its own (`if x.is_cuda: _add_kernel[grid](...) else: ...`) does
+not make its function a launcher: that function chooses, and runs on the NPU.
+
+Read from a module's text, the same way for the file being migrated (device_guards) and for every
+file of the project before any is migrated (`project_launchers`), so that `from .kernels import
+add` is known where it is called.  The text is cut at the lines that start a module-level
+statement; only a function or class whose text names a kernel (or another launcher) is parsed.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+
+from ..knowledge.tips import KERNEL_DECORATORS, handed_on
+from .discover import Entry, Kind
+
+# The packages of the kernel languages, as the decorators' names start (triton, cutlass, cuda).
+_LANGUAGE_PACKAGES = tuple(sorted({decorator.split(".", 1)[0] for decorator in KERNEL_DECORATORS}))
+# A line that may decorate a kernel (`@triton.jit`, `@triton.autotune(...)`, `@cute.kernel`,
+# `@ct.kernel`, a `jit` imported from triton): a file without one defines none.  (torch.jit's
+# decorators compile for the CPU and CUDA alike: no kernel language.)
+_KERNEL_DECORATOR_LINE = re.compile(r"^[ \t]*@[ \t]*(?!torch\.)[\w.]*\b(%s)\b" % "|".join(sorted(
+    {decorator.rsplit(".", 1)[1] for decorator in KERNEL_DECORATORS})), re.MULTILINE)
+_IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w.]+)(?:[ \t]+as[ \t]+(\w+))?[ \t]*$", re.MULTILINE)
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(?:\(([^)]*)\)|([\w, \t]+?)[ \t]*(?:#.*)?$)",
+                          re.MULTILINE)
+_UNIT = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
+_DECORATOR = re.compile(r"@[ \t]*([\w.]+)")
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def may_define_kernels(text: str) -> bool:
+    return any(package in text for package in _LANGUAGE_PACKAGES) and _KERNEL_DECORATOR_LINE.search(text) is not None
+
+
+def launchers_in(text: str) -> Dict[str, str]:
+    """The module's kernels and the module-level functions and classes that launch one: name ->
+    the kernel a call of it runs ("the Triton kernel _add_kernel")."""
+    if not may_define_kernels(text):
+        return {}
+    aliases = _imported_names(text)
+    lines = text.splitlines()
+    units: List[Tuple[str, int, int]] = []  # (name, first line, line after its last), module-level
+    classes: Set[str] = set()
+    kernel_of: Dict[str, str] = {}
+    decorators: List[str] = []
+    inner: List[str] = []  # the decorators of a method of a module-level class, so far
+    for number, line in enumerate(lines):
+        if line[:1] in (" ", "\t"):
+            # (a class's kernel methods, `@cute.kernel def kernel(self, ...)`, make the class one)
+            stripped = line.lstrip()
+            decorator = _DECORATOR.match(stripped)
+            method = _UNIT.match(stripped) if decorator is None else None
+            if decorator is not None:
+                inner.append(decorator.group(1))
+            elif method is not None and inner and units and units[-1][2] < 0 and units[-1][0] in classes:
+                language = _language(inner, aliases)
+                if language is not None:
+                    kernel_of.setdefault(units[-1][0], f"the {language} kernel {units[-1][0]}.{method.group(2)}")
+            if decorator is None and stripped and not stripped.startswith("#"):
+                inner = []
+            continue
+        if not line or line[0] in "#)]}\"'":
+            continue  # (inside a statement, or a comment)
+        decorator = _DECORATOR.match(line)
+        if decorator is not None:
+            decorators.append(decorator.group(1))
+            continue
+        unit = _UNIT.match(line)
+        if units and units[-1][2] < 0:
+            units[-1] = (units[-1][0], units[-1][1], number)
+        if unit is not None:
+            name = unit.group(2)
+            units.append((name, number, -1))
+            if unit.group(1) == "class":
+                classes.add(name)
+            language = _language(decorators, aliases)
+            if language is not None and unit.group(1) == "def":
+                kernel_of.setdefault(name, f"the {language} kernel {name}")
+        decorators = []
+        inner = []
+    if units and units[-1][2] < 0:
+        units[-1] = (units[-1][0], units[-1][1], len(lines))
+    if not kernel_of:
+        return {}
+    words = {name: set(_WORD.findall("\n".join(lines[first:after]))) for name, first, after in units
+             if name not in kernel_of}
+    launches: Dict[str, Optional[Set[str]]] = {}  # unit -> the names it reads outside its own CUDA tests
+    found = True
+    while found:
+        found = False
+        for name, first, after in units:
+            if name in kernel_of or not (words[name] & kernel_of.keys() - {name}):
+                continue
+            if name not in launches:
+                launches[name] = _read_unguarded("\n".join(lines[first:after]))
+            read = launches[name] if launches[name] is not None else words[name]
+            launched = sorted(word for word in read if word in kernel_of and word != name)
+            if launched:
+                kernel_of[name] = kernel_of[launched[0]]
+                found = True
+    _add_custom_ops(lines, units, kernel_of)
+    return kernel_of
+
+
+# An operator registered with torch (`torch.library.impl("proj::add", "cuda", add)`, vLLM's
+# `direct_register_custom_op(op_name="add", op_func=add_impl)`) and called as
+# `torch.ops.proj.add(...)`: by the name a registration gives it (a "namespace::name" string, or
+# an op_name).
+_OPERATOR_NAME = re.compile(r"\bop_name\s*=\s*[\"']([A-Za-z_]\w*)[\"']|[\"']\w+::([A-Za-z_]\w*)[\"']")
+_OPERATOR_CALL = re.compile(r"\btorch\.ops\.\w+\.([A-Za-z_]\w*)")
+# How an operator stands among the launchers (any namespace: vLLM's registrations name none).
+OPERATOR_KEY = "torch.ops.*."
+
+
+def _add_custom_ops(lines: List[str], units: List[Tuple[str, int, int]], kernel_of: Dict[str, str]) -> None:
+    """The operators the module registers with a kernel or a launcher as their implementation (a
+    registration outside its functions and classes that names one: `op_func=add_impl`), and the
+    functions and classes that call one through torch.ops, which launch its kernel too."""
+    inside = [False] * len(lines)
+    for _, first, after in units:
+        inside[first:after] = [True] * (after - first)
+    operators: Dict[str, str] = {}
+    block: List[str] = []
+    for number, line in enumerate([*lines, ""]):
+        if number < len(lines) and not inside[number]:
+            block.append(line)
+            continue
+        text = "\n".join(block)
+        block = []
+        launched = sorted(word for word in set(_WORD.findall(text)) if word in kernel_of)
+        if launched:
+            for name in (keyword or qualified for keyword, qualified in _OPERATOR_NAME.findall(text)):
+                if name not in kernel_of:
+                    operators.setdefault(name, kernel_of[launched[0]])
+    for name, first, after in units if operators else ():
+        if name not in kernel_of:
+            called = sorted(set(_OPERATOR_CALL.findall("\n".join(lines[first:after]))) & operators.keys())
+            if called:
+                kernel_of[name] = operators[called[0]]
+    for name, kernel in operators.items():
+        kernel_of[OPERATOR_KEY + name] = kernel
+
+
+def _imported_names(text: str) -> Dict[str, Set[str]]:
+    """What the imports of the module bind: local name -> qualified names (a module of the project
+    that hands Triton on, `from .utils import triton`, binds Triton)."""
+    aliases: Dict[str, Set[str]] = {}
+    for match in _IMPORT.finditer(text):
+        module, local = match.group(1), match.group(2)
+        aliases.setdefault(local or module.split(".", 1)[0], set()).add(module if local else module.split(".", 1)[0])
+    for match in _FROM_IMPORT.finditer(text):
+        module = match.group(1)
+        for part in (match.group(2) or match.group(3)).replace("\n", ",").split(","):
+            part = part.split("#", 1)[0]
+            words = part.split()
+            if not words:
+                continue
+            imported, local = words[0], words[2] if len(words) == 3 and words[1] == "as" else words[0]
+            aliases.setdefault(local, set()).add(handed_on(module, imported) or f"{module}.{imported}")
+    return aliases
+
+
+def _language(decorators: List[str], aliases: Dict[str, Set[str]]) -> Optional[str]:
+    """The kernel language whose decorator is among `decorators` (as written), or None."""
+    return next((KERNEL_DECORATORS[full] for head in decorators for full in _qualified(head, aliases)
+                 if full in KERNEL_DECORATORS), None)
+
+
+def _qualified(head: str, aliases: Dict[str, Set[str]]) -> Set[str]:
+    root, _, rest = head.partition(".")
+    return {f"{target}.{rest}" if rest else target for target in aliases.get(root, ())}
+
+
+def _read_unguarded(source: str) -> Optional[Set[str]]:
+    """The names a function or class reads, except in the branches of a test that names CUDA (its
+    own choice); None where its text is no statement of its own."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    names: Set[str] = set()
+    pending: List[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        kind = node.__class__
+        if (kind is ast.If or kind is ast.IfExp) and _names_cuda(node.test):
+            continue
+        if kind is ast.Name and node.ctx.__class__ is ast.Load:
+            names.add(node.id)
+        pending.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def _names_cuda(test: ast.expr) -> bool:
+    return "cuda" in ast.unparse(test).lower()
+
+
+def module_name(relative: str) -> Optional[str]:
+    """The dotted name a file of the project is imported as from its root ("pkg/ops/add.py" ->
+    "pkg.ops.add", "pkg/__init__.py" -> "pkg"; from src/ too); None for a name no import spells."""
+    if not relative.endswith(".py"):
+        return None
+    parts = relative[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts.pop()
+    if parts and parts[0] == "src":
+        parts.pop(0)
+    if not parts or not all(part.isidentifier() for part in parts):
+        return None
+    return ".".join(parts)
+
+
+def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = ()) -> Tuple[Tuple[str, str], ...]:
+    """(qualified name, the kernel it runs) of every kernel and launcher of the project's Python
+    files (`pkg.ops.add.add`), sorted; none from the project's own NPU backend (Triton-Ascend's)."""
+    skipped = frozenset(npu_backend)
+    found: Dict[str, str] = {}
+    for entry in entries:
+        if entry.kind != Kind.PYTHON or entry.relative in skipped:
+            continue
+        module = module_name(entry.relative)
+        if module is None:
+            continue
+        try:
+            data = entry.absolute.read_bytes()
+        except OSError:
+            continue  # (its reading error is reported where it is migrated)
+        if not any(package.encode() in data for package in _LANGUAGE_PACKAGES):
+            continue
+        for name, kernel in launchers_in(data.decode("utf-8", "replace")).items():
+            found[name if name.startswith(OPERATOR_KEY) else f"{module}.{name}"] = kernel
+    return tuple(sorted(found.items()))
+
+
+def resolved(name: str, module: Optional[str], package: bool = False) -> str:
+    """`name` as the project's root spells it: a relative name (".ops.add", "..ops") read in
+    `module` (a package's __init__ when `package`) made absolute; any other name as it is."""
+    if not name.startswith(".") or module is None:
+        return name
+    level = len(name) - len(name.lstrip("."))
+    parts = module.split(".") if package else module.split(".")[:-1]
+    if level > 1:
+        parts = parts[:len(parts) - (level - 1)]
+    rest = name[level:]
+    return ".".join([*parts, rest]) if rest else ".".join(parts)
