@@ -727,6 +727,22 @@ class TestACallThatLaunchesAGpuKernel:
         assert output == source
         assert [(g.start_line, "CuTe DSL kernel NormKernel.__call__" in g.tip) for g in guards] == [(20, True), (26, True)]
 
+    @pytest.mark.parametrize("source, left", [
+        # an operator of a compiled extension (vLLM's `_C`): no Python of the project registers it
+        ("import torch\n\ndef penalties(logits, p):\n    if logits.is_cuda and logits.is_contiguous():\n"
+         "        torch.ops._C.apply_repetition_penalties_(logits, p)\n    else:\n        logits /= p\n", [4]),
+        # one the file registers from a Python function for every device runs on the NPU too
+        ("import torch\n\n@torch.library.custom_op('proj::scale', mutates_args=())\ndef scale(x: torch.Tensor) -> torch.Tensor:\n"
+         "    return x * 2\n\n\ndef f(x):\n    if x.is_cuda:\n        return torch.ops.proj.scale(x)\n    return x\n", []),
+        # torch's own and torch_npu's operators
+        ("import torch\n\ndef f(x):\n    if x.is_cuda:\n        return torch.ops.aten.add(x, x)\n    return x\n", []),
+    ])
+    def test_an_operator_no_python_of_the_project_registers(self, source, left):
+        output, guards = _migrate(source)
+        assert [g.start_line for g in guards] == left
+        assert (output == source) == bool(left)
+        assert all("compiled extension" in g.tip and "PrivateUse1" in g.tip for g in guards)
+
     def test_in_the_project_s_own_npu_backend_triton_is_triton_ascend(self):
         source = KERNELS + "def f(x):\n    if x.is_cuda:\n        return scale(x)\n    return x * 2\n"
         options = Options(api=apidata.load("2.1.0"), npu_backend_files=frozenset({"ops/npu/m.py"}))

@@ -511,6 +511,11 @@ def dead_guard_tip(guard, api: ApiData) -> str:
         return (f"left as written: the message of its other branch says that what it guards needs CUDA ({message}), "
                 "so migrated, the NPU would take that branch; as written, the NPU takes the other one and goes on, "
                 "as on any machine without CUDA: port what it guards to the NPU, then test for the NPU")
+    if guard.guarded.endswith(device_guards.COMPILED_OPERATOR):
+        return (f"left as written: it guards {guard.guarded}, built for CUDA, with no NPU kernel unless its library "
+                "registers one, so on the NPU this branch is not taken and the code beside it runs there (as on any "
+                "machine without CUDA): to run the operator on the NPU, register an NPU (PrivateUse1) kernel for it or "
+                "write it with torch operators, then test for the NPU")
     if device_guards.guards_a_kernel(guard.guarded):
         return (f"left as written: it guards {guard.guarded}, compiled for CUDA, so on the NPU this branch is not "
                 "taken and the code beside it runs there (as on any machine without CUDA): to run the kernel's work on "

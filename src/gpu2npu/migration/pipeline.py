@@ -350,7 +350,8 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
     rerouted = set().union(*(plan.names for plan in plans.values()))
     aware, dead = device_guards.guarded_spans(wrapper, options.api, code, aliases, rerouted, scopes, facts, own=own,
                                               npu_backend=path in options.npu_backend_files,
-                                              launchers=options.kernel_launchers, module=module_name(path),
+                                              launchers=options.kernel_launchers, operators=options.python_operators,
+                                              module=module_name(path),
                                               package=path.endswith("__init__.py"))
     context = FileContext(path=path, options=options, guarded=aware | frozenset(dead), dead_guards=dead,
                           import_aliases=aliases, scopes=scopes, reroute_plans=plans, file_facts=facts)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from ..knowledge.tips import KERNEL_DECORATORS, handed_on
 from .discover import Entry, Kind
@@ -123,6 +123,13 @@ _OPERATOR_CALL = re.compile(r"\btorch\.ops\.\w+\.([A-Za-z_]\w*)")
 OPERATOR_KEY = "torch.ops.*."
 
 
+def registered_operators(text: str) -> FrozenSet[str]:
+    """The names of the operators the module registers (a "namespace::name" string, an op_name)."""
+    if "op_name" not in text and "::" not in text:
+        return frozenset()
+    return frozenset(keyword or qualified for keyword, qualified in _OPERATOR_NAME.findall(text))
+
+
 def _add_custom_ops(lines: List[str], units: List[Tuple[str, int, int]], kernel_of: Dict[str, str]) -> None:
     """The operators the module registers with a kernel or a launcher as their implementation (a
     registration outside its functions and classes that names one: `op_func=add_impl`), and the
@@ -221,11 +228,15 @@ def module_name(relative: str) -> Optional[str]:
     return ".".join(parts)
 
 
-def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = ()) -> Tuple[Tuple[str, str], ...]:
+def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = ()
+                      ) -> Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str]]:
     """(qualified name, the kernel it runs) of every kernel and launcher of the project's Python
-    files (`pkg.ops.add.add`), sorted; none from the project's own NPU backend (Triton-Ascend's)."""
+    files (`pkg.ops.add.add`), sorted, none from the project's own NPU backend (Triton-Ascend's);
+    and the names of the operators its Python code registers (whose kernels are Python functions,
+    launching a GPU kernel or not: an operator of no such name is a compiled extension's)."""
     skipped = frozenset(npu_backend)
     found: Dict[str, str] = {}
+    operators: Set[str] = set()
     for entry in entries:
         if entry.kind != Kind.PYTHON or entry.relative in skipped:
             continue
@@ -236,11 +247,13 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = ())
             data = entry.absolute.read_bytes()
         except OSError:
             continue  # (its reading error is reported where it is migrated)
+        if b"op_name" in data or b"::" in data:
+            operators |= registered_operators(data.decode("utf-8", "replace"))
         if not any(package.encode() in data for package in _LANGUAGE_PACKAGES):
             continue
         for name, kernel in launchers_in(data.decode("utf-8", "replace")).items():
             found[name if name.startswith(OPERATOR_KEY) else f"{module}.{name}"] = kernel
-    return tuple(sorted(found.items()))
+    return tuple(sorted(found.items())), frozenset(operators)
 
 
 def resolved(name: str, module: Optional[str], package: bool = False) -> str:

@@ -88,6 +88,10 @@ class Options:
     # "the Triton kernel _add_kernel")`), found by the engine (reading.kernel_launchers): a device
     # test around a call of one, in another of its files, guards CUDA-only code.
     kernel_launchers: Tuple[Tuple[str, str], ...] = ()
+    # The operators the project's Python code registers (`torch.library.impl("proj::add", ...)`,
+    # `op_name="add"`): `torch.ops.<ns>.<name>` of any other name is a compiled extension's, which
+    # has no NPU kernel (reading.kernel_launchers).
+    python_operators: FrozenSet[str] = frozenset()
 
     def project_modules_of(self, path: str) -> FrozenSet[str]:
         """The modules that the file at `path` (as Entry.relative writes it) imports as the

@@ -50,7 +50,7 @@ from ..knowledge.tips import (CUDA_BUILD_BINDINGS, CUDA_BUILD_STRING, CUDA_ONLY_
                               FLEX_ATTENTION, FLEX_ATTENTION_CHOICE, FUSED_OPTIMIZERS, cuda_only_package,
                               has_fused_kernel, migratable_cuda_path)
 from ..reading.file_facts import MESSAGE_CALLS
-from ..reading.kernel_launchers import OPERATOR_KEY, launchers_in, resolved
+from ..reading.kernel_launchers import OPERATOR_KEY, launchers_in, registered_operators, resolved
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
 from .transformers_attention import FLEX, chooses_attention
@@ -151,6 +151,7 @@ class _Resolver(cst.CSTVisitor):
         # its relative imports: reading.kernel_launchers
         self.own_launchers: Dict[str, str] = {}
         self.launchers: Dict[str, str] = {}
+        self.operators: FrozenSet[str] = frozenset()  # those the project's Python registers (Options.python_operators)
         self.module: Optional[str] = None
         self.package = False
 
@@ -190,7 +191,7 @@ class _Resolver(cst.CSTVisitor):
         # (sorted: a name imported from two places, in a try and its except, names the same one
         # every run)
         names = sorted(qualified_names(self, node))
-        launched = self._launched(names) if self.launchers else None
+        launched = self._launched(names)
         if launched is not None:
             self.cuda_only[id(node)] = launched
             return
@@ -302,12 +303,20 @@ class _Resolver(cst.CSTVisitor):
 
     def _launched(self, names: Sequence[str]) -> Optional[str]:
         """What a reference to one of `names` (qualified) launches where it is a kernel of another
-        file of the project or a launcher of one, or an attribute of one (`AddFunction.apply`)."""
+        file of the project or a launcher of one, or an attribute of one (`AddFunction.apply`), or
+        an operator that a compiled extension registers (no Python of the project does)."""
         for name in names:
-            if name.startswith("torch.ops.") and name.count(".") == 3:  # (an operator registered by the project)
-                kernel = self.launchers.get(OPERATOR_KEY + name.rsplit(".", 1)[1])
+            parts = name.split(".")
+            if len(parts) >= 4 and parts[:2] == ["torch", "ops"]:
+                operator = ".".join(parts[:4])
+                kernel = self.launchers.get(OPERATOR_KEY + parts[3])
                 if kernel is not None:
-                    return f"{name}, which launches {kernel}"
+                    return f"{operator}, which launches {kernel}"
+                if parts[2] not in OPERATORS_ON_THE_NPU and parts[3] not in self.operators:
+                    return f"{operator}, {COMPILED_OPERATOR}"
+                continue
+            if not self.launchers:
+                continue
             parts = resolved(name, self.module, self.package).split(".")
             for end in range(len(parts), 1, -1):
                 kernel = self.launchers.get(".".join(parts[:end]))
@@ -834,8 +843,11 @@ def _may_hold_cuda_only(code: str, api: ApiData) -> bool:
         return True  # (the project's own question about CUDA, asked by the guard walk's test)
     if "get_device_properties" in code and _PROPERTY_FIELD.search(code):
         return True
-    if any(apidata.lacks_npu_kernel(api, chain) for chain in set(_TORCH_CHAIN.findall(code))):
-        return True  # (an operator the release has no NPU kernel for)
+    for chain in set(_TORCH_CHAIN.findall(code)):
+        parts = chain.split(".")
+        if apidata.lacks_npu_kernel(api, chain) or (len(parts) >= 4 and parts[1] == "ops"
+                                                     and parts[2] not in OPERATORS_ON_THE_NPU):
+            return True  # (an operator the release has no NPU kernel for, or a compiled extension's)
     if _FUSED_FLAG.search(code) and not all(has_fused_kernel(api, name) for name in FUSED_OPTIMIZERS):
         return True
     for chain in _CUDA_CHAIN.findall(code):
@@ -855,6 +867,7 @@ _TORCH_CHAIN = re.compile(r"\btorch(?:\.\w+)+")
 def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Dict[str, Set[str]],
                   rerouted: Set[str] = frozenset(), scopes=None, facts=None, own: FrozenSet[str] = frozenset(),
                   npu_backend: bool = False, launchers: Tuple[Tuple[str, str], ...] = (),
+                  operators: FrozenSet[str] = frozenset(),
                   module: Optional[str] = None, package: bool = False):
     """(the NPU-aware spans of `npu_aware`, the dead guards of `dead_guards`), from one walk of
     the original file.  `code` is its text, `aliases` its imports (names.ImportAliases),
@@ -871,9 +884,9 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
         # (the whole file's, where the rules are given a piece of it)
         whole = facts.kernel_launchers if facts is not None else None
         own_launchers = whole if whole is not None else launchers_in(code)
-        operators = {name: kernel for name, kernel in own_launchers.items() if name.startswith(OPERATOR_KEY)}
+        own_operators = {name: kernel for name, kernel in own_launchers.items() if name.startswith(OPERATOR_KEY)}
         project, called = _launchers_by_name(launchers)
-        launchers = {**project, **operators} if operators else project
+        launchers = {**project, **own_operators} if own_operators else project
     else:
         launchers, called = {}, frozenset()
     if not (_may_hold_cuda_only(code, api) or _may_call(called | {*own_launchers}, code)):
@@ -882,12 +895,21 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     resolver.file_facts = facts  # (what the whole file says, where the tree is a piece of it)
     resolver.declares_cuda_only = _may_declare_cuda_only(code)
     resolver.own_launchers, resolver.launchers, resolver.module, resolver.package = own_launchers, launchers, module, package
+    resolver.operators = operators | registered_operators(code)
     spans = npu_aware.guarded_spans(wrapper, resolver)
     resolver.mark_gpu_name_lookups()
     resolver.mark_fused_flags()
     resolver.mark_kernel_launches()
     return spans, dead_guards(wrapper, resolver)
 
+
+# The namespaces of operators that torch and torch_npu register an NPU kernel for (or that run on
+# the host); any other `torch.ops.<namespace>` a Python of the project does not register belongs to
+# a compiled extension, built for CUDA (vLLM's `_C`), with no NPU kernel unless its library has one.
+OPERATORS_ON_THE_NPU = frozenset({"aten", "prims", "npu", "c10d", "c10d_functional", "_c10d_functional",
+                                  "_c10d_functional_autograd", "_dtensor", "profiler", "higher_order",
+                                  "quantized_decomposed", "torchvision"})
+COMPILED_OPERATOR = "an operator of a compiled extension"
 
 # What a guard guards where it is a GPU kernel or a call of a launcher of one (mark_kernel_launches).
 _KERNEL_GUARDED = re.compile(r"(^|, which launches )the [\w ]+ kernel [\w.]+$")
