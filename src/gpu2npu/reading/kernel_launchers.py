@@ -72,13 +72,13 @@ def launchers_in(text: str) -> Dict[str, str]:
             continue
         if not line or line[0] in "#)]}\"'":
             continue  # (inside a statement, or a comment)
+        if units and units[-1][2] < 0:  # (a module-level statement ends the unit before it)
+            units[-1] = (units[-1][0], units[-1][1], number)
         decorator = _DECORATOR.match(line)
         if decorator is not None:
             decorators.append(decorator.group(1))
             continue
         unit = _UNIT.match(line)
-        if units and units[-1][2] < 0:
-            units[-1] = (units[-1][0], units[-1][1], number)
         if unit is not None:
             name = unit.group(2)
             units.append((name, number, -1))

@@ -1,0 +1,58 @@
+"""The project's GPU kernels and what launches them, read from each module's text
+(reading/kernel_launchers.py): what a device test around a call of one guards."""
+import pytest
+
+from gpu2npu.reading.kernel_launchers import OPERATOR_KEY, launchers_in, module_name, registered_operators, resolved
+
+HEAD = "import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\ndef _k(x_ptr):\n    pass\n\n\n"
+
+
+@pytest.mark.parametrize("source, expected", [
+    # a launch, a launch through another function, an autograd Function
+    (HEAD + "def add(x):\n    _k[(1,)](x)\n\n\ndef add_twice(x):\n    return add(add(x))\n\n\n"
+     "class AddFunction(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return add(x)\n",
+     {"_k", "add", "add_twice", "AddFunction"}),
+    # a function that launches only behind its own CUDA test chooses, and runs on the NPU
+    (HEAD + "def pick(x):\n    if x.is_cuda:\n        _k[(1,)](x)\n    return x\n", {"_k"}),
+    # a plain function before a decorated one is not made one by the decorator's lines
+    (HEAD + "def count(d):\n    return d.index\n\n\n@opaque('k', lambda x: _k)\ndef launch(x):\n    _k[(1,)](x)\n",
+     {"_k", "launch"}),
+    # multi-line decorators; a kernel language handed on by a module of the project
+    ("import torch\nfrom .utils import (\n    tl,\n    triton,  # handed on\n)\n\n\n"
+     "@triton.autotune(\n    configs=[],\n    key=['n'],\n)\n@triton.jit\ndef _k2(x_ptr, n):\n    pass\n", {"_k2"}),
+    # torch.jit compiles for every device; a name that merely ends in jit is no kernel language
+    ("import torch\n\n\n@torch.jit.script\ndef f(x):\n    return x\n\n\n@my.jit\ndef g(x):\n    return x\n", set()),
+    # a class whose method is a CuTe DSL kernel
+    ("import cutlass.cute as cute\n\n\nclass Norm:\n    @cute.kernel\n    def kernel(self, x):\n        pass\n\n\n"
+     "def norm(x):\n    return Norm()(x)\n", {"Norm", "norm"}),
+])
+def test_launchers(source, expected):
+    assert set(launchers_in(source)) == expected
+
+
+def test_an_operator_registered_with_a_launcher_and_its_callers():
+    source = (HEAD + "def add(x):\n    _k[(1,)](x)\n    return x\n\n\n"
+              "direct_register_custom_op(op_name='fused_add', op_func=add, mutates_args=[])\n\n\n"
+              "def fused(x):\n    return torch.ops.vllm.fused_add(x)\n")
+    found = launchers_in(source)
+    assert {OPERATOR_KEY + "fused_add", "fused"} <= set(found)
+    assert registered_operators(source) == {"fused_add"}
+    assert registered_operators("torch.library.impl('proj::mul', 'cpu', mul)\nx = 'a::b'\n") == {"mul", "b"}
+
+
+@pytest.mark.parametrize("relative, expected", [
+    ("pkg/ops/add.py", "pkg.ops.add"), ("pkg/__init__.py", "pkg"), ("src/pkg/m.py", "pkg.m"),
+    ("scripts/train-gpt.py", None), ("notes.txt", None),
+])
+def test_module_names(relative, expected):
+    assert module_name(relative) == expected
+
+
+@pytest.mark.parametrize("name, module, package, expected", [
+    (".kernels.add", "pkg.model", False, "pkg.kernels.add"),
+    ("..ops.add", "pkg.sub.model", False, "pkg.ops.add"),
+    (".add", "pkg", True, "pkg.add"),
+    ("pkg.kernels.add", "pkg.model", False, "pkg.kernels.add"),
+])
+def test_relative_names_resolved(name, module, package, expected):
+    assert resolved(name, module, package) == expected
