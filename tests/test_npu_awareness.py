@@ -266,3 +266,53 @@ class TestAFlagPerDevice:
     def test_a_flag_without_its_npu_twin_in_the_block_is_migrated(self, source, migrated):
         output, _ = _migrate(source)
         assert migrated in output
+
+
+class TestTheProjectsOwnDeviceConstant:
+    """A device constant the project compares with "npu" (`DEVICE_TYPE == "npu"`) is one it sets to
+    the NPU itself: its tests against "cuda" ask for NVIDIA and stay, with what they choose there.
+    Migrated, the NPU would take NVIDIA's branches (Triton kernels, bitsandbytes' CUDA kernels,
+    graph capture) where the project's own NPU or generic code ran."""
+
+    CONSTANT = "from .device_type import DEVICE_TYPE\n"
+
+    @pytest.mark.parametrize("body", [
+        "if DEVICE_TYPE in ('cuda', 'hip') and torch.cuda.is_available():\n    caps = torch.cuda.get_device_capability()\n",
+        "def enabled():\n    return DEVICE_TYPE == 'cuda'\n",
+        "if DEVICE_TYPE != 'cuda':\n    fast = False\nelse:\n    torch.cuda.synchronize()\n",
+    ])
+    def test_in_a_file_that_compares_it_with_npu(self, body):
+        source = "import torch\n" + self.CONSTANT + body + "if DEVICE_TYPE == 'npu':\n    torch.npu.synchronize()\n"
+        output, _ = _migrate(source)
+        assert [line for line in output.splitlines() if "cuda" in line] == [
+            line for line in source.splitlines() if "cuda" in line]
+
+    def test_in_another_file_of_the_project(self, tmp_path):
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        root = tmp_path / "proj" / "pkg"
+        root.mkdir(parents=True)
+        (root / "__init__.py").write_text("")
+        (root / "device_type.py").write_text(
+            "import torch\nDEVICE_TYPE = 'npu' if hasattr(torch, 'npu') else 'cuda'\nif DEVICE_TYPE == 'npu':\n"
+            "    import torch_npu\n")
+        kernels = "import torch\n" + self.CONSTANT + "if DEVICE_TYPE == 'cuda':\n    torch.cuda.synchronize()\n"
+        (root / "kernels.py").write_text(kernels)
+        gpu2npu = str(Path(sys.executable).parent / "gpu2npu")
+        done = subprocess.run([gpu2npu, "-i", tmp_path / "proj", "-o", tmp_path / "out", "-v", "2.1.0"],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "out" / "proj_msft" / "pkg" / "kernels.py").read_text() == kernels
+
+    @pytest.mark.parametrize("source, migrated", [
+        # a constant the project never compares with "npu" moves with the device
+        ("import torch\nDEVICE = 'cuda'\nif DEVICE == 'cuda':\n    torch.cuda.synchronize()\n", "DEVICE == 'npu'"),
+        # a variable (not a constant) compared with "npu" elsewhere is judged where it stands
+        ("import torch\n\ndef a(device):\n    return device == 'npu'\n\n\ndef b(device):\n    if device == 'cuda':\n"
+         "        torch.cuda.synchronize()\n", "if device == 'npu':"),
+    ])
+    def test_what_the_project_does_not_set_to_the_npu_moves(self, source, migrated):
+        output, _ = _migrate(source)
+        assert migrated in output

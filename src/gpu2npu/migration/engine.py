@@ -47,14 +47,15 @@ class Engine:
         # mean depend on the tree: so do the results.  (check names its entries from its command
         # line: it gives the project's modules itself.)
         backend = npu_backend_files(entries)
-        launchers, operators = project_launchers(entries, backend)
+        launchers, operators, constants = project_launchers(entries, backend)
         options = dataclasses.replace(self.options, packages_held=packages_held(entries),
                                       backend_options_kept=backend_options_kept_in(entries),
                                       scripts_with_own_tf32=scripts_with_own_option(entries, "--tf32"),
                                       project_modules=self.options.project_modules or project_modules(entries),
                                       modules_beside=modules_beside(entries),
                                       npu_backend_files=backend,
-                                      kernel_launchers=launchers, python_operators=operators)
+                                      kernel_launchers=launchers, python_operators=operators,
+                                      npu_constants=constants)
         if self.cache is not None:
             self.cache.salt = cache.salt_for(options)
         computed = migrate_all(entries, options, self.jobs, self.cache)

@@ -351,6 +351,7 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
     aware, dead = device_guards.guarded_spans(wrapper, options.api, code, aliases, rerouted, scopes, facts, own=own,
                                               npu_backend=path in options.npu_backend_files,
                                               launchers=options.kernel_launchers, operators=options.python_operators,
+                                              npu_constants=options.npu_constants,
                                               module=module_name(path),
                                               package=path.endswith("__init__.py"))
     context = FileContext(path=path, options=options, guarded=aware | frozenset(dead), dead_guards=dead,

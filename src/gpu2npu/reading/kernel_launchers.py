@@ -213,6 +213,19 @@ def _names_cuda(test: ast.expr) -> bool:
     return "cuda" in ast.unparse(test).lower()
 
 
+# A module-level constant of the project compared with "npu" (`DEVICE_TYPE == "npu"`, `DEVICE_TYPE in
+# ("mlx", "npu")`): the project sets it to the NPU itself, so its tests against "cuda" ask for NVIDIA.
+_NPU_CONSTANT_TEST = re.compile(r"\b([A-Z][A-Z0-9_]*)\s*(?:==|!=)\s*[\"']npu[\"']|"
+                                r"\b([A-Z][A-Z0-9_]*)\s+(?:not\s+)?in\s+[(\[{][^)\]}]*[\"']npu[\"']")
+
+
+def npu_constants(text: str) -> FrozenSet[str]:
+    """The upper-case names the text compares with "npu" (the project's own device constants)."""
+    if "npu" not in text:
+        return frozenset()
+    return frozenset(equal or member for equal, member in _NPU_CONSTANT_TEST.findall(text))
+
+
 def module_name(relative: str) -> Optional[str]:
     """The dotted name a file of the project is imported as from its root ("pkg/ops/add.py" ->
     "pkg.ops.add", "pkg/__init__.py" -> "pkg"; from src/ too); None for a name no import spells."""
@@ -229,14 +242,16 @@ def module_name(relative: str) -> Optional[str]:
 
 
 def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = ()
-                      ) -> Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str]]:
+                      ) -> Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str], FrozenSet[str]]:
     """(qualified name, the kernel it runs) of every kernel and launcher of the project's Python
     files (`pkg.ops.add.add`), sorted, none from the project's own NPU backend (Triton-Ascend's);
-    and the names of the operators its Python code registers (whose kernels are Python functions,
-    launching a GPU kernel or not: an operator of no such name is a compiled extension's)."""
+    the names of the operators its Python code registers (whose kernels are Python functions,
+    launching a GPU kernel or not: an operator of no such name is a compiled extension's); and the
+    device constants it compares with "npu" (`npu_constants`).  Each file is read once."""
     skipped = frozenset(npu_backend)
     found: Dict[str, str] = {}
     operators: Set[str] = set()
+    constants: Set[str] = set()
     for entry in entries:
         if entry.kind != Kind.PYTHON or entry.relative in skipped:
             continue
@@ -249,11 +264,13 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = ()
             continue  # (its reading error is reported where it is migrated)
         if b"op_name" in data or b"::" in data:
             operators |= registered_operators(data.decode("utf-8", "replace"))
+        if b"npu" in data:
+            constants |= npu_constants(data.decode("utf-8", "replace"))
         if not any(package.encode() in data for package in _LANGUAGE_PACKAGES):
             continue
         for name, kernel in launchers_in(data.decode("utf-8", "replace")).items():
             found[name if name.startswith(OPERATOR_KEY) else f"{module}.{name}"] = kernel
-    return tuple(sorted(found.items())), frozenset(operators)
+    return tuple(sorted(found.items())), frozenset(operators), frozenset(constants)
 
 
 def resolved(name: str, module: Optional[str], package: bool = False) -> str:

@@ -92,6 +92,10 @@ class Options:
     # `op_name="add"`): `torch.ops.<ns>.<name>` of any other name is a compiled extension's, which
     # has no NPU kernel (reading.kernel_launchers).
     python_operators: FrozenSet[str] = frozenset()
+    # The project's own device constants that it compares with "npu" (`DEVICE_TYPE == "npu"`): it
+    # sets them to the NPU itself, so their tests against "cuda" ask for NVIDIA and stay
+    # (reading.kernel_launchers.npu_constants, rules.npu_aware).
+    npu_constants: FrozenSet[str] = frozenset()
 
     def project_modules_of(self, path: str) -> FrozenSet[str]:
         """The modules that the file at `path` (as Entry.relative writes it) imports as the

@@ -51,6 +51,7 @@ from ..knowledge.tips import (CUDA_BUILD_BINDINGS, CUDA_BUILD_STRING, CUDA_ONLY_
                               has_fused_kernel, migratable_cuda_path)
 from ..reading.file_facts import MESSAGE_CALLS
 from ..reading.kernel_launchers import OPERATOR_KEY, launchers_in, registered_operators, resolved
+from ..reading.kernel_launchers import npu_constants as npu_constants_in
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
 from .transformers_attention import FLEX, chooses_attention
@@ -867,7 +868,7 @@ _TORCH_CHAIN = re.compile(r"\btorch(?:\.\w+)+")
 def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Dict[str, Set[str]],
                   rerouted: Set[str] = frozenset(), scopes=None, facts=None, own: FrozenSet[str] = frozenset(),
                   npu_backend: bool = False, launchers: Tuple[Tuple[str, str], ...] = (),
-                  operators: FrozenSet[str] = frozenset(),
+                  operators: FrozenSet[str] = frozenset(), npu_constants: FrozenSet[str] = frozenset(),
                   module: Optional[str] = None, package: bool = False):
     """(the NPU-aware spans of `npu_aware`, the dead guards of `dead_guards`), from one walk of
     the original file.  `code` is its text, `aliases` its imports (names.ImportAliases),
@@ -877,8 +878,9 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     (its Triton kernels are Triton-Ascend's); `launchers`: the kernels and their launchers of the
     project's files (Options.kernel_launchers), `module` and `package` the file's module, which
     its relative imports of them are read in (reading.kernel_launchers)."""
+    constants = npu_constants | npu_constants_in(code)  # (the project's, and the file's own where run alone)
     if "cuda" not in code.lower():
-        return npu_aware.guarded_spans(wrapper, code=code), {}
+        return npu_aware.guarded_spans(wrapper, code=code, constants=constants), {}
     own_launchers: Dict[str, str] = {}
     if not npu_backend:
         # (the whole file's, where the rules are given a piece of it)
@@ -890,13 +892,13 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     else:
         launchers, called = {}, frozenset()
     if not (_may_hold_cuda_only(code, api) or _may_call(called | {*own_launchers}, code)):
-        return npu_aware.guarded_spans(wrapper, code=code), {}
+        return npu_aware.guarded_spans(wrapper, code=code, constants=constants), {}
     resolver = _Resolver(api, aliases, rerouted, scopes, own)
     resolver.file_facts = facts  # (what the whole file says, where the tree is a piece of it)
     resolver.declares_cuda_only = _may_declare_cuda_only(code)
     resolver.own_launchers, resolver.launchers, resolver.module, resolver.package = own_launchers, launchers, module, package
     resolver.operators = operators | registered_operators(code)
-    spans = npu_aware.guarded_spans(wrapper, resolver)
+    spans = npu_aware.guarded_spans(wrapper, resolver, constants=constants)
     resolver.mark_gpu_name_lookups()
     resolver.mark_fused_flags()
     resolver.mark_kernel_launches()

@@ -172,7 +172,7 @@ def _compared_subjects(test: cst.BaseExpression) -> Set[str]:
 # The node classes _Guards looks at (none has subclasses: a look-up of the class stands for
 # isinstance, which for libcst's abstract-based classes costs ten times more).
 _LOOKED_AT = frozenset({cst.If, cst.Module, cst.IndentedBlock, cst.ClassDef, cst.IfExp, cst.BooleanOperation,
-                        cst.Tuple, cst.List, cst.Set, cst.Dict, cst.Assign})
+                        cst.Tuple, cst.List, cst.Set, cst.Dict, cst.Assign, cst.Comparison})
 
 
 def _asks_availability(test: cst.BaseExpression) -> bool:
@@ -216,6 +216,7 @@ class _Guards(cst.CSTVisitor):
         # the names that an NPU-aware chain tests as its CUDA branch's test
         self._values: dict = {}
         self._cuda_tests: Set[str] = set()
+        self.constants: FrozenSet[str] = frozenset()  # the project's device constants it compares with "npu"
 
     def _add(self, node: cst.CSTNode) -> None:
         self.spans.add(span_of(self.get_metadata(PositionProvider, node), node))
@@ -239,6 +240,22 @@ class _Guards(cst.CSTVisitor):
                 self._cuda_tests |= _tested_names(test)
         if npu_seen and isinstance(orelse, cst.Else):
             self._add(orelse)
+
+    def _constant_test(self, node: cst.If) -> bool:
+        """`if DEVICE_TYPE == "cuda":` where the project compares DEVICE_TYPE with "npu" too (it
+        sets it to the NPU itself): a test for NVIDIA, left with the branch it chooses there (the
+        body, or for `!=` the `else`).  Also where the test is one of an `and`, or a function
+        returns it (`return DEVICE_TYPE == "cuda"`: see on_visit's Comparison)."""
+        comparison = next((part for part in _comparisons(node.test) if _constant_against_cuda(part, self.constants)),
+                          None)
+        if comparison is None:
+            return False
+        self._add(node.test)
+        negated = isinstance(comparison.comparisons[0].operator, (cst.NotEqual, cst.NotIn))
+        chosen = node.orelse if negated else node.body
+        if chosen is not None:
+            self._add(chosen)
+        return True
 
     def variables_of_cuda_tests(self) -> None:
         """`pt_cuda_available = torch.cuda.is_available()` ... `if pt_cuda_available: <CUDA>` `elif
@@ -283,6 +300,10 @@ class _Guards(cst.CSTVisitor):
     def on_visit(self, node: cst.CSTNode) -> bool:
         if type(node) not in _LOOKED_AT:  # (asked of every node of a file: most are none of these)
             return True
+        if isinstance(node, cst.Comparison):
+            if self.constants and _constant_against_cuda(node, self.constants):
+                self._add(node)
+            return True
         if isinstance(node, cst.Assign):
             if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
                 self._values.setdefault(node.targets[0].target.value, []).append(node.value)
@@ -315,6 +336,8 @@ class _Guards(cst.CSTVisitor):
                 self._questions_of_cuda(functions)
         if isinstance(node, cst.ClassDef):
             self._device_members(node)
+        if isinstance(node, cst.If) and self.constants and self._constant_test(node):
+            return True
         if isinstance(node, cst.If) and is_npu_aware(node) and id(node) not in self._elifs:
             self._chain(node)
         elif isinstance(node, cst.IfExp) and mentions_npu(node.test):
@@ -324,6 +347,25 @@ class _Guards(cst.CSTVisitor):
             self._add(node)
             return False
         return True
+
+
+def _comparisons(test: cst.BaseExpression) -> List[cst.Comparison]:
+    """The comparisons of a test, through `and`/`or`, `not` and parentheses."""
+    if isinstance(test, cst.BooleanOperation):
+        return _comparisons(test.left) + _comparisons(test.right)
+    if isinstance(test, cst.UnaryOperation):
+        return _comparisons(test.expression)
+    return [test] if isinstance(test, cst.Comparison) else []
+
+
+def _constant_against_cuda(node: cst.Comparison, constants: FrozenSet[str]) -> bool:
+    """`NAME == "cuda"`, `NAME in ("cuda", "hip")` (or `!=`, `not in`) for a NAME of `constants`."""
+    if not (isinstance(node.left, cst.Name) and node.left.value in constants and len(node.comparisons) == 1):
+        return False
+    compared = node.comparisons[0].comparator
+    values = compared.elements if isinstance(compared, (cst.Tuple, cst.List, cst.Set)) else [compared]
+    return any(_string_value(value.value if isinstance(value, cst.BaseElement) else value) in ("cuda", "CUDA")
+               for value in values)
 
 
 def _cuda_twins(body) -> List[cst.CSTNode]:
@@ -374,15 +416,19 @@ def may_mention_npu(code: str) -> bool:
     return "npu" in lowered or "hccl" in lowered or SPELLING_ESCAPE.search(code) is not None
 
 
-def guarded_spans(wrapper: MetadataWrapper, *also: cst.CSTVisitor, code: str = None) -> FrozenSet[Span]:
+def guarded_spans(wrapper: MetadataWrapper, *also: cst.CSTVisitor, code: str = None,
+                  constants: FrozenSet[str] = frozenset()) -> FrozenSet[Span]:
     """The span of every node of the original file that is left as
     written because it only runs where there is no NPU (or is the project's own NPU test).
     `also`: other visitors of the original file, run in the same walk (a walk of a large tree
     costs more than what most visitors do in it); `code`: the file's text, where known (a text
-    that mentions no NPU has no such span, and is not walked for them)."""
-    if not also and code is not None and not may_mention_npu(code) and not _KERNEL_QUESTION_TEXT.search(code):
+    that mentions no NPU has no such span, and is not walked for them); `constants`: the project's
+    device constants that it compares with "npu" itself (Options.npu_constants)."""
+    if (not also and code is not None and not may_mention_npu(code) and not _KERNEL_QUESTION_TEXT.search(code)
+            and not any(constant in code for constant in constants)):
         return frozenset()
     guards = _Guards()
+    guards.constants = constants
     walk_wrapped(_together([guards, *also]) if also else guards, wrapper)
     guards.variables_of_cuda_tests()
     return frozenset(guards.spans)
