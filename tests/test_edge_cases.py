@@ -904,3 +904,19 @@ def test_a_cuda_function_that_no_call_of_cuda_reaches_stays(source):
     output, result = migrate(source)
     assert output == source, output
     assert not [f for f in result.findings if "is_cuda" in f.api or "Tensor.cuda" in f.api], result.findings
+
+
+@pytest.mark.parametrize("source", [
+    # the Hub kernels' device of a layer mapping: that package's word for its CUDA build
+    'import torch\nfrom kernels import CUDAProperties, Device\n'
+    'mapping = {Device(type="cuda", properties=CUDAProperties(min_capability=80)): "repo"}\n',
+    'import torch\nimport kernels\nd = kernels.Device(type="cuda")\n',
+])
+def test_a_device_name_given_to_a_cuda_only_packages_api_stays(source):
+    output, result = migrate(source)
+    assert '"cuda"' in output and not [c for c in result.changes if c.rule in ("NPU103", "NPU116")]
+
+
+def test_a_device_name_given_to_torch_beside_it_moves():
+    output, _ = migrate('import torch\nfrom kernels import Device\nx = torch.zeros(2, device="cuda")\n')
+    assert 'device="npu"' in output

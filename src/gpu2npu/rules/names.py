@@ -11,7 +11,7 @@ from libcst.metadata import PositionProvider, QualifiedNameProvider
 from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, foreign_library,
                                   is_rng_state_callee, mapping_text, option_destination)
 from ..knowledge import npu_keywords
-from ..knowledge.tips import handed_on, has_fused_kernel
+from ..knowledge.tips import cuda_only_package, handed_on, has_fused_kernel
 from .npu_aware import mentions_npu
 from .walk import ClassHooks, ParentNodeProvider, walk
 
@@ -302,6 +302,11 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
                 return True
             if last in KEY_METHODS and isinstance(callee, cst.Attribute) and call.args and call.args[0] is parent:
                 return not _looks_up_by_device(rule, node)
+            if any(cuda_only_package(name) or name.startswith(_HUB_KERNELS) for name in qualified_names(rule, callee)):
+                # an argument of a CUDA-only package's API (the Hub kernels' `Device(type="cuda",
+                # properties=CUDAProperties(...))`): that package's own word for its CUDA build,
+                # which has no NPU one (its rows say so); "npu" there it refuses or misreads
+                return True
             if an_attribute_name(rule, node) and _a_torch_submodule(rule, call.args[0].value):
                 # an attribute's name, no device: `getattr(torch.version, "cuda", None)` reads CUDA's
                 # version (None on the NPU machine), `hasattr(torch.backends, "cuda")` a backend
@@ -316,6 +321,9 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
         return True
     return enum_label(rule, node) or class_label(rule, node)
 
+
+# The Hub's kernels (the `kernels` package, compiled for CUDA: findings/hazards/gpu_kernels.py).
+_HUB_KERNELS = "kernels."
 
 # Names of GPU platforms that are no torch device type (ROCm runs on torch's "cuda" device): a
 # list of strings with one of them beside "cuda" lists platforms (`kind in ["cuda", "rocm"]`, a
