@@ -920,3 +920,30 @@ def test_a_device_name_given_to_a_cuda_only_packages_api_stays(source):
 def test_a_device_name_given_to_torch_beside_it_moves():
     output, _ = migrate('import torch\nfrom kernels import Device\nx = torch.zeros(2, device="cuda")\n')
     assert 'device="npu"' in output
+
+
+class TestACudaMethodOfAnotherClass:
+    """`.cuda(...)` with arguments torch's Tensor.cuda and Module.cuda do not take is another
+    class's method (HQQ's `quantizer.cuda(qtensor, meta=meta, device=d)`), which has no `npu` of
+    the same name: left as written, with a row that says whose it is."""
+
+    @pytest.mark.parametrize("call", [
+        "self.quantizer.cuda(qtensor, meta=meta, device=self.device)",
+        "q.cuda(w, 0, True, None)",
+        "q.cuda(0, device=1)",
+    ])
+    def test_stays_with_a_row(self, call):
+        source = f"import torch\n\ndef f(self, q, qtensor, meta, w):\n    {call}\n"
+        output, result = migrate(source)
+        assert call in output
+        rows = [f for f in result.findings if f.start_line == 4]
+        assert len(rows) == 1 and "another class's method" in rows[0].tip and rows[0].api.endswith(".cuda")
+
+    @pytest.mark.parametrize("call, migrated", [
+        ("x.cuda(0, non_blocking=True)", "x.npu(0, non_blocking=True)"),
+        ("model.cuda(device=1)", "model.npu(device=1)"),
+        ("x.cuda(*args, **kwargs)", "x.npu(*args, **kwargs)"),
+    ])
+    def test_torchs_arguments_move(self, call, migrated):
+        output, _ = migrate(f"import torch\ny = {call}\n")
+        assert migrated in output

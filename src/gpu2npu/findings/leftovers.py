@@ -27,6 +27,8 @@ from ..rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, Docs
                           of_a_properties_query_left, properties_query_stays, qualified_names, string_text,
                           top_level_statements)
 from ..rules.ray_resources import gpu_requests, imports_ray, is_ray_call
+from ..rules.base import code_of
+from ..rules.tensor_cuda import torchs_cuda_takes
 from ..rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
 from ..knowledge.tips import (CUDA_BUILD_STRING, CUDA_PROPERTY_FIELDS, KERNEL_DECORATORS, KERNEL_LANGUAGE_PACKAGES, KERNEL_PACKAGES, NVIDIA_MANAGEMENT_PACKAGES,
                               TIPS, ascend_backend_note, cuda_only_package, kernel_language, kernel_tip,
@@ -299,6 +301,10 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         as_torchs = ((attribute == "is_cuda" and not self._is_called(node))
                      or (attribute == "cuda" and self._is_called(node)))
         if not self._dead and as_torchs and not any(n.startswith("torch.") for n in qualified_names(self, node)):
+            call = self._call_of(node)
+            if call is not None and not torchs_cuda_takes(call):
+                self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"{code_of(node.value)}.cuda", OTHER_CUDA_METHOD_TIP)
+                return
             self._add(node, CUDA_LEFTOVER, Report.UNSUPPORTED, f"Tensor.{node.attr.value}", "rewrite as .npu() / .is_npu")
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -550,6 +556,10 @@ def dead_guard_tip(guard, api: ApiData) -> str:
     return (f"left as written: it guards {guard.guarded}, {absent}, so on the NPU this branch is not taken (as on any "
             f"machine without CUDA); to use it there: {tip}, then test for the NPU")
 
+
+OTHER_CUDA_METHOD_TIP = ("another class's method cuda, called with arguments torch's Tensor.cuda and Module.cuda do "
+                        "not take (HQQ's Quantizer.cuda(qtensor, meta=...)): left as written, as it has no npu of the "
+                        "same name; move what it holds with that class's own way to the NPU, or .to(the NPU device)")
 
 RAY_TIP = ("Ray counts Ascend NPUs as the resource \"NPU\", not as GPUs: ask for resources={\"NPU\": N} "
            "instead of num_gpus=N (Ray then sets ASCEND_RT_VISIBLE_DEVICES for the task); gpu2npu does so (NPU110) "

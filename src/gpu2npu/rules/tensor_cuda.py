@@ -69,7 +69,9 @@ class TensorCudaToNpu(Rule):
         func = original_node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
             return updated_node
-        if self._is_torch_cuda_module(func):
+        if self._is_torch_cuda_module(func) or not torchs_cuda_takes(original_node):
+            # (arguments torch's Tensor.cuda and Module.cuda do not take, `quantizer.cuda(qtensor,
+            # meta=meta, device=d)`: another class's method, which has no `npu` of the same name)
             return updated_node
         self.record(original_node, "change .cuda() to .npu()")
         self.context.needs_torch_npu = True
@@ -150,6 +152,23 @@ class TensorCudaToNpu(Rule):
         call = self.get_metadata(ParentNodeProvider, argument, None)
         return (isinstance(call, cst.Call) and not _DESCRIBING & qualified_names(self, call.func)
                 and bool(_CLASSES_WITH_NPU & qualified_names(self, node.value)))
+
+
+# What torch's Tensor.cuda(device, non_blocking, memory_format) and Module.cuda(device) take.
+_CUDA_PARAMETERS = ("device", "non_blocking", "memory_format")
+
+
+def torchs_cuda_takes(call: cst.Call) -> bool:
+    """Whether the arguments of a `.cuda(...)` call are ones torch's Tensor.cuda or Module.cuda
+    takes: at most its parameters, each once, positionally in order or by name (a star argument
+    may be anything)."""
+    if any(arg.star for arg in call.args):
+        return True
+    positional = [arg for arg in call.args if arg.keyword is None]
+    named = [arg.keyword.value for arg in call.args if arg.keyword is not None]
+    given = [*_CUDA_PARAMETERS[:len(positional)], *named]
+    return len(positional) <= len(_CUDA_PARAMETERS) and all(name in _CUDA_PARAMETERS for name in named) and len(
+        set(given)) == len(given)
 
 
 def _defines(definition: cst.ClassDef, name: str) -> bool:
