@@ -181,3 +181,21 @@ class TestAnEnvironmentBuiltByName:
     def test_left(self, source):
         output, result = _migrate(source)
         assert output == source and not result.changes
+
+
+class TestATableOfFunctionsReadingTheEnvironment:
+    """vLLM's `envs`: `{"CUDA_VISIBLE_DEVICES": lambda: os.environ.get("CUDA_VISIBLE_DEVICES")}`,
+    read as `envs.CUDA_VISIBLE_DEVICES` elsewhere.  The key is the name the program reads the value
+    by and stays with its readers; the variable the function reads is the Ascend one."""
+
+    def test_the_key_stays_and_the_variable_read_moves(self):
+        source = ("import os\nenvironment_variables = {\n    'CUDA_VISIBLE_DEVICES': lambda: os.environ.get('CUDA_VISIBLE_DEVICES', None),\n}\n"
+                  "print(environment_variables['CUDA_VISIBLE_DEVICES']())\n")
+        output, _ = _migrate(source)
+        assert "'CUDA_VISIBLE_DEVICES': lambda: os.environ.get('ASCEND_RT_VISIBLE_DEVICES', None)" in output
+        assert "environment_variables['CUDA_VISIBLE_DEVICES']()" in output
+
+    def test_an_environment_given_to_a_process_moves(self):
+        source = "import os\nimport subprocess\nenv = {'CUDA_VISIBLE_DEVICES': gpus}\nsubprocess.run(cmd, env=env)\n"
+        output, _ = _migrate(source)
+        assert "'ASCEND_RT_VISIBLE_DEVICES': gpus" in output

@@ -16,7 +16,10 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
     Every string in code that names `CUDA_VISIBLE_DEVICES` (an `os.environ` key, a `getenv`
     argument, a command line built in Python), and the keyword of an environment built by name
     (`dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))`, `env.update(...)`), names the Ascend
-    variable instead.
+    variable instead.  Not the key of a table of functions that read the environment (vLLM's
+    `envs`: `{"CUDA_VISIBLE_DEVICES": lambda: os.environ.get("CUDA_VISIBLE_DEVICES")}`): that key
+    is the name the program reads the value by (`envs.CUDA_VISIBLE_DEVICES`), and stays with its
+    readers; the variable the function reads is renamed.
     """
 
     code = "NPU106"
@@ -31,16 +34,39 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
             "import os\nenv = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))\n",
             "import os\nenv = dict(os.environ, ASCEND_RT_VISIBLE_DEVICES=str(gpu))\n",
         ),
+        Example(
+            "import os\nreaders = {'CUDA_VISIBLE_DEVICES': lambda: os.environ.get('CUDA_VISIBLE_DEVICES')}\n",
+            "import os\nreaders = {'CUDA_VISIBLE_DEVICES': lambda: os.environ.get('ASCEND_RT_VISIBLE_DEVICES')}\n",
+        ),
     )
     unchanged = ("import os\n# export CUDA_VISIBLE_DEVICES=0\n", "import os\nrun(cmd, CUDA_VISIBLE_DEVICES=gpu)\n")
 
     def __init__(self, context) -> None:
         Rule.__init__(self, context)
         DocstringTracker.__init__(self)
+        self._reader_names: set = set()  # ids of the keys of a table of functions reading the environment
+        self._reader_tables: set = set()  # the names of such tables
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # (the table's name: a lookup in it by the key is a reader's too)
+        if isinstance(node.value, cst.Dict) and any(
+                isinstance(element, cst.DictElement) and isinstance(element.value, cst.Lambda) for element in node.value.elements):
+            self._reader_tables.update(target.target.value for target in node.targets if isinstance(target.target, cst.Name))
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        if isinstance(node.value, cst.Lambda):
+            self._reader_names.add(id(node.key))
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value in self._reader_tables and len(node.slice) == 1:
+            index = node.slice[0].slice
+            if isinstance(index, cst.Index):
+                self._reader_names.add(id(index.value))
 
     def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString):
         text = string_text(original_node)
-        if self.is_documentation(original_node) or text is None or CUDA_VARIABLE not in text:
+        if (self.is_documentation(original_node) or text is None or CUDA_VARIABLE not in text
+                or id(original_node) in self._reader_names):
             return updated_node
         self.record(original_node, f"change {CUDA_VARIABLE} to {NPU_VARIABLE}")
         return with_string_text(updated_node, text.replace(CUDA_VARIABLE, NPU_VARIABLE))
