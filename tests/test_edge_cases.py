@@ -947,3 +947,25 @@ class TestACudaMethodOfAnotherClass:
     def test_torchs_arguments_move(self, call, migrated):
         output, _ = migrate(f"import torch\ny = {call}\n")
         assert migrated in output
+
+
+class TestTritonsBackendName:
+    """The backend Triton compiles for (`triton.runtime.driver.active.get_current_target().backend`)
+    says "cuda" for Triton's CUDA backend, no torch device (under Triton-Ascend it says "npu"
+    itself): compared with it, or a key of a table looked up by it, "cuda" stays."""
+
+    @pytest.mark.parametrize("source", [
+        "import triton\n\ndef flags():\n    backend = triton.runtime.driver.active.get_current_target().backend\n"
+        "    if backend == 'cuda':\n        return 'nvidia'\n    return None\n",
+        "import triton\n\ndef get_available_device():\n    return triton.runtime.driver.active.get_current_target().backend\n\n\n"
+        "def platform():\n    device = get_available_device()\n    mapping = {'cuda': 'nvidia', 'hip': 'amd'}\n"
+        "    return mapping.get(device, device)\n",
+    ])
+    def test_stays(self, source):
+        output, result = migrate(source)
+        assert output == source
+
+    def test_a_torch_device_beside_it_moves(self):
+        output, _ = migrate("import torch\nimport triton\nbackend = triton.runtime.driver.active.get_current_target().backend\n"
+                            "x = torch.zeros(2, device='cuda')\n")
+        assert "device='npu'" in output

@@ -74,6 +74,10 @@ class FileFacts:
     # torch.cuda.get_rng_state_all()`, `set_rng_state_all(ckpt["cuda"])`), as mapping_text writes
     # them: a checkpoint's data, which checkpoints written on GPUs keep under "cuda"
     rng_state_mappings: FrozenSet[str] = frozenset()
+    # the names holding the backend Triton compiles for (`backend = triton.runtime.driver.active.
+    # get_current_target().backend`, and the file's functions returning it, as "name()"): its
+    # "cuda" is Triton's CUDA backend, no torch device (under Triton-Ascend it says "npu" itself)
+    triton_backends: FrozenSet[str] = frozenset()
 
 
 def mapping_text(code: str) -> str:
@@ -118,6 +122,10 @@ class FactsOfScan:
     @property
     def rng_state_mappings(self) -> FrozenSet[str]:
         return self._read().rng_state_mappings
+
+    @property
+    def triton_backends(self) -> FrozenSet[str]:
+        return self._read().triton_backends
 
     @property
     def foreign_backends(self) -> Dict[str, str]:
@@ -184,7 +192,8 @@ def is_device_key(text: str) -> bool:
     return any(word in text for word in DEVICE_KEY_WORDS)
 
 
-def _looked_up_by_device(key: ast.AST, device_variables: FrozenSet[str] = frozenset()) -> bool:
+def _looked_up_by_device(key: ast.AST, device_variables: FrozenSet[str] = frozenset(),
+                         triton_backends: FrozenSet[str] = frozenset()) -> bool:
     """Whether a mapping looked up by `key` is one of devices: a key named as a device, or a
     variable the file gives a device name (`kind = "cuda" if ... else "cpu"`).  The name of the
     GPU (`get_device_name()`, `get_device_properties(0).name`) is a model's, "NVIDIA A100": a table
@@ -193,7 +202,29 @@ def _looked_up_by_device(key: ast.AST, device_variables: FrozenSet[str] = frozen
         key = key.value  # (get_device_properties(0).name)
     if isinstance(key, ast.Call) and _last(key.func) in ("get_device_name", "get_device_properties"):
         return False
+    if isinstance(key, ast.Name) and key.id in triton_backends:
+        return False  # (Triton's backend: a table of Triton backends)
     return (isinstance(key, ast.Name) and key.id in device_variables) or is_device_key(_key_text(key))
+
+
+def _triton_backends(file_scan: "FileScan") -> FrozenSet[str]:
+    """The variables and the functions ("name()") of the file that hold or return the backend
+    Triton compiles for (`triton.runtime.driver.active.get_current_target().backend`)."""
+    if not any(node.attr == "get_current_target" for node in file_scan.groups.get(ast.Attribute, ())):
+        return frozenset()
+
+    def is_backend(value: Optional[ast.AST], functions) -> bool:
+        if isinstance(value, ast.Attribute) and value.attr == "backend" and isinstance(value.value, ast.Call):
+            return _last(value.value.func) == "get_current_target"
+        return isinstance(value, ast.Call) and f"{_last(value.func)}()" in functions
+
+    functions: set = set()
+    for node in file_scan.groups.get(ast.FunctionDef, ()):
+        if any(isinstance(part, ast.Return) and is_backend(part.value, ()) for part in ast.walk(node)):
+            functions.add(f"{node.name}()")
+    variables = {target.id for node in file_scan.groups.get(ast.Assign, ()) if is_backend(node.value, functions)
+                 for target in node.targets if isinstance(target, ast.Name)}
+    return frozenset(functions | variables)
 
 
 def _device_variables(file_scan: "FileScan") -> FrozenSet[str]:
@@ -275,7 +306,8 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
     qualified = file_scan.imports.qualified
     subscripts = groups.get(ast.Subscript, ())
     device_variables = _device_variables(file_scan)
-    looks_up = any(_looked_up_by_device(node.slice, device_variables) for node in subscripts)
+    triton = _triton_backends(file_scan)
+    looks_up = any(_looked_up_by_device(node.slice, device_variables, triton) for node in subscripts)
     named_keys = any(_is_device_name(node.slice) for node in subscripts)
     foreign: Dict[str, str] = {}
     keyword_arguments: Dict[str, list] = {}
@@ -286,7 +318,7 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
             if holder is not None:
                 keyword_arguments.setdefault(holder, []).append((keyword.arg, frozenset(qualified(func))))
         if isinstance(func, ast.Attribute) and func.attr in KEY_METHODS and call.args:
-            looks_up = looks_up or _looked_up_by_device(call.args[0], device_variables)
+            looks_up = looks_up or _looked_up_by_device(call.args[0], device_variables, triton)
             named_keys = named_keys or _is_device_name(call.args[0])
         library = foreign_library(qualified(func))
         if library is not None:
@@ -319,7 +351,7 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
                      _reads_cuda_only_properties(file_scan),
                      {name: tuple(sorted(set(uses), key=lambda use: (use[0], sorted(use[1]))))
                       for name, uses in keyword_arguments.items()},
-                     frozenset(name for names in labels for name in names), _rng_state_mappings(file_scan))
+                     frozenset(name for names in labels for name in names), _rng_state_mappings(file_scan), triton)
 
 
 def option_destination(flags) -> Optional[str]:

@@ -284,6 +284,8 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
         if isinstance(subscript, cst.Subscript) and (dotted_name(subscript.value) or "").rsplit(".", 1)[-1] == "Literal":
             return False
         return not _looks_up_by_device(rule, node)
+    if _compared_with_tritons_backend(rule, node, parent, parent_of):
+        return True
     if isinstance(parent, cst.Comparison) and parent.left is node and len(parent.comparisons) == 1 and isinstance(
             parent.comparisons[0].operator, (cst.In, cst.NotIn)):
         # `"cuda" in state` asks for a key; `"cuda" in str(device)`, `in args.device` ask about a device
@@ -320,6 +322,21 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
         # Elsewhere it goes with the device ("npu:0" must lose its prefix as "cuda:0" did).
         return True
     return enum_label(rule, node) or class_label(rule, node)
+
+
+def _compared_with_tritons_backend(rule, node: cst.CSTNode, parent, parent_of) -> bool:
+    """`backend == "cuda"` where `backend` holds the backend Triton compiles for
+    (file_facts.triton_backends): Triton's CUDA backend, no torch device."""
+    if isinstance(parent, cst.ComparisonTarget):
+        parent = parent_of(parent)
+    if not isinstance(parent, cst.Comparison) or len(parent.comparisons) != 1:
+        return False
+    backends = file_facts(rule, node).triton_backends
+    if not backends:
+        return False
+    other = parent.comparisons[0].comparator if parent.left is node else parent.left
+    name = dotted_name(other) if not isinstance(other, cst.Call) else f"{dotted_name(other.func)}()"
+    return name in backends
 
 
 # The Hub's kernels (the `kernels` package, compiled for CUDA: findings/hazards/gpu_kernels.py).
