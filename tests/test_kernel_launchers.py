@@ -2,7 +2,8 @@
 (reading/kernel_launchers.py): what a device test around a call of one guards."""
 import pytest
 
-from gpu2npu.reading.kernel_launchers import OPERATOR_KEY, launchers_in, module_name, registered_operators, resolved
+from gpu2npu.reading.kernel_launchers import (OPERATOR_KEY, launchers_in, module_name, project_launchers,
+                                              registered_operators, resolved)
 
 HEAD = "import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\ndef _k(x_ptr):\n    pass\n\n\n"
 
@@ -56,3 +57,16 @@ def test_module_names(relative, expected):
 ])
 def test_relative_names_resolved(name, module, package, expected):
     assert resolved(name, module, package) == expected
+
+
+def test_a_launcher_a_package_hands_on_is_known_by_the_package_s_name(tmp_path):
+    from gpu2npu.reading.discover import Kind, walk
+
+    package = tmp_path / "pkg" / "moe"
+    package.mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("from .moe import fused_experts\n")
+    (package / "__init__.py").write_text("from pkg.moe.fused import fused_experts\n")
+    (package / "fused.py").write_text(HEAD + "def fused_experts(x):\n    _k[(1,)](x)\n")
+    launchers, _, _ = project_launchers([e for e in walk(tmp_path) if e.kind == Kind.PYTHON])
+    names = dict(launchers)
+    assert {"pkg.moe.fused.fused_experts", "pkg.moe.fused_experts", "pkg.fused_experts"} <= set(names)

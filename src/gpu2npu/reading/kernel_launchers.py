@@ -18,6 +18,7 @@ statement; only a function or class whose text names a kernel (or another launch
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
@@ -49,7 +50,7 @@ def launchers_in(text: str) -> Dict[str, str]:
     if not may_define_kernels(text):
         return {}
     aliases = _imported_names(text)
-    lines = text.splitlines()
+    lines = text.split("\n")  # (as the line numbers of the searches below count them)
     units: List[Tuple[str, int, int]] = []  # (name, first line, line after its last), module-level
     classes: Set[str] = set()
     kernel_of: Dict[str, str] = {}
@@ -93,22 +94,31 @@ def launchers_in(text: str) -> Dict[str, str]:
         units[-1] = (units[-1][0], units[-1][1], len(lines))
     if not kernel_of:
         return {}
-    words = {name: set(_WORD.findall("\n".join(lines[first:after]))) for name, first, after in units
-             if name not in kernel_of}
+    starts = [first for _, first, _ in units]
+    line_ends = [match.start() for match in re.finditer("\n", text)]
     launches: Dict[str, Optional[Set[str]]] = {}  # unit -> the names it reads outside its own CUDA tests
-    found = True
-    while found:
-        found = False
-        for name, first, after in units:
-            if name in kernel_of or not (words[name] & kernel_of.keys() - {name}):
-                continue
+    searched: Set[str] = set()
+    while True:
+        # the units whose text names a kernel or launcher found so far (one search of the text
+        # for all the new names)
+        names = sorted(kernel_of.keys() - searched)
+        if not names:
+            break
+        searched.update(names)
+        candidates: Set[int] = set()
+        for match in re.finditer(r"\b(?:%s)\b" % "|".join(map(re.escape, names)), text):
+            line = bisect.bisect_left(line_ends, match.start())
+            at = bisect.bisect_right(starts, line) - 1
+            if at >= 0 and line < units[at][2] and units[at][0] not in kernel_of:
+                candidates.add(at)
+        for at in sorted(candidates):
+            name, first, after = units[at]
             if name not in launches:
                 launches[name] = _read_unguarded("\n".join(lines[first:after]))
-            read = launches[name] if launches[name] is not None else words[name]
+            read = launches[name] if launches[name] is not None else set(_WORD.findall("\n".join(lines[first:after])))
             launched = sorted(word for word in read if word in kernel_of and word != name)
             if launched:
                 kernel_of[name] = kernel_of[launched[0]]
-                found = True
     _add_custom_ops(lines, units, kernel_of)
     return kernel_of
 
@@ -123,11 +133,23 @@ _OPERATOR_CALL = re.compile(r"\btorch\.ops\.\w+\.([A-Za-z_]\w*)")
 OPERATOR_KEY = "torch.ops.*."
 
 
+_OPERATOR_KEYWORD = re.compile(r"\bop_name\s*=\s*[\"']([A-Za-z_]\w*)[\"']")
+_QUALIFIED_OPERATOR = re.compile(r"[\"'][A-Za-z_]\w*::([A-Za-z_]\w*)[\"']")
+
+
 def registered_operators(text: str) -> FrozenSet[str]:
-    """The names of the operators the module registers (a "namespace::name" string, an op_name)."""
-    if "op_name" not in text and "::" not in text:
-        return frozenset()
-    return frozenset(keyword or qualified for keyword, qualified in _OPERATOR_NAME.findall(text))
+    """The names of the operators the module registers (a "namespace::name" string, an op_name):
+    looked for around each "::" and "op_name", not over the whole text."""
+    found = set(_OPERATOR_KEYWORD.findall(text)) if "op_name" in text else set()
+    at = text.find("::")
+    while at >= 0:
+        # (the string around this "::" starts at the last quote before it)
+        quote = max(text.rfind('"', max(0, at - 80), at), text.rfind("'", max(0, at - 80), at))
+        match = _QUALIFIED_OPERATOR.match(text, quote) if quote >= 0 else None
+        if match is not None:
+            found.add(match.group(1))
+        at = text.find("::", at + 2)
+    return frozenset(found)
 
 
 def _add_custom_ops(lines: List[str], units: List[Tuple[str, int, int]], kernel_of: Dict[str, str]) -> None:
@@ -145,6 +167,8 @@ def _add_custom_ops(lines: List[str], units: List[Tuple[str, int, int]], kernel_
             continue
         text = "\n".join(block)
         block = []
+        if "op_name" not in text and "::" not in text:
+            continue
         launched = sorted(word for word in set(_WORD.findall(text)) if word in kernel_of)
         if launched:
             for name in (keyword or qualified for keyword, qualified in _OPERATOR_NAME.findall(text)):
@@ -210,20 +234,34 @@ def _read_unguarded(source: str) -> Optional[Set[str]]:
 
 
 def _names_cuda(test: ast.expr) -> bool:
-    return "cuda" in ast.unparse(test).lower()
+    return any("cuda" in word.lower() for node in ast.walk(test) for word in _words_of(node))
+
+
+def _words_of(node: ast.AST) -> Tuple[str, ...]:
+    if isinstance(node, ast.Name):
+        return (node.id,)
+    if isinstance(node, ast.Attribute):
+        return (node.attr,)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return (node.value,)
+    return ()
 
 
 # A module-level constant of the project compared with "npu" (`DEVICE_TYPE == "npu"`, `DEVICE_TYPE in
 # ("mlx", "npu")`): the project sets it to the NPU itself, so its tests against "cuda" ask for NVIDIA.
-_NPU_CONSTANT_TEST = re.compile(r"\b([A-Z][A-Z0-9_]*)\s*(?:==|!=)\s*[\"']npu[\"']|"
-                                r"\b([A-Z][A-Z0-9_]*)\s+(?:not\s+)?in\s+[(\[{][^)\]}]*[\"']npu[\"']")
+_NPU_STRING = re.compile(r"[\"']npu[\"']")
+_COMPARED_BEFORE = re.compile(r"\b([A-Z][A-Z0-9_]*)\s*(?:==|!=)\s*$|\b([A-Z][A-Z0-9_]*)\s+(?:not\s+)?in\s+[(\[{][^)\]}]*$")
 
 
 def npu_constants(text: str) -> FrozenSet[str]:
-    """The upper-case names the text compares with "npu" (the project's own device constants)."""
-    if "npu" not in text:
-        return frozenset()
-    return frozenset(equal or member for equal, member in _NPU_CONSTANT_TEST.findall(text))
+    """The upper-case names the text compares with "npu" (the project's own device constants):
+    looked for just before each "npu" string, not over the whole text."""
+    found: Set[str] = set()
+    for match in _NPU_STRING.finditer(text) if "npu" in text else ():
+        before = _COMPARED_BEFORE.search(text, max(0, match.start() - 120), match.start())
+        if before is not None:
+            found.add(before.group(1) or before.group(2))
+    return frozenset(found)
 
 
 def module_name(relative: str) -> Optional[str]:
@@ -247,11 +285,14 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = ()
     files (`pkg.ops.add.add`), sorted, none from the project's own NPU backend (Triton-Ascend's);
     the names of the operators its Python code registers (whose kernels are Python functions,
     launching a GPU kernel or not: an operator of no such name is a compiled extension's); and the
-    device constants it compares with "npu" (`npu_constants`).  Each file is read once."""
+    device constants it compares with "npu" (`npu_constants`).  Each file is read once.  A name a
+    package's __init__ imports from one of its modules (`from .fused_moe import fused_experts`) is
+    that module's, where the project imports it from the package."""
     skipped = frozenset(npu_backend)
     found: Dict[str, str] = {}
     operators: Set[str] = set()
     constants: Set[str] = set()
+    handed_on_names: Dict[str, str] = {}  # pkg.name -> pkg.module.name, of the packages' __init__s
     for entry in entries:
         if entry.kind != Kind.PYTHON or entry.relative in skipped:
             continue
@@ -266,10 +307,19 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = ()
             operators |= registered_operators(data.decode("utf-8", "replace"))
         if b"npu" in data:
             constants |= npu_constants(data.decode("utf-8", "replace"))
+        if entry.relative.endswith("__init__.py") and b"import" in data:
+            for local, imported in _imported_names(data.decode("utf-8", "replace")).items():
+                for name in imported:
+                    handed_on_names.setdefault(f"{module}.{local}", resolved(name, module, package=True))
         if not any(package.encode() in data for package in _LANGUAGE_PACKAGES):
             continue
         for name, kernel in launchers_in(data.decode("utf-8", "replace")).items():
             found[name if name.startswith(OPERATOR_KEY) else f"{module}.{name}"] = kernel
+    for _ in range(3):  # (a package's __init__ handing on another's, a few levels up)
+        new = {name: found[source] for name, source in handed_on_names.items() if source in found and name not in found}
+        if not new:
+            break
+        found.update(new)
     return tuple(sorted(found.items())), frozenset(operators), frozenset(constants)
 
 
