@@ -127,12 +127,9 @@ def launchers_in(text: str) -> Dict[str, str]:
 # `direct_register_custom_op(op_name="add", op_func=add_impl)`) and called as
 # `torch.ops.proj.add(...)`: by the name a registration gives it (a "namespace::name" string, or
 # an op_name).
-_OPERATOR_NAME = re.compile(r"\bop_name\s*=\s*[\"']([A-Za-z_]\w*)[\"']|[\"']\w+::([A-Za-z_]\w*)[\"']")
 _OPERATOR_CALL = re.compile(r"\btorch\.ops\.\w+\.([A-Za-z_]\w*)")
 # How an operator stands among the launchers (any namespace: vLLM's registrations name none).
 OPERATOR_KEY = "torch.ops.*."
-
-
 _OPERATOR_KEYWORD = re.compile(r"\bop_name\s*=\s*[\"']([A-Za-z_]\w*)[\"']")
 _QUALIFIED_OPERATOR = re.compile(r"[\"'][A-Za-z_]\w*::([A-Za-z_]\w*)[\"']")
 
@@ -167,11 +164,10 @@ def _add_custom_ops(lines: List[str], units: List[Tuple[str, int, int]], kernel_
             continue
         text = "\n".join(block)
         block = []
-        if "op_name" not in text and "::" not in text:
-            continue
-        launched = sorted(word for word in set(_WORD.findall(text)) if word in kernel_of)
+        registered = registered_operators(text)
+        launched = sorted(word for word in set(_WORD.findall(text)) if word in kernel_of) if registered else ()
         if launched:
-            for name in (keyword or qualified for keyword, qualified in _OPERATOR_NAME.findall(text)):
+            for name in sorted(registered):
                 if name not in kernel_of:
                     operators.setdefault(name, kernel_of[launched[0]])
     for name, first, after in units if operators else ():
