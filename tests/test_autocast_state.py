@@ -51,3 +51,29 @@ class TestCudasAutocastQuestions:
     def test_a_release_without_the_npu_form_leaves_it(self):
         output, changes = _migrate("import torch\nok = torch.is_autocast_enabled()\n", "1.11.0")
         assert "torch.is_autocast_enabled()" in output and not changes
+
+
+class TestADtypeFunctionHandedOn:
+    """`dtype = torch.get_autocast_gpu_dtype` called later (DeepSpeed's linear cross-entropy picks
+    the getter per device): the NPU's getter, as where it is called here.  Migrated with only the
+    question beside it, the NPU's autocast read as enabled and CUDA's dtype (float16) as its dtype."""
+
+    @pytest.mark.parametrize("source, expected", [
+        ("import torch\nenabled, dtype = torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype\n",
+         "enabled, dtype = torch_npu.npu.is_autocast_enabled(), torch_npu.npu.get_autocast_dtype\n"),
+        ("import torch\nsetters = [torch.set_autocast_gpu_dtype]\n", "setters = [torch_npu.npu.set_autocast_dtype]\n"),
+        ("from torch import get_autocast_gpu_dtype\nGETTER = get_autocast_gpu_dtype\n",
+         "GETTER = torch_npu.npu.get_autocast_dtype\n"),
+    ])
+    def test_the_npu_getter(self, source, expected):
+        output, changes = _migrate(source)
+        assert expected in output and changes
+
+    @pytest.mark.parametrize("source", [
+        # what a question handed on is called with is not seen (maybe a device type)
+        "import torch\nask = torch.is_autocast_enabled\n",
+        "import torch\nfrom torch import get_autocast_gpu_dtype\n",
+    ])
+    def test_a_question_handed_on_and_an_import_stay(self, source):
+        output, changes = _migrate(source)
+        assert output == source and not changes
