@@ -969,3 +969,13 @@ class TestTritonsBackendName:
         output, _ = migrate("import torch\nimport triton\nbackend = triton.runtime.driver.active.get_current_target().backend\n"
                             "x = torch.zeros(2, device='cuda')\n")
         assert "device='npu'" in output
+
+
+def test_a_device_name_given_to_a_cuda_only_package_of_the_project_s_own_moves():
+    # a vendored AutoGPTQ is migrated with the project: its device= takes the NPU's name
+    source = 'import torch\nfrom auto_gptq import AutoGPTQForCausalLM\nm = AutoGPTQForCausalLM.from_quantized(d, device="cuda:0")\n'
+    own = Options(api=apidata.load("2.1.0"), own_packages=frozenset({"auto_gptq"}))
+    result = migrate_source(source.encode(), "m.py", own, rules_for(own))
+    assert 'device="npu:0"' in result.output.decode()
+    output, _ = migrate(source)
+    assert 'device="cuda:0"' in output

@@ -304,7 +304,8 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
                 return True
             if last in KEY_METHODS and isinstance(callee, cst.Attribute) and call.args and call.args[0] is parent:
                 return not _looks_up_by_device(rule, node)
-            if any(cuda_only_package(name) or name.startswith(_HUB_KERNELS) for name in qualified_names(rule, callee)):
+            own = _own_packages(rule)
+            if any(cuda_only_package(name, own) or name.startswith(_HUB_KERNELS) for name in qualified_names(rule, callee)):
                 # an argument of a CUDA-only package's API (the Hub kernels' `Device(type="cuda",
                 # properties=CUDAProperties(...))`): that package's own word for its CUDA build,
                 # which has no NPU one (its rows say so); "npu" there it refuses or misreads
@@ -337,6 +338,15 @@ def _compared_with_tritons_backend(rule, node: cst.CSTNode, parent, parent_of) -
     other = parent.comparisons[0].comparator if parent.left is node else parent.left
     name = dotted_name(other) if not isinstance(other, cst.Call) else f"{dotted_name(other.func)}()"
     return name in backends
+
+
+def _own_packages(visitor) -> frozenset:
+    """The CUDA-only packages the file loads from the project's own code (a rule's, from its
+    context; the guard analysis keeps them as `own`)."""
+    context = getattr(visitor, "context", None)
+    if context is not None:
+        return context.options.own_packages_of(context.path)
+    return getattr(visitor, "own", frozenset())
 
 
 # The Hub's kernels (the `kernels` package, compiled for CUDA: findings/hazards/gpu_kernels.py).
