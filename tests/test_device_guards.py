@@ -743,6 +743,20 @@ class TestACallThatLaunchesAGpuKernel:
         assert (output == source) == bool(left)
         assert all("compiled extension" in g.tip and "PrivateUse1" in g.tip for g in guards)
 
+    def test_a_question_whose_answer_chooses_the_kernel_answers_for_cuda(self):
+        # `if self._fused_ok(p): scale(p)`: the question's own device test is the choice, and
+        # stays with the test that asks it (a row on each)
+        source = KERNELS + ("class Opt:\n    def _fused_ok(self, p):\n        if p.numel() < 10:\n            return False\n"
+                            "        return self.enabled and p.is_cuda\n\n    def step(self, p):\n"
+                            "        if self._fused_ok(p):\n            scale(p)\n        else:\n            p.mul_(2)\n")
+        output, guards = _migrate(source)
+        assert output == source and [g.start_line for g in guards] == [34, 37]
+
+    def test_a_question_asked_only_around_torch_code_is_migrated(self):
+        source = KERNELS + ("def ok(p):\n    return p.is_cuda\n\n\ndef step(p):\n    if ok(p):\n        torch.cuda.synchronize()\n")
+        output, guards = _migrate(source)
+        assert "return p.is_npu" in output and not guards
+
     def test_in_the_project_s_own_npu_backend_triton_is_triton_ascend(self):
         source = KERNELS + "def f(x):\n    if x.is_cuda:\n        return scale(x)\n    return x * 2\n"
         options = Options(api=apidata.load("2.1.0"), npu_backend_files=frozenset({"ops/npu/m.py"}))

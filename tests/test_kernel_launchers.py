@@ -23,6 +23,10 @@ HEAD = "import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.j
      "@triton.autotune(\n    configs=[],\n    key=['n'],\n)\n@triton.jit\ndef _k2(x_ptr, n):\n    pass\n", {"_k2"}),
     # torch.jit compiles for every device; a name that merely ends in jit is no kernel language
     ("import torch\n\n\n@torch.jit.script\ndef f(x):\n    return x\n\n\n@my.jit\ndef g(x):\n    return x\n", set()),
+    # kernels defined where Triton is there (`if HAVE_TRITON:`), launched by a module-level function
+    ("import torch\ntry:\n    import triton\n    HAVE = True\nexcept ImportError:\n    HAVE = False\n\n"
+     "if HAVE:\n\n    @triton.jit\n    def _k(x_ptr):\n        pass\n\n\n@torch.no_grad()\ndef step(x):\n    _k[(1,)](x)\n",
+     {"_k", "step"}),
     # a class whose method is a CuTe DSL kernel
     ("import cutlass.cute as cute\n\n\nclass Norm:\n    @cute.kernel\n    def kernel(self, x):\n        pass\n\n\n"
      "def norm(x):\n    return Norm()(x)\n", {"Norm", "norm"}),

@@ -68,6 +68,11 @@ def launchers_in(text: str) -> Dict[str, str]:
                 language = _language(inner, aliases)
                 if language is not None:
                     kernel_of.setdefault(units[-1][0], f"the {language} kernel {units[-1][0]}.{method.group(2)}")
+            elif method is not None and inner and not (units and units[-1][2] < 0):
+                # (a kernel in a module-level block: `if HAVE_TRITON: @triton.jit def _k(...)`)
+                language = _language(inner, aliases)
+                if language is not None and method.group(1) == "def":
+                    kernel_of.setdefault(method.group(2), f"the {language} kernel {method.group(2)}")
             if decorator is None and stripped and not stripped.startswith("#"):
                 inner = []
             continue

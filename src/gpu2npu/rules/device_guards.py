@@ -453,6 +453,25 @@ class _Resolver(cst.CSTVisitor):
         return any(self._names_a_device(call) for call in nodes_within(node, cst.Call)) or bool(
             names and any(dotted_name(part) in names for part in nodes_within(node, cst.Name, cst.Attribute)))
 
+    def mark_device_questions(self) -> Dict[str, List[cst.BaseExpression]]:
+        """`def _fused_ok(self, p): return fused_available() and p.is_cuda and ...`: a function of
+        the file that answers with a device test; a call of it (`if self._fused_ok(p):`) is a
+        device test too.  name -> the answers it returns that test a device."""
+        questions: Dict[str, List[cst.BaseExpression]] = {}
+        for function in self.functions:
+            answers = [node.value for node in nodes_within(function.body, cst.Return) if node.value is not None]
+            tested = [answer for answer in answers
+                      if _first_in([answer], lambda key: True if key in self.device_terms else None) is not None]
+            if tested and all(isinstance(answer, _ANSWERS) for answer in answers):
+                questions.setdefault(function.name.value, []).extend(tested)
+        for node in self.reads if questions else ():
+            name = node.value if isinstance(node, cst.Name) else node.attr.value if (
+                isinstance(node, cst.Attribute) and dotted_name(node.value) in ("self", "cls")) else None
+            call = self.get_metadata(ParentNodeProvider, node, None)
+            if name in questions and isinstance(call, cst.Call) and call.func is node:
+                self.device_terms.add(id(node))
+        return questions
+
     def mark_device_variables(self) -> None:
         """`use_cuda = torch.cuda.is_available()`: reading `use_cuda` is a device test too."""
         names: Set[str] = set()
@@ -473,6 +492,11 @@ class _Resolver(cst.CSTVisitor):
 
 # torch's optimizers with a fused form, as code chooses them by name (`getattr(torch.optim, name)`)
 _OPTIMIZER_NAMES = {name.rsplit(".", 1)[-1]: name for name in FUSED_OPTIMIZERS}
+
+
+# What a question answers with: a test (`a and b`, `x.is_cuda`, `not ok`, `d.type == "cuda"`) or a
+# constant (`return False` before the test).
+_ANSWERS = (cst.BooleanOperation, cst.UnaryOperation, cst.Comparison, cst.Attribute, cst.Name, cst.Call)
 
 
 def _reads_itself(name: str, test: str) -> bool:
@@ -520,6 +544,7 @@ class _Finder:
         self.covered: Set[int] = set()
         self.exit_guards: Set[int] = set()  # those of `if not D: return` (or raise, ...)
         self.declares_cuda_only = False  # whether a message of the file may say so (_may_declare_cuda_only)
+        self.tests_left: List[Tuple[cst.CSTNode, DeadGuard]] = []  # the tests of `if`s left as written, in order
 
     # -- what a region holds ---------------------------------------------------------------
     def _first_cuda_only(self, nodes: Iterable[Optional[cst.CSTNode]]) -> Optional[str]:
@@ -570,6 +595,7 @@ class _Finder:
             code = _one_line(test)
             tf32 = any(node is not None and "allow_tf32" in cst.Module(body=()).code_for_node(node) for node in guarded)
             self._add(test, DeadGuard(code, hit, gates_tf32=tf32))
+            self.tests_left.append((test, self.spans[npu_aware.span_of(self.positions.get(test), test)]))
             # (not where the test reads a variable as the test itself: what is assigned to it,
             # around this test too, stays as written with it)
             cover = not any(_reads_itself(name, code) for name in self.device_variables)
@@ -1017,6 +1043,7 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
     if not resolver.cuda_only and not declared:
         return {}
     resolver.mark_device_variables()
+    questions = resolver.mark_device_questions()
     finder = _Finder(resolver.cuda_only, resolver.device_terms, wrapper.resolve(PositionProvider),
                      resolver.device_variables)
     finder.declares_cuda_only = declared
@@ -1036,6 +1063,15 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
     for node in resolver.boolops:
         finder.visit_BooleanOperation(node)
     _availability_beside_choices(finder, resolver, wrapper.resolve(ParentNodeProvider))
+    # A question of the file asked by a test left as written answers for CUDA as written too: its
+    # answer chooses the CUDA-only code (`if self._fused_ok(p): fused_step(...)`).
+    for test, guard in finder.tests_left if questions else ():
+        for call in nodes_within(test, cst.Call):
+            name = (call.func.value if isinstance(call.func, cst.Name) else call.func.attr.value
+                    if isinstance(call.func, cst.Attribute) else None)
+            for answer in questions.get(name, ()):
+                finder.spans.setdefault(npu_aware.span_of(finder.positions[answer], answer),
+                                        DeadGuard(_one_line(answer), guard.guarded, guard.gates_tf32))
     # `use_cuda = torch.cuda.is_available()` ... `if use_cuda: <CUDA-only>`: the variable's
     # value is the test, so it stays as written too.
     # (also where the test reads it negated or beside others: `if not cuda_available: raise ...`)
