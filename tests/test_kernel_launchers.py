@@ -71,6 +71,23 @@ def test_a_launcher_a_package_hands_on_is_known_by_the_package_s_name(tmp_path):
     (tmp_path / "pkg" / "__init__.py").write_text("from .moe import fused_experts\n")
     (package / "__init__.py").write_text("from pkg.moe.fused import fused_experts\n")
     (package / "fused.py").write_text(HEAD + "def fused_experts(x):\n    _k[(1,)](x)\n")
-    launchers, _, _ = project_launchers([e for e in walk(tmp_path) if e.kind == Kind.PYTHON])
+    launchers, _, _, _ = project_launchers([e for e in walk(tmp_path) if e.kind == Kind.PYTHON])
     names = dict(launchers)
     assert {"pkg.moe.fused.fused_experts", "pkg.moe.fused_experts", "pkg.fused_experts"} <= set(names)
+
+
+def test_a_file_of_the_same_size_and_time_is_not_read_again(tmp_path, monkeypatch):
+    from gpu2npu.reading import kernel_launchers
+    from gpu2npu.reading.discover import Kind, walk
+
+    (tmp_path / "ops.py").write_text(HEAD + "def add(x):\n    _k[(1,)](x)\n")
+    (tmp_path / "model.py").write_text("import torch\nDEVICE = 'cpu'\n")
+    entries = [e for e in walk(tmp_path) if e.kind == Kind.PYTHON]
+    first = project_launchers(entries)
+    monkeypatch.setattr(kernel_launchers, "_file_kernels", lambda entry, module: pytest.fail(f"read {entry.relative}"))
+    again = project_launchers(entries, known=first[3])
+    assert again[:3] == first[:3] and "ops.add" in dict(again[0])
+    # a changed file is read again
+    (tmp_path / "model.py").write_text("import torch\nDEVICE = 'npu'\nif DEVICE == 'npu':\n    pass\n")
+    monkeypatch.undo()
+    assert project_launchers(entries, known=first[3])[2] == {"DEVICE"}

@@ -105,6 +105,7 @@ class ResultCache:
             self._db = sqlite3.connect(str(folder / FILE_NAME), timeout=30)
             self._db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
             self._db.execute("CREATE TABLE IF NOT EXISTS derived (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+            self._db.execute("CREATE TABLE IF NOT EXISTS projects (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
         except (OSError, sqlite3.Error) as error:
             self._disable(error)
 
@@ -142,6 +143,23 @@ class ResultCache:
             value = build()
             self._write("derived", key, value)
         return value
+
+    def project_kernels(self, entries) -> Optional[dict]:
+        """What an earlier run of this code read of the same tree's files for the project's
+        kernels (reading.kernel_launchers.project_launchers), or None."""
+        value = self._read("projects", self._project_key(entries))
+        return None if value is _MISSING else value
+
+    def put_project_kernels(self, entries, read: dict) -> None:
+        self._write("projects", self._project_key(entries), read)
+
+    @staticmethod
+    def _project_key(entries) -> str:
+        # (the tree's root, as the first entry's absolute path less its relative one: a cache
+        # folder serves many projects)
+        first = next(iter(entries), None)
+        root = str(first.absolute)[:-len(first.relative)] if first is not None and first.relative else ""
+        return hashlib.sha256(f"{code_fingerprint()}\0project kernels\0{root}".encode()).hexdigest()
 
     def _read(self, table: str, key: str) -> Any:
         """The value kept under `key` in `table`, or _MISSING: none kept, one written by an

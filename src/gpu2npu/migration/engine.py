@@ -47,7 +47,11 @@ class Engine:
         # mean depend on the tree: so do the results.  (check names its entries from its command
         # line: it gives the project's modules itself.)
         backend = npu_backend_files(entries)
-        launchers, operators, constants = project_launchers(entries, backend)
+        # (a file read by an earlier run, of the same size and time, is not read again)
+        known = self.cache.project_kernels(entries) if self.cache is not None else None
+        launchers, operators, constants, read = project_launchers(entries, backend, known)
+        if self.cache is not None:
+            self.cache.put_project_kernels(entries, read)
         options = dataclasses.replace(self.options, packages_held=packages_held(entries),
                                       backend_options_kept=backend_options_kept_in(entries),
                                       scripts_with_own_tf32=scripts_with_own_option(entries, "--tf32"),

@@ -280,13 +280,24 @@ def module_name(relative: str) -> Optional[str]:
     return ".".join(parts)
 
 
-def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = ()
-                      ) -> Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str], FrozenSet[str]]:
+# What one file gives the project's facts: (its kernels and launchers by qualified name, the
+# operators it registers, the device constants it compares with "npu", the names its package's
+# __init__ hands on: (name, the module's name it stands for)).
+FileKernels = Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str], FrozenSet[str], Tuple[Tuple[str, str], ...]]
+_NOTHING: FileKernels = ((), frozenset(), frozenset(), ())
+
+
+def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
+                      known: Optional[Dict[str, Tuple[int, int, FileKernels]]] = None
+                      ) -> Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str], FrozenSet[str],
+                                 Dict[str, Tuple[int, int, FileKernels]]]:
     """(qualified name, the kernel it runs) of every kernel and launcher of the project's Python
     files (`pkg.ops.add.add`), sorted, none from the project's own NPU backend (Triton-Ascend's);
     the names of the operators its Python code registers (whose kernels are Python functions,
-    launching a GPU kernel or not: an operator of no such name is a compiled extension's); and the
-    device constants it compares with "npu" (`npu_constants`).  Each file is read once.  A name a
+    launching a GPU kernel or not: an operator of no such name is a compiled extension's); the
+    device constants it compares with "npu" (`npu_constants`); and what each file gave, by its
+    path, with its size and modification time.  `known`: what an earlier run found, in that form:
+    a file of the same size and time is not read again (a warm run reads none).  A name a
     package's __init__ imports from one of its modules (`from .fused_moe import fused_experts`) is
     that module's, where the project imports it from the package."""
     skipped = frozenset(npu_backend)
@@ -294,6 +305,7 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = ()
     operators: Set[str] = set()
     constants: Set[str] = set()
     handed_on_names: Dict[str, str] = {}  # pkg.name -> pkg.module.name, of the packages' __init__s
+    read: Dict[str, Tuple[int, int, FileKernels]] = {}
     for entry in entries:
         if entry.kind != Kind.PYTHON or entry.relative in skipped:
             continue
@@ -301,27 +313,49 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = ()
         if module is None:
             continue
         try:
-            data = entry.absolute.read_bytes()
+            status = entry.absolute.stat()
         except OSError:
             continue  # (its reading error is reported where it is migrated)
-        if b"op_name" in data or b"::" in data:
-            operators |= registered_operators(data.decode("utf-8", "replace"))
-        if b"npu" in data:
-            constants |= npu_constants(data.decode("utf-8", "replace"))
-        if entry.relative.endswith("__init__.py") and b"import" in data:
-            for local, imported in _imported_names(data.decode("utf-8", "replace")).items():
-                for name in imported:
-                    handed_on_names.setdefault(f"{module}.{local}", resolved(name, module, package=True))
-        if not any(package.encode() in data for package in _LANGUAGE_PACKAGES):
-            continue
-        for name, kernel in launchers_in(data.decode("utf-8", "replace")).items():
-            found[name if name.startswith(OPERATOR_KEY) else f"{module}.{name}"] = kernel
+        earlier = (known or {}).get(entry.relative)
+        if earlier is not None and earlier[:2] == (status.st_size, status.st_mtime_ns):
+            facts = earlier[2]
+        else:
+            facts = _file_kernels(entry, module)
+            if facts is None:
+                continue
+        read[entry.relative] = (status.st_size, status.st_mtime_ns, facts)
+        launchers, registered, compared, handed_on_here = facts
+        found.update(launchers)
+        operators |= registered
+        constants |= compared
+        for name, source in handed_on_here:
+            handed_on_names.setdefault(name, source)
     for _ in range(3):  # (a package's __init__ handing on another's, a few levels up)
         new = {name: found[source] for name, source in handed_on_names.items() if source in found and name not in found}
         if not new:
             break
         found.update(new)
-    return tuple(sorted(found.items())), frozenset(operators), frozenset(constants)
+    return tuple(sorted(found.items())), frozenset(operators), frozenset(constants), read
+
+
+def _file_kernels(entry: Entry, module: str) -> Optional[FileKernels]:
+    """What one file gives the project's facts (FileKernels); None where it cannot be read."""
+    try:
+        data = entry.absolute.read_bytes()
+    except OSError:
+        return None
+    if not (b"op_name" in data or b"::" in data or b"npu" in data or b"import" in data):
+        return _NOTHING
+    text = data.decode("utf-8", "replace")
+    registered = registered_operators(text) if b"op_name" in data or b"::" in data else frozenset()
+    compared = npu_constants(text) if b"npu" in data else frozenset()
+    handed_on_here = tuple((f"{module}.{local}", resolved(name, module, package=True))
+                           for local, imported in _imported_names(text).items() for name in sorted(imported)
+                           ) if entry.relative.endswith("__init__.py") else ()
+    launchers = tuple((name if name.startswith(OPERATOR_KEY) else f"{module}.{name}", kernel)
+                      for name, kernel in launchers_in(text).items()
+                      ) if any(package.encode() in data for package in _LANGUAGE_PACKAGES) else ()
+    return launchers, registered, compared, handed_on_here
 
 
 def resolved(name: str, module: Optional[str], package: bool = False) -> str:
