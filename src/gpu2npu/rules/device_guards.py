@@ -460,8 +460,8 @@ class _Resolver(cst.CSTVisitor):
         questions: Dict[str, List[cst.BaseExpression]] = {}
         for function in self.functions:
             answers = [node.value for node in nodes_within(function.body, cst.Return) if node.value is not None]
-            tested = [answer for answer in answers
-                      if _first_in([answer], lambda key: True if key in self.device_terms else None) is not None]
+            tested = [answer for answer in answers if _mentions_cuda(answer)
+                      and _first_in([answer], lambda key: True if key in self.device_terms else None) is not None]
             if tested and all(isinstance(answer, _ANSWERS) for answer in answers):
                 questions.setdefault(function.name.value, []).extend(tested)
         for node in self.reads if questions else ():
