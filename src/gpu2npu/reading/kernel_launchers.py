@@ -129,14 +129,14 @@ def launchers_in(text: str) -> Dict[str, str]:
 
 
 # An operator registered with torch (`torch.library.impl("proj::add", "cuda", add)`, vLLM's
-# `direct_register_custom_op(op_name="add", op_func=add_impl)`) and called as
-# `torch.ops.proj.add(...)`: by the name a registration gives it (a "namespace::name" string, or
-# an op_name).
+# `direct_register_custom_op(op_name="add", op_func=add_impl)`), by the name a registration gives
+# it: a "namespace::name" string, or an op_name.
+_OPERATOR_KEYWORD = re.compile(r"\bop_name\s*=\s*[\"']([A-Za-z_]\w*)[\"']")
+_QUALIFIED_OPERATOR = re.compile(r"[\"'][A-Za-z_]\w*::([A-Za-z_]\w*)[\"']")
+# ... and as it is called, `torch.ops.proj.add(...)`.
 _OPERATOR_CALL = re.compile(r"\btorch\.ops\.\w+\.([A-Za-z_]\w*)")
 # How an operator stands among the launchers (any namespace: vLLM's registrations name none).
 OPERATOR_KEY = "torch.ops.*."
-_OPERATOR_KEYWORD = re.compile(r"\bop_name\s*=\s*[\"']([A-Za-z_]\w*)[\"']")
-_QUALIFIED_OPERATOR = re.compile(r"[\"'][A-Za-z_]\w*::([A-Za-z_]\w*)[\"']")
 
 
 def registered_operators(text: str) -> FrozenSet[str]:
