@@ -322,8 +322,7 @@ class _Resolver(cst.CSTVisitor):
             for end in range(len(parts), 1, -1):
                 kernel = self.launchers.get(".".join(parts[:end]))
                 if kernel is not None:
-                    unit = parts[end - 1]
-                    return kernel if kernel.endswith(f" kernel {unit}") else f"{unit}(), which launches {kernel}"
+                    return _what_it_launches(parts[end - 1], kernel)
         return None
 
     def mark_kernel_launches(self) -> None:
@@ -334,9 +333,7 @@ class _Resolver(cst.CSTVisitor):
         for node in self.reads if self.own_launchers else ():
             if (isinstance(node, cst.Name) and node.value in self.own_launchers and id(node) not in self.attribute_names
                     and not isinstance(self.get_metadata(ParentNodeProvider, node, None), (cst.FunctionDef, cst.ClassDef))):
-                kernel = self.own_launchers[node.value]
-                self.cuda_only.setdefault(id(node), kernel if kernel.endswith(f" kernel {node.value}")
-                                          else f"{node.value}(), which launches {kernel}")
+                self.cuda_only.setdefault(id(node), _what_it_launches(node.value, self.own_launchers[node.value]))
 
     def _names_a_device(self, node: cst.CSTNode) -> bool:
         return isinstance(node, cst.Call) and any(
@@ -625,8 +622,8 @@ class _Finder:
                 call = small.value if isinstance(small, cst.Expr) else None
                 name = dotted_name(call.func) if isinstance(call, cst.Call) else None
                 if name is not None and name.rsplit(".", 1)[-1] in MESSAGE_CALLS:
-                    text = " ".join("".join(text for arg in call.args for text in _strings_in(arg.value)).split())
-                    if _NEEDS_CUDA_MESSAGE.search(text) and not _OTHER_DEVICE_WORD.search(text):
+                    text = _message_saying([arg.value for arg in call.args], _NEEDS_CUDA_MESSAGE)
+                    if text is not None:
                         return text
         return None
 
@@ -707,10 +704,11 @@ class _Finder:
         code = _one_line(test)
         if hit is None and "cuda" in code.lower():  # (a test that names CUDA itself)
             declared = _declared_cuda_only(message)
-            hit = f"{CUDA_ONLY_DECLARED}: {declared!r}" if declared else None
-        if hit is None and body is not None and self.declares_cuda_only and "cuda" in code.lower():
-            declared = self._fallback_says_cuda_only([body], guarded)
-            hit = f"{CUDA_ONLY_FALLBACK}: {declared!r}" if declared else None
+            if declared:
+                hit = f"{CUDA_ONLY_DECLARED}: {declared!r}"
+            elif body is not None and self.declares_cuda_only:
+                declared = self._fallback_says_cuda_only([body], guarded)
+                hit = f"{CUDA_ONLY_FALLBACK}: {declared!r}" if declared else None
         if hit is not None:
             guard = DeadGuard(code, hit)
             self.exit_guards.add(id(guard))
@@ -741,10 +739,14 @@ def _may_declare_cuda_only(code: str) -> bool:
 
 def _declared_cuda_only(message: Optional[cst.CSTNode]) -> Optional[str]:
     """The text of a message that says the code it stops is CUDA-only, or None."""
-    if message is None:
-        return None
-    text = " ".join("".join(_strings_in(message)).split())
-    if _CUDA_ONLY_MESSAGE.search(text) and not _OTHER_DEVICE_WORD.search(text):
+    return _message_saying([message], _CUDA_ONLY_MESSAGE) if message is not None else None
+
+
+def _message_saying(parts: Sequence[cst.CSTNode], saying: "re.Pattern") -> Optional[str]:
+    """The text of a message (its strings, spaces folded) where it says `saying` of CUDA and names
+    no other device, or None."""
+    text = " ".join("".join(text for part in parts for text in _strings_in(part)).split())
+    if saying.search(text) and not _OTHER_DEVICE_WORD.search(text):
         return text
     return None
 
@@ -917,7 +919,7 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
         launchers = {**project, **own_operators} if own_operators else project
     else:
         launchers, called = {}, frozenset()
-    if not (_may_hold_cuda_only(code, api) or _may_call(called | {*own_launchers}, code)):
+    if not (_may_hold_cuda_only(code, api) or _may_call(code, called, own_launchers.keys())):
         return npu_aware.guarded_spans(wrapper, code=code, constants=constants), {}
     resolver = _Resolver(api, aliases, rerouted, scopes, own)
     resolver.file_facts = facts  # (what the whole file says, where the tree is a piece of it)
@@ -947,15 +949,24 @@ def guards_a_kernel(guarded: str) -> bool:
     return _KERNEL_GUARDED.search(guarded) is not None
 
 
+def _what_it_launches(name: str, kernel: str) -> str:
+    """What a guard guards where it refers to `name`, the kernel `kernel` or a launcher of it."""
+    return kernel if kernel.endswith(f" kernel {name}") else f"{name}(), which launches {kernel}"
+
+
 @functools.lru_cache(maxsize=4)
 def _launchers_by_name(launchers: Tuple[Tuple[str, str], ...]) -> Tuple[Dict[str, str], FrozenSet[str]]:
     """Options.kernel_launchers as a mapping, and the last parts of their names (once a run)."""
     return dict(launchers), frozenset(name.rsplit(".", 1)[-1] for name, _ in launchers)
 
 
-def _may_call(names: Set[str], code: str) -> bool:
-    """Whether the file may call one of the GPU kernels or launchers (the last parts of their names)."""
-    return bool(names) and not names.isdisjoint(_WORD.findall(code))
+def _may_call(code: str, *names: Iterable[str]) -> bool:
+    """Whether the file may call one of the GPU kernels or launchers (`names`: groups of the last
+    parts of their names)."""
+    if not any(names):
+        return False
+    words = set(_WORD.findall(code))
+    return any(not words.isdisjoint(group) for group in names)
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
