@@ -284,7 +284,6 @@ def module_name(relative: str) -> Optional[str]:
 # operators it registers, the device constants it compares with "npu", the names its package's
 # __init__ hands on: (name, the module's name it stands for)).
 FileKernels = Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str], FrozenSet[str], Tuple[Tuple[str, str], ...]]
-_NOTHING: FileKernels = ((), frozenset(), frozenset(), ())
 
 
 def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
@@ -341,21 +340,16 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
 def _file_kernels(entry: Entry, module: str) -> Optional[FileKernels]:
     """What one file gives the project's facts (FileKernels); None where it cannot be read."""
     try:
-        data = entry.absolute.read_bytes()
+        text = entry.absolute.read_bytes().decode("utf-8", "replace")
     except OSError:
         return None
-    if not (b"op_name" in data or b"::" in data or b"npu" in data or b"import" in data):
-        return _NOTHING
-    text = data.decode("utf-8", "replace")
-    registered = registered_operators(text) if b"op_name" in data or b"::" in data else frozenset()
-    compared = npu_constants(text) if b"npu" in data else frozenset()
+    # (each reading looks for its own words first: most files hold none of them)
     handed_on_here = tuple((f"{module}.{local}", resolved(name, module, package=True))
                            for local, imported in _imported_names(text).items() for name in sorted(imported)
                            ) if entry.relative.endswith("__init__.py") else ()
     launchers = tuple((name if name.startswith(OPERATOR_KEY) else f"{module}.{name}", kernel)
-                      for name, kernel in launchers_in(text).items()
-                      ) if any(package.encode() in data for package in _LANGUAGE_PACKAGES) else ()
-    return launchers, registered, compared, handed_on_here
+                      for name, kernel in launchers_in(text).items())
+    return launchers, registered_operators(text), npu_constants(text), handed_on_here
 
 
 def resolved(name: str, module: Optional[str], package: bool = False) -> str:
