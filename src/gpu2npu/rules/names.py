@@ -12,6 +12,7 @@ from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_o
                                   is_rng_state_callee, mapping_text, option_destination)
 from ..knowledge import npu_keywords
 from ..knowledge.tips import cuda_only_package, handed_on, has_fused_kernel
+from .dotted_names import dotted_name
 from .npu_aware import mentions_npu
 from .walk import ClassHooks, ParentNodeProvider, walk
 
@@ -153,16 +154,6 @@ def nodes_within(node: cst.CSTNode, *kinds: type) -> List[cst.CSTNode]:
     collect = _Collect(kinds)
     walk(collect, node)
     return collect.found
-
-
-def dotted_name(node: cst.CSTNode) -> Optional[str]:
-    """`a.b.c` for a chain of Names/Attributes, None for anything else."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = dotted_name(node.value)
-        return None if base is None else f"{base}.{node.attr.value}"
-    return None
 
 
 def build_dotted(name: str) -> cst.BaseExpression:

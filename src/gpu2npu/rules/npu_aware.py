@@ -34,12 +34,13 @@ themselves ("npu", torch_npu.npu) must not make later rules believe the user wro
 from __future__ import annotations
 
 import re
-from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, List, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..reading.scan import SPELLING_ESCAPE
+from .dotted_names import dotted_name
 from .walk import hooks_for, walk, walk_wrapped
 
 # The API column of the log note on code left as written because it already handles NPU.
@@ -381,7 +382,7 @@ def _cuda_twins(body) -> List[cst.CSTNode]:
                 targets = ([target.target for target in small.targets] if isinstance(small, cst.Assign)
                            else [small.target] if isinstance(small, cst.AnnAssign) and small.value is not None else [])
                 for target in targets:
-                    name = _target_name(target)
+                    name = dotted_name(target)
                     if name is not None:
                         assigned.setdefault(name, small)
     return [small for name, small in assigned.items() if _CUDA_IN_NAME.search(name)
@@ -391,16 +392,6 @@ def _cuda_twins(body) -> List[cst.CSTNode]:
 # CUDA in a name, and how the NPU's twin of the name spells it (`is_cuda` / `is_npu`, `CUDA_OK` / `NPU_OK`)
 _CUDA_IN_NAME = re.compile(r"cuda|CUDA|Cuda")
 _NPU_SPELLING = {"cuda": "npu", "CUDA": "NPU", "Cuda": "Npu"}
-
-
-def _target_name(node: cst.CSTNode) -> Optional[str]:
-    """`a.b.c` of an assignment's target written as names and attributes; None otherwise."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        inner = _target_name(node.value)
-        return f"{inner}.{node.attr.value}" if inner is not None else None
-    return None
 
 
 def question_of_cuda(name: str) -> bool:
