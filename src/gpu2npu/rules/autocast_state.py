@@ -2,6 +2,8 @@
 `torch.get_autocast_gpu_dtype()` and their setters."""
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 from libcst.metadata import PositionProvider
 
@@ -74,29 +76,27 @@ class AutocastStateOnNpu(Rule):
         name = next((name for name in qualified_names(self, original_node) if name in CUDA_AUTOCAST_STATE), None)
         if name is None or CUDA_AUTOCAST_STATE[name][1] is not None:
             return updated_node
-        npu_name = CUDA_AUTOCAST_STATE[name][0]
-        if not self.context.api.npu_has([npu_name]):
-            return updated_node
-        self.record(original_node, f"change {code_of(original_node)} to torch_npu.npu.{npu_name}: it answers for "
-                                   "CUDA's autocast, the program's is the NPU's")
-        self.context.needs_torch_npu = True
-        return _npu_function(npu_name)
+        npu = self._npu_form(original_node, original_node, name, "it answers for CUDA's autocast")
+        return npu if npu is not None else updated_node
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
         name = next((name for name in qualified_names(self, original_node.func) if name in CUDA_AUTOCAST_STATE), None)
         if name is None:
             return updated_node
-        npu_name, arguments = CUDA_AUTOCAST_STATE[name]
+        arguments = CUDA_AUTOCAST_STATE[name][1]
         if arguments is not None and (len(original_node.args) != arguments
                                       or any(arg.keyword is not None or arg.star for arg in original_node.args)):
             return updated_node  # (a device type given: the device-neutral form)
+        npu = self._npu_form(original_node, original_node.func, name, "it asks about CUDA's autocast")
+        return updated_node.with_changes(func=npu) if npu is not None else updated_node
+
+    def _npu_form(self, original_node: cst.CSTNode, spelled: cst.CSTNode, name: str, why: str) -> Optional[cst.Attribute]:
+        """torch_npu.npu's function for torch's `name` (spelled so, recorded at `original_node`), or
+        None where the release lacks it."""
+        npu_name = CUDA_AUTOCAST_STATE[name][0]
         if not self.context.api.npu_has([npu_name]):
-            return updated_node
-        self.record(original_node, f"change {code_of(original_node.func)} to torch_npu.npu.{npu_name}: it asks "
-                                   "about CUDA's autocast, the program's is the NPU's")
+            return None
+        self.record(original_node, f"change {code_of(spelled)} to torch_npu.npu.{npu_name}: {why}, the program's "
+                                   "is the NPU's")
         self.context.needs_torch_npu = True
-        return updated_node.with_changes(func=_npu_function(npu_name))
-
-
-def _npu_function(name: str) -> cst.Attribute:
-    return cst.Attribute(value=cst.Attribute(value=cst.Name("torch_npu"), attr=cst.Name("npu")), attr=cst.Name(name))
+        return cst.Attribute(value=cst.Attribute(value=cst.Name("torch_npu"), attr=cst.Name("npu")), attr=cst.Name(npu_name))
