@@ -484,7 +484,7 @@ def test_the_ddp_wrap_uses_the_name_torch_is_imported_as():
     assert b"model = th.nn.parallel.DistributedDataParallel(model, device_ids=[torch_npu.npu.current_device()])" in result.output
 
 
-@pytest.mark.parametrize("source", [
+NO_DEVICE_SOURCES = [
     # a checkpoint's RNG states under the key "cuda": written on GPUs, read back after migration
     'import torch\nstate = {"cpu": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state_all()}\n',
     # a table whose entries name other things (wheel tags, vendors): labels
@@ -523,7 +523,35 @@ def test_the_ddp_wrap_uses_the_name_torch_is_imported_as():
     '        return 1\n    return 0\n',
     'import torch\nclass QuantLinear(torch.nn.Module):\n    QUANT_TYPE = "cuda"\n',
     'import torch\nclass Cfg:\n    backend: str = "cuda"\nuse_triton = Cfg.backend == "triton"\n',
-])
+]
+# "cuda" as a platform's label: beside other platforms' labels, or where the same variable, attribute
+# or function is elsewhere compared with, given or returning one (an installer's bundle, a profiler,
+# an execution provider); renamed, it no longer matches what manifests, assets and callers say
+PLATFORM_LABEL_SOURCES = [
+    'import torch\nif recorded in ("cpu", "cuda", "vulkan", "metal"):\n    pass\n',
+    'from typing import Literal\nimport torch\nProfilerKind = Literal["torch", "cuda", "proton"]\n',
+    'import torch\nfusions: Literal["cpu", "cuda", "webgpu", "dml"] = None\n',
+    'import torch\nTOKENS = {"cuda": "cuda", "vulkan": "vulkan", "rocm": "rocm"}\n',
+    'import torch\nINSTALL = {"rocm": "rocm", "cuda": "cuda", "xpu": "vulkan"}\n',
+    # the same variable compared with another platform elsewhere in the file
+    'import torch\ndef route(backend):\n    if backend == "cuda":\n        return 1\n    if backend == "rocm":\n'
+    '        return 2\n',
+    'import torch\ndef floor(route):\n    return route.backend == "cuda"\ndef other(r):\n    return r.backend in ("rocm", "vulkan")\n',
+    'import torch\nbackend = "cuda" if nvidia else "vulkan"\nif backend == "cuda":\n    pass\n',
+    # a function that returns a platform's label: its other returns, and what is compared with its result
+    'import torch\ndef pick():\n    if nvidia_present():\n        return "cuda"\n    return "metal"\nuse = pick() == "cuda"\n',
+    # a platform's build cut from a label that is elsewhere compared with a build
+    'import torch\nif line == "cuda12":\n    pass\nmajor = int(line.removeprefix("cuda"))\nok = line.startswith("cuda")\n',
+    # a default beside its choices, or annotated with them
+    'import torch\nKERNEL = env_with_choices("KERNEL", "cuda", ["cuda", "triton"])\n',
+    'import torch\nfrom typing import Literal\nKERNEL: Literal["cuda", "triton"] = "cuda"\n',
+    # a keyword that another call of the file gives a platform's label
+    'import torch\nselect(backend="vulkan")\nselect(backend="cuda")\n',
+]
+NO_DEVICE_SOURCES += PLATFORM_LABEL_SOURCES
+
+
+@pytest.mark.parametrize("source", NO_DEVICE_SOURCES)
 def test_a_device_name_where_no_device_goes_stays_and_is_not_reported(source):
     output, result = migrate(source)
     assert output.count('"cuda') == source.count('"cuda')
@@ -605,6 +633,22 @@ def test_rng_states_under_cuda_stay_beside_a_table_of_devices(data):
     ('import torch\nclass Kind:\n    GPU = "cuda"\nclass Run:\n    def __init__(self):\n'
      '        self.device = Kind.GPU\n', 'GPU = "npu"'),
     ('import torch\nclass Kind:\n    GPU = "cuda"\nname = f"{Kind.GPU}:{rank}"\n', 'GPU = "npu"'),
+    # beside devices only, or with a device's name or type compared with a platform elsewhere:
+    # still a device
+    ('import torch\nif x.device.type in ("cuda", "mps", "cpu"):\n    pass\n', '("npu", "mps", "cpu")'),
+    ('import torch\nif gpu.type == "nvidia":\n    pass\nif x.device.type == "cuda":\n    pass\n',
+     'x.device.type == "npu"'),
+    ('import torch\nif device == "rocm":\n    pass\nx = torch.zeros(2, device="cuda")\nif device == "cuda":\n    pass\n',
+     'if device == "npu"'),
+    ('import torch\nPAIRS = [("cuda", "float16"), ("cpu", "float32")]\n', '("npu", "float16")'),
+    ('import torch\nBACKENDS = {"cuda": "nccl", "cpu": "gloo"}\n', '{"npu": "hccl", "cpu": "gloo"}'),
+    ('import torch\nkwargs = {"dtype": torch.bfloat16, "device": "cuda", **extra}\n', '"device": "npu"'),
+    ('import torch\nfrom typing import Literal\nDev = Literal[str, "cuda"]\nx = torch.zeros(2, device="cuda")\n',
+     'device="npu"'),
+    ('import torch\nVENDOR_DEVICE = {"nvidia": "cuda"}\nd = torch.device(VENDOR_DEVICE[vendor])\n', '{"nvidia": "npu"}'),
+    # another variable of the file holds a platform: this one is a device
+    ('import torch\nif backend == "rocm":\n    pass\nx = batch.to(target)\nif target == "cuda":\n    pass\n',
+     'if target == "npu"'),
 ])
 def test_a_device_name_in_a_device_position_is_still_migrated(source, expected):
     output, _ = migrate(source)

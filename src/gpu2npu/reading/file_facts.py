@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, Iterable, Optional, Tuple
 
+from ..knowledge.device_words import DEVICE_CHOICES, is_platform_label
 from ..knowledge.tips import CUDA_PROPERTY_FIELDS
 from .kernel_launchers import launchers_in
 from .scan import FileScan
@@ -78,6 +79,10 @@ class FileFacts:
     # get_current_target().backend`, and the file's functions returning it, as "name()"): its
     # "cuda" is Triton's CUDA backend, no torch device (under Triton-Ascend it says "npu" itself)
     triton_backends: FrozenSet[str] = frozenset()
+    # the names that hold a platform's label (knowledge.device_words): compared with one
+    # (`backend == "rocm"`, `kind in ("cuda", "vulkan")`), given one (`backend = "metal"`), or
+    # returning one (a function, as "name()"); their "cuda" is CUDA the platform, no torch device
+    label_holders: FrozenSet[str] = frozenset()
 
 
 def mapping_text(code: str) -> str:
@@ -154,6 +159,10 @@ class FactsOfScan:
     @property
     def label_options(self) -> FrozenSet[str]:
         return self._read().label_options
+
+    @property
+    def label_holders(self) -> FrozenSet[str]:
+        return self._read().label_holders
 
     @property
     def keyword_arguments(self) -> Dict[str, Tuple[Tuple[str, FrozenSet[str]], ...]]:
@@ -351,7 +360,60 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
                      _reads_cuda_only_properties(file_scan),
                      {name: tuple(sorted(set(uses), key=lambda use: (use[0], sorted(use[1]))))
                       for name, uses in keyword_arguments.items()},
-                     frozenset(name for names in labels for name in names), _rng_state_mappings(file_scan), triton)
+                     frozenset(name for names in labels for name in names), _rng_state_mappings(file_scan), triton,
+                     _label_holders(file_scan))
+
+
+def holder_key(node: ast.AST) -> Optional[str]:
+    """How the facts name what holds a value: a variable or an attribute by its last name
+    (`route.backend`, `getattr(route, "backend", None)`: "backend"), a call by its function's, as
+    "name()"."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+            and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+        return node.args[1].value
+    if isinstance(node, ast.Call):
+        name = _last(node.func)
+        return f"{name}()" if name else None
+    return _last(node)
+
+
+# Words in a name that say it holds a device (or a device's type, `x.device.type`): whatever else it
+# is compared with, its "cuda" is a device.
+_DEVICE_HOLDER_WORDS = ("dev", "accelerator", "type")
+
+
+def _labels_in(node: Optional[ast.AST], collections: bool = False) -> bool:
+    """Whether `node` is a platform's label written out, or a choice of one; with `collections`,
+    or a collection holding one (what `in` compares with)."""
+    if isinstance(node, ast.Constant):
+        return is_platform_label(node.value)
+    if isinstance(node, ast.IfExp):
+        return _labels_in(node.body) or _labels_in(node.orelse)
+    if isinstance(node, ast.BoolOp):
+        return any(_labels_in(value) for value in node.values)
+    if collections and isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(isinstance(element, ast.Constant) and is_platform_label(element.value) for element in node.elts)
+    return False
+
+
+def _label_holders(file_scan: "FileScan") -> FrozenSet[str]:
+    """The names of the file compared with, given or returning a platform's label, and the keywords
+    its calls give one (FileFacts)."""
+    found = set()
+    for node in file_scan.groups.get(ast.Compare, ()):
+        operands = (node.left, *node.comparators)
+        if any(_labels_in(operand, collections=True) for operand in operands):
+            found.update(key for key in map(holder_key, operands) if key)
+    for node in (*file_scan.groups.get(ast.Assign, ()), *file_scan.groups.get(ast.AnnAssign, ())):
+        if _labels_in(node.value):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found.update(key for key in map(holder_key, targets) if key)
+    found.update(keyword.arg for call in file_scan.calls for keyword in call.keywords
+                 if keyword.arg is not None and _labels_in(keyword.value))
+    for function in file_scan.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef):
+        if any(isinstance(inner, ast.Return) and _labels_in(inner.value) for inner in ast.walk(function)):
+            found.add(f"{function.name}()")
+    return frozenset(key for key in found if not any(word in key.lower() for word in _DEVICE_HOLDER_WORDS))
 
 
 def option_destination(flags) -> Optional[str]:
@@ -382,9 +444,6 @@ def backend_options_kept(file_scan: "FileScan") -> FrozenSet[str]:
     return frozenset(found)
 
 
-# What an option that chooses a device offers: device types and the words for a choice of one.
-DEVICE_CHOICES = frozenset({"cpu", "cuda", "gpu", "npu", "mps", "xpu", "xla", "tpu", "hpu", "meta", "auto", "mtia",
-                            "ipu", "hip", "musa", "mlu", "none"})
 # Words of an option's name that make it a device's choice, whatever it offers.
 _DEVICE_OPTION_WORDS = ("dev", "accelerator", "place", "platform", "hardware")
 

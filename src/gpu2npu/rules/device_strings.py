@@ -26,7 +26,11 @@ class CudaDeviceStrings(DocstringTracker, Rule):
     recorded under its own code, NPU116: after it the CUDA branch runs on the NPU).  Strings given to
     another framework's own device option (Lightning's `accelerator="cuda"`, also through a
     variable or an argparse default of that name) are not torch devices: Lightning rejects "npu",
-    so they are left as written and reported.  Tensor type names
+    so they are left as written and reported.  "cuda" as a platform's label is no device either:
+    beside other platforms' labels (`("cpu", "cuda", "vulkan")`, `Literal["torch", "cuda",
+    "proton"]`), or compared with, given to or returned by what the file elsewhere compares with
+    one (`backend == "rocm"`): an installer's bundle, a profiler, a kernel's implementation, which
+    manifests and callers still name "cuda".  Tensor type names
     (`'torch.cuda.FloatTensor'`) become `'torch.npu.FloatTensor'`.  Prose that merely
     contains the word ("running on cuda"), docstrings and comments are never touched.  Under
     `distributed` and `-s` a fixed index ("cuda:0") becomes plain "npu", the NPU of the process;
@@ -74,6 +78,9 @@ class CudaDeviceStrings(DocstringTracker, Rule):
         'import torch\nstate = {"cpu": torch.get_rng_state(), "cuda": cuda_states}\nrestore(state["cuda"])\n',
         'import logging\nprint("cuda")\nlogging.info("cuda")\nstates.get("cuda")\n',
         'import enum\nclass Backend(str, enum.Enum):\n    CUDA = "cuda"\n    CPU = "cpu"\n',
+        # a platform's label: an installer's choice of bundle, compared with ROCm's elsewhere
+        'import torch\ndef bundle(backend):\n    if backend == "rocm":\n        return "hip.zip"\n'
+        '    return "cu12.zip" if backend == "cuda" else "cpu.zip"\n',
     )
 
     def __init__(self, context) -> None:

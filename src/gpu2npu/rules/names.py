@@ -8,6 +8,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
+from ..knowledge.device_words import is_platform_label
 from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, foreign_library,
                                   is_rng_state_callee, mapping_text, option_destination)
 from ..knowledge import npu_keywords
@@ -257,6 +258,8 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
     if _holds_rng_states(rule, node, parent, parent_of):
         return True
     if isinstance(parent, cst.DictElement) and parent.key is node:
+        if _beside_platform_labels_in_a_dict(node, parent, parent_of):
+            return True
         holder = parent_of(parent_of(parent))
         if isinstance(holder, cst.Arg) and holder.keyword is not None and holder.keyword.value == "map_location":
             return True
@@ -273,7 +276,8 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
     if isinstance(parent, cst.Index):  # (`Literal["cpu", "cuda"]` lists values: no key)
         subscript = parent_of(parent_of(parent))
         if isinstance(subscript, cst.Subscript) and (dotted_name(subscript.value) or "").rsplit(".", 1)[-1] == "Literal":
-            return False
+            return any(isinstance(element.slice, cst.Index) and _a_platform_label(element.slice.value)
+                       for element in subscript.slice)
         return not _looks_up_by_device(rule, node)
     if _compared_with_tritons_backend(rule, node, parent, parent_of):
         return True
@@ -284,7 +288,9 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
         return not any(word in within for word in _DEVICE_HOLDERS) and not _looks_up_by_device(rule, node)
     if isinstance(parent, cst.Element) and _among_platform_labels(parent_of(parent)):
         return True
-    if _a_label_options_value(rule, node, parent, parent_of):
+    if isinstance(parent, cst.DictElement) and _beside_platform_labels_in_a_dict(node, parent, parent_of):
+        return True
+    if _a_label_options_value(rule, node, parent, parent_of) or _held_with_platform_labels(rule, node, parent, parent_of):
         return True
     if isinstance(parent, cst.Arg):
         call = parent_of(parent)
@@ -346,9 +352,6 @@ _HUB_KERNELS = "kernels."
 # Names of GPU platforms that are no torch device type (ROCm runs on torch's "cuda" device): a
 # list of strings with one of them beside "cuda" lists platforms (`kind in ["cuda", "rocm"]`, a
 # test's expectations chosen per platform), where "npu" would join the GPUs' group.
-PLATFORM_LABELS = frozenset({"rocm", "nvidia", "amd"})
-
-
 def _a_label_options_value(rule, node: cst.CSTNode, parent, parent_of) -> bool:
     """Whether the string `node` is a value of a command-line option whose choices offer "cuda"
     beside labels of other implementations (file_facts.label_options: `--quant-backend` with
@@ -372,9 +375,95 @@ def _a_label_options_value(rule, node: cst.CSTNode, parent, parent_of) -> bool:
 
 
 def _among_platform_labels(collection: Optional[cst.CSTNode]) -> bool:
-    return isinstance(collection, (cst.List, cst.Tuple, cst.Set)) and any(
-        isinstance(element.value, cst.SimpleString) and string_text(element.value) in PLATFORM_LABELS
-        for element in collection.elements)
+    """Whether `collection` (a list, tuple or set) holds a platform's label (`("cpu", "cuda",
+    "vulkan")`, a command-line option's choices): its "cuda" is CUDA the platform."""
+    if not isinstance(collection, (cst.List, cst.Tuple, cst.Set)):
+        return False
+    return any(_a_platform_label(element.value) for element in collection.elements)
+
+
+def _a_platform_label(node: Optional[cst.CSTNode]) -> bool:
+    return isinstance(node, cst.SimpleString) and is_platform_label(string_text(node))
+
+
+def _beside_platform_labels_in_a_dict(node: cst.CSTNode, entry: cst.DictElement, parent_of) -> bool:
+    """Whether the dict that the key or value `node` is in has a platform's label in the same place
+    (`{"rocm": "rocm", "cuda": "cuda", "xpu": "vulkan"}`): a table of platforms, not of devices."""
+    table = parent_of(entry)
+    if not isinstance(table, cst.Dict):
+        return False
+    as_key = entry.key is node
+    return any(isinstance(other, cst.DictElement) and other is not entry
+               and _a_platform_label(other.key if as_key else other.value)
+               for other in table.elements)
+
+
+# The string methods whose argument is a piece of the text they are called on.
+_TEXT_METHODS = frozenset({"startswith", "endswith", "removeprefix", "removesuffix", "split", "partition"})
+
+
+def _holder_key(expression: cst.BaseExpression) -> Optional[str]:
+    """What holds a value, named as file_facts.holder_key names it."""
+    if (isinstance(expression, cst.Call) and isinstance(expression.func, cst.Name) and expression.func.value == "getattr"
+            and len(expression.args) > 1 and isinstance(expression.args[1].value, cst.SimpleString)):
+        return string_text(expression.args[1].value)  # (an attribute by its name)
+    if isinstance(expression, cst.Call):
+        name = (dotted_name(expression.func) or "").rsplit(".", 1)[-1]
+        return f"{name}()" if name else None
+    if isinstance(expression, cst.Attribute):
+        return expression.attr.value
+    return expression.value if isinstance(expression, cst.Name) else None
+
+
+def _offered_beside_platform_labels(node: cst.SimpleString, choices: cst.BaseExpression) -> bool:
+    """Whether `choices` is a collection offering the string `node` beside a platform's label."""
+    return (isinstance(choices, (cst.List, cst.Tuple, cst.Set)) and _among_platform_labels(choices)
+            and any(isinstance(element.value, cst.SimpleString) and element.value.value == node.value
+                    for element in choices.elements))
+
+
+def _held_with_platform_labels(rule, node: cst.CSTNode, parent, parent_of) -> bool:
+    """Whether the string `node` is compared with, given to, returned as, or cut from what the file
+    elsewhere compares with a platform's label (file_facts.label_holders: `backend == "rocm"`
+    makes `backend == "cuda"`, `backend = "cuda"`, `route.backend == "cuda"` CUDA the platform),
+    or handed to a keyword of that name."""
+    place = parent
+    while isinstance(place, (cst.Element, cst.List, cst.Tuple, cst.Set, cst.IfExp, cst.BooleanOperation)):
+        place = parent_of(place)
+    holders = None
+
+    def held(expression) -> bool:
+        nonlocal holders
+        key = _holder_key(expression)
+        if key is None:
+            return False
+        holders = file_facts(rule, node).label_holders if holders is None else holders
+        return key in holders
+
+    if isinstance(place, cst.ComparisonTarget):
+        place = parent_of(place)
+    if isinstance(place, cst.Comparison):
+        return any(held(operand) for operand in (place.left, *(target.comparator for target in place.comparisons))
+                   if operand is not node)
+    if isinstance(place, cst.Assign):
+        return any(held(target.target) for target in place.targets)
+    if isinstance(place, cst.AnnAssign):  # (`kernel: Literal["cuda", "triton"] = "cuda"`)
+        return held(place.target) or any(_a_platform_label(inner) for inner in nodes_within(place.annotation, cst.SimpleString))
+    if isinstance(place, cst.Return):
+        function = parent_of(place)
+        while function is not None and not isinstance(function, cst.FunctionDef):
+            function = parent_of(function)
+        return function is not None and held(cst.Call(func=function.name))
+    if isinstance(place, cst.Arg):
+        call = parent_of(place)
+        if isinstance(call, cst.Call) and place.value is node and any(
+                _offered_beside_platform_labels(node, other.value) for other in call.args if other is not place):
+            return True  # (a default beside its choices: `env_with_choices("KERNEL", "cuda", ["cuda", "triton"])`)
+        if place.keyword is not None:
+            return held(place.keyword)
+        return (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                and call.func.attr.value in _TEXT_METHODS and held(call.func.value))
+    return False
 
 
 # Python's functions that take an object and the name of one of its attributes

@@ -1,0 +1,29 @@
+"""Words that stand beside "cuda" in code: the devices torch knows, and the labels of GPU platforms,
+builds and implementations that no torch device is.
+
+A "cuda" among such labels (`("cpu", "cuda", "vulkan", "metal")`, `Literal["torch", "cuda",
+"proton"]`, `backend == "rocm"` elsewhere for the same variable) names CUDA as a platform or an
+implementation: an installer's bundle, a profiler, a kernel library.  Renamed to "npu", it no longer
+matches what the rest of the program (or a manifest, an asset's name) says.
+"""
+from __future__ import annotations
+
+import re
+
+# What an option that chooses a device offers: device types and the words for a choice of one.
+DEVICE_CHOICES = frozenset({"cpu", "cuda", "gpu", "npu", "mps", "xpu", "xla", "tpu", "hpu", "meta", "auto", "mtia",
+                            "ipu", "hip", "musa", "mlu", "none"})
+
+# Labels of GPU vendors, platforms, graphics APIs and kernel implementations: never a torch device.
+PLATFORM_LABELS = frozenset({
+    "rocm", "nvidia", "amd", "intel", "apple", "vulkan", "metal", "opencl", "sycl", "dml", "directml", "webgpu",
+    "wgpu", "tensorrt", "trt", "openvino", "coreml", "onnxruntime", "triton", "proton", "cutlass", "cudnn",
+    "cublas", "hipblas", "llvm", "ptx", "mlx", "torch", "eager", "inductor", "flashinfer", "cutile", "cute",
+})
+# A platform's build: CUDA 12 ("cuda12", "cuda-12.4"), a wheel tag ("cu121"), a ROCm release.
+_VERSIONED_PLATFORM = re.compile(r"^(cuda[-_]?\d[\d.]*|cu\d{2,3}|rocm[-_]?\d[\d.]*)$")
+
+
+def is_platform_label(text: object) -> bool:
+    """Whether `text` labels a GPU platform, build or implementation (no torch device)."""
+    return isinstance(text, str) and (text.lower() in PLATFORM_LABELS or _VERSIONED_PLATFORM.match(text.lower()) is not None)
