@@ -545,8 +545,6 @@ PLATFORM_LABEL_SOURCES = [
     # a default beside its choices, or annotated with them
     'import torch\nKERNEL = env_with_choices("KERNEL", "cuda", ["cuda", "triton"])\n',
     'import torch\nfrom typing import Literal\nKERNEL: Literal["cuda", "triton"] = "cuda"\n',
-    # a keyword that another call of the file gives a platform's label
-    'import torch\nselect(backend="vulkan")\nselect(backend="cuda")\n',
 ]
 NO_DEVICE_SOURCES += PLATFORM_LABEL_SOURCES
 
@@ -646,6 +644,9 @@ def test_rng_states_under_cuda_stay_beside_a_table_of_devices(data):
     ('import torch\nfrom typing import Literal\nDev = Literal[str, "cuda"]\nx = torch.zeros(2, device="cuda")\n',
      'device="npu"'),
     ('import torch\nVENDOR_DEVICE = {"nvidia": "cuda"}\nd = torch.device(VENDOR_DEVICE[vendor])\n', '{"nvidia": "npu"}'),
+    # an option's default beside another option whose default is a label
+    ('import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument("--profiler", default="torch")\n'
+     'p.add_argument("--device", default="cuda", type=str)\n', 'default="npu"'),
     # another variable of the file holds a platform: this one is a device
     ('import torch\nif backend == "rocm":\n    pass\nx = batch.to(target)\nif target == "cuda":\n    pass\n',
      'if target == "npu"'),

@@ -397,8 +397,7 @@ def _labels_in(node: Optional[ast.AST], collections: bool = False) -> bool:
 
 
 def _label_holders(file_scan: "FileScan") -> FrozenSet[str]:
-    """The names of the file compared with, given or returning a platform's label, and the keywords
-    its calls give one (FileFacts)."""
+    """The names of the file compared with, given or returning a platform's label (FileFacts)."""
     found = set()
     for node in file_scan.groups.get(ast.Compare, ()):
         operands = (node.left, *node.comparators)
@@ -408,8 +407,6 @@ def _label_holders(file_scan: "FileScan") -> FrozenSet[str]:
         if _labels_in(node.value):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             found.update(key for key in map(holder_key, targets) if key)
-    found.update(keyword.arg for call in file_scan.calls for keyword in call.keywords
-                 if keyword.arg is not None and _labels_in(keyword.value))
     for function in file_scan.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef):
         if any(isinstance(inner, ast.Return) and _labels_in(inner.value) for inner in ast.walk(function)):
             found.add(f"{function.name}()")

@@ -426,7 +426,7 @@ def _held_with_platform_labels(rule, node: cst.CSTNode, parent, parent_of) -> bo
     """Whether the string `node` is compared with, given to, returned as, or cut from what the file
     elsewhere compares with a platform's label (file_facts.label_holders: `backend == "rocm"`
     makes `backend == "cuda"`, `backend = "cuda"`, `route.backend == "cuda"` CUDA the platform),
-    or handed to a keyword of that name."""
+    or offered beside such labels as a default."""
     place = parent
     while isinstance(place, (cst.Element, cst.List, cst.Tuple, cst.Set, cst.IfExp, cst.BooleanOperation)):
         place = parent_of(place)
@@ -459,9 +459,7 @@ def _held_with_platform_labels(rule, node: cst.CSTNode, parent, parent_of) -> bo
         if isinstance(call, cst.Call) and place.value is node and any(
                 _offered_beside_platform_labels(node, other.value) for other in call.args if other is not place):
             return True  # (a default beside its choices: `env_with_choices("KERNEL", "cuda", ["cuda", "triton"])`)
-        if place.keyword is not None:
-            return held(place.keyword)
-        return (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+        return (place.keyword is None and isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
                 and call.func.attr.value in _TEXT_METHODS and held(call.func.value))
     return False
 
