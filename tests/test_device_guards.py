@@ -736,12 +736,32 @@ class TestACallThatLaunchesAGpuKernel:
          "    return x * 2\n\n\ndef f(x):\n    if x.is_cuda:\n        return torch.ops.proj.scale(x)\n    return x\n", []),
         # torch's own and torch_npu's operators
         ("import torch\n\ndef f(x):\n    if x.is_cuda:\n        return torch.ops.aten.add(x, x)\n    return x\n", []),
+        # called through a function of the file that calls it (itself, or through another)
+        ("import torch\n\ndef penalties_cuda(logits, p):\n    torch.ops._C.apply_repetition_penalties_(logits, p)\n\n\n"
+         "def penalties(logits, p):\n    if logits.is_cuda and logits.is_contiguous():\n        penalties_cuda(logits, p)\n"
+         "    else:\n        logits /= p\n", [8]),
+        ("import torch\n\ndef soft_cap(x, t):\n    out = torch.empty_like(x)\n    torch.ops._C.soft_cap(out, x, t)\n"
+         "    return out\n\n\ndef capped(x, t):\n    return soft_cap(x, t)\n\n\nclass Cap(torch.nn.Module):\n"
+         "    def forward(self, x):\n        if x.is_cuda:\n            return capped(x, 2.0)\n        return torch.tanh(x)\n", [15]),
+        # a function whose operator the file registers from Python runs on the NPU
+        ("import torch\n\ndef scale(x):\n    return torch.ops.proj.scale(x)\n\n\n"
+         "torch.library.define('proj::scale', '(Tensor x) -> Tensor')\n\n\n"
+         "def f(x):\n    if x.is_cuda:\n        return scale(x)\n    return x\n", []),
     ])
     def test_an_operator_no_python_of_the_project_registers(self, source, left):
         output, guards = _migrate(source)
         assert [g.start_line for g in guards] == left
         assert (output == source) == bool(left)
         assert all("compiled extension" in g.tip and "PrivateUse1" in g.tip for g in guards)
+
+    def test_a_function_that_calls_a_compiled_operator_behind_its_own_test_chooses(self):
+        # its own test stays (it guards the operator); a test around a call of it moves: the
+        # function runs on the NPU, taking its torch branch
+        source = ("import torch\n\ndef norm(x):\n    if x.is_cuda:\n        return torch.ops._C.rms_norm(x)\n"
+                  "    return x\n\n\ndef f(x):\n    if x.is_cuda:\n        return norm(x)\n    return x\n")
+        output, guards = _migrate(source)
+        assert [g.start_line for g in guards] == [4]
+        assert output.count("if x.is_cuda:") == 1 and output.count("if x.is_npu:") == 1
 
     def test_a_question_whose_answer_chooses_the_kernel_answers_for_cuda(self):
         # `if self._fused_ok(p): scale(p)`: the question's own device test is the choice, and
@@ -778,6 +798,9 @@ class TestALauncherOfAnotherFile:
                   "        return kernels.scale_twice(x)\n    return x * 2\n",
         "parent": "from ..kernels import scale\n\n\ndef f(x):\n    return scale(x) if x.is_cuda else x\n",
         "operator": "def f(x):\n    if x.is_cuda:\n        return torch.ops.proj.scale_op(x)\n    return x * 2\n",
+        # a function of another file that calls a compiled extension's operator
+        "extension": "from pkg import custom_ops as ops\n\n\ndef f(x):\n    if x.is_cuda:\n"
+                     "        return ops.soft_cap(x)\n    return torch.tanh(x)\n",
     }
 
     def test_the_test_around_the_call_stays(self, tmp_path):
@@ -796,6 +819,12 @@ class TestALauncherOfAnotherFile:
         for name, text in self.CALLERS.items():
             folder = root / "pkg" / ("sub" if name == "parent" else "")
             (folder / f"{name}.py").write_text("import torch\n" + text)
+        (root / "pkg" / "custom_ops.py").write_text(
+            "import torch\n\n\ndef soft_cap(x):\n    return torch.ops._C.soft_cap(x)\n\n\n"
+            "def scale(x):\n    return torch.ops.proj.scale_op(x)\n")
+        (root / "pkg" / "registered.py").write_text(
+            "import torch\nfrom pkg import custom_ops\n\n\ndef f(x):\n    if x.is_cuda:\n"
+            "        return custom_ops.scale(x)\n    return x\n")
         (root / "pkg" / "plain.py").write_text(
             "import torch\nfrom .kernels import describe\n\n\ndef f(x):\n    if x.is_cuda:\n"
             "        print(describe())\n    return x\n")
@@ -810,8 +839,10 @@ class TestALauncherOfAnotherFile:
         rows = (out / "unsupported_api.csv").read_text().splitlines()
         left = sorted(row.split(",", 1)[0] for row in rows if row.endswith(",NPU914"))
         assert left == sorted(f"pkg/{'sub/' if name == 'parent' else ''}{name}.py" for name in self.CALLERS)
-        # the module's function that launches nothing moves with the device
+        # the module's function that launches nothing moves with the device, and so does one whose
+        # operator the project registers from Python (in another file)
         assert "if x.is_npu:" in (out / "pkg" / "plain.py").read_text()
+        assert "if x.is_npu:" in (out / "pkg" / "registered.py").read_text()
 
 
 class TestAFeatureWhoseFallbackSaysItNeedsCuda:

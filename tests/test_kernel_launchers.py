@@ -35,6 +35,22 @@ def test_launchers(source, expected):
     assert set(launchers_in(source)) == expected
 
 
+def test_the_callers_of_a_compiled_extension_s_operator():
+    from gpu2npu.reading.kernel_launchers import without_operators
+
+    source = ("import torch\n\n\ndef rms(x):\n    return torch.ops._C.rms_norm(x)\n\n\n"
+              "def norm(x):\n    return rms(x)\n\n\ndef add(x):\n    return torch.ops.aten.add(x, x)\n\n\n"
+              "def pick(x):\n    if x.is_cuda:\n        return torch.ops._C.rms_norm(x)\n    return x\n\n\n"
+              "def mine(x):\n    return torch.ops.proj.mine(x)\n\n\n"
+              "class CPUAccelerator:\n    def fp16(self):\n        return torch.ops.mkldnn._is_mkldnn_fp16_supported()\n")
+    found = launchers_in(source)
+    assert set(found) == {"rms", "norm", "mine"}
+    assert found["norm"] == "torch.ops._C.rms_norm, an operator of a compiled extension"
+    # an operator the project's Python registers after all (in another file) runs on every device
+    assert set(without_operators(found, frozenset({"mine"}))) == {"rms", "norm"}
+    assert "mine" not in launchers_in(source + "\ntorch.library.define('proj::mine', '(Tensor x) -> Tensor')\n")
+
+
 def test_an_operator_registered_with_a_launcher_and_its_callers():
     source = (HEAD + "def add(x):\n    _k[(1,)](x)\n    return x\n\n\n"
               "direct_register_custom_op(op_name='fused_add', op_func=add, mutates_args=[])\n\n\n"

@@ -44,10 +44,31 @@ def may_define_kernels(text: str) -> bool:
     return any(package in text for package in _LANGUAGE_PACKAGES) and _KERNEL_DECORATOR_LINE.search(text) is not None
 
 
+# The namespaces of operators that torch and torch_npu register an NPU kernel for (or that run on
+# the host); any other `torch.ops.<namespace>` a Python of the project does not register belongs to
+# a compiled extension, built for CUDA (vLLM's `_C`), with no NPU kernel unless its library has one.
+OPERATORS_ON_THE_NPU = frozenset({"aten", "prims", "npu", "c10d", "c10d_functional", "_c10d_functional",
+                                  "_c10d_functional_autograd", "_dtensor", "profiler", "higher_order",
+                                  "quantized_decomposed", "torchvision", "mkldnn", "onednn", "quantized", "_quantized",
+                                  "sparse", "xnnpack", "fbgemm", "inductor", "debugprims", "rngprims"})
+COMPILED_OPERATOR = "an operator of a compiled extension"
+# What a function that calls such an operator launches, as launchers_in says it (its operator's name).
+_COMPILED_LAUNCH = re.compile(r"^torch\.ops\.\w+\.(\w+), %s$" % COMPILED_OPERATOR)
+
+
+def may_launch_kernels(text: str) -> bool:
+    """Whether the module may define a kernel or call an operator through torch.ops."""
+    return may_define_kernels(text) or "torch.ops." in text
+
+
 def launchers_in(text: str) -> Dict[str, str]:
     """The module's kernels and the module-level functions and classes that launch one: name ->
-    the kernel a call of it runs ("the Triton kernel _add_kernel")."""
-    if not may_define_kernels(text):
+    the kernel a call of it runs ("the Triton kernel _add_kernel").  A function that calls an
+    operator of a compiled extension (`torch.ops._C.rms_norm(...)`, outside a CUDA test of its
+    own) launches its CUDA kernel: "torch.ops._C.rms_norm, an operator of a compiled extension",
+    unless the module registers that operator (`without_operators` drops those the project's
+    Python registers)."""
+    if not may_launch_kernels(text):
         return {}
     aliases = _imported_names(text)
     lines = text.split("\n")  # (as the line numbers of the searches below count them)
@@ -97,6 +118,8 @@ def launchers_in(text: str) -> Dict[str, str]:
         inner = []
     if units and units[-1][2] < 0:
         units[-1] = (units[-1][0], units[-1][1], len(lines))
+    if "torch.ops." in text:
+        _add_compiled_operator_calls(lines, units, kernel_of, registered_operators(text))
     if not kernel_of:
         return {}
     starts = [first for _, first, _ in units]
@@ -126,6 +149,55 @@ def launchers_in(text: str) -> Dict[str, str]:
                 kernel_of[name] = kernel_of[launched[0]]
     _add_custom_ops(lines, units, kernel_of)
     return kernel_of
+
+
+def _add_compiled_operator_calls(lines: List[str], units: List[Tuple[str, int, int]], kernel_of: Dict[str, str],
+                                 registered: FrozenSet[str]) -> None:
+    """The module-level functions that call an operator of a compiled extension outside their own
+    CUDA tests (launchers_in); not one that `registered` names (the module's own, in Python)."""
+    for name, first, after in units:
+        if name in kernel_of:
+            continue
+        source = "\n".join(lines[first:after])
+        if "torch.ops." not in source:
+            continue
+        operator = next((chain for chain in sorted(_compiled_operators_called(source))
+                         if chain.rsplit(".", 1)[1] not in registered), None)
+        if operator is not None:
+            kernel_of[name] = f"{operator}, {COMPILED_OPERATOR}"
+
+
+def _compiled_operators_called(source: str) -> Set[str]:
+    """The operators of compiled extensions (`torch.ops.<namespace>.<name>`, a namespace of none of
+    OPERATORS_ON_THE_NPU) that a function's text reads, except in the branches of a test that
+    names CUDA (its own choice)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    found: Set[str] = set()
+    pending: List[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.If, ast.IfExp)) and _names_cuda(node.test):
+            continue
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+                and isinstance(node.value.value, ast.Attribute) and node.value.value.attr == "ops"
+                and isinstance(node.value.value.value, ast.Name) and node.value.value.value.id == "torch"
+                and node.value.attr not in OPERATORS_ON_THE_NPU):
+            found.add(f"torch.ops.{node.value.attr}.{node.attr}")
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def without_operators(launchers: Dict[str, str], operators: FrozenSet[str]) -> Dict[str, str]:
+    """`launchers` without the callers of a compiled extension's operator that `operators` (those
+    the project's Python registers, for every device it supports) names after all."""
+    if not operators:
+        return launchers
+    return {name: kernel for name, kernel in launchers.items()
+            if (match := _COMPILED_LAUNCH.match(kernel)) is None or match.group(1) not in operators}
 
 
 # An operator registered with torch (`torch.library.impl("proj::add", "cuda", add)`, vLLM's
@@ -329,6 +401,7 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
         constants |= compared
         for name, source in handed_on_here:
             handed_on_names.setdefault(name, source)
+    found = without_operators(found, frozenset(operators))
     for _ in range(3):  # (a package's __init__ handing on another's, a few levels up)
         new = {name: found[source] for name, source in handed_on_names.items() if source in found and name not in found}
         if not new:

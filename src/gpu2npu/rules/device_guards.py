@@ -50,7 +50,8 @@ from ..knowledge.tips import (CUDA_BUILD_BINDINGS, CUDA_BUILD_STRING, CUDA_ONLY_
                               FLEX_ATTENTION, FLEX_ATTENTION_CHOICE, FUSED_OPTIMIZERS, cuda_only_package,
                               has_fused_kernel, migratable_cuda_path)
 from ..reading.file_facts import MESSAGE_CALLS
-from ..reading.kernel_launchers import OPERATOR_KEY, launchers_in, registered_operators, resolved
+from ..reading.kernel_launchers import (COMPILED_OPERATOR, OPERATOR_KEY, OPERATORS_ON_THE_NPU, launchers_in,
+                                        registered_operators, resolved, without_operators)
 from ..reading.kernel_launchers import npu_constants as npu_constants_in
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
@@ -913,7 +914,8 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     if not npu_backend:
         # (the whole file's, where the rules are given a piece of it)
         whole = facts.kernel_launchers if facts is not None else None
-        own_launchers = whole if whole is not None else launchers_in(code)
+        own_launchers = without_operators(whole if whole is not None else launchers_in(code),
+                                          operators | registered_operators(code))
         own_operators = {name: kernel for name, kernel in own_launchers.items() if name.startswith(OPERATOR_KEY)}
         project, called = _launchers_by_name(launchers)
         launchers = {**project, **own_operators} if own_operators else project
@@ -933,13 +935,6 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     return spans, dead_guards(wrapper, resolver)
 
 
-# The namespaces of operators that torch and torch_npu register an NPU kernel for (or that run on
-# the host); any other `torch.ops.<namespace>` a Python of the project does not register belongs to
-# a compiled extension, built for CUDA (vLLM's `_C`), with no NPU kernel unless its library has one.
-OPERATORS_ON_THE_NPU = frozenset({"aten", "prims", "npu", "c10d", "c10d_functional", "_c10d_functional",
-                                  "_c10d_functional_autograd", "_dtensor", "profiler", "higher_order",
-                                  "quantized_decomposed", "torchvision"})
-COMPILED_OPERATOR = "an operator of a compiled extension"
 
 # What a guard guards where it is a GPU kernel or a call of a launcher of one (mark_kernel_launches).
 _KERNEL_GUARDED = re.compile(r"(^|, which launches )the [\w ]+ kernel [\w.]+$")
