@@ -180,7 +180,15 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                 self._dead.append(node)
                 self._dead_guards.append(guard)
                 return self.class_visit(node)
-            if npu_aware.mentions_cuda(node):
+            implementation = self.context.cuda_implementations_by_lines.get(key)
+            if implementation is not None:
+                name, what = implementation.split(", ", 1)
+                self._add(node, LEFT_ON_PURPOSE, Report.NOTE, f"class {name}", (
+                    f"left as written: {name} is the framework's CUDA implementation of {what.rsplit(' ', 1)[-1]}, "
+                    "which it chooses where it finds CUDA and names \"cuda\" elsewhere; migrated alone, it would "
+                    "answer for the NPU under CUDA's name. On an Ascend machine the framework needs its NPU "
+                    "implementation (DeepSpeed's NPU_Accelerator, an Ascend plugin such as vllm-ascend)"))
+            elif npu_aware.mentions_cuda(node):
                 self._add(node, LEFT_ON_PURPOSE, Report.NOTE, npu_aware.NOTE_API, "left as written: it already selects between NPU and CUDA")
             return False
         return self.class_visit(node)

@@ -34,6 +34,7 @@ from ..rules import (REROUTING_RULES, COMMON_RULES, SINGLE_CARD_RULES, Bf16Capab
 from ..rules.bf16_readiness import CUDA_VERSION
 from ..rules.reroute import answers_probe
 from ..rules.batch import run_batch
+from ..rules.cuda_implementations import cuda_implementations
 from ..rules.custom import apply_custom_rules
 from ..rules.names import ImportAliases, top_level_statements
 from ..knowledge.tips import CUDA_ONLY_PACKAGES, TRANSFORMERS_ATTENTION_VALUES
@@ -354,7 +355,9 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
                                               npu_constants=options.npu_constants,
                                               module=module_name(path),
                                               package=path.endswith("__init__.py"))
-    context = FileContext(path=path, options=options, guarded=aware | frozenset(dead), dead_guards=dead,
+    implementations = cuda_implementations(wrapper, code)
+    context = FileContext(path=path, options=options, guarded=aware | frozenset(dead) | frozenset(implementations),
+                          dead_guards=dead, cuda_implementations=implementations,
                           import_aliases=aliases, scopes=scopes, reroute_plans=plans, file_facts=facts)
     outcome = run_batch([rule for rule in rules if rule.wants(code)], wrapper, context)
     changes += [

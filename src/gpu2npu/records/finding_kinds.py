@@ -256,12 +256,15 @@ DEAD_GUARD = _kind(
 
 LEFT_ON_PURPOSE = _kind(
     "NPU915", "LeftOnPurpose", "left as written on purpose: nothing to do", NOT_CHECKED,
-    "Code that already chooses between the NPU and CUDA, a package imported only to read its version, a CUDA "
-    "backend setting that has no effect on the NPU, a private name of torch's device-neutral code "
-    "(torch.utils._pytree): gpu2npu leaves it and says so in the log.",
+    "Code that already chooses between the NPU and CUDA, a framework's CUDA implementation of its device "
+    "interface (which the framework chooses where it finds CUDA: on the NPU it needs its NPU implementation), a "
+    "package imported only to read its version, a CUDA backend setting that has no effect on the NPU, a private "
+    "name of torch's device-neutral code (torch.utils._pytree): gpu2npu leaves it and says so in the log.",
     "nothing.",
     (("import torch\nimport torch_npu\n\nif torch.npu.is_available():\n    d = 'npu'\nelif torch.cuda.is_available():\n"
-      "    d = 'cuda'\n", "NPU-aware code", LOG),),
+      "    d = 'cuda'\n", "NPU-aware code", LOG),
+     ("import torch\nfrom lightning.fabric.accelerators import Accelerator\n\n\nclass CUDAAccelerator(Accelerator):\n"
+      "    def setup_device(self, device):\n        torch.cuda.set_device(device)\n", "class CUDAAccelerator", LOG)),
 )
 
 CUDA_ONLY_PACKAGE = _kind(

@@ -56,6 +56,9 @@ class FileContext:
     # Device tests left as written because they guard CUDA-only code (device_guards): the
     # test's span -> the DeadGuard to report; the spans of the code they guard -> None.
     dead_guards: Dict = field(default_factory=dict)
+    # A framework's CUDA implementations of a device interface, left whole (cuda_implementations):
+    # the class's span -> what the note about it says.
+    cuda_implementations: Dict = field(default_factory=dict)
     # Maps a line of the tree a rule is given back to the original file.
     original_line: Callable[[int], int] = lambda line: line
     # Set by rules that make the file depend on torch_npu at run time (read by ImportTorchNpu).
@@ -87,6 +90,8 @@ class FileContext:
         self.guarded_types = npu_aware.guarded_types(self.guarded)
         # The analysis reads the output, whose columns moved: it knows guarded nodes by lines.
         self.guarded_lines = {(kind, start, end) for kind, start, _, end, _ in self.guarded}
+        self.cuda_implementations_by_lines = {(kind, start, end): what for (kind, start, _, end, _), what
+                                              in self.cuda_implementations.items()}
         # A test and the code it guards on one line, of one type (`torch.cuda.get_device_name() if
         # torch.cuda.is_available() else "cpu"`), share their key: the test's guard is kept, and the
         # key is in shared_guard_lines, for the analysis to tell the two apart by their places.
