@@ -119,6 +119,32 @@ def test_uses_of_names_imported_from_cuda_modules_are_kept(monkeypatch):
     assert "def step" in kept and "def unrelated" not in kept
 
 
+KERNEL_QUESTIONS = [
+    # a question of the file answered by a device test, asked around a launch of the file's kernel
+    # on a line that names no CUDA: the cut file keeps the asking test, which decides the question
+    ("import torch\nimport triton\n\n\ndef _ok(x):\n    if x.numel() < 10:\n        return False\n    return x.is_cuda\n\n\n"
+     "def _launch(x):\n    _k[(1,)](x)\n    return x\n\n\ndef scale(x):\n    if _ok(x):\n        return _launch(x)\n"
+     "    return x * 2\n\n\ndef unrelated():\n    return 1\n\n\n@triton.jit\ndef _k(x_ptr):\n    pass\n", {}),
+    # ... around a launcher of another file of the project
+    ("import torch\nfrom .ops import fused_scale\n\n\ndef _ok(x):\n    return x.is_cuda and x.dtype == torch.float16\n\n\n"
+     "def scale(x):\n    if _ok(x):\n        return fused_scale(x)\n    return x * 2\n\n\ndef unrelated():\n    return 1\n",
+     {"kernel_launchers": (("pkg.ops.fused_scale", "the Triton kernel _scale_kernel"),)}),
+]
+
+
+@pytest.mark.parametrize("source, facts", KERNEL_QUESTIONS)
+def test_a_cut_file_keeps_the_tests_that_ask_its_questions_about_a_kernel(source, facts, monkeypatch):
+    import dataclasses
+
+    options = dataclasses.replace(OPTIONS, **facts)
+    whole = migrate_source(source.encode(), "pkg/m.py", options)
+    assert whole.output is None and [f.start_line for f in whole.findings if f.rule == "NPU914"]
+    _cut_everything(monkeypatch)
+    cut = migrate_source(source.encode(), "pkg/m.py", options)
+    assert (cut.status, cut.output, cut.changes, cut.findings) == (
+        whole.status, whole.output, whole.changes, whole.findings)
+
+
 def _chunked(data: bytes, monkeypatch):
     """The migration of `data` as if it were too large to parse whole, in the smallest pieces it
     can be cut into (each definition to migrate alone, with the module-level context)."""

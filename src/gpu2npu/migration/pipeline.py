@@ -217,11 +217,11 @@ def _migrate_cut(data: bytes, file_scan: "scan.FileScan", path: str, options: Op
                  rules: Sequence[Type[Rule]]) -> Optional[FileResult]:
     """A large file migrated through its relevant top-level statements only (see `partial`);
     None when the file is not cut, or the cut run did not come back clean."""
-    reduction = partial.reduce(data, file_scan.tree, file_scan.relevant_lines())
+    facts = FactsOfScan(file_scan, data=data)
+    reduction = partial.reduce(data, file_scan.tree, _relevant_lines(file_scan, facts, options))
     if reduction is None:
         return None
-    result = _migrate_whole(reduction.source.encode("utf-8"), path, options, rules, _scopes_of_parts(file_scan),
-                            FactsOfScan(file_scan, data=data))
+    result = _migrate_whole(reduction.source.encode("utf-8"), path, options, rules, _scopes_of_parts(file_scan), facts)
     if result.status == Status.FAILED:
         return None
     output = None
@@ -232,6 +232,20 @@ def _migrate_cut(data: bytes, file_scan: "scan.FileScan", path: str, options: Op
     result.output = output
     result.changes, result.findings = _in_original_lines(result, reduction)
     return result
+
+
+def _relevant_lines(file_scan: "scan.FileScan", facts: FactsOfScan, options: Options) -> List[int]:
+    """The lines a cut file keeps (FileScan.relevant_lines), and those that name a GPU kernel or a
+    launcher of one, the file's or the project's: a test around such a call may ask a question
+    of the file (`if _fused_ok(p): scale(p)`) whose own device test answers for CUDA only where
+    the question is seen asked (device_guards), though no word of CUDA is on the test's line."""
+    lines = file_scan.relevant_lines()
+    launchers = (facts.kernel_launchers or {}).keys() | device_guards.launcher_names(options.kernel_launchers)
+    if not launchers:
+        return lines
+    named = {node.lineno for node in file_scan.groups.get(ast.Name, ()) if node.id in launchers}
+    named.update(node.lineno for node in file_scan.groups.get(ast.Attribute, ()) if node.attr in launchers)
+    return sorted(set(lines) | named)
 
 
 def _in_original_lines(result: FileResult, reduction: "partial.Reduction"):
@@ -253,10 +267,10 @@ def _migrate_chunks(data: bytes, file_scan: "scan.FileScan", path: str, options:
     """A file too large to parse whole, migrated in pieces (`partial.chunks`): the definitions
     to migrate are spread over smaller modules that each hold the module-level context; None
     when it cannot be cut so or the pieces disagree on the context (see `partial.merge`)."""
-    reductions = partial.chunks(data, file_scan.tree, file_scan.relevant_lines(), CHUNK_BYTES)
+    facts = FactsOfScan(file_scan, data=data)
+    reductions = partial.chunks(data, file_scan.tree, _relevant_lines(file_scan, facts, options), CHUNK_BYTES)
     if reductions is None:
         return None
-    facts = FactsOfScan(file_scan, data=data)
     outputs: List[str] = []
     # A context statement's changes come from every piece, a definition's from one: each change
     # as many times as one piece made it (two identical edits on one line are two rows), in the

@@ -949,6 +949,11 @@ def _what_it_launches(name: str, kernel: str) -> str:
     return kernel if kernel.endswith(f" kernel {name}") else f"{name}(), which launches {kernel}"
 
 
+def launcher_names(launchers: Tuple[Tuple[str, str], ...]) -> FrozenSet[str]:
+    """The last parts of the names of Options.kernel_launchers (`scale` of `pkg.ops.scale`)."""
+    return _launchers_by_name(launchers)[1]
+
+
 @functools.lru_cache(maxsize=4)
 def _launchers_by_name(launchers: Tuple[Tuple[str, str], ...]) -> Tuple[Dict[str, str], FrozenSet[str]]:
     """Options.kernel_launchers as a mapping, and the last parts of their names (once a run)."""
