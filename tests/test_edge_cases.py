@@ -542,6 +542,8 @@ PLATFORM_LABEL_SOURCES = [
     'import torch\ndef pick():\n    if nvidia_present():\n        return "cuda"\n    return "metal"\nuse = pick() == "cuda"\n',
     # a platform's build cut from a label that is elsewhere compared with a build
     'import torch\nif line == "cuda12":\n    pass\nmajor = int(line.removeprefix("cuda"))\nok = line.startswith("cuda")\n',
+    # chosen instead of another platform
+    'import torch\ntarget = Target(device=dev, backend="rocm" if is_rocm else "cuda")\n',
     # a default beside its choices, or annotated with them
     'import torch\nKERNEL = env_with_choices("KERNEL", "cuda", ["cuda", "triton"])\n',
     'import torch\nfrom typing import Literal\nKERNEL: Literal["cuda", "triton"] = "cuda"\n',
@@ -639,6 +641,7 @@ def test_rng_states_under_cuda_stay_beside_a_table_of_devices(data):
     ('import torch\nif device == "rocm":\n    pass\nx = torch.zeros(2, device="cuda")\nif device == "cuda":\n    pass\n',
      'if device == "npu"'),
     ('import torch\nPAIRS = [("cuda", "float16"), ("cpu", "float32")]\n', '("npu", "float16")'),
+    ('import torch\ndevice = "cuda" if torch.cuda.is_available() else "mps"\n', 'device = "npu" if'),
     ('import torch\nBACKENDS = {"cuda": "nccl", "cpu": "gloo"}\n', '{"npu": "hccl", "cpu": "gloo"}'),
     ('import torch\nkwargs = {"dtype": torch.bfloat16, "device": "cuda", **extra}\n', '"device": "npu"'),
     ('import torch\nfrom typing import Literal\nDev = Literal[str, "cuda"]\nx = torch.zeros(2, device="cuda")\n',

@@ -427,6 +427,8 @@ def _held_with_platform_labels(rule, node: cst.CSTNode, parent, parent_of) -> bo
     elsewhere compares with a platform's label (file_facts.label_holders: `backend == "rocm"`
     makes `backend == "cuda"`, `backend = "cuda"`, `route.backend == "cuda"` CUDA the platform),
     or offered beside such labels as a default."""
+    if isinstance(parent, cst.IfExp) and _a_platform_label(parent.orelse if parent.body is node else parent.body):
+        return True  # (the other choice is a platform: `backend = "rocm" if is_rocm else "cuda"`)
     place = parent
     while isinstance(place, (cst.Element, cst.List, cst.Tuple, cst.Set, cst.IfExp, cst.BooleanOperation)):
         place = parent_of(place)
