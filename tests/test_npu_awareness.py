@@ -210,6 +210,27 @@ class TestTheVariableACudaBranchTests:
         assert "use_cuda = torch_npu.npu.is_available()" in output
 
 
+class TestAVariableThatNamesTheNpuElsewhere:
+    """`name = "npu"` where the code finds torch_npu, `name = "cuda"` where it finds CUDA: the variable
+    already names each device in its branch; renamed, the CUDA branch would say "npu" too."""
+
+    @pytest.mark.parametrize("source", [
+        "import torch\n\ndef detect():\n    name = None\n    try:\n        import torch_npu\n        name = 'npu'\n"
+        "    except ImportError:\n        pass\n    if name is None and torch.cuda.is_available():\n        name = 'cuda'\n"
+        "    return name\n",
+        "import os\n\nkind = os.environ.get('KIND')\nif kind == 'ascend':\n    device = 'npu:0'\nelse:\n    device = 'cuda:0'\n",
+    ])
+    def test_its_cuda_value_stays(self, source):
+        output, _ = _migrate(source)
+        assert output.count("'cuda") == source.count("'cuda")
+        # with the CUDA test that chooses it
+        assert output.count("torch.cuda.is_available()") == source.count("torch.cuda.is_available()")
+
+    def test_a_variable_only_given_cuda_is_migrated(self):
+        output, _ = _migrate("import torch\nname = 'cuda' if torch.cuda.is_available() else 'cpu'\nother = 'npu'\n")
+        assert "name = 'npu' if" in output
+
+
 class TestEachDeviceInItsOwnBlock:
     """`if torch.cuda.is_available(): set_rng("CUDA", torch.cuda, s)` beside `if is_torch_npu_available():
     set_rng("NPU", torch.npu, s)`: the project does each device in its own block, the same way; renamed,

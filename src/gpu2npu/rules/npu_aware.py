@@ -216,6 +216,7 @@ class _Guards(cst.CSTVisitor):
         # `pt_cuda_available = torch.cuda.is_available()`: the values given to single names, and
         # the names that an NPU-aware chain tests as its CUDA branch's test
         self._values: dict = {}
+        self._branch_tests: dict = {}  # id of a value assigned in an `if`'s body -> the `if`'s test
         self._cuda_tests: Set[str] = set()
         self.constants: FrozenSet[str] = frozenset()  # the project's device constants it compares with "npu"
 
@@ -258,14 +259,24 @@ class _Guards(cst.CSTVisitor):
             self._add(chosen)
         return True
 
-    def variables_of_cuda_tests(self) -> None:
+    def variables_of_cuda_tests(self, wrapper: MetadataWrapper) -> None:
         """`pt_cuda_available = torch.cuda.is_available()` ... `if pt_cuda_available: <CUDA>` `elif
         pt_npu_available: <NPU>`: the chain's CUDA branch stays as written, so the variable it tests
         must keep asking CUDA too (asking the NPU, it would send the NPU into the CUDA branch)."""
-        for name in self._cuda_tests:
-            for value in self._values.get(name, ()):
-                if mentions_cuda(value) and not mentions_npu(value):
-                    self._add(value)
+        left = [value for name in self._cuda_tests for value in self._values.get(name, ())
+                if mentions_cuda(value) and not mentions_npu(value)]
+        # `accelerator_name = "npu"` in one branch, `accelerator_name = "cuda"` in another: the
+        # variable already names the NPU where the code finds one; renamed, the CUDA branch would
+        # name it too (DeepSpeed's accelerator detection)
+        for values in self._values.values():
+            if any(_string_value(value) is not None and _NPU_STRING.match(_string_value(value)) for value in values):
+                cuda_values = [value for value in values if _string_value(value) is not None and mentions_cuda(value)]
+                # (and the CUDA test that chooses it: `if torch.cuda.is_available(): name = "cuda"`)
+                left.extend([*cuda_values, *(self._branch_tests[id(value)] for value in cuda_values
+                                             if id(value) in self._branch_tests)])
+        if left:  # (after the walk: the positions are the wrapper's)
+            positions = wrapper.resolve(PositionProvider)
+            self.spans.update(span_of(positions[value], value) for value in left)
 
     def _device_members(self, node: cst.ClassDef) -> None:
         """A class whose attributes name device types, NPU among them (`CUDA = "cuda"` beside
@@ -311,6 +322,11 @@ class _Guards(cst.CSTVisitor):
             return True
         if isinstance(node, cst.If) and isinstance(node.orelse, cst.If):
             self._elifs.add(id(node.orelse))
+        if isinstance(node, cst.If) and mentions_cuda(node.test):
+            for statement in getattr(node.body, "body", ()):
+                for small in getattr(statement, "body", ()) if isinstance(statement, cst.SimpleStatementLine) else ():
+                    if isinstance(small, cst.Assign):
+                        self._branch_tests[id(small.value)] = node.test
         body = getattr(node, "body", None)
         if isinstance(node, (cst.Module, cst.IndentedBlock)) and isinstance(body, (list, tuple)):
             ifs = [statement for statement in body if isinstance(statement, cst.If)]
@@ -421,7 +437,7 @@ def guarded_spans(wrapper: MetadataWrapper, *also: cst.CSTVisitor, code: str = N
     guards = _Guards()
     guards.constants = constants
     walk_wrapped(_together([guards, *also]) if also else guards, wrapper)
-    guards.variables_of_cuda_tests()
+    guards.variables_of_cuda_tests(wrapper)
     return frozenset(guards.spans)
 
 
