@@ -772,6 +772,13 @@ class TestACallThatLaunchesAGpuKernel:
         output, guards = _migrate(source)
         assert output == source and [g.start_line for g in guards] == [34, 37]
 
+    def test_a_question_that_answers_no_at_once_answers_for_cuda(self):
+        # `if not p.is_cuda: return False` answers by itself, as a returned test does
+        source = KERNELS + ("def _fused_ok(p):\n    if not p.is_cuda:\n        return False\n    return p.numel() > 10\n\n\n"
+                            "def step(p):\n    if _fused_ok(p):\n        scale(p)\n    else:\n        p.mul_(2)\n")
+        output, guards = _migrate(source)
+        assert output == source and [g.start_line for g in guards] == [31, 37]
+
     def test_a_question_asked_only_around_torch_code_is_migrated(self):
         source = KERNELS + ("def ok(p):\n    return p.is_cuda\n\n\ndef step(p):\n    if ok(p):\n        torch.cuda.synchronize()\n")
         output, guards = _migrate(source)
@@ -843,6 +850,51 @@ class TestALauncherOfAnotherFile:
         # operator the project registers from Python (in another file)
         assert "if x.is_npu:" in (out / "pkg" / "plain.py").read_text()
         assert "if x.is_npu:" in (out / "pkg" / "registered.py").read_text()
+
+
+class TestAQuestionAskedInAnotherFile:
+    """`def can_use_gemv(x): if not x.is_cuda: return False ...` in one module, `if can_use_gemv(x):
+    return gemv(x)` in another, where gemv launches a GPU kernel: the question's device tests say
+    whether the kernel runs, and stay (read for the whole project before any file is migrated)."""
+
+    CHECKS = ("import torch\n\n\ndef can_use_gemv(x):\n    if not (x.is_cuda and x.dtype == torch.float16):\n"
+              "        return False\n    return x.shape[0] == 1\n\n\ndef ready(x):\n    return x.is_cuda\n")
+
+    def _run(self, tmp_path, caller):
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        root = tmp_path / "proj"
+        (root / "pkg").mkdir(parents=True)
+        (root / "pkg" / "__init__.py").write_text("")
+        (root / "pkg" / "kernels.py").write_text(KERNELS + "def gemv(x):\n    return scale(x)\n")
+        (root / "pkg" / "checks.py").write_text(self.CHECKS)
+        (root / "pkg" / "model.py").write_text(caller)
+        gpu2npu = str(Path(sys.executable).parent / "gpu2npu")
+        done = subprocess.run([gpu2npu, "-i", root, "-o", tmp_path / "out", "-v", "2.1.0"], capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        out = tmp_path / "out" / "proj_msft"
+        rows = [row for row in (out / "unsupported_api.csv").read_text().splitlines() if row.endswith(",NPU914")]
+        return (out / "pkg" / "checks.py").read_text(), rows
+
+    @pytest.mark.parametrize("caller", [
+        "import torch\nfrom pkg.checks import can_use_gemv\nfrom pkg.kernels import gemv\n\n\ndef f(x, w):\n"
+        "    if can_use_gemv(x):\n        return gemv(x)\n    return x @ w\n",
+        "import torch\nfrom pkg import checks, kernels\n\n\ndef f(x, w):\n    if x.dim() == 2 and checks.can_use_gemv(x):\n"
+        "        y = kernels.gemv(x)\n        return y\n    return x @ w\n",
+    ])
+    def test_its_device_test_stays(self, tmp_path, caller):
+        checks, rows = self._run(tmp_path, caller)
+        assert "if not (x.is_cuda and" in checks and "return x.is_npu" in checks
+        assert [row.split(",")[:2] for row in rows if row.startswith("pkg/checks.py")] == [["pkg/checks.py", "5"]]
+        assert any("gemv(), which launches the Triton kernel" in row for row in rows)
+
+    def test_a_question_asked_before_torch_code_is_migrated(self, tmp_path):
+        checks, rows = self._run(tmp_path, "import torch\nfrom pkg.checks import can_use_gemv\n\n\ndef f(x):\n"
+                                           "    if can_use_gemv(x):\n        torch.cuda.synchronize()\n    return x\n")
+        assert "if not (x.is_npu and" in checks and not [row for row in rows if row.startswith("pkg/checks.py")]
 
 
 class TestAFeatureWhoseFallbackSaysItNeedsCuda:

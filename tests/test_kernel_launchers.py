@@ -51,6 +51,17 @@ def test_the_callers_of_a_compiled_extension_s_operator():
     assert "mine" not in launchers_in(source + "\ntorch.library.define('proj::mine', '(Tensor x) -> Tensor')\n")
 
 
+def test_the_questions_a_module_asks_before_its_calls():
+    from gpu2npu.reading.kernel_launchers import asked_questions
+
+    source = ("from pkg.checks import can_use, ready as is_ready\nfrom pkg import ops\n\n\ndef f(x):\n"
+              "    if x.dim() == 2 and can_use(x):\n        # the fast path\n        y = ops.gemv(x)\n        return y\n"
+              "    elif is_ready(x):\n        return local(x)\n    if x.is_cuda and can_use(x):\n        return other(x)\n"
+              "    if isinstance(x, int):\n        return ops.gemv(x)\n    return x\n")
+    assert dict(asked_questions(source, "pkg.model")) == {
+        "pkg.checks.can_use": ("pkg.ops.gemv",), "pkg.checks.ready": ("pkg.model.local",)}
+
+
 def test_an_operator_registered_with_a_launcher_and_its_callers():
     source = (HEAD + "def add(x):\n    _k[(1,)](x)\n    return x\n\n\n"
               "direct_register_custom_op(op_name='fused_add', op_func=add, mutates_args=[])\n\n\n"
@@ -87,7 +98,7 @@ def test_a_launcher_a_package_hands_on_is_known_by_the_package_s_name(tmp_path):
     (tmp_path / "pkg" / "__init__.py").write_text("from .moe import fused_experts\n")
     (package / "__init__.py").write_text("from pkg.moe.fused import fused_experts\n")
     (package / "fused.py").write_text(HEAD + "def fused_experts(x):\n    _k[(1,)](x)\n")
-    launchers, _, _, _ = project_launchers([e for e in walk(tmp_path) if e.kind == Kind.PYTHON])
+    launchers, *_ = project_launchers([e for e in walk(tmp_path) if e.kind == Kind.PYTHON])
     names = dict(launchers)
     assert {"pkg.moe.fused.fused_experts", "pkg.moe.fused_experts", "pkg.fused_experts"} <= set(names)
 

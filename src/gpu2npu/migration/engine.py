@@ -49,17 +49,17 @@ class Engine:
         backend = npu_backend_files(entries)
         # (a file read by an earlier run, of the same size and time, is not read again)
         known = self.cache.project_kernels(entries) if self.cache is not None else None
-        launchers, operators, constants, read = project_launchers(entries, backend, known)
+        kernels = project_launchers(entries, backend, known)
         if self.cache is not None:
-            self.cache.put_project_kernels(entries, read)
+            self.cache.put_project_kernels(entries, kernels.read)
         options = dataclasses.replace(self.options, packages_held=packages_held(entries),
                                       backend_options_kept=backend_options_kept_in(entries),
                                       scripts_with_own_tf32=scripts_with_own_option(entries, "--tf32"),
                                       project_modules=self.options.project_modules or project_modules(entries),
                                       modules_beside=modules_beside(entries),
                                       npu_backend_files=backend,
-                                      kernel_launchers=launchers, python_operators=operators,
-                                      npu_constants=constants)
+                                      kernel_launchers=kernels.launchers, python_operators=kernels.operators,
+                                      npu_constants=kernels.constants, kernel_questions=kernels.kernel_questions)
         if self.cache is not None:
             self.cache.salt = cache.salt_for(options)
         computed = migrate_all(entries, options, self.jobs, self.cache)

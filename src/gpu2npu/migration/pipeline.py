@@ -367,6 +367,7 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
                                               npu_backend=path in options.npu_backend_files,
                                               launchers=options.kernel_launchers, operators=options.python_operators,
                                               npu_constants=options.npu_constants,
+                                              kernel_questions=options.kernel_questions,
                                               module=module_name(path),
                                               package=path.endswith("__init__.py"))
     implementations = cuda_implementations(wrapper, code)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 from ..knowledge.tips import KERNEL_DECORATORS, handed_on
 from .discover import Entry, Kind
@@ -354,14 +354,87 @@ def module_name(relative: str) -> Optional[str]:
 
 # What one file gives the project's facts: (its kernels and launchers by qualified name, the
 # operators it registers, the device constants it compares with "npu", the names its package's
-# __init__ hands on: (name, the module's name it stands for)).
-FileKernels = Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str], FrozenSet[str], Tuple[Tuple[str, str], ...]]
+# __init__ hands on: (name, the module's name it stands for), the functions its tests ask before
+# calls: (the question's qualified name, the qualified names called where it answers yes)).
+FileKernels = Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str], FrozenSet[str], Tuple[Tuple[str, str], ...],
+                    Tuple[Tuple[str, Tuple[str, ...]], ...]]
+
+
+class ProjectKernels(NamedTuple):
+    """What project_launchers finds (see there)."""
+
+    launchers: Tuple[Tuple[str, str], ...]
+    operators: FrozenSet[str]
+    constants: FrozenSet[str]
+    read: Dict[str, Tuple[int, int, FileKernels]]
+    # (a function of the project asked by a test before a call of a launcher, in any of its files:
+    # what that call launches), sorted
+    kernel_questions: Tuple[Tuple[str, str], ...] = ()
+
+
+# `if can_use_gemv(x, w):`, `elif not ok(x) or ...:`: an `if` whose test calls a function.
+_IF_LINE = re.compile(r"^([ \t]*)(?:el)?if\b([^\n]*)$", re.MULTILINE)
+# A call, by the dotted name called (`ops.fused_gemv(`, `self._ok(`).
+_CALL = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\s*\(")
+# Functions whose calls in a test ask nothing of the project.
+_NOT_QUESTIONS = frozenset({"isinstance", "hasattr", "getattr", "len", "callable", "any", "all", "issubclass", "str",
+                            "int", "bool", "type", "id", "print", "min", "max", "sum", "tuple", "list", "set", "dict"})
+
+
+def asked_questions(text: str, module: Optional[str]) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
+    """The functions the module's tests call, each with what the lines the test guards call (both
+    by qualified name, as the module's imports resolve them; a name no import binds is the
+    module's own): `if can_use_gemv(x, w): return gemv(x, w)` asks can_use_gemv before gemv.
+    Tests that name CUDA are device tests of their own (device_guards)."""
+    if "if " not in text:
+        return ()
+    aliases: Optional[Dict[str, Set[str]]] = None
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    found: Dict[str, Set[str]] = {}
+    for match in _IF_LINE.finditer(text):
+        test = match.group(2)
+        if "cuda" in test.lower():
+            continue
+        asked = [name for name in _CALL.findall(test) if name.split(".", 1)[0] not in _NOT_QUESTIONS]
+        if not asked:
+            continue
+        indent = len(match.group(1).expandtabs())
+        number = bisect.bisect_right(starts, match.start())  # (the line after the test's)
+        called: List[str] = []
+        for line in lines[number:number + 40]:
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            if len(line) - len(line.lstrip()) <= indent:
+                break
+            called.extend(_CALL.findall(line))
+        if not called:
+            continue
+        if aliases is None:
+            aliases = _imported_names(text)
+        for question in asked:
+            for name in _resolved_call(question, aliases, module):
+                found.setdefault(name, set()).update(
+                    full for callee in called if callee != question for full in _resolved_call(callee, aliases, module))
+    return tuple(sorted((name, tuple(sorted(callees))) for name, callees in found.items() if callees))
+
+
+def _resolved_call(name: str, aliases: Dict[str, Set[str]], module: Optional[str]) -> Set[str]:
+    """A called name as the project's root spells it (`self.x` and builtins: none)."""
+    root, _, rest = name.partition(".")
+    if root in ("self", "cls", "super"):
+        return set()
+    targets = aliases.get(root)
+    if targets is None:
+        return {f"{module}.{name}"} if module and not rest else set()
+    return {resolved(f"{target}.{rest}" if rest else target, module) for target in targets}
 
 
 def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
-                      known: Optional[Dict[str, Tuple[int, int, FileKernels]]] = None
-                      ) -> Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str], FrozenSet[str],
-                                 Dict[str, Tuple[int, int, FileKernels]]]:
+                      known: Optional[Dict[str, Tuple[int, int, FileKernels]]] = None) -> ProjectKernels:
     """(qualified name, the kernel it runs) of every kernel and launcher of the project's Python
     files (`pkg.ops.add.add`), sorted, none from the project's own NPU backend (Triton-Ascend's);
     the names of the operators its Python code registers (whose kernels are Python functions,
@@ -370,8 +443,11 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
     path, with its size and modification time.  `known`: what an earlier run found, in that form:
     a file of the same size and time is not read again (a warm run reads none).  A name a
     package's __init__ imports from one of its modules (`from .fused_moe import fused_experts`) is
-    that module's, where the project imports it from the package."""
+    that module's, where the project imports it from the package.  And the functions a test of
+    any file asks before it calls a launcher (`if can_use_gemv(x, w): return gemv(x, w)`): their
+    own device tests answer whether the kernel runs (device_guards)."""
     skipped = frozenset(npu_backend)
+    questions: Dict[str, Set[str]] = {}
     found: Dict[str, str] = {}
     operators: Set[str] = set()
     constants: Set[str] = set()
@@ -395,7 +471,9 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
             if facts is None:
                 continue
         read[entry.relative] = (status.st_size, status.st_mtime_ns, facts)
-        launchers, registered, compared, handed_on_here = facts
+        launchers, registered, compared, handed_on_here, asked = facts
+        for question, called in asked:
+            questions.setdefault(question, set()).update(called)
         found.update(launchers)
         operators |= registered
         constants |= compared
@@ -407,7 +485,20 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
         if not new:
             break
         found.update(new)
-    return tuple(sorted(found.items())), frozenset(operators), frozenset(constants), read
+    kernel_questions = {}
+    for question, called in questions.items():
+        launched = sorted(name for name in called if handed_on_names.get(name, name) in found)
+        if launched:
+            name = handed_on_names.get(launched[0], launched[0])
+            kernel_questions[handed_on_names.get(question, question)] = _what_it_launches_named(name, found[name])
+    return ProjectKernels(tuple(sorted(found.items())), frozenset(operators), frozenset(constants), read,
+                          tuple(sorted(kernel_questions.items())))
+
+
+def _what_it_launches_named(name: str, kernel: str) -> str:
+    """What a call of the launcher or kernel `name` (qualified) runs, as a guard says it."""
+    last = name.rsplit(".", 1)[-1]
+    return kernel if kernel.endswith(f" kernel {last}") else f"{last}(), which launches {kernel}"
 
 
 def _file_kernels(entry: Entry, module: str) -> Optional[FileKernels]:
@@ -422,7 +513,7 @@ def _file_kernels(entry: Entry, module: str) -> Optional[FileKernels]:
                            ) if entry.relative.endswith("__init__.py") else ()
     launchers = tuple((name if name.startswith(OPERATOR_KEY) else f"{module}.{name}", kernel)
                       for name, kernel in launchers_in(text).items())
-    return launchers, registered_operators(text), npu_constants(text), handed_on_here
+    return launchers, registered_operators(text), npu_constants(text), handed_on_here, asked_questions(text, module)
 
 
 def resolved(name: str, module: Optional[str], package: bool = False) -> str:

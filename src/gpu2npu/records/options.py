@@ -96,6 +96,10 @@ class Options:
     # sets them to the NPU itself, so their tests against "cuda" ask for NVIDIA and stay
     # (reading.kernel_launchers.npu_constants, rules.npu_aware).
     npu_constants: FrozenSet[str] = frozenset()
+    # The project's functions that a test asks before calling a launcher, in any of its files (`if
+    # can_use_gemv(x, w): return gemv(x, w)`), with what that call launches: their own device tests
+    # answer whether the kernel runs, and stay (reading.kernel_launchers, rules.device_guards).
+    kernel_questions: Tuple[Tuple[str, str], ...] = ()
 
     def project_modules_of(self, path: str) -> FrozenSet[str]:
         """The modules that the file at `path` (as Entry.relative writes it) imports as the

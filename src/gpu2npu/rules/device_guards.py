@@ -156,6 +156,9 @@ class _Resolver(cst.CSTVisitor):
         self.operators: FrozenSet[str] = frozenset()  # those the project's Python registers (Options.python_operators)
         self.module: Optional[str] = None
         self.package = False
+        # the file's functions that a test of the project asks before a call of a launcher:
+        # name -> what that call launches (Options.kernel_questions)
+        self.asked_elsewhere: Dict[str, str] = {}
 
     def visit_If(self, node: cst.If) -> None:
         self.ifs.append(node)
@@ -458,7 +461,9 @@ class _Resolver(cst.CSTVisitor):
         questions: Dict[str, List[cst.BaseExpression]] = {}
         for function in self.functions:
             answers = [node.value for node in nodes_within(function.body, cst.Return) if node.value is not None]
-            tested = [answer for answer in answers if _mentions_cuda(answer)
+            # (and `if not (x.is_cuda and ...): return False`: a test that answers by itself)
+            tests = [node.test for node in nodes_within(function.body, cst.If) if _answers_at_once(node)]
+            tested = [answer for answer in (*answers, *tests) if _mentions_cuda(answer)
                       and _first_in([answer], lambda key: True if key in self.device_terms else None) is not None]
             if tested and all(isinstance(answer, _ANSWERS) for answer in answers):
                 questions.setdefault(function.name.value, []).extend(tested)
@@ -495,6 +500,16 @@ _OPTIMIZER_NAMES = {name.rsplit(".", 1)[-1]: name for name in FUSED_OPTIMIZERS}
 # What a question answers with: a test (`a and b`, `x.is_cuda`, `not ok`, `d.type == "cuda"`) or a
 # constant (`return False` before the test).
 _ANSWERS = (cst.BooleanOperation, cst.UnaryOperation, cst.Comparison, cst.Attribute, cst.Name, cst.Call)
+
+
+def _answers_at_once(node: cst.If) -> bool:
+    """Whether the `if` answers its function's question with a constant (`return False`) alone."""
+    body = getattr(node.body, "body", ())
+    if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1:
+        return False
+    returned = body[0].body[0]
+    return isinstance(returned, cst.Return) and isinstance(returned.value, cst.Name) and returned.value.value in (
+        "True", "False", "None")
 
 
 def _reads_itself(name: str, test: str) -> bool:
@@ -898,7 +913,8 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
                   rerouted: Set[str] = frozenset(), scopes=None, facts=None, own: FrozenSet[str] = frozenset(),
                   npu_backend: bool = False, launchers: Tuple[Tuple[str, str], ...] = (),
                   operators: FrozenSet[str] = frozenset(), npu_constants: FrozenSet[str] = frozenset(),
-                  module: Optional[str] = None, package: bool = False):
+                  module: Optional[str] = None, package: bool = False,
+                  kernel_questions: Tuple[Tuple[str, str], ...] = ()):
     """(the NPU-aware spans of `npu_aware`, the dead guards of `dead_guards`), from one walk of
     the original file.  `code` is its text, `aliases` its imports (names.ImportAliases),
     `rerouted` the names of CUDA-only packages that the rules point at an NPU implementation
@@ -906,7 +922,8 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     they are read (scopes.Scopes); `npu_backend`: the file is part of the project's own NPU backend
     (its Triton kernels are Triton-Ascend's); `launchers`: the kernels and their launchers of the
     project's files (Options.kernel_launchers), `module` and `package` the file's module, which
-    its relative imports of them are read in (reading.kernel_launchers)."""
+    its relative imports of them are read in (reading.kernel_launchers); `kernel_questions` the
+    project's functions asked before a call of a launcher (Options.kernel_questions)."""
     constants = npu_constants | npu_constants_in(code)  # (the project's, and the file's own where run alone)
     if "cuda" not in code.lower():
         return npu_aware.guarded_spans(wrapper, code=code, constants=constants), {}
@@ -921,9 +938,11 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
         launchers = {**project, **own_operators} if own_operators else project
     else:
         launchers, called = {}, frozenset()
-    if not (_may_hold_cuda_only(code, api) or _may_call(code, called, own_launchers.keys())):
+    asked_elsewhere = _questions_by_module(kernel_questions).get(module, {}) if module is not None else {}
+    if not (_may_hold_cuda_only(code, api) or _may_call(code, called, own_launchers.keys()) or asked_elsewhere):
         return npu_aware.guarded_spans(wrapper, code=code, constants=constants), {}
     resolver = _Resolver(api, aliases, rerouted, scopes, own)
+    resolver.asked_elsewhere = asked_elsewhere
     resolver.file_facts = facts  # (what the whole file says, where the tree is a piece of it)
     resolver.declares_cuda_only = _may_declare_cuda_only(code)
     resolver.own_launchers, resolver.launchers, resolver.module, resolver.package = own_launchers, launchers, module, package
@@ -947,6 +966,16 @@ def guards_a_kernel(guarded: str) -> bool:
 def _what_it_launches(name: str, kernel: str) -> str:
     """What a guard guards where it refers to `name`, the kernel `kernel` or a launcher of it."""
     return kernel if kernel.endswith(f" kernel {name}") else f"{name}(), which launches {kernel}"
+
+
+@functools.lru_cache(maxsize=4)
+def _questions_by_module(kernel_questions: Tuple[Tuple[str, str], ...]) -> Dict[str, Dict[str, str]]:
+    """Options.kernel_questions by module: module -> {function name: what it is asked before}."""
+    found: Dict[str, Dict[str, str]] = {}
+    for name, launched in kernel_questions:
+        module, _, function = name.rpartition(".")
+        found.setdefault(module, {})[function] = launched
+    return found
 
 
 def launcher_names(launchers: Tuple[Tuple[str, str], ...]) -> FrozenSet[str]:
@@ -1043,7 +1072,7 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
     stays CUDA-only: the test's span maps to its DeadGuard (a report row), the code it guards to
     None.  `resolver` has walked the file."""
     declared = resolver.declares_cuda_only
-    if not resolver.cuda_only and not declared:
+    if not resolver.cuda_only and not declared and not resolver.asked_elsewhere:
         return {}
     # A bf16 gate's capability test becomes the NPU's bf16 test (NPU111): valid after migration.
     for node in (*resolver.ifs, *resolver.ifexps):
@@ -1051,7 +1080,7 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
         if path is not None:
             for part in nodes_within(bf16_capability.gate_comparison(node.test, path), cst.Name, cst.Attribute):
                 resolver.cuda_only.pop(id(part), None)
-    if not resolver.cuda_only and not declared:
+    if not resolver.cuda_only and not declared and not resolver.asked_elsewhere:
         return {}
     resolver.mark_device_variables()
     questions = resolver.mark_device_questions()
@@ -1083,6 +1112,11 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
             for answer in questions.get(name, ()):
                 finder.spans.setdefault(npu_aware.span_of(finder.positions[answer], answer),
                                         DeadGuard(_one_line(answer), guard.guarded, guard.gates_tf32))
+    # ... and so does one that a test of another file asks before a call of a launcher
+    for name, launched in resolver.asked_elsewhere.items():
+        for answer in questions.get(name, ()):
+            finder.spans.setdefault(npu_aware.span_of(finder.positions[answer], answer),
+                                    DeadGuard(_one_line(answer), launched))
     # `use_cuda = torch.cuda.is_available()` ... `if use_cuda: <CUDA-only>`: the variable's
     # value is the test, so it stays as written too.
     # (also where the test reads it negated or beside others: `if not cuda_available: raise ...`)
