@@ -58,8 +58,21 @@ def test_the_questions_a_module_asks_before_its_calls():
               "    if x.dim() == 2 and can_use(x):\n        # the fast path\n        y = ops.gemv(x)\n        return y\n"
               "    elif is_ready(x):\n        return local(x)\n    if x.is_cuda and can_use(x):\n        return other(x)\n"
               "    if isinstance(x, int):\n        return ops.gemv(x)\n    return x\n")
-    assert dict(asked_questions(source, "pkg.model")) == {
-        "pkg.checks.can_use": ("pkg.ops.gemv",), "pkg.checks.ready": ("pkg.model.local",)}
+    assert dict(asked_questions(source)) == {"ops.gemv": ("can_use", "x.dim"), "local": ("is_ready",)}
+
+
+def test_a_question_asked_before_a_launcher_is_known_by_its_module_s_name(tmp_path):
+    from gpu2npu.reading.discover import Kind, walk
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .checks import can_use\n")
+    (tmp_path / "pkg" / "checks.py").write_text("def can_use(x):\n    return x.is_cuda\n\n\ndef ready(x):\n    return True\n")
+    (tmp_path / "pkg" / "ops.py").write_text(HEAD + "def gemv(x):\n    _k[(1,)](x)\n")
+    (tmp_path / "pkg" / "model.py").write_text(
+        "from pkg import can_use\nfrom .checks import ready\nfrom . import ops\n\n\ndef f(x):\n"
+        "    if can_use(x):\n        return ops.gemv(x)\n    if ready(x):\n        return x.sum()\n")
+    found = project_launchers([e for e in walk(tmp_path) if e.kind == Kind.PYTHON])
+    assert dict(found.kernel_questions) == {"pkg.checks.can_use": "gemv(), which launches the Triton kernel _k"}
 
 
 def test_an_operator_registered_with_a_launcher_and_its_callers():

@@ -271,7 +271,8 @@ def _imported_names(text: str) -> Dict[str, Set[str]]:
             if not words:
                 continue
             imported, local = words[0], words[2] if len(words) == 3 and words[1] == "as" else words[0]
-            aliases.setdefault(local, set()).add(handed_on(module, imported) or f"{module}.{imported}")
+            full = f"{module}{imported}" if module.endswith(".") else f"{module}.{imported}"  # (`from . import x`)
+            aliases.setdefault(local, set()).add(handed_on(module, imported) or full)
     return aliases
 
 
@@ -354,8 +355,8 @@ def module_name(relative: str) -> Optional[str]:
 
 # What one file gives the project's facts: (its kernels and launchers by qualified name, the
 # operators it registers, the device constants it compares with "npu", the names its package's
-# __init__ hands on: (name, the module's name it stands for), the functions its tests ask before
-# calls: (the question's qualified name, the qualified names called where it answers yes)).
+# __init__ hands on: (name, the module's name it stands for), what its tests ask before the calls
+# they guard: (a name called, the functions the test calls), as written: asked_questions).
 FileKernels = Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str], FrozenSet[str], Tuple[Tuple[str, str], ...],
                     Tuple[Tuple[str, Tuple[str, ...]], ...]]
 
@@ -372,54 +373,77 @@ class ProjectKernels(NamedTuple):
     kernel_questions: Tuple[Tuple[str, str], ...] = ()
 
 
-# `if can_use_gemv(x, w):`, `elif not ok(x) or ...:`: an `if` whose test calls a function.
-_IF_LINE = re.compile(r"^([ \t]*)(?:el)?if\b([^\n]*)$", re.MULTILINE)
 # A call, by the dotted name called (`ops.fused_gemv(`, `self._ok(`).
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\s*\(")
 # Functions whose calls in a test ask nothing of the project.
 _NOT_QUESTIONS = frozenset({"isinstance", "hasattr", "getattr", "len", "callable", "any", "all", "issubclass", "str",
                             "int", "bool", "type", "id", "print", "min", "max", "sum", "tuple", "list", "set", "dict"})
+# An `if` or `elif` line whose test calls something: (its indentation, the test's line).
+_TEST_LINE = re.compile(r"\n([ \t]*)(?:el)?if ([^\n]*\([^\n]*)")
+# How many lines after a test are read for the calls it guards (a question is asked just before).
+_GUARDED_LINES = 8
 
 
-def asked_questions(text: str, module: Optional[str]) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
-    """The functions the module's tests call, each with what the lines the test guards call (both
-    by qualified name, as the module's imports resolve them; a name no import binds is the
-    module's own): `if can_use_gemv(x, w): return gemv(x, w)` asks can_use_gemv before gemv.
-    Tests that name CUDA are device tests of their own (device_guards)."""
-    if "if " not in text:
-        return ()
-    aliases: Optional[Dict[str, Set[str]]] = None
-    lines = text.split("\n")
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line) + 1)
+def asked_questions(text: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
+    """What the module's `if` tests ask before the calls they guard, as written: (a name called in
+    the first lines a test guards, the functions the test calls), for tests that name no CUDA
+    (those are device tests of their own): `if can_use_gemv(x, w): return gemv(x, w)` gives
+    ("gemv", ("can_use_gemv",)).  Resolved against the project's launchers once all are known
+    (project_launchers)."""
     found: Dict[str, Set[str]] = {}
-    for match in _IF_LINE.finditer(text):
+    for match in _TEST_LINE.finditer(text):
         test = match.group(2)
         if "cuda" in test.lower():
             continue
         asked = [name for name in _CALL.findall(test) if name.split(".", 1)[0] not in _NOT_QUESTIONS]
-        if not asked:
-            continue
-        indent = len(match.group(1).expandtabs())
-        number = bisect.bisect_right(starts, match.start())  # (the line after the test's)
-        called: List[str] = []
-        for line in lines[number:number + 40]:
-            stripped = line.strip()
-            if not stripped or stripped.startswith("#"):
-                continue
-            if len(line) - len(line.lstrip()) <= indent:
+        if asked:
+            for called in _guarded_calls(text, match.end(), len(match.group(1).expandtabs())):
+                found.setdefault(called, set()).update(name for name in asked if name != called)
+    return tuple(sorted((called, tuple(sorted(asked))) for called, asked in found.items() if asked))
+
+
+def _guarded_calls(text: str, end: int, indent: int) -> List[str]:
+    """The names called in the lines after `end` that are indented more than `indent`."""
+    called: List[str] = []
+    for _ in range(_GUARDED_LINES):
+        if end >= len(text):
+            break
+        start = end + 1
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        line = text[start:end]
+        stripped = line.lstrip()
+        if stripped and not stripped.startswith("#"):
+            if len(line) - len(stripped) <= indent:
                 break
-            called.extend(_CALL.findall(line))
-        if not called:
+            called.extend(_CALL.findall(stripped))
+    return called
+
+
+def _kernel_questions(asked_by_file: Dict[str, Tuple[Entry, Tuple[Tuple[str, Tuple[str, ...]], ...]]],
+                      found: Dict[str, str], handed_on_names: Dict[str, str]) -> Dict[str, str]:
+    """The project's functions asked before a call of a launcher (`found`), by qualified name ->
+    what that call launches; each file with such a call read again for its imports."""
+    lasts = {name.rsplit(".", 1)[-1] for name in found}
+    questions: Dict[str, str] = {}
+    for relative, (entry, asked) in sorted(asked_by_file.items()):
+        candidates = [(called, names) for called, names in asked if called.rsplit(".", 1)[-1] in lasts]
+        if not candidates:
             continue
-        if aliases is None:
-            aliases = _imported_names(text)
-        for question in asked:
-            for name in _resolved_call(question, aliases, module):
-                found.setdefault(name, set()).update(
-                    full for callee in called if callee != question for full in _resolved_call(callee, aliases, module))
-    return tuple(sorted((name, tuple(sorted(callees))) for name, callees in found.items() if callees))
+        try:
+            aliases = _imported_names(entry.absolute.read_bytes().decode("utf-8", "replace"))
+        except OSError:
+            continue
+        module = module_name(relative)
+        for called, names in candidates:
+            launched = sorted(full for full in _resolved_call(called, aliases, module) if full in found)
+            if not launched:
+                continue
+            what = _what_it_launches_named(launched[0], found[launched[0]])
+            for name in names:
+                for full in _resolved_call(name, aliases, module):
+                    questions.setdefault(handed_on_names.get(full, full), what)
+    return questions
 
 
 def _resolved_call(name: str, aliases: Dict[str, Set[str]], module: Optional[str]) -> Set[str]:
@@ -447,7 +471,7 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
     any file asks before it calls a launcher (`if can_use_gemv(x, w): return gemv(x, w)`): their
     own device tests answer whether the kernel runs (device_guards)."""
     skipped = frozenset(npu_backend)
-    questions: Dict[str, Set[str]] = {}
+    asked_by_file: Dict[str, tuple] = {}
     found: Dict[str, str] = {}
     operators: Set[str] = set()
     constants: Set[str] = set()
@@ -472,8 +496,8 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
                 continue
         read[entry.relative] = (status.st_size, status.st_mtime_ns, facts)
         launchers, registered, compared, handed_on_here, asked = facts
-        for question, called in asked:
-            questions.setdefault(question, set()).update(called)
+        if asked:
+            asked_by_file[entry.relative] = (entry, asked)
         found.update(launchers)
         operators |= registered
         constants |= compared
@@ -485,12 +509,7 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
         if not new:
             break
         found.update(new)
-    kernel_questions = {}
-    for question, called in questions.items():
-        launched = sorted(name for name in called if handed_on_names.get(name, name) in found)
-        if launched:
-            name = handed_on_names.get(launched[0], launched[0])
-            kernel_questions[handed_on_names.get(question, question)] = _what_it_launches_named(name, found[name])
+    kernel_questions = _kernel_questions(asked_by_file, found, handed_on_names) if found else {}
     return ProjectKernels(tuple(sorted(found.items())), frozenset(operators), frozenset(constants), read,
                           tuple(sorted(kernel_questions.items())))
 
@@ -513,7 +532,7 @@ def _file_kernels(entry: Entry, module: str) -> Optional[FileKernels]:
                            ) if entry.relative.endswith("__init__.py") else ()
     launchers = tuple((name if name.startswith(OPERATOR_KEY) else f"{module}.{name}", kernel)
                       for name, kernel in launchers_in(text).items())
-    return launchers, registered_operators(text), npu_constants(text), handed_on_here, asked_questions(text, module)
+    return launchers, registered_operators(text), npu_constants(text), handed_on_here, asked_questions(text)
 
 
 def resolved(name: str, module: Optional[str], package: bool = False) -> str:
