@@ -366,7 +366,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                           "count NPUs with torch_npu.npu.device_count()")
                 return
             package = cuda_only_package(name, self.own)
-            if package in KERNEL_PACKAGES and self._in_kernel(name):
+            if package in KERNEL_PACKAGES and self._in_kernel(name, self._is_called(node)):
                 return  # the kernel has its row: not one per tl.load of it
             if _kernel_language(name) is not None:
                 return  # a launch helper (triton.cdiv, cute.compile): the import and each kernel have the rows
@@ -408,13 +408,15 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             self._add(node.name, GPU_KERNELS, Report.UNSUPPORTED, f"Triton kernel {node.name.value}",
                       kernel_tip(node.name.value))
 
-    def _in_kernel(self, name: str) -> bool:
-        """Whether `name` (of a kernel language's package) is used inside a kernel, which has its row."""
+    def _in_kernel(self, name: str, called: bool) -> bool:
+        """Whether `name` (of a kernel language's package) is used inside a kernel, which has its row.
+        A function that calls triton.language (`tl.load(...)`) is a kernel; one that only reads its
+        data types (`compute_type = tl.bfloat16`, handed to a launch) launches one, and has none."""
         if not self._functions:
             return False
         frame = self._functions[-1]
         if name.startswith("triton.language."):
-            frame[2] = True
+            frame[2] = frame[2] or called
             return True
         return any(decorated for _, decorated, _ in self._functions)
 
