@@ -230,6 +230,12 @@ class TestAVariableThatNamesTheNpuElsewhere:
         output, _ = _migrate("import torch\nname = 'cuda' if torch.cuda.is_available() else 'cpu'\nother = 'npu'\n")
         assert "name = 'npu' if" in output
 
+    def test_habana_s_hccl_is_no_npu(self):
+        # HPUs' collective backend is called "hccl" too: the "nccl" beside it is the NPU's to take
+        output, _ = _migrate("import torch\nif device == 'hpu':\n    backend = 'hccl'\nelse:\n    backend = 'nccl'\n"
+                             "torch.distributed.init_process_group(backend=backend)\n")
+        assert "backend = 'hccl'\nelse:\n    backend = 'hccl'" in output
+
 
 class TestEachDeviceInItsOwnBlock:
     """`if torch.cuda.is_available(): set_rng("CUDA", torch.cuda, s)` beside `if is_torch_npu_available():

@@ -47,6 +47,7 @@ from .walk import hooks_for, walk, walk_wrapped
 NOTE_API = "NPU-aware code"
 
 _NPU_STRING = re.compile(r"^(npu(:.*)?|hccl|HCCL)$")
+_NPU_DEVICE = re.compile(r"^npu(:.*)?$")
 
 
 def _string_value(node: cst.CSTNode):
@@ -268,8 +269,9 @@ class _Guards(cst.CSTVisitor):
         # `accelerator_name = "npu"` in one branch, `accelerator_name = "cuda"` in another: the
         # variable already names the NPU where the code finds one; renamed, the CUDA branch would
         # name it too (DeepSpeed's accelerator detection)
+        # ("hccl" is no such name: Habana's HPUs have a backend of that name too)
         for values in self._values.values():
-            if any(_string_value(value) is not None and _NPU_STRING.match(_string_value(value)) for value in values):
+            if any(_NPU_DEVICE.match(_string_value(value) or "") for value in values):
                 cuda_values = [value for value in values if _string_value(value) is not None and mentions_cuda(value)]
                 # (and the CUDA test that chooses it: `if torch.cuda.is_available(): name = "cuda"`)
                 left.extend([*cuda_values, *(self._branch_tests[id(value)] for value in cuda_values
