@@ -58,6 +58,20 @@ def test_a_class_that_is_no_cuda_implementation_is_migrated(head):
     assert not [f for f in result.findings if f.api.startswith("class ")]
 
 
+def test_the_module_s_functions_it_calls_are_part_of_it():
+    # Lightning's CUDAAccelerator.is_available() counts with num_cuda_devices(): migrated alone, the
+    # class would find the NPUs and claim them under CUDA's name
+    source = ("import torch\nfrom lightning.fabric.accelerators import Accelerator\n\n\n"
+              "class CUDAAccelerator(Accelerator):\n    @staticmethod\n    def is_available():\n"
+              "        return num_cuda_devices() > 0\n\n\ndef num_cuda_devices():\n    return _count()\n\n\n"
+              "def _count():\n    return torch.cuda.device_count()\n\n\ndef sync():\n    torch.cuda.synchronize()\n")
+    output, result = _migrate(source)
+    assert "return torch.cuda.device_count()" in output and "torch_npu.npu.synchronize()" in output
+    notes = sorted(f.api for f in result.findings if f.rule == "NPU915")
+    assert notes == ["class CUDAAccelerator", "function _count", "function num_cuda_devices"]
+    assert any("which CUDAAccelerator calls, is part of" in f.tip for f in result.findings if f.api == "function _count")
+
+
 def test_the_code_beside_it_is_migrated():
     source = ("import torch\nfrom lightning.fabric.accelerators import Accelerator\n\n\n"
               "class CUDAAccelerator(Accelerator):\n" + BODY + "\n\ndef sync():\n    torch.cuda.synchronize()\n")

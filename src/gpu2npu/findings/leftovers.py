@@ -180,11 +180,12 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                 self._dead.append(node)
                 self._dead_guards.append(guard)
                 return self.class_visit(node)
-            implementation = self.context.cuda_implementations_by_lines.get(key)
-            if implementation is not None:
-                name, what = implementation.split(", ", 1)
-                self._add(node, LEFT_ON_PURPOSE, Report.NOTE, f"class {name}", (
-                    f"left as written: {name} is the framework's CUDA implementation of {what.rsplit(' ', 1)[-1]}, "
+            part = self.context.cuda_implementations_by_lines.get(key)
+            if part is not None:
+                what = (f"{part.name}, which {part.helper_of} calls, is part of" if part.helper_of
+                        else f"{part.name} is")
+                self._add(node, LEFT_ON_PURPOSE, Report.NOTE, f"{'function' if part.helper_of else 'class'} {part.name}", (
+                    f"left as written: {what} the framework's CUDA implementation of {part.interface}, "
                     "which it chooses where it finds CUDA and names \"cuda\" elsewhere; migrated alone, it would "
                     "answer for the NPU under CUDA's name. On an Ascend machine the framework needs its NPU "
                     "implementation (DeepSpeed's NPU_Accelerator, an Ascend plugin such as vllm-ascend)"))

@@ -13,7 +13,7 @@ is left as written, and said so once.
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterator
+from typing import Dict, Iterator, List, NamedTuple, Optional
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -29,19 +29,59 @@ _INTERFACE = re.compile(r"(Accelerator|Platform|Communicator)(Base)?$")
 _CLASS_LINE = re.compile(r"^[ \t]*class[ \t]+\w*(CUDA|Cuda|GPU|Gpu|NVIDIA|Nvidia)\w*[ \t]*\(", re.MULTILINE)
 
 
-def cuda_implementations(wrapper: MetadataWrapper, code: str) -> Dict[Span, str]:
+class Implementation(NamedTuple):
+    """What the note about a part of a framework's CUDA implementation says."""
+
+    name: str  # the class's, or a helper function's
+    interface: str
+    helper_of: Optional[str] = None  # for a module-level function the class calls (itself or through another)
+
+
+def cuda_implementations(wrapper: MetadataWrapper, code: str) -> Dict[Span, Implementation]:
     """The spans of the file's classes that are a framework's CUDA implementation of a device
-    interface -> "<class>, ... of <interface>", what the note about each says."""
+    interface, and of the module's functions they call (`num_cuda_devices()` in Lightning's
+    `CUDAAccelerator.is_available`: migrated alone, the class would find the NPUs), itself or
+    through another -> what the note about each says."""
     if _CLASS_LINE.search(code) is None:
         return {}
-    found: Dict[Span, str] = {}
+    found: Dict[Span, Implementation] = {}
     positions = None
+    functions = {statement.name.value: statement for statement in wrapper.module.body
+                 if isinstance(statement, cst.FunctionDef)}
     for node in _classes(wrapper.module.body):
         interface = _cuda_implementation_of(node)
-        if interface is not None:
-            positions = positions if positions is not None else wrapper.resolve(PositionProvider)
-            found[span_of(positions[node], node)] = f"{node.name.value}, its CUDA implementation of {interface}"
+        if interface is None:
+            continue
+        positions = positions if positions is not None else wrapper.resolve(PositionProvider)
+        found[span_of(positions[node], node)] = Implementation(node.name.value, interface)
+        for helper in _helpers(node, functions):
+            # (its body: the analysis of the file keeps account of the functions it enters)
+            found.setdefault(span_of(positions[helper.body], helper.body),
+                             Implementation(helper.name.value, interface, node.name.value))
     return found
+
+
+def _helpers(node: cst.CSTNode, functions: Dict[str, cst.FunctionDef]) -> List[cst.FunctionDef]:
+    """The module-level functions `node` calls by name, itself or through one of them."""
+    found: Dict[str, cst.FunctionDef] = {}
+    pending = [node]
+    while pending:
+        for call in _calls_within(pending.pop()):
+            helper = functions.get(call)
+            if helper is not None and call not in found:
+                found[call] = helper
+                pending.append(helper)
+    return list(found.values())
+
+
+def _calls_within(node: cst.CSTNode) -> Iterator[str]:
+    """The names of what `node` calls by a plain name (`num_cuda_devices()`)."""
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, cst.Call) and isinstance(current.func, cst.Name):
+            yield current.func.value
+        pending.extend(current.children)
 
 
 def _cuda_implementation_of(node: cst.ClassDef):
