@@ -257,9 +257,9 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
     parent = parent_of(node)
     if _holds_rng_states(rule, node, parent, parent_of):
         return True
+    if isinstance(parent, cst.DictElement) and _beside_platform_labels_in_a_dict(node, parent, parent_of):
+        return True
     if isinstance(parent, cst.DictElement) and parent.key is node:
-        if _beside_platform_labels_in_a_dict(node, parent, parent_of):
-            return True
         holder = parent_of(parent_of(parent))
         if isinstance(holder, cst.Arg) and holder.keyword is not None and holder.keyword.value == "map_location":
             return True
@@ -287,8 +287,6 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
         within = cst.Module(body=()).code_for_node(parent.comparisons[0].comparator).lower()
         return not any(word in within for word in _DEVICE_HOLDERS) and not _looks_up_by_device(rule, node)
     if isinstance(parent, cst.Element) and _among_platform_labels(parent_of(parent)):
-        return True
-    if isinstance(parent, cst.DictElement) and _beside_platform_labels_in_a_dict(node, parent, parent_of):
         return True
     if _a_label_options_value(rule, node, parent, parent_of) or _held_with_platform_labels(rule, node, parent, parent_of):
         return True
@@ -349,9 +347,6 @@ def _own_packages(visitor) -> frozenset:
 # The Hub's kernels (the `kernels` package, compiled for CUDA: findings/hazards/gpu_kernels.py).
 _HUB_KERNELS = "kernels."
 
-# Names of GPU platforms that are no torch device type (ROCm runs on torch's "cuda" device): a
-# list of strings with one of them beside "cuda" lists platforms (`kind in ["cuda", "rocm"]`, a
-# test's expectations chosen per platform), where "npu" would join the GPUs' group.
 def _a_label_options_value(rule, node: cst.CSTNode, parent, parent_of) -> bool:
     """Whether the string `node` is a value of a command-line option whose choices offer "cuda"
     beside labels of other implementations (file_facts.label_options: `--quant-backend` with
@@ -376,7 +371,8 @@ def _a_label_options_value(rule, node: cst.CSTNode, parent, parent_of) -> bool:
 
 def _among_platform_labels(collection: Optional[cst.CSTNode]) -> bool:
     """Whether `collection` (a list, tuple or set) holds a platform's label (`("cpu", "cuda",
-    "vulkan")`, a command-line option's choices): its "cuda" is CUDA the platform."""
+    "vulkan")`, a command-line option's choices, `kind in ["cuda", "rocm"]`: ROCm runs on torch's
+    "cuda" device, and "npu" would join the GPUs' group): its "cuda" is CUDA the platform."""
     if not isinstance(collection, (cst.List, cst.Tuple, cst.Set)):
         return False
     return any(_a_platform_label(element.value) for element in collection.elements)
