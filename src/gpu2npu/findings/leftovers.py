@@ -15,6 +15,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import extension_builds, package_presence
 from ..knowledge.apidata import ApiData
+from ..reading.kernel_launchers import COMPILED_OPERATOR
 from ..reading.package_tests import PackageTests
 from ..records.change import Finding, Report
 from ..records.finding_kinds import (CUDA_API, CUDA_LEFTOVER, CUDA_ONLY_PACKAGE, DEAD_GUARD, EXTENSION_BUILD, FLASH_ATTN_ARGUMENTS,
@@ -528,7 +529,7 @@ def dead_guard_tip(guard, api: ApiData) -> str:
         return (f"left as written: the message of its other branch says that what it guards needs CUDA ({message}), "
                 "so migrated, the NPU would take that branch; as written, the NPU takes the other one and goes on, "
                 "as on any machine without CUDA: port what it guards to the NPU, then test for the NPU")
-    if guard.guarded.endswith(device_guards.COMPILED_OPERATOR):
+    if guard.guarded.endswith(COMPILED_OPERATOR):
         return (f"left as written: it guards {guard.guarded}, built for CUDA, with no NPU kernel unless its library "
                 "registers one, so on the NPU this branch is not taken and the code beside it runs there (as on any "
                 "machine without CUDA): to run the operator on the NPU, register an NPU (PrivateUse1) kernel for it or "

@@ -118,13 +118,14 @@ def launchers_in(text: str) -> Dict[str, str]:
         inner = []
     if units and units[-1][2] < 0:
         units[-1] = (units[-1][0], units[-1][1], len(lines))
+    # unit -> what it reads outside its own CUDA tests (_read_unguarded), each unit parsed once
+    reads: Dict[str, Optional[UnguardedReads]] = {}
     if "torch.ops." in text:
-        _add_compiled_operator_calls(lines, units, kernel_of, registered_operators(text))
+        _add_compiled_operator_calls(lines, units, kernel_of, registered_operators(text), reads)
     if not kernel_of:
         return {}
     starts = [first for _, first, _ in units]
     line_ends = [match.start() for match in re.finditer("\n", text)]
-    launches: Dict[str, Optional[Set[str]]] = {}  # unit -> the names it reads outside its own CUDA tests
     searched: Set[str] = set()
     while True:
         # the units whose text names a kernel or launcher found so far (one search of the text
@@ -141,9 +142,9 @@ def launchers_in(text: str) -> Dict[str, str]:
                 candidates.add(at)
         for at in sorted(candidates):
             name, first, after = units[at]
-            if name not in launches:
-                launches[name] = _read_unguarded("\n".join(lines[first:after]))
-            read = launches[name] if launches[name] is not None else set(_WORD.findall("\n".join(lines[first:after])))
+            if name not in reads:
+                reads[name] = _read_unguarded("\n".join(lines[first:after]))
+            read = reads[name].names if reads[name] is not None else set(_WORD.findall("\n".join(lines[first:after])))
             launched = sorted(word for word in read if word in kernel_of and word != name)
             if launched:
                 kernel_of[name] = kernel_of[launched[0]]
@@ -151,44 +152,28 @@ def launchers_in(text: str) -> Dict[str, str]:
     return kernel_of
 
 
+def compiled_operator(chain: str) -> str:
+    """What a call of a compiled extension's operator (`torch.ops._C.rms_norm`) launches, as a
+    guard says it (and _COMPILED_LAUNCH reads it back)."""
+    return f"{chain}, {COMPILED_OPERATOR}"
+
+
 def _add_compiled_operator_calls(lines: List[str], units: List[Tuple[str, int, int]], kernel_of: Dict[str, str],
-                                 registered: FrozenSet[str]) -> None:
+                                 registered: FrozenSet[str], reads: Dict[str, Optional["UnguardedReads"]]) -> None:
     """The module-level functions that call an operator of a compiled extension outside their own
-    CUDA tests (launchers_in); not one that `registered` names (the module's own, in Python)."""
+    CUDA tests (launchers_in); not one that `registered` names (the module's own, in Python).
+    `reads`: what each unit read, filled in as units are parsed."""
     for name, first, after in units:
         if name in kernel_of:
             continue
         source = "\n".join(lines[first:after])
         if "torch.ops." not in source:
             continue
-        operator = next((chain for chain in sorted(_compiled_operators_called(source))
-                         if chain.rsplit(".", 1)[1] not in registered), None)
+        reads[name] = _read_unguarded(source)
+        called = reads[name].operators if reads[name] is not None else ()
+        operator = next((chain for chain in sorted(called) if chain.rsplit(".", 1)[1] not in registered), None)
         if operator is not None:
-            kernel_of[name] = f"{operator}, {COMPILED_OPERATOR}"
-
-
-def _compiled_operators_called(source: str) -> Set[str]:
-    """The operators of compiled extensions (`torch.ops.<namespace>.<name>`, a namespace of none of
-    OPERATORS_ON_THE_NPU) that a function's text reads, except in the branches of a test that
-    names CUDA (its own choice)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return set()
-    found: Set[str] = set()
-    pending: List[ast.AST] = [tree]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.If, ast.IfExp)) and _names_cuda(node.test):
-            continue
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
-                and isinstance(node.value.value, ast.Attribute) and node.value.value.attr == "ops"
-                and isinstance(node.value.value.value, ast.Name) and node.value.value.value.id == "torch"
-                and node.value.attr not in OPERATORS_ON_THE_NPU):
-            found.add(f"torch.ops.{node.value.attr}.{node.attr}")
-            continue
-        pending.extend(ast.iter_child_nodes(node))
-    return found
+            kernel_of[name] = compiled_operator(operator)
 
 
 def without_operators(launchers: Dict[str, str], operators: FrozenSet[str]) -> Dict[str, str]:
@@ -287,14 +272,24 @@ def _qualified(head: str, aliases: Dict[str, Set[str]]) -> Set[str]:
     return {f"{target}.{rest}" if rest else target for target in aliases.get(root, ())}
 
 
-def _read_unguarded(source: str) -> Optional[Set[str]]:
-    """The names a function or class reads, except in the branches of a test that names CUDA (its
-    own choice); None where its text is no statement of its own."""
+class UnguardedReads(NamedTuple):
+    """What a function or class reads outside its own CUDA tests (_read_unguarded)."""
+
+    names: Set[str]
+    # the operators of compiled extensions it calls (`torch.ops.<namespace>.<name>`, a namespace
+    # of none of OPERATORS_ON_THE_NPU)
+    operators: Set[str]
+
+
+def _read_unguarded(source: str) -> Optional[UnguardedReads]:
+    """The names a function or class reads, and the compiled extensions' operators it calls,
+    except in the branches of a test that names CUDA (its own choice); None where its text is no
+    statement of its own."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    names: Set[str] = set()
+    found = UnguardedReads(set(), set())
     pending: List[ast.AST] = [tree]
     while pending:
         node = pending.pop()
@@ -302,9 +297,15 @@ def _read_unguarded(source: str) -> Optional[Set[str]]:
         if (kind is ast.If or kind is ast.IfExp) and _names_cuda(node.test):
             continue
         if kind is ast.Name and node.ctx.__class__ is ast.Load:
-            names.add(node.id)
+            found.names.add(node.id)
+        elif (kind is ast.Attribute and isinstance(node.value, ast.Attribute)
+              and isinstance(node.value.value, ast.Attribute) and node.value.value.attr == "ops"
+              and isinstance(node.value.value.value, ast.Name) and node.value.value.value.id == "torch"
+              and node.value.attr not in OPERATORS_ON_THE_NPU):
+            found.operators.add(f"torch.ops.{node.value.attr}.{node.attr}")
+            continue
         pending.extend(ast.iter_child_nodes(node))
-    return names
+    return found
 
 
 def _names_cuda(test: ast.expr) -> bool:
@@ -439,7 +440,7 @@ def _kernel_questions(asked_by_file: Dict[str, Tuple[Entry, Tuple[Tuple[str, Tup
             launched = sorted(full for full in _resolved_call(called, aliases, module) if full in found)
             if not launched:
                 continue
-            what = _what_it_launches_named(launched[0], found[launched[0]])
+            what = what_it_launches(launched[0].rsplit(".", 1)[-1], found[launched[0]])
             for name in names:
                 for full in _resolved_call(name, aliases, module):
                     questions.setdefault(handed_on_names.get(full, full), what)
@@ -514,10 +515,10 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
                           tuple(sorted(kernel_questions.items())))
 
 
-def _what_it_launches_named(name: str, kernel: str) -> str:
-    """What a call of the launcher or kernel `name` (qualified) runs, as a guard says it."""
-    last = name.rsplit(".", 1)[-1]
-    return kernel if kernel.endswith(f" kernel {last}") else f"{last}(), which launches {kernel}"
+def what_it_launches(name: str, kernel: str) -> str:
+    """What a guard guards where it refers to `name` (a last name), the kernel `kernel` or a
+    launcher of it."""
+    return kernel if kernel.endswith(f" kernel {name}") else f"{name}(), which launches {kernel}"
 
 
 def _file_kernels(entry: Entry, module: str) -> Optional[FileKernels]:

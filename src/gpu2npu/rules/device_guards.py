@@ -50,8 +50,9 @@ from ..knowledge.tips import (CUDA_BUILD_BINDINGS, CUDA_BUILD_STRING, CUDA_ONLY_
                               FLEX_ATTENTION, FLEX_ATTENTION_CHOICE, FUSED_OPTIMIZERS, cuda_only_package,
                               has_fused_kernel, migratable_cuda_path)
 from ..reading.file_facts import MESSAGE_CALLS
-from ..reading.kernel_launchers import (COMPILED_OPERATOR, OPERATOR_KEY, OPERATORS_ON_THE_NPU, launchers_in,
-                                        registered_operators, resolved, without_operators)
+from ..reading.kernel_launchers import (OPERATOR_KEY, OPERATORS_ON_THE_NPU, compiled_operator,
+                                        launchers_in, registered_operators, resolved, what_it_launches,
+                                        without_operators)
 from ..reading.kernel_launchers import npu_constants as npu_constants_in
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
@@ -318,7 +319,7 @@ class _Resolver(cst.CSTVisitor):
                 if kernel is not None:
                     return f"{operator}, which launches {kernel}"
                 if parts[2] not in OPERATORS_ON_THE_NPU and parts[3] not in self.operators:
-                    return f"{operator}, {COMPILED_OPERATOR}"
+                    return compiled_operator(operator)
                 continue
             if not self.launchers:
                 continue
@@ -326,7 +327,7 @@ class _Resolver(cst.CSTVisitor):
             for end in range(len(parts), 1, -1):
                 kernel = self.launchers.get(".".join(parts[:end]))
                 if kernel is not None:
-                    return _what_it_launches(parts[end - 1], kernel)
+                    return what_it_launches(parts[end - 1], kernel)
         return None
 
     def mark_kernel_launches(self) -> None:
@@ -337,7 +338,7 @@ class _Resolver(cst.CSTVisitor):
         for node in self.reads if self.own_launchers else ():
             if (isinstance(node, cst.Name) and node.value in self.own_launchers and id(node) not in self.attribute_names
                     and not isinstance(self.get_metadata(ParentNodeProvider, node, None), (cst.FunctionDef, cst.ClassDef))):
-                self.cuda_only.setdefault(id(node), _what_it_launches(node.value, self.own_launchers[node.value]))
+                self.cuda_only.setdefault(id(node), what_it_launches(node.value, self.own_launchers[node.value]))
 
     def _names_a_device(self, node: cst.CSTNode) -> bool:
         return isinstance(node, cst.Call) and any(
@@ -927,12 +928,12 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     constants = npu_constants | npu_constants_in(code)  # (the project's, and the file's own where run alone)
     if "cuda" not in code.lower():
         return npu_aware.guarded_spans(wrapper, code=code, constants=constants), {}
+    operators = operators | registered_operators(code)  # (the file's own, where run alone)
     own_launchers: Dict[str, str] = {}
     if not npu_backend:
         # (the whole file's, where the rules are given a piece of it)
         whole = facts.kernel_launchers if facts is not None else None
-        own_launchers = without_operators(whole if whole is not None else launchers_in(code),
-                                          operators | registered_operators(code))
+        own_launchers = without_operators(whole if whole is not None else launchers_in(code), operators)
         own_operators = {name: kernel for name, kernel in own_launchers.items() if name.startswith(OPERATOR_KEY)}
         project, called = _launchers_by_name(launchers)
         launchers = {**project, **own_operators} if own_operators else project
@@ -946,13 +947,12 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     resolver.file_facts = facts  # (what the whole file says, where the tree is a piece of it)
     resolver.declares_cuda_only = _may_declare_cuda_only(code)
     resolver.own_launchers, resolver.launchers, resolver.module, resolver.package = own_launchers, launchers, module, package
-    resolver.operators = operators | registered_operators(code)
+    resolver.operators = operators
     spans = npu_aware.guarded_spans(wrapper, resolver, constants=constants)
     resolver.mark_gpu_name_lookups()
     resolver.mark_fused_flags()
     resolver.mark_kernel_launches()
     return spans, dead_guards(wrapper, resolver)
-
 
 
 # What a guard guards where it is a GPU kernel or a call of a launcher of one (mark_kernel_launches).
@@ -961,11 +961,6 @@ _KERNEL_GUARDED = re.compile(r"(^|, which launches )the [\w ]+ kernel [\w.]+$")
 
 def guards_a_kernel(guarded: str) -> bool:
     return _KERNEL_GUARDED.search(guarded) is not None
-
-
-def _what_it_launches(name: str, kernel: str) -> str:
-    """What a guard guards where it refers to `name`, the kernel `kernel` or a launcher of it."""
-    return kernel if kernel.endswith(f" kernel {name}") else f"{name}(), which launches {kernel}"
 
 
 @functools.lru_cache(maxsize=4)
@@ -1105,18 +1100,15 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
     _availability_beside_choices(finder, resolver, wrapper.resolve(ParentNodeProvider))
     # A question of the file asked by a test left as written answers for CUDA as written too: its
     # answer chooses the CUDA-only code (`if self._fused_ok(p): fused_step(...)`).
-    for test, guard in finder.tests_left if questions else ():
-        for call in nodes_within(test, cst.Call):
-            name = (call.func.value if isinstance(call.func, cst.Name) else call.func.attr.value
-                    if isinstance(call.func, cst.Attribute) else None)
-            for answer in questions.get(name, ()):
-                finder.spans.setdefault(npu_aware.span_of(finder.positions[answer], answer),
-                                        DeadGuard(_one_line(answer), guard.guarded, guard.gates_tf32))
-    # ... and so does one that a test of another file asks before a call of a launcher
-    for name, launched in resolver.asked_elsewhere.items():
+    # ... and so does one that a test of another file asks before a call of a launcher.
+    asked = [(call.func.value if isinstance(call.func, cst.Name) else call.func.attr.value
+              if isinstance(call.func, cst.Attribute) else None, guard.guarded, guard.gates_tf32)
+             for test, guard in (finder.tests_left if questions else ()) for call in nodes_within(test, cst.Call)]
+    asked += [(name, launched, False) for name, launched in resolver.asked_elsewhere.items()]
+    for name, guarded, gates_tf32 in asked:
         for answer in questions.get(name, ()):
             finder.spans.setdefault(npu_aware.span_of(finder.positions[answer], answer),
-                                    DeadGuard(_one_line(answer), launched))
+                                    DeadGuard(_one_line(answer), guarded, gates_tf32))
     # `use_cuda = torch.cuda.is_available()` ... `if use_cuda: <CUDA-only>`: the variable's
     # value is the test, so it stays as written too.
     # (also where the test reads it negated or beside others: `if not cuda_available: raise ...`)
