@@ -157,16 +157,18 @@ def _migrate_source(data: bytes, file_scan: Optional["scan.FileScan"], path: str
         return source_limits.in_child(lambda: _migrate_in_child(data, file_scan, path, options, rules),
                                lambda reason: FileResult(path, Status.FAILED, error=reason))
     result = None
+    # (one for the file, whichever way it is migrated: what it reads is read once)
+    facts = FactsOfScan(file_scan, data=data) if file_scan is not None else None
     if too_large is not None:
-        result = _migrate_chunks(data, file_scan, path, options, rules)
+        result = _migrate_chunks(data, file_scan, path, options, rules, facts)
         if result is None:
             return FileResult(path, Status.FAILED, error=too_large)
     elif may_cut:
-        result = _migrate_cut(data, file_scan, path, options, rules)
+        result = _migrate_cut(data, file_scan, path, options, rules, facts)
     if result is None:
         # (a text Python's ast could not read has no scopes to find: it is not parsed for them again)
         result = _migrate_whole(data, path, options, rules, file_scan.imports.scopes if file_scan is not None else None,
-                                FactsOfScan(file_scan, data=data) if file_scan is not None else None)
+                                facts)
     if api_rows and result.status != Status.FAILED:
         result.findings = sorted(set(result.findings) | set(_still_called(api_rows, result.changes)))
     return result
@@ -214,10 +216,10 @@ def _migrate_whole(data: bytes, path: str, options: Options, rules: Sequence[Typ
 
 
 def _migrate_cut(data: bytes, file_scan: "scan.FileScan", path: str, options: Options,
-                 rules: Sequence[Type[Rule]]) -> Optional[FileResult]:
+                 rules: Sequence[Type[Rule]], facts: FactsOfScan) -> Optional[FileResult]:
     """A large file migrated through its relevant top-level statements only (see `partial`);
-    None when the file is not cut, or the cut run did not come back clean."""
-    facts = FactsOfScan(file_scan, data=data)
+    None when the file is not cut, or the cut run did not come back clean.  `facts`: the whole
+    file's."""
     reduction = partial.reduce(data, file_scan.tree, _relevant_lines(file_scan, facts, options))
     if reduction is None:
         return None
@@ -263,11 +265,11 @@ CHUNK_BYTES = 512 * 1024
 
 
 def _migrate_chunks(data: bytes, file_scan: "scan.FileScan", path: str, options: Options,
-                    rules: Sequence[Type[Rule]]) -> Optional[FileResult]:
+                    rules: Sequence[Type[Rule]], facts: FactsOfScan) -> Optional[FileResult]:
     """A file too large to parse whole, migrated in pieces (`partial.chunks`): the definitions
     to migrate are spread over smaller modules that each hold the module-level context; None
-    when it cannot be cut so or the pieces disagree on the context (see `partial.merge`)."""
-    facts = FactsOfScan(file_scan, data=data)
+    when it cannot be cut so or the pieces disagree on the context (see `partial.merge`).  `facts`:
+    the whole file's."""
     reductions = partial.chunks(data, file_scan.tree, _relevant_lines(file_scan, facts, options), CHUNK_BYTES)
     if reductions is None:
         return None
