@@ -9,7 +9,7 @@ from libcst.metadata import PositionProvider
 
 from ..knowledge.autocast_state import CUDA_AUTOCAST_FUNCTIONS, CUDA_AUTOCAST_STATE
 from .base import Example, Rule, code_of
-from .names import qualified_names
+from .names import build_dotted, qualified_names
 from .walk import ParentNodeProvider
 
 
@@ -90,7 +90,8 @@ class AutocastStateOnNpu(Rule):
         npu = self._npu_form(original_node, original_node.func, name, "it asks about CUDA's autocast")
         return updated_node.with_changes(func=npu) if npu is not None else updated_node
 
-    def _npu_form(self, original_node: cst.CSTNode, spelled: cst.CSTNode, name: str, why: str) -> Optional[cst.Attribute]:
+    def _npu_form(self, original_node: cst.CSTNode, spelled: cst.CSTNode, name: str,
+                  why: str) -> Optional[cst.BaseExpression]:
         """torch_npu.npu's function for torch's `name` (spelled so, recorded at `original_node`), or
         None where the release lacks it."""
         npu_name = CUDA_AUTOCAST_STATE[name][0]
@@ -99,4 +100,4 @@ class AutocastStateOnNpu(Rule):
         self.record(original_node, f"change {code_of(spelled)} to torch_npu.npu.{npu_name}: {why}, the program's "
                                    "is the NPU's")
         self.context.needs_torch_npu = True
-        return cst.Attribute(value=cst.Attribute(value=cst.Name("torch_npu"), attr=cst.Name("npu")), attr=cst.Name(npu_name))
+        return build_dotted(f"torch_npu.npu.{npu_name}")

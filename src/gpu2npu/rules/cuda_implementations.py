@@ -19,6 +19,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .dotted_names import dotted_name
+from .names import nodes_within
 from .npu_aware import Span, span_of
 
 # A class named for CUDA or NVIDIA's GPUs (CUDAAccelerator, CUDA_Accelerator, CudaPlatformBase).
@@ -62,26 +63,18 @@ def cuda_implementations(wrapper: MetadataWrapper, code: str) -> Dict[Span, Impl
 
 
 def _helpers(node: cst.CSTNode, functions: Dict[str, cst.FunctionDef]) -> List[cst.FunctionDef]:
-    """The module-level functions `node` calls by name, itself or through one of them."""
+    """The module-level functions `node` calls by name (`num_cuda_devices()`), itself or through
+    one of them."""
     found: Dict[str, cst.FunctionDef] = {}
     pending = [node]
     while pending:
-        for call in _calls_within(pending.pop()):
-            helper = functions.get(call)
-            if helper is not None and call not in found:
-                found[call] = helper
+        for call in nodes_within(pending.pop(), cst.Call):
+            name = call.func.value if isinstance(call.func, cst.Name) else None
+            helper = functions.get(name)
+            if helper is not None and name not in found:
+                found[name] = helper
                 pending.append(helper)
     return list(found.values())
-
-
-def _calls_within(node: cst.CSTNode) -> Iterator[str]:
-    """The names of what `node` calls by a plain name (`num_cuda_devices()`)."""
-    pending = [node]
-    while pending:
-        current = pending.pop()
-        if isinstance(current, cst.Call) and isinstance(current.func, cst.Name):
-            yield current.func.value
-        pending.extend(current.children)
 
 
 def _cuda_implementation_of(node: cst.ClassDef):
