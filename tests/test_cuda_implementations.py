@@ -77,3 +77,34 @@ def test_the_code_beside_it_is_migrated():
               "class CUDAAccelerator(Accelerator):\n" + BODY + "\n\ndef sync():\n    torch.cuda.synchronize()\n")
     output, _ = _migrate(source)
     assert output.count("torch.cuda.") == 2 and "torch_npu.npu.synchronize()" in output
+
+
+def test_the_module_s_functions_named_for_cuda_are_part_of_it():
+    # Lightning's is_cuda_available() beside CUDAAccelerator, asked by its profiler before it records
+    # CUDA activity: migrated, it says yes on an Ascend machine; find_usable_cuda_devices() probes
+    # "cuda" devices through a helper of its own
+    source = ("import torch\nfrom lightning.fabric.accelerators import Accelerator\n\n\n"
+              "class CUDAAccelerator(Accelerator):\n    @staticmethod\n    def is_available():\n"
+              "        return torch.cuda.device_count() > 0\n\n\ndef is_cuda_available():\n"
+              "    return torch.cuda.is_available()\n\n\ndef find_usable_cuda_devices(n):\n"
+              "    return [i for i in range(n) if _probe(i)]\n\n\ndef _probe(i):\n"
+              "    return torch.tensor(0, device=torch.device(\"cuda\", i)) is not None\n\n\n"
+              "def _get_gpu_id(i):\n    return os.environ[\"CUDA_VISIBLE_DEVICES\"].split(\",\")[i]\n\n\n"
+              "def sync():\n    torch.cuda.synchronize()\n")
+    output, result = _migrate(source)
+    assert output.count("torch.cuda.") == 2 and '"cuda"' in output and '"CUDA_VISIBLE_DEVICES"' in output
+    assert "torch_npu.npu.synchronize()" in output
+    notes = sorted(f.api for f in result.findings if f.rule == "NPU915")
+    assert notes == ["class CUDAAccelerator", "function _get_gpu_id", "function _probe",
+                     "function find_usable_cuda_devices", "function is_cuda_available"]
+    assert any("named for CUDA beside CUDAAccelerator, is part of" in f.tip
+               for f in result.findings if f.api == "function is_cuda_available")
+    assert any("which find_usable_cuda_devices calls, is part of" in f.tip for f in result.findings if f.api == "function _probe")
+
+
+@pytest.mark.parametrize("name", ["is_cuda_available", "cuda_sync", "get_gpu_memory"])
+def test_a_function_named_for_cuda_without_such_a_class_is_migrated(name):
+    source = f"import torch\n\n\nclass GpuTimer:\n    pass\n\n\ndef {name}():\n    return torch.cuda.is_available()\n"
+    output, result = _migrate(source)
+    assert "torch_npu.npu.is_available()" in output
+    assert not [f for f in result.findings if f.rule == "NPU915"]

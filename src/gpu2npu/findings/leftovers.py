@@ -183,8 +183,9 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                 return self.class_visit(node)
             part = self.context.cuda_implementations_by_lines.get(key)
             if part is not None:
-                what = (f"{part.name}, which {part.helper_of} calls, is part of" if part.helper_of
-                        else f"{part.name} is")
+                what = (f"{part.name} is" if not part.helper_of
+                        else f"{part.name}, which {part.helper_of} calls, is part of" if part.called
+                        else f"{part.name}, named for CUDA beside {part.helper_of}, is part of")
                 self._add(node, LEFT_ON_PURPOSE, Report.NOTE, f"{'function' if part.helper_of else 'class'} {part.name}", (
                     f"left as written: {what} the framework's CUDA implementation of {part.interface}, "
                     "which it chooses where it finds CUDA and names \"cuda\" elsewhere; migrated alone, it would "

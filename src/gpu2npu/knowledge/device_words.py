@@ -27,3 +27,27 @@ _VERSIONED_PLATFORM = re.compile(r"^(cuda[-_]?\d[\d.]*|cu\d{2,3}|rocm[-_]?\d[\d.
 def is_platform_label(text: object) -> bool:
     """Whether `text` labels a GPU platform, build or implementation (no torch device)."""
     return isinstance(text, str) and (text.lower() in PLATFORM_LABELS or _VERSIONED_PLATFORM.match(text.lower()) is not None)
+
+
+# A framework's class for CUDA behind its device interface (Lightning's CUDAAccelerator, DeepSpeed's
+# CUDA_Accelerator, vLLM's CudaPlatformBase, CudaCommunicator): named for CUDA or NVIDIA's GPUs,
+# with the interface's last word.
+_CUDA_CLASS_NAME = re.compile(r"(^|_)(CUDA|Cuda|GPU|Gpu|NVIDIA|Nvidia)(?=[A-Z_0-9]|$)")
+_INTERFACE_NAME = re.compile(r"(Accelerator|Platform|Communicator)(Base)?$")
+
+
+def is_named_for_cuda(class_name: str) -> bool:
+    """Whether a class's name names CUDA or NVIDIA's GPUs (CUDAGraphRunner, GpuTimer, CUDA_Accelerator)."""
+    return _CUDA_CLASS_NAME.search(class_name) is not None
+
+
+def interface_of(base_name: str):
+    """The device interface a base class's name says (`Accelerator`, `PlatformBase`), or None."""
+    found = _INTERFACE_NAME.search(base_name)
+    return found.group(0) if found else None
+
+
+def names_a_cuda_implementation(class_name: str) -> bool:
+    """Whether a class's name alone says it is a framework's CUDA implementation of a device
+    interface (`CUDAAccelerator`, `CudaPlatform`): where the class is not in sight (imported)."""
+    return is_named_for_cuda(class_name) and interface_of(class_name) is not None

@@ -18,14 +18,13 @@ from typing import Dict, Iterator, List, NamedTuple, Optional
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from ..knowledge.device_words import interface_of, is_named_for_cuda
 from .dotted_names import dotted_name
 from .names import nodes_within
 from .npu_aware import Span, span_of
 
-# A class named for CUDA or NVIDIA's GPUs (CUDAAccelerator, CUDA_Accelerator, CudaPlatformBase).
-_CUDA_NAME = re.compile(r"(^|_)(CUDA|Cuda|GPU|Gpu|NVIDIA|Nvidia)(?=[A-Z_0-9]|$)")
-# The interfaces frameworks implement once per device, by the last word of their name.
-_INTERFACE = re.compile(r"(Accelerator|Platform|Communicator)(Base)?$")
+# A module-level function named for CUDA (is_cuda_available, num_cuda_devices, _get_gpu_id).
+_CUDA_FUNCTION_NAME = re.compile(r"(^|_)(cuda|gpu|nvidia|nvml)(_|$)", re.IGNORECASE)
 # (a file without such a class statement is not walked)
 _CLASS_LINE = re.compile(r"^[ \t]*class[ \t]+\w*(CUDA|Cuda|GPU|Gpu|NVIDIA|Nvidia)\w*[ \t]*\(", re.MULTILINE)
 
@@ -35,14 +34,17 @@ class Implementation(NamedTuple):
 
     name: str  # the class's, or a helper function's
     interface: str
-    helper_of: Optional[str] = None  # for a module-level function the class calls (itself or through another)
+    helper_of: Optional[str] = None  # for a module-level function of the class's module that is part of it
+    called: bool = True  # the class calls it (itself or through another); else named for CUDA beside it
 
 
 def cuda_implementations(wrapper: MetadataWrapper, code: str) -> Dict[Span, Implementation]:
     """The spans of the file's classes that are a framework's CUDA implementation of a device
-    interface, and of the module's functions they call (`num_cuda_devices()` in Lightning's
+    interface, of the module's functions they call (`num_cuda_devices()` in Lightning's
     `CUDAAccelerator.is_available`: migrated alone, the class would find the NPUs), itself or
-    through another -> what the note about each says."""
+    through another, and of the module's functions named for CUDA beside them (Lightning's
+    `is_cuda_available()`, which its profiler asks before recording CUDA activity: migrated, it
+    says yes on an Ascend machine), with the functions those call -> what the note about each says."""
     if _CLASS_LINE.search(code) is None:
         return {}
     found: Dict[Span, Implementation] = {}
@@ -59,6 +61,14 @@ def cuda_implementations(wrapper: MetadataWrapper, code: str) -> Dict[Span, Impl
             # (its body: the analysis of the file keeps account of the functions it enters)
             found.setdefault(span_of(positions[helper.body], helper.body),
                              Implementation(helper.name.value, interface, node.name.value))
+        for name, function in functions.items():
+            if _CUDA_FUNCTION_NAME.search(name) is None:
+                continue
+            found.setdefault(span_of(positions[function.body], function.body),
+                             Implementation(name, interface, node.name.value, called=False))
+            for helper in _helpers(function, functions):
+                found.setdefault(span_of(positions[helper.body], helper.body),
+                                 Implementation(helper.name.value, interface, name))
     return found
 
 
@@ -79,11 +89,11 @@ def _helpers(node: cst.CSTNode, functions: Dict[str, cst.FunctionDef]) -> List[c
 
 def _cuda_implementation_of(node: cst.ClassDef):
     """The interface `node` implements for CUDA (its base's name), or None."""
-    if _CUDA_NAME.search(node.name.value) is None:
+    if not is_named_for_cuda(node.name.value):
         return None
     for base in node.bases:
         name = (dotted_name(base.value) or "").rsplit(".", 1)[-1] if base.keyword is None else ""
-        if _INTERFACE.search(name):
+        if interface_of(name):
             return name
     return None
 

@@ -8,7 +8,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from ..knowledge.device_words import is_platform_label
+from ..knowledge.device_words import is_platform_label, names_a_cuda_implementation
 from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, foreign_library,
                                   is_rng_state_callee, mapping_text, option_destination)
 from ..knowledge import npu_keywords
@@ -257,6 +257,8 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
     parent = parent_of(node)
     if _holds_rng_states(rule, node, parent, parent_of):
         return True
+    if _part_of_a_longer_word(node, parent_of) or _answer_of_a_cuda_implementation(node, parent_of):
+        return True
     if isinstance(parent, cst.DictElement) and _beside_platform_labels_in_a_dict(node, parent, parent_of):
         return True
     if isinstance(parent, cst.DictElement) and parent.key is node:
@@ -318,6 +320,54 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
         # Elsewhere it goes with the device ("npu:0" must lose its prefix as "cuda:0" did).
         return True
     return enum_label(rule, node) or class_label(rule, node)
+
+
+_WORD_CHARACTER = re.compile(r"\w")
+
+
+def _part_of_a_longer_word(node: cst.CSTNode, parent_of) -> bool:
+    """Whether the string's text is glued to letters around it into a longer name: a profiler's
+    sort key `f"{'cuda' if on_gpu else 'cpu'}_time_total"`, `"cuda" + "_graphs"`.  Renamed, the
+    name becomes one nothing defines (`npu_time_total`, which torch's profiler tables lack); a
+    device goes on with `:` (`f"{'cuda' if ok else 'cpu'}:{rank}"` is one)."""
+    value = node
+    while isinstance(parent_of(value), cst.IfExp):  # either branch of `'cuda' if test else 'cpu'`
+        if parent_of(value).test is value:
+            return False
+        value = parent_of(value)
+    holder = parent_of(value)
+    if isinstance(holder, cst.FormattedStringExpression):
+        parts = list(parent_of(holder).parts)
+        where = parts.index(holder)
+        before = parts[where - 1] if where else None
+        after = parts[where + 1] if where + 1 < len(parts) else None
+        return ((isinstance(before, cst.FormattedStringText) and _WORD_CHARACTER.match(before.value[-1:]) is not None)
+                or (isinstance(after, cst.FormattedStringText) and _WORD_CHARACTER.match(after.value[:1]) is not None))
+    if isinstance(holder, cst.BinaryOperation) and isinstance(holder.operator, cst.Add):
+        other = holder.right if holder.left is value else holder.left
+        text = string_text(other) if isinstance(other, cst.SimpleString) else None
+        if not text:
+            return False
+        edge = text[:1] if holder.left is value else text[-1:]
+        return _WORD_CHARACTER.match(edge) is not None
+    return False
+
+
+def _answer_of_a_cuda_implementation(node: cst.CSTNode, parent_of) -> bool:
+    """Whether the string is what a branch gives where a framework's CUDA implementation answers
+    (`if CUDAAccelerator.is_available(): return "cuda"`): that framework's name for it, which its
+    registry knows (no "npu" there); on an Ascend machine the class, left as written, says no."""
+    child, ancestor = node, parent_of(node)
+    while ancestor is not None and not isinstance(ancestor, (cst.If, cst.FunctionDef, cst.ClassDef, cst.Module)):
+        child, ancestor = ancestor, parent_of(ancestor)
+    if not isinstance(ancestor, cst.If) or ancestor.body is not child:
+        return False
+    for call in nodes_within(ancestor.test, cst.Call):
+        owner = call.func.value if isinstance(call.func, cst.Attribute) else None
+        name = owner.value if isinstance(owner, cst.Name) else owner.attr.value if isinstance(owner, cst.Attribute) else ""
+        if names_a_cuda_implementation(name):
+            return True
+    return False
 
 
 def _compared_with_tritons_backend(rule, node: cst.CSTNode, parent, parent_of) -> bool:
