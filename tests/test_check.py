@@ -195,3 +195,25 @@ def test_sarif_carries_help_for_every_code_a_result_names():
         assert "Example" in rule["help"]["text"] or "Before:" in rule["help"]["text"], code
         if code in KINDS:
             assert "On the NPU:" in rule["help"]["text"], code
+
+
+def test_a_folder_named_absolutely_is_read_as_its_own_project(tmp_path, monkeypatch):
+    # the kernel and its launcher in one module, the device test around its call in another: `check`
+    # reads the folder's modules as the migration does, named from anywhere
+    from helpers import write_project
+    project = write_project(tmp_path / "proj", {
+        "pkg/__init__.py": "",
+        "pkg/kernels.py": ("import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef _add_kernel(x, y, out):\n"
+                           "    pass\n\n\ndef add(x, y):\n    out = x.new_empty(x.shape)\n    _add_kernel[(1,)](x, y, out)\n"
+                           "    return out\n"),
+        "pkg/model.py": ("import torch\nfrom pkg.kernels import add\n\n\ndef forward(x, y):\n    if x.is_cuda:\n"
+                         "        return add(x, y)\n    return x + y\n"),
+    })
+    found = []
+    for path in (str(project), str(project.relative_to(tmp_path)), "."):
+        monkeypatch.chdir(project if path == "." else tmp_path)
+        result = run_cli("check", "-v", "2.1.0", "--format", "json", "--no-cache", path)
+        found.append(sorted((f["path"].rsplit("pkg/", 1)[-1], f["start_line"], f["rule"], f["level"])
+                            for f in json.loads(result.stdout)["findings"]))
+    assert found[0] == found[1] == found[2]
+    assert ("model.py", 6, "NPU914", "error") in found[0], found[0]

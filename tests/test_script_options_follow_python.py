@@ -73,3 +73,58 @@ def test_a_scripts_own_tf32_option_is_no_transformers_option(tmp_path):
     assert [row.split(",")[:4] for row in rows if ",--tf32," in row] == [["run.sh", "3", "3", "--tf32"]]
     checked = _gpu2npu("check", str(source), "-v", "2.1.0", "--format", "json", "--no-cache")
     assert [f["start_line"] for f in json.loads(checked.stdout)["findings"] if "--tf32" in f["message"]] == [3]
+
+
+# An RL trainer's configuration module declares its backends; its trainer hands one to torch's
+# process groups and the other to Ray's collective groups
+CONFIG = ("import argparse\nfrom dataclasses import dataclass\n\n\n@dataclass\nclass TrainerConfig:\n"
+          "    weight_sync_backend: str = 'nccl'\n    dist_backend: str = 'nccl'\n\n\n"
+          "def parse():\n    p = argparse.ArgumentParser()\n"
+          "    p.add_argument('--weight-sync-backend', default='nccl', choices=['nccl', 'gloo'])\n"
+          "    p.add_argument('--dist-backend', default='nccl')\n    return p.parse_args()\n")
+TRAINER = ("import ray.util.collective as col\nimport torch.distributed as dist\n\n\nclass Trainer:\n"
+           "    def __init__(self, cfg):\n        self.cfg = cfg\n\n    def setup(self, world, rank):\n"
+           "        dist.init_process_group(backend=self.cfg.dist_backend)\n"
+           "        if self.cfg.weight_sync_backend == 'nccl':\n"
+           "            col.init_collective_group(world, rank, backend=self.cfg.weight_sync_backend, group_name='sync')\n")
+RL_LAUNCH = "#!/bin/bash\npython -m rl.train --weight-sync-backend nccl --dist-backend nccl\n"
+
+
+def test_a_name_another_file_hands_to_another_library_keeps_its_nccl_everywhere(tmp_path):
+    source = write_project(tmp_path / "proj", {"rl/__init__.py": "", "rl/config.py": CONFIG, "rl/trainer.py": TRAINER,
+                                               "run.sh": RL_LAUNCH})
+    result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-cache")
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "out" / "proj_msft"
+    config = (out / "rl" / "config.py").read_text()
+    assert "weight_sync_backend: str = 'nccl'" in config and "dist_backend: str = 'hccl'" in config
+    assert "'--weight-sync-backend', default='nccl', choices=['nccl', 'gloo']" in config
+    assert "'--dist-backend', default='hccl'" in config
+    assert "weight_sync_backend == 'nccl'" in (out / "rl" / "trainer.py").read_text()
+    assert (out / "run.sh").read_text() == RL_LAUNCH.replace("--dist-backend nccl", "--dist-backend hccl")
+    rows = (out / "unsupported_api.csv").read_text()
+    assert "rl/config.py,7,7,backend 'nccl'," in rows and "rl/trainer.py,11,11,backend 'nccl'," in rows
+
+    # `check` of the folder, named absolutely or from inside it, says the same
+    findings = []
+    for path, cwd in ((str(source), None), (".", source)):
+        checked = subprocess.run([sys.executable, "-m", "gpu2npu", "check", path, "-v", "2.1.0", "--format", "json",
+                                  "--no-cache"], capture_output=True, text=True, timeout=120, cwd=cwd)
+        findings.append(sorted((f["path"].rsplit("proj/", 1)[-1].lstrip("./"), f["start_line"], f["level"])
+                               for f in json.loads(checked.stdout)["findings"] if f["rule"] == "NPU105"))
+    assert findings[0] == findings[1]
+    assert ("rl/config.py", 7, "error") in findings[0] and ("rl/config.py", 8, "warning") in findings[0]
+
+
+def test_a_name_handed_to_torch_somewhere_is_renamed_though_another_file_hands_it_to_ray(tmp_path):
+    # `backend` reaches torch's process groups in one file and Ray's in another: as in a file alone,
+    # torch's wins (the rename is what makes the program start)
+    launcher = "import torch.distributed as dist\n\n\ndef setup(backend='nccl'):\n    dist.init_process_group(backend=backend)\n"
+    sync = ("import ray.util.collective as col\n\n\ndef join(backend):\n    col.init_collective_group(2, 0, backend=backend)\n")
+    options = "import argparse\np = argparse.ArgumentParser()\np.add_argument('--backend', default='nccl')\n"
+    source = write_project(tmp_path / "proj", {"launcher.py": launcher, "sync.py": sync, "options.py": options})
+    result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-cache")
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "out" / "proj_msft"
+    assert "def setup(backend='hccl')" in (out / "launcher.py").read_text()
+    assert "default='hccl'" in (out / "options.py").read_text()

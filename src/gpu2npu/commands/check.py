@@ -133,6 +133,21 @@ def _modules_of(paths: Sequence[Path], entries: Sequence[Entry]) -> FrozenSet[st
     return frozenset(found)
 
 
+def _as_projects(paths: Sequence[Path], entries: Sequence[Entry]) -> List[List[Tuple[Entry, Entry]]]:
+    """The entries of each folder among `paths`, as a project of their own, each as (the entry as
+    shown, the entry named within its folder): what a file's modules are called, and so which
+    kernels, launchers and backend names its imports bring from the project's other files, is
+    read as the migration of that folder reads it (`check /abs/repo` answers as `check .` in it).
+    The files named on the command line make one more, named as given."""
+    projects: Dict[str, List[Tuple[Entry, Entry]]] = {}
+    prefixes = ["" if path.as_posix() == "." else path.as_posix().rstrip("/") + "/" for path in paths if not path.is_file()]
+    for entry in entries:
+        prefix = next((prefix for prefix in prefixes if entry.relative.startswith(prefix)), None)
+        inside = entry if prefix is None else dataclasses.replace(entry, relative=entry.relative[len(prefix):])
+        projects.setdefault(prefix or "", []).append((entry, inside))
+    return list(projects.values())
+
+
 def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
                 cache_folder: Optional[Path] = None, describe: bool = False,
                 config: Optional[ProjectConfig] = None) -> CheckResult:
@@ -162,8 +177,11 @@ def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
             if unknown_selectors([selector], known):
                 source = f"{config.source}: [tool.gpu2npu] {where}" if config.source else "--ignore"
                 raise ConfigError(f"{source}: {selector} is no code that gpu2npu reports (`gpu2npu rules` lists them)")
-        for entry, result in engine.results(code):
-            files.append((entry, _code_findings(entry.relative, result), result.suppressions))
+        for project in _as_projects(paths, code):
+            shown = dict((id(inside), entry) for entry, inside in project)
+            for inside, result in engine.results([inside for _, inside in project]):
+                entry = shown[id(inside)]
+                files.append((entry, _code_findings(entry.relative, result), result.suppressions))
         descriptions = rule_descriptions(rules) if describe else {}
     finally:
         engine.close()

@@ -53,13 +53,14 @@ class Engine:
         if self.cache is not None:
             self.cache.put_project_kernels(entries, kernels.read)
         options = dataclasses.replace(self.options, packages_held=packages_held(entries),
-                                      backend_options_kept=backend_options_kept_in(entries),
+                                      backend_options_kept=backend_options_kept_in(entries, kernels.foreign_backends),
                                       scripts_with_own_tf32=scripts_with_own_option(entries, "--tf32"),
                                       project_modules=self.options.project_modules or project_modules(entries),
                                       modules_beside=modules_beside(entries),
                                       npu_backend_files=backend,
                                       kernel_launchers=kernels.launchers, python_operators=kernels.operators,
-                                      npu_constants=kernels.constants, kernel_questions=kernels.kernel_questions)
+                                      npu_constants=kernels.constants, kernel_questions=kernels.kernel_questions,
+                                      foreign_backends=kernels.foreign_backends)
         if self.cache is not None:
             self.cache.salt = cache.salt_for(options)
         computed = migrate_all(entries, options, self.jobs, self.cache)

@@ -25,6 +25,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, Optional, Tuple
 
 from ..knowledge.device_words import DEVICE_CHOICES, is_platform_label
 from ..knowledge.tips import CUDA_PROPERTY_FIELDS
+from .collective_backends import NCCL_NAMES, foreign_backends
 from .kernel_launchers import launchers_in
 from .scan import FileScan
 from .scan.reading import ast_of_statements
@@ -37,13 +38,6 @@ KEY_METHODS = frozenset({"get", "pop", "setdefault"})
 # rank-0 print0 of training scripts), logging, and a log file's write.
 MESSAGE_CALLS = frozenset({"print", "print0", "debug", "info", "warning", "warn", "error", "critical", "exception",
                            "log", "write"})
-# Collective libraries other than torch's process groups that take an NCCL backend by name, or
-# run NCCL themselves: "nccl" handed to them is theirs, and they have no HCCL.
-FOREIGN_COLLECTIVES = ("ray.util.collective", "cupy.cuda.nccl", "vllm.distributed.device_communicators",
-                       "vllm.distributed.utils.StatelessProcessGroup", "vllm.distributed.weight_transfer", "pynccl")
-NCCL_NAMES = ("nccl", "NCCL")
-
-
 # A device name as a key written out (`state["cuda"]`, `states.get("cuda:0")`).
 DEVICE_KEY = re.compile(r"^cuda(:\d+)?$")
 
@@ -275,11 +269,6 @@ def _rng_state_mappings(file_scan: "FileScan") -> FrozenSet[str]:
     return frozenset(found)
 
 
-def foreign_library(names) -> Optional[str]:
-    """The collective library of FOREIGN_COLLECTIVES that one of these qualified names belongs to."""
-    return next((name for name in sorted(names) if name.startswith(FOREIGN_COLLECTIVES)), None)
-
-
 def _last(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.Attribute):
         return node.attr
@@ -318,7 +307,6 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
     triton = _triton_backends(file_scan)
     looks_up = any(_looked_up_by_device(node.slice, device_variables, triton) for node in subscripts)
     named_keys = any(_is_device_name(node.slice) for node in subscripts)
-    foreign: Dict[str, str] = {}
     keyword_arguments: Dict[str, list] = {}
     for call in file_scan.calls:
         func = call.func
@@ -329,34 +317,12 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
         if isinstance(func, ast.Attribute) and func.attr in KEY_METHODS and call.args:
             looks_up = looks_up or _looked_up_by_device(call.args[0], device_variables, triton)
             named_keys = named_keys or _is_device_name(call.args[0])
-        library = foreign_library(qualified(func))
-        if library is not None:
-            for value in [*call.args, *(keyword.value for keyword in call.keywords)]:
-                name = _last(value)
-                if name:
-                    foreign.setdefault(name, library)
-    for node in groups.get(ast.If, ()):
-        library = _nccl_test_before_foreign(node, lambda call: foreign_library(qualified(call.func)))
-        if library is not None:
-            for side in _compared(node.test):
-                name = _last(side)
-                if name:
-                    foreign.setdefault(name, library)
-    # what the file hands to its own functions and classes that hand a parameter on to one
-    # (`WeightSync(backend=args.sync_backend)`, whose __init__ gives `backend` to Ray)
-    foreign_parameters = _foreign_parameters(file_scan, qualified)
-    if foreign_parameters:
-        for call in file_scan.calls:
-            for value, library in _arguments_to_foreign_parameters(call, foreign_parameters):
-                name = _last(value)
-                if name:
-                    foreign.setdefault(name, library)
     numbers = frozenset(target.id for node in file_scan.tree.body if isinstance(node, ast.Assign)
                         and isinstance(node.value, ast.Constant) and type(node.value.value) is int
                         for target in node.targets if isinstance(target, ast.Name))
     sized = frozenset(node.name for node in groups.get(ast.ClassDef, ()) if _len_written(node, numbers))
     labels = [found for found in map(_label_option, file_scan.calls) if found is not None]
-    return FileFacts(looks_up, foreign, named_keys, sized, numbers, _attribute_parameters(file_scan),
+    return FileFacts(looks_up, foreign_backends(file_scan), named_keys, sized, numbers, _attribute_parameters(file_scan),
                      _reads_cuda_only_properties(file_scan),
                      {name: tuple(sorted(set(uses), key=lambda use: (use[0], sorted(use[1]))))
                       for name, uses in keyword_arguments.items()},
@@ -420,10 +386,11 @@ def option_destination(flags) -> Optional[str]:
     return long[0].lstrip("-").replace("-", "_") if long else None
 
 
-def backend_options_kept(file_scan: "FileScan") -> FrozenSet[str]:
+def backend_options_kept(file_scan: "FileScan", elsewhere: FrozenSet[str] = frozenset()) -> FrozenSet[str]:
     """The destinations of the file's command-line options offering "nccl" (as default or among
-    their choices) whose value goes to a collective library other than torch's: NPU105 leaves
-    their "nccl" as written, and a launch script passing one must too."""
+    their choices) whose value goes to a collective library other than torch's, in the file or
+    (`elsewhere`: names, as Options.foreign_backends) in another: NPU105 leaves their "nccl" as
+    written, and a launch script passing one must too."""
     found = set()
     foreign: Optional[Dict[str, str]] = None
     for call in file_scan.calls:
@@ -435,8 +402,8 @@ def backend_options_kept(file_scan: "FileScan") -> FrozenSet[str]:
                                           if isinstance(arg, ast.Constant) and isinstance(arg.value, str)])
         if destination is None:
             continue
-        foreign = facts_of(file_scan).foreign_backends if foreign is None else foreign
-        if destination.rsplit(".", 1)[-1] in foreign:
+        foreign = foreign_backends(file_scan) if foreign is None else foreign
+        if destination.rsplit(".", 1)[-1] in foreign or destination.rsplit(".", 1)[-1] in elsewhere:
             found.add(destination)
     return frozenset(found)
 
@@ -466,94 +433,6 @@ def _label_option(call: ast.Call) -> Optional[Tuple[str, ...]]:
     if not dest or any(word in name.lower() for name in (dest, *flags) for word in _DEVICE_OPTION_WORDS):
         return None
     return (dest, *flags)
-
-
-def _compared(test: ast.AST):
-    return [side for comparison in ast.walk(test) if isinstance(comparison, ast.Compare)
-            for side in (comparison.left, *comparison.comparators)]
-
-
-def _nccl_test_before_foreign(node: ast.If, library_of: Callable[[ast.Call], Optional[str]]) -> Optional[str]:
-    """The foreign collective library that the body of `if <...> == "nccl":` calls, if it tests
-    for "nccl" and calls one."""
-    if not any(isinstance(side, ast.Constant) and side.value in NCCL_NAMES for side in _compared(node.test)):
-        return None
-    return next((found for statement in node.body for inner in ast.walk(statement)
-                 if isinstance(inner, ast.Call) for found in [library_of(inner)] if found is not None), None)
-
-
-# How a callable of the file is called: its name and the parameters of its calls, positional
-# ones first (without self or cls), with the library each foreign one reaches.
-ForeignParameters = Dict[str, Dict[object, str]]
-
-
-def _callable_name_and_parameters(function: ast.AST, classes: Dict[int, str]) -> Tuple[str, list, list]:
-    positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
-    if positional and positional[0] in ("self", "cls"):
-        positional = positional[1:]
-    name = classes.get(id(function), function.name)  # (a class is called by its name for its __init__)
-    return name, positional, [a.arg for a in function.args.kwonlyargs]
-
-
-def _arguments_to_foreign_parameters(call: ast.Call, foreign_parameters: ForeignParameters):
-    """(argument, library) for each argument of `call` given to a parameter of one of the file's
-    callables that hands it on to a foreign collective library."""
-    parameters = foreign_parameters.get(_last(call.func) or "")
-    if not parameters:
-        return
-    for index, value in enumerate(call.args):
-        if index in parameters and not isinstance(value, ast.Starred):
-            yield value, parameters[index]
-    for keyword in call.keywords:
-        if keyword.arg in parameters:
-            yield keyword.value, parameters[keyword.arg]
-
-
-def _foreign_parameters(file_scan: "FileScan", qualified) -> ForeignParameters:
-    """The parameters of the file's functions (a class's __init__: the class) that the function
-    hands to a foreign collective library, directly, by testing it for "nccl" before calling one,
-    or through another such function of the file: callable name -> {position or name: library}."""
-    functions = file_scan.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef)
-    if not functions or not any(foreign_library(qualified(call.func)) for call in file_scan.calls):
-        return {}
-    classes = {id(statement): node.name for node in file_scan.groups.get(ast.ClassDef, ())
-               for statement in node.body if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))
-               and statement.name == "__init__"}
-    found: ForeignParameters = {}
-
-    def library_of(call: ast.Call) -> Optional[str]:  # (directly, or through a callable found so far)
-        return foreign_library(qualified(call.func)) or next(
-            (library for _, library in _arguments_to_foreign_parameters(call, found)), None)
-
-    changed = True
-    while changed:  # (until no function adds one: each round follows one more call of the file's own)
-        changed = False
-        for function in functions:
-            name, positional, keyword_only = _callable_name_and_parameters(function, classes)
-            own = {*positional, *keyword_only}
-            reached: Dict[str, str] = {}
-            for inner in ast.walk(function):
-                if isinstance(inner, ast.Call):
-                    direct = foreign_library(qualified(inner.func))
-                    handed = ([(value, direct) for value in (*inner.args, *(k.value for k in inner.keywords))]
-                              if direct else list(_arguments_to_foreign_parameters(inner, found)))
-                    for value, library in handed:
-                        if isinstance(value, ast.Name) and value.id in own:
-                            reached.setdefault(value.id, library)
-                elif isinstance(inner, ast.If):
-                    library = _nccl_test_before_foreign(inner, library_of)
-                    if library is not None:
-                        for side in _compared(inner.test):
-                            if isinstance(side, ast.Name) and side.id in own:
-                                reached.setdefault(side.id, library)
-            entry = found.setdefault(name, {})
-            for parameter, library in reached.items():
-                keys = [parameter] + ([positional.index(parameter)] if parameter in positional else [])
-                for key in keys:
-                    if key not in entry:
-                        entry[key] = library
-                        changed = True
-    return {name: parameters for name, parameters in found.items() if parameters}
 
 
 def _is_properties_call(node: ast.AST) -> bool:

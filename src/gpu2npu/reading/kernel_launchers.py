@@ -23,6 +23,7 @@ import re
 from typing import Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 from ..knowledge.tips import KERNEL_DECORATORS, handed_on
+from .collective_backends import BackendHolders, backend_holders_in, project_foreign_backends
 from .discover import Entry, Kind
 
 # The packages of the kernel languages, as the decorators' names start (triton, cutlass, cuda).
@@ -357,9 +358,10 @@ def module_name(relative: str) -> Optional[str]:
 # What one file gives the project's facts: (its kernels and launchers by qualified name, the
 # operators it registers, the device constants it compares with "npu", the names its package's
 # __init__ hands on: (name, the module's name it stands for), what its tests ask before the calls
-# they guard: (a name called, the functions the test calls), as written: asked_questions).
+# they guard: (a name called, the functions the test calls), as written: asked_questions; and
+# where it hands collective backends' names: collective_backends.BackendHolders).
 FileKernels = Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str], FrozenSet[str], Tuple[Tuple[str, str], ...],
-                    Tuple[Tuple[str, Tuple[str, ...]], ...]]
+                    Tuple[Tuple[str, Tuple[str, ...]], ...], BackendHolders]
 
 
 class ProjectKernels(NamedTuple):
@@ -372,6 +374,9 @@ class ProjectKernels(NamedTuple):
     # (a function of the project asked by a test before a call of a launcher, in any of its files:
     # what that call launches), sorted
     kernel_questions: Tuple[Tuple[str, str], ...] = ()
+    # (a name that some file hands to a collective library other than torch's, and none to
+    # torch's process groups: that library), sorted (collective_backends.project_foreign_backends)
+    foreign_backends: Tuple[Tuple[str, str], ...] = ()
 
 
 # A call, by the dotted name called (`ops.fused_gemv(`, `self._ok(`).
@@ -470,7 +475,9 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
     package's __init__ imports from one of its modules (`from .fused_moe import fused_experts`) is
     that module's, where the project imports it from the package.  And the functions a test of
     any file asks before it calls a launcher (`if can_use_gemv(x, w): return gemv(x, w)`): their
-    own device tests answer whether the kernel runs (device_guards)."""
+    own device tests answer whether the kernel runs (device_guards).  The same reading of each
+    file also gives the names the project hands to a collective library other than torch's
+    (`foreign_backends`: a config module's "nccl" default for a trainer's Ray group stays)."""
     skipped = frozenset(npu_backend)
     asked_by_file: Dict[str, tuple] = {}
     found: Dict[str, str] = {}
@@ -478,6 +485,7 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
     constants: Set[str] = set()
     handed_on_names: Dict[str, str] = {}  # pkg.name -> pkg.module.name, of the packages' __init__s
     read: Dict[str, Tuple[int, int, FileKernels]] = {}
+    backend_holders: List[BackendHolders] = []
     for entry in entries:
         if entry.kind != Kind.PYTHON or entry.relative in skipped:
             continue
@@ -496,7 +504,9 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
             if facts is None:
                 continue
         read[entry.relative] = (status.st_size, status.st_mtime_ns, facts)
-        launchers, registered, compared, handed_on_here, asked = facts
+        launchers, registered, compared, handed_on_here, asked, holders = facts
+        if holders[0] or holders[1]:
+            backend_holders.append(holders)
         if asked:
             asked_by_file[entry.relative] = (entry, asked)
         found.update(launchers)
@@ -512,7 +522,7 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
         found.update(new)
     kernel_questions = _kernel_questions(asked_by_file, found, handed_on_names) if found else {}
     return ProjectKernels(tuple(sorted(found.items())), frozenset(operators), frozenset(constants), read,
-                          tuple(sorted(kernel_questions.items())))
+                          tuple(sorted(kernel_questions.items())), project_foreign_backends(backend_holders))
 
 
 def what_it_launches(name: str, kernel: str) -> str:
@@ -533,7 +543,8 @@ def _file_kernels(entry: Entry, module: str) -> Optional[FileKernels]:
                            ) if entry.relative.endswith("__init__.py") else ()
     launchers = tuple((name if name.startswith(OPERATOR_KEY) else f"{module}.{name}", kernel)
                       for name, kernel in launchers_in(text).items())
-    return launchers, registered_operators(text), npu_constants(text), handed_on_here, asked_questions(text)
+    return (launchers, registered_operators(text), npu_constants(text), handed_on_here, asked_questions(text),
+            backend_holders_in(text))
 
 
 def resolved(name: str, module: Optional[str], package: bool = False) -> str:

@@ -12,16 +12,17 @@ from .scan import FileScan
 from .scan.reading import parse
 
 
-def backend_options_kept_in(entries: Iterable[Entry]) -> FrozenSet[str]:
+def backend_options_kept_in(entries: Iterable[Entry], foreign_backends=()) -> FrozenSet[str]:
     """The destinations (sync_backend) of the project's options whose "nccl" the migration leaves
-    as written; read only where a launch script of the tree passes "nccl" at all."""
+    as written (`foreign_backends`: what other files hand to another collective library, as
+    Options.foreign_backends); read only where a launch script of the tree passes "nccl" at all."""
     # (backend_options_kept reads options offering "nccl" as default or among choices)
     def may_offer(data: bytes) -> bool:
         return (b"nccl" in data or b"NCCL" in data) and (b"default" in data or b"choices" in data)
 
     kept = set()
     for _, data, tree in _python_read_for(entries, lambda text: b"nccl" in text.lower(), may_offer):
-        kept |= backend_options_kept(FileScan(tree, data))
+        kept |= backend_options_kept(FileScan(tree, data), frozenset(name for name, _ in foreign_backends))
     return frozenset(kept)
 
 

@@ -100,6 +100,11 @@ class Options:
     # can_use_gemv(x, w): return gemv(x, w)`), with what that call launches: their own device tests
     # answer whether the kernel runs, and stay (reading.kernel_launchers, rules.device_guards).
     kernel_questions: Tuple[Tuple[str, str], ...] = ()
+    # The names (their last part) that a file of the project hands to a collective library other
+    # than torch's and none hands to torch's process groups, with that library (an RL trainer's
+    # `weight_sync_backend`, declared in its config module, handed to Ray in its trainer): their
+    # "nccl" stays in every file (reading.collective_backends, rules.nccl_backend).
+    foreign_backends: Tuple[Tuple[str, str], ...] = ()
 
     def project_modules_of(self, path: str) -> FrozenSet[str]:
         """The modules that the file at `path` (as Entry.relative writes it) imports as the

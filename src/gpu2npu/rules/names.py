@@ -9,8 +9,9 @@ import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from ..knowledge.device_words import is_platform_label, names_a_cuda_implementation
-from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, foreign_library,
-                                  is_rng_state_callee, mapping_text, option_destination)
+from ..reading.collective_backends import foreign_library
+from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, is_rng_state_callee,
+                                  mapping_text, option_destination)
 from ..knowledge import npu_keywords
 from ..knowledge.tips import cuda_only_package, handed_on, has_fused_kernel
 from .dotted_names import dotted_name
@@ -878,9 +879,11 @@ def foreign_collective(rule, node: cst.CSTNode) -> Optional[str]:
         holder = dotted_name(comparison.left) if isinstance(comparison, cst.Comparison) else None
     elif isinstance(parent, cst.Comparison) and parent.left is node:
         holder = next((dotted_name(c.comparator) for c in parent.comparisons if dotted_name(c.comparator)), None)
-    if holder is None or not names:
+    if holder is None:
         return None
-    return names.get(holder.rsplit(".", 1)[-1])
+    name = holder.rsplit(".", 1)[-1]
+    # (another file of the project hands it to one: Options.foreign_backends)
+    return names.get(name) or dict(rule.context.options.foreign_backends).get(name)
 
 
 def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:

@@ -1,0 +1,221 @@
+"""Where a collective backend's name ("nccl") goes: to torch's process groups, or to another library.
+
+"nccl" becomes "hccl" only where it reaches torch's process groups (torch_npu registers "hccl"
+there).  Other collective libraries take "nccl" by name too, or run NCCL themselves (Ray's
+collective groups, vLLM's NCCL communicator, CuPy's NCCL): they have no HCCL, so a name handed
+to one stays as written.  A name reaches one through what holds it (a variable, an attribute, a
+command-line option, a parameter, a dataclass field), in its file or, for a project's
+configuration, in another: an RL trainer's `weight_sync_backend` is declared in its config module
+and handed to Ray in its trainer.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Callable, Dict, FrozenSet, Optional, Tuple
+
+from .scan import FileScan
+
+# Collective libraries other than torch's process groups that take an NCCL backend by name, or
+# run NCCL themselves: "nccl" handed to them is theirs, and they have no HCCL.
+FOREIGN_COLLECTIVES = ("ray.util.collective", "cupy.cuda.nccl", "vllm.distributed.device_communicators",
+                       "vllm.distributed.utils.StatelessProcessGroup", "vllm.distributed.weight_transfer", "pynccl")
+NCCL_NAMES = ("nccl", "NCCL")
+# What hands a backend's name to torch's process groups: qualified name -> (position, keyword).
+TORCH_GROUP_MAKERS = {
+    "torch.distributed.init_process_group": (0, "backend"),
+    "torch.distributed.distributed_c10d.init_process_group": (0, "backend"),
+    "torch.distributed.new_group": (2, "backend"),
+    "torch.distributed.distributed_c10d.new_group": (2, "backend"),
+    "torch.distributed.new_subgroups": (2, "backend"),
+    "deepspeed.init_distributed": (0, "dist_backend"),
+    "accelerate.utils.InitProcessGroupKwargs": (0, "backend"),
+    "lightning.pytorch.strategies.DDPStrategy": (None, "process_group_backend"),
+    "lightning.fabric.strategies.DDPStrategy": (None, "process_group_backend"),
+    "transformers.TrainingArguments": (None, "ddp_backend"),
+}
+# (a file naming none of these words hands no backend's name to either)
+_FOREIGN_WORDS = tuple(library.rsplit(".", 1)[-1] for library in FOREIGN_COLLECTIVES)
+_TORCH_WORDS = ("init_process_group", "new_group", "new_subgroups", "init_distributed", "InitProcessGroupKwargs",
+                "process_group_backend", "ddp_backend")
+
+
+def foreign_library(names) -> Optional[str]:
+    """The collective library of FOREIGN_COLLECTIVES that one of these qualified names belongs to."""
+    return next((name for name in sorted(names) if name.startswith(FOREIGN_COLLECTIVES)), None)
+
+
+def last_name(node: ast.AST) -> Optional[str]:
+    """The last name of a name or an attribute (`args.sync_backend`: sync_backend)."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def foreign_backends(file_scan: FileScan) -> Dict[str, str]:
+    """The names (their last part) that the file hands to a collective library other than torch's,
+    directly, by testing them for "nccl" before calling one, or through one of its own functions
+    and classes that hands a parameter on to one -> that library."""
+    qualified = file_scan.imports.qualified
+    foreign: Dict[str, str] = {}
+    for call in file_scan.calls:
+        library = foreign_library(qualified(call.func))
+        if library is not None:
+            for value in [*call.args, *(keyword.value for keyword in call.keywords)]:
+                name = last_name(value)
+                if name:
+                    foreign.setdefault(name, library)
+    for node in file_scan.groups.get(ast.If, ()):
+        library = _nccl_test_before_foreign(node, lambda call: foreign_library(qualified(call.func)))
+        if library is not None:
+            for side in _compared(node.test):
+                name = last_name(side)
+                if name:
+                    foreign.setdefault(name, library)
+    # what the file hands to its own functions and classes that hand a parameter on to one
+    # (`WeightSync(backend=args.sync_backend)`, whose __init__ gives `backend` to Ray)
+    foreign_parameters = _foreign_parameters(file_scan, qualified)
+    if foreign_parameters:
+        for call in file_scan.calls:
+            for value, library in _arguments_to_foreign_parameters(call, foreign_parameters):
+                name = last_name(value)
+                if name:
+                    foreign.setdefault(name, library)
+    return foreign
+
+
+def torch_backend_holders(file_scan: FileScan) -> FrozenSet[str]:
+    """The names (their last part) whose value the file hands to torch's process groups as their
+    backend (`init_process_group(backend=args.dist_backend)`, DeepSpeed's `init_distributed`)."""
+    found = set()
+    for call in file_scan.calls:
+        for name in file_scan.imports.qualified(call.func):
+            where = TORCH_GROUP_MAKERS.get(name)
+            if where is None:
+                continue
+            position, keyword = where
+            values = [k.value for k in call.keywords if k.arg == keyword]
+            if position is not None and len(call.args) > position:
+                values.append(call.args[position])
+            found.update(filter(None, map(last_name, values)))
+    return frozenset(found)
+
+
+# What one file tells the project about backend names: (name, library) it hands to another
+# library, sorted, and the names it hands to torch's process groups.
+BackendHolders = Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str]]
+NO_HOLDERS: BackendHolders = ((), frozenset())
+
+
+def backend_holders_in(text: str) -> BackendHolders:
+    """BackendHolders of a file's text (parsed only where it names a collective library or a
+    maker of torch's process groups; NO_HOLDERS where it cannot be parsed)."""
+    foreign_words = "nccl" in text.lower() and any(word in text for word in _FOREIGN_WORDS)
+    if not foreign_words and not any(word in text for word in _TORCH_WORDS):
+        return NO_HOLDERS
+    try:
+        file_scan = FileScan(ast.parse(text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return NO_HOLDERS
+    foreign = tuple(sorted(foreign_backends(file_scan).items())) if foreign_words else ()
+    return foreign, torch_backend_holders(file_scan)
+
+
+def project_foreign_backends(holders) -> Tuple[Tuple[str, str], ...]:
+    """The names that some file of the project hands to a collective library other than torch's
+    and none hands to torch's process groups (where one does, its "nccl" is torch's, as in a
+    file alone) -> that library, sorted; from each file's BackendHolders."""
+    foreign: Dict[str, str] = {}
+    to_torch = set()
+    for handed_on, torch_names in holders:
+        for name, library in handed_on:
+            foreign.setdefault(name, library)
+        to_torch |= torch_names
+    return tuple(sorted((name, library) for name, library in foreign.items() if name not in to_torch))
+
+
+def _compared(test: ast.AST):
+    return [side for comparison in ast.walk(test) if isinstance(comparison, ast.Compare)
+            for side in (comparison.left, *comparison.comparators)]
+
+
+def _nccl_test_before_foreign(node: ast.If, library_of: Callable[[ast.Call], Optional[str]]) -> Optional[str]:
+    """The foreign collective library that the body of `if <...> == "nccl":` calls, if it tests
+    for "nccl" and calls one."""
+    if not any(isinstance(side, ast.Constant) and side.value in NCCL_NAMES for side in _compared(node.test)):
+        return None
+    return next((found for statement in node.body for inner in ast.walk(statement)
+                 if isinstance(inner, ast.Call) for found in [library_of(inner)] if found is not None), None)
+
+
+# How a callable of the file is called: its name and the parameters of its calls, positional
+# ones first (without self or cls), with the library each foreign one reaches.
+ForeignParameters = Dict[str, Dict[object, str]]
+
+
+def _callable_name_and_parameters(function: ast.AST, classes: Dict[int, str]) -> Tuple[str, list, list]:
+    positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    if positional and positional[0] in ("self", "cls"):
+        positional = positional[1:]
+    name = classes.get(id(function), function.name)  # (a class is called by its name for its __init__)
+    return name, positional, [a.arg for a in function.args.kwonlyargs]
+
+
+def _arguments_to_foreign_parameters(call: ast.Call, foreign_parameters: ForeignParameters):
+    """(argument, library) for each argument of `call` given to a parameter of one of the file's
+    callables that hands it on to a foreign collective library."""
+    parameters = foreign_parameters.get(last_name(call.func) or "")
+    if not parameters:
+        return
+    for index, value in enumerate(call.args):
+        if index in parameters and not isinstance(value, ast.Starred):
+            yield value, parameters[index]
+    for keyword in call.keywords:
+        if keyword.arg in parameters:
+            yield keyword.value, parameters[keyword.arg]
+
+
+def _foreign_parameters(file_scan: "FileScan", qualified) -> ForeignParameters:
+    """The parameters of the file's functions (a class's __init__: the class) that the function
+    hands to a foreign collective library, directly, by testing it for "nccl" before calling one,
+    or through another such function of the file: callable name -> {position or name: library}."""
+    functions = file_scan.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef)
+    if not functions or not any(foreign_library(qualified(call.func)) for call in file_scan.calls):
+        return {}
+    classes = {id(statement): node.name for node in file_scan.groups.get(ast.ClassDef, ())
+               for statement in node.body if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and statement.name == "__init__"}
+    found: ForeignParameters = {}
+
+    def library_of(call: ast.Call) -> Optional[str]:  # (directly, or through a callable found so far)
+        return foreign_library(qualified(call.func)) or next(
+            (library for _, library in _arguments_to_foreign_parameters(call, found)), None)
+
+    changed = True
+    while changed:  # (until no function adds one: each round follows one more call of the file's own)
+        changed = False
+        for function in functions:
+            name, positional, keyword_only = _callable_name_and_parameters(function, classes)
+            own = {*positional, *keyword_only}
+            reached: Dict[str, str] = {}
+            for inner in ast.walk(function):
+                if isinstance(inner, ast.Call):
+                    direct = foreign_library(qualified(inner.func))
+                    handed = ([(value, direct) for value in (*inner.args, *(k.value for k in inner.keywords))]
+                              if direct else list(_arguments_to_foreign_parameters(inner, found)))
+                    for value, library in handed:
+                        if isinstance(value, ast.Name) and value.id in own:
+                            reached.setdefault(value.id, library)
+                elif isinstance(inner, ast.If):
+                    library = _nccl_test_before_foreign(inner, library_of)
+                    if library is not None:
+                        for side in _compared(inner.test):
+                            if isinstance(side, ast.Name) and side.id in own:
+                                reached.setdefault(side.id, library)
+            entry = found.setdefault(name, {})
+            for parameter, library in reached.items():
+                keys = [parameter] + ([positional.index(parameter)] if parameter in positional else [])
+                for key in keys:
+                    if key not in entry:
+                        entry[key] = library
+                        changed = True
+    return {name: parameters for name, parameters in found.items() if parameters}
