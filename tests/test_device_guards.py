@@ -779,6 +779,31 @@ class TestACallThatLaunchesAGpuKernel:
         output, guards = _migrate(source)
         assert output == source and [g.start_line for g in guards] == [31, 37]
 
+    @pytest.mark.parametrize("outer", [
+        # asked in a test that answers at once, in a returned test, through self, nested in another test
+        "def _ok(self, x):\n        if not self._lacks(x):\n            return False\n        return x.is_cuda and x.dim() == 2\n",
+        "def _ok(self, x):\n        return x.is_cuda and x.dim() == 2 and self._lacks(x)\n",
+        "def _ok(self, x):\n        if torch.compiler.is_compiling():\n            if not self._lacks(x):\n"
+        "                return False\n        return x.is_cuda and x.numel() > 4\n",
+    ])
+    def test_a_question_a_question_asks_answers_for_cuda_too(self, outer):
+        # the inner question's answer is part of the outer one's, which chooses the kernel: migrated
+        # alone, it would answer for the NPU inside a question that still answers for CUDA
+        source = KERNELS + ("class Opt:\n    def _lacks(self, t):\n        if not t.is_cuda:\n            return False\n"
+                            "        return t.dtype == torch.float8_e4m3fn\n\n    " + outer +
+                            "\n    def step(self, p):\n        if self._ok(p):\n            scale(p)\n        else:\n"
+                            "            p.mul_(2)\n")
+        output, guards = _migrate(source)
+        assert output == source, output
+        assert 32 in [g.start_line for g in guards] and all("scale" in g.tip for g in guards)
+
+    def test_a_question_a_question_asks_around_torch_code_is_migrated(self):
+        source = ("import torch\n\n\ndef _lacks(t):\n    if not t.is_cuda:\n        return False\n    return True\n\n\n"
+                  "def _ok(x):\n    if _lacks(x):\n        return False\n    return x.is_cuda\n\n\n"
+                  "def run(x):\n    if _ok(x):\n        return x.cuda()\n    return x\n")
+        output, guards = _migrate(source)
+        assert "if not t.is_npu:" in output and "return x.is_npu" in output and not guards
+
     def test_a_question_asked_only_around_torch_code_is_migrated(self):
         source = KERNELS + ("def ok(p):\n    return p.is_cuda\n\n\ndef step(p):\n    if ok(p):\n        torch.cuda.synchronize()\n")
         output, guards = _migrate(source)

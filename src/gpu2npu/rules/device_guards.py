@@ -503,6 +503,15 @@ _OPTIMIZER_NAMES = {name.rsplit(".", 1)[-1]: name for name in FUSED_OPTIMIZERS}
 _ANSWERS = (cst.BooleanOperation, cst.UnaryOperation, cst.Comparison, cst.Attribute, cst.Name, cst.Call)
 
 
+def _questions_asked_in(function: cst.FunctionDef) -> List[str]:
+    """The names a function calls in its tests and in what it returns (`_ok()`, `self._ok()`)."""
+    asked = [node.test for node in nodes_within(function.body, cst.If)]
+    asked += [node.value for node in nodes_within(function.body, cst.Return) if node.value is not None]
+    return [call.func.value if isinstance(call.func, cst.Name) else call.func.attr.value
+            for expression in asked for call in nodes_within(expression, cst.Call)
+            if isinstance(call.func, cst.Name) or isinstance(call.func, cst.Attribute)]
+
+
 def _answers_at_once(node: cst.If) -> bool:
     """Whether the `if` answers its function's question with a constant (`return False`) alone."""
     body = getattr(node.body, "body", ())
@@ -1105,10 +1114,20 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
               if isinstance(call.func, cst.Attribute) else None, guard.guarded, guard.gates_tf32)
              for test, guard in (finder.tests_left if questions else ()) for call in nodes_within(test, cst.Call)]
     asked += [(name, launched, False) for name, launched in resolver.asked_elsewhere.items()]
-    for name, guarded, gates_tf32 in asked:
+    # ... and so does a question of the file that such a question asks in turn, in its tests or
+    # answers (`if not _lacks_fp8_kernel(x): return False`: its answer is part of the first's)
+    functions = {function.name.value: function for function in resolver.functions} if questions else {}
+    answered: Set[str] = set()
+    for name, guarded, gates_tf32 in asked:  # (the list grows as it goes)
+        if name in answered:
+            continue
+        answered.add(name)
         for answer in questions.get(name, ()):
             finder.spans.setdefault(npu_aware.span_of(finder.positions[answer], answer),
                                     DeadGuard(_one_line(answer), guarded, gates_tf32))
+        if name in questions and name in functions:
+            asked += [(inner, guarded, gates_tf32) for inner in _questions_asked_in(functions[name])
+                      if inner in questions and inner not in answered]
     # `use_cuda = torch.cuda.is_available()` ... `if use_cuda: <CUDA-only>`: the variable's
     # value is the test, so it stays as written too.
     # (also where the test reads it negated or beside others: `if not cuda_available: raise ...`)
