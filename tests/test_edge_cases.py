@@ -562,7 +562,14 @@ LONGER_NAME_SOURCES = [
     'import torch\nimport vllm.platforms.cuda as cuda_platforms\ndef choose():\n'
     '    if cuda_platforms.CudaPlatform.is_available():\n        kind = "cuda"\n    else:\n        kind = "cpu"\n    return kind\n',
 ]
-NO_DEVICE_SOURCES += PLATFORM_LABEL_SOURCES + LONGER_NAME_SOURCES
+# the devices that an implementation running on NVIDIA's GPUs alone declares: renamed, a registry
+# would offer CuTe or cuTile kernels on the NPU
+CUDA_ONLY_IMPLEMENTATION_SOURCES = [
+    'import torch\nregister_impl(ImplInfo(name="cute", devices=("cuda",), module_path="pkg.cute.ops"))\n',
+    'import torch\nregister(Backend(name="cutile", supported_devices=["cuda"]))\n',
+    'import torch\nREGISTRY.add(impl="flashinfer", device="cuda")\n',
+]
+NO_DEVICE_SOURCES += PLATFORM_LABEL_SOURCES + LONGER_NAME_SOURCES + CUDA_ONLY_IMPLEMENTATION_SOURCES
 
 
 @pytest.mark.parametrize("source", NO_DEVICE_SOURCES)
@@ -602,6 +609,9 @@ def test_rng_states_under_cuda_stay_beside_a_table_of_devices(data):
     ('import torch\ndef dev(rank):\n    return f"{\'cuda\' if torch.cuda.is_available() else \'cpu\'}:{rank}"\n',
      "f\"{'npu' if torch_npu.npu.is_available() else 'cpu'}:{rank}\""),
     ('import torch\nd = "cuda" + ":0"\n', '"npu" + ":0"'),
+    # the devices an implementation that runs on the NPU too declares (Triton's kernels, torch's own)
+    ('import torch\nregister_impl(ImplInfo(name="triton", devices=("cuda", "xpu")))\n', 'devices=("npu", "xpu")'),
+    ('import torch\nregister_impl(ImplInfo(name="torch", default_devices=("cuda",)))\n', 'default_devices=("npu",)'),
     # a device test answered by torch (no framework's CUDA class): the choice goes with it
     ('import torch\ndef choose():\n    if torch.cuda.is_available():\n        return "cuda"\n    return "cpu"\n',
      'return "npu"'),

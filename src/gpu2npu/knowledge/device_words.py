@@ -19,7 +19,12 @@ PLATFORM_LABELS = frozenset({
     "rocm", "nvidia", "amd", "intel", "apple", "vulkan", "metal", "opencl", "sycl", "dml", "directml", "webgpu",
     "wgpu", "tensorrt", "trt", "openvino", "coreml", "onnxruntime", "triton", "proton", "cutlass", "cudnn",
     "cublas", "hipblas", "llvm", "ptx", "mlx", "torch", "eager", "inductor", "flashinfer", "cutile", "cute",
+    "cutedsl",
 })
+# The implementations among them that run on NVIDIA's GPUs alone (CUTLASS and its CuTe DSL, cuTile,
+# cuDNN, cuBLAS, TensorRT, FlashInfer, PTX): the devices one declares are CUDA's, whatever runs.
+CUDA_ONLY_IMPLEMENTATIONS = frozenset({"cutlass", "cute", "cutedsl", "cutile", "cudnn", "cublas", "tensorrt", "trt",
+                                       "flashinfer", "ptx"})
 # A platform's build: CUDA 12 ("cuda12", "cuda-12.4"), a wheel tag ("cu121"), a ROCm release.
 _VERSIONED_PLATFORM = re.compile(r"^(cuda[-_]?\d[\d.]*|cu\d{2,3}|rocm[-_]?\d[\d.]*)$")
 

@@ -8,7 +8,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from ..knowledge.device_words import is_platform_label, names_a_cuda_implementation
+from ..knowledge.device_words import CUDA_ONLY_IMPLEMENTATIONS, is_platform_label, names_a_cuda_implementation
 from ..reading.collective_backends import foreign_library
 from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, is_rng_state_callee,
                                   mapping_text, option_destination)
@@ -258,7 +258,8 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
     parent = parent_of(node)
     if _holds_rng_states(rule, node, parent, parent_of):
         return True
-    if _part_of_a_longer_word(node, parent_of) or _answer_of_a_cuda_implementation(node, parent_of):
+    if (_part_of_a_longer_word(node, parent_of) or _answer_of_a_cuda_implementation(node, parent_of)
+            or _declared_by_a_cuda_only_implementation(node, parent_of)):
         return True
     if isinstance(parent, cst.DictElement) and _beside_platform_labels_in_a_dict(node, parent, parent_of):
         return True
@@ -369,6 +370,21 @@ def _answer_of_a_cuda_implementation(node: cst.CSTNode, parent_of) -> bool:
         if names_a_cuda_implementation(name):
             return True
     return False
+
+
+def _declared_by_a_cuda_only_implementation(node: cst.CSTNode, parent_of) -> bool:
+    """Whether the string is among the devices that an implementation running on NVIDIA's GPUs
+    alone declares beside its name (`ImplInfo(name="cute", devices=("cuda",))`): renamed, the
+    registry would offer CuTe kernels on the NPU, where they cannot run."""
+    argument = parent_of(node)
+    if isinstance(argument, cst.Element):
+        argument = parent_of(parent_of(argument))
+    if not isinstance(argument, cst.Arg) or argument.keyword is None or "device" not in argument.keyword.value:
+        return False
+    call = parent_of(argument)
+    return isinstance(call, cst.Call) and any(
+        other.keyword is not None and isinstance(other.value, cst.SimpleString)
+        and (string_text(other.value) or "").lower() in CUDA_ONLY_IMPLEMENTATIONS for other in call.args)
 
 
 def _compared_with_tritons_backend(rule, node: cst.CSTNode, parent, parent_of) -> bool:
