@@ -109,7 +109,7 @@ NO_HOLDERS: BackendHolders = ((), frozenset())
 def backend_holders_in(text: str) -> BackendHolders:
     """BackendHolders of a file's text (parsed only where it names a collective library or a
     maker of torch's process groups; NO_HOLDERS where it cannot be parsed)."""
-    foreign_words = "nccl" in text.lower() and any(word in text for word in _FOREIGN_WORDS)
+    foreign_words = any(name in text for name in NCCL_NAMES) and any(word in text for word in _FOREIGN_WORDS)
     if not foreign_words and not any(word in text for word in _TORCH_WORDS):
         return NO_HOLDERS
     try:
