@@ -824,6 +824,20 @@ def test_an_import_of_torch_for_type_checkers_only_loads_nothing():
     assert output.count("import torch_npu") == 1
 
 
+@pytest.mark.parametrize("source", [
+    "from transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained('m').cuda()\n",
+    "import timm\nmodel = timm.create_model('resnet50').to('cuda')\n",
+    "from accelerate import Accelerator\nimport os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\nacc = Accelerator()\n"
+    "batch = next(iter(loader)).cuda()\n",
+    "import torchvision\nnet = torchvision.models.resnet18().cuda()\n",
+])
+def test_a_script_reaching_torch_through_a_package_built_on_it_imports_torch_npu(source):
+    # the package loads torch, not torch_npu: `.npu()` and the "npu" device exist only with it
+    output, result = migrate(source)
+    assert output.count("import torch_npu\n") == 1, output
+    assert [c.message for c in result.changes].count("insert import torch_npu") == 1
+
+
 def test_a_lazy_file_that_needs_torch_npu_at_module_level_gets_it_once():
     # a changed function without its own torch import: the module imports torch_npu, and the
     # functions' imports would only repeat it

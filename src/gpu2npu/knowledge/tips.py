@@ -300,6 +300,12 @@ PACKAGE_SHORT_NAMES = {"bitsandbytes": ("bnb",), "transformer_engine": ("te",)}
 # NVIDIA's management library (the nvidia-smi of Python): its rows are of a kind of their own
 # (NPU924), as the kernel languages' are (KERNEL_LANGUAGE_PACKAGES); the other CUDA-only
 # packages' are NPU916's.
+# Packages built on torch, which load it when imported (but not torch_npu): a script that reaches the
+# device through them (`AutoModelForCausalLM.from_pretrained(...).npu()`) needs torch_npu itself.
+TORCH_FRAMEWORKS = frozenset({"transformers", "accelerate", "trl", "peft", "diffusers", "lightning",
+                              "pytorch_lightning", "timm", "torchvision", "torchaudio", "deepspeed", "ultralytics",
+                              "open_clip", "sentence_transformers", "torchtune", "litgpt", "unsloth", "vllm",
+                              "liger_kernel", "bitsandbytes", "xformers", "flash_attn", "apex", "torchmetrics"})
 NVIDIA_MANAGEMENT_PACKAGES = ("pynvml", "nvidia_smi", "GPUtil", "gpustat")
 
 

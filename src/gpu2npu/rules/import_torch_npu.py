@@ -6,6 +6,7 @@ from typing import List, Optional, Set, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from ..knowledge.tips import TORCH_FRAMEWORKS
 from .base import Example, Rule
 from .names import dotted_name
 from .placement import after_preamble, line_before, pair_with_originals
@@ -108,6 +109,11 @@ class ImportTorchNpu(Rule):
             "    except ImportError:\n        return False\n    return True\n\n\ndef count():\n"
             "    return torch_npu.npu.device_count()\n",
         ),
+        # a script that reaches torch through a package built on it, which loads torch, not torch_npu
+        Example(
+            "from transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained('m').cuda()\n",
+            "import torch_npu\nfrom transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained('m').npu()\n",
+        ),
         # an import for type checkers only never runs: torch_npu goes with the one that does
         Example(
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from torch import Tensor\nimport torch\n"
@@ -121,6 +127,7 @@ class ImportTorchNpu(Rule):
         # torch_npu imported and used in one function only: the name is bound where it is read
         "import torch\n\n\ndef npu_count():\n    import torch_npu\n    return torch_npu.npu.device_count()\n",
         "# a config module: the training script that reads it imports torch_npu\ndevice = 'cuda:0'\n",
+        "import yaml\nCONFIG = {'device': 'cuda:0', 'backend': 'nccl'}\n",
         "try:\n    import torch_npu\nexcept ImportError:\n    torch_npu = None\n",
     )
 
@@ -165,7 +172,10 @@ class ImportTorchNpu(Rule):
         bound = _imports_at_level(updated_node.body, "torch_npu", binding=True)
         # A file that never imports torch (a config module naming a device) relies on the
         # process having loaded torch_npu elsewhere; it only needs the import to use the name.
-        needs_load = self.context.needs_torch_npu and "torch" in usage.loaded and not loaded
+        # One that reaches torch through a package built on it (a script moving a transformers
+        # model with `.npu()`) loads torch, not torch_npu: it needs the import as torch's own do.
+        needs_load = self.context.needs_torch_npu and not loaded and (
+            "torch" in usage.loaded or not usage.loaded.isdisjoint(TORCH_FRAMEWORKS))
         if self._lazy_imports:  # (the functions' imports bind the name: count what they do not cover)
             needs_load = self.context.needs_torch_npu
         if not (needs_load or (usage.used and not bound and _uses_outside_functions(updated_node))):
