@@ -838,6 +838,19 @@ def test_a_script_reaching_torch_through_a_package_built_on_it_imports_torch_npu
     assert [c.message for c in result.changes].count("insert import torch_npu") == 1
 
 
+@pytest.mark.parametrize("source", [
+    "from ultralytics.utils import LOGGER\nDEFAULT = 'cuda:0'\n",
+    "from deepspeed.accelerator import get_accelerator\nBACKEND = 'nccl'\n",
+])
+def test_a_module_of_the_package_built_on_torch_itself_still_relies_on_the_program(source):
+    # the project is that package: its modules that leave torch out (constants, analytics) do so on purpose
+    package = source.split()[1].split(".")[0]
+    options = Options(api=apidata.load("2.1.0"), project_modules=frozenset({package}))
+    result = migrate_source(source.encode(), f"{package}/utils/constants.py", options, rules_for(options))
+    output = result.output.decode()
+    assert "import torch_npu" not in output and ("'npu:0'" in output or "'hccl'" in output)
+
+
 def test_a_lazy_file_that_needs_torch_npu_at_module_level_gets_it_once():
     # a changed function without its own torch import: the module imports torch_npu, and the
     # functions' imports would only repeat it

@@ -174,8 +174,11 @@ class ImportTorchNpu(Rule):
         # process having loaded torch_npu elsewhere; it only needs the import to use the name.
         # One that reaches torch through a package built on it (a script moving a transformers
         # model with `.npu()`) loads torch, not torch_npu: it needs the import as torch's own do.
-        needs_load = self.context.needs_torch_npu and not loaded and (
-            "torch" in usage.loaded or not usage.loaded.isdisjoint(TORCH_FRAMEWORKS))
+        # (Not where that package is the project itself: its modules that leave torch out, its
+        # constants and its launcher, do so on purpose.)
+        frameworks = usage.loaded & TORCH_FRAMEWORKS if self.context.needs_torch_npu and not loaded else set()
+        frameworks -= self.context.options.project_modules_of(self.context.path)
+        needs_load = self.context.needs_torch_npu and not loaded and ("torch" in usage.loaded or bool(frameworks))
         if self._lazy_imports:  # (the functions' imports bind the name: count what they do not cover)
             needs_load = self.context.needs_torch_npu
         if not (needs_load or (usage.used and not bound and _uses_outside_functions(updated_node))):
