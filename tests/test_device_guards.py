@@ -797,6 +797,17 @@ class TestACallThatLaunchesAGpuKernel:
         assert output == source, output
         assert 32 in [g.start_line for g in guards] and all("scale" in g.tip for g in guards)
 
+    def test_a_device_named_like_what_a_left_test_reads_goes_on_being_a_device(self):
+        # the test reads `device` (a parameter); another function's `device = torch.device("cuda", i)`
+        # is a device, no test held in a variable: renamed as ever
+        source = KERNELS + ("def _lacks(device):\n    return torch.cuda.get_device_capability(device) < (8, 9)\n\n\n"
+                            "def _ok(x):\n    if _lacks(x.device):\n        return False\n    return x.is_cuda\n\n\n"
+                            "def step(p):\n    if _ok(p):\n        scale(p)\n    else:\n        p.mul_(2)\n\n\n"
+                            "def probe(index):\n    device = torch.device(\"cuda\", index)\n    return torch.zeros(1, device=device)\n")
+        output, guards = _migrate(source)
+        assert 'device = torch.device("npu", index)' in output
+        assert not [g for g in guards if "torch.device" in g.api]
+
     def test_a_question_a_question_asks_around_torch_code_is_migrated(self):
         source = ("import torch\n\n\ndef _lacks(t):\n    if not t.is_cuda:\n        return False\n    return True\n\n\n"
                   "def _ok(x):\n    if _lacks(x):\n        return False\n    return x.is_cuda\n\n\n"

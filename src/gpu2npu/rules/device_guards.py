@@ -503,6 +503,12 @@ _OPTIMIZER_NAMES = {name.rsplit(".", 1)[-1]: name for name in FUSED_OPTIMIZERS}
 _ANSWERS = (cst.BooleanOperation, cst.UnaryOperation, cst.Comparison, cst.Attribute, cst.Name, cst.Call)
 
 
+def _makes_a_device(value: cst.BaseExpression) -> bool:
+    """Whether a value makes a device, no test of one (`torch.device("cuda", i)`): a variable
+    holding it goes on being the device where a test reads it (`get_device_capability(device)`)."""
+    return isinstance(value, cst.Call) and (dotted_name(value.func) or "").rsplit(".", 1)[-1] == "device"
+
+
 def _questions_asked_in(function: cst.FunctionDef) -> List[str]:
     """The names a function calls in its tests and in what it returns (`_ok()`, `self._ok()`)."""
     asked = [node.test for node in nodes_within(function.body, cst.If)]
@@ -1138,7 +1144,7 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
             # (read as the test itself, `if use_cuda:`; a device whose type the test compares,
             # `x.device.type == "cuda"`, goes on being the device: the test stays, the device moves)
             guard = next((guard for guard in tested if name and _reads_itself(name, guard.test)), None) if name else None
-            if guard is not None and _mentions_cuda(node.value):
+            if guard is not None and _mentions_cuda(node.value) and not _makes_a_device(node.value):
                 finder.spans[npu_aware.span_of(finder.positions[node.value], node.value)] = DeadGuard(
                     _one_line(node.value), guard.guarded, guard.gates_tf32)
     return finder.spans
