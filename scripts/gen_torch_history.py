@@ -13,7 +13,10 @@ Python files and type stubs are the same; the aarch64 wheels on PyPI are the sma
 Each wheel is read as data, never imported.  The names of a module are what its source defines
 at module level (functions, classes, assignments, imports, ``__all__``, ``from X import *`` of a
 module whose names are known) and its submodules; torch's own namespace adds the operators its
-``_C/_VariableFunctions.pyi`` stub lists (torch binds them at import).  A name counts as added in
+``_C/_VariableFunctions.pyi`` stub lists (torch binds them at import).  A function a module binds
+from C by name (``scaled_dot_product_attention = _add_docstr(torch._C._nn.scaled_dot_product_attention,
+...)``) has the parameters its C module's stub declares, and its keywords are tracked from the first
+release that has it.  A name counts as added in
 the first release from which every later release has it (a name that comes and goes is left out:
 the reports must not guess).  Names of the oldest release are not listed.
 Output is sorted JSON without timestamps: reruns are byte-identical.
@@ -52,6 +55,9 @@ class Wheel:
         self.stars: Dict[str, Set[str]] = {}  # module -> modules it imports * from
         self.links: Set[Tuple[str, str]] = set()  # (function where defined, name it has in a module)
         self.parameters: Dict[str, Set[str]] = {}
+        # functions bound from C by name (`scaled_dot_product_attention = _add_docstr(
+        # torch._C._nn.scaled_dot_product_attention, ...)`), whose parameters its stub declares
+        self.bound_from_c: Set[str] = set()
         self.links_from: Dict[str, list] = {}  # module -> (module, name) it imports by name
         self._final: Dict[str, Set[str]] = {}
 
@@ -128,6 +134,10 @@ class Wheel:
                 names.add(statement.name)
             elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                stubbed = self._stub_parameters(statement.value) if len(targets) == 1 else None
+                if stubbed is not None and isinstance(targets[0], ast.Name):
+                    self.parameters[f"{module}.{targets[0].id}"] = stubbed
+                    self.bound_from_c.add(f"{module}.{targets[0].id}")
                 for target in targets:
                     for node in ast.walk(target):
                         if isinstance(node, ast.Name):
@@ -166,6 +176,30 @@ class Wheel:
                     if len(rest) == 2 and rest[1] == "__init__.py" or len(rest) == 1 and rest[0].endswith(".py"):
                         names.add(rest[0][:-3] if rest[0].endswith(".py") else rest[0])
         return names
+
+    def _stub_parameters(self, value: Optional[ast.AST]) -> Optional[Set[str]]:
+        """The parameters (of all its overloads) that the stub of torch's C module declares for the
+        function a module binds with `_add_docstr(torch._C.<module>.<name>, ...)`, or None."""
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "_add_docstr"
+                and value.args and isinstance(value.args[0], ast.Attribute)):
+            return None
+        bound = ast.unparse(value.args[0])
+        c_module, _, name = bound.rpartition(".")
+        if not c_module.startswith("torch._C"):
+            return None
+        stub = c_module.replace(".", "/") + ".pyi"
+        if stub not in self.files:
+            stub = c_module.replace(".", "/") + "/__init__.pyi"
+            if stub not in self.files:
+                return None
+        found: Optional[Set[str]] = None
+        for node in ast.parse(self.zip.read(stub).decode("utf-8", "replace")).body:
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                arguments = node.args
+                found = (found or set()) | {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
+                if arguments.kwarg:
+                    found.add("**")
+        return found
 
     def _low_precision_dtypes(self) -> Set[str]:
         """The float8 and float4 dtypes of the release (torch binds its dtypes in C): those that
@@ -223,6 +257,7 @@ def main() -> int:
     versions = sorted(releases, key=_version_key)
     present: Dict[str, Set[str]] = {}  # qualified name -> releases having it
     signatures: Dict[str, Dict[str, Set[str]]] = {}  # function -> release -> its keyword parameters
+    bound_from_c: Set[str] = set()
     for version in versions:
         wheel = releases[version]
         wheel.read(MODULES)
@@ -236,12 +271,15 @@ def main() -> int:
         for function, parameters in wheel.parameters.items():
             if function.rpartition(".")[0] in MODULES:
                 signatures.setdefault(function, {})[version] = parameters
+        bound_from_c |= wheel.bound_from_c
 
-    def added(having: Set[str]) -> Optional[str]:
-        """The first release from which every later one has it; None: in the oldest, or not kept."""
-        for index, version in enumerate(versions):
+    def added(having: Set[str], among: Optional[list] = None) -> Optional[str]:
+        """The first release (of `among`: all by default) from which every later one has it; None:
+        in the oldest, or not kept."""
+        among = versions if among is None else among
+        for index, version in enumerate(among):
             if version in having:
-                if index == 0 or any(later not in having for later in versions[index:]):
+                if index == 0 or any(later not in having for later in among[index:]):
                     return None
                 return version
         return None
@@ -252,14 +290,20 @@ def main() -> int:
         if function.rpartition(".")[2].startswith("_"):
             continue
         # only where the function is a Python def in every release: a binding of C code shows no
-        # parameters (F.pad before it became a def)
-        if set(by_release) != set(versions):
+        # parameters (F.pad before it became a def); or bound from C, with its stub's parameters, in
+        # every release from the first that has it (SDPA's enable_gqa, added in a release after it)
+        since = [version for version in versions if version in by_release]
+        if function in bound_from_c and since and since == versions[versions.index(since[0]):]:
+            considered = since
+        elif set(by_release) != set(versions):
             continue
+        else:
+            considered = versions
         for parameter in set().union(*by_release.values()) - {"**"}:
             if parameter.startswith("_"):
                 continue
             having = {v for v, parameters in by_release.items() if parameter in parameters or "**" in parameters}
-            version = added(having)
+            version = added(having, considered)
             if version:
                 keywords_added.setdefault(function, {})[parameter] = version
     data = {

@@ -214,3 +214,39 @@ def test_the_generator_dates_names_and_dtypes_from_wheels_in_the_committed_shape
     assert made["names"] == {"torch.compile": "2.1.0", "torch.float8_e4m3fn": "2.1.0", "torch.float8_e5m2": "2.1.0",
                              "torch.float8_e8m0fnu": "2.7.1"}  # (older dtypes are not tracked: complex32)
     assert made["keywords"] == {"torch.zeros": {"device": "2.7.1"}}
+
+
+def test_the_generator_reads_a_function_bound_from_c_in_its_stub(tmp_path, monkeypatch):
+    """`scaled_dot_product_attention = _add_docstr(torch._C._nn.scaled_dot_product_attention, ...)`:
+    its parameters are those torch/_C/_nn.pyi declares (of every overload), dated from the first
+    release that binds it, though an older release has no such function."""
+    functional = ("import torch\nfrom torch._C import _add_docstr\n\n"
+                  "scaled_dot_product_attention = _add_docstr(torch._C._nn.scaled_dot_product_attention, 'doc')\n")
+    stub = ("def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=False{}) -> Tensor: ...\n"
+            "@overload\ndef pad(input, pad) -> Tensor: ...\n")
+    _wheel(tmp_path, "1.11.0", {"torch/__init__.py": "", "torch/nn/__init__.py": "", "torch/nn/functional.py": "x = 1\n"})
+    for version, extra in (("2.1.0", ", scale=None"), ("2.5.1", ", scale=None, enable_gqa=False"),
+                           ("2.7.1", ", scale=None, enable_gqa=False")):
+        _wheel(tmp_path, version, {"torch/__init__.py": "", "torch/nn/__init__.py": "", "torch/nn/functional.py": functional,
+                                   "torch/_C/_nn.pyi": stub.format(extra)})
+    generator = _generator()
+    monkeypatch.setattr(generator, "DATA", tmp_path / "torch_history.json")
+    monkeypatch.setattr(sys, "argv", ["gen_torch_history.py", str(tmp_path)])
+    assert generator.main() == 0
+    made = json.loads((tmp_path / "torch_history.json").read_text())
+    assert made["keywords"] == {"torch.nn.functional.scaled_dot_product_attention": {"enable_gqa": "2.5.1"}}
+    assert made["names"]["torch.nn.functional.scaled_dot_product_attention"] == "2.1.0"
+
+
+@pytest.mark.parametrize("version, rows", [("2.1.0", 1), ("2.5.1", 0)])
+def test_a_keyword_of_a_function_bound_from_c_that_the_release_lacks_is_reported(version, rows):
+    # nanochat's attention: SDPA takes enable_gqa from torch 2.5; before, the call raises TypeError
+    from gpu2npu.migration.pipeline import migrate_source
+    from gpu2npu.modes import rules_for
+    from gpu2npu.rules import Options
+    options = Options(api=apidata.load(version))
+    source = ("import torch.nn.functional as F\n\n\ndef attend(q, k, v):\n"
+              "    return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)\n")
+    result = migrate_source(source.encode(), "m.py", options, rules_for(options))
+    found = [f for f in result.findings if f.api == "torch.nn.functional.scaled_dot_product_attention(enable_gqa=)"]
+    assert len(found) == rows and all(f.rule == "NPU903" and "TypeError" in f.tip for f in found)
