@@ -838,6 +838,14 @@ def test_a_script_reaching_torch_through_a_package_built_on_it_imports_torch_npu
     assert [c.message for c in result.changes].count("insert import torch_npu") == 1
 
 
+def test_a_module_importing_a_package_built_on_torch_lazily_gets_no_module_level_torch_npu():
+    # the function loads trl when it runs; the module's own "nccl" needs no torch at import
+    source = ("import os\n\nBACKEND = 'nccl'\n\n\ndef client():\n    from trl.generation.vllm_client import VLLMClient\n"
+              "    return VLLMClient()\n")
+    output, _ = migrate(source)
+    assert "import torch_npu" not in output and "'hccl'" in output
+
+
 @pytest.mark.parametrize("source", [
     "from ultralytics.utils import LOGGER\nDEFAULT = 'cuda:0'\n",
     "from deepspeed.accelerator import get_accelerator\nBACKEND = 'nccl'\n",

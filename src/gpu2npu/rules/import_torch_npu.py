@@ -176,7 +176,9 @@ class ImportTorchNpu(Rule):
         # model with `.npu()`) loads torch, not torch_npu: it needs the import as torch's own do.
         # (Not where that package is the project itself: its modules that leave torch out, its
         # constants and its launcher, do so on purpose.)
-        frameworks = usage.loaded & TORCH_FRAMEWORKS if self.context.needs_torch_npu and not loaded else set()
+        # (Nor where it imports that package lazily, in functions: the module then loads no torch.)
+        frameworks = {package for package in usage.loaded & TORCH_FRAMEWORKS
+                      if _imports_at_level(updated_node.body, package)} if self.context.needs_torch_npu and not loaded else set()
         frameworks -= self.context.options.project_modules_of(self.context.path)
         needs_load = self.context.needs_torch_npu and not loaded and ("torch" in usage.loaded or bool(frameworks))
         if self._lazy_imports:  # (the functions' imports bind the name: count what they do not cover)
