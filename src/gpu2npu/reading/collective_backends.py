@@ -11,6 +11,7 @@ and handed to Ray in its trainer.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Callable, Dict, FrozenSet, Optional, Tuple
 
 from .scan import FileScan
@@ -20,23 +21,18 @@ from .scan import FileScan
 FOREIGN_COLLECTIVES = ("ray.util.collective", "cupy.cuda.nccl", "vllm.distributed.device_communicators",
                        "vllm.distributed.utils.StatelessProcessGroup", "vllm.distributed.weight_transfer", "pynccl")
 NCCL_NAMES = ("nccl", "NCCL")
-# What hands a backend's name to torch's process groups: qualified name -> (position, keyword).
-TORCH_GROUP_MAKERS = {
-    "torch.distributed.init_process_group": (0, "backend"),
-    "torch.distributed.distributed_c10d.init_process_group": (0, "backend"),
-    "torch.distributed.new_group": (2, "backend"),
-    "torch.distributed.distributed_c10d.new_group": (2, "backend"),
-    "torch.distributed.new_subgroups": (2, "backend"),
-    "deepspeed.init_distributed": (0, "dist_backend"),
-    "accelerate.utils.InitProcessGroupKwargs": (0, "backend"),
-    "lightning.pytorch.strategies.DDPStrategy": (None, "process_group_backend"),
-    "lightning.fabric.strategies.DDPStrategy": (None, "process_group_backend"),
-    "transformers.TrainingArguments": (None, "ddp_backend"),
-}
-# (a file naming none of these words hands no backend's name to either)
-_FOREIGN_WORDS = tuple(library.rsplit(".", 1)[-1] for library in FOREIGN_COLLECTIVES)
+# (a file naming none of these words hands no backend's name to another library: the first parts of
+# their modules as imported, `from ray.util import collective` too)
+_FOREIGN_WORDS = ("ray.util", "cupy", "device_communicators", "StatelessProcessGroup", "weight_transfer", "pynccl")
+# What a maker of torch's process groups is given as its backend, read from the text (cheaper than
+# parsing every file that makes a group): `init_process_group(backend=args.dist_backend`,
+# `init_process_group(cfg.backend`, `DDPStrategy(process_group_backend=self.backend`.
 _TORCH_WORDS = ("init_process_group", "new_group", "new_subgroups", "init_distributed", "InitProcessGroupKwargs",
                 "process_group_backend", "ddp_backend")
+_HANDED_TO_TORCH = re.compile(
+    r"\b(?:init_process_group\(\s*(?:backend\s*=\s*)?|(?:new_group|new_subgroups)\([^()]*?\bbackend\s*=\s*|"
+    r"init_distributed\(\s*(?:dist_backend\s*=\s*)?|InitProcessGroupKwargs\(\s*(?:backend\s*=\s*)?|"
+    r"process_group_backend\s*=\s*|ddp_backend\s*=\s*)(?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*)\s*[,)\n]")
 
 
 def foreign_library(names) -> Optional[str]:
@@ -83,23 +79,6 @@ def foreign_backends(file_scan: FileScan) -> Dict[str, str]:
     return foreign
 
 
-def torch_backend_holders(file_scan: FileScan) -> FrozenSet[str]:
-    """The names (their last part) whose value the file hands to torch's process groups as their
-    backend (`init_process_group(backend=args.dist_backend)`, DeepSpeed's `init_distributed`)."""
-    found = set()
-    for call in file_scan.calls:
-        for name in file_scan.imports.qualified(call.func):
-            where = TORCH_GROUP_MAKERS.get(name)
-            if where is None:
-                continue
-            position, keyword = where
-            values = [k.value for k in call.keywords if k.arg == keyword]
-            if position is not None and len(call.args) > position:
-                values.append(call.args[position])
-            found.update(filter(None, map(last_name, values)))
-    return frozenset(found)
-
-
 # What one file tells the project about backend names: (name, library) it hands to another
 # library, sorted, and the names it hands to torch's process groups.
 BackendHolders = Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str]]
@@ -107,17 +86,18 @@ NO_HOLDERS: BackendHolders = ((), frozenset())
 
 
 def backend_holders_in(text: str) -> BackendHolders:
-    """BackendHolders of a file's text (parsed only where it names a collective library or a
-    maker of torch's process groups; NO_HOLDERS where it cannot be parsed)."""
-    foreign_words = any(name in text for name in NCCL_NAMES) and any(word in text for word in _FOREIGN_WORDS)
-    if not foreign_words and not any(word in text for word in _TORCH_WORDS):
-        return NO_HOLDERS
+    """BackendHolders of a file's text: what it hands to torch's process groups read from the text
+    (`_HANDED_TO_TORCH`), what it hands to another library from its syntax tree, parsed only where
+    it names "nccl" and imports one."""
+    to_torch = (frozenset(_HANDED_TO_TORCH.findall(text)) - {"None", "True", "False"}
+                if any(word in text for word in _TORCH_WORDS) else frozenset())
+    if not (any(name in text for name in NCCL_NAMES) and any(word in text for word in _FOREIGN_WORDS)):
+        return (), to_torch
     try:
         file_scan = FileScan(ast.parse(text))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return NO_HOLDERS
-    foreign = tuple(sorted(foreign_backends(file_scan).items())) if foreign_words else ()
-    return foreign, torch_backend_holders(file_scan)
+        return (), to_torch
+    return tuple(sorted(foreign_backends(file_scan).items())), to_torch
 
 
 def project_foreign_backends(holders) -> Tuple[Tuple[str, str], ...]:
