@@ -4,6 +4,7 @@ but time."""
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,23 @@ def test_another_python_misses(project, tmp_path, monkeypatch):
     _run(project, tmp_path / "out", tmp_path / "cache")
     monkeypatch.setattr(cache.sys, "version_info", (3, 99, 0))
     assert _run(project, tmp_path / "out", tmp_path / "cache").cache_hits == 0
+
+
+def test_a_run_beside_another_on_the_same_cache_neither_waits_nor_loses_it(project, tmp_path, monkeypatch):
+    # another run (a migration, a `check` in a parallel CI job) holds results it has not written
+    # yet: this one opens, reads and writes the cache at once, and both keep what they found
+    monkeypatch.setattr(cache, "LOCK_SECONDS", 2, raising=False)
+    first = cache.ResultCache(tmp_path / "cache", "salt")
+    for number in range(cache.COMMIT_EVERY - 1):  # (a batch short of being written)
+        first.put(f"first{number}", number)
+    started = time.monotonic()
+    second = cache.ResultCache(tmp_path / "cache", "salt")
+    second.put("second", "value")
+    second.close()
+    assert time.monotonic() - started < 1.5 and second.problem is None
+    assert first.get("first3") == 3  # (its own pending result, read back before it is written)
+    first.close()
+    assert first.problem is None
+    again = cache.ResultCache(tmp_path / "cache", "salt")
+    assert again.get("second") == "value" and again.get(f"first{cache.COMMIT_EVERY - 2}") == cache.COMMIT_EVERY - 2
+    again.close()

@@ -22,13 +22,19 @@ import pickle
 import sqlite3
 import sys
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from .. import __version__
 
 FILE_NAME = "results.sqlite"
-# Results are committed in batches: one transaction per file would dominate a warm run.
+_TABLES = ("results", "derived", "projects")
+# Results are written in batches: one transaction per file would dominate a warm run.  A batch is
+# kept in memory until then and written in one short transaction, so that another run using the
+# same cache (a `check` beside a migration, parallel CI jobs) waits for the database at most that
+# long, never for the whole of this run.
 COMMIT_EVERY = 200
+# How long a run waits for another's short write before it goes on without the cache.
+LOCK_SECONDS = 10
 # What `_read` answers when nothing usable is kept (None is a value like any other).
 _MISSING = object()
 
@@ -98,14 +104,18 @@ class ResultCache:
         self.hits = 0
         self.misses = 0
         self.problem: Optional[str] = None
-        self._pending = 0
+        self._pending: Dict[Tuple[str, str], bytes] = {}  # (table, key) -> value, not yet written
         self._db: Optional[sqlite3.Connection] = None
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(folder / FILE_NAME), timeout=30)
-            self._db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
-            self._db.execute("CREATE TABLE IF NOT EXISTS derived (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
-            self._db.execute("CREATE TABLE IF NOT EXISTS projects (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+            self._db = sqlite3.connect(str(folder / FILE_NAME), timeout=LOCK_SECONDS)
+            try:  # (readers never wait for a writer; not every file system offers it)
+                self._db.execute("PRAGMA journal_mode=WAL")
+            except sqlite3.Error:
+                pass
+            with self._db:
+                for table in _TABLES:
+                    self._db.execute(f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
         except (OSError, sqlite3.Error) as error:
             self._disable(error)
 
@@ -166,8 +176,10 @@ class ResultCache:
         incompatible interpreter (computed again), or no cache in use."""
         if self._db is None:
             return _MISSING
+        pending = self._pending.get((table, key))
         try:
-            row = self._db.execute(f"SELECT value FROM {table} WHERE key = ?", (key,)).fetchone()
+            row = (pending,) if pending is not None else self._db.execute(
+                f"SELECT value FROM {table} WHERE key = ?", (key,)).fetchone()
         except sqlite3.Error as error:
             self._disable(error)
             return _MISSING
@@ -181,21 +193,28 @@ class ResultCache:
     def _write(self, table: str, key: str, value: Any) -> None:
         if self._db is None:
             return
-        try:
-            self._db.execute(f"INSERT OR REPLACE INTO {table} (key, value) VALUES (?, ?)",
-                             (key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)))
-            self._pending += 1
-            if self._pending >= COMMIT_EVERY:
-                self._db.commit()
-                self._pending = 0
-        except sqlite3.Error as error:
-            self._disable(error)
+        self._pending[(table, key)] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        if len(self._pending) >= COMMIT_EVERY:
+            try:
+                self._flush()
+            except sqlite3.Error as error:
+                self._disable(error)
+
+    def _flush(self) -> None:
+        """Write the pending values in one transaction."""
+        by_table: Dict[str, list] = {}
+        for (table, key), value in self._pending.items():
+            by_table.setdefault(table, []).append((key, value))
+        with self._db:
+            for table, rows in by_table.items():
+                self._db.executemany(f"INSERT OR REPLACE INTO {table} (key, value) VALUES (?, ?)", rows)
+        self._pending.clear()
 
     def close(self) -> None:
         if self._db is None:
             return
         try:
-            self._db.commit()
+            self._flush()
             self._db.close()
         except sqlite3.Error as error:
             self.problem = f"cache {self.folder}: results not saved: {error}"
