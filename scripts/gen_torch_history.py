@@ -293,17 +293,13 @@ def main() -> int:
         # parameters (F.pad before it became a def); or bound from C, with its stub's parameters, in
         # every release from the first that has it (SDPA's enable_gqa, added in a release after it)
         since = [version for version in versions if version in by_release]
-        if function in bound_from_c and since and since == versions[versions.index(since[0]):]:
-            considered = since
-        elif set(by_release) != set(versions):
+        if since != versions and not (function in bound_from_c and since == versions[versions.index(since[0]):]):
             continue
-        else:
-            considered = versions
         for parameter in set().union(*by_release.values()) - {"**"}:
             if parameter.startswith("_"):
                 continue
             having = {v for v, parameters in by_release.items() if parameter in parameters or "**" in parameters}
-            version = added(having, considered)
+            version = added(having, since)
             if version:
                 keywords_added.setdefault(function, {})[parameter] = version
     data = {

@@ -138,7 +138,8 @@ def _as_projects(paths: Sequence[Path], entries: Sequence[Entry]) -> List[List[T
     shown, the entry named within its folder): what a file's modules are called, and so which
     kernels, launchers and backend names its imports bring from the project's other files, is
     read as the migration of that folder reads it (`check /abs/repo` answers as `check .` in it).
-    The files named on the command line make one more, named as given."""
+    The files named on the command line make one more, named as given (with the current folder's,
+    where `.` is checked too)."""
     projects: Dict[str, List[Tuple[Entry, Entry]]] = {}
     prefixes = ["" if path.as_posix() == "." else path.as_posix().rstrip("/") + "/" for path in paths if not path.is_file()]
     for entry in entries:
@@ -178,9 +179,8 @@ def check_paths(paths: Sequence[Path], options: Options, jobs: int = 1,
                 source = f"{config.source}: [tool.gpu2npu] {where}" if config.source else "--ignore"
                 raise ConfigError(f"{source}: {selector} is no code that gpu2npu reports (`gpu2npu rules` lists them)")
         for project in _as_projects(paths, code):
-            shown = dict((id(inside), entry) for entry, inside in project)
-            for inside, result in engine.results([inside for _, inside in project]):
-                entry = shown[id(inside)]
+            # (the engine's results come in the order of the entries it is given)
+            for (entry, _), (_, result) in zip(project, engine.results([inside for _, inside in project])):
                 files.append((entry, _code_findings(entry.relative, result), result.suppressions))
         descriptions = rule_descriptions(rules) if describe else {}
     finally:

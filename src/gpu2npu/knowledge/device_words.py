@@ -37,7 +37,8 @@ def is_platform_label(text: object) -> bool:
 # A framework's class for CUDA behind its device interface (Lightning's CUDAAccelerator, DeepSpeed's
 # CUDA_Accelerator, vLLM's CudaPlatformBase, CudaCommunicator): named for CUDA or NVIDIA's GPUs,
 # with the interface's last word.
-_CUDA_CLASS_NAME = re.compile(r"(^|_)(CUDA|Cuda|GPU|Gpu|NVIDIA|Nvidia)(?=[A-Z_0-9]|$)")
+CUDA_CLASS_WORDS = "CUDA|Cuda|GPU|Gpu|NVIDIA|Nvidia"
+_CUDA_CLASS_NAME = re.compile(rf"(^|_)({CUDA_CLASS_WORDS})(?=[A-Z_0-9]|$)")
 _INTERFACE_NAME = re.compile(r"(Accelerator|Platform|Communicator)(Base)?$")
 
 

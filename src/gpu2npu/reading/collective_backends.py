@@ -15,6 +15,7 @@ import re
 from typing import Callable, Dict, FrozenSet, Optional, Tuple
 
 from .scan import FileScan
+from .scan.reading import last_name
 
 # Collective libraries other than torch's process groups that take an NCCL backend by name, or
 # run NCCL themselves: "nccl" handed to them is theirs, and they have no HCCL.
@@ -38,13 +39,6 @@ _HANDED_TO_TORCH = re.compile(
 def foreign_library(names) -> Optional[str]:
     """The collective library of FOREIGN_COLLECTIVES that one of these qualified names belongs to."""
     return next((name for name in sorted(names) if name.startswith(FOREIGN_COLLECTIVES)), None)
-
-
-def last_name(node: ast.AST) -> Optional[str]:
-    """The last name of a name or an attribute (`args.sync_backend`: sync_backend)."""
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else None
 
 
 def foreign_backends(file_scan: FileScan) -> Dict[str, str]:
@@ -82,7 +76,6 @@ def foreign_backends(file_scan: FileScan) -> Dict[str, str]:
 # What one file tells the project about backend names: (name, library) it hands to another
 # library, sorted, and the names it hands to torch's process groups.
 BackendHolders = Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str]]
-NO_HOLDERS: BackendHolders = ((), frozenset())
 
 
 def backend_holders_in(text: str) -> BackendHolders:

@@ -28,7 +28,7 @@ from ..knowledge.tips import CUDA_PROPERTY_FIELDS
 from .collective_backends import NCCL_NAMES, foreign_backends
 from .kernel_launchers import launchers_in
 from .scan import FileScan
-from .scan.reading import ast_of_statements
+from .scan.reading import ast_of_statements, last_name
 
 # What a key looked up by a device holds (`device.type`, `torch_device`, `accelerator_type`).
 DEVICE_KEY_WORDS = ("dev", "accelerator", "type")
@@ -203,7 +203,7 @@ def _looked_up_by_device(key: ast.AST, device_variables: FrozenSet[str] = frozen
     of GPU models has no device types for keys."""
     if isinstance(key, ast.Attribute) and key.attr == "name" and isinstance(key.value, ast.Call):
         key = key.value  # (get_device_properties(0).name)
-    if isinstance(key, ast.Call) and _last(key.func) in ("get_device_name", "get_device_properties"):
+    if isinstance(key, ast.Call) and last_name(key.func) in ("get_device_name", "get_device_properties"):
         return False
     if isinstance(key, ast.Name) and key.id in triton_backends:
         return False  # (Triton's backend: a table of Triton backends)
@@ -218,8 +218,8 @@ def _triton_backends(file_scan: "FileScan") -> FrozenSet[str]:
 
     def is_backend(value: Optional[ast.AST], functions) -> bool:
         if isinstance(value, ast.Attribute) and value.attr == "backend" and isinstance(value.value, ast.Call):
-            return _last(value.value.func) == "get_current_target"
-        return isinstance(value, ast.Call) and f"{_last(value.func)}()" in functions
+            return last_name(value.value.func) == "get_current_target"
+        return isinstance(value, ast.Call) and f"{last_name(value.func)}()" in functions
 
     functions: set = set()
     for node in file_scan.groups.get(ast.FunctionDef, ()):
@@ -241,7 +241,7 @@ def _device_variables(file_scan: "FileScan") -> FrozenSet[str]:
 
 
 def _is_rng_state_call(node: Optional[ast.AST]) -> bool:
-    return isinstance(node, ast.Call) and is_rng_state_callee(_last(node.func) or "")
+    return isinstance(node, ast.Call) and is_rng_state_callee(last_name(node.func) or "")
 
 
 def _rng_state_mappings(file_scan: "FileScan") -> FrozenSet[str]:
@@ -267,12 +267,6 @@ def _rng_state_mappings(file_scan: "FileScan") -> FrozenSet[str]:
                   and arg.args and _is_device_name(arg.args[0])):
                 found.add(mapping_text(ast.unparse(arg.func.value)))
     return frozenset(found)
-
-
-def _last(node: ast.AST) -> Optional[str]:
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else None
 
 
 def _is_device_name(node: ast.AST) -> bool:
@@ -338,9 +332,9 @@ def holder_key(node: ast.AST) -> Optional[str]:
             and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
         return node.args[1].value
     if isinstance(node, ast.Call):
-        name = _last(node.func)
+        name = last_name(node.func)
         return f"{name}()" if name else None
-    return _last(node)
+    return last_name(node)
 
 
 # Words in a name that say it holds a device (or a device's type, `x.device.type`): whatever else it
@@ -403,7 +397,8 @@ def backend_options_kept(file_scan: "FileScan", elsewhere: FrozenSet[str] = froz
         if destination is None:
             continue
         foreign = foreign_backends(file_scan) if foreign is None else foreign
-        if destination.rsplit(".", 1)[-1] in foreign or destination.rsplit(".", 1)[-1] in elsewhere:
+        name = destination.rsplit(".", 1)[-1]
+        if name in foreign or name in elsewhere:
             found.add(destination)
     return frozenset(found)
 
@@ -415,7 +410,7 @@ _DEVICE_OPTION_WORDS = ("dev", "accelerator", "place", "platform", "hardware")
 def _label_option(call: ast.Call) -> Optional[Tuple[str, ...]]:
     """(destination, flags...) of an `add_argument` whose choices offer "cuda" beside a label that
     is no device (`choices=["cuda", "triton"]`), unless its name says it chooses a device."""
-    if _last(call.func) != "add_argument":
+    if last_name(call.func) != "add_argument":
         return None
     choices = next((keyword.value for keyword in call.keywords if keyword.arg == "choices"), None)
     if not isinstance(choices, (ast.List, ast.Tuple, ast.Set)):

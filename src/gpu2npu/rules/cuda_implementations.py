@@ -18,7 +18,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from ..knowledge.device_words import interface_of, is_named_for_cuda
+from ..knowledge.device_words import CUDA_CLASS_WORDS, interface_of, is_named_for_cuda
 from .dotted_names import dotted_name
 from .names import nodes_within
 from .npu_aware import Span, span_of
@@ -26,7 +26,7 @@ from .npu_aware import Span, span_of
 # A module-level function named for CUDA (is_cuda_available, num_cuda_devices, _get_gpu_id).
 _CUDA_FUNCTION_NAME = re.compile(r"(^|_)(cuda|gpu|nvidia|nvml)(_|$)", re.IGNORECASE)
 # (a file without such a class statement is not walked)
-_CLASS_LINE = re.compile(r"^[ \t]*class[ \t]+\w*(CUDA|Cuda|GPU|Gpu|NVIDIA|Nvidia)\w*[ \t]*\(", re.MULTILINE)
+_CLASS_LINE = re.compile(rf"^[ \t]*class[ \t]+\w*({CUDA_CLASS_WORDS})\w*[ \t]*\(", re.MULTILINE)
 
 
 class Implementation(NamedTuple):

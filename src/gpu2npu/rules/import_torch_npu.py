@@ -163,6 +163,15 @@ class ImportTorchNpu(Rule):
         self._lazy_anchors.append(anchor)
         return updated_node.with_changes(body=updated_node.body.with_changes(body=body))
 
+    def _loads_torch_through_a_framework(self, module: cst.Module, loaded: Set[str]) -> bool:
+        """Whether the module loads torch through a package built on it (a script moving a
+        transformers model with `.npu()`): that loads torch, not torch_npu, so the file needs the
+        import as torch's own do.  Not where that package is the project itself (its modules that
+        leave torch out, its constants and its launcher, do so on purpose), nor where the module
+        imports it lazily, in functions (the module then loads no torch)."""
+        own = self.context.options.project_modules_of(self.context.path)
+        return any(_imports_at_level(module.body, package) for package in loaded & TORCH_FRAMEWORKS - own)
+
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module):
         usage = _Usage("torch_npu")
         walk(usage, updated_node)
@@ -172,15 +181,8 @@ class ImportTorchNpu(Rule):
         bound = _imports_at_level(updated_node.body, "torch_npu", binding=True)
         # A file that never imports torch (a config module naming a device) relies on the
         # process having loaded torch_npu elsewhere; it only needs the import to use the name.
-        # One that reaches torch through a package built on it (a script moving a transformers
-        # model with `.npu()`) loads torch, not torch_npu: it needs the import as torch's own do.
-        # (Not where that package is the project itself: its modules that leave torch out, its
-        # constants and its launcher, do so on purpose.)
-        # (Nor where it imports that package lazily, in functions: the module then loads no torch.)
-        frameworks = {package for package in usage.loaded & TORCH_FRAMEWORKS
-                      if _imports_at_level(updated_node.body, package)} if self.context.needs_torch_npu and not loaded else set()
-        frameworks -= self.context.options.project_modules_of(self.context.path)
-        needs_load = self.context.needs_torch_npu and not loaded and ("torch" in usage.loaded or bool(frameworks))
+        needs_load = self.context.needs_torch_npu and not loaded and (
+            "torch" in usage.loaded or self._loads_torch_through_a_framework(updated_node, usage.loaded))
         if self._lazy_imports:  # (the functions' imports bind the name: count what they do not cover)
             needs_load = self.context.needs_torch_npu
         if not (needs_load or (usage.used and not bound and _uses_outside_functions(updated_node))):

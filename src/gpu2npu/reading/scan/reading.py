@@ -9,9 +9,13 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple
 from ...records.change import Finding, Report
 from ...records.finding_kinds import NOT_ANALYSED
 
+def last_name(node: ast.AST) -> Optional[str]:
+    """The last name of a name or an attribute (`args.sync_backend`: sync_backend), or None."""
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+
+
 def called_name(call: ast.Call) -> Optional[str]:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return last_name(call.func)
 
 
 # The fields of each node class that can hold nodes we look at: not the operator singletons
