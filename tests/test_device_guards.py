@@ -676,6 +676,12 @@ class TestACallThatLaunchesAGpuKernel:
         ("def f(x):\n    if torch.cuda.is_available() and x.is_cuda:\n        return ScaleFunction.apply(x)\n"
          "    return x * 2\n", 31),
         ("def f(x):\n    return scale(x) if x.is_cuda else x * 2\n", 31),
+        # through a function defined in a module-level block (one implementation where torch has
+        # custom_op), installed by a function that returns first off CUDA
+        ("if HAS_CUSTOM_OP:\n\n    def _attention(x):\n        return scale(x)\n\nelse:\n\n"
+         "    def _attention(x):\n        return ScaleFunction.apply(x)\n\n\n"
+         "def install(model):\n    if not torch.cuda.is_available():\n        return False\n"
+         "    model.attention = _attention\n    return True\n", 42),
     ])
     def test_in_the_file_that_writes_it_the_test_stays(self, tail, line):
         source = KERNELS + tail

@@ -30,6 +30,17 @@ HEAD = "import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.j
     # a class whose method is a CuTe DSL kernel
     ("import cutlass.cute as cute\n\n\nclass Norm:\n    @cute.kernel\n    def kernel(self, x):\n        pass\n\n\n"
      "def norm(x):\n    return Norm()(x)\n", {"Norm", "norm"}),
+    # functions and classes defined in a module-level block (one implementation where torch has
+    # custom_op, another where not), and what calls them: launchers too
+    (HEAD + "def add(x):\n    _k[(1,)](x)\n\n\nif HAS_CUSTOM_OP:\n\n    @torch.library.custom_op('p::fused_add', mutates_args=())\n"
+     "    def _add_op(x: torch.Tensor) -> torch.Tensor:\n        return add(x)\n\n    def _attention(x):\n"
+     "        return _add_op(x)\n\nelse:\n\n    class _Add(torch.autograd.Function):\n        @staticmethod\n"
+     "        def forward(ctx, x):\n            return add(x)\n\n    def _attention(x):\n        return _Add.apply(x)\n\n\n"
+     "def route(x):\n    return _attention(x)\n",
+     {"_k", "add", "_add_op", "_attention", "_Add", "route", OPERATOR_KEY + "fused_add"}),
+    # ... where only the block's code after a plain function names a launcher: not the function
+    (HEAD + "def add(x):\n    _k[(1,)](x)\n\n\ntry:\n    def size(x):\n        return x.numel()\n    FAST = add\n"
+     "except ImportError:\n    FAST = None\n\n\ndef count(x):\n    return size(x)\n", {"_k", "add"}),
 ])
 def test_launchers(source, expected):
     assert set(launchers_in(source)) == expected

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+import textwrap
 from typing import Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 from ..knowledge.tips import KERNEL_DECORATORS, handed_on
@@ -78,10 +79,15 @@ def launchers_in(text: str) -> Dict[str, str]:
     kernel_of: Dict[str, str] = {}
     decorators: List[str] = []
     inner: List[str] = []  # the decorators of a method of a module-level class, so far
+    block_unit: Optional[int] = None  # the indentation of a unit defined in a module-level block
     for number, line in enumerate(lines):
         if line[:1] in (" ", "\t"):
             # (a class's kernel methods, `@cute.kernel def kernel(self, ...)`, make the class one)
             stripped = line.lstrip()
+            if (block_unit is not None and stripped and stripped[0] not in "#)]}\"'"
+                    and len(line) - len(stripped) <= block_unit):
+                units[-1] = (units[-1][0], units[-1][1], number)  # (the block's next statement ends it)
+                block_unit = None
             decorator = _DECORATOR.match(stripped)
             method = _UNIT.match(stripped) if decorator is None else None
             if decorator is not None:
@@ -90,11 +96,17 @@ def launchers_in(text: str) -> Dict[str, str]:
                 language = _language(inner, aliases)
                 if language is not None:
                     kernel_of.setdefault(units[-1][0], f"the {language} kernel {units[-1][0]}.{method.group(2)}")
-            elif method is not None and inner and not (units and units[-1][2] < 0):
-                # (a kernel in a module-level block: `if HAVE_TRITON: @triton.jit def _k(...)`)
-                language = _language(inner, aliases)
+            elif method is not None and not (units and units[-1][2] < 0):
+                # a function or class defined in a module-level block (`if HAS_CUSTOM_OP: def
+                # _attention(...)`, `try: ... def launch(...)`): a unit of its own, which ends at
+                # the block's next statement; a kernel there (`if HAVE_TRITON: @triton.jit def _k`)
+                language = _language(inner, aliases) if inner else None
                 if language is not None and method.group(1) == "def":
                     kernel_of.setdefault(method.group(2), f"the {language} kernel {method.group(2)}")
+                units.append((method.group(2), number, -1))
+                block_unit = len(line) - len(stripped)
+                if method.group(1) == "class":
+                    classes.add(method.group(2))
             if decorator is None and stripped and not stripped.startswith("#"):
                 inner = []
             continue
@@ -102,6 +114,7 @@ def launchers_in(text: str) -> Dict[str, str]:
             continue  # (inside a statement, or a comment)
         if units and units[-1][2] < 0:  # (a module-level statement ends the unit before it)
             units[-1] = (units[-1][0], units[-1][1], number)
+            block_unit = None
         decorator = _DECORATOR.match(line)
         if decorator is not None:
             decorators.append(decorator.group(1))
@@ -144,13 +157,19 @@ def launchers_in(text: str) -> Dict[str, str]:
         for at in sorted(candidates):
             name, first, after = units[at]
             if name not in reads:
-                reads[name] = _read_unguarded("\n".join(lines[first:after]))
+                reads[name] = _read_unguarded(_unit_text(lines, first, after))
             read = reads[name].names if reads[name] is not None else set(_WORD.findall("\n".join(lines[first:after])))
             launched = sorted(word for word in read if word in kernel_of and word != name)
             if launched:
                 kernel_of[name] = kernel_of[launched[0]]
     _add_custom_ops(lines, units, kernel_of)
     return kernel_of
+
+
+def _unit_text(lines: List[str], first: int, after: int) -> str:
+    """The text of a unit, without the indentation of the block it stands in."""
+    text = "\n".join(lines[first:after])
+    return textwrap.dedent(text) if text[:1] in (" ", "\t") else text
 
 
 def compiled_operator(chain: str) -> str:
@@ -167,7 +186,7 @@ def _add_compiled_operator_calls(lines: List[str], units: List[Tuple[str, int, i
     for name, first, after in units:
         if name in kernel_of:
             continue
-        source = "\n".join(lines[first:after])
+        source = _unit_text(lines, first, after)
         if "torch.ops." not in source:
             continue
         reads[name] = _read_unguarded(source)
@@ -218,7 +237,8 @@ def _add_custom_ops(lines: List[str], units: List[Tuple[str, int, int]], kernel_
     functions and classes that call one through torch.ops, which launch its kernel too."""
     inside = [False] * len(lines)
     for _, first, after in units:
-        inside[first:after] = [True] * (after - first)
+        if lines[first][:1] not in (" ", "\t"):  # (a block's units stand in the registrations' text)
+            inside[first:after] = [True] * (after - first)
     operators: Dict[str, str] = {}
     block: List[str] = []
     for number, line in enumerate([*lines, ""]):
