@@ -16,7 +16,9 @@ module whose names are known) and its submodules; torch's own namespace adds the
 ``_C/_VariableFunctions.pyi`` stub lists (torch binds them at import).  A function a module binds
 from C by name (``scaled_dot_product_attention = _add_docstr(torch._C._nn.scaled_dot_product_attention,
 ...)``) has the parameters its C module's stub declares, and its keywords are tracked from the first
-release that has it.  A name counts as added in
+release that has it.  The settings of torch's configuration modules (SETTINGS_MODULES) are what
+their source assigns at module level and in its classes (`triton.cudagraphs`), dated from the
+module's first release.  A name counts as added in
 the first release from which every later release has it (a name that comes and goes is left out:
 the reports must not guess).  Names of the oldest release are not listed.
 Output is sorted JSON without timestamps: reruns are byte-identical.
@@ -39,7 +41,9 @@ MODULES = (
     "torch.compiler", "torch.optim", "torch.optim.lr_scheduler", "torch.linalg", "torch.fft", "torch.special",
     "torch.export", "torch.func", "torch.library", "torch.backends", "torch.cpu", "torch.mps", "torch.xpu",
 )
-# functions whose keyword parameters are tracked (module-level defs of the tracked modules)
+# torch's configuration modules, which refuse a setting they do not declare (`torch._inductor.config.
+# fx_graph_cache = True` raises AttributeError "... does not exist" in a torch without it)
+SETTINGS_MODULES = ("torch._inductor.config", "torch._dynamo.config")
 VERSION = re.compile(r"torch-(\d+\.\d+\.\d+)")
 
 
@@ -106,6 +110,35 @@ class Wheel:
                 if origin in self.parameters and here not in self.parameters:
                     self.parameters[here] = self.parameters[origin]
                     changed = True
+
+    def settings(self, module: str) -> Optional[Set[str]]:
+        """The settings a configuration module declares, as its config module names them: each
+        module-level assignment (in its `if`/`try` blocks too), and each of a class's at module
+        level under the class's name (`triton.cudagraphs`); None where the wheel has no such module."""
+        source = self.source_of(module)
+        if source is None:
+            return None
+        found: Set[str] = set()
+
+        def declare(body, prefix: str) -> None:
+            for statement in body:
+                if isinstance(statement, ast.ClassDef):
+                    declare(statement.body, f"{prefix}{statement.name}.")
+                    continue
+                if isinstance(statement, (ast.If, ast.Try)):
+                    for block in (statement.body, statement.orelse, getattr(statement, "finalbody", []),
+                                  *[handler.body for handler in getattr(statement, "handlers", [])]):
+                        declare(block, prefix)
+                    continue
+                targets = (statement.targets if isinstance(statement, ast.Assign)
+                           else [statement.target] if isinstance(statement, ast.AnnAssign) and statement.value else [])
+                for target in targets:
+                    if isinstance(target, ast.Name) and not target.id.startswith("__") and not (
+                            isinstance(statement.value, ast.Lambda)):
+                        found.add(prefix + target.id)
+
+        declare(ast.parse(source).body, "")
+        return found
 
     def names(self, module: str) -> Optional[Set[str]]:
         if self.own.get(module) is None:
@@ -249,6 +282,10 @@ def _resolve(package: str, module: Optional[str], level: int) -> Optional[str]:
     return ".".join(parts + ([module] if module else []))
 
 
+def _module_of(setting: str) -> str:
+    return next(module for module in SETTINGS_MODULES if setting.startswith(module + "."))
+
+
 def main() -> int:
     folder = Path(sys.argv[1])
     releases: Dict[str, Wheel] = {}
@@ -258,6 +295,8 @@ def main() -> int:
     present: Dict[str, Set[str]] = {}  # qualified name -> releases having it
     signatures: Dict[str, Dict[str, Set[str]]] = {}  # function -> release -> its keyword parameters
     bound_from_c: Set[str] = set()
+    declared: Dict[str, Set[str]] = {}  # setting of a configuration module -> releases declaring it
+    settings_since: Dict[str, list] = {}  # configuration module -> releases that have it
     for version in versions:
         wheel = releases[version]
         wheel.read(MODULES)
@@ -272,6 +311,13 @@ def main() -> int:
             if function.rpartition(".")[0] in MODULES:
                 signatures.setdefault(function, {})[version] = parameters
         bound_from_c |= wheel.bound_from_c
+        for module in SETTINGS_MODULES:
+            settings = wheel.settings(module)
+            if settings is None:
+                continue
+            settings_since.setdefault(module, []).append(version)
+            for setting in settings:
+                declared.setdefault(f"{module}.{setting}", set()).add(version)
 
     def added(having: Set[str], among: Optional[list] = None) -> Optional[str]:
         """The first release (of `among`: all by default) from which every later one has it; None:
@@ -302,16 +348,23 @@ def main() -> int:
             version = added(having, since)
             if version:
                 keywords_added.setdefault(function, {})[parameter] = version
+    # a setting is dated from the first release of its module that declares it, where every later
+    # one does (the module's own first release: none)
+    settings_added = {setting: version for setting, having in declared.items()
+                      for version in [added(having, settings_since[_module_of(setting)])] if version}
     data = {
-        "_about": ("First torch release (of those listed) that has each public name of the tracked modules, and each "
-                   "keyword parameter of their functions; generated by scripts/gen_torch_history.py from torch wheels"),
+        "_about": ("First torch release (of those listed) that has each public name of the tracked modules, each "
+                   "keyword parameter of their functions and each setting of its configuration modules; generated "
+                   "by scripts/gen_torch_history.py from torch wheels"),
         "releases": versions,
         "modules": list(MODULES),
         "names": names_added,
         "keywords": keywords_added,
+        "settings": settings_added,
     }
     DATA.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"{len(names_added)} names and {sum(map(len, keywords_added.values()))} keywords added after {versions[0]}")
+    print(f"{len(names_added)} names, {sum(map(len, keywords_added.values()))} keywords and {len(settings_added)} "
+          f"settings added after {versions[0]}")
     return 0
 
 

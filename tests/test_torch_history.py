@@ -250,3 +250,62 @@ def test_a_keyword_of_a_function_bound_from_c_that_the_release_lacks_is_reported
     result = migrate_source(source.encode(), "m.py", options, rules_for(options))
     found = [f for f in result.findings if f.api == "torch.nn.functional.scaled_dot_product_attention(enable_gqa=)"]
     assert len(found) == rows and all(f.rule == "NPU903" and "TypeError" in f.tip for f in found)
+
+
+def test_the_generator_dates_the_settings_of_torchs_configuration_modules(tmp_path, monkeypatch):
+    """A configuration module's settings are its module-level assignments (in its `if`/`try`
+    blocks too) and its classes' (`triton.cudagraphs`), dated from the module's first release: a
+    release before it has no such module, and what its first release declares is not listed."""
+    first = "import os\nmax_autotune = False\nclass triton:\n    cudagraphs = False\n"
+    later = first + "fx_graph_cache = os.environ.get('CACHE') == '1'\nif True:\n    cpp_wrapper: bool = False\n" \
+                    "class triton:\n    cudagraphs = False\n    unique_kernel_names = True\n"
+    _wheel(tmp_path, "1.11.0", {"torch/__init__.py": ""})
+    _wheel(tmp_path, "2.1.0", {"torch/__init__.py": "", "torch/_inductor/config.py": first})
+    _wheel(tmp_path, "2.2.0", {"torch/__init__.py": "", "torch/_inductor/config.py": later,
+                               "torch/_dynamo/config.py": "cache_size_limit = 8\n"})
+    generator = _generator()
+    monkeypatch.setattr(generator, "DATA", tmp_path / "torch_history.json")
+    monkeypatch.setattr(sys, "argv", ["gen_torch_history.py", str(tmp_path)])
+    assert generator.main() == 0
+    made = json.loads((tmp_path / "torch_history.json").read_text())
+    assert made["settings"] == {"torch._inductor.config.fx_graph_cache": "2.2.0",
+                                "torch._inductor.config.cpp_wrapper": "2.2.0",
+                                "torch._inductor.config.triton.unique_kernel_names": "2.2.0"}
+
+
+class TestASettingTheReleasesTorchDoesNotDeclare:
+    """torch's configuration modules (torch._inductor.config, torch._dynamo.config) refuse a
+    setting they do not declare: gpt-fast's module-level `torch._inductor.config.fx_graph_cache =
+    True` raises AttributeError at start under torch 2.1 (the setting came with 2.2)."""
+
+    @staticmethod
+    def _rows(source, version="2.1.0"):
+        result = migrate_source(source.encode(), "generate.py", Options(api=apidata.load(version)))
+        return [(f.start_line, f.api, f.rule) for f in result.findings if f.report == Report.UNSUPPORTED]
+
+    @pytest.mark.parametrize("source, line, setting", [
+        ("import torch\ntorch._inductor.config.coordinate_descent_tuning = True\n"
+         "torch._inductor.config.fx_graph_cache = True\n", 3, "torch._inductor.config.fx_graph_cache"),
+        ("import torch._inductor.config as config\nconfig.fx_graph_cache = True\n", 2,
+         "torch._inductor.config.fx_graph_cache"),
+        ("import torch\nimport torch._dynamo.config\ntorch._dynamo.config.cache_size_limit = 64\n"
+         "torch._dynamo.config.recompile_limit = 64\n", 4, "torch._dynamo.config.recompile_limit"),
+    ])
+    def test_is_reported_where_it_is_set(self, source, line, setting):
+        assert self._rows(source) == [(line, setting, "NPU903")]
+
+    @pytest.mark.parametrize("source", [
+        "import torch\ntorch._inductor.config.fx_graph_cache = True\n",
+    ])
+    def test_a_release_whose_torch_declares_it_reports_nothing(self, source):
+        assert self._rows(source, "2.2.0") == []
+
+    @pytest.mark.parametrize("source", [
+        # asked for first, or the caller's own object named like the module
+        'import torch\nif hasattr(torch._inductor.config, "fx_graph_cache"):\n    torch._inductor.config.fx_graph_cache = True\n',
+        "import torch._inductor.config as config\n\n\ndef build(config):\n    config.fx_graph_cache = True\n",
+        # declared by 2.1's torch
+        "import torch\ntorch._inductor.config.coordinate_descent_tuning = True\ntorch._dynamo.config.cache_size_limit = 8\n",
+    ])
+    def test_what_the_release_declares_or_a_guard_asks_for_has_no_row(self, source):
+        assert self._rows(source) == []

@@ -269,6 +269,14 @@ def torch_added_in(qualified: str, torch_version: str) -> Optional[str]:
     return added if added is not None and version_key(added) > version_key(torch_version) else None
 
 
+def torch_setting_added_in(setting: str, torch_version: str) -> Optional[str]:
+    """The torch release whose configuration module first declares `setting`
+    (`torch._inductor.config.fx_graph_cache`) when that is after `torch_version`, else None: such
+    a module refuses a setting it does not declare (AttributeError "... does not exist")."""
+    added = _torch_history().get("settings", {}).get(setting)
+    return added if added is not None and version_key(added) > version_key(torch_version) else None
+
+
 def torch_keyword_added_in(qualified: str, keyword: str, torch_version: str) -> Optional[str]:
     """The torch release that added the keyword parameter `keyword` of the function `qualified`
     when that is after `torch_version`, else None."""

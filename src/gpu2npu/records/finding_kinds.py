@@ -78,12 +78,15 @@ NO_NPU_KERNEL = _kind(
 NEWER_TORCH = _kind(
     "NPU903", "NewerTorch", "an API or keyword that the torch the release is built for does not have yet", ERROR,
     "Each torch_npu release is built for one torch version (-v). Code written against a newer torch calls "
-    "functions, or passes keywords, that this torch lacks: AttributeError or TypeError at run time. The names "
+    "functions, passes keywords or sets inductor and dynamo settings that this torch lacks: AttributeError or "
+    "TypeError at run time (torch's configuration modules refuse a setting they do not declare). The names "
     "one torch release added at one place are one row.",
     "choose the -v of the project's own torch, or write it with what that torch has.",
     (("import torch\nnorm = torch.nn.RMSNorm(512)\n", "torch.nn.RMSNorm", UNSUPPORTED_CSV),
      ("from torch.distributed.tensor import DTensor, Replicate\nx = DTensor.from_local(t, mesh, [Replicate()])\n",
-      "torch.distributed.tensor.DTensor.from_local, torch.distributed.tensor.Replicate", UNSUPPORTED_CSV)),
+      "torch.distributed.tensor.DTensor.from_local, torch.distributed.tensor.Replicate", UNSUPPORTED_CSV),
+     ("import torch\ntorch._inductor.config.fx_graph_cache = True\n", "torch._inductor.config.fx_graph_cache",
+      UNSUPPORTED_CSV)),
     ("import torch\nnorm = torch.nn.LayerNorm(512)\n",),
 )
 

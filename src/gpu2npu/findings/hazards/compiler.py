@@ -1,17 +1,18 @@
 """torch.compile (NPU905) and inductor settings (NPU928): what the default backend, a mode or a
-setting does depends on the compiler backends the chosen torch_npu release registers."""
+setting does depends on the compiler backends the chosen torch_npu release registers; a setting
+of torch's configuration modules that the release's torch does not declare raises (NPU903)."""
 from __future__ import annotations
 
 import ast
 import re
 from typing import Optional
 
-from ...knowledge.apidata import ApiData
+from ...knowledge.apidata import ApiData, torch_setting_added_in
 from ...records.change import Report
-from ...records.finding_kinds import COMPILE, INDUCTOR_SETTING
+from ...records.finding_kinds import COMPILE, INDUCTOR_SETTING, NEWER_TORCH
 from .view import FileView
 
-TRIGGERS = (b"import compile", b"_inductor")
+TRIGGERS = (b"import compile", b"_inductor", b"_dynamo")
 
 INDUCTOR_SETTING_TIPS = {
     "triton.cudagraphs": "captures CUDA graphs around compiled code; the NPU's graph capture is a separate "
@@ -20,6 +21,8 @@ INDUCTOR_SETTING_TIPS = {
     "max_autotune": "benchmarks Triton/cuBLAS kernel choices",
 }
 _INDUCTOR_CONFIG = "torch._inductor.config."
+# torch's configuration modules: each refuses a setting it does not declare
+_CONFIG_MODULES = (_INDUCTOR_CONFIG, "torch._dynamo.config.")
 _MODEL_WORDS = re.compile(r"model|net|module|encoder|decoder|transformer|unet|vae|policy|backbone|layer", re.I)
 _COMPILE_KEYWORDS = frozenset({"fullgraph", "dynamic", "backend", "mode", "options", "disable"})
 
@@ -114,11 +117,28 @@ class Detector:
         if "torch.compile" in names and not self.view.is_called(node):  # @torch.compile
             self.view.add(node, COMPILE.code, Report.UNSUPPORTED, "torch.compile", compile_tip(self.view.api, None))
             return
-        setting = next((name for name in sorted(names) if name.startswith(_INDUCTOR_CONFIG)), None)
-        if setting is not None:
+        setting = next((name for name in sorted(names) if name.startswith(_CONFIG_MODULES)), None)
+        if setting is not None and self._newer_setting(node, setting):
+            return
+        if setting is not None and setting.startswith(_INDUCTOR_CONFIG):
             # (nothing to do either way: a note in the log, not a row of unsupported_api.csv)
             self.view.add(node, INDUCTOR_SETTING.code, Report.NOTE, setting,
                           inductor_tip(self.view.api, setting[len(_INDUCTOR_CONFIG):]))
+
+    def _newer_setting(self, node: ast.AST, setting: str) -> bool:
+        """A row for a setting that the torch of the release does not declare yet (NPU903): its
+        configuration module raises AttributeError where the line runs, at start for a module-level
+        setting (gpt-fast's `torch._inductor.config.fx_graph_cache = True` under torch 2.1)."""
+        api = self.view.api
+        added = torch_setting_added_in(setting, api.torch_version)
+        if added is None or self.view.release_guarded(node.lineno):
+            return False
+        self.view.add(node, NEWER_TORCH.code, Report.UNSUPPORTED, setting,
+                      f"torch {api.torch_version}, which torch_npu {api.torch_npu_version} is built for, does not "
+                      f"have this setting (torch {added} has): its configuration module raises AttributeError "
+                      "(\"... does not exist\") where the line runs; choose the -v of the project's torch, or drop "
+                      "the setting")
+        return True
 
     def on_call(self, call: ast.Call) -> None:
         if _runs_on_the_npu(self.view.api, call):

@@ -24,6 +24,8 @@ class FileView:
         self.groups = file_scan.groups  # the file's nodes by class
         self.findings: List[Finding] = []
         self._callees = {id(call.func) for call in file_scan.calls}
+        # code that runs only where the torch release has what it needs (FileScan.release_guarded)
+        self.release_guarded = file_scan.release_guarded
         self._qualified: Dict[int, Set[str]] = {}
         self._package_tests: Optional[PackageTests] = None
 
