@@ -542,12 +542,26 @@ PLATFORM_LABEL_SOURCES = [
     'import torch\ndef pick():\n    if nvidia_present():\n        return "cuda"\n    return "metal"\nuse = pick() == "cuda"\n',
     # a platform's build cut from a label that is elsewhere compared with a build
     'import torch\nif line == "cuda12":\n    pass\nmajor = int(line.removeprefix("cuda"))\nok = line.startswith("cuda")\n',
+    # ... or set from such a holder, an entry read by its key, a loop over builds: the length of
+    # its prefix goes with it
+    'import torch\ndef line_for(version):\n    return "cuda12" if version < 13 else "cuda13"\n'
+    'runtime_line = line_for(v)\nline = artifact.runtime_line\nok = line.startswith("cuda") and line[len("cuda"):].isdigit()\n',
+    'import torch\nif artifact.runtime_line == "cuda12":\n    pass\nrecorded = marker.get("runtime_line")\n'
+    'fresh = recorded.startswith("cuda")\n',
+    'import torch\nfor line in ("cuda13", "cuda12"):\n    if line.startswith("cuda"):\n        print(line)\n',
     # chosen instead of another platform
     'import torch\ntarget = Target(device=dev, backend="rocm" if is_rocm else "cuda")\n',
     # a default beside its choices, or annotated with them
     'import torch\nKERNEL = env_with_choices("KERNEL", "cuda", ["cuda", "triton"])\n',
     'import torch\nfrom typing import Literal\nKERNEL: Literal["cuda", "triton"] = "cuda"\n',
 ]
+# the name of a variable in code that the file parses (torch's version module's `cuda = "12.1"`)
+PYTHON_NAME_SOURCES = [
+    'import ast\nimport torch\nfor statement in tree.body:\n    target = statement.targets[0]\n'
+    '    if isinstance(target, ast.Name) and target.id == "cuda":\n        version = ast.literal_eval(statement.value)\n',
+    'from ast import parse, walk, Attribute\nimport torch\nuses = [n for n in walk(parse(text)) if isinstance(n, Attribute) and n.attr == "cuda"]\n',
+]
+NO_DEVICE_SOURCES += PYTHON_NAME_SOURCES
 # "cuda" glued to letters into a longer name (a profiler's sort key, an attribute's name): renamed,
 # the name is one that nothing defines
 LONGER_NAME_SOURCES = [
@@ -595,6 +609,48 @@ def test_rng_states_under_cuda_stay_beside_a_table_of_devices(data):
     assert output.count('"cuda"') == data.count('"cuda"') and '{"npu": "GPU"' in output
 
 
+class TestADeviceTablesCudaOnlyEntry:
+    """A table looked up by the device type whose "cuda" entry holds what CUDA alone has (torch
+    profiler's CUDA activity, a CUDA-only kernel library, a profiler kind beside "proton"): under
+    "npu" the NPU would get CUDA's activities, where it found no entry and said so.  The key stays,
+    reported; entries that go with the device (a backend, a device, a torch.cuda function, a
+    display name) are renamed with it."""
+
+    @pytest.mark.parametrize("source", [
+        'import torch\nACTIVITIES = {"cpu": ("CPU",), "cuda": ("CPU", "CUDA"), "xpu": ("CPU", "XPU")}\n'
+        'def activities(device_type):\n    return ACTIVITIES[device_type]\n',
+        'import torch\nKINDS = {"cpu": frozenset(("torch",)), "cuda": frozenset(("torch", "cuda", "proton"))}\n'
+        'kinds = KINDS[current_platform.device_type]\n',
+        'import torch\nfrom torch.profiler import ProfilerActivity\n'
+        'ACTS = {"cpu": [ProfilerActivity.CPU], "cuda": [ProfilerActivity.CPU, ProfilerActivity.CUDA]}\n'
+        'acts = ACTS[x.device.type]\n',
+        'import torch\nGEMM = {"cuda": "cutlass", "cpu": "mkl"}\nlibrary = GEMM.get(args.device)\n',
+    ])
+    def test_stays_reported(self, source):
+        output, result = migrate(source)
+        assert '"cuda":' in output and not [c for c in result.changes if c.rule == "NPU103"], result.changes
+        assert [f.api for f in result.findings if f.api.startswith("{'cuda': ...}")] == [
+            "{'cuda': ...} (a device table's entry)"]
+
+    def test_a_table_of_platforms_beside_one_of_devices_has_no_row(self):
+        source = ('import torch\nINSTALL = {"rocm": "rocm", "cuda": "cuda", "xpu": "vulkan"}\n'
+                  'names = NAMES[x.device.type]\n')
+        output, result = migrate(source)
+        assert output.count('"cuda"') == 2 and not [f for f in result.findings if "device table" in f.api]
+
+    @pytest.mark.parametrize("source, expected", [
+        ('import torch\nBACKENDS = {"cuda": "nccl", "cpu": "gloo"}\nbackend = BACKENDS[x.device.type]\n',
+         '{"npu": "hccl", "cpu": "gloo"}'),
+        ('import torch\nNAMES = {"cuda": "GPU", "cpu": "CPU"}\nlabel = NAMES.get(args.device)\n', '{"npu": "GPU"'),
+        ('import torch\nSEEDS = {"cuda": torch.cuda.manual_seed}\nSEEDS.get(torch_device)(0)\n', '{"npu": torch_npu'),
+        ('import torch\nPLACES = {"cuda": ("cuda", "cpu"), "tpu": ("cpu",)}\nplaces = PLACES[x.device.type]\n',
+         '{"npu": ("npu", "cpu")'),
+    ])
+    def test_an_entry_that_goes_with_the_device_is_renamed(self, source, expected):
+        output, _ = migrate(source)
+        assert expected in output
+
+
 @pytest.mark.parametrize("source, expected", [
     # the values of a map_location dict are devices (its keys: test_a_checkpoints_recorded_locations_stay)
     ('import torch\nckpt = torch.load(p, map_location={"cuda:0": f"cuda:{rank}"})\n', '{"cuda:0": f"npu:{rank}"}'),
@@ -618,6 +674,11 @@ def test_rng_states_under_cuda_stay_beside_a_table_of_devices(data):
     ('import torch\nfrom .accelerators import CUDAAccelerator\ndef choose():\n    if CUDAAccelerator.is_available():\n'
      '        pass\n    else:\n        return "cuda"\n', 'return "npu"'),
     ('import torch\nif device.startswith("cuda:"):\n    torch.cuda.set_device(device)\n', 'device.startswith("npu:")'),
+    ('import torch\nif device.startswith("cuda:"):\n    index = int(device[len("cuda:"):])\n', 'device[len("npu:"):]'),
+    # an attribute named like a syntax tree's field, in a file that reads none
+    ('import torch\nif device.id == "cuda":\n    x = x.cuda()\n', 'device.id == "npu"'),
+    # a holder compared with a build elsewhere: its own device tests stay devices' where it holds a device
+    ('import torch\nif line == "cuda12":\n    pass\nok = str(x.device).startswith("cuda")\n', 'startswith("npu")'),
     # cut from a device's text where nothing handles the NPU: "npu:0" must lose its prefix as "cuda:0" did
     ('import torch\nindex = int(str(device).replace("cuda:", ""))\n', 'replace("npu:", "")'),
     ('import torch\ndef parse(d):\n    for remove in "cuda:", "(", ")":\n        d = d.replace(remove, "")\n    return d\n',
@@ -889,12 +950,24 @@ class TestAMethodsNameHandedToGetattr:
                             "y = move(t, 'cuda')\n")
         assert "move(t, 'npu')" in output
 
+    @pytest.mark.parametrize("source", [
+        # a function that only reads an attribute by the name it is given (vLLM reads torch's
+        # version module from its file, without importing torch): "cuda" is CUDA's version there
+        "import torch, importlib\n\ndef version_attr(attr):\n    module = importlib.util.module_from_spec(spec)\n"
+        "    return getattr(module, attr, None)\n\ndef cuda_version():\n    return version_attr('cuda')\n",
+        "import torch\n\ndef option(args, name):\n    return getattr(args, name, False)\n\nuse_gpu = option(args, 'cuda')\n",
+    ])
+    def test_a_name_only_read_with_is_no_method(self, source):
+        output, result = migrate(source)
+        assert "'cuda'" in output and not [c for c in result.changes if c.rule == "NPU103"], result.changes
+
 
 class TestAnAttributesNameOfATorchModule:
     """"cuda" handed to getattr/hasattr with one of torch's modules below torch (`torch.version`,
     `torch.backends`) names CUDA's attribute there, no device: torch_npu adds no "npu" beside it,
-    so renamed, the code would read an attribute no release has.  The name of a tensor's or a
-    module's method, or of torch's own module torch.cuda, goes with the device."""
+    so renamed, the code would read an attribute no release has; so does a getattr of another
+    object whose value is only read.  The name of a method the file calls, or of torch's own
+    module torch.cuda, goes with the device."""
 
     @pytest.mark.parametrize("source", [
         'import torch\ncuda_version = getattr(torch.version, "cuda", None)\n',
@@ -909,8 +982,22 @@ class TestAnAttributesNameOfATorchModule:
         output, result = migrate(source)
         assert '"cuda"' in output and not [c for c in result.changes if "'cuda'" in c.message]
 
+    @pytest.mark.parametrize("source", [
+        # another object's attribute, read and not called: an option's flag (`--cuda`), the CUDA
+        # version of a version module loaded by hand; "npu" there reads what nothing sets
+        'import torch\nuse_gpu = getattr(args, "cuda", False)\nif use_gpu:\n    print(args.cuda)\n',
+        'import torch\nmodule = load_version_module()\ncuda_version = getattr(module, "cuda", None)\n',
+        'import torch\nmove = getattr(tensor, "cuda")\n',
+    ])
+    def test_another_objects_value_stays(self, source):
+        output, result = migrate(source)
+        assert '"cuda"' in output and not [c for c in result.changes if "'cuda'" in c.message], result.changes
+
     @pytest.mark.parametrize("source, expected", [
-        ('import torch\nmove = getattr(tensor, "cuda")\n', 'getattr(tensor, "npu")'),
+        ('import torch\nmove = getattr(tensor, "cuda")\ny = move()\n', 'getattr(tensor, "npu")'),
+        ('import torch\ny = getattr(batch, "cuda")(non_blocking=True)\n', 'getattr(batch, "npu")'),
+        ('import torch\n\ndef load():\n    torch = import_torch()\n    return getattr(torch, "cuda", None)\n',
+         'getattr(torch, "npu", None)'),
         ('import torch\nmodule = getattr(torch, "cuda")\n', 'getattr(torch, "npu")'),
         ('import torch\noriginal = getattr(torch.Tensor, "cuda", None)\n', 'getattr(torch.Tensor, "npu", None)'),
     ])

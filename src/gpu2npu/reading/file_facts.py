@@ -77,6 +77,11 @@ class FileFacts:
     # (`backend == "rocm"`, `kind in ("cuda", "vulkan")`), given one (`backend = "metal"`), or
     # returning one (a function, as "name()"); their "cuda" is CUDA the platform, no torch device
     label_holders: FrozenSet[str] = frozenset()
+    # as attribute_parameters, for the parameters a getattr only reads with (`def version(attr):
+    # return getattr(module, attr, None)`): what is handed to them names a value, no method
+    read_attribute_parameters: FrozenSet[tuple] = frozenset()
+    # the plain names the file calls (`move()`): a method looked up into one of them is called
+    called_names: FrozenSet[str] = frozenset()
 
 
 def mapping_text(code: str) -> str:
@@ -157,6 +162,14 @@ class FactsOfScan:
     @property
     def label_holders(self) -> FrozenSet[str]:
         return self._read().label_holders
+
+    @property
+    def read_attribute_parameters(self) -> FrozenSet[tuple]:
+        return self._read().read_attribute_parameters
+
+    @property
+    def called_names(self) -> FrozenSet[str]:
+        return self._read().called_names
 
     @property
     def keyword_arguments(self) -> Dict[str, Tuple[Tuple[str, FrozenSet[str]], ...]]:
@@ -316,12 +329,14 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
                         for target in node.targets if isinstance(target, ast.Name))
     sized = frozenset(node.name for node in groups.get(ast.ClassDef, ()) if _len_written(node, numbers))
     labels = [found for found in map(_label_option, file_scan.calls) if found is not None]
-    return FileFacts(looks_up, foreign_backends(file_scan), named_keys, sized, numbers, _attribute_parameters(file_scan),
+    methods, values = _attribute_parameters(file_scan)
+    return FileFacts(looks_up, foreign_backends(file_scan), named_keys, sized, numbers, methods,
                      _reads_cuda_only_properties(file_scan),
                      {name: tuple(sorted(set(uses), key=lambda use: (use[0], sorted(use[1]))))
                       for name, uses in keyword_arguments.items()},
                      frozenset(name for names in labels for name in names), _rng_state_mappings(file_scan), triton,
-                     _label_holders(file_scan))
+                     _label_holders(file_scan), values,
+                     frozenset(call.func.id for call in file_scan.calls if isinstance(call.func, ast.Name)))
 
 
 def holder_key(node: ast.AST) -> Optional[str]:
@@ -331,9 +346,14 @@ def holder_key(node: ast.AST) -> Optional[str]:
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
             and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
         return node.args[1].value
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        return node.args[0].value  # (a mapping's entry by its key: `marker.get("runtime_line")`)
     if isinstance(node, ast.Call):
         name = last_name(node.func)
         return f"{name}()" if name else None
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.slice.value  # (`marker["runtime_line"]`)
     return last_name(node)
 
 
@@ -367,10 +387,23 @@ def _label_holders(file_scan: "FileScan") -> FrozenSet[str]:
         if _labels_in(node.value):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             found.update(key for key in map(holder_key, targets) if key)
+    for node in file_scan.groups.get(ast.For, ()):  # (`for line in ("cuda13", "cuda12")`)
+        if _labels_in(node.iter, collections=True):
+            found.update(key for key in [holder_key(node.target)] if key)
     for function in file_scan.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef):
         if any(isinstance(inner, ast.Return) and _labels_in(inner.value) for inner in ast.walk(function)):
             found.add(f"{function.name}()")
-    return frozenset(key for key in found if not any(word in key.lower() for word in _DEVICE_HOLDER_WORDS))
+    found = {key for key in found if not any(word in key.lower() for word in _DEVICE_HOLDER_WORDS)}
+    # and what the file sets from them (`line = artifact.runtime_line`, `preferred =
+    # runtime_line_for(version)`), a few steps on
+    copies = [(node.targets, node.value) for node in file_scan.groups.get(ast.Assign, ())]
+    for _ in range(3):
+        more = {key for targets, value in copies if holder_key(value) in found for key in map(holder_key, targets)
+                if key and key not in found and not any(word in key.lower() for word in _DEVICE_HOLDER_WORDS)}
+        if not more:
+            break
+        found |= more
+    return frozenset(found)
 
 
 def option_destination(flags) -> Optional[str]:
@@ -449,19 +482,26 @@ def _reads_cuda_only_properties(file_scan: "FileScan") -> bool:
 _ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "setattr", "hasattr", "delattr"})
 
 
-def _attribute_parameters(file_scan: "FileScan") -> FrozenSet[tuple]:
-    """The parameters that the file's functions hand to getattr (setattr, hasattr) as the name."""
-    names = [call.args[1] for call in file_scan.calls if isinstance(call.func, ast.Name)
-             and call.func.id in _ATTRIBUTE_FUNCTIONS and len(call.args) > 1 and isinstance(call.args[1], ast.Name)]
-    if not names:
-        return frozenset()
+def _attribute_parameters(file_scan: "FileScan") -> Tuple[FrozenSet[tuple], FrozenSet[tuple]]:
+    """The parameters that the file's functions hand to getattr (setattr, hasattr, delattr) as the
+    name, as (function name, positional index without self/cls) and (function name, parameter
+    name): (those that name a method: handed to setattr, hasattr, delattr, or to a getattr whose
+    value is called, `getattr(v, fn)()`; those only read with: `return getattr(module, attr, None)`,
+    which may read anything, a version module's `cuda`, an option's flag)."""
+    called = {id(call.func) for call in file_scan.calls if isinstance(call.func, ast.Call)}
+    lookups = [call for call in file_scan.calls if isinstance(call.func, ast.Name)
+               and call.func.id in _ATTRIBUTE_FUNCTIONS and len(call.args) > 1 and isinstance(call.args[1], ast.Name)]
+    if not lookups:
+        return frozenset(), frozenset()
     functions = file_scan.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef)
-    found = set()
-    for name in names:
+    methods, values = set(), set()
+    for call in lookups:
+        name = call.args[1]
         around = [f for f in functions if f.lineno <= name.lineno <= (f.end_lineno or f.lineno)]
         if not around:
             continue
         function = max(around, key=lambda f: f.lineno)  # the innermost
+        found = values if call.func.id == "getattr" and id(call) not in called else methods
         parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
         if parameters and parameters[0] in ("self", "cls"):
             parameters = parameters[1:]
@@ -470,7 +510,7 @@ def _attribute_parameters(file_scan: "FileScan") -> FrozenSet[tuple]:
             found.add((function.name, name.id))
         elif name.id in (a.arg for a in function.args.kwonlyargs):
             found.add((function.name, name.id))
-    return frozenset(found)
+    return frozenset(methods), frozenset(values - methods)
 
 
 def _len_written(node: ast.ClassDef, numbers: FrozenSet[str]) -> bool:

@@ -9,7 +9,8 @@ from libcst.metadata import PositionProvider
 from ..records.change import Report
 from .base import Example, Rule
 from .device_tests import DeviceTypeTests, is_device_test
-from .names import (DEVICE_STRING, DocstringTracker, an_attribute_name, cuda_switch_of, cuda_switch_tip, framework_option, names_a_method,
+from .names import (DEVICE_STRING, DocstringTracker, an_attribute_name, cuda_only_table_entry, cuda_switch_of, cuda_switch_tip,
+                    framework_option, names_a_method,
                     not_a_device, of_a_properties_query_left, string_text, with_string_text)
 from .walk import ParentNodeProvider
 
@@ -98,7 +99,12 @@ class CudaDeviceStrings(DocstringTracker, Rule):
             self.record(original_node, f"change tensor type {text!r} to {new_text!r}")
             self.context.needs_torch_npu = True
             return with_string_text(updated_node, new_text)
-        if text is None or not DEVICE_STRING.match(text) or not_a_device(self, original_node):
+        if text is None or not DEVICE_STRING.match(text):
+            return updated_node
+        if cuda_only_table_entry(self, original_node):
+            self.report(original_node, Report.UNSUPPORTED, f"{{{text!r}: ...}} (a device table's entry)", _CUDA_ENTRY_TIP)
+            return updated_node
+        if not_a_device(self, original_node):
             return updated_node
         if of_a_properties_query_left(self, original_node):
             return updated_node  # (the query's own row says why)
@@ -167,6 +173,12 @@ class CudaDeviceStrings(DocstringTracker, Rule):
         self.record(original_node, f"change device string f{text!r} to f{new_text!r}", kind=_kind_of(self, original_node))
         self.context.needs_torch_npu = True
         return updated_node.with_changes(parts=(updated_node.parts[0].with_changes(value=new_text),))
+
+
+_CUDA_ENTRY_TIP = ("an entry of a table looked up by the device type that holds what CUDA alone has (torch "
+                   "profiler's CUDA activity, a CUDA-only kernel library, CUDA's own labels): left under \"cuda\", "
+                   "so the NPU finds no entry, as before; add an \"npu\" entry with the NPU's own values "
+                   "(torch_npu.profiler.ProfilerActivity.NPU for the profiler's activities)")
 
 
 def _kind_of(rule: Rule, node: cst.CSTNode):

@@ -269,7 +269,9 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
             return True
         facts = file_facts(rule, node)
         if facts.looks_up_by_device:
-            return False  # a table of devices: its keys go with the device
+            # a table of devices: its keys go with the device, unless the entry is CUDA's own
+            # (cuda_only_table_entry)
+            return _keeps_naming_cuda(rule, parent.value)
         if facts.device_named_keys:
             return True  # the file reads or writes data under "cuda": this mapping holds such data
         # else a table of devices where its entry goes with the device (a backend, a device, a
@@ -283,7 +285,7 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
             return any(isinstance(element.slice, cst.Index) and _a_platform_label(element.slice.value)
                        for element in subscript.slice)
         return not _looks_up_by_device(rule, node)
-    if _compared_with_tritons_backend(rule, node, parent, parent_of):
+    if _compared_with_tritons_backend(rule, node, parent, parent_of) or _compared_with_a_python_name(rule, node, parent, parent_of):
         return True
     if isinstance(parent, cst.Comparison) and parent.left is node and len(parent.comparisons) == 1 and isinstance(
             parent.comparisons[0].operator, (cst.In, cst.NotIn)):
@@ -309,10 +311,18 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
                 # properties=CUDAProperties(...))`): that package's own word for its CUDA build,
                 # which has no NPU one (its rows say so); "npu" there it refuses or misreads
                 return True
-            if an_attribute_name(rule, node) and _a_torch_submodule(rule, call.args[0].value):
+            attribute_function = an_attribute_name(rule, node)
+            if attribute_function and _a_torch_submodule(rule, call.args[0].value):
                 # an attribute's name, no device: `getattr(torch.version, "cuda", None)` reads CUDA's
                 # version (None on the NPU machine), `hasattr(torch.backends, "cuda")` a backend
                 # module; torch_npu adds no "npu" to either
+                return True
+            if ((attribute_function == "getattr" and not _torch_module_or_method(rule, call, parent_of))
+                    or _names_an_attributes_value(rule, node)):
+                # `getattr(args, "cuda")`, `getattr(version_module, "cuda", None)` (here or in a
+                # function of the file it is handed to): a value some object holds (an option's
+                # flag, the CUDA version of a module loaded by hand), neither torch's module
+                # torch.cuda nor a method called: "npu" there reads what nothing sets
                 return True
     if (isinstance(node, cst.SimpleString) and string_text(node) == "cuda:" and _cut_from_text(rule, parent)
             and _function_handles_npu(rule, node)):
@@ -402,6 +412,25 @@ def _compared_with_tritons_backend(rule, node: cst.CSTNode, parent, parent_of) -
     return name in backends
 
 
+# The fields of Python's syntax tree nodes that hold a name written in the code: a Name's id, an
+# Attribute's attr, an argument's arg.
+_SYNTAX_NAME_FIELDS = frozenset({"id", "attr", "arg"})
+
+
+def _compared_with_a_python_name(rule, node: cst.CSTNode, parent, parent_of) -> bool:
+    """`target.id == "cuda"` in a file that reads Python's syntax tree (`import ast`): the name of
+    a variable in some code it parses (torch's version module's `cuda = "12.1"`), no device."""
+    if isinstance(parent, cst.ComparisonTarget):
+        parent = parent_of(parent)
+    if not isinstance(parent, cst.Comparison) or len(parent.comparisons) != 1:
+        return False
+    other = parent.comparisons[0].comparator if parent.left is node else parent.left
+    if not (isinstance(other, cst.Attribute) and other.attr.value in _SYNTAX_NAME_FIELDS):
+        return False
+    aliases = getattr(rule, "import_aliases", None) or {}
+    return any(name == "ast" or name.startswith("ast.") for names in aliases.values() for name in names)
+
+
 def _own_packages(visitor) -> frozenset:
     """The CUDA-only packages the file loads from the project's own code (a rule's, from its
     context; the guard analysis keeps them as `own`)."""
@@ -449,6 +478,41 @@ def _a_platform_label(node: Optional[cst.CSTNode]) -> bool:
     return isinstance(node, cst.SimpleString) and is_platform_label(string_text(node))
 
 
+def cuda_only_table_entry(rule, node: cst.CSTNode) -> bool:
+    """Whether the string `node` is the "cuda" key of a table the file looks up by a device whose
+    entry is CUDA's own (`{"cpu": ("CPU",), "cuda": ("CPU", "CUDA")}`, profiler activities):
+    under "npu" it would hand the NPU what only CUDA has, where the table lacked the NPU's entry
+    and said so.  `rule` declares ParentNodeProvider."""
+    def parent_of(child):
+        return rule.get_metadata(ParentNodeProvider, child, None)
+
+    parent = parent_of(node)
+    return (isinstance(parent, cst.DictElement) and parent.key is node and file_facts(rule, node).looks_up_by_device
+            # (not a table of platforms, nor a checkpoint's RNG states: no device there at all)
+            and not _beside_platform_labels_in_a_dict(node, parent, parent_of)
+            and not _holds_rng_states(rule, node, parent, parent_of)
+            and _keeps_naming_cuda(rule, parent.value))
+
+
+def _keeps_naming_cuda(rule, value: cst.BaseExpression) -> bool:
+    """Whether `value` names CUDA in what the migration leaves as written: torch's CUDA member of
+    an enumeration (`ProfilerActivity.CUDA`) or its name ("CUDA"), a CUDA-only implementation's
+    label ("cutlass"), or a "cuda" that stands where no device goes (a profiler kind beside
+    "proton")."""
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.Attribute) and node.attr.value == "CUDA":
+            return True
+        if isinstance(node, cst.SimpleString):
+            text = string_text(node)
+            if text == "CUDA" or text in CUDA_ONLY_IMPLEMENTATIONS or (
+                    text is not None and DEVICE_STRING.match(text) is not None and not_a_device(rule, node)):
+                return True
+        pending.extend(node.children)
+    return False
+
+
 def _beside_platform_labels_in_a_dict(node: cst.CSTNode, entry: cst.DictElement, parent_of) -> bool:
     """Whether the dict that the key or value `node` is in has a platform's label in the same place
     (`{"rocm": "rocm", "cuda": "cuda", "xpu": "vulkan"}`): a table of platforms, not of devices."""
@@ -470,11 +534,17 @@ def _holder_key(expression: cst.BaseExpression) -> Optional[str]:
     if (isinstance(expression, cst.Call) and isinstance(expression.func, cst.Name) and expression.func.value == "getattr"
             and len(expression.args) > 1 and isinstance(expression.args[1].value, cst.SimpleString)):
         return string_text(expression.args[1].value)  # (an attribute by its name)
+    if (isinstance(expression, cst.Call) and isinstance(expression.func, cst.Attribute) and expression.func.attr.value == "get"
+            and expression.args and isinstance(expression.args[0].value, cst.SimpleString)):
+        return string_text(expression.args[0].value)  # (a mapping's entry by its key)
     if isinstance(expression, cst.Call):
         name = (dotted_name(expression.func) or "").rsplit(".", 1)[-1]
         return f"{name}()" if name else None
     if isinstance(expression, cst.Attribute):
         return expression.attr.value
+    if (isinstance(expression, cst.Subscript) and len(expression.slice) == 1 and isinstance(expression.slice[0].slice, cst.Index)
+            and isinstance(expression.slice[0].slice.value, cst.SimpleString)):
+        return string_text(expression.slice[0].slice.value)
     return expression.value if isinstance(expression, cst.Name) else None
 
 
@@ -524,9 +594,23 @@ def _held_with_platform_labels(rule, node: cst.CSTNode, parent, parent_of) -> bo
         if isinstance(call, cst.Call) and place.value is node and any(
                 _offered_beside_platform_labels(node, other.value) for other in call.args if other is not place):
             return True  # (a default beside its choices: `env_with_choices("KERNEL", "cuda", ["cuda", "triton"])`)
-        return (place.keyword is None and isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-                and call.func.attr.value in _TEXT_METHODS and held(call.func.value))
+        if (place.keyword is None and isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                and call.func.attr.value in _TEXT_METHODS and held(call.func.value)):
+            return True
+        # the length of a label's prefix, cut from a holder of labels: `line[len("cuda"):]`
+        return (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "len"
+                and (lambda cut: isinstance(cut, cst.Subscript) and held(cut.value))(_subscript_around(call, parent_of)))
     return False
+
+
+def _subscript_around(node: cst.CSTNode, parent_of) -> Optional[cst.Subscript]:
+    """The subscript whose slice bound `node` is (`text[len("cuda"):]`), or None."""
+    place = parent_of(node)
+    if not isinstance(place, cst.Slice):
+        return None
+    element = parent_of(place)
+    subscript = parent_of(element) if isinstance(element, cst.SubscriptElement) else None
+    return subscript if isinstance(subscript, cst.Subscript) else None
 
 
 # Python's functions that take an object and the name of one of its attributes
@@ -564,6 +648,24 @@ def _a_torch_submodule(rule, expression: cst.BaseExpression) -> bool:
             and _spells_torch(expression.value))
 
 
+def _torch_module_or_method(rule, lookup: cst.Call, parent_of) -> bool:
+    """Whether the getattr call `lookup` reads torch's or a torch object's attribute (`getattr(torch,
+    "cuda")`, `getattr(torch.Tensor, "cuda")`, `_torch = load(); getattr(_torch, "cuda")`) or a
+    method that the file calls (`getattr(batch, "cuda")()`, `move = getattr(batch, "cuda")` and
+    `move()`)."""
+    outer = parent_of(lookup)
+    if isinstance(outer, cst.Call) and outer.func is lookup:
+        return True
+    if (isinstance(outer, cst.Assign) and len(outer.targets) == 1 and isinstance(outer.targets[0].target, cst.Name)
+            and outer.targets[0].target.value in file_facts(rule, lookup).called_names):
+        return True  # `move = getattr(tensor, "cuda")`, then `move()`
+    target = lookup.args[0].value
+    while isinstance(target, cst.Attribute):
+        target = target.value
+    return _spells_torch(target) or any(name == "torch" or name.startswith("torch.")
+                                        for name in qualified_names(rule, lookup.args[0].value))
+
+
 # The modules of torch (_NO_NPU_TWIN) by their name in torch.
 _TWINLESS_MODULES = frozenset(module.split(".", 1)[1] for module in _NO_NPU_TWIN)
 
@@ -576,17 +678,28 @@ def _spells_torch(expression: cst.BaseExpression) -> bool:
 
 def names_a_method(rule, node: cst.CSTNode) -> bool:
     """Whether the string `node` is handed to a parameter that its function (in this file) uses as
-    an attribute's name: `self._apply("cuda")` with `def _apply(self, fn): getattr(v, fn)()` calls
+    a method's name: `self._apply("cuda")` with `def _apply(self, fn): getattr(v, fn)()` calls
     a method named cuda, of whatever `v` is (a tensor, a module, a class of the project's).
     `rule` declares ParentNodeProvider."""
+    return _handed_to_one_of(rule, node, file_facts(rule, node).attribute_parameters)
+
+
+def _names_an_attributes_value(rule, node: cst.CSTNode) -> bool:
+    """Whether the string `node` is handed to a parameter that its function (in this file) only
+    reads an attribute by (`def version(attr): return getattr(module, attr, None)`)."""
+    return _handed_to_one_of(rule, node, file_facts(rule, node).read_attribute_parameters)
+
+
+def _handed_to_one_of(rule, node: cst.CSTNode, parameters) -> bool:
+    """Whether the string `node` is an argument given to one of `parameters` ((function name,
+    positional index) or (function name, parameter name))."""
+    if not parameters:
+        return False
     parent = rule.get_metadata(ParentNodeProvider, node, None)
     if not isinstance(parent, cst.Arg):
         return False
     call = rule.get_metadata(ParentNodeProvider, parent, None)
     if not isinstance(call, cst.Call):
-        return False
-    parameters = file_facts(rule, node).attribute_parameters
-    if not parameters:
         return False
     callee = call.func
     last = callee.attr.value if isinstance(callee, cst.Attribute) else callee.value if isinstance(callee, cst.Name) else None
