@@ -977,19 +977,13 @@ class TestAnAttributesNameOfATorchModule:
         'import torch\n\ndef gpus(torch):\n    return {"cuda": getattr(torch.version, "cuda", None)}\n',
         'import torch\ntag = getattr(getattr(torch, "version", None), "cuda", None)\n',
         'import torch\n\nclass Probe:\n    def built(self):\n        return hasattr(self.torch.backends, "cuda")\n',
-    ])
-    def test_stays(self, source):
-        output, result = migrate(source)
-        assert '"cuda"' in output and not [c for c in result.changes if "'cuda'" in c.message]
-
-    @pytest.mark.parametrize("source", [
         # another object's attribute, read and not called: an option's flag (`--cuda`), the CUDA
         # version of a version module loaded by hand; "npu" there reads what nothing sets
         'import torch\nuse_gpu = getattr(args, "cuda", False)\nif use_gpu:\n    print(args.cuda)\n',
         'import torch\nmodule = load_version_module()\ncuda_version = getattr(module, "cuda", None)\n',
         'import torch\nmove = getattr(tensor, "cuda")\n',
     ])
-    def test_another_objects_value_stays(self, source):
+    def test_stays(self, source):
         output, result = migrate(source)
         assert '"cuda"' in output and not [c for c in result.changes if "'cuda'" in c.message], result.changes
 
