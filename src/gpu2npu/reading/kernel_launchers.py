@@ -2,7 +2,7 @@
 
 A kernel written in a GPU kernel language (`@triton.jit def _add_kernel`, `@cute.kernel`) is
 compiled for CUDA, and so runs only there; a module-level function or class of the same module
-that launches one, itself or through another such function or class (`def add(x, y):
+(or one defined in a module-level block: `if HAS_CUSTOM_OP: def _attention(...)`) that launches one, itself or through another such function or class (`def add(x, y):
 _add_kernel[grid](x, y, out)`, an autograd Function whose forward does), runs it too.  A device
 test around a call of one guards CUDA-only code (rules/device_guards.py): migrated, the NPU would
 take the kernel's branch where the torch code beside it ran.
@@ -13,7 +13,8 @@ not make its function a launcher: that function chooses, and runs on the NPU.
 Read from a module's text, the same way for the file being migrated (device_guards) and for every
 file of the project before any is migrated (`project_launchers`), so that `from .kernels import
 add` is known where it is called.  The text is cut at the lines that start a module-level
-statement; only a function or class whose text names a kernel (or another launcher) is parsed.
+statement, and a block's function or class at its block's next statement; only a function or
+class whose text names a kernel (or another launcher) is parsed.
 """
 from __future__ import annotations
 

@@ -285,7 +285,8 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
             return any(isinstance(element.slice, cst.Index) and _a_platform_label(element.slice.value)
                        for element in subscript.slice)
         return not _looks_up_by_device(rule, node)
-    if _compared_with_tritons_backend(rule, node, parent, parent_of) or _compared_with_a_python_name(rule, node, parent, parent_of):
+    if (_compared_with_tritons_backend(rule, node, parent, parent_of)
+            or _compared_with_a_python_name(rule, node, parent, parent_of)):
         return True
     if isinstance(parent, cst.Comparison) and parent.left is node and len(parent.comparisons) == 1 and isinstance(
             parent.comparisons[0].operator, (cst.In, cst.NotIn)):
@@ -598,8 +599,9 @@ def _held_with_platform_labels(rule, node: cst.CSTNode, parent, parent_of) -> bo
                 and call.func.attr.value in _TEXT_METHODS and held(call.func.value)):
             return True
         # the length of a label's prefix, cut from a holder of labels: `line[len("cuda"):]`
-        return (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "len"
-                and (lambda cut: isinstance(cut, cst.Subscript) and held(cut.value))(_subscript_around(call, parent_of)))
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "len":
+            cut = _subscript_around(call, parent_of)
+            return cut is not None and held(cut.value)
     return False
 
 
