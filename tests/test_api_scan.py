@@ -385,12 +385,14 @@ class TestTorchsDeviceNeutralPrivateCode:
         ("patterns = torch._inductor.pattern_matcher.PatternMatcherPass()", "torch._inductor.pattern_matcher.PatternMatcherPass"),
         ("in_backward = torch._C._current_graph_task_id() != -1", "torch._C._current_graph_task_id"),
         ("device, dtype, blocking, fmt = torch._C._nn._parse_to(*args, **kwargs)", "torch._C._nn._parse_to"),
+        # inductor's settings, patched (a setting itself is NPU928's note, or NPU903's row)
+        ("patched = torch._inductor.config.patch(max_autotune=True)", "torch._inductor.config.patch"),
     ])
     def test_is_a_note(self, line, name):
         assert rows(f"import torch\n{line}\n") == [(Report.NOTE, 2, name)]
 
     @pytest.mark.parametrize("line, name", [
-        ("torch._inductor.config.coordinate_descent_tuning(True)", "torch._inductor.config.coordinate_descent_tuning"),
+        ("fn = torch._inductor.compile_fx.compile_fx(gm, inputs)", "torch._inductor.compile_fx.compile_fx"),
         ("out = torch._grouped_mm(a, b)", "torch._grouped_mm"),  # a kernel
         ("fn = torch._dynamo.backends.cudagraphs.cudagraphs(gm, inputs)", "torch._dynamo.backends.cudagraphs.cudagraphs"),
         ("handle = torch.distributed._symmetric_memory.rendezvous(t, group)", "torch.distributed._symmetric_memory.rendezvous"),

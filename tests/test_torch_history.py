@@ -281,7 +281,8 @@ class TestASettingTheReleasesTorchDoesNotDeclare:
     @staticmethod
     def _rows(source, version="2.1.0"):
         result = migrate_source(source.encode(), "generate.py", Options(api=apidata.load(version)))
-        return [(f.start_line, f.api, f.rule) for f in result.findings if f.report == Report.UNSUPPORTED]
+        return [(f.start_line, f.api, f.rule) for f in result.findings
+                if f.report == Report.UNSUPPORTED and f.rule != "NPU905"]  # (torch.compile's own row)
 
     @pytest.mark.parametrize("source, line, setting", [
         ("import torch\ntorch._inductor.config.coordinate_descent_tuning = True\n"
@@ -294,8 +295,29 @@ class TestASettingTheReleasesTorchDoesNotDeclare:
     def test_is_reported_where_it_is_set(self, source, line, setting):
         assert self._rows(source) == [(line, setting, "NPU903")]
 
+    @pytest.mark.parametrize("source, line, setting, raised", [
+        # set by name: the module's patch (keywords, a dict, a name and a value), torch.compile's options
+        ("import torch\nwith torch._inductor.config.patch(fx_graph_cache=True, max_autotune=True):\n    pass\n",
+         2, "torch._inductor.config.fx_graph_cache", "KeyError"),
+        ("import torch._inductor.config as inductor_config\n\n\n@inductor_config.patch({'fx_graph_cache': True})\n"
+         "def run():\n    pass\n", 4, "torch._inductor.config.fx_graph_cache", "KeyError"),
+        ("import torch\nwith torch._dynamo.config.patch('recompile_limit', 64):\n    pass\n", 2,
+         "torch._dynamo.config.recompile_limit", "KeyError"),
+        ("import torch\nmodel = torch.compile(model, options={'triton.cudagraphs': True, 'fx_graph_cache': True})\n",
+         2, "torch._inductor.config.fx_graph_cache", "RuntimeError"),
+    ])
+    def test_is_reported_where_it_is_set_by_name(self, source, line, setting, raised):
+        result = migrate_source(source.encode(), "generate.py", Options(api=apidata.load("2.1.0")))
+        rows = [f for f in result.findings if f.rule == "NPU903"]
+        assert [(f.start_line, f.api) for f in rows] == [(line, setting)]
+        assert raised in rows[0].tip
+        # (the patch itself is device-neutral settings: a note, no unknown_api row)
+        assert not [f for f in result.findings if f.report == Report.UNKNOWN]
+
     @pytest.mark.parametrize("source", [
         "import torch\ntorch._inductor.config.fx_graph_cache = True\n",
+        "import torch\nwith torch._inductor.config.patch(fx_graph_cache=True):\n    pass\n",
+        "import torch\nmodel = torch.compile(model, options={'fx_graph_cache': True})\n",
     ])
     def test_a_release_whose_torch_declares_it_reports_nothing(self, source):
         assert self._rows(source, "2.2.0") == []
@@ -306,6 +328,8 @@ class TestASettingTheReleasesTorchDoesNotDeclare:
         "import torch._inductor.config as config\n\n\ndef build(config):\n    config.fx_graph_cache = True\n",
         # declared by 2.1's torch
         "import torch\ntorch._inductor.config.coordinate_descent_tuning = True\ntorch._dynamo.config.cache_size_limit = 8\n",
+        "import torch\nwith torch._inductor.config.patch(max_autotune=True):\n    pass\n",
+        "import torch\nmodel = torch.compile(model, options={'triton.cudagraphs': True, 'max-autotune': True})\n",
     ])
     def test_what_the_release_declares_or_a_guard_asks_for_has_no_row(self, source):
         assert self._rows(source) == []

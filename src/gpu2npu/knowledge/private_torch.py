@@ -5,7 +5,7 @@ say whether it runs on the NPU; for the modules below the answer needs no data: 
 Python structures, traces or transforms graphs, checks values or computes on tensors through
 torch's public operators, with no kernel or device of its own.  Their uses are notes in the log,
 not unknown_api.csv rows.  Modules that generate or call device code are not here: torch._inductor
-(its code generator needs the NPU's backend), torch._C (bindings, CUDA's among them), torch.ops
+(its code generator needs the NPU's backend; its settings module is), torch._C (bindings, CUDA's among them), torch.ops
 (custom operators), torch.distributed (its collectives depend on HCCL), torch._library (Triton
 wrappers beside the operator registry).
 """
@@ -30,6 +30,9 @@ DEVICE_NEUTRAL_MODULES = {
     "torch.fx": "graph tracing and passes",
     # (Inductor's pattern matcher only: it traces and rewrites FX graphs; the code generator is not here)
     "torch._inductor.pattern_matcher": "FX graph pattern matching for compiler passes",
+    # (Inductor's settings, read and patched: what a setting does on the NPU is NPU928's note, a
+    # setting the release's torch lacks NPU903's row)
+    "torch._inductor.config": "inductor's settings",
     "torch._utils": "tensor (de)serialisation and flattening through public operators",
     "torch.nn.init": "initialisation helpers",
     "torch.nn.modules": "module helpers",

@@ -23,6 +23,11 @@ INDUCTOR_SETTING_TIPS = {
 _INDUCTOR_CONFIG = "torch._inductor.config."
 # torch's configuration modules: each refuses a setting it does not declare
 _CONFIG_MODULES = (_INDUCTOR_CONFIG, "torch._dynamo.config.")
+# ... and what sets theirs by name: `config.patch(fx_graph_cache=True)`, `torch.compile(options={...})`
+_CONFIG_PATCHES = frozenset(module + "patch" for module in _CONFIG_MODULES)
+_REFUSED_BY = {"setting": "its configuration module raises AttributeError (\"... does not exist\") where the line runs",
+               "patch": "the configuration module's patch raises KeyError where it takes effect",
+               "option": "torch.compile raises RuntimeError (\"Unexpected optimization option\")"}
 _MODEL_WORDS = re.compile(r"model|net|module|encoder|decoder|transformer|unet|vae|policy|backbone|layer", re.I)
 _COMPILE_KEYWORDS = frozenset({"fullgraph", "dynamic", "backend", "mode", "options", "disable"})
 
@@ -108,6 +113,18 @@ def inductor_tip(api: ApiData, setting: str) -> str:
     return f"inductor setting ({meaning}): {where}"
 
 
+def _keys_set(mappings, keywords) -> list:
+    """The settings' names written out in a dict literal of `mappings` (`{"fx_graph_cache": True}`,
+    `patch("fx_graph_cache", True)`'s first string too) and in `keywords` (`patch(fx_graph_cache=True)`)."""
+    keys = [keyword.arg for keyword in keywords if keyword.arg]
+    for mapping in mappings:
+        if isinstance(mapping, ast.Dict):
+            keys += [key.value for key in mapping.keys if isinstance(key, ast.Constant) and isinstance(key.value, str)]
+        elif isinstance(mapping, ast.Constant) and isinstance(mapping.value, str):
+            keys.append(mapping.value)
+    return keys
+
+
 class Detector:
     def __init__(self, view: FileView) -> None:
         self.view = view
@@ -120,33 +137,44 @@ class Detector:
         setting = next((name for name in sorted(names) if name.startswith(_CONFIG_MODULES)), None)
         if setting is not None and self._newer_setting(node, setting):
             return
-        if setting is not None and setting.startswith(_INDUCTOR_CONFIG):
-            # (nothing to do either way: a note in the log, not a row of unsupported_api.csv)
+        if setting is not None and setting.startswith(_INDUCTOR_CONFIG) and setting not in _CONFIG_PATCHES:
+            # (nothing to do either way: a note in the log, not a row of unsupported_api.csv; a
+            # patch's settings are its call's)
             self.view.add(node, INDUCTOR_SETTING.code, Report.NOTE, setting,
                           inductor_tip(self.view.api, setting[len(_INDUCTOR_CONFIG):]))
 
-    def _newer_setting(self, node: ast.AST, setting: str) -> bool:
+    def _newer_setting(self, node: ast.AST, setting: str, how: str = "setting") -> bool:
         """A row for a setting that the torch of the release does not declare yet (NPU903): its
-        configuration module raises AttributeError where the line runs, at start for a module-level
-        setting (gpt-fast's `torch._inductor.config.fx_graph_cache = True` under torch 2.1)."""
+        configuration module refuses it where the line runs, at start for a module-level setting
+        (gpt-fast's `torch._inductor.config.fx_graph_cache = True` under torch 2.1); `how` it is
+        set: assigned or read ("setting"), by the module's patch, as torch.compile's option."""
         api = self.view.api
         added = torch_setting_added_in(setting, api.torch_version)
         if added is None or self.view.release_guarded(node.lineno):
             return False
         self.view.add(node, NEWER_TORCH.code, Report.UNSUPPORTED, setting,
                       f"torch {api.torch_version}, which torch_npu {api.torch_npu_version} is built for, does not "
-                      f"have this setting (torch {added} has): its configuration module raises AttributeError "
-                      "(\"... does not exist\") where the line runs; choose the -v of the project's torch, or drop "
-                      "the setting")
+                      f"have this setting (torch {added} has): {_REFUSED_BY[how]}; choose the -v of the project's "
+                      "torch, or drop the setting")
         return True
 
     def on_call(self, call: ast.Call) -> None:
+        names = self.view.qualified(call.func)
+        patched = next((name[:-len("patch")] for name in sorted(names) if name in _CONFIG_PATCHES), None)
+        if patched is not None:
+            for key in _keys_set(call.args[:1], call.keywords):
+                self._newer_setting(call.func, patched + key, "patch")
         if _runs_on_the_npu(self.view.api, call):
             return  # (torch.compile(model, backend="npu"): the NPU way, nothing to do)
-        if "torch.compile" in self.view.qualified(call.func):
+        if "torch.compile" in names:
             self.view.add(call.func, COMPILE.code, Report.UNSUPPORTED, "torch.compile", compile_tip(self.view.api, call))
         elif self._module_compile(call):
             self.view.add(call.func, COMPILE.code, Report.UNSUPPORTED, "Module.compile", compile_tip(self.view.api, call))
+        else:
+            return
+        options = [keyword.value for keyword in call.keywords if keyword.arg == "options"]
+        for key in _keys_set(options, ()):
+            self._newer_setting(call.func, _INDUCTOR_CONFIG + key.replace("-", "_"), "option")
 
     def _imports_torch(self) -> bool:
         return any(target.split(".")[0] == "torch" for targets in self.view.imports.aliases.values() for target in targets)
