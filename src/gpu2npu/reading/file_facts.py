@@ -393,17 +393,24 @@ def _label_holders(file_scan: "FileScan") -> FrozenSet[str]:
     for function in file_scan.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef):
         if any(isinstance(inner, ast.Return) and _labels_in(inner.value) for inner in ast.walk(function)):
             found.add(f"{function.name}()")
-    found = {key for key in found if not any(word in key.lower() for word in _DEVICE_HOLDER_WORDS)}
+    found = {key for key in found if not _holds_a_device(key)}
     # and what the file sets from them (`line = artifact.runtime_line`, `preferred =
-    # runtime_line_for(version)`), a few steps on
-    copies = [(node.targets, node.value) for node in file_scan.groups.get(ast.Assign, ())]
+    # runtime_line_for(version)`), a few steps on: (what is copied, where to), each read once
+    copies = [(source, targets) for node in file_scan.groups.get(ast.Assign, ())
+              for source in [holder_key(node.value)] if source
+              for targets in [{key for key in map(holder_key, node.targets) if key and not _holds_a_device(key)}]
+              if targets]
     for _ in range(3):
-        more = {key for targets, value in copies if holder_key(value) in found for key in map(holder_key, targets)
-                if key and key not in found and not any(word in key.lower() for word in _DEVICE_HOLDER_WORDS)}
+        more = {key for source, targets in copies if source in found for key in targets} - found
         if not more:
             break
         found |= more
     return frozenset(found)
+
+
+def _holds_a_device(key: str) -> bool:
+    """Whether a holder's name says it holds a device (`device_type`): never a holder of labels."""
+    return any(word in key.lower() for word in _DEVICE_HOLDER_WORDS)
 
 
 def option_destination(flags) -> Optional[str]:

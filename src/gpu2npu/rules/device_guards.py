@@ -59,6 +59,7 @@ from . import bf16_capability, npu_aware
 from .transformers_attention import FLEX, chooses_attention
 from .names import (DEVICE_STRING, FRAMEWORK_OPTIONS, called_method, dotted_name, framework_option, function_around,
                     nodes_within, not_a_device, properties_query_stays, qualified_names, string_text)
+from .dotted_names import last_name
 from .walk import ParentNodeProvider, walk
 
 Span = npu_aware.Span
@@ -509,18 +510,12 @@ def _makes_a_device(value: cst.BaseExpression) -> bool:
     return isinstance(value, cst.Call) and (dotted_name(value.func) or "").rsplit(".", 1)[-1] == "device"
 
 
-def _called_name(call: cst.Call) -> Optional[str]:
-    """The last name of what `call` calls (`_ok()`, `self._ok()`: _ok), or None."""
-    func = call.func
-    return func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
-
-
 def _questions_asked_in(function: cst.FunctionDef) -> List[str]:
     """The names a function calls in its tests and in what it returns (`_ok()`, `self._ok()`)."""
     asked = [node.test for node in nodes_within(function.body, cst.If)]
     asked += [node.value for node in nodes_within(function.body, cst.Return) if node.value is not None]
     return [name for expression in asked for call in nodes_within(expression, cst.Call)
-            for name in [_called_name(call)] if name is not None]
+            for name in [last_name(call.func)] if name is not None]
 
 
 def _answers_at_once(node: cst.If) -> bool:
@@ -1121,7 +1116,7 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
     # A question of the file asked by a test left as written answers for CUDA as written too: its
     # answer chooses the CUDA-only code (`if self._fused_ok(p): fused_step(...)`).
     # ... and so does one that a test of another file asks before a call of a launcher.
-    asked = [(_called_name(call), guard.guarded, guard.gates_tf32)
+    asked = [(last_name(call.func), guard.guarded, guard.gates_tf32)
              for test, guard in (finder.tests_left if questions else ()) for call in nodes_within(test, cst.Call)]
     asked += [(name, launched, False) for name, launched in resolver.asked_elsewhere.items()]
     # ... and so does a question of the file that such a question asks in turn, in its tests or

@@ -15,3 +15,11 @@ def dotted_name(node: cst.CSTNode) -> Optional[str]:
         base = dotted_name(node.value)
         return None if base is None else f"{base}.{node.attr.value}"
     return None
+
+
+def last_name(node: cst.CSTNode) -> Optional[str]:
+    """The last name of a Name or an Attribute (`self._ok`: _ok), None for anything else (the libcst
+    twin of scan.reading.last_name)."""
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return node.value if isinstance(node, cst.Name) else None

@@ -14,7 +14,7 @@ from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_o
                                   mapping_text, option_destination)
 from ..knowledge import npu_keywords
 from ..knowledge.tips import cuda_only_package, handed_on, has_fused_kernel
-from .dotted_names import dotted_name
+from .dotted_names import dotted_name, last_name
 from .npu_aware import mentions_npu
 from .walk import ClassHooks, ParentNodeProvider, walk
 
@@ -301,7 +301,7 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
         call = parent_of(parent)
         if isinstance(call, cst.Call):
             callee = call.func
-            last = callee.attr.value if isinstance(callee, cst.Attribute) else callee.value if isinstance(callee, cst.Name) else None
+            last = last_name(callee)
             if last in MESSAGE_CALLS:
                 return True
             if last in KEY_METHODS and isinstance(callee, cst.Attribute) and call.args and call.args[0] is parent:
@@ -500,17 +500,15 @@ def _keeps_naming_cuda(rule, value: cst.BaseExpression) -> bool:
     an enumeration (`ProfilerActivity.CUDA`) or its name ("CUDA"), a CUDA-only implementation's
     label ("cutlass"), or a "cuda" that stands where no device goes (a profiler kind beside
     "proton")."""
-    pending = [value]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, cst.Attribute) and node.attr.value == "CUDA":
-            return True
-        if isinstance(node, cst.SimpleString):
-            text = string_text(node)
-            if text == "CUDA" or text in CUDA_ONLY_IMPLEMENTATIONS or (
-                    text is not None and DEVICE_STRING.match(text) is not None and not_a_device(rule, node)):
+    for node in nodes_within(value, cst.Attribute, cst.SimpleString):
+        if isinstance(node, cst.Attribute):
+            if node.attr.value == "CUDA":
                 return True
-        pending.extend(node.children)
+            continue
+        text = string_text(node)
+        if text == "CUDA" or text in CUDA_ONLY_IMPLEMENTATIONS or (
+                text is not None and DEVICE_STRING.match(text) is not None and not_a_device(rule, node)):
+            return True
     return False
 
 
@@ -703,8 +701,7 @@ def _handed_to_one_of(rule, node: cst.CSTNode, parameters) -> bool:
     call = rule.get_metadata(ParentNodeProvider, parent, None)
     if not isinstance(call, cst.Call):
         return False
-    callee = call.func
-    last = callee.attr.value if isinstance(callee, cst.Attribute) else callee.value if isinstance(callee, cst.Name) else None
+    last = last_name(call.func)
     if parent.keyword is not None:
         return (last, parent.keyword.value) in parameters
     positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
