@@ -798,3 +798,102 @@ class TestFloat8TheReleaseCannotHold:
     def test_a_dtype_newer_than_the_releases_torch_is_one_row_of_its_own(self):
         rows = _rows("import torch\nx = torch.empty(3, dtype=torch.float8_e8m0fnu)\n")
         assert len(rows) == 1 and "has no such dtype" in rows[0][2]
+
+
+class TestTheProjectRefusingTheReleasesTorch:
+    """A raise, a failing assert or a sys.exit that the project's own test of torch's version
+    reaches with the torch the release is built for stops the migrated program: a row where the
+    version decides (the other tests on the way hold on the NPU), none where something else may
+    keep the stop from happening or a later -v passes the test."""
+
+    REFUSES = [
+        ("import torch\nfrom packaging.version import Version\n"
+         "if Version(torch.__version__) < Version('2.4.0'):\n    raise ImportError('needs torch 2.4')\n", 4, "2.4.0"),
+        ("import torch\nfrom packaging import version\n"
+         "if version.parse(torch.__version__.split('+')[0]) < version.parse('2.3'):\n    raise RuntimeError\n",
+         4, "2.3.1"),
+        ("import torch\nassert torch.__version__ >= '2.2', 'torch 2.2 or newer'\n", 2, "2.2.0"),
+        # an else after the test that passes
+        ("import torch\nfrom packaging.version import Version\nif Version(torch.__version__) >= Version('2.5'):\n"
+         "    from torch.nn import RMSNorm\nelse:\n    raise ImportError('torch 2.5')\n", 6, "2.5.1"),
+        # through a name the file assigns once, and a project's own Version wrapper
+        ("import torch\nfrom project.utils import Version\nTORCH = Version(torch.__version__)\n"
+         "if TORCH < Version('2.4'):\n    raise ImportError\n", 5, "2.4.0"),
+        # the NPU's own branch of a device chain, and a test for the NPU beside the version's
+        ("import torch\nfrom packaging.version import Version\ntorch_version = torch.__version__\n"
+         "if DEVICE_TYPE in ('cuda', 'hip'):\n    pass\nelif DEVICE_TYPE == 'npu':\n"
+         "    if Version(torch_version) < Version('2.4.0'):\n        raise RuntimeError('npu needs 2.4')\n", 8, "2.4.0"),
+        ("import torch\nfrom packaging.version import Version\n"
+         "if DEVICE_TYPE == 'npu' and Version(torch.__version__) < Version('2.4.0'):\n    raise RuntimeError\n",
+         4, "2.4.0"),
+        # the libraries' helpers
+        ("from accelerate.utils import is_torch_version\nif not is_torch_version('>=', '2.3.0'):\n"
+         "    raise ImportError\n", 3, "2.3.1"),
+        ("from transformers.utils import is_torch_greater_or_equal\nif not is_torch_greater_or_equal('2.6'):\n"
+         "    raise ImportError\n", 3, "2.6.0"),
+        # a script's main block, and a function (its row says it stops the function)
+        ("import sys, torch\nif __name__ == '__main__':\n    if torch.__version__ < '2.2':\n"
+         "        sys.exit('torch 2.2')\n", 4, "2.2.0"),
+        ("import torch\nfrom packaging.version import Version\n\ndef build_mesh():\n"
+         "    if Version(torch.__version__) < Version('2.2'):\n        raise RuntimeError('torch 2.2')\n", 6, "2.2.0"),
+    ]
+
+    @pytest.mark.parametrize("source, line, passing", REFUSES)
+    def test_a_stop_the_version_decides_is_a_row_naming_the_release_that_passes(self, source, line, passing):
+        rows = [(row_line, tip) for row_line, api, tip in _rows(source) if "refuses torch 2.1.0" in tip]
+        assert [row_line for row_line, _ in rows] == [line]
+        assert f"-v {passing}," in rows[0][1]
+
+    def test_the_row_says_whether_the_import_or_a_call_stops(self):
+        at_import = _rows(self.REFUSES[0][0])
+        in_function = _rows(self.REFUSES[-1][0])
+        assert "importing this module stops the program" in at_import[0][2]
+        assert "calling build_mesh() stops there" in in_function[0][2]
+
+    @pytest.mark.parametrize("source", [
+        # the release's torch passes
+        "import torch\nfrom packaging.version import Version\n"
+        "if Version(torch.__version__) < Version('2.0'):\n    raise ImportError\n",
+        "import torch\nassert torch.__version__ >= '1.13'\n",
+        # something else decides as well
+        "import torch\nfrom packaging.version import Version\n"
+        "if use_fsdp2 and Version(torch.__version__) < Version('2.4.0'):\n    raise ValueError\n",
+        "import torch\nfrom packaging.version import Version\n"
+        "if DEVICE_TYPE == 'xpu' and Version(torch.__version__) < Version('2.6.0'):\n    raise RuntimeError\n",
+        "import torch\nfrom packaging.version import Version\nif DEVICE_TYPE == 'npu':\n    pass\n"
+        "elif Version(torch.__version__) < Version('2.4.0'):\n    raise RuntimeError\n",
+        # a try that catches it
+        "import torch\nfrom packaging.version import Version\ntry:\n    if Version(torch.__version__) < Version('2.4'):\n"
+        "        raise ImportError\n    from torch.nn import RMSNorm\nexcept ImportError:\n    RMSNorm = None\n",
+        # not torch's version
+        "import transformers\nfrom packaging.version import Version\n"
+        "if Version(transformers.__version__) < Version('9.0'):\n    raise ImportError\n",
+        "from packaging.version import Version\n__version__ = '0.1'\nif Version(__version__) < Version('1.0'):\n"
+        "    raise ImportError\n",
+        # a name assigned twice is not read as either value
+        "import torch\nfrom packaging.version import Version\nv = torch.__version__\nv = '9.9'\n"
+        "if Version(v) < Version('2.4'):\n    raise ImportError\n",
+        # a stop without a test of the version
+        "import torch\nif not torch.cuda.is_available():\n    raise SystemExit('no GPU')\n",
+    ])
+    def test_a_stop_the_version_does_not_decide_is_no_row(self, source):
+        assert not [row for row in _rows(source) if "refuses torch" in row[2]]
+
+    @pytest.mark.parametrize("version", ["2.4.0", "2.10.0"])
+    def test_a_release_whose_torch_passes_has_no_row(self, version):
+        assert not [row for row in _rows(self.REFUSES[0][0], version) if "refuses torch" in row[2]]
+
+    def test_no_release_known_passes(self):
+        rows = _rows("import torch\nassert torch.__version__ >= '9.0'\n")
+        assert "no torch_npu release gpu2npu knows" in rows[0][2]
+
+    def test_check_fails_on_it_and_passes_with_the_release_it_names(self, tmp_path):
+        import subprocess
+        import sys
+        from pathlib import Path
+        (tmp_path / "train.py").write_text(self.REFUSES[0][0], encoding="utf-8")
+        command = str(Path(sys.executable).parent / "gpu2npu")
+        refused = subprocess.run([command, "check", str(tmp_path), "-v", "2.1.0"], capture_output=True, text=True)
+        assert refused.returncode == 1 and "NPU933" in refused.stdout
+        passed = subprocess.run([command, "check", str(tmp_path), "-v", "2.4.0"], capture_output=True, text=True)
+        assert passed.returncode == 0, passed.stdout

@@ -211,6 +211,34 @@ NPU_DTYPE = _kind(
      "import torch\nw = weight.to(torch.bfloat16)\n"),
 )
 
+TORCH_REFUSED = _kind(
+    "NPU933", "TorchRefused", "the project's own test of torch's version refuses the release's torch", ERROR,
+    "torch_npu is built for one torch (torch_npu 2.1.0 for torch 2.1.0): the migrated project runs on that torch. "
+    "A project written for a later torch often says so in code, a raise, an assert or a sys.exit under a test "
+    "of torch.__version__ (packaging's Version, accelerate's is_torch_version, transformers' "
+    "is_torch_greater_or_equal): with the release's torch that test stops the program, at import where it is "
+    "at a module's top. The row is made only where the version decides: every other test on the way holds on "
+    "the NPU too (a test for the NPU, an elif after other devices', the script's main block).",
+    "migrate with a -v whose torch passes the test (the row names the first torch_npu release that does), where "
+    "the project's other requirements allow; or make the code the test guards work on the older torch.",
+    (("import torch\nfrom packaging.version import Version\n"
+      "if Version(torch.__version__) < Version('2.4.0'):\n    raise ImportError('this project needs torch 2.4')\n",
+      "torch.__version__", UNSUPPORTED_CSV),
+     ("import torch\nassert torch.__version__ >= '2.3', 'torch 2.3 or newer'\n", "torch.__version__",
+      UNSUPPORTED_CSV),
+     ("import torch\nfrom packaging.version import Version\nDEVICE_TYPE = 'npu'\n"
+      "if DEVICE_TYPE == 'npu' and Version(torch.__version__) < Version('2.4.0'):\n"
+      "    raise RuntimeError('NPUs need torch 2.4')\n", "torch.__version__", UNSUPPORTED_CSV)),
+    ("import torch\nfrom packaging.version import Version\n"
+     "if Version(torch.__version__) < Version('2.0'):\n    raise ImportError('this project needs torch 2')\n",
+     "import torch\nfrom packaging.version import Version\n"
+     "if use_fsdp2 and Version(torch.__version__) < Version('2.4.0'):\n    raise ValueError('FSDP2 needs torch 2.4')\n",
+     "import torch\nfrom packaging.version import Version\n"
+     "if DEVICE_TYPE == 'xpu' and Version(torch.__version__) < Version('2.6.0'):\n    raise RuntimeError('XPU')\n",
+     "import torch\nfrom packaging.version import Version\ntry:\n    if Version(torch.__version__) < Version('2.4'):\n"
+     "        raise ImportError\n    from torch.nn import RMSNorm\nexcept ImportError:\n    RMSNorm = None\n"),
+)
+
 QUANTIZATION = _kind(
     "NPU912", "Quantization", "quantization through bitsandbytes", ERROR,
     "bitsandbytes' 4-bit and 8-bit layers are CUDA kernels: loading a model with load_in_4bit or a "

@@ -13,9 +13,9 @@ the NPU and the NPU way.
 One module per kind of question (its code in finding_kinds).  Each declares the words a file
 must hold for it to find anything (TRIGGERS; `might_be_in(data)` where a word is not enough) and
 a `Detector` with the hooks it needs: `on_assign`, `on_reference` (the top of each name or
-attribute chain), `on_call`, `on_string` (not documentation) and `on_function`.  A file none of
-whose bytes hold a trigger is not walked: the words are the union of the detectors' own, so a
-new detector cannot be missed by the quick test.
+attribute chain), `on_call`, `on_string` (not documentation), `on_module` (the whole tree) and
+`on_function`.  A file none of whose bytes hold a trigger is not walked: the words are the union
+of the detectors' own, so a new detector cannot be missed by the quick test.
 
 It reads the original file with `ast` (every file, changed or not, like the advice), so its
 line numbers are the input's.
@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 from ...knowledge.apidata import ApiData
 from ...records.change import Finding
 from . import (compiler, cuda_handles, framework_options, fused_optimizers, gpu_identity, gpu_kernels, lightning_accelerator,
-               local_torch_cuda, npu_dtypes, nvidia_tools, package_probes, profiler, quantization, ray_gpus, tf32)
+               local_torch_cuda, npu_dtypes, nvidia_tools, package_probes, profiler, quantization, ray_gpus, tf32,
+               torch_refusal)
 from .compiler import compile_tip
 from .view import FileView
 
@@ -38,7 +39,8 @@ if TYPE_CHECKING:
 __all__ = ["DETECTORS", "compile_tip", "hazards_for_source", "might_have_hazard"]
 
 DETECTORS = (local_torch_cuda, profiler, gpu_identity, compiler, cuda_handles, tf32, gpu_kernels, fused_optimizers,
-             ray_gpus, package_probes, quantization, nvidia_tools, framework_options, lightning_accelerator, npu_dtypes)
+             ray_gpus, package_probes, quantization, nvidia_tools, framework_options, lightning_accelerator, npu_dtypes,
+             torch_refusal)
 
 TRIGGERS: Tuple[bytes, ...] = tuple(dict.fromkeys(word for detector in DETECTORS for word in detector.TRIGGERS))
 
@@ -117,6 +119,8 @@ def _walk(view: FileView, file_scan: "FileScan", modules) -> List[Finding]:
         if node.value.__class__ is str and id(node) not in documentation:
             for hook in on_string:
                 hook(node)
+    for hook in hooks("on_module"):
+        hook(file_scan.tree)
     on_function = hooks("on_function")
     for function in file_scan.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef) if on_function else ():
         for hook in on_function:
