@@ -819,6 +819,9 @@ class TestTheProjectRefusingTheReleasesTorch:
         # through a name the file assigns once, and a project's own Version wrapper
         ("import torch\nfrom project.utils import Version\nTORCH = Version(torch.__version__)\n"
          "if TORCH < Version('2.4'):\n    raise ImportError\n", 5, "2.4.0"),
+        ("import torch\nfrom packaging.version import Version\n\ndef check():\n"
+         "    found = Version(torch.__version__.split('+')[0])\n    if found < Version('2.9'):\n"
+         "        raise RuntimeError\n", 7, "2.9.0"),
         # the NPU's own branch of a device chain, and a test for the NPU beside the version's
         ("import torch\nfrom packaging.version import Version\ntorch_version = torch.__version__\n"
          "if DEVICE_TYPE in ('cuda', 'hip'):\n    pass\nelif DEVICE_TYPE == 'npu':\n"
@@ -870,9 +873,13 @@ class TestTheProjectRefusingTheReleasesTorch:
         "if Version(transformers.__version__) < Version('9.0'):\n    raise ImportError\n",
         "from packaging.version import Version\n__version__ = '0.1'\nif Version(__version__) < Version('1.0'):\n"
         "    raise ImportError\n",
-        # a name assigned twice is not read as either value
+        # a name assigned twice is not read as either value, nor one another function assigns, nor a parameter
         "import torch\nfrom packaging.version import Version\nv = torch.__version__\nv = '9.9'\n"
         "if Version(v) < Version('2.4'):\n    raise ImportError\n",
+        "import torch\nfrom packaging.version import Version\n\ndef a():\n    v = torch.__version__\n\n"
+        "def b():\n    if Version(v) < Version('2.4'):\n        raise ImportError\n",
+        "import torch\nfrom packaging.version import Version\nv = torch.__version__\n\ndef b(v):\n"
+        "    if Version(v) < Version('2.4'):\n        raise ImportError\n",
         # a stop without a test of the version
         "import torch\nif not torch.cuda.is_available():\n    raise SystemExit('no GPU')\n",
     ])

@@ -91,11 +91,54 @@ def _compare(operator: ast.cmpop, left, right):
 _HELPER_OPERATORS = {"<": ast.Lt(), "<=": ast.LtE(), ">": ast.Gt(), ">=": ast.GtE(), "==": ast.Eq(), "!=": ast.NotEq()}
 
 
+class _AssignedOnce:
+    """The value a name read in a test holds where the file binds that name once in all, by a
+    plain assignment that the place of the read sees (at the module's top, or in the function
+    around the read): `TORCH = Version(torch.__version__)`.  A name bound twice, or bound also as
+    a parameter, a loop variable or an import, holds what the file's course decides."""
+
+    def __init__(self, groups) -> None:
+        bindings: dict = {}
+        for node in groups.get(ast.Name, ()):
+            if not isinstance(node.ctx, ast.Load):
+                bindings[node.id] = bindings.get(node.id, 0) + 1
+        for node in groups.get(ast.arg, ()):
+            bindings[node.arg] = bindings.get(node.arg, 0) + 2
+        for kind in (ast.Import, ast.ImportFrom):
+            for node in groups.get(kind, ()):
+                for alias in node.names:
+                    name = (alias.asname or alias.name).split(".")[0]
+                    bindings[name] = bindings.get(name, 0) + 2
+        functions = [*groups.get(ast.FunctionDef, ()), *groups.get(ast.AsyncFunctionDef, ()), *groups.get(ast.Lambda, ())]
+        self._values = {}
+        for assign in groups.get(ast.Assign, ()):
+            for target in assign.targets:
+                if isinstance(target, ast.Name) and bindings.get(target.id) == 1:
+                    around = [function for function in functions if _within(assign, function)]
+                    self._values[target.id] = (assign.value, min(around, key=_size, default=None))
+
+    def value_read(self, name: ast.Name) -> Optional[ast.AST]:
+        found = self._values.get(name.id)
+        if found is None:
+            return None
+        value, function = found
+        return value if function is None or _within(name, function) else None
+
+
+def _within(node: ast.AST, outer: ast.AST) -> bool:
+    return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) <= (
+        outer.end_lineno or outer.lineno, outer.end_col_offset or 0)
+
+
+def _size(node: ast.AST) -> tuple:
+    return ((node.end_lineno or node.lineno) - node.lineno, (node.end_col_offset or 0) - node.col_offset)
+
+
 class _Reader:
     """Evaluates the tests of one file for one torch version, and says whether an answer came
     from that version."""
 
-    def __init__(self, view: FileView, assigned: dict, torch_version: str) -> None:
+    def __init__(self, view: FileView, assigned: "_AssignedOnce", torch_version: str) -> None:
         self.view = view
         self.assigned = assigned
         self.torch_version = torch_version
@@ -137,7 +180,7 @@ class _Reader:
             self.asked_the_version = True
             return _compare(ast.GtE(), _Version.of(self.torch_version), wanted)
         if node.__class__ is ast.Name:
-            value = self.assigned.get(node.id)
+            value = self.assigned.value_read(node)
             return UNKNOWN if value is None or names else self.value(value, depth + 1)
         if node.attr in _SAME_VERSION_ATTRIBUTES or node.attr in _PART_ATTRIBUTES or node.attr == "release":
             owner = self.value(node.value, depth + 1)
@@ -274,14 +317,7 @@ def _stops(statements: Sequence[ast.stmt], path: Path, is_exit) -> Iterator[Tupl
 class Detector:
     def __init__(self, view: FileView) -> None:
         self.view = view
-        # names the file assigns once, whatever the scope: what a test reads through them
-        counts: dict = {}
-        for assign in view.groups.get(ast.Assign, ()):
-            for target in assign.targets:
-                if isinstance(target, ast.Name):
-                    counts[target.id] = counts.get(target.id, 0) + 1
-        self._assigned = {target.id: assign.value for assign in view.groups.get(ast.Assign, ())
-                          for target in assign.targets if isinstance(target, ast.Name) and counts[target.id] == 1}
+        self._assigned = _AssignedOnce(view.groups)
 
     def _is_exit(self, func: ast.AST) -> bool:
         return bool(self.view.qualified(func) & _EXITS)
