@@ -980,3 +980,54 @@ class TestAFeatureWhoseFallbackSaysItNeedsCuda:
     def test_a_choice_of_device_or_a_stop_is_migrated(self, source, migrated):
         output, guards = _migrate(source)
         assert migrated in output and not guards
+
+
+class TestAFunctionCompiledWithInductor:
+    """A function of the file compiled by torch.compile with the default backend runs inductor's
+    code: where the release has no inductor for the NPU (torch_npu before 2.6.0), a device test
+    that chooses it over the eager code guards what fails there, so it stays and the NPU keeps the
+    eager path; where the release has inductor for the NPU, or the backend is the NPU's, it moves."""
+
+    EAGER = "import torch\n\n\ndef _uniform(a, b):\n    return a * b\n\n\n"
+    CHOOSES = [
+        (EAGER + "_fast = torch.compile(_uniform, fullgraph=True, dynamic=True)\n\n\ndef uniform(x, y):\n"
+         "    if x.device.type == 'cuda':\n        return _fast(x, y)\n    return _uniform(x, y)\n", 12),
+        (EAGER + "_fast = torch.compile(_uniform, backend='inductor')\n\n\ndef uniform(x, y):\n"
+         "    return _fast(x, y) if x.is_cuda else _uniform(x, y)\n", 12),
+        ("import torch\n\n\n@torch.compile\ndef step(a):\n    return a * 2\n\n\ndef run(x):\n"
+         "    if not x.is_cuda:\n        return x * 2\n    return step(x)\n", 10),
+        ("import torch\n\n\n@torch.compile(dynamic=True)\ndef step(a):\n    return a * 2\n\n\ndef run(x):\n"
+         "    if torch.cuda.is_available():\n        return step(x)\n    return x * 2\n", 10),
+    ]
+
+    @pytest.mark.parametrize("source, line", CHOOSES)
+    def test_without_an_npu_inductor_the_test_stays(self, source, line):
+        output, guards = _migrate(source)
+        assert output.replace("import torch_npu\n", "") == source
+        assert [guard.start_line for guard in guards] == [line]
+        assert "torch.compile of" in guards[0].tip and "backend='npu'" in guards[0].tip
+        assert "2.6.0 and later" in guards[0].tip
+
+    @pytest.mark.parametrize("source, line", CHOOSES)
+    def test_with_an_npu_inductor_the_test_moves(self, source, line):
+        options = Options(api=apidata.load("2.6.0"))
+        result = migrate_source(source.encode(), "m.py", options, rules_for(options))
+        assert result.output is not None and b"npu" in result.output.splitlines()[line]
+
+    @pytest.mark.parametrize("source, migrated", [
+        # the NPU's own backend
+        (EAGER + "_fast = torch.compile(_uniform, backend='npu')\n\n\ndef uniform(x, y):\n"
+         "    if x.is_cuda:\n        return _fast(x, y)\n    return _uniform(x, y)\n", "    if x.is_npu:"),
+        # a model compiled is the project's choice, reported where it is made (NPU905)
+        ("import torch\nmodel = torch.compile(torch.nn.Linear(2, 2))\nif torch.cuda.is_available():\n"
+         "    model = model.cuda()\n    out = model(torch.ones(2, device='cuda'))\n", "model = model.npu()"),
+        # a name bound twice is not certainly the compiled function
+        (EAGER + "_fast = torch.compile(_uniform)\n_fast = _uniform\n\n\ndef uniform(x, y):\n"
+         "    if x.is_cuda:\n        return _fast(x, y)\n    return x\n", "    if x.is_npu:"),
+        # a test around the eager function only
+        (EAGER + "_fast = torch.compile(_uniform)\n\n\ndef uniform(x, y):\n"
+         "    if x.is_cuda:\n        return _uniform(x, y)\n    return _fast(x, y)\n", "    if x.is_npu:"),
+    ])
+    def test_what_is_not_a_compiled_function_chosen_moves(self, source, migrated):
+        output, guards = _migrate(source)
+        assert migrated in output and not guards

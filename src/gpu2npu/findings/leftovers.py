@@ -14,7 +14,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import extension_builds, package_presence
-from ..knowledge.apidata import ApiData
+from ..knowledge.apidata import ApiData, first_release_with_npu_inductor
 from ..reading.kernel_launchers import COMPILED_OPERATOR
 from ..reading.package_tests import PackageTests
 from ..records.change import Finding, Report
@@ -544,6 +544,13 @@ def dead_guard_tip(guard, api: ApiData) -> str:
         return (f"left as written: it guards {guard.guarded}, the project's own question about CUDA, which asks "
                 "the CUDA device whatever the test around it asks; as written, this branch is not taken on the NPU "
                 "(as on any machine without CUDA): to run it there, give the question an NPU counterpart, then test "
+                "for the NPU")
+    if f"({device_guards.INDUCTOR_COMPILED} " in guard.guarded:
+        return (f"left as written: it chooses {guard.guarded}, so migrated the NPU would call the compiled function, "
+                "whose first call fails there; as written, this branch is not taken on the NPU and the code beside it "
+                "runs there (as on any machine without CUDA): for compiled code on the NPU pass backend='npu' "
+                f"(torchair) or migrate with a -v whose torch_npu has inductor for the NPU "
+                f"({first_release_with_npu_inductor()} and later, its kernels through triton-ascend), then test "
                 "for the NPU")
     if guard.guarded.startswith("fused=True"):
         return (f"left as written: it chooses {guard.guarded} in torch_npu {api.torch_npu_version}, so migrated the "

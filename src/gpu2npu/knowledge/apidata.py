@@ -252,6 +252,14 @@ def _torch_history() -> dict:
     return json.loads(resource.read_text(encoding="utf-8"))
 
 
+@functools.lru_cache(maxsize=None)
+def first_release_with_npu_inductor() -> Optional[str]:
+    """The first release whose torch_npu registers inductor for the NPU (torch.compile's default
+    backend compiles there), or None."""
+    return next((version for version in available_versions() if "inductor" in (load(version).compile_backends or ())),
+                None)
+
+
 def version_key(version: str) -> tuple:
     return tuple(int(part) for part in version.split(".") if part.isdigit())
 

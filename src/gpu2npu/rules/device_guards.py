@@ -341,6 +341,39 @@ class _Resolver(cst.CSTVisitor):
                     and not isinstance(self.get_metadata(ParentNodeProvider, node, None), (cst.FunctionDef, cst.ClassDef))):
                 self.cuda_only.setdefault(id(node), what_it_launches(node.value, self.own_launchers[node.value]))
 
+    def mark_compiled_functions(self) -> None:
+        """A function of the file compiled by torch.compile with its default backend (`fast =
+        torch.compile(_philox, dynamic=True)`, `@torch.compile def step(...)`) runs inductor's code,
+        which a release without inductor for the NPU cannot generate there: a device test choosing
+        it over its eager twin (`fast(x) if x.is_cuda else _philox(x)`) guards code that fails on the
+        NPU, so the NPU keeps taking the eager one.  Not a model or module compiled (`model =
+        torch.compile(model)`): that is the project's own choice, reported where it is made."""
+        if not _lacks_npu_inductor(self.api):
+            return
+        defined = {function.name.value for function in self.functions}
+        compiled: Dict[str, str] = {}
+        for function in self.functions:
+            if any(_compiles_with_inductor(self, decorator.decorator) for decorator in function.decorators):
+                compiled[function.name.value] = function.name.value
+        bindings: Dict[str, int] = {}
+        for assign in self.assigns:
+            for target in assign.targets:
+                if isinstance(target.target, cst.Name):
+                    bindings[target.target.value] = bindings.get(target.target.value, 0) + 1
+        for assign in self.assigns:
+            value = assign.value
+            if (len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name)
+                    and bindings[assign.targets[0].target.value] == 1 and isinstance(value, cst.Call)
+                    and value.args and value.args[0].keyword is None and isinstance(value.args[0].value, cst.Name)
+                    and value.args[0].value.value in defined and _compiles_with_inductor(self, value)):
+                compiled[assign.targets[0].target.value] = value.args[0].value.value
+        release = f"torch_npu {self.api.torch_npu_version}"
+        for node in self.reads if compiled else ():
+            if (isinstance(node, cst.Name) and node.value in compiled and id(node) not in self.attribute_names
+                    and not isinstance(self.get_metadata(ParentNodeProvider, node, None), (cst.FunctionDef, cst.ClassDef))):
+                self.cuda_only.setdefault(id(node), f"{node.value} ({INDUCTOR_COMPILED} {compiled[node.value]} with "
+                                          f"inductor, which {release} cannot generate code for on the NPU)")
+
     def _names_a_device(self, node: cst.CSTNode) -> bool:
         return isinstance(node, cst.Call) and any(
             name.rsplit(".", 1)[-1] == "get_device_name" and name.startswith(("torch.cuda.", "torch_npu.npu.", "torch.npu."))
@@ -502,6 +535,27 @@ _OPTIMIZER_NAMES = {name.rsplit(".", 1)[-1]: name for name in FUSED_OPTIMIZERS}
 # What a question answers with: a test (`a and b`, `x.is_cuda`, `not ok`, `d.type == "cuda"`) or a
 # constant (`return False` before the test).
 _ANSWERS = (cst.BooleanOperation, cst.UnaryOperation, cst.Comparison, cst.Attribute, cst.Name, cst.Call)
+
+
+# What a guard guards where it chooses a function compiled with inductor (mark_compiled_functions).
+INDUCTOR_COMPILED = "torch.compile of"
+
+
+def _lacks_npu_inductor(api: ApiData) -> bool:
+    """Whether the release is known to register no inductor code generator for the NPU."""
+    return api.compile_backends is not None and "inductor" not in api.compile_backends
+
+
+def _compiles_with_inductor(resolver: "_Resolver", node: cst.BaseExpression) -> bool:
+    """`torch.compile` or `torch.compile(...)` with the default backend (inductor's), as a call
+    or a decorator."""
+    call = node if isinstance(node, cst.Call) else None
+    func = call.func if call is not None else node
+    if "torch.compile" not in qualified_names(resolver, func):
+        return False
+    backend = next((arg.value for arg in (call.args if call is not None else ())
+                    if arg.keyword is not None and arg.keyword.value == "backend"), None)
+    return backend is None or (isinstance(backend, cst.SimpleString) and string_text(backend) == "inductor")
 
 
 def _makes_a_device(value: cst.BaseExpression) -> bool:
@@ -955,7 +1009,8 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     else:
         launchers, called = {}, frozenset()
     asked_elsewhere = _questions_by_module(kernel_questions).get(module, {}) if module is not None else {}
-    if not (_may_hold_cuda_only(code, api) or _may_call(code, called, own_launchers.keys()) or asked_elsewhere):
+    if not (_may_hold_cuda_only(code, api) or _may_call(code, called, own_launchers.keys()) or asked_elsewhere
+            or (_lacks_npu_inductor(api) and ".compile" in code)):
         return npu_aware.guarded_spans(wrapper, code=code, constants=constants), {}
     resolver = _Resolver(api, aliases, rerouted, scopes, own)
     resolver.asked_elsewhere = asked_elsewhere
@@ -967,6 +1022,7 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     resolver.mark_gpu_name_lookups()
     resolver.mark_fused_flags()
     resolver.mark_kernel_launches()
+    resolver.mark_compiled_functions()
     return spans, dead_guards(wrapper, resolver)
 
 
