@@ -199,3 +199,19 @@ class TestATableOfFunctionsReadingTheEnvironment:
         source = "import os\nimport subprocess\nenv = {'CUDA_VISIBLE_DEVICES': gpus}\nsubprocess.run(cmd, env=env)\n"
         output, _ = _migrate(source)
         assert "'ASCEND_RT_VISIBLE_DEVICES': gpus" in output
+
+    @pytest.mark.parametrize("listing", [
+        "IGNORED = {'LOCAL_RANK', 'CUDA_VISIBLE_DEVICES'}\n",
+        "FACTORS = ['CUDA_VISIBLE_DEVICES', 'VLLM_HOST_IP']\n",
+        "def ignored():\n    return ('CUDA_VISIBLE_DEVICES',)\n",
+    ])
+    def test_the_entrys_name_listed_elsewhere_in_the_file_stays_with_the_key(self, listing):
+        table = ("import os\nenvironment_variables: dict = {\n"
+                 "    'CUDA_VISIBLE_DEVICES': lambda: os.environ.get('CUDA_VISIBLE_DEVICES'),\n}\n")
+        for source in (table + listing, listing + table):
+            output, _ = _migrate(source)
+            assert listing in output and "os.environ.get('ASCEND_RT_VISIBLE_DEVICES')" in output
+
+    def test_a_list_of_variables_in_a_file_without_such_a_table_moves(self):
+        output, _ = _migrate("import os\nCLEARED = ['CUDA_VISIBLE_DEVICES']\nfor name in CLEARED:\n    os.environ.pop(name)\n")
+        assert "CLEARED = ['ASCEND_RT_VISIBLE_DEVICES']" in output

@@ -19,7 +19,9 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
     variable instead.  Not the key of a table of functions that read the environment (vLLM's
     `envs`: `{"CUDA_VISIBLE_DEVICES": lambda: os.environ.get("CUDA_VISIBLE_DEVICES")}`): that key
     is the name the program reads the value by (`envs.CUDA_VISIBLE_DEVICES`), and stays with its
-    readers; the variable the function reads is renamed.
+    readers; the variable the function reads is renamed.  So do the same name's other mentions as
+    an entry of a list, set or tuple in a file with such a table at its top (`IGNORED = {"LOCAL_RANK",
+    "CUDA_VISIBLE_DEVICES"}`): they name the table's entries, not the variable.
     """
 
     code = "NPU106"
@@ -39,13 +41,28 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
             "import os\nreaders = {'CUDA_VISIBLE_DEVICES': lambda: os.environ.get('ASCEND_RT_VISIBLE_DEVICES')}\n",
         ),
     )
-    unchanged = ("import os\n# export CUDA_VISIBLE_DEVICES=0\n", "import os\nrun(cmd, CUDA_VISIBLE_DEVICES=gpu)\n")
+    unchanged = ("import os\n# export CUDA_VISIBLE_DEVICES=0\n", "import os\nrun(cmd, CUDA_VISIBLE_DEVICES=gpu)\n",
+                 "import os\nreaders = {'CUDA_VISIBLE_DEVICES': lambda: None}\nignored = {'LOCAL_RANK', 'CUDA_VISIBLE_DEVICES'}\n")
 
     def __init__(self, context) -> None:
         Rule.__init__(self, context)
         DocstringTracker.__init__(self)
         self._reader_names: set = set()  # ids of the keys of a table of functions reading the environment
         self._reader_tables: set = set()  # the names of such tables
+        self._table_keys: set = set()  # the keys of such tables at the module's top
+        self._listed: set = set()  # ids of strings standing as entries of a list, set or tuple
+
+    def visit_Module(self, node: cst.Module) -> None:
+        for statement in node.body:
+            for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+                value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign)) else None
+                if isinstance(value, cst.Dict):
+                    self._table_keys.update(string_text(element.key) for element in value.elements
+                                            if isinstance(element, cst.DictElement) and isinstance(element.value, cst.Lambda))
+
+    def visit_Element(self, node: cst.Element) -> None:
+        if isinstance(node.value, cst.SimpleString):
+            self._listed.add(id(node.value))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         # (the table's name: a lookup in it by the key is a reader's too)
@@ -66,7 +83,8 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
     def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString):
         text = string_text(original_node)
         if (self.is_documentation(original_node) or text is None or CUDA_VARIABLE not in text
-                or id(original_node) in self._reader_names):
+                or id(original_node) in self._reader_names
+                or (id(original_node) in self._listed and text in self._table_keys)):
             return updated_node
         self.record(original_node, f"change {CUDA_VARIABLE} to {NPU_VARIABLE}")
         return with_string_text(updated_node, text.replace(CUDA_VARIABLE, NPU_VARIABLE))
