@@ -1031,3 +1031,37 @@ class TestAFunctionCompiledWithInductor:
     def test_what_is_not_a_compiled_function_chosen_moves(self, source, migrated):
         output, guards = _migrate(source)
         assert migrated in output and not guards
+
+
+class TestATestThatAsksForNvidiaNotRocm:
+    """`torch.version.hip is None and torch.cuda.is_available()`: ROCm answers torch.cuda too, so a
+    test that excludes it asks for NVIDIA's GPUs, and what it enables was written for them only (a
+    CUDA-graph step on by default, a kernel's tuning by capability).  It stays as written, so the
+    NPU takes the path other accelerators take; a test that asks for ROCm, or none, moves."""
+
+    @pytest.mark.parametrize("source, line", [
+        ("import torch\n\n\ndef default_enabled():\n    try:\n"
+         "        return torch.version.hip is None and torch.cuda.is_available()\n    except Exception:\n"
+         "        return False\n", 6),
+        ("import torch\n\n\ndef ok(weight):\n"
+         "    return torch.version.hip is None and weight is not None and weight.device.type == 'cuda'\n", 5),
+        ("import torch\n\n\ndef warps(device_type):\n    if device_type == 'cuda' and not torch.version.hip:\n"
+         "        return 8\n    return 4\n", 5),
+        ("from torch import version\nimport torch\nUSE_GRAPHS = torch.cuda.is_available() and version.hip is None\n", 3),
+    ])
+    def test_the_test_stays_with_a_row_that_says_why(self, source, line):
+        output, guards = _migrate(source)
+        assert output == source
+        assert [guard.start_line for guard in guards] == [line]
+        assert "NVIDIA GPUs only" in guards[0].tip
+
+    @pytest.mark.parametrize("source, migrated", [
+        ("import torch\nif torch.cuda.is_available():\n    x = torch.ones(2).cuda()\n", "torch_npu.npu.is_available()"),
+        # a test that asks for ROCm: false on the NPU whatever the device test gives
+        ("import torch\nROCM = torch.cuda.is_available() and torch.version.hip is not None\n",
+         "torch_npu.npu.is_available()"),
+        ("import torch\nif torch.cuda.is_available() and torch.version.hip:\n    x = 1\n", "torch_npu.npu.is_available()"),
+    ])
+    def test_a_test_that_does_not_exclude_rocm_moves(self, source, migrated):
+        output, guards = _migrate(source)
+        assert migrated in output and not guards

@@ -545,6 +545,11 @@ def dead_guard_tip(guard, api: ApiData) -> str:
                 "the CUDA device whatever the test around it asks; as written, this branch is not taken on the NPU "
                 "(as on any machine without CUDA): to run it there, give the question an NPU counterpart, then test "
                 "for the NPU")
+    if guard.guarded == device_guards.NVIDIA_ONLY:
+        return ("left as written: beside the device test it asks for NVIDIA's CUDA, not ROCm's (torch.version.hip is "
+                "None), so what it enables was written for NVIDIA GPUs only (a CUDA graph step, a kernel's tuning): "
+                "migrated, the NPU would take it; as written, the NPU takes the path other accelerators take: to use "
+                "it on the NPU, check that it runs there, then test for the NPU")
     if f"({device_guards.INDUCTOR_COMPILED} " in guard.guarded:
         return (f"left as written: it chooses {guard.guarded}, so migrated the NPU would call the compiled function, "
                 "whose first call fails there; as written, this branch is not taken on the NPU and the code beside it "

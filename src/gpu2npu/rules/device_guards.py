@@ -198,6 +198,9 @@ class _Resolver(cst.CSTVisitor):
         # (sorted: a name imported from two places, in a try and its except, names the same one
         # every run)
         names = sorted(qualified_names(self, node))
+        if "torch.version.hip" in names and _asks_its_absence(self, node):
+            self.cuda_only[id(node)] = NVIDIA_ONLY
+            return
         launched = self._launched(names)
         if launched is not None:
             self.cuda_only[id(node)] = launched
@@ -535,6 +538,22 @@ _OPTIMIZER_NAMES = {name.rsplit(".", 1)[-1]: name for name in FUSED_OPTIMIZERS}
 # What a question answers with: a test (`a and b`, `x.is_cuda`, `not ok`, `d.type == "cuda"`) or a
 # constant (`return False` before the test).
 _ANSWERS = (cst.BooleanOperation, cst.UnaryOperation, cst.Comparison, cst.Attribute, cst.Name, cst.Call)
+
+
+# What a guard guards where it asks for NVIDIA's CUDA, not ROCm's, which answers torch.cuda too
+# (`torch.version.hip is None and torch.cuda.is_available()`): the project enables what it guards
+# on NVIDIA GPUs only, and an NPU is none.
+NVIDIA_ONLY = "torch.version.hip is None"
+
+
+def _asks_its_absence(resolver: "_Resolver", node: cst.CSTNode) -> bool:
+    """`torch.version.hip is None`, `not torch.version.hip`: a test that holds where no ROCm is."""
+    parent = resolver.get_metadata(ParentNodeProvider, node, None)
+    if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not):
+        return True
+    return (isinstance(parent, cst.Comparison) and parent.left is node and len(parent.comparisons) == 1
+            and isinstance(parent.comparisons[0].operator, (cst.Is, cst.Equal))
+            and isinstance(parent.comparisons[0].comparator, cst.Name) and parent.comparisons[0].comparator.value == "None")
 
 
 # What a guard guards where it chooses a function compiled with inductor (mark_compiled_functions).
@@ -954,6 +973,8 @@ def _may_hold_cuda_only(code: str, api: ApiData) -> bool:
         return True
     if _may_declare_cuda_only(code):
         return True  # (a test whose message says that what it stops is CUDA-only)
+    if "version.hip" in code:
+        return True  # (a test that asks for NVIDIA's CUDA, not ROCm's: NVIDIA_ONLY)
     if any(npu_aware.question_of_cuda(name) for name in npu_aware.called_names(code) if "cuda" in name.lower()):
         return True  # (the project's own question about CUDA, asked by the guard walk's test)
     if "get_device_properties" in code and _PROPERTY_FIELD.search(code):
