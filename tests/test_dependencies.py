@@ -310,3 +310,44 @@ def test_setup_py_requirements_added_together_are_each_migrated():
     outcome = run("setup.py", text)
     assert 'REQUIRED = ["torch==2.1.0", "torch_npu==2.1.0.post17", "numpy"]' in outcome.output
     assert 'install_requires=REQUIRED + ["einops"] + []' in outcome.output
+
+
+class TestAPackageThatNeedsAnAscendPlugin:
+    """vLLM runs on Ascend only through the vllm-ascend plugin.  Where a dependency file lists vllm
+    its row says so; where the code imports vllm and none lists it, the run warns (console and
+    log), not where the project is vLLM or its plugin, nor where the code imports the plugin."""
+
+    @staticmethod
+    def _migrate(project, out):
+        process = subprocess.run([sys.executable, "-m", "gpu2npu", "-i", str(project), "-o", str(out), "-v", "2.1.0",
+                                  "--no-cache"], capture_output=True, text=True)
+        assert process.returncode == 0, process.stderr
+        return process.stderr
+
+    def test_code_importing_it_without_a_listing_is_warned_of(self, tmp_path):
+        project = tmp_path / "grpo"
+        project.mkdir()
+        (project / "generate.py").write_text("from vllm import LLM, SamplingParams\nllm = LLM(model='m')\n")
+        (project / "train.py").write_text("import torch\nx = torch.ones(2).cuda()\n")
+        warned = self._migrate(project, tmp_path / "out")
+        assert "1 file import vllm (generate.py), which no dependency file lists" in warned
+        assert "vllm-ascend" in warned
+        log = (tmp_path / "out" / "grpo_msft" / "msFmkTranspltlog.txt").read_text()
+        assert "which no dependency file lists" in log
+
+    @pytest.mark.parametrize("files", [
+        # listed: its row says so instead
+        {"requirements.txt": "vllm==0.9.1\n", "generate.py": "import vllm\n"},
+        # the project is vLLM
+        {"vllm/__init__.py": "", "vllm/engine.py": "from vllm.config import Config\n"},
+        # the code uses the plugin
+        {"generate.py": "import vllm\nimport vllm_ascend\n"},
+        # nothing imports it
+        {"train.py": "import torch\nx = torch.ones(2).cuda()\n"},
+    ])
+    def test_no_warning_where_it_is_listed_or_not_needed(self, tmp_path, files):
+        project = tmp_path / "project"
+        for name, text in files.items():
+            (project / name).parent.mkdir(parents=True, exist_ok=True)
+            (project / name).write_text(text)
+        assert "which no dependency file lists" not in self._migrate(project, tmp_path / "out")

@@ -292,11 +292,10 @@ def _write_page(report_folder: Path, source: Path, staging: Path, target: Path, 
 
 def _migrate_dependencies(found, entries, python, destination_of, options: Options, result: RunResult, logger) -> None:
     """Requirements, environment, pyproject, setup and Dockerfiles, once the code is migrated (see
-    dependencies.phase): their rows join the code's, a torch pin other than -v's is a warning."""
+    dependencies.phase): their rows join the code's, a torch pin other than -v's is a warning, and
+    so is a package imported that needs an Ascend plugin which no dependency file lists."""
     from ..dependencies.phase import migrate_project_dependencies
 
-    if not found:
-        return
     code_files = [(entry.relative, destination_of(entry).read_bytes, entry.kind) for entry in python]
     run = migrate_project_dependencies(found, entries, code_files, lambda entry: destination_of(entry).read_bytes(),
                                        options.api)

@@ -10,13 +10,14 @@ import posixpath
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..knowledge.apidata import ApiData
 from ..records.change import Change, Finding
 from ..reading.discover import Entry, Kind
 from ..reading.linemap import LineMap
 from . import SETUP_PY, REQUIREMENTS, Context, dependency_format, load_table, migrate_dependencies, satisfies
+from .table import normalise
 
 
 @dataclass
@@ -108,8 +109,10 @@ def dependency_entries(entries: Sequence[Entry]) -> List[Tuple[Entry, str]]:
 
 def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Sequence[Entry], code_files,
                                  migrated_text: Callable[[Entry], bytes], api: ApiData) -> DependencyRun:
-    """Each dependency file's rows and new text (nothing is written); `code_files` as `Importers`
-    takes them; `migrated_text(entry)`: a setup.py as the code migration left it."""
+    """Each dependency file's rows and new text (nothing is written), and the run's warnings (a
+    torch pin other than -v's, a package imported that needs an Ascend plugin no file lists);
+    `code_files` as `Importers` takes them; `migrated_text(entry)`: a setup.py as the code
+    migration left it."""
     run = DependencyRun()
     importers = Importers(code_files)
     table = load_table()
@@ -148,6 +151,8 @@ def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Se
             if included is not None and normal not in seen:
                 seen.add(normal)
                 queue.append((included, REQUIREMENTS))
+    declared = {normalise(finding.api) for file in run.files for finding in file.findings}
+    run.warnings.extend(undeclared_plugins(importers, declared, _project_packages(all_entries)))
     target = api.torch_version
     for relative, line, spec in pins:
         if spec and not spec.startswith(("git+", "http", "file:")) and satisfies(target, spec) is False:
@@ -155,6 +160,38 @@ def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Se
                                 f"(torch_npu {api.torch_npu_version}): the reports and the pinned versions are for that "
                                 f"release; {_nearer_release(spec)}")
     return run
+
+
+def undeclared_plugins(importers: Importers, declared: Set[str], project_packages: Set[str]) -> List[str]:
+    """A warning for each package that runs on Ascend only through a plugin (vLLM through
+    vllm-ascend) where the code imports it and no dependency file lists it (those that do have
+    their row): on an Ascend machine without the plugin it finds no device.  Not where the project
+    is that package or its plugin (`project_packages`: its top-level packages), nor where the code
+    imports the plugin itself."""
+    warnings = []
+    for rule in load_table().packages:
+        plugin = rule.plugin
+        if plugin is None or declared & set(rule.names) or project_packages & {*rule.imports, plugin.replace("-", "_")}:
+            continue
+        users = importers(rule.imports)
+        if users and not importers([plugin.replace("-", "_")]):
+            shown = ", ".join(users[:3]) + (", ..." if len(users) > 3 else "")
+            warnings.append(f"{len(users)} file{'s' if len(users) != 1 else ''} import {rule.names[0]} ({shown}), which "
+                            f"no dependency file lists: {rule.why}; without {plugin}, {rule.names[0]} finds no device on "
+                            "an Ascend machine")
+    return warnings
+
+
+def _project_packages(entries: Sequence[Entry]) -> Set[str]:
+    """The top-level packages of the project: its folders with an __init__.py, and the project's
+    own folder where it is a package itself."""
+    packages = set()
+    for entry in entries:
+        if entry.relative == "__init__.py":
+            packages.add(entry.absolute.parent.name)
+        elif entry.relative.endswith("/__init__.py"):
+            packages.add(entry.relative.split("/")[0])
+    return packages
 
 
 def _nearer_release(spec: str) -> str:

@@ -27,6 +27,7 @@ class PackageRule:
     why: str
     repos: Tuple[str, ...] = ()  # owner/name of its source repository (git+https requirements)
     replacement: Optional[str] = None
+    plugin: Optional[str] = None  # the Ascend plugin it runs through (vllm-ascend)
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def load() -> DependencyTable:
     raw = json.loads(resources.files(DATA_PACKAGE).joinpath("dependencies.json").read_text(encoding="utf-8"))
     packages = tuple(
         PackageRule(tuple(normalise(n) for n in entry["names"]), tuple(entry["imports"]), entry["action"], entry["why"],
-                    tuple(entry.get("repos", ())), entry.get("replacement"))
+                    tuple(entry.get("repos", ())), entry.get("replacement"), entry.get("plugin"))
         for entry in raw["packages"]
     )
     indexes = raw["cuda_indexes"]
