@@ -152,7 +152,7 @@ def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Se
                 seen.add(normal)
                 queue.append((included, REQUIREMENTS))
     declared = {normalise(finding.api) for file in run.files for finding in file.findings}
-    run.warnings.extend(undeclared_plugins(importers, declared, _project_packages(all_entries)))
+    run.warnings.extend(undeclared_plugins(code_files, declared, _project_packages(all_entries)))
     target = api.torch_version
     for relative, line, spec in pins:
         if spec and not spec.startswith(("git+", "http", "file:")) and satisfies(target, spec) is False:
@@ -162,7 +162,7 @@ def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Se
     return run
 
 
-def undeclared_plugins(importers: Importers, declared: Set[str], project_packages: Set[str]) -> List[str]:
+def undeclared_plugins(code_files, declared: Set[str], project_packages: Set[str]) -> List[str]:
     """A warning for each package that runs on Ascend only through a plugin (vLLM through
     vllm-ascend) where the code imports it and no dependency file lists it (those that do have
     their row): on an Ascend machine without the plugin it finds no device.  Not where the project
@@ -173,6 +173,10 @@ def undeclared_plugins(importers: Importers, declared: Set[str], project_package
         plugin = rule.plugin
         if plugin is None or declared & set(rule.names) or project_packages & {*rule.imports, plugin.replace("-", "_")}:
             continue
+        # (the files are read once here and not kept: only those naming the package are parsed)
+        roots = {module.split(".")[0].encode() for module in rule.imports}
+        importers = Importers([(relative, read, kind) for relative, read, kind in code_files
+                               if any(root in _text_of(read) for root in roots)])
         users = importers(rule.imports)
         if users and not importers([plugin.replace("-", "_")]):
             shown = ", ".join(users[:3]) + (", ..." if len(users) > 3 else "")
@@ -180,6 +184,13 @@ def undeclared_plugins(importers: Importers, declared: Set[str], project_package
                             f"no dependency file lists: {rule.why}; without {plugin}, {rule.names[0]} finds no device on "
                             "an Ascend machine")
     return warnings
+
+
+def _text_of(read: Callable[[], bytes]) -> bytes:
+    try:
+        return read()
+    except OSError:
+        return b""
 
 
 def _project_packages(entries: Sequence[Entry]) -> Set[str]:
