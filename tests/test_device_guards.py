@@ -1065,3 +1065,31 @@ class TestATestThatAsksForNvidiaNotRocm:
     def test_a_test_that_does_not_exclude_rocm_moves(self, source, migrated):
         output, guards = _migrate(source)
         assert migrated in output and not guards
+
+
+class TestATensorSharedByItsIpcHandle:
+    """reduce_tensor makes a tensor's IPC handle; for an NPU tensor torch_npu returns its own
+    rebuild function with it.  A file that rebuilds the handles as CUDA tensors
+    (rebuild_cuda_tensor) cannot take an NPU tensor's, and a release without
+    torch_npu.multiprocessing.reductions cannot make one: there a device test choosing the handle
+    stays, and the NPU takes the other branch (a CPU copy); elsewhere it moves."""
+
+    SHARE = ("import torch\nfrom torch.multiprocessing.reductions import {imported}\n\n\ndef entry(tensor):\n"
+             "    if tensor.is_cuda:\n        return reduce_tensor(tensor)\n    return tensor.cpu()\n")
+
+    def test_a_file_that_rebuilds_them_as_cuda_tensors_keeps_the_test(self):
+        source = self.SHARE.format(imported="rebuild_cuda_tensor, reduce_tensor")
+        output, guards = _migrate(source)
+        assert output == source
+        assert [guard.start_line for guard in guards] == [6] and "rebuild_npu_tensor" in guards[0].tip
+
+    def test_a_release_that_cannot_share_npu_tensors_keeps_the_test(self):
+        options = Options(api=apidata.load("1.11.0"))
+        source = self.SHARE.format(imported="reduce_tensor")
+        result = migrate_source(source.encode(), "m.py", options, rules_for(options))
+        guards = [f for f in result.findings if f.api.startswith("device test")]
+        assert [guard.start_line for guard in guards] == [6] and "cannot share NPU tensors" in guards[0].tip
+
+    def test_a_release_that_shares_them_and_a_file_that_rebuilds_what_it_gets_moves(self):
+        output, guards = _migrate(self.SHARE.format(imported="reduce_tensor"))
+        assert "if tensor.is_npu:" in output and not guards

@@ -32,7 +32,7 @@ from ..rules.base import code_of
 from ..rules.tensor_cuda import torchs_cuda_takes
 from ..rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
 from ..knowledge.tips import (CUDA_BUILD_STRING, CUDA_PROPERTY_FIELDS, KERNEL_DECORATORS, KERNEL_LANGUAGE_PACKAGES, KERNEL_PACKAGES, NVIDIA_MANAGEMENT_PACKAGES,
-                              TIPS, ascend_backend_note, cuda_only_package, kernel_language, kernel_tip,
+                              REDUCE_TENSOR, TIPS, ascend_backend_note, cuda_only_package, kernel_language, kernel_tip,
                               migratable_cuda_path, private_path, tip_for)
 
 DEVICE_NEUTRAL = ("torch.backends.cudnn", "torch.backends.cuda")
@@ -545,6 +545,17 @@ def dead_guard_tip(guard, api: ApiData) -> str:
                 "the CUDA device whatever the test around it asks; as written, this branch is not taken on the NPU "
                 "(as on any machine without CUDA): to run it there, give the question an NPU counterpart, then test "
                 "for the NPU")
+    if guard.guarded == device_guards.SHARED_AS_CUDA:
+        return (f"left as written: it guards {guard.guarded}: the handle of an NPU tensor is rebuilt by torch_npu's "
+                "rebuild_npu_tensor (the function reduce_tensor returns with it), so migrated, an NPU tensor's handle "
+                "would reach rebuild_cuda_tensor, which makes CUDA storage; as written, the NPU takes the other branch "
+                "(as on any machine without CUDA): to share NPU tensors, rebuild with the function reduce_tensor "
+                "returns, then test for the NPU")
+    if guard.guarded == REDUCE_TENSOR:
+        return (f"left as written: it guards {guard.guarded}, and torch_npu {api.torch_npu_version} cannot share NPU "
+                "tensors between processes (it has no torch_npu.multiprocessing.reductions): as written, the NPU takes "
+                "the other branch (as on any machine without CUDA): send the tensors through a collective or as CPU "
+                "tensors, or choose a release that shares them, then test for the NPU")
     if guard.guarded == device_guards.NVIDIA_ONLY:
         return ("left as written: beside the device test it asks for NVIDIA's CUDA, not ROCm's (torch.version.hip is "
                 "None), so what it enables was written for NVIDIA GPUs only (a CUDA graph step, a kernel's tuning): "

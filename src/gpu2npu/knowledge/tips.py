@@ -375,6 +375,16 @@ def kernel_tip(name: str, language: str = "Triton") -> str:
             f"write what it computes {_KERNEL_INSTEAD}Ascend C")
 
 
+# torch's way of sharing a tensor with another process by its IPC handle: for an NPU tensor it needs
+# torch_npu.multiprocessing.reductions (rebuild_npu_tensor), which the releases before it lack.
+REDUCE_TENSOR = "torch.multiprocessing.reductions.reduce_tensor"
+
+
+def shares_npu_tensors(api: ApiData) -> bool:
+    """Whether the release can share an NPU tensor between processes (reduce_tensor works there)."""
+    return api.module_has("torch_npu.multiprocessing.reductions", "rebuild_npu_tensor")
+
+
 def cuda_only_package(name: str, own: FrozenSet[str] = frozenset()) -> Optional[str]:
     """The CUDA-only package (of CUDA_ONLY_PACKAGES) that the qualified `name` belongs to, if any;
     None where the name's top-level package is one of the project's `own` (Options.own_packages)."""

@@ -47,8 +47,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from ..knowledge import apidata
 from ..knowledge.apidata import ApiData
 from ..knowledge.tips import (CUDA_BUILD_BINDINGS, CUDA_BUILD_STRING, CUDA_ONLY_PACKAGES, CUDA_PROPERTY_FIELDS,
-                              FLEX_ATTENTION, FLEX_ATTENTION_CHOICE, FUSED_OPTIMIZERS, cuda_only_package,
-                              has_fused_kernel, migratable_cuda_path)
+                              FLEX_ATTENTION, FLEX_ATTENTION_CHOICE, FUSED_OPTIMIZERS, REDUCE_TENSOR, cuda_only_package,
+                              has_fused_kernel, migratable_cuda_path, shares_npu_tensors)
 from ..reading.file_facts import MESSAGE_CALLS
 from ..reading.kernel_launchers import (OPERATOR_KEY, OPERATORS_ON_THE_NPU, compiled_operator,
                                         launchers_in, registered_operators, resolved, what_it_launches,
@@ -149,6 +149,8 @@ class _Resolver(cst.CSTVisitor):
         self.framework_choices: Set[str] = set()  # what cuda_only says of a framework's CUDA option
         # whether a message of the file may say that what a test stops is CUDA-only (_CUDA_ONLY_MESSAGE)
         self.declares_cuda_only = False
+        # whether the file rebuilds tensors from IPC handles as CUDA ones (SHARED_AS_CUDA)
+        self.rebuilds_cuda_tensors = False
         # the file's GPU kernels and the module-level functions and classes that launch one (name ->
         # the kernel), and those of the project's other files (qualified name -> the kernel), with
         # the file's module (`pkg.ops.add`, and whether it is a package's __init__) that resolves
@@ -204,6 +206,9 @@ class _Resolver(cst.CSTVisitor):
         launched = self._launched(names)
         if launched is not None:
             self.cuda_only[id(node)] = launched
+            return
+        if REDUCE_TENSOR in names and (self.rebuilds_cuda_tensors or not shares_npu_tensors(self.api)):
+            self.cuda_only[id(node)] = SHARED_AS_CUDA if self.rebuilds_cuda_tensors else REDUCE_TENSOR
             return
         for name in names:
             if name in FUSED_OPTIMIZERS:
@@ -554,6 +559,13 @@ def _asks_its_absence(resolver: "_Resolver", node: cst.CSTNode) -> bool:
     return (isinstance(parent, cst.Comparison) and parent.left is node and len(parent.comparisons) == 1
             and isinstance(parent.comparisons[0].operator, (cst.Is, cst.Equal))
             and isinstance(parent.comparisons[0].comparator, cst.Name) and parent.comparisons[0].comparator.value == "None")
+
+
+# What a guard guards where it makes a tensor's IPC handle (reduce_tensor) in a file that rebuilds such
+# handles as CUDA tensors (torch.multiprocessing.reductions.rebuild_cuda_tensor): an NPU tensor's
+# handle is rebuilt by torch_npu's rebuild_npu_tensor, which reduce_tensor returns with it, so
+# migrated, the handle of an NPU tensor would reach rebuild_cuda_tensor.
+SHARED_AS_CUDA = "reduce_tensor, whose handles this file rebuilds as CUDA tensors (rebuild_cuda_tensor)"
 
 
 # What a guard guards where it chooses a function compiled with inductor (mark_compiled_functions).
@@ -975,6 +987,8 @@ def _may_hold_cuda_only(code: str, api: ApiData) -> bool:
         return True  # (a test whose message says that what it stops is CUDA-only)
     if "version.hip" in code:
         return True  # (a test that asks for NVIDIA's CUDA, not ROCm's: NVIDIA_ONLY)
+    if "reduce_tensor" in code and ("rebuild_cuda_tensor" in code or not shares_npu_tensors(api)):
+        return True  # (a tensor shared by its IPC handle: SHARED_AS_CUDA)
     if any(npu_aware.question_of_cuda(name) for name in npu_aware.called_names(code) if "cuda" in name.lower()):
         return True  # (the project's own question about CUDA, asked by the guard walk's test)
     if "get_device_properties" in code and _PROPERTY_FIELD.search(code):
@@ -1037,6 +1051,7 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     resolver.asked_elsewhere = asked_elsewhere
     resolver.file_facts = facts  # (what the whole file says, where the tree is a piece of it)
     resolver.declares_cuda_only = _may_declare_cuda_only(code)
+    resolver.rebuilds_cuda_tensors = "rebuild_cuda_tensor" in code
     resolver.own_launchers, resolver.launchers, resolver.module, resolver.package = own_launchers, launchers, module, package
     resolver.operators = operators
     spans = npu_aware.guarded_spans(wrapper, resolver, constants=constants)

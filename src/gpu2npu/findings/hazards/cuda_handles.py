@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Set
 
-from ...knowledge.tips import cuda_only_package
+from ...knowledge.tips import REDUCE_TENSOR, cuda_only_package, shares_npu_tensors
 from ...records.change import Report
 from ...records.finding_kinds import CUDA_HANDLES
 from .view import FileView
@@ -15,7 +15,6 @@ TRIGGERS = (b"cuda_stream", b"reduce_tensor")
 CUDA_STREAM_TIP = ("the raw CUDA stream handle, which CUDA libraries take (cuda-python, CuTe, CUTLASS, cupy): an NPU "
                    "stream has none (its handle, .npu_stream, is for ACL and AscendC code), so the code it is given "
                    "to needs an NPU counterpart (torch operators or torch_npu fused ones)")
-REDUCE_TENSOR = "torch.multiprocessing.reductions.reduce_tensor"
 
 
 class Detector:
@@ -40,8 +39,7 @@ class Detector:
 
     def on_call(self, call: ast.Call) -> None:
         api = self.view.api
-        if REDUCE_TENSOR in self.view.qualified(call.func) and not api.module_has(
-                "torch_npu.multiprocessing.reductions", "rebuild_npu_tensor"):
+        if REDUCE_TENSOR in self.view.qualified(call.func) and not shares_npu_tensors(api):
             self.view.add(call.func, CUDA_HANDLES.code, Report.UNSUPPORTED, REDUCE_TENSOR,
                           f"{self.view.release} cannot share NPU tensors between processes (it has "
                           "no torch_npu.multiprocessing.reductions, which later releases install on import): the handle "
