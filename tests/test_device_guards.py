@@ -1055,6 +1055,22 @@ class TestATestThatAsksForNvidiaNotRocm:
         assert [guard.start_line for guard in guards] == [line]
         assert "NVIDIA GPUs only" in guards[0].tip
 
+    def test_what_it_guards_that_is_cuda_only_is_the_reason_given(self):
+        source = ("import torch\n\n\ndef config(device_type, index):\n"
+                  "    if device_type == 'cuda' and torch.version.hip is None:\n"
+                  "        return torch.cuda.get_device_capability(index)\n    return None\n")
+        output, guards = _migrate(source)
+        assert output == source
+        assert [guard.start_line for guard in guards] == [5]
+        assert "get_device_capability" in guards[0].tip and "NVIDIA GPUs only" not in guards[0].tip
+
+    def test_a_test_before_one_that_excludes_rocm_is_judged_on_its_own(self):
+        # (the ROCm test is part of the later expression, not of what the first test guards)
+        source = ("import torch\n\n\ndef ok(x, fast):\n    if not fast:\n        return False\n"
+                  "    return x.is_cuda and torch.version.hip is None\n")
+        output, guards = _migrate(source)
+        assert [guard.start_line for guard in guards] == [7]
+
     @pytest.mark.parametrize("source, migrated", [
         ("import torch\nif torch.cuda.is_available():\n    x = torch.ones(2).cuda()\n", "torch_npu.npu.is_available()"),
         # a test that asks for ROCm: false on the NPU whatever the device test gives
@@ -1093,3 +1109,21 @@ class TestATensorSharedByItsIpcHandle:
     def test_a_release_that_shares_them_and_a_file_that_rebuilds_what_it_gets_moves(self):
         output, guards = _migrate(self.SHARE.format(imported="reduce_tensor"))
         assert "if tensor.is_npu:" in output and not guards
+
+
+class TestACommentInsideATestLeftAsWritten:
+    """A test written over several lines may hold comments: the row's OP shows the code without
+    them, and a word of a comment is no variable the test reads (`graphs` in "graphs are CUDA
+    only" does not make the assignment `graphs = ...` in its branch a test of its own)."""
+
+    SOURCE = ("import torch\n\n\ndef run(agent, device, fast):\n    if (\n        fast\n        and device.type == 'cuda'\n"
+              "        # ROCm reports cuda too: graphs are CUDA only\n"
+              "        and torch.cuda.get_device_capability()[0] >= 9\n    ):\n"
+              "        graphs = agent.graphs = make_graphs(agent, torch.cuda.current_stream())\n"
+              "        return graphs\n    return None\n")
+
+    def test_one_row_whose_op_has_no_comment(self):
+        output, guards = _migrate(self.SOURCE)
+        assert output == self.SOURCE
+        assert [(guard.start_line, guard.api) for guard in guards] == [
+            (6, "device test ( fast and device.type == 'cuda' and torch.cuda.get_device_capability()[0] >= 9 )")]

@@ -151,6 +151,7 @@ class _Resolver(cst.CSTVisitor):
         self.declares_cuda_only = False
         # whether the file rebuilds tensors from IPC handles as CUDA ones (SHARED_AS_CUDA)
         self.rebuilds_cuda_tensors = False
+        self.rocm_excluded: Set[int] = set()  # ids of `torch.version.hip` in `... is None`, `not ...` (NVIDIA_ONLY)
         # the file's GPU kernels and the module-level functions and classes that launch one (name ->
         # the kernel), and those of the project's other files (qualified name -> the kernel), with
         # the file's module (`pkg.ops.add`, and whether it is a package's __init__) that resolves
@@ -201,7 +202,7 @@ class _Resolver(cst.CSTVisitor):
         # every run)
         names = sorted(qualified_names(self, node))
         if "torch.version.hip" in names and _asks_its_absence(self, node):
-            self.cuda_only[id(node)] = NVIDIA_ONLY
+            self.rocm_excluded.add(id(node))
             return
         launched = self._launched(names)
         if launched is not None:
@@ -659,11 +660,17 @@ class _Finder:
         self.exit_guards: Set[int] = set()  # those of `if not D: return` (or raise, ...)
         self.declares_cuda_only = False  # whether a message of the file may say so (_may_declare_cuda_only)
         self.tests_left: List[Tuple[cst.CSTNode, DeadGuard]] = []  # the tests of `if`s left as written, in order
+        self.rocm_excluded: Set[int] = set()  # the resolver's (NVIDIA_ONLY)
 
     # -- what a region holds ---------------------------------------------------------------
     def _first_cuda_only(self, nodes: Iterable[Optional[cst.CSTNode]]) -> Optional[str]:
         covered, cuda_only = self.covered, self.cuda_only
         return _first_in(nodes, lambda key: _COVERED if key in covered else cuda_only.get(key))
+
+    def _excludes_rocm(self, test: cst.CSTNode) -> bool:
+        """Whether the test itself (not what it guards) asks that no ROCm be there: NVIDIA_ONLY,
+        the reason given where nothing else it guards is CUDA-only."""
+        return bool(self.rocm_excluded) and _first_in([test], lambda key: True if key in self.rocm_excluded else None)
 
     # -- device tests ----------------------------------------------------------------------
     def _is_device_test(self, node: cst.BaseExpression) -> bool:
@@ -704,6 +711,8 @@ class _Finder:
             if hit is None and self.declares_cuda_only:
                 declared = self._fallback_says_cuda_only(false_part if guarded is true_part else true_part, guarded)
                 hit = f"{CUDA_ONLY_FALLBACK}: {declared!r}" if declared else None
+            if hit is None and devices is when_true and self._excludes_rocm(test):
+                hit = NVIDIA_ONLY
             if hit is None:
                 continue
             code = _one_line(test)
@@ -776,6 +785,8 @@ class _Finder:
         when_true, when_false = self._polarity(node)
         if (when_true and isinstance(node.operator, cst.And)) or (when_false and isinstance(node.operator, cst.Or)):
             hit = self._first_cuda_only([node])
+            if hit is None and when_true and isinstance(node.operator, cst.And) and self._excludes_rocm(node):
+                hit = NVIDIA_ONLY
             if hit is not None:
                 code = _one_line(node)
                 self._add(node, DeadGuard(code, hit))
@@ -900,8 +911,17 @@ def _blocks_of(statement: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
 
 
 def _one_line(node: cst.CSTNode) -> str:
-    """The code of a test on one line, as a report's OP column shows it."""
-    return " ".join(cst.Module(body=()).code_for_node(node).split())
+    """The code of a test on one line, as a report's OP column shows it, without its comments
+    (which, joined into the line, would run over the code after them and read as names)."""
+    return " ".join(cst.Module(body=()).code_for_node(node.visit(_WithoutComments())).split())
+
+
+class _WithoutComments(cst.CSTTransformer):
+    def leave_TrailingWhitespace(self, original_node, updated_node):
+        return updated_node.with_changes(comment=None)
+
+    def leave_EmptyLine(self, original_node, updated_node):
+        return updated_node.with_changes(comment=None)
 
 
 # What a lookup answers for a subtree that a walk for the first hit passes over.
@@ -1174,7 +1194,7 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
     stays CUDA-only: the test's span maps to its DeadGuard (a report row), the code it guards to
     None.  `resolver` has walked the file."""
     declared = resolver.declares_cuda_only
-    if not resolver.cuda_only and not declared and not resolver.asked_elsewhere:
+    if not resolver.cuda_only and not declared and not resolver.asked_elsewhere and not resolver.rocm_excluded:
         return {}
     # A bf16 gate's capability test becomes the NPU's bf16 test (NPU111): valid after migration.
     for node in (*resolver.ifs, *resolver.ifexps):
@@ -1182,13 +1202,14 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
         if path is not None:
             for part in nodes_within(bf16_capability.gate_comparison(node.test, path), cst.Name, cst.Attribute):
                 resolver.cuda_only.pop(id(part), None)
-    if not resolver.cuda_only and not declared and not resolver.asked_elsewhere:
+    if not resolver.cuda_only and not declared and not resolver.asked_elsewhere and not resolver.rocm_excluded:
         return {}
     resolver.mark_device_variables()
     questions = resolver.mark_device_questions()
     finder = _Finder(resolver.cuda_only, resolver.device_terms, wrapper.resolve(PositionProvider),
                      resolver.device_variables)
     finder.declares_cuda_only = declared
+    finder.rocm_excluded = resolver.rocm_excluded
     # `return`/`raise` guards first (an `if` around one asks about it), then the tests.
     finder.visit_Module(wrapper.module)
     for function in resolver.functions:
@@ -1220,8 +1241,11 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
             continue
         answered.add(name)
         for answer in questions.get(name, ()):
-            finder.spans.setdefault(npu_aware.span_of(finder.positions[answer], answer),
-                                    DeadGuard(_one_line(answer), guarded, gates_tf32))
+            # (what the answer launches says more than that it asks for NVIDIA: NVIDIA_ONLY gives way)
+            span = npu_aware.span_of(finder.positions[answer], answer)
+            left = finder.spans.get(span)
+            if span not in finder.spans or (left is not None and left.guarded == NVIDIA_ONLY):
+                finder.spans[span] = DeadGuard(_one_line(answer), guarded, gates_tf32)
         if name in questions and name in functions:
             asked += [(inner, guarded, gates_tf32) for inner in _questions_asked_in(functions[name])
                       if inner in questions and inner not in answered]
