@@ -14,7 +14,10 @@ flash-attn, xformers, bitsandbytes' optimizers) are valid.  The GPU kernels the 
 any of its files (reading.kernel_launchers), and the operators the release has no NPU kernel for,
 are CUDA-only too; so is what a test's message says runs on CUDA only, or what the message of its
 other branch says needs CUDA where that branch goes on without it ("FP8 requires CUDA, ignoring
---fp8").
+--fp8"); a function of the file compiled with inductor where the release has no inductor for the
+NPU; a tensor's IPC handle where the file rebuilds such handles as CUDA tensors or the release
+cannot share NPU tensors; and, where nothing else is, what a test asks for NVIDIA's GPUs alone
+(beside `torch.version.hip is None`: ROCm answers torch.cuda too).
 So a device test (`is_available()`, `device_count()`, `is_cuda`, a device string compared) is
 only migrated when everything it guards is valid on the NPU after migration.  Otherwise the test
 and the code that runs only when it holds are left exactly as written (the branch stays dead on
@@ -917,6 +920,8 @@ def _one_line(node: cst.CSTNode) -> str:
 
 
 class _WithoutComments(cst.CSTTransformer):
+    """The node with its comments dropped (the code and its line breaks kept)."""
+
     def leave_TrailingWhitespace(self, original_node, updated_node):
         return updated_node.with_changes(comment=None)
 
