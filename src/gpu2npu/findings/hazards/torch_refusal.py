@@ -109,20 +109,20 @@ class _AssignedOnce:
                 for alias in node.names:
                     name = (alias.asname or alias.name).split(".")[0]
                     bindings[name] = bindings.get(name, 0) + 2
-        functions = [*groups.get(ast.FunctionDef, ()), *groups.get(ast.AsyncFunctionDef, ()), *groups.get(ast.Lambda, ())]
-        self._values = {}
-        for assign in groups.get(ast.Assign, ()):
-            for target in assign.targets:
-                if isinstance(target, ast.Name) and bindings.get(target.id) == 1:
-                    around = [function for function in functions if _within(assign, function)]
-                    self._values[target.id] = (assign.value, min(around, key=_size, default=None))
+        self._groups = groups
+        self._assigns = {target.id: assign for assign in groups.get(ast.Assign, ()) for target in assign.targets
+                         if isinstance(target, ast.Name) and bindings.get(target.id) == 1}
 
     def value_read(self, name: ast.Name) -> Optional[ast.AST]:
-        found = self._values.get(name.id)
-        if found is None:
+        assign = self._assigns.get(name.id)
+        if assign is None:
             return None
-        value, function = found
-        return value if function is None or _within(name, function) else None
+        # (the function around the assignment is looked for only for a name a test reads)
+        groups = self._groups
+        around = [function for kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+                  for function in groups.get(kind, ()) if _within(assign, function)]
+        function = min(around, key=_size, default=None)
+        return assign.value if function is None or _within(name, function) else None
 
 
 def _within(node: ast.AST, outer: ast.AST) -> bool:
