@@ -340,8 +340,11 @@ class TestAPackageThatNeedsAnAscendPlugin:
         {"requirements.txt": "vllm==0.9.1\n", "generate.py": "import vllm\n"},
         # the project is vLLM
         {"vllm/__init__.py": "", "vllm/engine.py": "from vllm.config import Config\n"},
-        # the code uses the plugin
+        # the code uses the plugin, in the same file or another
         {"generate.py": "import vllm\nimport vllm_ascend\n"},
+        {"generate.py": "from vllm import LLM\n", "main.py": "import vllm_ascend  # noqa: F401\n"},
+        # a mention that imports nothing
+        {"notes.py": "# served with vllm in production\nDOC = 'from vllm import LLM'\n"},
         # nothing imports it
         {"train.py": "import torch\nx = torch.ones(2).cuda()\n"},
     ])

@@ -173,10 +173,13 @@ def undeclared_plugins(code_files, declared: Set[str], project_packages: Set[str
         plugin = rule.plugin
         if plugin is None or declared & set(rule.names) or project_packages & {*rule.imports, plugin.replace("-", "_")}:
             continue
-        # (the files are read once here and not kept: only those naming the package are parsed)
-        roots = {module.split(".")[0].encode() for module in rule.imports}
+        # (the files are read once here and not kept: only those with the text of an import
+        # statement of the package are parsed, not every file that mentions it; the words are
+        # looked for first, the statement's pattern only where one is)
+        roots = {module.split(".")[0] for module in rule.imports} | {plugin.replace("-", "_")}
+        statement, words = _import_statement(roots), [root.encode() for root in roots]
         importers = Importers([(relative, read, kind) for relative, read, kind in code_files
-                               if any(root in _text_of(read) for root in roots)])
+                               if _may_import(_text_of(read), words, statement)])
         users = importers(rule.imports)
         if users and not importers([plugin.replace("-", "_")]):
             shown = ", ".join(users[:3]) + (", ..." if len(users) > 3 else "")
@@ -184,6 +187,18 @@ def undeclared_plugins(code_files, declared: Set[str], project_packages: Set[str
                             f"no dependency file lists: {rule.why}; without {plugin}, {rule.names[0]} finds no device on "
                             "an Ascend machine")
     return warnings
+
+
+def _import_statement(roots: Set[str]) -> "re.Pattern":
+    """What an import of one of the modules `roots` looks like as text (generous: `Importers`
+    parses what it finds): a line importing it, or `import_module("...")`/`__import__("...")`."""
+    names = "|".join(re.escape(root) for root in sorted(roots))
+    return re.compile(rb"^[ \t]*(?:from[ \t]+(?:%s)\b|import[ \t]+(?:[\w.]+[ \t]*(?:as[ \t]+\w+[ \t]*)?,[ \t]*)*(?:%s)\b)"
+                      rb"|(?:import_module|__import__)\([ \t]*[\"'](?:%s)\b" % ((names.encode(),) * 3), re.MULTILINE)
+
+
+def _may_import(text: bytes, words: List[bytes], statement: "re.Pattern") -> bool:
+    return any(word in text for word in words) and statement.search(text) is not None
 
 
 def _text_of(read: Callable[[], bytes]) -> bytes:
