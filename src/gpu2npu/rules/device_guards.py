@@ -1070,7 +1070,7 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
         launchers, called = {}, frozenset()
     asked_elsewhere = _questions_by_module(kernel_questions).get(module, {}) if module is not None else {}
     if not (_may_hold_cuda_only(code, api) or _may_call(code, called, own_launchers.keys()) or asked_elsewhere
-            or (_lacks_npu_inductor(api) and ".compile" in code)):
+            or (_lacks_npu_inductor(api) and ("torch.compile" in code or "import compile" in code))):
         return npu_aware.guarded_spans(wrapper, code=code, constants=constants), {}
     resolver = _Resolver(api, aliases, rerouted, scopes, own)
     resolver.asked_elsewhere = asked_elsewhere
