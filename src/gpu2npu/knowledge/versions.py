@@ -9,7 +9,8 @@ _VERSION = re.compile(r"(\d+(?:\.\d+)*)")
 _CLAUSE = re.compile(r"\s*(===|==|!=|~=|<=|>=|<|>)\s*([^\s,;]+)\s*")
 
 
-def _version_tuple(text: str) -> Tuple[int, ...]:
+def release_numbers(text: str) -> Tuple[int, ...]:
+    """(2, 4, 0) for "2.4.0+cu121": the numbers a release starts with; () where it starts with none."""
     match = _VERSION.match(text)
     return tuple(int(part) for part in match.group(1).split(".")) if match else ()
 
@@ -17,19 +18,19 @@ def _version_tuple(text: str) -> Tuple[int, ...]:
 def satisfies(version: str, spec: str) -> Optional[bool]:
     """Whether `version` meets every clause of `spec` (local versions and `.*` read loosely);
     None when a clause cannot be read."""
-    wanted = _version_tuple(version)
+    wanted = release_numbers(version)
     for clause in filter(None, (c.strip() for c in spec.split(","))):
         match = _CLAUSE.fullmatch(clause)
         if match is None:
             return None
         operator, text = match.groups()
         if text.endswith(".*"):
-            prefix = _version_tuple(text[:-2])
+            prefix = release_numbers(text[:-2])
             same = wanted[:len(prefix)] == prefix
             if (operator == "==" and not same) or (operator == "!=" and same):
                 return False
             continue
-        other = _version_tuple(text.split("+")[0])
+        other = release_numbers(text.split("+")[0])
         if not other:
             return None
         width = max(len(wanted), len(other))

@@ -17,10 +17,11 @@ function are read (a function's row says it stops that function).
 from __future__ import annotations
 
 import ast
-import re
-from typing import Iterator, List, Optional, Sequence, Tuple
+import operator
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from ...knowledge.apidata import available_versions, version_key
+from ...knowledge.versions import release_numbers
 from ...records.change import Report
 from ...records.finding_kinds import TORCH_REFUSED
 from .view import FileView
@@ -39,8 +40,12 @@ _VERSION_CLASS_NAMES = frozenset({"Version", "LooseVersion", "StrictVersion", "p
 _SAME_VERSION_ATTRIBUTES = frozenset({"base_version", "public", "vstring"})
 _PART_ATTRIBUTES = {"major": 0, "minor": 1, "micro": 2}
 _EXITS = frozenset({"sys.exit", "os._exit"})
-_NUMBERS = re.compile(r"\d+(?:\.\d+)*")
 _NPU = "npu"
+# A comparison's operator, as a test writes it and as a version helper takes it (`is_torch_version(">=", v)`).
+_OPERATORS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+              ast.Eq: operator.eq, ast.NotEq: operator.ne}
+_HELPER_OPERATORS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+                     "!=": operator.ne}
 
 
 class _Unknown:
@@ -55,16 +60,17 @@ class _Version(tuple):
 
     @classmethod
     def of(cls, text: str) -> Optional["_Version"]:
-        match = _NUMBERS.match(text.strip().lstrip("vV"))
-        if match is None:
+        numbers = list(release_numbers(text.strip().lstrip("vV")))
+        if not numbers:
             return None
-        numbers = [int(part) for part in match.group(0).split(".")]
         while len(numbers) > 1 and numbers[-1] == 0:
             numbers.pop()
         return cls(numbers)
 
 
-def _compare(operator: ast.cmpop, left, right):
+def _compare(compared: Optional[Callable[[object, object], bool]], left, right):
+    """`compared(left, right)`, a version beside a string read as a version; UNKNOWN where the two
+    do not compare (or the operator is none of _OPERATORS')."""
     if isinstance(left, _Version) or isinstance(right, _Version):
         left = left if isinstance(left, _Version) else _Version.of(left) if isinstance(left, str) else None
         right = right if isinstance(right, _Version) else _Version.of(right) if isinstance(right, str) else None
@@ -73,22 +79,7 @@ def _compare(operator: ast.cmpop, left, right):
         left, right = tuple(left), tuple(right)
     elif type(left) is not type(right) or not isinstance(left, (str, int, tuple)):
         return UNKNOWN
-    if isinstance(operator, ast.Lt):
-        return left < right
-    if isinstance(operator, ast.LtE):
-        return left <= right
-    if isinstance(operator, ast.Gt):
-        return left > right
-    if isinstance(operator, ast.GtE):
-        return left >= right
-    if isinstance(operator, ast.Eq):
-        return left == right
-    if isinstance(operator, ast.NotEq):
-        return left != right
-    return UNKNOWN
-
-
-_HELPER_OPERATORS = {"<": ast.Lt(), "<=": ast.LtE(), ">": ast.Gt(), ">=": ast.GtE(), "==": ast.Eq(), "!=": ast.NotEq()}
+    return UNKNOWN if compared is None else compared(left, right)
 
 
 class _AssignedOnce:
@@ -178,7 +169,7 @@ class _Reader:
         if helper is not None:  # transformers.pytorch_utils' flags: is_torch_greater_or_equal_than_2_4
             wanted = helper.rpartition("_than_")[2].replace("_", ".")
             self.asked_the_version = True
-            return _compare(ast.GtE(), _Version.of(self.torch_version), wanted)
+            return _compare(operator.ge, _Version.of(self.torch_version), wanted)
         if node.__class__ is ast.Name:
             value = self.assigned.value_read(node)
             return UNKNOWN if value is None or names else self.value(value, depth + 1)
@@ -209,7 +200,7 @@ class _Reader:
         if any(name.startswith("transformers.") and name.endswith(".is_torch_greater_or_equal")
                for name in names) and arguments and isinstance(arguments[0], str):
             self.asked_the_version = True
-            return _compare(ast.GtE(), _Version.of(self.torch_version), arguments[0])
+            return _compare(operator.ge, _Version.of(self.torch_version), arguments[0])
         if func.__class__ is ast.Name and func.id == "str" and not names and len(arguments) == 1:
             return arguments[0] if isinstance(arguments[0], str) else UNKNOWN
         if func.__class__ is ast.Attribute and func.attr == "split" and not call.keywords:
@@ -227,11 +218,11 @@ class _Reader:
 
     def _comparison(self, node: ast.Compare, depth: int):
         left = self.value(node.left, depth + 1)
-        for operator, comparator in zip(node.ops, node.comparators):
+        for op, comparator in zip(node.ops, node.comparators):
             right = self.value(comparator, depth + 1)
             if left is UNKNOWN or right is UNKNOWN:
                 return UNKNOWN
-            outcome = _compare(operator, left, right)
+            outcome = _compare(_OPERATORS.get(op.__class__), left, right)
             if outcome is not True:
                 return outcome
             left = right
@@ -249,22 +240,22 @@ class _Reader:
 def _npu_choice(test: ast.AST) -> bool:
     """`DEVICE_TYPE == "npu"` / `device in ("npu", ...)`: a test that holds where the program
     runs on the NPU."""
-    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
-        return False
-    constants = _strings(test.comparators[0]) if isinstance(test.ops[0], (ast.Eq, ast.In)) else []
-    return _NPU in constants
+    return _NPU in _names_matched(test)
 
 
 def _other_devices(test: ast.AST) -> bool:
     """A test of a device name that names only other devices (`DEVICE_TYPE in ("cuda", "hip")`):
     false where the same name says "npu"."""
+    names = _names_matched(test)
+    return bool(names) and _NPU not in names
+
+
+def _names_matched(test: ast.AST) -> List[str]:
+    """The strings a one-operator `==`/`in` test matches against (`x == "npu"`, `x in ("cuda",
+    "hip")`); [] for any other test."""
     if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], (ast.Eq, ast.In)):
-        return False
-    constants = _strings(test.comparators[0])
-    return bool(constants) and _NPU not in constants
-
-
-def _strings(node: ast.AST) -> List[str]:
+        return []
+    node = test.comparators[0]
     items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
     return [item.value for item in items if isinstance(item, ast.Constant) and isinstance(item.value, str)]
 
