@@ -1199,7 +1199,11 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
     stays CUDA-only: the test's span maps to its DeadGuard (a report row), the code it guards to
     None.  `resolver` has walked the file."""
     declared = resolver.declares_cuda_only
-    if not resolver.cuda_only and not declared and not resolver.asked_elsewhere and not resolver.rocm_excluded:
+
+    def nothing_to_judge() -> bool:
+        return not (resolver.cuda_only or declared or resolver.asked_elsewhere or resolver.rocm_excluded)
+
+    if nothing_to_judge():
         return {}
     # A bf16 gate's capability test becomes the NPU's bf16 test (NPU111): valid after migration.
     for node in (*resolver.ifs, *resolver.ifexps):
@@ -1207,7 +1211,7 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
         if path is not None:
             for part in nodes_within(bf16_capability.gate_comparison(node.test, path), cst.Name, cst.Attribute):
                 resolver.cuda_only.pop(id(part), None)
-    if not resolver.cuda_only and not declared and not resolver.asked_elsewhere and not resolver.rocm_excluded:
+    if nothing_to_judge():  # (again: those were perhaps all there was)
         return {}
     resolver.mark_device_variables()
     questions = resolver.mark_device_questions()

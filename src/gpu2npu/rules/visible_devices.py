@@ -58,7 +58,7 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
                 value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign)) else None
                 if isinstance(value, cst.Dict):
                     self._table_keys.update(string_text(element.key) for element in value.elements
-                                            if isinstance(element, cst.DictElement) and isinstance(element.value, cst.Lambda))
+                                            if _reads_the_environment(element))
 
     def visit_Element(self, node: cst.Element) -> None:
         if isinstance(node.value, cst.SimpleString):
@@ -67,11 +67,11 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
     def visit_Assign(self, node: cst.Assign) -> None:
         # (the table's name: a lookup in it by the key is a reader's too)
         if isinstance(node.value, cst.Dict) and any(
-                isinstance(element, cst.DictElement) and isinstance(element.value, cst.Lambda) for element in node.value.elements):
+                _reads_the_environment(element) for element in node.value.elements):
             self._reader_tables.update(target.target.value for target in node.targets if isinstance(target.target, cst.Name))
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
-        if isinstance(node.value, cst.Lambda):
+        if _reads_the_environment(node):
             self._reader_names.add(id(node.key))
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
@@ -102,3 +102,8 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
             if id(arg) in renamed:
                 self.record(arg.keyword, f"change {CUDA_VARIABLE} to {NPU_VARIABLE}")
         return with_keywords_renamed(original_node, updated_node, renamed)
+
+
+def _reads_the_environment(element: cst.BaseElement) -> bool:
+    """An entry of a table of functions that read the environment: a key with a lambda."""
+    return isinstance(element, cst.DictElement) and isinstance(element.value, cst.Lambda)
