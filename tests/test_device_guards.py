@@ -1127,3 +1127,82 @@ class TestACommentInsideATestLeftAsWritten:
         assert output == self.SOURCE
         assert [(guard.start_line, guard.api) for guard in guards] == [
             (6, "device test ( fast and device.type == 'cuda' and torch.cuda.get_device_capability()[0] >= 9 )")]
+
+
+class TestALibraryThatDecodesOnTheCpuOrNvidiasGpusOnly:
+    """torchcodec decodes with NVDEC and refuses any device but "cpu" and "cuda"; torchvision's
+    decode_jpeg decodes with nvJPEG for CUDA and on the CPU for any other device, returning the
+    image there.  A "cuda" given to either stays (renamed, the call refuses the NPU or decodes on
+    the CPU silently), a device test around such a call stays, a call given another device than the
+    CPU is a row (NPU934), and code that names NVIDIA's video engines (a codec "h264_nvenc", a
+    message "decoding with NVDEC") is CUDA-only for the test around it."""
+
+    FENCE = ("import torch\nfrom torchcodec.decoders import VideoDecoder\n\n\n"
+             "def make(data, device='cpu'):\n    kind = torch.device(device).type\n"
+             "    if kind == 'cuda' and not has_nvdec():\n        raise ValueError('no NVDEC')\n"
+             "    elif kind not in ('cpu', 'cuda'):\n        raise ValueError(f'cpu and cuda only, got {device}')\n"
+             "    return VideoDecoder(data, seek_mode='exact', device=device)\n")
+
+    @staticmethod
+    def _rows(source, code):
+        result = migrate_source(source.encode(), "m.py", OPTIONS, rules_for(OPTIONS))
+        return [(f.start_line, f.api) for f in result.findings if f.rule == code]
+
+    @pytest.mark.parametrize("call", ["VideoDecoder(data, device='cuda')", "VideoDecoder(data, device='cuda:0')",
+                                      "decode_jpeg(data, device='cuda')", "decode_jpeg(data, ImageReadMode.RGB, 'cuda')",
+                                      "torchvision.io.decode_jpeg(data, device='cuda')"])
+    def test_a_cuda_device_given_to_it_stays_with_a_row(self, call):
+        source = ("import torch\nimport torchvision\nfrom torchvision.io import ImageReadMode, decode_jpeg\n"
+                  f"from torchcodec.decoders import VideoDecoder\nframes = {call}\n")
+        output, _ = _migrate(source)
+        assert output == source
+        assert [line for line, _ in self._rows(source, "NPU934")] == [5]
+
+    def test_a_device_of_the_program_given_to_it_is_a_row_and_the_cpu_none(self):
+        source = ("import torch\nfrom torchcodec.decoders import VideoDecoder\n\n\ndef read(data, device):\n"
+                  "    gpu = VideoDecoder(data, device=device)\n    cpu = VideoDecoder(data, device='cpu')\n"
+                  "    plain = VideoDecoder(data)\n    return gpu, cpu, plain\n")
+        assert self._rows(source, "NPU934") == [(6, "torchcodec.decoders.VideoDecoder(device=...)")]
+
+    @pytest.mark.parametrize("source, line", [
+        ("import torch\nfrom torchcodec.decoders import VideoDecoder\n\n\ndef make(data):\n"
+         "    if torch.cuda.is_available():\n        return VideoDecoder(data, device='cuda')\n"
+         "    return VideoDecoder(data)\n", 6),
+        ("import torch\nfrom torchvision.io import decode_jpeg\n\n\ndef load(data, device):\n"
+         "    if device.type == 'cuda':\n        return decode_jpeg(data, device=device)\n"
+         "    return decode_jpeg(data).to(device)\n", 6),
+        # an `if ... elif ...` whose branches all stop: each test fences what follows the chain
+        (FENCE, 9),
+        # what the test guards names NVIDIA's engines: a codec, a message
+        ("import torch\n\n\ndef codec():\n    if torch.cuda.is_available():\n        return 'h264_nvenc'\n"
+         "    return 'libx264'\n", 5),
+        ("import logging\nimport torch\n\n\ndef setup(kwargs, device_type):\n    if device_type != 'cuda':\n"
+         "        return\n    kwargs['device'] = device_type\n"
+         "    logging.info('decoding video with NVDEC (device=%s)', device_type)\n", 6),
+    ])
+    def test_a_device_test_around_it_stays(self, source, line):
+        output, guards = _migrate(source)
+        assert output == source
+        assert line in [guard.start_line for guard in guards]
+
+    def test_the_fences_row_says_what_to_do(self):
+        _, guards = _migrate(self.FENCE)
+        fence = next(guard for guard in guards if guard.start_line == 9)
+        assert "torchcodec.decoders.VideoDecoder(device=...)" in fence.tip and 'device="cpu"' in fence.tip
+
+    @pytest.mark.parametrize("source, expected", [
+        # a test around a call on the CPU, moved to the device afterwards: migrated
+        ("import torch\nfrom torchcodec.decoders import VideoDecoder\n\n\ndef frames(path):\n"
+         "    if torch.cuda.is_available():\n        return VideoDecoder(path)[:8].cuda()\n"
+         "    return VideoDecoder(path, device='cpu')[:8]\n", "if torch_npu.npu.is_available():"),
+        # a chain whose branch goes on is no fence: what follows is migrated as before
+        ("import torch\n\n\ndef pick(x):\n    if x.device.type == 'cuda':\n        raise ValueError('no')\n"
+         "    elif x.is_cpu:\n        x = x.float()\n    return x.to('cuda')\n", "return x.to('npu')"),
+        # another device's message does not name NVIDIA's engines
+        ("import logging\nimport torch\n\n\ndef setup(kwargs, device_type):\n    if device_type != 'cuda':\n"
+         "        return\n    kwargs['device'] = device_type\n    logging.info('decoding on %s', device_type)\n",
+         "if device_type != 'npu':"),
+    ])
+    def test_what_it_does_not_reach_is_migrated(self, source, expected):
+        output, guards = _migrate(source)
+        assert expected in output and not guards

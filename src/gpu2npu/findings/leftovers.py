@@ -15,6 +15,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import extension_builds, package_presence
 from ..knowledge.apidata import ApiData, first_release_with_npu_inductor
+from ..knowledge.library_devices import library_device_api
 from ..reading.kernel_launchers import COMPILED_OPERATOR
 from ..reading.package_tests import PackageTests
 from ..records.change import Finding, Report
@@ -22,6 +23,7 @@ from ..records.finding_kinds import (CUDA_API, CUDA_LEFTOVER, CUDA_ONLY_PACKAGE,
                             FRAMEWORK_CUDA, GPU_KERNELS, KERNEL_LANGUAGE, LEFT_ON_PURPOSE, NVIDIA_TOOLS,
                             RAY_GPUS, FindingKind)
 from ..rules import device_guards, flash_attn, npu_aware
+from ..rules.device_guards import LIBRARY_DEVICE_CALL
 from ..rules.cuda_api import PROPERTIES_TIP, lacking_arguments_tip
 from ..rules.names import (DEVICE_STRING, FRAMEWORK_OPTIONS, ImportAliases, DocstringTracker, cuda_switch_of, dotted_name, enum_label,
                           arguments_the_npu_lacks, foreign_collective, framework_option, not_a_device,
@@ -573,6 +575,18 @@ def dead_guard_tip(guard, api: ApiData) -> str:
                 "NPU would take a fused update it has no kernel for; as written, this branch is not taken there and the "
                 "optimizer runs unfused: for a fused update on the NPU use torch_npu.optim.NpuFusedAdamW (NpuFusedAdam, "
                 "NpuFusedSGD), or a -v whose torch_npu has the kernel")
+    if guard.guarded.startswith(device_guards.NVIDIA_MEDIA):
+        named = guard.guarded[len(device_guards.NVIDIA_MEDIA) + 2:]
+        return (f"left as written: what it guards names NVIDIA's video or image engines ({named}), which an Ascend "
+                "machine has not, so migrated, the NPU would take that path; as written, the NPU does not reach it "
+                "(as on any machine without CUDA): decode and encode on the CPU there (FFmpeg's software codecs, "
+                "torchcodec with device=\"cpu\"), then test for the NPU")
+    library = library_device_api(guard.guarded[:-len(LIBRARY_DEVICE_CALL)]) if guard.guarded.endswith(
+        LIBRARY_DEVICE_CALL) else None
+    if library is not None:
+        return (f"left as written: it guards {guard.guarded}, which runs on the CPU and NVIDIA's GPUs only, so migrated "
+                "the NPU would hand it the NPU's device, which it refuses or decodes on the CPU; as written, the NPU "
+                "does not reach that call (as on any machine without CUDA): " + library[1])
     if CUDA_BUILD_STRING.match(guard.guarded):
         return (f"left as written: it chooses {guard.guarded!r}, another framework's CUDA build or provider, which "
                 "does not run on an Ascend machine; as written, this branch is not taken there (as on any machine "

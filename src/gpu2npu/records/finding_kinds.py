@@ -239,6 +239,23 @@ TORCH_REFUSED = _kind(
      "        raise ImportError\n    from torch.nn import RMSNorm\nexcept ImportError:\n    RMSNorm = None\n"),
 )
 
+LIBRARY_DEVICE = _kind(
+    "NPU934", "LibraryDevice", "a device handed to a library that runs on the CPU and NVIDIA's GPUs only", ERROR,
+    "torchcodec and torchvision's decode_jpeg run on an Ascend machine, but their GPU path is NVIDIA's hardware: "
+    "torchcodec decodes with NVDEC and refuses any device but \"cpu\" and \"cuda\"; decode_jpeg decodes with "
+    "nvJPEG for a CUDA device and on the CPU for any other, returning the image on the CPU. A \"cuda\" given to "
+    "either is left as written (renamed, the call would refuse the NPU or decode on the CPU silently), and so is "
+    "a device test around such a call. A call given the CPU, or no device, is no row.",
+    "decode on the CPU and move the frames or the image to the NPU with .to(\"npu\").",
+    (("from torchcodec.decoders import VideoDecoder\ndecoder = VideoDecoder(data, device=\"cuda\")\n",
+      "torchcodec.decoders.VideoDecoder(device=...)", UNSUPPORTED_CSV),
+     ("import torch\nfrom torchvision.io import decode_jpeg\nimage = decode_jpeg(data, device=\"cuda\")\n",
+      "torchvision.io.decode_jpeg(device=...)", UNSUPPORTED_CSV)),
+    ("from torchcodec.decoders import VideoDecoder\ndecoder = VideoDecoder(data)\n",
+     "from torchcodec.decoders import VideoDecoder\ndecoder = VideoDecoder(data, device=\"cpu\")\n",
+     "import torch\nfrom torchvision.io import decode_jpeg\nimage = decode_jpeg(data).to(\"cuda\")\n"),
+)
+
 QUANTIZATION = _kind(
     "NPU912", "Quantization", "quantization through bitsandbytes", ERROR,
     "bitsandbytes' 4-bit and 8-bit layers are CUDA kernels: loading a model with load_in_4bit or a "

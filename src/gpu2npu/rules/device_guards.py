@@ -49,6 +49,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..knowledge import apidata
 from ..knowledge.apidata import ApiData
+from ..knowledge.library_devices import WORDS as LIBRARY_DEVICE_WORDS
 from ..knowledge.tips import (CUDA_BUILD_BINDINGS, CUDA_BUILD_STRING, CUDA_ONLY_PACKAGES, CUDA_PROPERTY_FIELDS,
                               FLEX_ATTENTION, FLEX_ATTENTION_CHOICE, FUSED_OPTIMIZERS, REDUCE_TENSOR, cuda_only_package,
                               has_fused_kernel, migratable_cuda_path, shares_npu_tensors)
@@ -61,7 +62,7 @@ from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
 from .transformers_attention import FLEX, chooses_attention
 from .names import (DEVICE_STRING, FRAMEWORK_OPTIONS, called_method, dotted_name, framework_option, function_around,
-                    nodes_within, not_a_device, properties_query_stays, qualified_names, string_text)
+                    library_device_argument, nodes_within, not_a_device, properties_query_stays, qualified_names, string_text)
 from .dotted_names import last_name
 from .walk import ParentNodeProvider, walk
 
@@ -96,6 +97,11 @@ _NEEDS_CUDA_MESSAGE = re.compile(r"\b(requires?|required|needs?)\b.{0,40}\b(cuda
                                  r"\b(cuda|nvidia)\b.{0,30}\b(required|only)\b|\bonly\b.{0,60}\b(cuda|nvidia)\b",
                                  re.IGNORECASE)
 _OTHER_DEVICE_WORD = re.compile(r"\b(cpus?|npus?|ascend|xpus?|mps|rocm|hip|amd|intel|tpus?|hpus?)\b", re.IGNORECASE)
+# NVIDIA's video and image engines (NVDEC, NVENC, nvJPEG, and FFmpeg's codecs for them: h264_cuvid,
+# hevc_nvenc): a string that names one, in a message ("decoding video with NVDEC") or as a codec,
+# says that the code it stands in uses NVIDIA hardware, which an Ascend machine has not.
+NVIDIA_MEDIA = "code that names NVIDIA's video or image engines"
+_NVIDIA_MEDIA_WORD = re.compile(r"(?<![a-z])(nvdec|nvenc|nvjpeg|cuvid)(?![a-z])", re.IGNORECASE)
 # What a lookup of the device's name in a table stands as (a DeadGuard's `guarded`).
 GPU_NAME_LOOKUP = "a table of NVIDIA GPUs looked up by get_device_name()"
 # ... and a search of such a table that raises where no entry matches.
@@ -154,6 +160,7 @@ class _Resolver(cst.CSTVisitor):
         self.declares_cuda_only = False
         # whether the file rebuilds tensors from IPC handles as CUDA ones (SHARED_AS_CUDA)
         self.rebuilds_cuda_tensors = False
+        self.library_devices = False  # whether the file may give a device to knowledge.library_devices' APIs
         self.rocm_excluded: Set[int] = set()  # ids of `torch.version.hip` in `... is None`, `not ...` (NVIDIA_ONLY)
         # the file's GPU kernels and the module-level functions and classes that launch one (name ->
         # the kernel), and those of the project's other files (qualified name -> the kernel), with
@@ -261,6 +268,9 @@ class _Resolver(cst.CSTVisitor):
         text = string_text(node)
         if text in _OPTIMIZER_NAMES:
             self.optimizers.add(_OPTIMIZER_NAMES[text])
+        if text is not None and _NVIDIA_MEDIA_WORD.search(text):
+            self.cuda_only[id(node)] = f"{NVIDIA_MEDIA}: {text!r}"
+            return
         if text is not None and CUDA_BUILD_STRING.match(text):
             self.cuda_only[id(node)] = text  # another framework's CUDA build or provider
             return
@@ -271,6 +281,10 @@ class _Resolver(cst.CSTVisitor):
             self._device_string(node, text)
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        text = "".join(part.value if isinstance(part, cst.FormattedStringText) else "{...}" for part in node.parts)
+        if _NVIDIA_MEDIA_WORD.search(text):
+            self.cuda_only[id(node)] = f"{NVIDIA_MEDIA}: {text!r}"
+            return
         first = node.parts[0] if node.parts else None
         if not isinstance(first, cst.FormattedStringText):
             return
@@ -306,6 +320,11 @@ class _Resolver(cst.CSTVisitor):
         self.fors.append(node)
 
     def visit_Call(self, node: cst.Call) -> None:
+        given = library_device_argument(self, node) if self.library_devices else None
+        if given is not None and not _on_the_cpu(given[1].value):
+            # torchcodec's decoders, torchvision's decode_jpeg: a device test around the call asks
+            # for NVIDIA's decoders (NVDEC, nvJPEG), which the NPU has not
+            self.cuda_only[id(node)] = given[0] + LIBRARY_DEVICE_CALL
         if (isinstance(node.func, cst.Name) and node.func.value == "next" and len(node.args) == 1
                 and isinstance(node.args[0].value, cst.GeneratorExp)):
             self.next_calls.append(node)
@@ -574,6 +593,8 @@ SHARED_AS_CUDA = "reduce_tensor, whose handles this file rebuilds as CUDA tensor
 
 # What a guard guards where it chooses a function compiled with inductor (mark_compiled_functions).
 INDUCTOR_COMPILED = "torch.compile of"
+# What a guard guards where it is a call giving a device to knowledge.library_devices' APIs.
+LIBRARY_DEVICE_CALL = "(device=...)"
 
 
 def _lacks_npu_inductor(api: ApiData) -> bool:
@@ -591,6 +612,15 @@ def _compiles_with_inductor(resolver: "_Resolver", node: cst.BaseExpression) -> 
     backend = next((arg.value for arg in (call.args if call is not None else ())
                     if arg.keyword is not None and arg.keyword.value == "backend"), None)
     return backend is None or (isinstance(backend, cst.SimpleString) and string_text(backend) == "inductor")
+
+
+def _on_the_cpu(device: cst.BaseExpression) -> bool:
+    """Whether a device is written as the CPU (`"cpu"`, `torch.device("cpu")`) or as None."""
+    if isinstance(device, cst.Call) and len(device.args) == 1:
+        device = device.args[0].value
+    if isinstance(device, cst.Name):
+        return device.value == "None"
+    return (string_text(device) or "").split(":")[0] == "cpu"
 
 
 def _makes_a_device(value: cst.BaseExpression) -> bool:
@@ -804,16 +834,17 @@ class _Finder:
         for index, statement in enumerate(body):
             after = list(body[index + 1:])
             rest = after + continuation
-            if isinstance(statement, cst.If) and statement.orelse is None and exits(statement.body):
-                _, when_false = self._polarity(statement.test)
-                leaves_function = exits(statement.body, (cst.Return, cst.Raise))
+            for branch in _exiting_chain(statement):
+                # (`if A: raise ... elif B: raise ...`: each test stops what follows the chain)
+                _, when_false = self._polarity(branch.test)
+                leaves_function = exits(branch.body, (cst.Return, cst.Raise))
                 guarded = rest if leaves_function else after
                 if when_false:
-                    raised = statement.body.body[-1] if isinstance(statement.body, cst.IndentedBlock) else None
+                    raised = branch.body.body[-1] if isinstance(branch.body, cst.IndentedBlock) else None
                     message = (raised.body[-1].exc if isinstance(raised, cst.SimpleStatementLine) and raised.body
                                and isinstance(raised.body[-1], cst.Raise) else None)
-                    self._exit_guard(statement.test, guarded, message, statement.body)
-            elif isinstance(statement, cst.SimpleStatementLine):
+                    self._exit_guard(branch.test, guarded, message, branch.body)
+            if isinstance(statement, cst.SimpleStatementLine):
                 # `assert D, msg` guards what follows it as `if not D: raise` does, where D names
                 # CUDA itself (`x.is_cuda`, `.type == "cuda"`): an assert of a type or a shape that
                 # reads a device variable (`isinstance(device, torch.device)`) is no device test
@@ -892,6 +923,16 @@ def _strings_in(node: cst.CSTNode) -> List[str]:
     if isinstance(node, cst.FormattedStringExpression):
         return ["{...}"]
     return [text for child in node.children for text in _strings_in(child)]
+
+
+def _exiting_chain(statement: cst.CSTNode) -> List[cst.If]:
+    """The `if` and its `elif`s where every branch exits and none is an `else`: what follows the
+    chain runs only where each test is false ([] for any other statement)."""
+    chain = []
+    while isinstance(statement, cst.If) and exits(statement.body):
+        chain.append(statement)
+        statement = statement.orelse
+    return chain if statement is None else []
 
 
 def _blocks_of(statement: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
@@ -1012,6 +1053,10 @@ def _may_hold_cuda_only(code: str, api: ApiData) -> bool:
         return True  # (a test whose message says that what it stops is CUDA-only)
     if "version.hip" in code:
         return True  # (a test that asks for NVIDIA's CUDA, not ROCm's: NVIDIA_ONLY)
+    if _NVIDIA_MEDIA_WORD.search(code):
+        return True  # (code that names NVIDIA's video or image engines: NVIDIA_MEDIA)
+    if any(word in code for word in LIBRARY_DEVICE_WORDS):
+        return True  # (a device given to torchcodec, decode_jpeg: knowledge.library_devices)
     if "reduce_tensor" in code and ("rebuild_cuda_tensor" in code or not shares_npu_tensors(api)):
         return True  # (a tensor shared by its IPC handle: SHARED_AS_CUDA)
     if any(npu_aware.question_of_cuda(name) for name in npu_aware.called_names(code) if "cuda" in name.lower()):
@@ -1077,6 +1122,7 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     resolver.file_facts = facts  # (what the whole file says, where the tree is a piece of it)
     resolver.declares_cuda_only = _may_declare_cuda_only(code)
     resolver.rebuilds_cuda_tensors = "rebuild_cuda_tensor" in code
+    resolver.library_devices = any(word in code for word in LIBRARY_DEVICE_WORDS)
     resolver.own_launchers, resolver.launchers, resolver.module, resolver.package = own_launchers, launchers, module, package
     resolver.operators = operators
     spans = npu_aware.guarded_spans(wrapper, resolver, constants=constants)

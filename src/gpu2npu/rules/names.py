@@ -13,6 +13,7 @@ from ..reading.collective_backends import foreign_library
 from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, is_rng_state_callee,
                                   mapping_text, option_destination)
 from ..knowledge import npu_keywords
+from ..knowledge.library_devices import library_device_api
 from ..knowledge.tips import cuda_only_package, handed_on, has_fused_kernel
 from .dotted_names import dotted_name, last_name
 from .npu_aware import mentions_npu
@@ -312,6 +313,8 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
                 # properties=CUDAProperties(...))`): that package's own word for its CUDA build,
                 # which has no NPU one (its rows say so); "npu" there it refuses or misreads
                 return True
+            if _given_to_a_cpu_or_cuda_library(rule, call, parent):
+                return True
             attribute_function = an_attribute_name(rule, node)
             if attribute_function and _a_torch_submodule(rule, call.args[0].value):
                 # an attribute's name, no device: `getattr(torch.version, "cuda", None)` reads CUDA's
@@ -333,6 +336,32 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
         # Elsewhere it goes with the device ("npu:0" must lose its prefix as "cuda:0" did).
         return True
     return enum_label(rule, node) or class_label(rule, node)
+
+
+def library_device_argument(rule, call: cst.Call) -> Optional[Tuple[str, cst.Arg]]:
+    """(the API, its device argument) where `call` gives a device to a library that runs on the
+    CPU and NVIDIA's GPUs only (knowledge.library_devices: `VideoDecoder(data, device=d)`)."""
+    for name in sorted(qualified_names(rule, call.func)):
+        known = library_device_api(name)
+        if known is None:
+            continue
+        keyword = next((argument for argument in call.args
+                        if argument.keyword is not None and argument.keyword.value == "device"), None)
+        if keyword is not None:
+            return name, keyword
+        position = known[0]
+        positional = [argument for argument in call.args if argument.keyword is None]
+        if position is None or len(positional) <= position or any(argument.star for argument in positional[:position + 1]):
+            return None
+        return name, positional[position]
+    return None
+
+
+def _given_to_a_cpu_or_cuda_library(rule, call: cst.Call, argument: cst.Arg) -> bool:
+    """Whether the argument is the device of a library that runs on the CPU and NVIDIA's GPUs only:
+    "npu" there is refused or decoded on the CPU, and the call's row (NPU934) says what to do."""
+    given = library_device_argument(rule, call)
+    return given is not None and given[1] is argument
 
 
 _WORD_CHARACTER = re.compile(r"\w")

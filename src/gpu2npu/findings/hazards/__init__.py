@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from ...knowledge.apidata import ApiData
 from ...records.change import Finding
-from . import (compiler, cuda_handles, framework_options, fused_optimizers, gpu_identity, gpu_kernels, lightning_accelerator,
-               local_torch_cuda, npu_dtypes, nvidia_tools, package_probes, profiler, quantization, ray_gpus, tf32,
-               torch_refusal)
+from . import (compiler, cuda_handles, framework_options, fused_optimizers, gpu_identity, gpu_kernels, library_devices,
+               lightning_accelerator, local_torch_cuda, npu_dtypes, nvidia_tools, package_probes, profiler, quantization,
+               ray_gpus, tf32, torch_refusal)
 from .compiler import compile_tip
 from .view import FileView
 
@@ -40,7 +40,7 @@ __all__ = ["DETECTORS", "compile_tip", "hazards_for_source", "might_have_hazard"
 
 DETECTORS = (local_torch_cuda, profiler, gpu_identity, compiler, cuda_handles, tf32, gpu_kernels, fused_optimizers,
              ray_gpus, package_probes, quantization, nvidia_tools, framework_options, lightning_accelerator, npu_dtypes,
-             torch_refusal)
+             torch_refusal, library_devices)
 
 TRIGGERS: Tuple[bytes, ...] = tuple(dict.fromkeys(word for detector in DETECTORS for word in detector.TRIGGERS))
 
