@@ -188,8 +188,9 @@ class TestATableOfFunctionsReadingTheEnvironment:
     read as `envs.CUDA_VISIBLE_DEVICES` elsewhere.  The key is the name the program reads the value
     by and stays with its readers; the variable the function reads is the Ascend one."""
 
-    def test_the_key_stays_and_the_variable_read_moves(self):
-        source = ("import os\nenvironment_variables = {\n    'CUDA_VISIBLE_DEVICES': lambda: os.environ.get('CUDA_VISIBLE_DEVICES', None),\n}\n"
+    @pytest.mark.parametrize("binding", ["environment_variables =", "environment_variables: dict[str, Callable] ="])
+    def test_the_key_stays_and_the_variable_read_moves(self, binding):
+        source = (f"import os\n{binding} {{\n    'CUDA_VISIBLE_DEVICES': lambda: os.environ.get('CUDA_VISIBLE_DEVICES', None),\n}}\n"
                   "print(environment_variables['CUDA_VISIBLE_DEVICES']())\n")
         output, _ = _migrate(source)
         assert "'CUDA_VISIBLE_DEVICES': lambda: os.environ.get('ASCEND_RT_VISIBLE_DEVICES', None)" in output

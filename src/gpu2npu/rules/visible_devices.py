@@ -1,6 +1,8 @@
 """CUDA_VISIBLE_DEVICES -> ASCEND_RT_VISIBLE_DEVICES in code."""
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
 from .base import Example, Rule
@@ -66,9 +68,13 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         # (the table's name: a lookup in it by the key is a reader's too)
-        if isinstance(node.value, cst.Dict) and any(
-                _reads_the_environment(element) for element in node.value.elements):
+        if _a_table_of_readers(node.value):
             self._reader_tables.update(target.target.value for target in node.targets if isinstance(target.target, cst.Name))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        # (`environment_variables: dict[str, Callable[[], Any]] = {...}`, as vLLM's envs.py writes it)
+        if _a_table_of_readers(node.value) and isinstance(node.target, cst.Name):
+            self._reader_tables.add(node.target.value)
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
         if _reads_the_environment(node):
@@ -102,6 +108,11 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
             if id(arg) in renamed:
                 self.record(arg.keyword, f"change {CUDA_VARIABLE} to {NPU_VARIABLE}")
         return with_keywords_renamed(original_node, updated_node, renamed)
+
+
+def _a_table_of_readers(value: Optional[cst.BaseExpression]) -> bool:
+    """A dict with an entry of a function that reads the environment."""
+    return isinstance(value, cst.Dict) and any(_reads_the_environment(element) for element in value.elements)
 
 
 def _reads_the_environment(element: cst.BaseElement) -> bool:
