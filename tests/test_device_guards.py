@@ -956,6 +956,10 @@ class TestAFeatureWhoseFallbackSaysItNeedsCuda:
         ("import logging\nimport torch\nlog = logging.getLogger(__name__)\n\ndef f(x):\n    if not x.is_cuda:\n"
          "        log.warning('the graph capture needs CUDA; running eagerly')\n        return run(x)\n"
          "    return capture(x)\n", 6),
+        # the host's memory named by a feature ("CPU-offloading") is no other device
+        ("import warnings\nimport torch\n\ndef allowed(device, offload):\n    if offload:\n        if device != 'cuda':\n"
+         "            warnings.warn('CPU-offloading is only enabled when using CUDA-devices. Continuing without "
+         "cpu-offloading')\n            return False\n    return offload\n", 6),
     ])
     def test_the_test_stays_with_a_row_quoting_the_fallback(self, source, line):
         output, guards = _migrate(source)
@@ -976,6 +980,9 @@ class TestAFeatureWhoseFallbackSaysItNeedsCuda:
          "torch_npu.npu.is_available()"),
         ("import torch\nif torch.cuda.is_available():\n    fast = True\nelse:\n    print('fast mode is off')\n",
          "torch_npu.npu.is_available()"),
+        ("import warnings\nimport torch\n\ndef pick(device):\n    if device != 'cuda':\n"
+         "        warnings.warn('Only CPU and CUDA are tested; continuing')\n        return None\n    return device\n",
+         "if device != 'npu':"),
     ])
     def test_a_choice_of_device_or_a_stop_is_migrated(self, source, migrated):
         output, guards = _migrate(source)

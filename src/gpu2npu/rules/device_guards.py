@@ -96,7 +96,10 @@ CUDA_ONLY_FALLBACK = "code its other branch's message says needs CUDA"
 _NEEDS_CUDA_MESSAGE = re.compile(r"\b(requires?|required|needs?)\b.{0,40}\b(cuda|nvidia)\b|"
                                  r"\b(cuda|nvidia)\b.{0,30}\b(required|only)\b|\bonly\b.{0,60}\b(cuda|nvidia)\b",
                                  re.IGNORECASE)
-_OTHER_DEVICE_WORD = re.compile(r"\b(cpus?|npus?|ascend|xpus?|mps|rocm|hip|amd|intel|tpus?|hpus?)\b", re.IGNORECASE)
+# (not the CPU of "CPU offloading", "cpu_offload": a feature that moves memory to the host, which
+# a message about a CUDA-only one names: "CPU-offloading is only enabled when using CUDA-devices")
+_OTHER_DEVICE_WORD = re.compile(r"\b(cpus?|npus?|ascend|xpus?|mps|rocm|hip|amd|intel|tpus?|hpus?)\b(?![-_ ]?offload)",
+                                re.IGNORECASE)
 # NVIDIA's video and image engines (NVDEC, NVENC, nvJPEG, and FFmpeg's codecs for them: h264_cuvid,
 # hevc_nvenc): a string that names one, in a message ("decoding video with NVDEC") or as a codec,
 # says that the code it stands in uses NVIDIA hardware, which an Ascend machine has not.
