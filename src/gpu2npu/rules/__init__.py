@@ -23,6 +23,7 @@ from .apex_amp import ApexAmp
 from .apex_modules import ApexModulesToTorch
 from .apex_parts import ApexPartsToGenerated
 from .bf16_capability import Bf16CapabilityGateToNpu
+from .capability_warnings import CapabilityMessageRemoved
 from .bf16_readiness import Bf16ReadinessWithoutCudaVersion
 from .bitsandbytes import BitsandbytesOptimizers
 from .base import DistributedSettings, Example, FileContext, Options, Rule, SpecifyDeviceSettings
@@ -63,6 +64,7 @@ COMMON_RULES: Tuple[Type[Rule], ...] = (
     Tf32ToHf32,
     Bf16ReadinessWithoutCudaVersion,
     Bf16CapabilityGateToNpu,
+    CapabilityMessageRemoved,
     RayGpusToNpus,
     TorchCudaApiToNpu,
     TensorCudaToNpu,
@@ -144,5 +146,6 @@ __all__ = [
     "REROUTING_RULES",
     "Tf32ToHf32",
     "Bf16CapabilityGateToNpu",
+    "CapabilityMessageRemoved",
     "Bf16ReadinessWithoutCudaVersion",
 ]
