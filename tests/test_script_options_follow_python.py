@@ -128,3 +128,41 @@ def test_a_name_handed_to_torch_somewhere_is_renamed_though_another_file_hands_i
     out = tmp_path / "out" / "proj_msft"
     assert "def setup(backend='hccl')" in (out / "launcher.py").read_text()
     assert "default='hccl'" in (out / "options.py").read_text()
+
+
+class TestAnOptionReadThroughGetattrAndHandedToRay:
+    """OpenRLHF's `--vllm.sync_backend` (default "nccl") is read as `backend = getattr(args.vllm,
+    "sync_backend", "nccl")` in the trainer, which hands `backend` to Ray's collective groups and
+    compares it with "nccl" to choose CUDA IPC: the option, each getattr default, each comparison
+    and the launch scripts keep "nccl" (renamed, the comparison silently chose the other path and
+    Ray refused "hccl"), with rows; a getattr default whose answer reaches torch moves."""
+
+    CLI = ("import argparse\np = argparse.ArgumentParser()\n"
+           "p.add_argument('--vllm.sync_backend', type=str, default='nccl')\n")
+    ACTOR = ("import os\nimport ray.util.collective as collective\n\n\nclass Actor:\n    def setup(self, args):\n"
+             "        backend = getattr(args.vllm, 'sync_backend', 'nccl')\n"
+             "        self.use_ipc = backend == 'nccl' and args.colocate\n        if not self.use_ipc:\n"
+             "            collective.init_collective_group(world_size=2, rank=0, backend=backend, group_name='g')\n\n"
+             "    def env(self, args):\n        if getattr(args.vllm, 'sync_backend', 'nccl') == 'nccl':\n"
+             "            os.environ['NCCL_CUMEM_ENABLE'] = '0'\n")
+    LAUNCH = "#!/bin/bash\npython -m cli --vllm.sync_backend nccl\n"
+
+    def test_every_spelling_keeps_nccl_with_rows(self, tmp_path):
+        source = write_project(tmp_path / "proj", {"cli.py": self.CLI, "actor.py": self.ACTOR, "run.sh": self.LAUNCH})
+        result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-cache")
+        assert result.returncode == 0, result.stderr
+        out = tmp_path / "out" / "proj_msft"
+        assert (out / "cli.py").read_text() == self.CLI
+        assert "getattr(args.vllm, 'sync_backend', 'nccl') == 'nccl'" in (out / "actor.py").read_text()
+        assert "backend = getattr(args.vllm, 'sync_backend', 'nccl')" in (out / "actor.py").read_text()
+        assert (out / "run.sh").read_text() == self.LAUNCH
+        rows = (out / "unsupported_api.csv").read_text()
+        assert all(f"{where},backend 'nccl'," in rows for where in ("cli.py,3,3", "actor.py,7,7", "actor.py,13,13"))
+
+    def test_a_getattr_default_that_reaches_torch_moves(self, tmp_path):
+        source = write_project(tmp_path / "proj", {"train.py": (
+            "import torch.distributed as dist\n\n\ndef setup(args):\n"
+            "    backend = getattr(args, 'dist_backend', 'nccl')\n    dist.init_process_group(backend=backend)\n")})
+        result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-cache")
+        assert result.returncode == 0, result.stderr
+        assert "getattr(args, 'dist_backend', 'hccl')" in (tmp_path / "out" / "proj_msft" / "train.py").read_text()

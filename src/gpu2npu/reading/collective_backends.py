@@ -70,7 +70,25 @@ def foreign_backends(file_scan: FileScan) -> Dict[str, str]:
                 name = last_name(value)
                 if name:
                     foreign.setdefault(name, library)
+    # the field a name handed on was read from (`backend = getattr(args.vllm, "sync_backend",
+    # "nccl")`, `backend = cfg.sync_backend`): the option or configuration field is that library's too
+    for assign in file_scan.groups.get(ast.Assign, ()) if foreign else ():
+        target = assign.targets[0] if len(assign.targets) == 1 else None
+        library = foreign.get(target.id) if isinstance(target, ast.Name) else None
+        field = _field_read(assign.value) if library is not None else None
+        if field:
+            foreign.setdefault(field, library)
     return foreign
+
+
+def _field_read(value: ast.AST) -> Optional[str]:
+    """The attribute `value` reads: `obj.field`, `getattr(obj, "field"[, default])`."""
+    if isinstance(value, ast.Attribute):
+        return value.attr
+    if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "getattr"
+            and len(value.args) >= 2 and isinstance(value.args[1], ast.Constant) and isinstance(value.args[1].value, str)):
+        return value.args[1].value
+    return None
 
 
 # What one file tells the project about backend names: (name, library) it hands to another

@@ -1021,7 +1021,15 @@ def foreign_collective(rule, node: cst.CSTNode) -> Optional[str]:
             library = foreign_library(qualified_names(rule, call.func))
             if library is not None:
                 return library
-            if parent.keyword is not None and parent.keyword.value in ("default", "choices"):
+            if _getattr_default(call, parent):
+                # `backend = getattr(args, "sync_backend", "nccl")`: the default of the field, whose
+                # answer the assignment's target holds too
+                holder = _held_by(call)
+                around = parent_of(call)
+                if isinstance(around, cst.Assign) and holder not in names and holder not in dict(
+                        rule.context.options.foreign_backends):
+                    holder = next((dotted_name(t.target) for t in around.targets if dotted_name(t.target)), holder)
+            elif parent.keyword is not None and parent.keyword.value in ("default", "choices"):
                 holder = option_destination([string_text(a.value) or "" for a in call.args
                                              if a.keyword is None and isinstance(a.value, cst.SimpleString)])
                 if holder is None and isinstance(parent_of(call), cst.AnnAssign):  # `x: str = field(default="nccl")`
@@ -1033,14 +1041,29 @@ def foreign_collective(rule, node: cst.CSTNode) -> Optional[str]:
         holder = parent.name.value
     elif isinstance(parent, cst.ComparisonTarget):
         comparison = parent_of(parent)
-        holder = dotted_name(comparison.left) if isinstance(comparison, cst.Comparison) else None
+        holder = _held_by(comparison.left) if isinstance(comparison, cst.Comparison) else None
     elif isinstance(parent, cst.Comparison) and parent.left is node:
-        holder = next((dotted_name(c.comparator) for c in parent.comparisons if dotted_name(c.comparator)), None)
+        holder = next((_held_by(c.comparator) for c in parent.comparisons if _held_by(c.comparator)), None)
     if holder is None:
         return None
     name = holder.rsplit(".", 1)[-1]
     # (another file of the project hands it to one: Options.foreign_backends)
     return names.get(name) or dict(rule.context.options.foreign_backends).get(name)
+
+
+def _held_by(value: cst.BaseExpression) -> Optional[str]:
+    """The name that holds what `value` reads: its dotted name, or the field of `getattr(obj,
+    "field"[, default])`."""
+    if (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "getattr"
+            and len(value.args) >= 2):
+        return string_text(value.args[1].value)
+    return dotted_name(value)
+
+
+def _getattr_default(call: cst.Call, argument: cst.Arg) -> bool:
+    """Whether `argument` is the default of `getattr(obj, "field", default)`."""
+    return (isinstance(call.func, cst.Name) and call.func.value == "getattr" and len(call.args) == 3
+            and call.args[2] is argument and argument.keyword is None and string_text(call.args[1].value) is not None)
 
 
 def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
