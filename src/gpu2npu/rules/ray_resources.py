@@ -1,7 +1,7 @@
 """Ray's GPU requests -> requests for Ray's NPU resource."""
 from __future__ import annotations
 
-from typing import List
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -48,6 +48,61 @@ def is_ray_call(visitor, func: cst.BaseExpression) -> bool:
     return isinstance(func, cst.Attribute) and func.attr.value == "options" and imports_ray(visitor)
 
 
+_BUNDLES_MESSAGE = ('ask for Ray\'s "NPU" resource in the placement group\'s bundles where they asked for "GPU" '
+                    '(Ray counts Ascend NPUs as "NPU")')
+
+
+def _bundles_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
+    for position, arg in enumerate(call.args):
+        if (arg.keyword is None and not arg.star and position == 0) or (
+                arg.keyword is not None and arg.keyword.value == "bundles"):
+            return arg.value
+    return None
+
+
+class _BundlesBound(cst.CSTVisitor):
+    """The assignments that bind, once in the function (or module) that makes a placement group,
+    the name of the bundles it is given (`bundles = [{"GPU": 1} for _ in range(n)]` then
+    `placement_group(bundles)`), where their dicts ask for "GPU": ids of their values."""
+
+    def __init__(self, rule) -> None:
+        super().__init__()
+        self.rule = rule
+        self.scopes: List[Tuple[Dict[str, List[cst.Assign]], Set[str]]] = [({}, set())]
+        self.values: Set[int] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.scopes.append(({}, set()))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._settle(*self.scopes.pop())
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        self._settle(*self.scopes.pop())
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self.scopes[-1][0].setdefault(target.target.value, []).append(node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name):  # (bound again)
+            self.scopes[-1][0].setdefault(node.target.value, []).append(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if PLACEMENT_GROUPS & set(qualified_names(self.rule, node.func)):
+            bundles = _bundles_argument(node)
+            if isinstance(bundles, cst.Name):
+                self.scopes[-1][1].add(bundles.value)
+
+    def _settle(self, bound: Dict[str, List[cst.Assign]], given: Set[str]) -> None:
+        for name in given:
+            assigns = bound.get(name, [])
+            if len(assigns) == 1 and isinstance(assigns[0], cst.Assign) and len(assigns[0].targets) == 1 \
+                    and gpu_requests(assigns[0].value):
+                self.values.add(id(assigns[0].value))
+
+
 class RayGpusToNpus(Rule):
     """Ray schedules tasks and actors by resource.  It counts Ascend NPUs as the resource "NPU"
     (and then sets ASCEND_RT_VISIBLE_DEVICES for the task), not as GPUs: `num_gpus=N` asks for
@@ -56,7 +111,10 @@ class RayGpusToNpus(Rule):
     `num_gpus=N` becomes `resources={"NPU": N}` with the same expression, fractions included.
     A call that passes `resources=` or `**kwargs` as well stays, reported with the Ray way.
     The bundles of `ray.util.placement_group(...)` written out as dict literals ask for "NPU" where
-    they asked for "GPU" (`[{"GPU": 1, "CPU": 8}] * 4`).
+    they asked for "GPU" (`[{"GPU": 1, "CPU": 8}] * 4`), in the call or in the one assignment of
+    the name it is given where the group is made (`bundles = [{"GPU": 1} for _ in range(n)]`):
+    the actors placed in the group ask for "NPU", and a group of GPU bundles never forms on an
+    Ascend node.
     """
 
     code = "NPU110"
@@ -79,14 +137,38 @@ class RayGpusToNpus(Rule):
             "from ray.util.placement_group import placement_group\n\n"
             "group = placement_group([{'NPU': 1, 'CPU': 8}] * 4, strategy='STRICT_PACK')\n",
         ),
+        Example(
+            "from ray.util.placement_group import placement_group\n\n\ndef make(n):\n"
+            "    bundles = [{'GPU': 1, 'CPU': 1} for _ in range(n)]\n    return placement_group(bundles, strategy='PACK')\n",
+            "from ray.util.placement_group import placement_group\n\n\ndef make(n):\n"
+            "    bundles = [{'NPU': 1, 'CPU': 1} for _ in range(n)]\n    return placement_group(bundles, strategy='PACK')\n",
+        ),
     )
     unchanged = (
         "import ray\n@ray.remote(num_gpus=1, resources={'ssd': 1})\ndef f():\n    pass\n",
+        # bundles bound twice, or somewhere else than where the group is made
+        "from ray.util import placement_group\nbundles = [{'GPU': 1}]\nbundles = extra\ngroup = placement_group(bundles)\n",
+        "from ray.util import placement_group\nbundles = [{'GPU': 1}]\n\n\ndef make():\n    return placement_group(bundles)\n",
         "import ray\nf = ray.remote(**options)\ng = f.options(num_gpus=1, **extra)\n",
         "trainer = Trainer(num_gpus=2)\nconfig.options(num_gpus=1)\n",
         "from ray.util import placement_group\ngroup = placement_group(bundles)\n",
         "import ray\nconfig = ray.train.ScalingConfig(use_gpu=True, resources_per_worker={'GPU': 1})\n",
     )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._bundles: Set[int] = set()  # ids of the values of assignments that bind a group's bundles
+
+    def visit_Module(self, node: cst.Module) -> None:
+        finder = _BundlesBound(self)
+        node.visit(finder)
+        self._bundles = finder.values
+
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign):
+        if id(original_node.value) not in self._bundles:
+            return updated_node
+        self.record(original_node.value, _BUNDLES_MESSAGE)
+        return updated_node.with_changes(value=updated_node.value.visit(_GpuKeysToNpu()))
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
         if PLACEMENT_GROUPS & set(qualified_names(self, original_node.func)):
@@ -110,8 +192,7 @@ class RayGpusToNpus(Rule):
             bundles = (arg.keyword is None and not arg.star and position == 0) or (
                 arg.keyword is not None and arg.keyword.value == "bundles")
             if bundles and gpu_requests(arg.value):
-                self.record(original_node, 'ask for Ray\'s "NPU" resource in the placement group\'s bundles where they '
-                            'asked for "GPU" (Ray counts Ascend NPUs as "NPU")')
+                self.record(original_node, _BUNDLES_MESSAGE)
                 args = list(updated_node.args)
                 args[position] = arg.with_changes(value=arg.value.visit(_GpuKeysToNpu()))
                 return updated_node.with_changes(args=args)
