@@ -75,9 +75,9 @@ def test_placement_group_bundles_ask_for_npus_and_other_gpu_requests_are_reporte
 class TestBundlesBoundToANameFirst:
     """`bundles = [{"GPU": 1, "CPU": 1} for _ in range(n)]` then `placement_group(bundles)` (RL
     trainers' actor groups): the actors placed in the group ask for "NPU", so the bundles must too,
-    or the group never forms on an Ascend node and the program waits for it forever.  The one
-    assignment of the name where the group is made is rewritten; a name bound twice, or bound in
-    another scope than the call's, stays."""
+    or the group never forms on an Ascend node and the program waits for it forever.  The
+    assignments of the name where the group is made are rewritten where each asks for "GPU"; a
+    name bound to something else too, or bound in another scope than the call's, stays."""
 
     def _migrated(self, tmp_path, source):
         project = tmp_path / "proj"
@@ -87,18 +87,24 @@ class TestBundlesBoundToANameFirst:
         return (target / "groups.py").read_text(), read_csv(target / "change_list.csv")
 
     def test_the_bundles_of_a_function_and_of_the_module_ask_for_npus(self, tmp_path):
-        source = ("from ray.util.placement_group import placement_group\n\n\ndef actors(n):\n"
+        source = ("from ray.util.placement_group import placement_group\n\n\ndef actors(n, m):\n"
                   "    bundles = [{\"GPU\": 1, \"CPU\": 1} for _ in range(n)]\n"
-                  "    pg = placement_group(bundles, strategy=\"PACK\")\n    return pg\n\n\n"
+                  "    pg = placement_group(bundles, strategy=\"PACK\")\n"
+                  "    bundles = [{\"GPU\": 1, \"CPU\": 1} for _ in range(m)]\n"
+                  "    return pg, placement_group(bundles, strategy=\"PACK\")\n\n\n"
                   "SHARED = [{'GPU': 1}] * 8\nshared = placement_group(bundles=SHARED)\n")
         output, changes = self._migrated(tmp_path, source)
         assert '    bundles = [{"NPU": 1, "CPU": 1} for _ in range(n)]\n' in output
+        assert '    bundles = [{"NPU": 1, "CPU": 1} for _ in range(m)]\n' in output
         assert "SHARED = [{'NPU': 1}] * 8\n" in output
-        assert [(row["Start Line"], row["Rule"]) for row in changes] == [("5", "NPU110"), ("10", "NPU110")]
+        assert [(row["Start Line"], row["Rule"]) for row in changes] == [
+            ("5", "NPU110"), ("7", "NPU110"), ("11", "NPU110")]
 
     def test_a_name_bound_twice_or_elsewhere_stays(self, tmp_path):
         source = ("from ray.util.placement_group import placement_group\n\nBUNDLES = [{'GPU': 1}]\n\n\n"
                   "def elsewhere():\n    return placement_group(BUNDLES)\n\n\ndef twice(extra):\n"
-                  "    bundles = [{'GPU': 1}]\n    bundles += extra\n    return placement_group(bundles)\n")
+                  "    bundles = [{'GPU': 1}]\n    bundles += extra\n    return placement_group(bundles)\n\n\n"
+                  "def other(extra):\n    bundles = [{'GPU': 1}]\n    if extra:\n        bundles = extra\n"
+                  "    return placement_group(bundles)\n")
         output, changes = self._migrated(tmp_path, source)
         assert output == source and not changes

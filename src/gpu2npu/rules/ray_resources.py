@@ -61,9 +61,9 @@ def _bundles_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
 
 
 class _BundlesBound(cst.CSTVisitor):
-    """The assignments that bind, once in the function (or module) that makes a placement group,
-    the name of the bundles it is given (`bundles = [{"GPU": 1} for _ in range(n)]` then
-    `placement_group(bundles)`), where their dicts ask for "GPU": ids of their values."""
+    """The assignments that bind, in the function (or module) that makes a placement group, the
+    name of the bundles it is given (`bundles = [{"GPU": 1} for _ in range(n)]` then
+    `placement_group(bundles)`), where every one of them asks for "GPU": ids of their values."""
 
     def __init__(self, rule) -> None:
         super().__init__()
@@ -98,9 +98,9 @@ class _BundlesBound(cst.CSTVisitor):
     def _settle(self, bound: Dict[str, List[cst.Assign]], given: Set[str]) -> None:
         for name in given:
             assigns = bound.get(name, [])
-            if len(assigns) == 1 and isinstance(assigns[0], cst.Assign) and len(assigns[0].targets) == 1 \
-                    and gpu_requests(assigns[0].value):
-                self.values.add(id(assigns[0].value))
+            if assigns and all(isinstance(assign, cst.Assign) and len(assign.targets) == 1
+                               and gpu_requests(assign.value) for assign in assigns):
+                self.values.update(id(assign.value) for assign in assigns)
 
 
 class RayGpusToNpus(Rule):
@@ -111,8 +111,9 @@ class RayGpusToNpus(Rule):
     `num_gpus=N` becomes `resources={"NPU": N}` with the same expression, fractions included.
     A call that passes `resources=` or `**kwargs` as well stays, reported with the Ray way.
     The bundles of `ray.util.placement_group(...)` written out as dict literals ask for "NPU" where
-    they asked for "GPU" (`[{"GPU": 1, "CPU": 8}] * 4`), in the call or in the one assignment of
-    the name it is given where the group is made (`bundles = [{"GPU": 1} for _ in range(n)]`):
+    they asked for "GPU" (`[{"GPU": 1, "CPU": 8}] * 4`), in the call or in the assignments of
+    the name it is given where the group is made, where each asks for "GPU" (`bundles = [{"GPU": 1}
+    for _ in range(n)]`):
     the actors placed in the group ask for "NPU", and a group of GPU bundles never forms on an
     Ascend node.
     """
@@ -146,7 +147,7 @@ class RayGpusToNpus(Rule):
     )
     unchanged = (
         "import ray\n@ray.remote(num_gpus=1, resources={'ssd': 1})\ndef f():\n    pass\n",
-        # bundles bound twice, or somewhere else than where the group is made
+        # bundles bound to something else too, or somewhere else than where the group is made
         "from ray.util import placement_group\nbundles = [{'GPU': 1}]\nbundles = extra\ngroup = placement_group(bundles)\n",
         "from ray.util import placement_group\nbundles = [{'GPU': 1}]\n\n\ndef make():\n    return placement_group(bundles)\n",
         "import ray\nf = ray.remote(**options)\ng = f.options(num_gpus=1, **extra)\n",
