@@ -220,6 +220,31 @@ def test_bitsandbytes_reached_through_transformers_and_lightning():
     assert "bfloat16" in tips[8] and "LoRA" in tips[9] and "bf16-true" in tips[11]
 
 
+class TestQuantizedLoadingHandedOn:
+    """`load_in_4bit=args.load_in_4bit` handed to the project's own model class is one hop of an
+    option: the row stands where it reaches a library that loads with bitsandbytes (the project's
+    from_pretrained or BitsAndBytesConfig), not at every call that passes it along."""
+
+    def test_a_hop_to_the_projects_own_callable_is_no_row(self):
+        rows = _rows('''\
+            from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+            from project.models import Actor
+
+
+            def build(args, model_class, load_in_4bit):
+                actor = Actor(args.path, load_in_4bit=args.load_in_4bit)
+                critic = self.strategy.prepare(args.path, load_in_8bit=load_in_8bit_flag)
+                model = AutoModelForCausalLM.from_pretrained(args.path, load_in_4bit=load_in_4bit)
+                other = model_class.from_pretrained(args.path, load_in_4bit=load_in_4bit)
+                config = BitsAndBytesConfig(load_in_4bit=load_in_4bit)
+                forced = Actor(args.path, load_in_4bit=True)
+                return actor, critic, model, other, config, forced
+            ''')
+        assert [(line, api) for line, api, _ in rows] == [
+            (7, "load_in_8bit"), (8, "load_in_4bit"), (9, "load_in_4bit"), (10, "BitsAndBytesConfig"),
+            (11, "load_in_4bit")]
+
+
 def test_each_triton_kernel_is_named_at_its_def_line():
     rows = _rows("""\
         import triton

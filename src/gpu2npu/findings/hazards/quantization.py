@@ -6,6 +6,7 @@ import ast
 
 from ...records.change import Report
 from ...records.finding_kinds import QUANTIZATION
+from ...reading.scan.reading import last_name
 from .view import FileView
 
 QUANTIZED_LOADING_TIP = (
@@ -24,6 +25,11 @@ BITSANDBYTES_FRONT_DOORS = {
     "pytorch_lightning.plugins.BitsandbytesPrecision": _LIGHTNING_TIP,
 }
 LOADING_KEYWORDS = ("load_in_4bit", "load_in_8bit")
+# What takes those keywords and loads a model with them: the libraries, and their loaders' names
+# (reached through a class held in a variable: `model_class.from_pretrained(...)`).
+LOADING_LIBRARIES = frozenset({"transformers", "peft", "trl", "accelerate", "optimum", "unsloth", "vllm", "lightning",
+                               "pytorch_lightning", "litgpt", "axolotl", "torchtune"})
+LOADERS = frozenset({"from_pretrained", "from_config", "FastLanguageModel", "get_model"})
 
 # the classes' last names, and the keywords' common part
 TRIGGERS = (*sorted({name.rsplit(".", 1)[-1].encode() for name in BITSANDBYTES_FRONT_DOORS}), b"load_in_")
@@ -41,4 +47,14 @@ class Detector:
                 return  # its load_in_4bit is part of the same row
         for keyword in call.keywords:
             if keyword.arg in LOADING_KEYWORDS and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value):
+                if self._handed_on_to_the_project(call, keyword):
+                    continue
                 self.view.add(keyword.value, QUANTIZATION.code, Report.UNSUPPORTED, keyword.arg, QUANTIZED_LOADING_TIP)
+
+    def _handed_on_to_the_project(self, call: ast.Call, keyword: ast.keyword) -> bool:
+        """An option handed on under its own name (`Actor(path, load_in_4bit=args.load_in_4bit)`) to
+        a callable of no library that loads models (the project's own, which passes it on): the row
+        stands where it reaches one (a from_pretrained, a BitsAndBytesConfig), not at every hop."""
+        if last_name(keyword.value) != keyword.arg or last_name(call.func) in LOADERS:
+            return False
+        return not any(name.split(".", 1)[0] in LOADING_LIBRARIES for name in self.view.qualified(call.func))
