@@ -14,9 +14,10 @@ from .apidata import ApiData
 # Names torch_npu.npu does provide, but whose behaviour differs enough that a silent rename
 # would hide a problem: they stay as written and are reported.
 NOT_EQUIVALENT = {
-    "get_device_capability": "NPUs have no CUDA compute capability: torch_npu.npu.get_device_capability returns "
-    "None (from torch_npu 2.7.1 the value of TORCH_NPU_DEVICE_CAPABILITY, e.g. '8.0', where it is set), and comparing "
-    "None with a tuple raises; replace capability checks with torch_npu.npu.is_bf16_supported() for bf16, or a "
+    "get_device_capability": "NPUs have no CUDA compute capability: torch.cuda.get_device_capability raises on an "
+    "Ascend machine (its torch has no CUDA), and torch_npu.npu.get_device_capability returns None (from torch_npu "
+    "2.7.1 the value of TORCH_NPU_DEVICE_CAPABILITY, e.g. '8.0', where it is set), which cannot be unpacked, indexed "
+    "or compared with a tuple; replace capability checks with torch_npu.npu.is_bf16_supported() for bf16, or a "
     "fixed choice",
 }
 
