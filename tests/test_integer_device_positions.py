@@ -267,3 +267,41 @@ def test_torch_cudas_own_device_keyword_makes_no_forwarder():
     output, result = _migrate(source)
     assert "return capture_stream(device)" in output
     assert [finding for finding in result.findings if finding.rule == "NPU104"] == []
+
+
+class TestAChoiceBetweenAnIntAndTheCpu:
+    """`device = torch.cuda.current_device() if torch.cuda.is_available() else "cpu"`, then
+    `torch.zeros((), device=device)`: migrated, the choice holds an int on the NPU, which torch's
+    factories read as cuda:N.  The int branch becomes "npu:N" where it stands (the device argument,
+    or the one binding of a name read only as a device); f"npu:{device}" at the use would make
+    "npu:cpu" of the other branch."""
+
+    CHOICE = "torch.cuda.current_device() if torch.cuda.is_available() else 'cpu'"
+    EXPLICIT = "f\"npu:{torch_npu.npu.current_device()}\" if torch_npu.npu.is_available() else 'cpu'"
+
+    @pytest.mark.parametrize("source, expected", [
+        (f"import torch\n\n\ndef norm():\n    device = {CHOICE}\n    return torch.zeros((), device=device)\n",
+         f"    device = {EXPLICIT}\n    return torch.zeros((), device=device)\n"),
+        (f"import torch\n\n\ndef norm():\n    return torch.zeros((), device={CHOICE})\n",
+         f"    return torch.zeros((), device={EXPLICIT})\n"),
+        ("import os\nimport torch\nlocal_rank = int(os.environ['LOCAL_RANK'])\n\n\ndef norm():\n"
+         "    device = 'cpu' if not torch.cuda.is_available() else local_rank\n"
+         "    return torch.ones(2, device=device), torch.zeros(2, device=device)\n",
+         "    device = 'cpu' if not torch_npu.npu.is_available() else f\"npu:{local_rank}\"\n"),
+    ])
+    def test_the_int_branch_names_the_npu(self, source, expected):
+        output, result = _migrate(source)
+        assert expected in output
+        assert any(change.rule == "NPU104" for change in result.changes)
+
+    @pytest.mark.parametrize("source", [
+        # read as a number too, or bound twice: left as the other rules leave it
+        f"import torch\n\n\ndef norm():\n    device = {CHOICE}\n    print(device + 1)\n    return torch.zeros((), device=device)\n",
+        f"import torch\n\n\ndef norm(other):\n    device = {CHOICE}\n    if other:\n        device = other\n"
+        "    return torch.zeros((), device=device)\n",
+        # a choice between two strings, or of something that may not be an int
+        "import torch\n\n\ndef norm(rank):\n    device = rank if ok else 'cpu'\n    return torch.zeros((), device=device)\n",
+    ])
+    def test_a_name_read_otherwise_or_not_an_int_stays(self, source):
+        _, result = _migrate(source)
+        assert not [change for change in result.changes if change.rule == "NPU104"]

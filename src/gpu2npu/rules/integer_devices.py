@@ -10,7 +10,7 @@ from libcst.metadata import PositionProvider
 from ..reading.scan import OTHER_ACCELERATORS
 from ..records.change import Report
 from .base import Example, Rule, code_of
-from .names import dotted_name, qualified_names
+from .names import dotted_name, nodes_within, qualified_names
 from .walk import ParentNodeProvider, walk
 
 # Methods whose device argument, when an int, means "CUDA device N" in PyTorch.
@@ -377,6 +377,71 @@ class IntegerDevices(Rule):
         self._mixed, self._mixed_methods = forwarders.mixed, forwarders.unambiguous(forwarders.mixed_methods)
         self._defined = forwarders.defined
         self._torch = next((local for local, targets in (self.import_aliases or {}).items() if "torch" in targets), None)
+        self._choices = self._device_choices(node)
+
+    # -- `device = torch.cuda.current_device() if torch.cuda.is_available() else "cpu"` -----------
+    def _int_branch(self, choice: cst.CSTNode) -> Optional[str]:
+        """"body" or "orelse": the branch of a choice between an int and a string (`rank if ok
+        else "cpu"`) that holds the int; None for any other expression."""
+        if not isinstance(choice, cst.IfExp):
+            return None
+        for branch, other in (("body", choice.orelse), ("orelse", choice.body)):
+            value = getattr(choice, branch)
+            if isinstance(other, cst.SimpleString) and self._is_explicit_candidate(value):
+                return branch
+        return None
+
+    def _device_choices(self, module: cst.Module) -> Set[int]:
+        """The choices bound to a name that the file reads only as a device argument (the one
+        binding of the name where it is read): ids of those IfExps, whose int branch is made
+        explicit where it stands (a use site's f"npu:{name}" would make "npu:cpu" of the other)."""
+        reads: Dict[tuple, int] = {}
+        as_device: Dict[tuple, int] = {}
+        calls = [node for node in nodes_within(module, cst.Call)]
+        for call in calls:
+            positions = self._device_positions(call)
+            for arg in call.args if positions is not None else ():
+                keyword, position = positions
+                if isinstance(arg.value, cst.Name) and ((arg.keyword is not None and arg.keyword.value == keyword)
+                                                       or (arg.keyword is None and call.args.index(arg) == position)):
+                    key = self._ints._binding(arg.value.value, self._chain_of(arg.value))
+                    if key is not None:
+                        as_device[key] = as_device.get(key, 0) + 1
+        if not as_device:
+            return set()
+        for name in nodes_within(module, cst.Name):
+            parent = self.get_metadata(ParentNodeProvider, name, None)
+            if isinstance(parent, (cst.AssignTarget, cst.Attribute, cst.Arg, cst.Param)) and (
+                    not isinstance(parent, cst.Arg) or parent.keyword is name) and (
+                    not isinstance(parent, cst.Attribute) or parent.attr is name):
+                continue  # (a binding, an attribute's or a keyword's name: no read)
+            key = self._ints._binding(name.value, self._chain_of(name))
+            if key in as_device:
+                reads[key] = reads.get(key, 0) + 1
+        choices = set()
+        for key, count in as_device.items():
+            bound = self._ints.values.get(key, [])
+            if reads.get(key) == count and len(bound) == 1 and key not in self._ints.not_int \
+                    and self._int_branch(bound[0][0]) is not None:
+                choices.add(id(bound[0][0]))
+        return choices
+
+    def _explicit_choice(self, updated: cst.IfExp, original: cst.IfExp) -> Optional[cst.IfExp]:
+        branch = self._int_branch(original)
+        explicit = self._explicit(getattr(updated, branch), getattr(original, branch)) if branch else None
+        return updated.with_changes(**{branch: explicit}) if explicit is not None else None
+
+    def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp):
+        if id(original_node) not in self._choices:
+            return updated_node
+        explicit = self._explicit_choice(updated_node, original_node)
+        if explicit is None:
+            return updated_node
+        branch = getattr(original_node, self._int_branch(original_node))
+        self.record(original_node, f"change integer device {code_of(branch)} to "
+                    f"{code_of(getattr(explicit, self._int_branch(original_node)))}")
+        self.context.needs_torch_npu = True
+        return explicit
 
     def _is_explicit_candidate(self, original: cst.BaseExpression) -> bool:
         return isinstance(original, cst.Integer) or self._ints.is_int(original, self._chain_of(original))
@@ -512,9 +577,12 @@ class IntegerDevices(Rule):
             )
             if not is_device:
                 continue
-            if not self._is_explicit_candidate(arg.value):
+            if not fsdp and self._int_branch(arg.value) is not None:
+                # `device=rank if ok else "cpu"`: the int branch only
+                explicit = self._explicit_choice(new_args[index].value, arg.value)
+            elif not self._is_explicit_candidate(arg.value):
                 continue
-            if fsdp:
+            elif fsdp:
                 explicit = self._fsdp_device(new_args[index].value, arg.value)
             else:
                 # Built from the updated argument: other rules may have rewritten inside it
