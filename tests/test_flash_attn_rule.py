@@ -206,3 +206,27 @@ def test_a_find_spec_probe_follows_the_imports_and_is_reported_where_it_cannot()
     rows = {f.api: f.tip for f in result.findings if f.report == Report.UNSUPPORTED}
     assert "probe 'ascend_xformers'" in rows["find_spec('xformers')"]
     assert "PackageNotFoundError" in rows["version('flash-attn')"] and "__version__" in rows["version('flash-attn')"]
+
+
+class TestAttentionFunctionsImportedThroughTheLayersModule:
+    """flash-attn 2's `flash_attn.modules.mha` imports the packed attention functions from the
+    package, and projects import them from there (`from flash_attn.modules.mha import
+    flash_attn_varlen_kvpacked_func`): the same functions, pointed at ascend_flash_attn's.  A
+    statement that imports the module's layers too (MHA) stays, reported."""
+
+    def test_an_import_of_the_functions_alone_is_rerouted(self):
+        output, result = _migrate("""\
+            import torch
+            from flash_attn.modules.mha import flash_attn_qkvpacked_func, flash_attn_varlen_kvpacked_func
+
+
+            def attend(q, kv, cu, longest):
+                return flash_attn_varlen_kvpacked_func(q, kv, cu, cu, longest, longest, causal=True)
+            """)
+        assert "from ascend_flash_attn import flash_attn_qkvpacked_func, flash_attn_varlen_kvpacked_func\n" in output
+        assert "flash_attn.modules" not in output and not _unsupported(result)
+
+    def test_an_import_of_its_layers_stays_reported(self):
+        source = "import torch\nfrom flash_attn.modules.mha import MHA, flash_attn_varlen_kvpacked_func\n"
+        output, result = _migrate(source)
+        assert output == source and [line for line, _ in _unsupported(result)] == [2]

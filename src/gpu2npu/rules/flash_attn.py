@@ -17,11 +17,16 @@ COMMENT = comment_line(PACKAGE, SHORT)
 
 _FUNCTIONS = FLASH_ATTN_FUNCTIONS
 _PADDING = frozenset({"index_first_axis", "index_put_first_axis", "pad_input", "unpad_input"})
+# The attention functions flash-attn 2's layers module imports from the package, which an import
+# from it names (`from flash_attn.modules.mha import flash_attn_varlen_kvpacked_func`).
+_MHA_FUNCTIONS = frozenset({"flash_attn_kvpacked_func", "flash_attn_qkvpacked_func", "flash_attn_varlen_kvpacked_func",
+                            "flash_attn_varlen_qkvpacked_func"})
 # flash-attn's modules the package mirrors -> the names each one provides.
 PROVIDED: Dict[str, FrozenSet[str]] = {
     "flash_attn": _FUNCTIONS | {"__version__", "flash_attn_interface", "bert_padding"},
     "flash_attn.flash_attn_interface": _FUNCTIONS,
     "flash_attn.bert_padding": _PADDING,
+    "flash_attn.modules.mha": _MHA_FUNCTIONS,
 }
 # Arguments the NPU operator has no counterpart for: the values that mean "not used", and what
 # to do instead.
@@ -78,6 +83,7 @@ class FlashAttnToNpu(RerouteToGenerated):
     ROOT = "flash_attn"
     PACKAGE = PACKAGE
     PROVIDED = PROVIDED
+    REEXPORTED = {"flash_attn.modules.mha": "flash_attn"}
     FILES = ("__init__.py", "flash_attn_interface.py", "bert_padding.py")
     WHAT = "flash-attn's functions on torch_npu.npu_fusion_attention"
     SHORT = SHORT

@@ -199,6 +199,9 @@ class RerouteToGenerated(Rule):
     WHAT: ClassVar[str] = ""  # for messages: what the package computes with
     WHAT_OF: ClassVar[Dict[str, str]] = {}  # ROOT's modules whose part of the package is said otherwise
     SHORT: ClassVar[str] = ""  # for the comment above the sys.path line
+    # ROOT's modules that import from another of its modules the names PROVIDED lists for them
+    # (flash-attn's layers re-export its attention functions) -> that module, which PACKAGE mirrors
+    REEXPORTED: ClassVar[Dict[str, str]] = {}
 
     @classmethod
     def plan_for(cls, module: cst.Module, code: str, own: FrozenSet[str] = frozenset()) -> ReroutePlan:
@@ -223,7 +226,7 @@ class RerouteToGenerated(Rule):
         return cls.WHAT_OF.get(module, cls.WHAT)
 
     def _target(self, module: str) -> str:
-        return self.PACKAGE + module[len(self.ROOT):]
+        return self.PACKAGE + self.REEXPORTED.get(module, module)[len(self.ROOT):]
 
     def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):
         if id(original_node) not in self.plan.statements:
