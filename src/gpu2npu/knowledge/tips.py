@@ -124,8 +124,9 @@ TIPS = {
     "triton": "Triton compiles its kernels for CUDA here (each kernel is listed by name): write them with torch "
     "operators or torch_npu fused operators, or port them to Triton-Ascend",
     "flash_attn.bert_padding": "pure-PyTorch padding helpers: the generated ascend_flash_attn.bert_padding has "
-    "index_first_axis, index_put_first_axis, pad_input and unpad_input; import only those (in a statement of their "
-    "own) and gpu2npu points the import there",
+    "index_first_axis, index_put_first_axis, pad_input and unpad_input, and gpu2npu points the import there where "
+    "every flash-attn name the file uses has an NPU form; here another does not (or the import names it too): "
+    "import only those helpers, or copy them (plain torch indexing)",
     "flash_attn.flash_attn_with_kvcache": "decoding with a KV cache has no flash-attn mapping: on the NPU use "
     "torch_npu.npu_incre_flash_attention (one new token) or torch_npu.npu_fused_infer_attention_score",
     "flash_attn.layers.rotary": "rotary embedding: torch_npu.npu_rotary_mul(x, cos, sin) (x, cos, sin 4-D)",
