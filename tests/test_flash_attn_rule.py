@@ -230,3 +230,41 @@ class TestAttentionFunctionsImportedThroughTheLayersModule:
         source = "import torch\nfrom flash_attn.modules.mha import MHA, flash_attn_varlen_kvpacked_func\n"
         output, result = _migrate(source)
         assert output == source and [line for line, _ in _unsupported(result)] == [2]
+
+
+class TestAPackageImportedOnlyForItsVersion:
+    """`import flash_attn` to log `flash_attn.__version__` (nanotron's environment report, run at
+    every trainer start) uses none of its kernels, but the migration takes flash-attn out of the
+    project's dependencies: on an Ascend machine the import raises, so it is a row `check` fails
+    on, not a note.  Inside a try that expects ImportError it is a note; so is a part of a package
+    that installs there (DeepSpeed's ops)."""
+
+    @staticmethod
+    def _rows(source):
+        options = Options(api=API)
+        result = migrate_source(textwrap.dedent(source).encode(), "env.py", options, rules_for(options))
+        return [(f.start_line, f.report, f.rule) for f in result.findings]
+
+    def test_an_unguarded_import_is_a_row(self):
+        rows = self._rows("""\
+            import logging
+
+
+            def log_versions(logger):
+                import flash_attn
+                import xformers
+                logger.info("flash-attn %s, xformers %s", flash_attn.__version__, xformers.__version__)
+            """)
+        assert rows == [(5, Report.UNSUPPORTED, "NPU916"), (6, Report.UNSUPPORTED, "NPU916")]
+
+    def test_an_import_that_may_fail_or_of_an_installable_package_is_a_note(self):
+        rows = self._rows("""\
+            try:
+                import flash_attn
+                version = flash_attn.__version__
+            except ImportError:
+                version = None
+            import deepspeed.ops.gds as gds
+            print(gds.__version__)
+            """)
+        assert [(line, report) for line, report, _ in rows] == [(2, Report.NOTE), (6, Report.NOTE)]

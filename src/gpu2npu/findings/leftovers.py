@@ -14,6 +14,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import extension_builds, package_presence
+from ..dependencies.table import load as dependency_table
 from ..knowledge.apidata import ApiData, first_release_with_npu_inductor
 from ..knowledge.library_devices import library_device_api
 from ..reading.kernel_launchers import COMPILED_OPERATOR
@@ -252,7 +253,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             name = f"{module}.{imported}"
             if cuda_only_package(name, self.own) is not None and not (self.wants_apex_amp and _is_apex_amp(name)):
                 if self._metadata_only(local):
-                    self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
+                    self._metadata_import(node, name, local)
                 else:
                     grouped.append(imported)
                 continue
@@ -266,6 +267,21 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                              else "; ".join(f"{name}: {tip_for(f'{module}.{name}', self.api)}" for name in grouped),
                              tuple(f"{module}.{name}" for name in grouped))
         return False
+
+    def _metadata_import(self, node: cst.CSTNode, name: str, local: str) -> None:
+        """An import of a CUDA-only package whose metadata alone is read (`flash_attn.__version__` in
+        an environment report): none of its kernels is used, but a package the migration takes out
+        of the dependencies (data/dependencies.json: flash-attn, xformers, bitsandbytes...; not a
+        part of one that installs, DeepSpeed's ops) is not installed there, so the import itself
+        raises, unless a try expects that (then the row is a note, as for any optional import)."""
+        package = cuda_only_package(name, self.own)
+        if not any(rule.action == "remove" and package in rule.imports for rule in dependency_table().packages):
+            self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
+            return
+        self._add(node, CUDA_ONLY_PACKAGE, Report.UNSUPPORTED, name,
+                  f"imported only to read its metadata ({local}.__version__...), but {package} is built for CUDA and "
+                  "the migration takes it out of the project's dependencies, so on an Ascend machine the import raises "
+                  "ModuleNotFoundError: import it in a try that expects ImportError, or leave it out")
 
     def _add_import(self, node: cst.CSTNode, kind: FindingKind, name: str, what: str, tip: str,
                     imported: Tuple[str, ...] = ()) -> None:
@@ -284,7 +300,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         if self.wants_apex_amp and _is_apex_amp(name):
             self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "-a: needs Ascend apex installed (its amp API is NVIDIA apex's)")
         elif package is not None and local is not None and self._metadata_only(local):
-            self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
+            self._metadata_import(node, name, local)
         elif package is not None:
             self._add_import(node, _package_kind(name), name, name, tip_for(name, self.api))
         elif name.startswith("torch.cuda.") and not migratable_cuda_path(self.api, name.split(".")[2:]):

@@ -306,7 +306,7 @@ LEFT_ON_PURPOSE = _kind(
     "NPU915", "LeftOnPurpose", "left as written on purpose: nothing to do", NOT_CHECKED,
     "Code that already chooses between the NPU and CUDA, a framework's CUDA implementation of its device "
     "interface (which the framework chooses where it finds CUDA: on the NPU it needs its NPU implementation), a "
-    "package imported only to read its version, a CUDA backend setting that has no effect on the NPU, a private "
+    "part of an installable package imported only to read its version, a CUDA backend setting that has no effect on the NPU, a private "
     "name of torch's device-neutral code (torch.utils._pytree): gpu2npu leaves it and says so in the log.",
     "nothing.",
     (("import torch\nimport torch_npu\n\nif torch.npu.is_available():\n    d = 'npu'\nelif torch.cuda.is_available():\n"
@@ -324,8 +324,11 @@ CUDA_ONLY_PACKAGE = _kind(
     "row, which names the calls of the package that the same advice covers; a call with advice of its own has its "
     "own row.",
     "the row's tip names the torch or torch_npu counterpart (Ascend apex, torch_npu fused operators, ATC).",
-    (("import cupy\nx = cupy.zeros(3)\n", "cupy", UNSUPPORTED_CSV),),
-    ("import numpy\nx = numpy.zeros(3)\n",),
+    (("import cupy\nx = cupy.zeros(3)\n", "cupy", UNSUPPORTED_CSV),
+     # only its version is read, but the package is not installed there: the import raises
+     ("import flash_attn\nprint('flash-attn', flash_attn.__version__)\n", "flash_attn", UNSUPPORTED_CSV)),
+    ("import numpy\nx = numpy.zeros(3)\n",
+     "try:\n    import flash_attn\n    version = flash_attn.__version__\nexcept ImportError:\n    version = None\n"),
 )
 
 KERNEL_LANGUAGE = _kind(
