@@ -257,6 +257,14 @@ class TestAPackageImportedOnlyForItsVersion:
             """)
         assert rows == [(5, Report.UNSUPPORTED, "NPU916"), (6, Report.UNSUPPORTED, "NPU916")]
 
+    def test_a_class_whose_init_is_called_is_used_not_read_for_its_metadata(self):
+        options = Options(api=API)
+        source = ("from bitsandbytes.optim.optimizer import Optimizer2State\n\n\ndef build(optimizer, params):\n"
+                  "    Optimizer2State.__init__(optimizer, 'adam', params)\n")
+        result = migrate_source(source.encode(), "opt.py", options, rules_for(options))
+        first = next(f for f in result.findings if f.start_line == 1)
+        assert first.report == Report.UNSUPPORTED and "metadata" not in first.tip
+
     def test_an_import_that_may_fail_or_of_an_installable_package_is_a_note(self):
         rows = self._rows("""\
             try:

@@ -279,7 +279,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
             self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
             return
         self._add(node, CUDA_ONLY_PACKAGE, Report.UNSUPPORTED, name,
-                  f"imported only to read its metadata ({local}.__version__...), but {package} is built for CUDA and "
+                  f"imported only to read its metadata (its version, its file...), but {package} is built for CUDA and "
                   "the migration takes it out of the project's dependencies, so on an Ascend machine the import raises "
                   "ModuleNotFoundError: import it in a try that expects ImportError, or leave it out")
 
@@ -492,8 +492,14 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         return True
 
 
+# A module's or a class's dunder attributes that describe it (not `__init__`, `__call__`: its code).
+METADATA_ATTRIBUTES = frozenset({"__version__", "__file__", "__path__", "__name__", "__qualname__", "__module__",
+                                 "__doc__", "__spec__", "__package__", "__all__", "__author__", "__license__"})
+
+
 class _NameUses(cst.CSTVisitor):
-    """How each name of a module is read: "metadata" (`x.__version__`) or "use" (anything else)."""
+    """How each name of a module is read: "metadata" (`x.__version__`) or "use" (anything else,
+    `Optimizer2State.__init__(self, ...)` included)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -507,7 +513,7 @@ class _NameUses(cst.CSTVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         if isinstance(node.value, cst.Name):
-            kind = "metadata" if node.attr.value.startswith("__") else "use"
+            kind = "metadata" if node.attr.value in METADATA_ATTRIBUTES else "use"
             self.uses.setdefault(node.value.value, set()).add(kind)
         else:
             node.value.visit(self)
