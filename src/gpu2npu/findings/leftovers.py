@@ -52,8 +52,10 @@ _PACKAGE_KINDS: Dict[str, FindingKind] = {
 # The kinds of a CUDA-only package's rows (package_presence turns them into notes where the package's
 # presence was asked first).
 _PACKAGE_ROWS = frozenset({CUDA_ONLY_PACKAGE, *_PACKAGE_KINDS.values()})
-# A module's metadata (reading it uses none of the package's kernels).
-_METADATA = frozenset({"__version__", "__file__", "__path__", "__name__", "__spec__", "__doc__"})
+# A module's or a class's metadata, the dunders that describe it (reading them uses none of the
+# package's kernels; `__init__`, `__call__` are its code).
+_METADATA = frozenset({"__version__", "__file__", "__path__", "__name__", "__qualname__", "__module__", "__spec__",
+                       "__doc__", "__package__", "__all__", "__author__", "__license__"})
 _CALLS_SHOWN = 6  # the names an import row lists of the calls it stands for
 REPORTED_TORCH_NAMES = tuple(key for key in TIPS if key.startswith("torch.") and not key.startswith("torch.cuda"))
 
@@ -278,7 +280,7 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         if not any(rule.action == "remove" and package in rule.imports for rule in dependency_table().packages):
             self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
             return
-        self._add(node, CUDA_ONLY_PACKAGE, Report.UNSUPPORTED, name,
+        self._add(node, _package_kind(name), Report.UNSUPPORTED, name,
                   f"imported only to read its metadata (its version, its file...), but {package} is built for CUDA and "
                   "the migration takes it out of the project's dependencies, so on an Ascend machine the import raises "
                   "ModuleNotFoundError: import it in a try that expects ImportError, or leave it out")
@@ -492,11 +494,6 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         return True
 
 
-# A module's or a class's dunder attributes that describe it (not `__init__`, `__call__`: its code).
-METADATA_ATTRIBUTES = frozenset({"__version__", "__file__", "__path__", "__name__", "__qualname__", "__module__",
-                                 "__doc__", "__spec__", "__package__", "__all__", "__author__", "__license__"})
-
-
 class _NameUses(cst.CSTVisitor):
     """How each name of a module is read: "metadata" (`x.__version__`) or "use" (anything else,
     `Optimizer2State.__init__(self, ...)` included)."""
@@ -513,7 +510,7 @@ class _NameUses(cst.CSTVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         if isinstance(node.value, cst.Name):
-            kind = "metadata" if node.attr.value in METADATA_ATTRIBUTES else "use"
+            kind = "metadata" if node.attr.value in _METADATA else "use"
             self.uses.setdefault(node.value.value, set()).add(kind)
         else:
             node.value.visit(self)
