@@ -394,22 +394,24 @@ class IntegerDevices(Rule):
     def _device_choices(self, module: cst.Module) -> Set[int]:
         """The choices bound to a name that the file reads only as a device argument (the one
         binding of the name where it is read): ids of those IfExps, whose int branch is made
-        explicit where it stands (a use site's f"npu:{name}" would make "npu:cpu" of the other)."""
-        reads: Dict[tuple, int] = {}
-        as_device: Dict[tuple, int] = {}
-        calls = [node for node in nodes_within(module, cst.Call)]
-        for call in calls:
-            positions = self._device_positions(call)
-            for arg in call.args if positions is not None else ():
-                keyword, position = positions
-                if isinstance(arg.value, cst.Name) and ((arg.keyword is not None and arg.keyword.value == keyword)
-                                                       or (arg.keyword is None and call.args.index(arg) == position)):
-                    key = self._ints._binding(arg.value.value, self._chain_of(arg.value))
-                    if key is not None:
-                        as_device[key] = as_device.get(key, 0) + 1
-        if not as_device:
+        explicit where it stands (a use site's f"npu:{name}" would make "npu:cpu" of the other).
+        Only names bound once to such a choice are looked for: most files have none."""
+        candidates = {key: bound[0][0] for key, bound in self._ints.values.items()
+                      if len(bound) == 1 and key not in self._ints.not_int and self._int_branch(bound[0][0]) is not None}
+        if not candidates:
             return set()
-        for name in nodes_within(module, cst.Name):
+        names = {name for _, name in candidates}
+        as_device: Dict[tuple, int] = {}
+        for call in nodes_within(module, cst.Call):
+            for _, arg in self._device_arguments(call):
+                if isinstance(arg.value, cst.Name) and arg.value.value in names:
+                    key = self._ints._binding(arg.value.value, self._chain_of(arg.value))
+                    if key in candidates:
+                        as_device[key] = as_device.get(key, 0) + 1
+        reads: Dict[tuple, int] = {}
+        for name in nodes_within(module, cst.Name) if as_device else ():
+            if name.value not in names:
+                continue
             parent = self.get_metadata(ParentNodeProvider, name, None)
             if isinstance(parent, (cst.AssignTarget, cst.Attribute, cst.Arg, cst.Param)) and (
                     not isinstance(parent, cst.Arg) or parent.keyword is name) and (
@@ -418,13 +420,18 @@ class IntegerDevices(Rule):
             key = self._ints._binding(name.value, self._chain_of(name))
             if key in as_device:
                 reads[key] = reads.get(key, 0) + 1
-        choices = set()
-        for key, count in as_device.items():
-            bound = self._ints.values.get(key, [])
-            if reads.get(key) == count and len(bound) == 1 and key not in self._ints.not_int \
-                    and self._int_branch(bound[0][0]) is not None:
-                choices.add(id(bound[0][0]))
-        return choices
+        return {id(candidates[key]) for key, count in as_device.items() if reads.get(key) == count}
+
+    def _device_arguments(self, call: cst.Call, positions=None) -> List[Tuple[int, cst.Arg]]:
+        """(index, argument) of the arguments in `call`'s device position (`positions`, or
+        _device_positions where not given)."""
+        positions = positions or self._device_positions(call)
+        if positions is None:
+            return []
+        keyword, position = positions
+        return [(index, arg) for index, arg in enumerate(call.args)
+                if (arg.keyword is not None and arg.keyword.value == keyword)
+                or (position == index and arg.keyword is None and arg.star == "")]
 
     def _explicit_choice(self, updated: cst.IfExp, original: cst.IfExp) -> Optional[cst.IfExp]:
         branch = self._int_branch(original)
@@ -565,18 +572,12 @@ class IntegerDevices(Rule):
             self._report_handed_on(original_node)
             self._report_used_otherwise(original_node)
             return updated_node
-        keyword, position = positions
-        fsdp = keyword == "device_id"
+        fsdp = positions[0] == "device_id"
         if fsdp and self.context.api.version_tuple[:2] > FSDP_INT_MEANS_CUDA_UNTIL:
             return updated_node  # newer FSDP reads an int as an index of the current accelerator
         new_args = list(updated_node.args)
         changed = False
-        for index, arg in enumerate(original_node.args):
-            is_device = (arg.keyword is not None and arg.keyword.value == keyword) or (
-                position == index and arg.keyword is None and arg.star == ""
-            )
-            if not is_device:
-                continue
+        for index, arg in self._device_arguments(original_node, positions):
             if not fsdp and self._int_branch(arg.value) is not None:
                 # `device=rank if ok else "cpu"`: the int branch only
                 explicit = self._explicit_choice(new_args[index].value, arg.value)
