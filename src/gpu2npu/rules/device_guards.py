@@ -164,6 +164,9 @@ class _Resolver(cst.CSTVisitor):
         # whether the file rebuilds tensors from IPC handles as CUDA ones (SHARED_AS_CUDA)
         self.rebuilds_cuda_tensors = False
         self.library_devices = False  # whether the file may give a device to knowledge.library_devices' APIs
+        # whether the file names NVIDIA's video or image engines at all (NVIDIA_MEDIA): its strings
+        # are searched only then
+        self.names_nvidia_media = False
         self.rocm_excluded: Set[int] = set()  # ids of `torch.version.hip` in `... is None`, `not ...` (NVIDIA_ONLY)
         # the file's GPU kernels and the module-level functions and classes that launch one (name ->
         # the kernel), and those of the project's other files (qualified name -> the kernel), with
@@ -271,7 +274,7 @@ class _Resolver(cst.CSTVisitor):
         text = string_text(node)
         if text in _OPTIMIZER_NAMES:
             self.optimizers.add(_OPTIMIZER_NAMES[text])
-        if text is not None and _NVIDIA_MEDIA_WORD.search(text):
+        if text is not None and self.names_nvidia_media and _NVIDIA_MEDIA_WORD.search(text):
             self.cuda_only[id(node)] = f"{NVIDIA_MEDIA}: {text!r}"
             return
         if text is not None and CUDA_BUILD_STRING.match(text):
@@ -284,10 +287,11 @@ class _Resolver(cst.CSTVisitor):
             self._device_string(node, text)
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
-        text = "".join(part.value if isinstance(part, cst.FormattedStringText) else "{...}" for part in node.parts)
-        if _NVIDIA_MEDIA_WORD.search(text):
-            self.cuda_only[id(node)] = f"{NVIDIA_MEDIA}: {text!r}"
-            return
+        if self.names_nvidia_media:
+            text = "".join(part.value if isinstance(part, cst.FormattedStringText) else "{...}" for part in node.parts)
+            if _NVIDIA_MEDIA_WORD.search(text):
+                self.cuda_only[id(node)] = f"{NVIDIA_MEDIA}: {text!r}"
+                return
         first = node.parts[0] if node.parts else None
         if not isinstance(first, cst.FormattedStringText):
             return
@@ -1126,6 +1130,7 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     resolver.declares_cuda_only = _may_declare_cuda_only(code)
     resolver.rebuilds_cuda_tensors = "rebuild_cuda_tensor" in code
     resolver.library_devices = any(word in code for word in LIBRARY_DEVICE_WORDS)
+    resolver.names_nvidia_media = _NVIDIA_MEDIA_WORD.search(code) is not None
     resolver.own_launchers, resolver.launchers, resolver.module, resolver.package = own_launchers, launchers, module, package
     resolver.operators = operators
     spans = npu_aware.guarded_spans(wrapper, resolver, constants=constants)
