@@ -1051,19 +1051,23 @@ def foreign_collective(rule, node: cst.CSTNode) -> Optional[str]:
     return names.get(name) or dict(rule.context.options.foreign_backends).get(name)
 
 
-def _held_by(value: cst.BaseExpression) -> Optional[str]:
-    """The name that holds what `value` reads: its dotted name, or the field of `getattr(obj,
-    "field"[, default])`."""
+def _getattr_field(value: cst.BaseExpression) -> Optional[str]:
+    """The field `getattr(obj, "field"[, default])` reads, or None for anything else."""
     if (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "getattr"
             and len(value.args) >= 2):
         return string_text(value.args[1].value)
-    return dotted_name(value)
+    return None
+
+
+def _held_by(value: cst.BaseExpression) -> Optional[str]:
+    """The name that holds what `value` reads: its dotted name, or the field a getattr reads."""
+    return _getattr_field(value) or dotted_name(value)
 
 
 def _getattr_default(call: cst.Call, argument: cst.Arg) -> bool:
     """Whether `argument` is the default of `getattr(obj, "field", default)`."""
-    return (isinstance(call.func, cst.Name) and call.func.value == "getattr" and len(call.args) == 3
-            and call.args[2] is argument and argument.keyword is None and string_text(call.args[1].value) is not None)
+    return (_getattr_field(call) is not None and len(call.args) == 3 and call.args[2] is argument
+            and argument.keyword is None)
 
 
 def framework_option(rule, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
