@@ -52,11 +52,12 @@ _BUNDLES_MESSAGE = ('ask for Ray\'s "NPU" resource in the placement group\'s bun
                     '(Ray counts Ascend NPUs as "NPU")')
 
 
-def _bundles_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
+def _bundles_position(call: cst.Call) -> Optional[int]:
+    """Where a placement group's bundles stand among `call`'s arguments (the first, or `bundles=`)."""
     for position, arg in enumerate(call.args):
         if (arg.keyword is None and not arg.star and position == 0) or (
                 arg.keyword is not None and arg.keyword.value == "bundles"):
-            return arg.value
+            return position
     return None
 
 
@@ -91,7 +92,8 @@ class _BundlesBound(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         if PLACEMENT_GROUPS & set(qualified_names(self.rule, node.func)):
-            bundles = _bundles_argument(node)
+            position = _bundles_position(node)
+            bundles = node.args[position].value if position is not None else None
             if isinstance(bundles, cst.Name):
                 self.scopes[-1][1].add(bundles.value)
 
@@ -189,12 +191,10 @@ class RayGpusToNpus(Rule):
         return updated_node.with_changes(args=args)
 
     def _bundles_on_npus(self, original_node: cst.Call, updated_node: cst.Call):
-        for position, arg in enumerate(updated_node.args):
-            bundles = (arg.keyword is None and not arg.star and position == 0) or (
-                arg.keyword is not None and arg.keyword.value == "bundles")
-            if bundles and gpu_requests(arg.value):
-                self.record(original_node, _BUNDLES_MESSAGE)
-                args = list(updated_node.args)
-                args[position] = arg.with_changes(value=arg.value.visit(_GpuKeysToNpu()))
-                return updated_node.with_changes(args=args)
-        return updated_node
+        position = _bundles_position(updated_node)
+        if position is None or not gpu_requests(updated_node.args[position].value):
+            return updated_node
+        self.record(original_node, _BUNDLES_MESSAGE)
+        args = list(updated_node.args)
+        args[position] = args[position].with_changes(value=args[position].value.visit(_GpuKeysToNpu()))
+        return updated_node.with_changes(args=args)
