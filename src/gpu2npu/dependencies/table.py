@@ -49,6 +49,10 @@ class DependencyTable:
                 return rule
         return None
 
+    def rule_for_import(self, module: str) -> Optional[PackageRule]:
+        """The rule of the package that provides the module `module` (`flash_attn`)."""
+        return next((rule for rule in self.packages if module in rule.imports), None)
+
     def rule_for_repository(self, url: str) -> Optional[PackageRule]:
         lowered = url.lower()
         for rule in self.packages:

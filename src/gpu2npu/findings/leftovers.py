@@ -277,7 +277,8 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         part of one that installs, DeepSpeed's ops) is not installed there, so the import itself
         raises, unless a try expects that (then the row is a note, as for any optional import)."""
         package = cuda_only_package(name, self.own)
-        if not any(rule.action == "remove" and package in rule.imports for rule in dependency_table().packages):
+        rule = dependency_table().rule_for_import(package)
+        if rule is None or rule.action != "remove":
             self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, "imported only to read its metadata: no CUDA kernel is used")
             return
         self._add(node, _package_kind(name), Report.UNSUPPORTED, name,
