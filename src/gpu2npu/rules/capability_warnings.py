@@ -94,9 +94,13 @@ class CapabilityMessageRemoved(Rule):
         if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
             return False
         asked = test.left.value if isinstance(test.left, cst.Subscript) else test.left
-        return (isinstance(asked, cst.Call) and bool(qualified_names(self, asked.func) & CAPABILITY)
+        return (self._queries_capability(asked)
                 and not any(isinstance(node, (cst.Name, cst.Call)) for node in nodes_within(
                     test.comparisons[0].comparator, cst.CSTNode)))
+
+    def _queries_capability(self, node: cst.BaseExpression) -> bool:
+        """Whether `node` calls get_device_capability (torch.cuda's, or torch_npu.npu's)."""
+        return isinstance(node, cst.Call) and bool(qualified_names(self, node.func) & CAPABILITY)
 
     def _capability_names(self, statement: cst.CSTNode) -> Set[str]:
         """The names `major, minor = torch.cuda.get_device_capability()` (or `cap = ...`,
@@ -108,7 +112,7 @@ class CapabilityMessageRemoved(Rule):
         value = assign.value
         if isinstance(value, cst.Subscript):
             value = value.value
-        if not (isinstance(value, cst.Call) and qualified_names(self, value.func) & CAPABILITY):
+        if not self._queries_capability(value):
             return set()
         target = assign.targets[0].target
         targets = [element.value for element in target.elements] if isinstance(target, cst.Tuple) else [target]
