@@ -60,7 +60,8 @@ class Engine:
                                       npu_backend_files=backend,
                                       kernel_launchers=kernels.launchers, python_operators=kernels.operators,
                                       npu_constants=kernels.constants, kernel_questions=kernels.kernel_questions,
-                                      foreign_backends=kernels.foreign_backends)
+                                      foreign_backends=kernels.foreign_backends,
+                                      enum_parameters=kernels.enum_parameters)
         if self.cache is not None:
             self.cache.salt = cache.salt_for(options)
         computed = migrate_all(entries, options, self.jobs, self.cache)

@@ -370,6 +370,7 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
                                               launchers=options.kernel_launchers, operators=options.python_operators,
                                               npu_constants=options.npu_constants,
                                               kernel_questions=options.kernel_questions,
+                                              enum_parameters=options.enum_parameters,
                                               module=module_name(path),
                                               package=path.endswith("__init__.py"))
     implementations = cuda_implementations(wrapper, code)

@@ -26,6 +26,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, Optional, Tuple
 from ..knowledge.device_words import DEVICE_CHOICES, is_platform_label
 from ..knowledge.tips import CUDA_PROPERTY_FIELDS
 from .collective_backends import NCCL_NAMES, foreign_backends
+from .enum_parameters import EnumParameters, enum_parameters_of
 from .kernel_launchers import launchers_in
 from .scan import FileScan
 from .scan.reading import ast_of_statements, last_name
@@ -82,6 +83,9 @@ class FileFacts:
     read_attribute_parameters: FrozenSet[tuple] = frozenset()
     # the plain names the file calls (`move()`): a method looked up into one of them is called
     called_names: FrozenSet[str] = frozenset()
+    # the parameters of the file's functions and classes that take its Enums' values spelling a
+    # device (the project's are Options.enum_parameters; these serve where the file is migrated alone)
+    enum_parameters: EnumParameters = ()
 
 
 def mapping_text(code: str) -> str:
@@ -166,6 +170,10 @@ class FactsOfScan:
     @property
     def read_attribute_parameters(self) -> FrozenSet[tuple]:
         return self._read().read_attribute_parameters
+
+    @property
+    def enum_parameters(self) -> EnumParameters:
+        return self._read().enum_parameters
 
     @property
     def called_names(self) -> FrozenSet[str]:
@@ -336,7 +344,10 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
                       for name, uses in keyword_arguments.items()},
                      frozenset(name for names in labels for name in names), _rng_state_mappings(file_scan), triton,
                      _label_holders(file_scan), values,
-                     frozenset(call.func.id for call in file_scan.calls if isinstance(call.func, ast.Name)))
+                     frozenset(call.func.id for call in file_scan.calls if isinstance(call.func, ast.Name)),
+                     enum_parameters_of(file_scan.tree) if any(
+                         last_name(base).endswith("Enum") for node in groups.get(ast.ClassDef, ()) for base in node.bases
+                     ) else ())
 
 
 def holder_key(node: ast.AST) -> Optional[str]:

@@ -27,6 +27,7 @@ from typing import Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Set, T
 from ..knowledge.tips import KERNEL_DECORATORS, handed_on
 from .collective_backends import BackendHolders, backend_holders_in, project_foreign_backends
 from .discover import Entry, Kind
+from .enum_parameters import EnumParameters, enum_parameters_in, project_enum_parameters
 
 # The packages of the kernel languages, as the decorators' names start (triton, cutlass, cuda).
 _LANGUAGE_PACKAGES = tuple(sorted({decorator.split(".", 1)[0] for decorator in KERNEL_DECORATORS}))
@@ -380,9 +381,10 @@ def module_name(relative: str) -> Optional[str]:
 # operators it registers, the device constants it compares with "npu", the names its package's
 # __init__ hands on: (name, the module's name it stands for), what its tests ask before the calls
 # they guard: (a name called, the functions the test calls), as written: asked_questions; and
-# where it hands collective backends' names: collective_backends.BackendHolders).
+# where it hands collective backends' names: collective_backends.BackendHolders; the parameters of
+# its functions and classes that take its Enums' values: enum_parameters.EnumParameters).
 FileKernels = Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str], FrozenSet[str], Tuple[Tuple[str, str], ...],
-                    Tuple[Tuple[str, Tuple[str, ...]], ...], BackendHolders]
+                    Tuple[Tuple[str, Tuple[str, ...]], ...], BackendHolders, EnumParameters]
 
 
 class ProjectKernels(NamedTuple):
@@ -398,6 +400,9 @@ class ProjectKernels(NamedTuple):
     # (a name that some file hands to a collective library other than torch's, and none to
     # torch's process groups: that library), sorted (collective_backends.project_foreign_backends)
     foreign_backends: Tuple[Tuple[str, str], ...] = ()
+    # the parameters of the project's functions and classes that take one of its Enums' values
+    # spelling a device (`TimerType("cuda")`), from every file (enum_parameters.project_enum_parameters)
+    enum_parameters: EnumParameters = ()
 
 
 # A call, by the dotted name called (`ops.fused_gemv(`, `self._ok(`).
@@ -498,7 +503,8 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
     any file asks before it calls a launcher (`if can_use_gemv(x, w): return gemv(x, w)`): their
     own device tests answer whether the kernel runs (device_guards).  The same reading of each
     file also gives the names the project hands to a collective library other than torch's
-    (`foreign_backends`: a config module's "nccl" default for a trainer's Ray group stays)."""
+    (`foreign_backends`: a config module's "nccl" default for a trainer's Ray group stays), and the
+    parameters that take its Enums' values (`enum_parameters`: `TimerType("cuda")` stays)."""
     skipped = frozenset(npu_backend)
     asked_by_file: Dict[str, tuple] = {}
     found: Dict[str, str] = {}
@@ -507,6 +513,7 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
     handed_on_names: Dict[str, str] = {}  # pkg.name -> pkg.module.name, of the packages' __init__s
     read: Dict[str, Tuple[int, int, FileKernels]] = {}
     backend_holders: List[BackendHolders] = []
+    enum_parameters: List[EnumParameters] = []
     for entry in entries:
         if entry.kind != Kind.PYTHON or entry.relative in skipped:
             continue
@@ -525,9 +532,11 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
             if facts is None:
                 continue
         read[entry.relative] = (status.st_size, status.st_mtime_ns, facts)
-        launchers, registered, compared, handed_on_here, asked, holders = facts
+        launchers, registered, compared, handed_on_here, asked, holders, enums = facts
         if holders[0] or holders[1]:
             backend_holders.append(holders)
+        if enums:
+            enum_parameters.append(enums)
         if asked:
             asked_by_file[entry.relative] = (entry, asked)
         found.update(launchers)
@@ -543,7 +552,8 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
         found.update(new)
     kernel_questions = _kernel_questions(asked_by_file, found, handed_on_names) if found else {}
     return ProjectKernels(tuple(sorted(found.items())), frozenset(operators), frozenset(constants), read,
-                          tuple(sorted(kernel_questions.items())), project_foreign_backends(backend_holders))
+                          tuple(sorted(kernel_questions.items())), project_foreign_backends(backend_holders),
+                          project_enum_parameters(enum_parameters))
 
 
 def what_it_launches(name: str, kernel: str) -> str:
@@ -565,7 +575,7 @@ def _file_kernels(entry: Entry, module: str) -> Optional[FileKernels]:
     launchers = tuple((name if name.startswith(OPERATOR_KEY) else f"{module}.{name}", kernel)
                       for name, kernel in launchers_in(text).items())
     return (launchers, registered_operators(text), npu_constants(text), handed_on_here, asked_questions(text),
-            backend_holders_in(text))
+            backend_holders_in(text), enum_parameters_in(text))
 
 
 def resolved(name: str, module: Optional[str], package: bool = False) -> str:

@@ -7,7 +7,7 @@ pass options without importing libcst: a re-run served by the cache never needs 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, FrozenSet, Optional, Tuple
+from typing import TYPE_CHECKING, FrozenSet, Optional, Tuple, Union
 
 if TYPE_CHECKING:
     from ..knowledge.apidata import ApiData
@@ -105,6 +105,11 @@ class Options:
     # `weight_sync_backend`, declared in its config module, handed to Ray in its trainer): their
     # "nccl" stays in every file (reading.collective_backends, rules.nccl_backend).
     foreign_backends: Tuple[Tuple[str, str], ...] = ()
+    # The parameters of the project's functions and classes that take one of its Enums' values
+    # spelling a device, in any of its files: (callable's name, positional index or keyword, the
+    # values) (`TimerType("cuda")`, a `timer_type: TimerType` parameter): the "cuda" handed there
+    # is a member's value and stays (reading.enum_parameters, rules.names.not_a_device).
+    enum_parameters: Tuple[Tuple[str, Union[int, str], Tuple[str, ...]], ...] = ()
 
     def project_modules_of(self, path: str) -> FrozenSet[str]:
         """The modules that the file at `path` (as Entry.relative writes it) imports as the

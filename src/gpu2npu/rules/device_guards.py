@@ -180,6 +180,7 @@ class _Resolver(cst.CSTVisitor):
         # the file's functions that a test of the project asks before a call of a launcher:
         # name -> what that call launches (Options.kernel_questions)
         self.asked_elsewhere: Dict[str, str] = {}
+        self.enum_parameters: tuple = ()  # (Options.enum_parameters)
 
     def visit_If(self, node: cst.If) -> None:
         self.ifs.append(node)
@@ -1096,7 +1097,7 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
                   npu_backend: bool = False, launchers: Tuple[Tuple[str, str], ...] = (),
                   operators: FrozenSet[str] = frozenset(), npu_constants: FrozenSet[str] = frozenset(),
                   module: Optional[str] = None, package: bool = False,
-                  kernel_questions: Tuple[Tuple[str, str], ...] = ()):
+                  kernel_questions: Tuple[Tuple[str, str], ...] = (), enum_parameters=()):
     """(the NPU-aware spans of `npu_aware`, the dead guards of `dead_guards`), from one walk of
     the original file.  `code` is its text, `aliases` its imports (names.ImportAliases),
     `rerouted` the names of CUDA-only packages that the rules point at an NPU implementation
@@ -1105,7 +1106,8 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
     (its Triton kernels are Triton-Ascend's); `launchers`: the kernels and their launchers of the
     project's files (Options.kernel_launchers), `module` and `package` the file's module, which
     its relative imports of them are read in (reading.kernel_launchers); `kernel_questions` the
-    project's functions asked before a call of a launcher (Options.kernel_questions)."""
+    project's functions asked before a call of a launcher (Options.kernel_questions);
+    `enum_parameters` where the project's Enums take their values (Options.enum_parameters)."""
     constants = npu_constants | npu_constants_in(code)  # (the project's, and the file's own where run alone)
     if "cuda" not in code.lower():
         return npu_aware.guarded_spans(wrapper, code=code, constants=constants), {}
@@ -1126,6 +1128,7 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
         return npu_aware.guarded_spans(wrapper, code=code, constants=constants), {}
     resolver = _Resolver(api, aliases, rerouted, scopes, own)
     resolver.asked_elsewhere = asked_elsewhere
+    resolver.enum_parameters = enum_parameters  # (an Enum's "cuda" stays: no device term)
     resolver.file_facts = facts  # (what the whole file says, where the tree is a piece of it)
     resolver.declares_cuda_only = _may_declare_cuda_only(code)
     resolver.rebuilds_cuda_tensors = "rebuild_cuda_tensor" in code

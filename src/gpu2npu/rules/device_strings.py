@@ -79,6 +79,9 @@ class CudaDeviceStrings(DocstringTracker, Rule):
         'import torch\nstate = {"cpu": torch.get_rng_state(), "cuda": cuda_states}\nrestore(state["cuda"])\n',
         'import logging\nprint("cuda")\nlogging.info("cuda")\nstates.get("cuda")\n',
         'import enum\nclass Backend(str, enum.Enum):\n    CUDA = "cuda"\n    CPU = "cpu"\n',
+        # an Enum's value handed to what turns it into the member (TimerType("npu") would raise)
+        'import enum\nclass TimerType(enum.Enum):\n    CUDA = "cuda"\n    CPU = "cpu"\n\n\n'
+        'def timer(name, kind: TimerType):\n    return name, kind\n\n\ntimer("step", "cuda")\nTimerType("cuda")\n',
         # a platform's label: an installer's choice of bundle, compared with ROCm's elsewhere
         'import torch\ndef bundle(backend):\n    if backend == "rocm":\n        return "hip.zip"\n'
         '    return "cu12.zip" if backend == "cuda" else "cpu.zip"\n',

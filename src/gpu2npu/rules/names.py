@@ -10,6 +10,7 @@ from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from ..knowledge.device_words import CUDA_ONLY_IMPLEMENTATIONS, is_platform_label, names_a_cuda_implementation
 from ..reading.collective_backends import foreign_library
+from ..reading.enum_parameters import parameters_taking
 from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, is_rng_state_callee,
                                   mapping_text, option_destination)
 from ..knowledge import npu_keywords
@@ -314,6 +315,8 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
                 # which has no NPU one (its rows say so); "npu" there it refuses or misreads
                 return True
             if _given_to_a_cpu_or_cuda_library(rule, call, parent):
+                return True
+            if an_enum_value(rule, node):
                 return True
             attribute_function = an_attribute_name(rule, node)
             if attribute_function and _a_torch_submodule(rule, call.args[0].value):
@@ -717,6 +720,20 @@ def _names_an_attributes_value(rule, node: cst.CSTNode) -> bool:
     """Whether the string `node` is handed to a parameter that its function (in this file) only
     reads an attribute by (`def version(attr): return getattr(module, attr, None)`)."""
     return _handed_to_one_of(rule, node, file_facts(rule, node).read_attribute_parameters)
+
+
+def an_enum_value(rule, node: cst.CSTNode) -> bool:
+    """Whether the string `node` is handed where one of the project's Enums takes it as its
+    member's value (`TimerType("cuda")`, `timer("step", "cuda")` whose parameter is a TimerType;
+    reading.enum_parameters): "npu" there is no member's value, and raises."""
+    text = string_text(node) if isinstance(node, cst.SimpleString) else None
+    if text is None:
+        return False
+    context = getattr(rule, "context", None)  # (a rule's; the guard analysis keeps the table itself)
+    table = context.options.enum_parameters if context is not None else getattr(rule, "enum_parameters", ())
+    # (and the file's own, where it is migrated alone)
+    parameters = parameters_taking(table, text) | parameters_taking(file_facts(rule, node).enum_parameters, text)
+    return _handed_to_one_of(rule, node, parameters)
 
 
 def _handed_to_one_of(rule, node: cst.CSTNode, parameters) -> bool:

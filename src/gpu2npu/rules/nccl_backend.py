@@ -8,7 +8,8 @@ from libcst.metadata import PositionProvider
 
 from ..records.change import Report
 from .base import Example, Rule
-from .names import DocstringTracker, enum_label, foreign_collective, qualified_names, string_text, with_string_text
+from .names import (DocstringTracker, an_enum_value, enum_label, foreign_collective, qualified_names, string_text,
+                    with_string_text)
 from .walk import ParentNodeProvider
 
 # "cpu:gloo,cuda:nccl" style backend maps (PyTorch >= 2.0).
@@ -83,8 +84,10 @@ class NcclToHccl(DocstringTracker, Rule):
         text = string_text(original_node)
         if text is None:
             return updated_node
-        if text in _STRINGS and enum_label(self, original_node):
-            return updated_node  # an Enum member's label (`CUDA = ("cuda", "GPU", "nccl")` beside an NPU member)
+        if text in _STRINGS and (enum_label(self, original_node) or an_enum_value(self, original_node)):
+            # an Enum member's label (`CUDA = ("cuda", "GPU", "nccl")` beside an NPU member), or
+            # its value handed to what turns it into the member (`Backend("nccl")`)
+            return updated_node
         if text in _STRINGS:
             library = foreign_collective(self, original_node)
             if library is not None:
