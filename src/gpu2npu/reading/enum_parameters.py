@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, FrozenSet, Iterable, List, Tuple, Union
+from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
 
 # (callable's name as called, positional index without self/cls or keyword, the Enum's values that
 # spell a device), sorted by repr: how a project's file gives its Enum parameters.
@@ -42,9 +42,11 @@ def enum_parameters_in(text: str) -> EnumParameters:
     return enum_parameters_of(tree)
 
 
-def enum_parameters_of(tree: ast.Module) -> EnumParameters:
-    """EnumParameters of one file's syntax tree (the file's own, where it is migrated alone)."""
-    enums = _device_enums(tree)
+def enum_parameters_of(tree: ast.Module, classes: Optional[Iterable[ast.ClassDef]] = None) -> EnumParameters:
+    """EnumParameters of one file's syntax tree (the file's own, where it is migrated alone);
+    `classes`: its class statements, where the caller has them."""
+    enums = _device_enums(node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)) if classes is None \
+        else _device_enums(classes)
     if not enums:
         return ()
     found: Dict[Tuple[str, Union[int, str]], set] = {}
@@ -86,12 +88,12 @@ def parameters_taking(table: EnumParameters, value: str) -> FrozenSet[tuple]:
     return frozenset((name, key) for name, key, values in table if value in values)
 
 
-def _device_enums(tree: ast.Module) -> Dict[str, FrozenSet[str]]:
-    """The file's Enum classes with a member whose value is a string spelling a device word ->
-    those values."""
+def _device_enums(classes: Iterable[ast.ClassDef]) -> Dict[str, FrozenSet[str]]:
+    """The Enum classes among `classes` with a member whose value is a string spelling a device
+    word -> those values."""
     enums: Dict[str, FrozenSet[str]] = {}
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.ClassDef) or not any(_last_name(base).endswith("Enum") for base in node.bases):
+    for node in classes:
+        if not any(_last_name(base).endswith("Enum") for base in node.bases):
             continue
         values = frozenset(statement.value.value for statement in node.body
                            if isinstance(statement, (ast.Assign, ast.AnnAssign))

@@ -345,9 +345,7 @@ def facts_of(file_scan: "FileScan") -> FileFacts:
                      frozenset(name for names in labels for name in names), _rng_state_mappings(file_scan), triton,
                      _label_holders(file_scan), values,
                      frozenset(call.func.id for call in file_scan.calls if isinstance(call.func, ast.Name)),
-                     enum_parameters_of(file_scan.tree) if any(
-                         last_name(base).endswith("Enum") for node in groups.get(ast.ClassDef, ()) for base in node.bases
-                     ) else ())
+                     enum_parameters_of(file_scan.tree, groups.get(ast.ClassDef, ())))
 
 
 def holder_key(node: ast.AST) -> Optional[str]:
