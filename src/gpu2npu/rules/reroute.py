@@ -6,6 +6,7 @@ The generated package mirrors the CUDA package's module layout (`flash_attn.bert
 """
 from __future__ import annotations
 
+import re
 from typing import ClassVar, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -51,7 +52,7 @@ class ReroutePlan(cst.CSTVisitor):
     @classmethod
     def of(cls, module: cst.Module, code: str, root: str, provided: Dict[str, FrozenSet[str]]) -> "ReroutePlan":
         plan = cls(root, provided)
-        if root in code:
+        if _may_import(code, root):
             walk(plan, module)
             plan._settle()
         return plan
@@ -183,6 +184,21 @@ def comment_line(package: str, short: str, *more: Tuple[str, str]) -> str:
     (package, what it is)."""
     held = " and the ".join(f"{name} package ({what})" for name, what in ((package, short), *more))
     return f"# gpu2npu: the output's top folder holds the {held}"
+
+
+# A line that may import package root (`import os, flash_attn`, `from flash_attn.layers import ...`,
+# `try: import flash_attn`): a plan holds only imports, so a file with no such line has none (most
+# files that name the package do so in text or other names: `is_flash_attn_2_available()`).
+_IMPORT_LINES: Dict[str, "re.Pattern[str]"] = {}
+
+
+def _may_import(code: str, root: str) -> bool:
+    if root not in code:
+        return False
+    pattern = _IMPORT_LINES.get(root)
+    if pattern is None:
+        pattern = _IMPORT_LINES[root] = re.compile(r"\b(?:import|from)\b[^\n]*\b%s\b" % re.escape(root))
+    return pattern.search(code) is not None
 
 
 def _is_metadata(name: str) -> bool:
