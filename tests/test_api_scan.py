@@ -385,6 +385,10 @@ class TestTorchsDeviceNeutralPrivateCode:
         ("patterns = torch._inductor.pattern_matcher.PatternMatcherPass()", "torch._inductor.pattern_matcher.PatternMatcherPass"),
         ("in_backward = torch._C._current_graph_task_id() != -1", "torch._C._current_graph_task_id"),
         ("device, dtype, blocking, fmt = torch._C._nn._parse_to(*args, **kwargs)", "torch._C._nn._parse_to"),
+        ("torch.autograd.Variable._execution_engine.queue_callback(flush)",
+         "torch.autograd.Variable._execution_engine.queue_callback"),
+        ("torch.autograd.variable.Variable._execution_engine.queue_callback(flush)",
+         "torch.autograd.variable.Variable._execution_engine.queue_callback"),
         # inductor's settings, patched (a setting itself is NPU928's note, or NPU903's row)
         ("patched = torch._inductor.config.patch(max_autotune=True)", "torch._inductor.config.patch"),
     ])

@@ -354,3 +354,54 @@ class TestAPackageThatNeedsAnAscendPlugin:
             (project / name).parent.mkdir(parents=True, exist_ok=True)
             (project / name).write_text(text)
         assert "which no dependency file lists" not in self._migrate(project, tmp_path / "out")
+
+
+class TestAProjectThatPinsTorchNpuItself:
+    """A project that supports Ascend keeps its own torch_npu pin (requirements/npu.txt).  A
+    torch_npu line the migration adds to another of its files asks for that release where it is
+    built for the run's torch: two different pins of one package cannot be installed together.
+    A pin for another torch is not followed (the run's torch pin is what the line goes with)."""
+
+    @staticmethod
+    def _added(tmp_path, npu_txt, version="2.10.0"):
+        project = tmp_path / "project"
+        (project / "requirements").mkdir(parents=True)
+        (project / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "1"\ndependencies = [\n'
+                                                '    "torch>=2.4.0",\n    "numpy",\n]\n')
+        if npu_txt is not None:
+            (project / "requirements" / "npu.txt").write_text(npu_txt)
+        (project / "train.py").write_text("import torch\nx = torch.ones(2).cuda()\n")
+        process = subprocess.run([sys.executable, "-m", "gpu2npu", "-i", str(project), "-o", str(tmp_path / "out"),
+                                  "-v", version, "--no-cache"], capture_output=True, text=True)
+        assert process.returncode == 0, process.stderr
+        out = tmp_path / "out" / "project_msft"
+        pyproject = (out / "pyproject.toml").read_text()
+        rows = [row for row in read_csv(out / "change_list.csv") if row["File"] == "pyproject.toml"]
+        return [line.strip().strip('",') for line in pyproject.splitlines() if "torch_npu" in line], rows
+
+    @pytest.mark.parametrize("pin", ["torch-npu==2.10.0.post2", "torch_npu == 2.10.0.post2", "TORCH-NPU==2.10.0.post2"])
+    def test_the_line_added_asks_for_the_projects_release(self, tmp_path, pin):
+        added, rows = self._added(tmp_path, f"torch==2.10.0\n{pin}\ntorchvision==0.25.0\n")
+        assert added == ["torch_npu==2.10.0.post2"]
+        assert any("requirements/npu.txt pins" in row["Message"] for row in rows), rows
+
+    @pytest.mark.parametrize("npu_txt", [
+        None,  # no pin of its own
+        "torch==2.1.0\ntorch-npu==2.1.0.post17\n",  # a pin for another torch
+        "torch-npu>=2.10.0\n",  # a range, no release
+    ])
+    def test_otherwise_the_line_asks_for_the_runs_release(self, tmp_path, npu_txt):
+        added, rows = self._added(tmp_path, npu_txt)
+        assert added == [f"torch_npu=={apidata.load('2.10.0').torch_npu_version}"]
+        assert not any("pins, for the same torch" in row["Message"] for row in rows), rows
+
+    def test_a_pin_of_its_own_for_another_torch_moves_with_torch(self, tmp_path):
+        self._added(tmp_path, "torch==2.1.0\ntorch-npu==2.1.0.post17  # Atlas\n")
+        npu_txt = (tmp_path / "out" / "project_msft" / "requirements" / "npu.txt").read_text()
+        wanted = apidata.load("2.10.0").torch_npu_version
+        assert "torch==2.10.0\n" in npu_txt and f"torch-npu=={wanted}  # Atlas\n" in npu_txt
+
+    @pytest.mark.parametrize("line", ["torch-npu==2.10.0.post2", "torch-npu>=2.5", "torch-npu"])
+    def test_a_pin_of_its_own_for_the_runs_torch_or_a_range_stays(self, line):
+        outcome = run("requirements.txt", f"torch==2.10.0\n{line}\n", version="2.10.0")
+        assert outcome.output is None or f"{line}\n" in outcome.output

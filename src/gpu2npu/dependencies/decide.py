@@ -93,6 +93,9 @@ class Context:
     importers: Optional[Callable[[Sequence[str]], List[str]]] = None
     present: Set[str] = field(default_factory=set)  # normalised names listed in the same file
     added: Set[Tuple[str, int]] = field(default_factory=set)  # (name, ASCEND_HOSTS index) this file received
+    # the torch_npu release another dependency file of the project pins, as (its spec, that file)
+    # (`torch-npu==2.10.0.post2` in requirements/npu.txt): a line added here asks for the same one
+    project_torch_npu: Optional[Tuple[str, str]] = None
 
 
 def decide(requirement: Requirement, context: Context) -> Decision:
@@ -101,6 +104,8 @@ def decide(requirement: Requirement, context: Context) -> Decision:
         return _torch(requirement, context)
     if name in ("torchvision", "torchaudio"):
         return _paired(requirement, context)
+    if name == "torch-npu":
+        return _own_torch_npu(requirement, context)
     rule = context.table.rule_for(name) if name else None
     if rule is None and requirement.url:
         rule = context.table.rule_for_repository(requirement.url)
@@ -175,22 +180,60 @@ def _torch(requirement: Requirement, context: Context) -> Decision:
         if key in context.present or all((key, host) in context.added for host in hosts):
             continue
         context.added.update((key, host) for host in hosts)
-        text = f"torch_npu=={api.torch_npu_version}" if needed == "torch_npu" else needed
+        text = f"torch_npu{_torch_npu_spec(context)}" if needed == "torch_npu" else needed
         decision.insert.append(text + requirement.marker)
     if decision.insert:
         added = ", ".join(text.split(";")[0].strip() for text in decision.insert)
         undeclared = [text for text in decision.insert if not text.startswith("torch_npu")]
         why = (f" (torch_npu {api.torch_npu_version} imports {', '.join(t.split(';')[0] for t in undeclared)} "
                "without declaring it)") if undeclared else ""
+        if _torch_npu_spec(context) != f"=={api.torch_npu_version}":
+            why += f" (the release {context.project_torch_npu[1]} pins, for the same torch)"
         decision.insert_message = f"add {added}: the NPU build of torch for torch {target}{why}"
     if decision.write is None and not decision.insert:
         return Decision(torch_pin=decision.torch_pin)
     return decision
 
 
+def _torch_npu_spec(context: Context) -> str:
+    """The torch_npu spec a line added asks for: the project's own pin where another of its files
+    has one for the run's torch (two pins of one package cannot be installed together), else the
+    release of the run's."""
+    own = context.project_torch_npu
+    if own is not None and re.fullmatch(rf"==\s*{re.escape(context.api.torch_version)}(\.post\d+)?", own[0]):
+        return own[0].replace(" ", "")
+    return f"=={context.api.torch_npu_version}"
+
+
+# A pin of torch_npu written in a dependency file of any form (a requirement line, a string of
+# pyproject.toml or setup.py): `torch-npu==2.10.0.post2`.
+_TORCH_NPU_PIN = re.compile(r"(?<![\w.-])torch[-_]npu\s*(==\s*[0-9][\w.+!]*)", re.IGNORECASE)
+
+
+def torch_npu_pin_in(text: str) -> Optional[str]:
+    """The spec of the first torch_npu pin of a dependency file's text, or None."""
+    match = _TORCH_NPU_PIN.search(text)
+    return match.group(1) if match else None
+
+
 def _pinned_to(requirement: Requirement, version: str) -> bool:
     """Whether the requirement asks for exactly `version` (or its CPU build)."""
     return not requirement.url and re.fullmatch(rf"==\s*{re.escape(version)}(\+cpu)?", requirement.spec) is not None
+
+
+def _own_torch_npu(requirement: Requirement, context: Context) -> Decision:
+    """A torch_npu pin the project has itself: kept where it is built for the run's torch (the
+    project's choice of post release), moved with torch where it is for another (torch_npu
+    2.1.0.post17 beside torch 2.10.0 cannot be installed)."""
+    target = context.api.torch_version
+    if requirement.url or not re.fullmatch(r"==\s*[0-9][\w.+!]*", requirement.spec or ""):
+        return Decision()  # (a range or a wheel's address: what it allows is the project's)
+    if re.fullmatch(rf"==\s*{re.escape(target)}(\.post\d+)?", requirement.spec):
+        return Decision()
+    wanted = context.api.torch_npu_version
+    return Decision(rule=TORCH_RULE, write=[f"{requirement.name}{requirement.extras}=={wanted}{requirement.marker}"],
+                    message=f"torch_npu {requirement.spec} -> =={wanted}, the release built for torch {target} "
+                            "(the torch this migration pins)")
 
 
 def _paired(requirement: Requirement, context: Context) -> Decision:

@@ -17,6 +17,7 @@ from ..records.change import Change, Finding
 from ..reading.discover import Entry, Kind
 from ..reading.linemap import LineMap
 from . import SETUP_PY, REQUIREMENTS, Context, dependency_format, load_table, migrate_dependencies, satisfies
+from .decide import torch_npu_pin_in
 from .table import normalise
 
 
@@ -121,6 +122,7 @@ def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Se
     seen = {entry.relative for entry, _ in queue}
     pins: List[Tuple[str, int, str]] = []
     listed = _listed_with_includes(found, by_relative)
+    own_pin = _project_torch_npu_pin(found)
     while queue:
         entry, form = queue.pop(0)
         try:
@@ -132,7 +134,7 @@ def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Se
                                                          "are not migrated"))
             continue
         # what a requirements file installs with its includes (-r common.txt holding numpy)
-        context = Context(api, table, importers, present=set(listed.get(entry.relative, ())))
+        context = Context(api, table, importers, present=set(listed.get(entry.relative, ())), project_torch_npu=own_pin)
         outcome = migrate_dependencies(form, text, entry.relative, context)
         result = DependencyFile(entry, outcome.changes, outcome.findings)
         if form == SETUP_PY and current != original:  # rows at the lines of the file as the user wrote it
@@ -160,6 +162,19 @@ def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Se
                                 f"(torch_npu {api.torch_npu_version}): the reports and the pinned versions are for that "
                                 f"release; {_nearer_release(spec)}")
     return run
+
+
+def _project_torch_npu_pin(found: List[Tuple[Entry, str]]) -> Optional[Tuple[str, str]]:
+    """(the spec, the file) of the torch_npu pin some dependency file of the project already has
+    (a project that supports Ascend keeps one in requirements/npu.txt), or None."""
+    for entry, _ in sorted(found, key=lambda pair: pair[0].relative):
+        try:
+            spec = torch_npu_pin_in(entry.absolute.read_bytes().decode("utf-8", "replace"))
+        except OSError:
+            continue
+        if spec is not None:
+            return spec, entry.relative
+    return None
 
 
 def undeclared_plugins(code_files, declared: Set[str], project_packages: Set[str]) -> List[str]:

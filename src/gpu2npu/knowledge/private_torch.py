@@ -52,6 +52,10 @@ DEVICE_NEUTRAL_BINDINGS = {
     "torch._C.DisableTorchFunctionSubclass": "a switch of Python's __torch_function__ dispatch",
     "torch._C._current_graph_task_id": "a query of the autograd engine's running backward pass",
     "torch._C._nn._parse_to": "the parser of Tensor.to's arguments",
+    # (the autograd engine, bound as Variable's class attribute: a Python callback run when the
+    # backward pass ends, as DDP-style gradient hooks use it)
+    "torch.autograd.Variable._execution_engine.queue_callback": "a callback queued on the autograd engine",
+    "torch.autograd.variable.Variable._execution_engine.queue_callback": "a callback queued on the autograd engine",
 }
 
 # Words of a name that make it part of device code even in a device-neutral module.
