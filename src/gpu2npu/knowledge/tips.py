@@ -247,6 +247,8 @@ TIPS = {
     "to torch.nn.functional.scaled_dot_product_attention (or torch_npu.npu_fusion_attention) computes the same",
     FLEX_ATTENTION_CHOICE: _FLEX_ATTENTION + "attn_implementation=\"sdpa\" runs torch_npu's fused "
     "attention",
+    "helion": f"Helion compiles its kernels through Triton for CUDA (each kernel is listed by name): write what "
+    f"each computes {_KERNEL_INSTEAD}Triton-Ascend",
     "cutlass": f"CUTLASS and its CuTe DSL compile kernels for NVIDIA GPUs only: write what the kernel computes "
     f"{_KERNEL_INSTEAD}Ascend C",
     "cuda": "NVIDIA's CUDA Python (cuda.bindings: the driver, runtime and NVRTC; cuda.core; cuTile's cuda.tile) needs "
@@ -265,7 +267,7 @@ CUDA_ONLY_PACKAGES = (
     "liger_kernel", "transformer_engine", "ring_flash_attn", "xentropy_cuda_lib", "fused_dense_lib", "rotary_emb",
     "dropout_layer_norm", "mamba_ssm", "causal_conv1d", "flashinfer", "auto_gptq", "awq", "spconv", "gpustat",
     # NVIDIA's kernel languages and CUDA Python: CUTLASS / CuTe DSL, cuda.bindings, cuda.core, cuTile
-    "cutlass", "cuda",
+    "cutlass", "cuda", "helion",
     # MoE and GEMM kernels for Hopper/Blackwell (CuTe DSL, CUDA), and transformers' integrations that load them
     "sonicmoe", "deep_gemm", "transformers.integrations.sonicmoe", "transformers.integrations.deepgemm",
     # the parts of DeepSpeed (which has an NPU accelerator) and of vLLM (vllm-ascend) that have no NPU build
@@ -332,9 +334,11 @@ KERNEL_DECORATORS = {
     "triton.jit": "Triton", "triton.autotune": "Triton", "triton.heuristics": "Triton",
     "cutlass.cute.kernel": "CuTe DSL", "cutlass.cute.jit": "CuTe DSL",
     "cuda.tile.kernel": "cuTile",
+    # (PyTorch's Helion writes kernels that it compiles to Triton, for CUDA)
+    "helion.kernel": "Helion",
 }
 # The packages of those languages: their names used inside a kernel are the kernel's row.
-KERNEL_PACKAGES = ("triton", "cutlass", "cuda")
+KERNEL_PACKAGES = ("triton", "cutlass", "cuda", "helion")
 # The packages that are GPU kernel languages, imported (NPU929): those, and numba's CUDA kernels.
 KERNEL_LANGUAGE_PACKAGES = KERNEL_PACKAGES + ("numba.cuda",)
 # Names under which a module of the project hands Triton on (`from vllm.triton_utils import tl,
@@ -373,6 +377,9 @@ def names_the_npu(name: str) -> bool:
 def kernel_tip(name: str, language: str = "Triton") -> str:
     if language == "Triton":
         return f"{name} is compiled by Triton for CUDA: write what it computes {_KERNEL_INSTEAD}Triton-Ascend"
+    if language == "Helion":
+        return (f"{name} is a Helion kernel, which compiles through Triton for CUDA: write what it computes "
+                f"{_KERNEL_INSTEAD}Triton-Ascend")
     return (f"{name} is a {language} kernel, which compiles for NVIDIA GPUs only: "
             f"write what it computes {_KERNEL_INSTEAD}Ascend C")
 

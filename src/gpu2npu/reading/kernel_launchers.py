@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import re
 import textwrap
 from typing import Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Set, Tuple
@@ -554,6 +555,13 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
     return ProjectKernels(tuple(sorted(found.items())), frozenset(operators), frozenset(constants), read,
                           tuple(sorted(kernel_questions.items())), project_foreign_backends(backend_holders),
                           project_enum_parameters(enum_parameters))
+
+
+@functools.lru_cache(maxsize=4)
+def launchers_by_name(launchers: Tuple[Tuple[str, str], ...]) -> Tuple[Dict[str, str], FrozenSet[str]]:
+    """Options.kernel_launchers as a mapping, and the last parts of their names (`scale` of
+    `pkg.ops.scale`), once a run."""
+    return dict(launchers), frozenset(name.rsplit(".", 1)[-1] for name, _ in launchers)
 
 
 def what_it_launches(name: str, kernel: str) -> str:

@@ -288,7 +288,7 @@ DEAD_GUARD = _kind(
     "Switching the test to the NPU would run code that has no NPU form; left on CUDA it is never true on "
     "Ascend, so what it guards does not run there. The same availability test for another option of the same "
     "framework call (Lightning's devices= beside its accelerator=) is left with it. CUDA-only code is a name of "
-    "a CUDA-only package or API, a GPU kernel the project writes (Triton, CuTe DSL, cuTile) or a function, class "
+    "a CUDA-only package or API, a GPU kernel the project writes (Triton, Helion, CuTe DSL, cuTile) or a function, class "
     "or registered operator of the project that launches one, in any of its files, an operator the release has "
     "no NPU kernel for, or code a message of the test says runs on (or needs) CUDA only.",
     "port the guarded code (its own rows say how), then switch the test to the NPU.",
@@ -332,8 +332,9 @@ CUDA_ONLY_PACKAGE = _kind(
 )
 
 KERNEL_LANGUAGE = _kind(
-    "NPU929", "KernelLanguage", "a GPU kernel language imported (Triton, CUTLASS and CuTe, CUDA Python)", ERROR,
-    "Triton compiles for CUDA here, CUTLASS's CuTe DSL and cuTile for NVIDIA GPUs only, and CUDA Python is the "
+    "NPU929", "KernelLanguage", "a GPU kernel language imported (Triton, Helion, CUTLASS and CuTe, CUDA Python)", ERROR,
+    "Triton compiles for CUDA here (and Helion through Triton), CUTLASS's CuTe DSL and cuTile for NVIDIA GPUs only, "
+    "and CUDA Python is the "
     "CUDA driver and runtime: the import fails on an NPU machine or the kernels do not run. Each kernel written "
     "in the language has a row of its own (NPU909); its calls inside a kernel have none.",
     "port the kernels (torch operators, torch_npu fused operators, Triton-Ascend or Ascend C), then drop the "

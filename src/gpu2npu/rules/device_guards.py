@@ -55,8 +55,8 @@ from ..knowledge.tips import (CUDA_BUILD_BINDINGS, CUDA_BUILD_STRING, CUDA_ONLY_
                               has_fused_kernel, migratable_cuda_path, shares_npu_tensors)
 from ..reading.file_facts import MESSAGE_CALLS
 from ..reading.kernel_launchers import (OPERATOR_KEY, OPERATORS_ON_THE_NPU, compiled_operator,
-                                        launchers_in, registered_operators, resolved, what_it_launches,
-                                        without_operators)
+                                        launchers_by_name, launchers_in, registered_operators, resolved,
+                                        what_it_launches, without_operators)
 from ..reading.kernel_launchers import npu_constants as npu_constants_in
 from .cuda_api import npu_path
 from . import bf16_capability, npu_aware
@@ -883,6 +883,8 @@ class _Finder:
             guard = DeadGuard(code, hit)
             self.exit_guards.add(id(guard))
             self._add(test, guard)
+            # (a question it asks, `if not _eligible(x): return None`, answers for CUDA as written too)
+            self.tests_left.append((test, guard))
 
     def visit_Module(self, node: cst.Module) -> None:
         self._block(node.body, [])
@@ -1118,7 +1120,7 @@ def guarded_spans(wrapper: MetadataWrapper, api: ApiData, code: str, aliases: Di
         whole = facts.kernel_launchers if facts is not None else None
         own_launchers = without_operators(whole if whole is not None else launchers_in(code), operators)
         own_operators = {name: kernel for name, kernel in own_launchers.items() if name.startswith(OPERATOR_KEY)}
-        project, called = _launchers_by_name(launchers)
+        project, called = launchers_by_name(launchers)
         launchers = {**project, **own_operators} if own_operators else project
     else:
         launchers, called = {}, frozenset()
@@ -1164,13 +1166,7 @@ def _questions_by_module(kernel_questions: Tuple[Tuple[str, str], ...]) -> Dict[
 
 def launcher_names(launchers: Tuple[Tuple[str, str], ...]) -> FrozenSet[str]:
     """The last parts of the names of Options.kernel_launchers (`scale` of `pkg.ops.scale`)."""
-    return _launchers_by_name(launchers)[1]
-
-
-@functools.lru_cache(maxsize=4)
-def _launchers_by_name(launchers: Tuple[Tuple[str, str], ...]) -> Tuple[Dict[str, str], FrozenSet[str]]:
-    """Options.kernel_launchers as a mapping, and the last parts of their names (once a run)."""
-    return dict(launchers), frozenset(name.rsplit(".", 1)[-1] for name, _ in launchers)
+    return launchers_by_name(launchers)[1]
 
 
 def _may_call(code: str, *names: Iterable[str]) -> bool:

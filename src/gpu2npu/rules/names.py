@@ -11,6 +11,7 @@ from libcst.metadata import PositionProvider, QualifiedNameProvider
 from ..knowledge.device_words import CUDA_ONLY_IMPLEMENTATIONS, is_platform_label, names_a_cuda_implementation
 from ..reading.collective_backends import foreign_library
 from ..reading.enum_parameters import parameters_taking
+from ..reading.kernel_launchers import launchers_by_name
 from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, is_rng_state_callee,
                                   mapping_text, option_destination)
 from ..knowledge import npu_keywords
@@ -318,6 +319,8 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
                 return True
             if an_enum_value(rule, node):
                 return True
+            if registers_a_launcher(rule, call, parent):
+                return True
             attribute_function = an_attribute_name(rule, node)
             if attribute_function and _a_torch_submodule(rule, call.args[0].value):
                 # an attribute's name, no device: `getattr(torch.version, "cuda", None)` reads CUDA's
@@ -331,6 +334,11 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
                 # flag, the CUDA version of a module loaded by hand), neither torch's module
                 # torch.cuda nor a method called: "npu" there reads what nothing sets
                 return True
+    if isinstance(parent, cst.Element) and isinstance(parent_of(parent), (cst.List, cst.Tuple)):
+        holder = parent_of(parent_of(parent))  # (`device_types=("cuda",)`)
+        call = parent_of(holder) if isinstance(holder, cst.Arg) else None
+        if isinstance(call, cst.Call) and registers_a_launcher(rule, call, holder):
+            return True
     if (isinstance(node, cst.SimpleString) and string_text(node) == "cuda:" and _cut_from_text(rule, parent)
             and _function_handles_npu(rule, node)):
         # a prefix cut from a device's text (`for remove in "cuda:", "(", ")": device =
@@ -720,6 +728,50 @@ def _names_an_attributes_value(rule, node: cst.CSTNode) -> bool:
     """Whether the string `node` is handed to a parameter that its function (in this file) only
     reads an attribute by (`def version(attr): return getattr(module, attr, None)`)."""
     return _handed_to_one_of(rule, node, file_facts(rule, node).read_attribute_parameters)
+
+
+# torch.library's ways to register an operator's implementation for a device type, with the
+# positional index of the device type where it may be given so (custom_op's is keyword-only).
+_REGISTRATIONS = {"torch.library.custom_op": None, "torch.library.register_kernel": 1, "torch.library.impl": 1,
+                  "torch._library.custom_ops.custom_op": None}
+_DEVICE_TYPE_KEYWORDS = ("device_types", "types")
+
+
+def registers_a_launcher(rule, call: cst.Call, argument: cst.Arg) -> bool:
+    """Whether `argument` is the device type that an operator's implementation is registered for
+    (`@torch.library.custom_op("proj::rope", mutates_args=(), device_types="cuda")`) where that
+    implementation launches a GPU kernel (a Triton or Helion kernel, the file's or the project's):
+    registered for "npu" it would send NPU tensors into the CUDA kernel, where the dispatcher
+    said no kernel is registered for the NPU.  The kernel's own row says what to do."""
+    names = qualified_names(rule, call.func)
+    position = next((_REGISTRATIONS[name] for name in sorted(names) if name in _REGISTRATIONS), -1)
+    if position == -1:
+        return False
+    if argument.keyword is not None:
+        if argument.keyword.value not in _DEVICE_TYPE_KEYWORDS:
+            return False
+    elif position is None or [a for a in call.args if a.keyword is None].index(argument) != position:
+        return False
+    implementation = _registered_function(rule, call)
+    if implementation is None:
+        return False
+    launchers = set((file_facts(rule, call).kernel_launchers or {}).keys())
+    context = getattr(rule, "context", None)  # (the project's too, where a rule asks)
+    if context is not None:
+        launchers |= launchers_by_name(context.options.kernel_launchers)[1]
+    return implementation in launchers
+
+
+def _registered_function(rule, call: cst.Call) -> Optional[str]:
+    """The name of the function a registration registers: the function it decorates, or the one
+    it is given (`register_kernel("proj::op", "cuda", fn)`, `func=fn`)."""
+    decorator = rule.get_metadata(ParentNodeProvider, call, None)
+    if isinstance(decorator, cst.Decorator):
+        function = rule.get_metadata(ParentNodeProvider, decorator, None)
+        return function.name.value if isinstance(function, cst.FunctionDef) else None
+    given = [a.value for a in call.args if (a.keyword is None and isinstance(a.value, cst.Name)) or (
+        a.keyword is not None and a.keyword.value in ("func", "fn") and isinstance(a.value, cst.Name))]
+    return given[-1].value if given else None
 
 
 def an_enum_value(rule, node: cst.CSTNode) -> bool:

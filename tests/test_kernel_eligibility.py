@@ -1,0 +1,91 @@
+"""What chooses a GPU kernel stays as written with it: the kernels of every kernel language
+(Helion's beside Triton's), a question the code asks before a launch in any form (`if not
+eligible(x): return None` as well as `if eligible(x): launch(x)`), and the device type an
+operator's implementation is registered for where that implementation launches a kernel.
+Migrated, each would send NPU tensors into a kernel compiled for CUDA, where the code as written
+fell back to torch (or the dispatcher said no NPU kernel is registered)."""
+import pytest
+
+from gpu2npu.knowledge import apidata
+from gpu2npu.records.change import Report
+from gpu2npu.migration.pipeline import migrate_source
+from gpu2npu.modes import rules_for
+from gpu2npu.rules import Options
+
+OPTIONS = Options(api=apidata.load("2.1.0"))
+
+TRITON = "import torch\nimport triton\n\n\n@triton.jit\ndef _k(x_ptr):\n    pass\n\n\ndef launch(x):\n    _k[(1,)](x)\n    return x\n"
+HELION = ("import torch\nimport helion\nimport helion.language as hl\n\n\n@helion.kernel(static_shapes=True)\n"
+          "def launch(x: torch.Tensor) -> torch.Tensor:\n    out = torch.empty_like(x)\n"
+          "    for tile in hl.tile(x.size()):\n        out[tile] = x[tile] * 2\n    return out\n")
+TORCH_ONLY = "import torch\n\n\ndef launch(x):\n    return x * 2\n"
+
+
+def _migrate(source: str):
+    result = migrate_source(source.encode(), "m.py", OPTIONS, rules_for(OPTIONS))
+    return (result.output or source.encode()).decode(), result.findings
+
+
+class TestHelionKernels:
+    def test_each_kernel_and_the_import_have_rows(self):
+        _, findings = _migrate(HELION)
+        rows = {(f.api, f.start_line) for f in findings if f.report == Report.UNSUPPORTED}
+        assert ("helion", 2) in rows and ("Helion kernel launch", 7) in rows
+        tip = next(f.tip for f in findings if f.api == "Helion kernel launch")
+        assert "compiles through Triton for CUDA" in tip and "Triton-Ascend" in tip
+
+    def test_a_device_test_before_one_stays(self):
+        source = HELION + "\n\ndef rope(x):\n    if x.is_cuda:\n        return launch(x)\n    return x * 2\n"
+        output, _ = _migrate(source)
+        assert "    if x.is_cuda:\n        return launch(x)" in output
+
+
+# A question asked before a launch, in each form; where the launch is torch's own, the question
+# is migrated with the rest.
+ELIGIBLE = "\n\ndef eligible(x, c):\n    return (\n        x.is_cuda\n        and c.is_cuda\n        and x.ndim == 4\n    )\n"
+ASKED = [
+    "\n\ndef apply(x, c):\n    x = x.contiguous()\n    if not eligible(x, c):\n        return None\n    return launch(x)\n",
+    "\n\ndef apply(x, c):\n    if eligible(x, c):\n        return launch(x)\n    return None\n",
+    # in a block of its own (`if HAS_HELION:`), a line after the test
+    "\n\nif True:\n\n    def apply(x, c):\n        if not eligible(x, c):\n            warn('falling back')\n"
+    "            return None\n        return launch(x)\n",
+]
+
+
+class TestAQuestionAskedBeforeALaunch:
+    @pytest.mark.parametrize("asked", ASKED)
+    @pytest.mark.parametrize("kernels", [TRITON, HELION], ids=["triton", "helion"])
+    def test_keeps_its_answer_with_a_row(self, kernels, asked):
+        output, findings = _migrate(kernels + ELIGIBLE + asked)
+        assert "        x.is_cuda\n        and c.is_cuda\n" in output
+        assert any(f.api.startswith("device test") and "x.is_cuda" in f.api for f in findings), findings
+
+    @pytest.mark.parametrize("asked", ASKED)
+    def test_before_torchs_own_code_is_migrated(self, asked):
+        output, _ = _migrate(TORCH_ONLY + ELIGIBLE + asked)
+        assert "        x.is_npu\n        and c.is_npu\n" in output
+
+
+REGISTRATIONS = [
+    '@torch.library.custom_op("p::op", mutates_args=(), device_types="cuda")\ndef op(x: torch.Tensor) -> torch.Tensor:\n'
+    '    return launch(x)\n',
+    '@torch.library.custom_op("p::op", mutates_args=(), device_types=("cuda",))\ndef op(x: torch.Tensor) -> torch.Tensor:\n'
+    '    return launch(x)\n',
+    '@torch.library.register_kernel("p::op", "cuda")\ndef op(x):\n    return launch(x)\n',
+    'torch.library.register_kernel("p::op", "cuda", launch)\n',
+    'torch.library.impl("p::op", "cuda", func=launch)\n',
+]
+
+
+class TestTheDeviceTypeAnImplementationIsRegisteredFor:
+    @pytest.mark.parametrize("registration", REGISTRATIONS)
+    @pytest.mark.parametrize("kernels", [TRITON, HELION], ids=["triton", "helion"])
+    def test_stays_where_it_launches_a_kernel(self, kernels, registration):
+        source = kernels + "\n\n" + registration + "y = torch.ones(2, device='cuda')\n"
+        output, _ = _migrate(source)
+        assert registration in output and "device='npu'" in output
+
+    @pytest.mark.parametrize("registration", REGISTRATIONS)
+    def test_is_migrated_where_it_runs_torch(self, registration):
+        output, _ = _migrate(TORCH_ONLY + "\n\n" + registration)
+        assert '"npu"' in output and '"cuda"' not in output
