@@ -405,3 +405,11 @@ class TestAProjectThatPinsTorchNpuItself:
     def test_a_pin_of_its_own_for_the_runs_torch_or_a_range_stays(self, line):
         outcome = run("requirements.txt", f"torch==2.10.0\n{line}\n", version="2.10.0")
         assert outcome.output is None or f"{line}\n" in outcome.output
+
+    def test_what_a_file_with_torch_npu_already_gets_says_only_why(self, tmp_path):
+        # requirements/npu.txt lists torch_npu: the line it gets is what torch_npu imports undeclared
+        self._added(tmp_path, "torch==2.10.0\ntorch-npu==2.10.0.post2\n")
+        rows = [row for row in read_csv(tmp_path / "out" / "project_msft" / "change_list.csv")
+                if row["File"] == "requirements/npu.txt" and row["Operation Type"] == "INSERT"]
+        assert rows and all(row["Message"].startswith("add packaging: torch_npu ") and "imports packaging without "
+                            "declaring it" in row["Message"] and "NPU build" not in row["Message"] for row in rows), rows

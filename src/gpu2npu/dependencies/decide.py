@@ -172,9 +172,13 @@ def _torch(requirement: Requirement, context: Context) -> Decision:
     if not _pinned_to(requirement, target):
         decision.write = [f"{requirement.name}{requirement.extras}=={target}{requirement.marker}"]
         was = requirement.url or requirement.spec or "(any version)"
-        decision.message = (f"torch {was} -> =={target}: torch_npu {api.torch_npu_version} is built for torch {target} "
+        decision.message = (f"torch {was} -> =={target}: torch_npu {_torch_npu_spec(context).lstrip('=')} is built for "
+                            f"torch {target} "
                             "(the CPU build on x86, from PyPI or https://download.pytorch.org/whl/cpu)")
-    for needed in ["torch_npu"] + context.table.runtime_needs(api.torch_npu_version):
+    release = _torch_npu_spec(context).lstrip("=")
+    # (what the release the line asks for imports undeclared, where the table knows it; else the run's)
+    needs_of = release if release in context.table.torch_npu else api.torch_npu_version
+    for needed in ["torch_npu"] + context.table.runtime_needs(needs_of):
         key = normalise(needed)
         # after each torch line for a machine that has none yet (a file may pin torch per machine)
         if key in context.present or all((key, host) in context.added for host in hosts):
@@ -185,11 +189,15 @@ def _torch(requirement: Requirement, context: Context) -> Decision:
     if decision.insert:
         added = ", ".join(text.split(";")[0].strip() for text in decision.insert)
         undeclared = [text for text in decision.insert if not text.startswith("torch_npu")]
-        why = (f" (torch_npu {api.torch_npu_version} imports {', '.join(t.split(';')[0] for t in undeclared)} "
-               "without declaring it)") if undeclared else ""
-        if _torch_npu_spec(context) != f"=={api.torch_npu_version}":
-            why += f" (the release {context.project_torch_npu[1]} pins, for the same torch)"
-        decision.insert_message = f"add {added}: the NPU build of torch for torch {target}{why}"
+        imported = (f"torch_npu {needs_of} imports {', '.join(t.split(';')[0] for t in undeclared)} without declaring it"
+                    if undeclared else "")
+        if len(undeclared) == len(decision.insert):  # (torch_npu is listed already: what it needs is not)
+            decision.insert_message = f"add {added}: {imported}"
+        else:
+            own = (f" (the release {context.project_torch_npu[1]} pins, for the same torch)"
+                   if release != api.torch_npu_version else "")
+            decision.insert_message = (f"add {added}: the NPU build of torch for torch {target}{own}"
+                                       + (f" ({imported})" if imported else ""))
     if decision.write is None and not decision.insert:
         return Decision(torch_pin=decision.torch_pin)
     return decision
