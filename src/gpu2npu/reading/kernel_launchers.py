@@ -383,9 +383,10 @@ def module_name(relative: str) -> Optional[str]:
 # __init__ hands on: (name, the module's name it stands for), what its tests ask before the calls
 # they guard: (a name called, the functions the test calls), as written: asked_questions; and
 # where it hands collective backends' names: collective_backends.BackendHolders; the parameters of
-# its functions and classes that take its Enums' values: enum_parameters.EnumParameters).
+# its functions and classes that take its Enums' values: enum_parameters.EnumParameters; the pytest
+# marks it gives "npu": npu_marks_in).
 FileKernels = Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str], FrozenSet[str], Tuple[Tuple[str, str], ...],
-                    Tuple[Tuple[str, Tuple[str, ...]], ...], BackendHolders, EnumParameters]
+                    Tuple[Tuple[str, Tuple[str, ...]], ...], BackendHolders, EnumParameters, FrozenSet[str]]
 
 
 class ProjectKernels(NamedTuple):
@@ -404,6 +405,9 @@ class ProjectKernels(NamedTuple):
     # the parameters of the project's functions and classes that take one of its Enums' values
     # spelling a device (`TimerType("cuda")`), from every file (enum_parameters.project_enum_parameters)
     enum_parameters: EnumParameters = ()
+    # the project's own pytest marks that some test gives "npu" (`@pytest.mark.runs_on(["cuda",
+    # "npu"])`): its conftest selects tests by device with them (npu_marks_in)
+    npu_marks: FrozenSet[str] = frozenset()
 
 
 # A call, by the dotted name called (`ops.fused_gemv(`, `self._ok(`).
@@ -515,6 +519,7 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
     read: Dict[str, Tuple[int, int, FileKernels]] = {}
     backend_holders: List[BackendHolders] = []
     enum_parameters: List[EnumParameters] = []
+    npu_marks: Set[str] = set()
     for entry in entries:
         if entry.kind != Kind.PYTHON or entry.relative in skipped:
             continue
@@ -533,7 +538,8 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
             if facts is None:
                 continue
         read[entry.relative] = (status.st_size, status.st_mtime_ns, facts)
-        launchers, registered, compared, handed_on_here, asked, holders, enums = facts
+        launchers, registered, compared, handed_on_here, asked, holders, enums, marks = facts
+        npu_marks |= marks
         if holders[0] or holders[1]:
             backend_holders.append(holders)
         if enums:
@@ -554,7 +560,23 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
     kernel_questions = _kernel_questions(asked_by_file, found, handed_on_names) if found else {}
     return ProjectKernels(tuple(sorted(found.items())), frozenset(operators), frozenset(constants), read,
                           tuple(sorted(kernel_questions.items())), project_foreign_backends(backend_holders),
-                          project_enum_parameters(enum_parameters))
+                          project_enum_parameters(enum_parameters), frozenset(npu_marks))
+
+
+# A pytest mark given "npu" among its arguments (`@pytest.mark.runs_on(["cuda", "npu"])`).
+_NPU_MARK = re.compile(r"\bmark\.(\w+)\(([^()]*)\)")
+_NPU_WORD = re.compile(r"""["']npu(?::\d+)?["']""")
+# pytest's own marks: their arguments are no labels of the project's
+PYTEST_MARKS = frozenset({"parametrize", "skipif", "skip", "xfail", "usefixtures", "filterwarnings", "timeout"})
+
+
+def npu_marks_in(text: str) -> FrozenSet[str]:
+    """The pytest marks of the project (not pytest's own) that a test of this text gives "npu":
+    the project's conftest selects tests by device with them, and "cuda" there names CUDA."""
+    if "mark." not in text or "npu" not in text:
+        return frozenset()
+    return frozenset(match.group(1) for match in _NPU_MARK.finditer(text)
+                     if match.group(1) not in PYTEST_MARKS and _NPU_WORD.search(match.group(2)))
 
 
 @functools.lru_cache(maxsize=4)
@@ -583,7 +605,7 @@ def _file_kernels(entry: Entry, module: str) -> Optional[FileKernels]:
     launchers = tuple((name if name.startswith(OPERATOR_KEY) else f"{module}.{name}", kernel)
                       for name, kernel in launchers_in(text).items())
     return (launchers, registered_operators(text), npu_constants(text), handed_on_here, asked_questions(text),
-            backend_holders_in(text), enum_parameters_in(text))
+            backend_holders_in(text), enum_parameters_in(text), npu_marks_in(text))
 
 
 def resolved(name: str, module: Optional[str], package: bool = False) -> str:

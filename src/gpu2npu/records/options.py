@@ -110,6 +110,10 @@ class Options:
     # values) (`TimerType("cuda")`, a `timer_type: TimerType` parameter): the "cuda" handed there
     # is a member's value and stays (reading.enum_parameters, rules.names.not_a_device).
     enum_parameters: Tuple[Tuple[str, Union[int, str], Tuple[str, ...]], ...] = ()
+    # The project's own pytest marks that a test gives "npu" (`@pytest.mark.runs_on(["cuda", "npu"])`):
+    # its conftest selects tests by device with them, so a "cuda" given to one (`runs_on(["cuda"])`)
+    # says the test is CUDA's only, and stays (reading.kernel_launchers.npu_marks_in).
+    npu_marks: FrozenSet[str] = frozenset()
 
     def project_modules_of(self, path: str) -> FrozenSet[str]:
         """The modules that the file at `path` (as Entry.relative writes it) imports as the

@@ -261,6 +261,8 @@ def not_a_device(rule, node: cst.CSTNode) -> bool:
     parent = parent_of(node)
     if _holds_rng_states(rule, node, parent, parent_of):
         return True
+    if _given_to_an_npu_mark(rule, parent, parent_of):
+        return True
     if (_part_of_a_longer_word(node, parent_of) or _answer_of_a_cuda_implementation(node, parent_of)
             or _declared_by_a_cuda_only_implementation(node, parent_of)):
         return True
@@ -772,6 +774,25 @@ def _registered_function(rule, call: cst.Call) -> Optional[str]:
     given = [a.value for a in call.args if (a.keyword is None and isinstance(a.value, cst.Name)) or (
         a.keyword is not None and a.keyword.value in ("func", "fn") and isinstance(a.value, cst.Name))]
     return given[-1].value if given else None
+
+
+def _given_to_an_npu_mark(rule, parent, parent_of) -> bool:
+    """Whether the string (whose parent is `parent`) is given to one of the project's pytest marks
+    that its tests give "npu" too (`@pytest.mark.runs_on(["cuda"])` beside `runs_on(["cuda",
+    "npu"])`; Options.npu_marks): a statement about the devices a test runs on, which the project's
+    conftest reads.  "cuda" alone there says the test is CUDA's only: renamed, it would run on the
+    NPU what the project keeps off it, and no longer on CUDA."""
+    context = getattr(rule, "context", None)
+    marks = context.options.npu_marks if context is not None else ()
+    if not marks:
+        return False
+    while isinstance(parent, (cst.Element, cst.List, cst.Tuple, cst.Set)):
+        parent = parent_of(parent)
+    call = parent_of(parent) if isinstance(parent, cst.Arg) else None
+    if not isinstance(call, cst.Call):
+        return False
+    name = dotted_name(call.func) or ""
+    return name.rsplit(".", 1)[-1] in marks and (name.startswith(("pytest.mark.", "mark.")))
 
 
 def an_enum_value(rule, node: cst.CSTNode) -> bool:
