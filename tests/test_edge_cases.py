@@ -801,6 +801,10 @@ FOREIGN_NCCL = [
     "import ray.util.collective as col\n\n\ndef join(world, how):\n    col.init_collective_group(world, 0, how)\n\n\n"
     "def start(cfg, name):\n    join(cfg.world, name)\n\n\nclass Cfg:\n    weight_backend = 'nccl'\n\n\n"
     "start(Cfg(), Cfg.weight_backend)\n",
+    # torchft's fault-tolerant process groups, chosen by a field set by keyword elsewhere in the file
+    "import torchft\n\n\ndef make(cfg):\n    if cfg.process_group == 'gloo':\n        return torchft.ProcessGroupGloo()\n"
+    "    elif cfg.process_group == 'nccl':\n        return torchft.ProcessGroupNCCL()\n\n\n"
+    "FT = FaultTolerance(enable=True, process_group='nccl')\n",
 ]
 
 
@@ -810,6 +814,18 @@ def test_an_nccl_name_for_another_collective_library_stays_and_is_reported(sourc
     assert "hccl" not in output
     rows = [f for f in result.findings if f.api == "backend 'nccl'"]
     assert rows and all("no HCCL backend" in row.tip for row in rows), result.findings
+
+
+@pytest.mark.parametrize("source", [
+    # a field set by keyword that nothing hands to another library
+    "import torch.distributed as dist\nCFG = Config(backend='nccl')\ndist.init_process_group(backend=CFG.backend)\n",
+    # torch's own makers of process groups, given the name by keyword beside a foreign field of that name
+    "import torch.distributed as dist\nimport torchft\n\n\ndef make(cfg):\n    if cfg.backend == 'nccl':\n"
+    "        return torchft.ProcessGroupNCCL()\n\n\ndist.new_group(ranks=[0, 1], backend='nccl')\n",
+])
+def test_an_nccl_name_given_by_keyword_to_torch_or_to_no_library_is_renamed(source):
+    output, _ = migrate(source)
+    assert "'hccl'" in output
 
 
 def test_an_nccl_name_for_torchs_process_groups_beside_another_librarys_is_renamed():

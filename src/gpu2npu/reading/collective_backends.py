@@ -20,15 +20,18 @@ from .scan.reading import last_name
 # Collective libraries other than torch's process groups that take an NCCL backend by name, or
 # run NCCL themselves: "nccl" handed to them is theirs, and they have no HCCL.
 FOREIGN_COLLECTIVES = ("ray.util.collective", "cupy.cuda.nccl", "vllm.distributed.device_communicators",
-                       "vllm.distributed.utils.StatelessProcessGroup", "vllm.distributed.weight_transfer", "pynccl")
+                       "vllm.distributed.utils.StatelessProcessGroup", "vllm.distributed.weight_transfer", "pynccl",
+                       # torchft's fault-tolerant process groups (ProcessGroupNCCL, ProcessGroupGloo): no HCCL one
+                       "torchft")
 NCCL_NAMES = ("nccl", "NCCL")
 # (a file naming none of these words hands no backend's name to another library: the first parts of
 # their modules as imported, `from ray.util import collective` too)
-_FOREIGN_WORDS = ("ray.util", "cupy", "device_communicators", "StatelessProcessGroup", "weight_transfer", "pynccl")
+_FOREIGN_WORDS = ("ray.util", "cupy", "device_communicators", "StatelessProcessGroup", "weight_transfer", "pynccl",
+                  "torchft")
 # What a maker of torch's process groups is given as its backend, read from the text (cheaper than
 # parsing every file that makes a group): `init_process_group(backend=args.dist_backend`,
 # `init_process_group(cfg.backend`, `DDPStrategy(process_group_backend=self.backend`.
-_TORCH_WORDS = ("init_process_group", "new_group", "new_subgroups", "init_distributed", "InitProcessGroupKwargs",
+TORCH_WORDS = ("init_process_group", "new_group", "new_subgroups", "init_distributed", "InitProcessGroupKwargs",
                 "process_group_backend", "ddp_backend")
 _HANDED_TO_TORCH = re.compile(
     r"\b(?:init_process_group\(\s*(?:backend\s*=\s*)?|(?:new_group|new_subgroups)\([^()]*?\bbackend\s*=\s*|"
@@ -101,7 +104,7 @@ def backend_holders_in(text: str) -> BackendHolders:
     (`_HANDED_TO_TORCH`), what it hands to another library from its syntax tree, parsed only where
     it names "nccl" and imports one."""
     to_torch = (frozenset(_HANDED_TO_TORCH.findall(text)) - {"None", "True", "False"}
-                if any(word in text for word in _TORCH_WORDS) else frozenset())
+                if any(word in text for word in TORCH_WORDS) else frozenset())
     if not (any(name in text for name in NCCL_NAMES) and any(word in text for word in _FOREIGN_WORDS)):
         return (), to_torch
     try:

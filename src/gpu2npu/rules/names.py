@@ -9,7 +9,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from ..knowledge.device_words import CUDA_ONLY_IMPLEMENTATIONS, is_platform_label, names_a_cuda_implementation
-from ..reading.collective_backends import foreign_library
+from ..reading.collective_backends import TORCH_WORDS, foreign_library
 from ..reading.enum_parameters import parameters_taking
 from ..reading.kernel_launchers import launchers_by_name
 from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, is_rng_state_callee,
@@ -1124,6 +1124,9 @@ def foreign_collective(rule, node: cst.CSTNode) -> Optional[str]:
                                              if a.keyword is None and isinstance(a.value, cst.SimpleString)])
                 if holder is None and isinstance(parent_of(call), cst.AnnAssign):  # `x: str = field(default="nccl")`
                     holder = dotted_name(parent_of(call).target)
+            elif parent.keyword is not None and not _makes_torch_process_groups(rule, call):
+                # a field set by its name (`FaultTolerance(process_group="nccl")`): the field holds it
+                holder = parent.keyword.value
     elif isinstance(parent, (cst.Assign, cst.AnnAssign)):
         targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
         holder = next((dotted_name(t) for t in targets if dotted_name(t)), None)
@@ -1139,6 +1142,13 @@ def foreign_collective(rule, node: cst.CSTNode) -> Optional[str]:
     name = holder.rsplit(".", 1)[-1]
     # (another file of the project hands it to one: Options.foreign_backends)
     return names.get(name) or dict(rule.context.options.foreign_backends).get(name)
+
+
+def _makes_torch_process_groups(rule, call: cst.Call) -> bool:
+    """Whether the call is torch's (or a framework's maker of torch's process groups, as
+    collective_backends.TORCH_WORDS names them): a backend given to it by keyword is torch's."""
+    return (any(name.startswith("torch.") for name in qualified_names(rule, call.func))
+            or (last_name(call.func) or "") in TORCH_WORDS)
 
 
 def _getattr_field(value: cst.BaseExpression) -> Optional[str]:
