@@ -1213,3 +1213,43 @@ class TestALibraryThatDecodesOnTheCpuOrNvidiasGpusOnly:
     def test_what_it_does_not_reach_is_migrated(self, source, expected):
         output, guards = _migrate(source)
         assert expected in output and not guards
+
+
+class TestASkipDecoratorGuardsItsTest:
+    """`@unittest.skipUnless(D, reason)`, `@unittest.skipIf(not D, ...)`, `@pytest.mark.skipif(not D,
+    reason=...)` guard the test (or test class) they decorate as `if not D: return` guards what
+    follows it: left as written where the test runs CUDA-only code or the reason says the test is
+    CUDA's only; switched to the NPU where the test only needs a device."""
+
+    KERNEL = "import torch\nimport triton\n\n\n@triton.jit\ndef _k(x_ptr):\n    pass\n\n\ndef launch(x):\n    _k[(1,)](x)\n\n\n"
+
+    @pytest.mark.parametrize("decorator, body", [
+        ('@unittest.skipUnless(torch.cuda.is_available(), "silu_and_mul op is CUDA-only")', "x = torch.ones(2).cuda()"),
+        ('@unittest.skipIf(not torch.cuda.is_available(), "fused kernels run on CUDA only")', "x = torch.ones(2).cuda()"),
+        ('@pytest.mark.skipif(not torch.cuda.is_available(), reason="requires a GPU")',
+         "launch(torch.ones(2, device='cuda'))"),
+        ('@pytest.mark.skipif(not torch.cuda.is_available(), reason="requires a GPU")\n'
+         '@pytest.mark.parametrize("n", [1, 2])', "launch(torch.ones(n, device='cuda'))"),
+    ])
+    def test_left_as_written_before_cuda_only_tests(self, decorator, body):
+        source = f"import pytest\nimport unittest\n{self.KERNEL}{decorator}\ndef test_it(n=1):\n    {body}\n"
+        output, guards = _migrate(source)
+        assert decorator in output and "torch_npu.npu.is_available" not in output
+        assert guards and guards[0].start_line == source.splitlines().index(decorator.splitlines()[0]) + 1
+
+    @pytest.mark.parametrize("decorator", [
+        '@unittest.skipUnless(torch.cuda.is_available(), "requires CUDA")',
+        '@unittest.skipIf(not torch.cuda.is_available(), "needs a GPU")',
+        '@pytest.mark.skipif(not torch.cuda.is_available(), reason="requires a GPU")',
+    ])
+    def test_switched_before_tests_that_only_need_a_device(self, decorator):
+        source = f"import pytest\nimport torch\nimport unittest\n\n\n{decorator}\ndef test_it():\n    x = torch.ones(2).cuda()\n"
+        output, guards = _migrate(source)
+        assert "torch_npu.npu.is_available()" in output and "x = torch.ones(2).npu()" in output and not guards
+
+    def test_a_test_class_skipped_as_a_whole(self):
+        source = ('import torch\nimport unittest\n\n\n@unittest.skipUnless(torch.cuda.is_available(), '
+                  '"the fused op is CUDA-only")\nclass T(unittest.TestCase):\n    def test_a(self):\n'
+                  '        x = torch.ones(2).cuda()\n')
+        output, guards = _migrate(source)
+        assert "@unittest.skipUnless(torch.cuda.is_available()" in output and [g.start_line for g in guards] == [5]

@@ -147,6 +147,7 @@ class _Resolver(cst.CSTVisitor):
         self.ifexps: List[cst.IfExp] = []
         self.boolops: List[cst.BooleanOperation] = []
         self.functions: List[cst.FunctionDef] = []
+        self.decorated_classes: List[cst.ClassDef] = []
         self.assigns: List[cst.Assign] = []
         self.device_variables: Set[str] = set()  # names assigned a device test (mark_device_variables)
         self.reads: List[cst.CSTNode] = []  # names and attributes read
@@ -193,6 +194,10 @@ class _Resolver(cst.CSTVisitor):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if node.decorators:  # (a test class skipped as a whole: _Finder.skip_decorator)
+            self.decorated_classes.append(node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.assigns.append(node)
@@ -892,6 +897,30 @@ class _Finder:
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if isinstance(node.body, cst.IndentedBlock):
             self._block(node.body.body, [])
+        for decorator in node.decorators:
+            self.skip_decorator(decorator.decorator, node.body)
+
+    def skip_decorator(self, decorator: cst.BaseExpression, body: cst.BaseSuite) -> None:
+        """`@unittest.skipUnless(torch.cuda.is_available(), "the op is CUDA-only")`, `@pytest.mark.
+        skipif(not D, reason=...)`: the condition guards the test as `if not D: return` guards
+        what follows it, and stays as written where the test is CUDA-only (what it runs, or what
+        the reason says): switched to the NPU it would run there a test that cannot pass."""
+        if not isinstance(decorator, cst.Call) or not decorator.args or decorator.args[0].keyword is not None:
+            return
+        runs_when_true = _SKIPS.get((dotted_name(decorator.func) or "").rsplit(".", 1)[-1])
+        if runs_when_true is None:
+            return
+        condition = decorator.args[0].value
+        reason = next((argument.value for argument in decorator.args[1:]
+                       if argument.keyword is None or argument.keyword.value in ("reason", "msg")), None)
+        when_true, when_false = self._polarity(condition)
+        if when_true if runs_when_true else when_false:
+            self._exit_guard(condition, [body], reason)
+
+
+# Decorators that skip the test they decorate, by the last part of their names: whether the test
+# runs where the condition holds (unittest's skipUnless) or where it does not (skipIf, pytest's skipif).
+_SKIPS = {"skipUnless": True, "skipIf": False, "skipif": False}
 
 
 def _may_declare_cuda_only(code: str) -> bool:
@@ -1276,6 +1305,9 @@ def dead_guards(wrapper: MetadataWrapper, resolver: "_Resolver") -> Dict[Span, O
     finder.visit_Module(wrapper.module)
     for function in resolver.functions:
         finder.visit_FunctionDef(function)
+    for definition in resolver.decorated_classes:
+        for decorator in definition.decorators:
+            finder.skip_decorator(decorator.decorator, definition.body)
     # the inner tests first: a test around a dead one is judged without what that one guards
     # (a later start is never an outer one)
     positions = finder.positions
