@@ -89,3 +89,29 @@ class TestTheDeviceTypeAnImplementationIsRegisteredFor:
     def test_is_migrated_where_it_runs_torch(self, registration):
         output, _ = _migrate(TORCH_ONLY + "\n\n" + registration)
         assert '"npu"' in output and '"cuda"' not in output
+
+
+class TestAnImplementationThatCallsACudaOnlyPackage:
+    """Registered for CUDA where its implementation calls a CUDA-only package (DeepEP's dispatch),
+    itself or through what the file made with one: the device type stays, the package's row says
+    what to do."""
+
+    @pytest.mark.parametrize("body", [
+        "    from deep_ep.hybrid_ep_buffer import indices_to_map\n    return indices_to_map(x)\n",
+        "    global _buffer\n    out, _ = _buffer.combine(x)\n    return out\n",
+    ])
+    def test_stays(self, body):
+        source = ("import torch\n\n_buffer = None\n\n\ndef init(group):\n    global _buffer\n"
+                  "    from deep_ep import HybridEPBuffer\n    _buffer = HybridEPBuffer(group)\n\n\n"
+                  '@torch.library.custom_op("ep::op", mutates_args=(), device_types="cuda")\n'
+                  f"def op(x: torch.Tensor) -> torch.Tensor:\n{body}")
+        output, findings = _migrate(source)
+        assert 'device_types="cuda"' in output
+        assert any(f.api.startswith("deep_ep") for f in findings), findings
+
+    def test_a_method_of_something_else_is_migrated(self):
+        source = ("import torch\n\n_buffer = None\n\n\ndef init(group):\n    global _buffer\n    _buffer = Pool(group)\n\n\n"
+                  '@torch.library.custom_op("ep::op", mutates_args=(), device_types="cuda")\n'
+                  "def op(x: torch.Tensor) -> torch.Tensor:\n    return _buffer.combine(x)\n")
+        output, _ = _migrate(source)
+        assert 'device_types="npu"' in output

@@ -235,6 +235,9 @@ TIPS = {
     "sonicmoe": "SonicMoE's fused MoE kernels are CuTe DSL kernels for NVIDIA GPUs: " + _TORCH_EXPERTS,
     "transformers.integrations.sonicmoe": "transformers' SonicMoE experts load CuTe DSL kernels that need CUDA: "
     + _TORCH_EXPERTS,
+    "deep_ep": "DeepEP's expert-parallel dispatch and combine kernels run over NVLink and RDMA with NVSHMEM, on "
+    "NVIDIA GPUs only: on the NPU dispatch and combine the tokens with torch_npu.npu_moe_distribute_dispatch and "
+    "npu_moe_distribute_combine, or torch.distributed.all_to_all_single over HCCL",
     "deep_gemm": "DeepGEMM's FP8/BF16 grouped GEMM kernels are compiled for NVIDIA Hopper and later: torch.matmul in "
     "bfloat16, or torch_npu.npu_grouped_matmul for grouped expert matmuls",
     "transformers.integrations.deepgemm": "transformers' DeepGEMM experts and linears load DeepGEMM's kernels for "
@@ -269,7 +272,7 @@ CUDA_ONLY_PACKAGES = (
     # NVIDIA's kernel languages and CUDA Python: CUTLASS / CuTe DSL, cuda.bindings, cuda.core, cuTile
     "cutlass", "cuda", "helion",
     # MoE and GEMM kernels for Hopper/Blackwell (CuTe DSL, CUDA), and transformers' integrations that load them
-    "sonicmoe", "deep_gemm", "transformers.integrations.sonicmoe", "transformers.integrations.deepgemm",
+    "sonicmoe", "deep_gemm", "deep_ep", "transformers.integrations.sonicmoe", "transformers.integrations.deepgemm",
     # the parts of DeepSpeed (which has an NPU accelerator) and of vLLM (vllm-ascend) that have no NPU build
     "deepspeed.ops.transformer.DeepSpeedTransformerLayer", "deepspeed.ops.transformer.DeepSpeedTransformerConfig",
     "deepspeed.ops.transformer.transformer", "deepspeed.ops.deepspeed4science", "deepspeed.ops.fp_quantizer",

@@ -742,7 +742,8 @@ _DEVICE_TYPE_KEYWORDS = ("device_types", "types")
 def registers_a_launcher(rule, call: cst.Call, argument: cst.Arg) -> bool:
     """Whether `argument` is the device type that an operator's implementation is registered for
     (`@torch.library.custom_op("proj::rope", mutates_args=(), device_types="cuda")`) where that
-    implementation launches a GPU kernel (a Triton or Helion kernel, the file's or the project's):
+    implementation launches a GPU kernel (a Triton or Helion kernel, the file's or the project's)
+    or calls a CUDA-only package:
     registered for "npu" it would send NPU tensors into the CUDA kernel, where the dispatcher
     said no kernel is registered for the NPU.  The kernel's own row says what to do."""
     names = qualified_names(rule, call.func)
@@ -754,26 +755,54 @@ def registers_a_launcher(rule, call: cst.Call, argument: cst.Arg) -> bool:
             return False
     elif position is None or [a for a in call.args if a.keyword is None].index(argument) != position:
         return False
-    implementation = _registered_function(rule, call)
+    implementation, function = _registered_function(rule, call)
     if implementation is None:
         return False
     launchers = set((file_facts(rule, call).kernel_launchers or {}).keys())
     context = getattr(rule, "context", None)  # (the project's too, where a rule asks)
     if context is not None:
         launchers |= launchers_by_name(context.options.kernel_launchers)[1]
-    return implementation in launchers
+    if implementation in launchers:
+        return True
+    # (or it calls a CUDA-only package: DeepEP's dispatch, imported in the function itself, or a
+    # method of what the file made with one: `_buffer = HybridEPBuffer(...)`, `_buffer.combine(...)`)
+    if function is None:
+        return False
+    own = _own_packages(rule)
+    holders = None
+    for inner in nodes_within(function.body, cst.Call):
+        if any(cuda_only_package(name, own) for name in qualified_names(rule, inner.func)):
+            return True
+        if isinstance(inner.func, cst.Attribute):
+            holders = _cuda_only_holders(rule, function, own) if holders is None else holders
+            if dotted_name(inner.func.value) in holders:
+                return True
+    return False
 
 
-def _registered_function(rule, call: cst.Call) -> Optional[str]:
-    """The name of the function a registration registers: the function it decorates, or the one
-    it is given (`register_kernel("proj::op", "cuda", fn)`, `func=fn`)."""
+def _cuda_only_holders(rule, node: cst.CSTNode, own) -> Set[str]:
+    """The names that the file of `node` binds to what a CUDA-only package makes (`_buffer =
+    HybridEPBuffer(...)`, in any of its functions)."""
+    module = node
+    while not isinstance(module, cst.Module):
+        module = rule.get_metadata(ParentNodeProvider, module)
+    return {dotted_name(target.target) for assign in nodes_within(module, cst.Assign)
+            if isinstance(assign.value, cst.Call)
+            and any(cuda_only_package(name, own) for name in qualified_names(rule, assign.value.func))
+            for target in assign.targets if dotted_name(target.target)}
+
+
+def _registered_function(rule, call: cst.Call) -> Tuple[Optional[str], Optional[cst.FunctionDef]]:
+    """The name of the function a registration registers, and its definition where it decorates
+    it: the function it decorates, or the one it is given (`register_kernel("proj::op", "cuda",
+    fn)`, `func=fn`)."""
     decorator = rule.get_metadata(ParentNodeProvider, call, None)
     if isinstance(decorator, cst.Decorator):
         function = rule.get_metadata(ParentNodeProvider, decorator, None)
-        return function.name.value if isinstance(function, cst.FunctionDef) else None
+        return (function.name.value, function) if isinstance(function, cst.FunctionDef) else (None, None)
     given = [a.value for a in call.args if (a.keyword is None and isinstance(a.value, cst.Name)) or (
         a.keyword is not None and a.keyword.value in ("func", "fn") and isinstance(a.value, cst.Name))]
-    return given[-1].value if given else None
+    return (given[-1].value, None) if given else (None, None)
 
 
 def _given_to_an_npu_mark(rule, parent, parent_of) -> bool:
