@@ -25,6 +25,9 @@ def _migrate(source: str):
 
 # (source, the line of the test left as written)
 LEFT_AS_WRITTEN = [
+    # torch's profiler asked for CUDA's activity: switched, it would ask for CUDA on the NPU machine
+    ("import torch\nfrom torch.profiler import ProfilerActivity\nacts = [ProfilerActivity.CPU]\n"
+     "if torch.cuda.is_available():\n    acts.append(ProfilerActivity.CUDA)\n", 4),
     # capability behind availability, and/or chains, aliases
     ("import torch\nif torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0):\n"
      "    x = x.cuda()\n", 2),

@@ -263,6 +263,10 @@ TIPS = {
                     "under torch_npu._C, wrapped by torch_npu.npu's functions; or leave it behind a CUDA test"),
 }
 
+# torch's profiler asked for CUDA's activity: it records nothing of the NPU (torch_npu.profiler does).
+PROFILER_CUDA_ACTIVITY = frozenset({"torch.profiler.ProfilerActivity.CUDA", "torch.autograd.profiler.ProfilerActivity.CUDA",
+                                    "torch._C._profiler.ProfilerActivity.CUDA"})
+
 # Third-party modules that only work with NVIDIA GPUs: importing one is reported.
 CUDA_ONLY_PACKAGES = (
     "apex", "amp_C", "cupy", "pycuda", "pynvml", "nvidia_smi", "GPUtil", "triton", "flash_attn",

@@ -51,7 +51,8 @@ from ..knowledge import apidata
 from ..knowledge.apidata import ApiData
 from ..knowledge.library_devices import WORDS as LIBRARY_DEVICE_WORDS
 from ..knowledge.tips import (CUDA_BUILD_BINDINGS, CUDA_BUILD_STRING, CUDA_ONLY_PACKAGES, CUDA_PROPERTY_FIELDS,
-                              FLEX_ATTENTION, FLEX_ATTENTION_CHOICE, FUSED_OPTIMIZERS, REDUCE_TENSOR, cuda_only_package,
+                              FLEX_ATTENTION, FLEX_ATTENTION_CHOICE, FUSED_OPTIMIZERS, PROFILER_CUDA_ACTIVITY,
+                              REDUCE_TENSOR, cuda_only_package,
                               has_fused_kernel, migratable_cuda_path, shares_npu_tensors)
 from ..reading.file_facts import MESSAGE_CALLS
 from ..reading.kernel_launchers import (OPERATOR_KEY, OPERATORS_ON_THE_NPU, compiled_operator,
@@ -72,7 +73,7 @@ Span = npu_aware.Span
 # runs ATen's _flash_attention_forward, which no torch_npu release registers an NPU kernel for;
 # flex_attention raises for tensors of a device it does not list (cuda, cpu, xpu, hpu, mps).
 CUDA_ONLY_TORCH = ("torch.utils.cpp_extension.CUDAExtension", "torch.backends.cuda.sdp_kernel",
-                   "torch.nn.attention.varlen", FLEX_ATTENTION, *CUDA_BUILD_BINDINGS)
+                   "torch.nn.attention.varlen", FLEX_ATTENTION, *CUDA_BUILD_BINDINGS, *sorted(PROFILER_CUDA_ACTIVITY))
 # Frameworks' CUDA-specific classes that have no NPU counterpart of the same name.
 CUDA_ONLY_CLASSES = (
     "lightning.pytorch.accelerators.CUDAAccelerator", "pytorch_lightning.accelerators.CUDAAccelerator",

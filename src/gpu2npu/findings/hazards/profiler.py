@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import ast
 
+from ...knowledge.tips import PROFILER_CUDA_ACTIVITY
 from ...records.change import Report
 from ...records.finding_kinds import PROFILER
 from .view import FileView
 
 TRIGGERS = (b"ProfilerActivity", b"use_cuda", b"use_device")
 
-CUDA_ACTIVITY = frozenset({"torch.profiler.ProfilerActivity.CUDA", "torch.autograd.profiler.ProfilerActivity.CUDA",
-                           "torch._C._profiler.ProfilerActivity.CUDA"})
+CUDA_ACTIVITY = PROFILER_CUDA_ACTIVITY
 PROFILERS = frozenset({"torch.autograd.profiler.profile", "torch.profiler.profile", "torch.autograd.profile",
                        "torch.autograd.profiler.record_function"})
 
