@@ -385,6 +385,8 @@ class TestTorchsDeviceNeutralPrivateCode:
         ("patterns = torch._inductor.pattern_matcher.PatternMatcherPass()", "torch._inductor.pattern_matcher.PatternMatcherPass"),
         ("in_backward = torch._C._current_graph_task_id() != -1", "torch._C._current_graph_task_id"),
         ("device, dtype, blocking, fmt = torch._C._nn._parse_to(*args, **kwargs)", "torch._C._nn._parse_to"),
+        ("p = torch.distributed._tensor.Replicate()", "torch.distributed._tensor.Replicate"),
+        ("torch.testing._internal.common_utils.run_tests()", "torch.testing._internal.common_utils.run_tests"),
         ("torch.autograd.Variable._execution_engine.queue_callback(flush)",
          "torch.autograd.Variable._execution_engine.queue_callback"),
         ("torch.autograd.variable.Variable._execution_engine.queue_callback(flush)",

@@ -6,7 +6,8 @@ Python structures, traces or transforms graphs, checks values or computes on ten
 torch's public operators, with no kernel or device of its own.  Their uses are notes in the log,
 not unknown_api.csv rows.  Modules that generate or call device code are not here: torch._inductor
 (its code generator needs the NPU's backend; its settings module is), torch._C (bindings, CUDA's among them), torch.ops
-(custom operators), torch.distributed (its collectives depend on HCCL), torch._library (Triton
+(custom operators), torch.distributed (its collectives depend on HCCL; DTensor's placements and
+the pipeline schedules, Python over the process group, are here), torch._library (Triton
 wrappers beside the operator registry).
 """
 from __future__ import annotations
@@ -39,6 +40,15 @@ DEVICE_NEUTRAL_MODULES = {
     "torch.optim.optimizer": "optimizer helpers",
     "torch.optim.lr_scheduler": "scheduler helpers",
     "torch.cpu": "queries of the host CPU",
+    # (DTensor's placements and specs, and its old module name: its collectives go through the
+    # device mesh's process group, HCCL's on the NPU; symmetric memory is not here)
+    "torch.distributed._tensor": "DTensor (the old name of torch.distributed.tensor)",
+    "torch.distributed.tensor.placement_types": "DTensor's placements",
+    "torch.distributed.tensor._dtensor_spec": "DTensor's sharding specs",
+    # (pipeline schedules and stages: Python that orders point-to-point sends over the process group)
+    "torch.distributed.pipelining": "pipeline-parallel schedules and stages",
+    "torch.testing._internal.common_utils": "torch's test helpers (run_tests, TestCase, parametrize)",
+    "torch.nn.utils.stateless": "functional calls of a module with given parameters",
 }
 
 # torch-level checks: they test values and raise, on any device
