@@ -142,3 +142,40 @@ def test_a_file_of_the_same_size_and_time_is_not_read_again(tmp_path, monkeypatc
     (tmp_path / "model.py").write_text("import torch\nDEVICE = 'npu'\nif DEVICE == 'npu':\n    pass\n")
     monkeypatch.undo()
     assert project_launchers(entries, known=first[3])[2] == {"DEVICE"}
+
+
+class TestAFolderOfTritonAscendKernels:
+    """A file that reads the NPU's cores from Triton's driver (`get_device_properties(dev)
+    ["num_aicore"]`) is written for Triton-Ascend, and so is its folder: its kernels are the
+    project's own NPU backend (no kernel rows, no launchers), as a folder named for the NPU is.
+    Run through the console script."""
+
+    KERNEL = "import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\ndef _add(x_ptr):\n    pass\n\n\n" \
+             "def add(x):\n    _add[(1,)](x)\n    return x\n"
+    CORES = "import torch\nimport triton.runtime.driver as driver\n\n\ndef cores():\n" \
+            "    return driver.active.utils.get_device_properties(torch.npu.current_device())[\"num_aicore\"]\n"
+    CALLER = "import torch\nfrom fla.add import add\n\n\ndef step(x):\n    if x.is_cuda:\n        return add(x)\n    return x\n"
+
+    def _run(self, tmp_path, files):
+        import subprocess
+        import sys
+
+        from helpers import read_csv, write_project
+        source = write_project(tmp_path / "proj", files)
+        result = subprocess.run([sys.executable, "-m", "gpu2npu", "-i", str(source), "-o", str(tmp_path / "out"), "-v",
+                                 "2.1.0", "--no-cache"], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        out = tmp_path / "out" / "proj_msft"
+        return read_csv(out / "unsupported_api.csv"), (out / "train.py").read_text()
+
+    def test_its_kernels_are_the_npus(self, tmp_path):
+        rows, train = self._run(tmp_path, {"fla/__init__.py": "", "fla/utils.py": self.CORES, "fla/add.py": self.KERNEL,
+                                           "train.py": self.CALLER})
+        assert not [row for row in rows if row["File"].startswith("fla/")], rows
+        assert "if x.is_npu:" in train
+
+    def test_a_folder_without_it_keeps_its_rows(self, tmp_path):
+        rows, train = self._run(tmp_path, {"fla/__init__.py": "", "fla/add.py": self.KERNEL, "train.py": self.CALLER,
+                                           "tools/cores.py": self.CORES})
+        assert any(row["OP"] == "Triton kernel _add" for row in rows), rows
+        assert "if x.is_cuda:" in train

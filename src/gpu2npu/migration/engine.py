@@ -57,7 +57,7 @@ class Engine:
                                       scripts_with_own_tf32=scripts_with_own_option(entries, "--tf32"),
                                       project_modules=self.options.project_modules or project_modules(entries),
                                       modules_beside=modules_beside(entries),
-                                      npu_backend_files=backend,
+                                      npu_backend_files=backend | kernels.triton_ascend_files,
                                       kernel_launchers=kernels.launchers, python_operators=kernels.operators,
                                       npu_constants=kernels.constants, kernel_questions=kernels.kernel_questions,
                                       foreign_backends=kernels.foreign_backends,

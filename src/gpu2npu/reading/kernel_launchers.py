@@ -384,9 +384,9 @@ def module_name(relative: str) -> Optional[str]:
 # they guard: (a name called, the functions the test calls), as written: asked_questions; and
 # where it hands collective backends' names: collective_backends.BackendHolders; the parameters of
 # its functions and classes that take its Enums' values: enum_parameters.EnumParameters; the pytest
-# marks it gives "npu": npu_marks_in).
+# marks it gives "npu": npu_marks_in; whether its Triton is Triton-Ascend's: writes_for_triton_ascend).
 FileKernels = Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str], FrozenSet[str], Tuple[Tuple[str, str], ...],
-                    Tuple[Tuple[str, Tuple[str, ...]], ...], BackendHolders, EnumParameters, FrozenSet[str]]
+                    Tuple[Tuple[str, Tuple[str, ...]], ...], BackendHolders, EnumParameters, FrozenSet[str], bool]
 
 
 class ProjectKernels(NamedTuple):
@@ -408,6 +408,10 @@ class ProjectKernels(NamedTuple):
     # the project's own pytest marks that some test gives "npu" (`@pytest.mark.runs_on(["cuda",
     # "npu"])`): its conftest selects tests by device with them (npu_marks_in)
     npu_marks: FrozenSet[str] = frozenset()
+    # the Python files of a folder where some file reads the NPU's cores from Triton's driver
+    # (writes_for_triton_ascend): the folder's kernels are Triton-Ascend's, the project's own NPU
+    # backend as a folder named for the NPU is (discover.npu_backend_files)
+    triton_ascend_files: FrozenSet[str] = frozenset()
 
 
 # A call, by the dotted name called (`ops.fused_gemv(`, `self._ok(`).
@@ -520,6 +524,7 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
     backend_holders: List[BackendHolders] = []
     enum_parameters: List[EnumParameters] = []
     npu_marks: Set[str] = set()
+    ascend_folders: Set[str] = set()
     for entry in entries:
         if entry.kind != Kind.PYTHON or entry.relative in skipped:
             continue
@@ -538,8 +543,10 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
             if facts is None:
                 continue
         read[entry.relative] = (status.st_size, status.st_mtime_ns, facts)
-        launchers, registered, compared, handed_on_here, asked, holders, enums, marks = facts
+        launchers, registered, compared, handed_on_here, asked, holders, enums, marks, for_ascend = facts
         npu_marks |= marks
+        if for_ascend:
+            ascend_folders.add(entry.relative.rpartition("/")[0])
         if holders[0] or holders[1]:
             backend_holders.append(holders)
         if enums:
@@ -551,6 +558,12 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
         constants |= compared
         for name, source in handed_on_here:
             handed_on_names.setdefault(name, source)
+    # (a folder of Triton-Ascend kernels launches none of CUDA's)
+    ascend_files = frozenset(relative for relative in read if relative.rpartition("/")[0] in ascend_folders)
+    if ascend_files:
+        ascend_modules = {module_name(relative) for relative in ascend_files}
+        found = {name: kernel for name, kernel in found.items() if name.rsplit(".", 1)[0] not in ascend_modules}
+        asked_by_file = {relative: asked for relative, asked in asked_by_file.items() if relative not in ascend_files}
     found = without_operators(found, frozenset(operators))
     for _ in range(3):  # (a package's __init__ handing on another's, a few levels up)
         new = {name: found[source] for name, source in handed_on_names.items() if source in found and name not in found}
@@ -560,7 +573,7 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
     kernel_questions = _kernel_questions(asked_by_file, found, handed_on_names) if found else {}
     return ProjectKernels(tuple(sorted(found.items())), frozenset(operators), frozenset(constants), read,
                           tuple(sorted(kernel_questions.items())), project_foreign_backends(backend_holders),
-                          project_enum_parameters(enum_parameters), frozenset(npu_marks))
+                          project_enum_parameters(enum_parameters), frozenset(npu_marks), ascend_files)
 
 
 # A pytest mark given "npu" among its arguments (`@pytest.mark.runs_on(["cuda", "npu"])`).
@@ -568,6 +581,18 @@ _NPU_MARK = re.compile(r"\bmark\.(\w+)\(([^()]*)\)")
 _NPU_WORD = re.compile(r"""["']npu(?::\d+)?["']""")
 # pytest's own marks: their arguments are no labels of the project's
 PYTEST_MARKS = frozenset({"parametrize", "skipif", "skip", "xfail", "usefixtures", "filterwarnings", "timeout"})
+
+
+# Triton-Ascend's names for the NPU's cores, as its driver's device properties give them: CUDA's
+# Triton has neither.
+_TRITON_ASCEND_PROPERTIES = ("num_aicore", "num_vectorcore")
+
+
+def writes_for_triton_ascend(text: str) -> bool:
+    """Whether a file that uses Triton reads the NPU's cores from its driver
+    (`driver.active.utils.get_device_properties(dev)["num_aicore"]`): its kernels, and those of
+    its folder, are written for Triton-Ascend."""
+    return "triton" in text and any(word in text for word in _TRITON_ASCEND_PROPERTIES)
 
 
 def npu_marks_in(text: str) -> FrozenSet[str]:
@@ -605,7 +630,7 @@ def _file_kernels(entry: Entry, module: str) -> Optional[FileKernels]:
     launchers = tuple((name if name.startswith(OPERATOR_KEY) else f"{module}.{name}", kernel)
                       for name, kernel in launchers_in(text).items())
     return (launchers, registered_operators(text), npu_constants(text), handed_on_here, asked_questions(text),
-            backend_holders_in(text), enum_parameters_in(text), npu_marks_in(text))
+            backend_holders_in(text), enum_parameters_in(text), npu_marks_in(text), writes_for_triton_ascend(text))
 
 
 def resolved(name: str, module: Optional[str], package: bool = False) -> str:

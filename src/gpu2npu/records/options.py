@@ -128,6 +128,8 @@ class Options:
         for folder, names in self.packages_held:
             if path.startswith(folder + "/"):
                 own = own | names
+        if path in self.npu_backend_files:  # (its `triton` is Triton-Ascend, which runs on the NPU)
+            own = own | {"triton"}
         return own
 
     @property
