@@ -387,6 +387,8 @@ class TestTorchsDeviceNeutralPrivateCode:
         ("device, dtype, blocking, fmt = torch._C._nn._parse_to(*args, **kwargs)", "torch._C._nn._parse_to"),
         ("p = torch.distributed._tensor.Replicate()", "torch.distributed._tensor.Replicate"),
         ("torch.testing._internal.common_utils.run_tests()", "torch.testing._internal.common_utils.run_tests"),
+        ("m = torch.distributed.algorithms._checkpoint.checkpoint_wrapper.checkpoint_wrapper(m)",
+         "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.checkpoint_wrapper"),
         ("torch.autograd.Variable._execution_engine.queue_callback(flush)",
          "torch.autograd.Variable._execution_engine.queue_callback"),
         ("torch.autograd.variable.Variable._execution_engine.queue_callback(flush)",

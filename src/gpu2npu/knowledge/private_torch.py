@@ -49,6 +49,7 @@ DEVICE_NEUTRAL_MODULES = {
     "torch.distributed.pipelining": "pipeline-parallel schedules and stages",
     "torch.testing._internal.common_utils": "torch's test helpers (run_tests, TestCase, parametrize)",
     "torch.nn.utils.stateless": "functional calls of a module with given parameters",
+    "torch.distributed.algorithms._checkpoint": "activation checkpointing wrappers (checkpoint_wrapper)",
 }
 
 # torch-level checks: they test values and raise, on any device
