@@ -152,8 +152,13 @@ class TestAFolderOfTritonAscendKernels:
 
     KERNEL = "import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\ndef _add(x_ptr):\n    pass\n\n\n" \
              "def add(x):\n    _add[(1,)](x)\n    return x\n"
-    CORES = "import torch\nimport triton.runtime.driver as driver\n\n\ndef cores():\n" \
-            "    return driver.active.utils.get_device_properties(torch.npu.current_device())[\"num_aicore\"]\n"
+    CORES = "import torch\nimport triton.runtime.driver as driver\n\n\ndef properties():\n" \
+            "    return driver.active.utils.get_device_properties(torch.npu.current_device())\n\n\n" \
+            "CUBE_CORES = properties()[\"num_aicore\"]\n"
+    # (a function asking for the count where there is one: no module of Triton-Ascend's)
+    ASKS = "import triton\n\n\ndef core_count(default=20):\n    try:\n" \
+           "        return triton.runtime.driver.active.utils.get_device_properties(0)[\"num_vectorcore\"]\n" \
+           "    except Exception:\n        return default\n"
     CALLER = "import torch\nfrom fla.add import add\n\n\ndef step(x):\n    if x.is_cuda:\n        return add(x)\n    return x\n"
 
     def _run(self, tmp_path, files):
@@ -174,8 +179,9 @@ class TestAFolderOfTritonAscendKernels:
         assert not [row for row in rows if row["File"].startswith("fla/")], rows
         assert "if x.is_npu:" in train
 
-    def test_a_folder_without_it_keeps_its_rows(self, tmp_path):
+    @pytest.mark.parametrize("where, helper", [("tools/cores.py", "CORES"), ("fla/cores.py", "ASKS")])
+    def test_a_folder_without_it_keeps_its_rows(self, tmp_path, where, helper):
         rows, train = self._run(tmp_path, {"fla/__init__.py": "", "fla/add.py": self.KERNEL, "train.py": self.CALLER,
-                                           "tools/cores.py": self.CORES})
+                                           where: getattr(self, helper)})
         assert any(row["OP"] == "Triton kernel _add" for row in rows), rows
         assert "if x.is_cuda:" in train

@@ -583,16 +583,20 @@ _NPU_WORD = re.compile(r"""["']npu(?::\d+)?["']""")
 PYTEST_MARKS = frozenset({"parametrize", "skipif", "skip", "xfail", "usefixtures", "filterwarnings", "timeout"})
 
 
-# Triton-Ascend's names for the NPU's cores, as its driver's device properties give them: CUDA's
-# Triton has neither.
+# Triton-Ascend's names for the NPU's cores, as its driver's device properties give them (CUDA's
+# Triton has neither), read by a module-level statement: the module imports on Triton-Ascend only.
 _TRITON_ASCEND_PROPERTIES = ("num_aicore", "num_vectorcore")
+_READ_AT_IMPORT = re.compile(r"^[^\s#][^\n]*\b(?:num_aicore|num_vectorcore)\b", re.MULTILINE)
 
 
 def writes_for_triton_ascend(text: str) -> bool:
-    """Whether a file that uses Triton reads the NPU's cores from its driver
-    (`driver.active.utils.get_device_properties(dev)["num_aicore"]`): its kernels, and those of
-    its folder, are written for Triton-Ascend."""
-    return "triton" in text and any(word in text for word in _TRITON_ASCEND_PROPERTIES)
+    """Whether a file that uses Triton reads the NPU's cores from its driver when it is imported
+    (`CORES = driver.active.utils.get_device_properties(dev)["num_aicore"]` at module level): it
+    cannot be imported but on Triton-Ascend, and its folder's kernels are written for it.  (A
+    function that asks for the count where there is one, `get_npu_core_count()` beside CUDA
+    kernels, says nothing of its folder.)"""
+    return ("triton" in text and any(word in text for word in _TRITON_ASCEND_PROPERTIES)
+            and _READ_AT_IMPORT.search(text) is not None)
 
 
 def npu_marks_in(text: str) -> FrozenSet[str]:
