@@ -92,3 +92,16 @@ def test_check_reports_the_devices_and_not_the_labels(migrated):
     lines = sorted({finding["start_line"] for finding in json.loads(checked.stdout)["findings"]
                     if finding["path"].endswith("train.py") and finding["rule"] == "NPU103"})
     assert lines == sorted(4 + number for number, (written, after) in enumerate(LINES, 1) if written != after)
+
+
+@pytest.mark.parametrize("method", ["to", "set_device"])
+def test_a_project_method_named_as_torchs_device_calls_leaves_torchs_calls_to_move(tmp_path, method):
+    # a project's `def to(self, device: Kind)` is not told apart from Tensor.to where it is called:
+    # torch's calls are the common ones, and they move
+    enums = ("import enum\n\n\nclass Kind(enum.Enum):\n    CUDA = 'cuda'\n    CPU = 'cpu'\n\n\n"
+             f"class Box:\n    def {method}(self, device: Kind):\n        return self\n")
+    train = "import torch\nfrom pkg.kinds import Box\n\nx = torch.ones(2).to('cuda')\nb = Box()\n"
+    source = write_project(tmp_path / "proj", {"pkg/__init__.py": "", "pkg/kinds.py": enums, "train.py": train})
+    result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-cache")
+    assert result.returncode == 0, result.stderr
+    assert "x = torch.ones(2).to('npu')" in (tmp_path / "out" / "proj_msft" / "train.py").read_text()

@@ -29,6 +29,12 @@ EnumParameters = Tuple[Tuple[str, Union[int, str], Tuple[str, ...]], ...]
 _ENUM_CLASS = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\([^)]*Enum\b", re.MULTILINE)
 # The device words an Enum's value may spell that the rules would rename.
 _DEVICE_WORDS = ("cuda", "nccl")
+# Names of torch's own calls that take a device (`x.to("cuda")`, `torch.zeros(2, device="cuda")`):
+# a project method of the same name (`def to(self, device: DeviceKind)`) is not told apart from
+# torch's where it is called, and torch's are by far the more common, so it is not recorded.
+_TORCH_DEVICE_CALLS = frozenset({"to", "cuda", "type", "device", "set_device", "autocast", "tensor", "empty", "zeros",
+                                 "ones", "full", "rand", "randn", "randint", "arange", "Generator", "Stream", "Event",
+                                 "init_process_group", "new_group"})
 
 
 def enum_parameters_in(text: str) -> EnumParameters:
@@ -61,7 +67,8 @@ def enum_parameters_of(tree: ast.Module, classes: Optional[Iterable[ast.ClassDef
             callables = [owner] if function.name == "__init__" else instances.get(owner, [])
         else:
             callables = [function.name]
-        for key, values in _enum_parameters_of(function, enums):
+        callables = [name for name in callables if name not in _TORCH_DEVICE_CALLS]
+        for key, values in _enum_parameters_of(function, enums) if callables else ():
             for name in callables:
                 found.setdefault((name, key), set()).update(values)
     for definition in (node for node in tree.body if isinstance(node, ast.ClassDef) and _a_dataclass(node)):

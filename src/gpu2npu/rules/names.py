@@ -835,7 +835,11 @@ def an_enum_value(rule, node: cst.CSTNode) -> bool:
     table = context.options.enum_parameters if context is not None else getattr(rule, "enum_parameters", ())
     # (and the file's own, where it is migrated alone)
     parameters = parameters_taking(table, text) | parameters_taking(file_facts(rule, node).enum_parameters, text)
-    return _handed_to_one_of(rule, node, parameters)
+    if not parameters or not _handed_to_one_of(rule, node, parameters):
+        return False
+    call = rule.get_metadata(ParentNodeProvider, rule.get_metadata(ParentNodeProvider, node, None), None)
+    # (torch's own call of the same name takes a device there)
+    return not any(name.startswith("torch.") for name in qualified_names(rule, call.func))
 
 
 def _handed_to_one_of(rule, node: cst.CSTNode, parameters) -> bool:
