@@ -168,14 +168,13 @@ def _torch(requirement: Requirement, context: Context) -> Decision:
     if not hosts:
         return Decision()  # (the macOS or Windows line of a project that pins torch per platform)
     target = api.torch_version
+    release = _torch_npu_release(context)
     decision = Decision(rule=TORCH_RULE, torch_pin=requirement.spec or requirement.url or None)
     if not _pinned_to(requirement, target):
         decision.write = [f"{requirement.name}{requirement.extras}=={target}{requirement.marker}"]
         was = requirement.url or requirement.spec or "(any version)"
-        decision.message = (f"torch {was} -> =={target}: torch_npu {_torch_npu_spec(context).lstrip('=')} is built for "
-                            f"torch {target} "
+        decision.message = (f"torch {was} -> =={target}: torch_npu {release} is built for torch {target} "
                             "(the CPU build on x86, from PyPI or https://download.pytorch.org/whl/cpu)")
-    release = _torch_npu_spec(context).lstrip("=")
     # (what the release the line asks for imports undeclared, where the table knows it; else the run's)
     needs_of = release if release in context.table.torch_npu else api.torch_npu_version
     for needed in ["torch_npu"] + context.table.runtime_needs(needs_of):
@@ -184,7 +183,7 @@ def _torch(requirement: Requirement, context: Context) -> Decision:
         if key in context.present or all((key, host) in context.added for host in hosts):
             continue
         context.added.update((key, host) for host in hosts)
-        text = f"torch_npu{_torch_npu_spec(context)}" if needed == "torch_npu" else needed
+        text = f"torch_npu=={release}" if needed == "torch_npu" else needed
         decision.insert.append(text + requirement.marker)
     if decision.insert:
         added = ", ".join(text.split(";")[0].strip() for text in decision.insert)
@@ -203,14 +202,19 @@ def _torch(requirement: Requirement, context: Context) -> Decision:
     return decision
 
 
-def _torch_npu_spec(context: Context) -> str:
-    """The torch_npu spec a line added asks for: the project's own pin where another of its files
-    has one for the run's torch (two pins of one package cannot be installed together), else the
-    release of the run's."""
+def _torch_npu_release(context: Context) -> str:
+    """The torch_npu release a line added asks for: the project's own pin where another of its
+    files has one for the run's torch (two pins of one package cannot be installed together), else
+    the run's."""
     own = context.project_torch_npu
-    if own is not None and re.fullmatch(rf"==\s*{re.escape(context.api.torch_version)}(\.post\d+)?", own[0]):
-        return own[0].replace(" ", "")
-    return f"=={context.api.torch_npu_version}"
+    if own is not None and _built_for(own[0], context.api.torch_version):
+        return own[0].lstrip("=").strip()
+    return context.api.torch_npu_version
+
+
+def _built_for(spec: str, torch_version: str) -> bool:
+    """Whether a torch_npu pin (`==2.10.0.post2`) asks for a release built for `torch_version`."""
+    return re.fullmatch(rf"==\s*{re.escape(torch_version)}(\.post\d+)?", spec) is not None
 
 
 # A pin of torch_npu written in a dependency file of any form (a requirement line, a string of
@@ -236,7 +240,7 @@ def _own_torch_npu(requirement: Requirement, context: Context) -> Decision:
     target = context.api.torch_version
     if requirement.url or not re.fullmatch(r"==\s*[0-9][\w.+!]*", requirement.spec or ""):
         return Decision()  # (a range or a wheel's address: what it allows is the project's)
-    if re.fullmatch(rf"==\s*{re.escape(target)}(\.post\d+)?", requirement.spec):
+    if _built_for(requirement.spec, target):
         return Decision()
     wanted = context.api.torch_npu_version
     return Decision(rule=TORCH_RULE, write=[f"{requirement.name}{requirement.extras}=={wanted}{requirement.marker}"],
