@@ -25,7 +25,7 @@ from ..findings.leftovers import find_leftovers
 from ..findings.hazards import hazards_for_source
 from ..records.change import Change, Finding, Operation
 from ..reading.file_facts import FactsOfScan
-from ..reading.kernel_launchers import module_name
+from ..reading.kernel_launchers import launcher_names, module_name
 from ..reading.linemap import LineMap, source_lines
 from ..records.results import FileResult, Status
 from ..rules import positions
@@ -242,7 +242,7 @@ def _relevant_lines(file_scan: "scan.FileScan", facts: FactsOfScan, options: Opt
     of the file (`if _fused_ok(p): scale(p)`) whose own device test answers for CUDA only where
     the question is seen asked (device_guards), though no word of CUDA is on the test's line."""
     lines = file_scan.relevant_lines()
-    launchers = (facts.kernel_launchers or {}).keys() | device_guards.launcher_names(options.kernel_launchers)
+    launchers = (facts.kernel_launchers or {}).keys() | launcher_names(options.kernel_launchers)
     if not launchers:
         return lines
     named = {node.lineno for node in file_scan.groups.get(ast.Name, ()) if node.id in launchers}

@@ -20,6 +20,8 @@ import ast
 import re
 from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
 
+from .scan.reading import last_name
+
 # (callable's name as called, positional index without self/cls or keyword, the Enum's values that
 # spell a device), sorted by repr: how a project's file gives its Enum parameters.
 EnumParameters = Tuple[Tuple[str, Union[int, str], Tuple[str, ...]], ...]
@@ -77,7 +79,7 @@ def enum_parameters_of(tree: ast.Module, classes: Optional[Iterable[ast.ClassDef
                 values = _enum_values_named(statement.annotation, enums)
                 if values:
                     found.setdefault((definition.name, statement.target.id), set()).update(values)
-    return tuple(sorted(((name, key, tuple(sorted(values))) for (name, key), values in found.items()), key=repr))
+    return _table(found)
 
 
 def project_enum_parameters(per_file: Iterable[EnumParameters]) -> EnumParameters:
@@ -86,7 +88,12 @@ def project_enum_parameters(per_file: Iterable[EnumParameters]) -> EnumParameter
     for entries in per_file:
         for name, key, values in entries:
             merged.setdefault((name, key), set()).update(values)
-    return tuple(sorted(((name, key, tuple(sorted(values))) for (name, key), values in merged.items()), key=repr))
+    return _table(merged)
+
+
+def _table(found: Dict[Tuple[str, Union[int, str]], set]) -> EnumParameters:
+    """EnumParameters of (callable, parameter) -> the values it takes."""
+    return tuple(sorted(((name, key, tuple(sorted(values))) for (name, key), values in found.items()), key=repr))
 
 
 def parameters_taking(table: EnumParameters, value: str) -> FrozenSet[tuple]:
@@ -100,7 +107,7 @@ def _device_enums(classes: Iterable[ast.ClassDef]) -> Dict[str, FrozenSet[str]]:
     word -> those values."""
     enums: Dict[str, FrozenSet[str]] = {}
     for node in classes:
-        if not any(_last_name(base).endswith("Enum") for base in node.bases):
+        if not any((last_name(base) or "").endswith("Enum") for base in node.bases):
             continue
         values = frozenset(statement.value.value for statement in node.body
                            if isinstance(statement, (ast.Assign, ast.AnnAssign))
@@ -148,9 +155,9 @@ def _enum_parameters_of(function: ast.FunctionDef, enums: Dict[str, FrozenSet[st
     parameters annotated with one of `enums` or turned into a member of one in its body."""
     converted: Dict[str, FrozenSet[str]] = {}
     for inner in ast.walk(function):
-        if (isinstance(inner, ast.Call) and _last_name(inner.func) in enums and len(inner.args) == 1
+        if (isinstance(inner, ast.Call) and last_name(inner.func) in enums and len(inner.args) == 1
                 and isinstance(inner.args[0], ast.Name)):
-            converted[inner.args[0].id] = enums[_last_name(inner.func)]
+            converted[inner.args[0].id] = enums[last_name(inner.func)]
     positional = [*function.args.posonlyargs, *function.args.args]
     if positional and positional[0].arg in ("self", "cls"):
         positional = positional[1:]
@@ -180,9 +187,5 @@ def _enum_values_named(annotation, enums: Dict[str, FrozenSet[str]]) -> FrozenSe
 
 
 def _a_dataclass(node: ast.ClassDef) -> bool:
-    return any(_last_name(decorator.func if isinstance(decorator, ast.Call) else decorator) == "dataclass"
+    return any(last_name(decorator.func if isinstance(decorator, ast.Call) else decorator) == "dataclass"
                for decorator in node.decorator_list)
-
-
-def _last_name(node) -> str:
-    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""

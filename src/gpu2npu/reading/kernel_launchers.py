@@ -586,7 +586,7 @@ PYTEST_MARKS = frozenset({"parametrize", "skipif", "skip", "xfail", "usefixtures
 # Triton-Ascend's names for the NPU's cores, as its driver's device properties give them (CUDA's
 # Triton has neither), read by a module-level statement: the module imports on Triton-Ascend only.
 _TRITON_ASCEND_PROPERTIES = ("num_aicore", "num_vectorcore")
-_READ_AT_IMPORT = re.compile(r"^[^\s#][^\n]*\b(?:num_aicore|num_vectorcore)\b", re.MULTILINE)
+_READ_AT_IMPORT = re.compile(r"^[^\s#][^\n]*\b(?:%s)\b" % "|".join(_TRITON_ASCEND_PROPERTIES), re.MULTILINE)
 
 
 def writes_for_triton_ascend(text: str) -> bool:
@@ -613,6 +613,11 @@ def launchers_by_name(launchers: Tuple[Tuple[str, str], ...]) -> Tuple[Dict[str,
     """Options.kernel_launchers as a mapping, and the last parts of their names (`scale` of
     `pkg.ops.scale`), once a run."""
     return dict(launchers), frozenset(name.rsplit(".", 1)[-1] for name, _ in launchers)
+
+
+def launcher_names(launchers: Tuple[Tuple[str, str], ...]) -> FrozenSet[str]:
+    """The last parts of the names of Options.kernel_launchers (`scale` of `pkg.ops.scale`)."""
+    return launchers_by_name(launchers)[1]
 
 
 def what_it_launches(name: str, kernel: str) -> str:

@@ -1194,11 +1194,6 @@ def _questions_by_module(kernel_questions: Tuple[Tuple[str, str], ...]) -> Dict[
     return found
 
 
-def launcher_names(launchers: Tuple[Tuple[str, str], ...]) -> FrozenSet[str]:
-    """The last parts of the names of Options.kernel_launchers (`scale` of `pkg.ops.scale`)."""
-    return launchers_by_name(launchers)[1]
-
-
 def _may_call(code: str, *names: Iterable[str]) -> bool:
     """Whether the file may call one of the GPU kernels or launchers (`names`: groups of the last
     parts of their names)."""

@@ -10,7 +10,6 @@ from .view import FileView
 
 TRIGGERS = (b"ProfilerActivity", b"use_cuda", b"use_device")
 
-CUDA_ACTIVITY = PROFILER_CUDA_ACTIVITY
 PROFILERS = frozenset({"torch.autograd.profiler.profile", "torch.profiler.profile", "torch.autograd.profile",
                        "torch.autograd.profiler.record_function"})
 
@@ -30,7 +29,7 @@ class Detector:
         self.view = view
 
     def on_reference(self, node: ast.AST) -> None:
-        name = next((name for name in sorted(self.view.qualified(node)) if name in CUDA_ACTIVITY), None)
+        name = next((name for name in sorted(self.view.qualified(node)) if name in PROFILER_CUDA_ACTIVITY), None)
         if name is not None:
             self.view.add(node, PROFILER.code, Report.UNSUPPORTED, name, profiler_tip(self.view))
 
