@@ -11,9 +11,9 @@ from libcst.metadata import PositionProvider, QualifiedNameProvider
 from ..knowledge.device_words import CUDA_ONLY_IMPLEMENTATIONS, is_platform_label, names_a_cuda_implementation
 from ..reading.collective_backends import TORCH_WORDS, foreign_library
 from ..reading.enum_parameters import parameters_taking
-from ..reading.kernel_launchers import launchers_by_name
 from ..reading.file_facts import (KEY_METHODS, MESSAGE_CALLS, FileFacts, facts_of_statements, is_rng_state_callee,
                                   mapping_text, option_destination)
+from ..reading.kernel_launchers import launcher_names
 from ..knowledge import npu_keywords
 from ..knowledge.library_devices import library_device_api
 from ..knowledge.tips import cuda_only_package, handed_on, has_fused_kernel
@@ -761,7 +761,7 @@ def registers_a_launcher(rule, call: cst.Call, argument: cst.Arg) -> bool:
     launchers = set((file_facts(rule, call).kernel_launchers or {}).keys())
     context = getattr(rule, "context", None)  # (the project's too, where a rule asks)
     if context is not None:
-        launchers |= launchers_by_name(context.options.kernel_launchers)[1]
+        launchers |= launcher_names(context.options.kernel_launchers)
     if implementation in launchers:
         return True
     # (or it calls a CUDA-only package: DeepEP's dispatch, imported in the function itself, or a
@@ -824,6 +824,11 @@ def _given_to_an_npu_mark(rule, parent, parent_of) -> bool:
     return name.rsplit(".", 1)[-1] in marks and (name.startswith(("pytest.mark.", "mark.")))
 
 
+def _calls_torch(rule, call: cst.Call) -> bool:
+    """Whether `call` calls one of torch's own functions or classes."""
+    return any(name.startswith("torch.") for name in qualified_names(rule, call.func))
+
+
 def an_enum_value(rule, node: cst.CSTNode) -> bool:
     """Whether the string `node` is handed where one of the project's Enums takes it as its
     member's value (`TimerType("cuda")`, `timer("step", "cuda")` whose parameter is a TimerType;
@@ -838,8 +843,7 @@ def an_enum_value(rule, node: cst.CSTNode) -> bool:
     if not parameters or not _handed_to_one_of(rule, node, parameters):
         return False
     call = rule.get_metadata(ParentNodeProvider, rule.get_metadata(ParentNodeProvider, node, None), None)
-    # (torch's own call of the same name takes a device there)
-    return not any(name.startswith("torch.") for name in qualified_names(rule, call.func))
+    return not _calls_torch(rule, call)  # (torch's own call of the same name takes a device there)
 
 
 def _handed_to_one_of(rule, node: cst.CSTNode, parameters) -> bool:
@@ -1180,8 +1184,7 @@ def foreign_collective(rule, node: cst.CSTNode) -> Optional[str]:
 def _makes_torch_process_groups(rule, call: cst.Call) -> bool:
     """Whether the call is torch's (or a framework's maker of torch's process groups, as
     collective_backends.TORCH_WORDS names them): a backend given to it by keyword is torch's."""
-    return (any(name.startswith("torch.") for name in qualified_names(rule, call.func))
-            or (last_name(call.func) or "") in TORCH_WORDS)
+    return _calls_torch(rule, call) or (last_name(call.func) or "") in TORCH_WORDS
 
 
 def _getattr_field(value: cst.BaseExpression) -> Optional[str]:
