@@ -7,6 +7,8 @@ import difflib
 import os
 import re
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Dict, List
 
@@ -38,6 +40,11 @@ def fixture_names() -> List[str]:
 
 def run_cli(*args: str):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def console_script(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    """`gpu2npu ARGS` run as a user runs it, in a process of its own (text output, two minutes)."""
+    return subprocess.run([sys.executable, "-m", "gpu2npu", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 # Fixtures converted by `distributed` in the tests: fixture -> (main file, model variable).

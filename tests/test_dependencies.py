@@ -12,7 +12,7 @@ from gpu2npu.knowledge import apidata
 from gpu2npu.records.change import Report
 from gpu2npu.dependencies import Context, dependency_format, load_table, migrate_dependencies, satisfies
 from gpu2npu.dependencies.rules import DEPENDENCY_RULES
-from helpers import FIXTURES, migrate, read_csv
+from helpers import FIXTURES, console_script, migrate, read_csv
 
 API = apidata.load("2.1.0")
 PROJECT = FIXTURES / "llm_env_project"
@@ -371,8 +371,7 @@ class TestAProjectThatPinsTorchNpuItself:
         if npu_txt is not None:
             (project / "requirements" / "npu.txt").write_text(npu_txt)
         (project / "train.py").write_text("import torch\nx = torch.ones(2).cuda()\n")
-        process = subprocess.run([sys.executable, "-m", "gpu2npu", "-i", str(project), "-o", str(tmp_path / "out"),
-                                  "-v", version, "--no-cache"], capture_output=True, text=True)
+        process = console_script("-i", str(project), "-o", str(tmp_path / "out"), "-v", version, "--no-cache")
         assert process.returncode == 0, process.stderr
         out = tmp_path / "out" / "project_msft"
         pyproject = (out / "pyproject.toml").read_text()

@@ -3,12 +3,9 @@
 CUDA's only: that "cuda" stays, in every file.  Where no test of the project gives the mark
 "npu", its "cuda" goes with the tests to the NPU as any device does.  Run through the console
 script, as a project (the marks are in several files)."""
-import subprocess
-import sys
-
 import pytest
 
-from helpers import write_project
+from helpers import console_script, write_project
 
 BOTH = "import pytest\n\n\n@pytest.mark.runs_on([\"cuda\", \"npu\"])\ndef test_train():\n    assert True\n"
 CUDA_ONLY = ("import pytest\nimport torch\n\n\n@pytest.mark.runs_on([\"cuda\"])\ndef test_kernel():\n"
@@ -20,8 +17,7 @@ CUDA_ONLY = ("import pytest\nimport torch\n\n\n@pytest.mark.runs_on([\"cuda\"])\
 
 def _migrated(tmp_path, files):
     source = write_project(tmp_path / "proj", files)
-    result = subprocess.run([sys.executable, "-m", "gpu2npu", "-i", str(source), "-o", str(tmp_path / "out"), "-v",
-                             "2.1.0", "--no-cache"], capture_output=True, text=True, timeout=120)
+    result = console_script("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-cache")
     assert result.returncode == 0, result.stderr
     return (tmp_path / "out" / "proj_msft" / "tests" / "test_kernel.py").read_text()
 

@@ -4,12 +4,10 @@ function, a dataclass field of the Enum's type, in the Enum's file or any other.
 "npu", the conversion raises ValueError at start.  A device given beside it is still renamed.
 Run through the console script, as a project (the Enum and its users in different files)."""
 import json
-import subprocess
-import sys
 
 import pytest
 
-from helpers import write_project
+from helpers import console_script, write_project
 
 TIMERS = (
     "from dataclasses import dataclass\nfrom enum import Enum\nfrom typing import Optional, Union\n\nimport torch\n\n\n"
@@ -51,16 +49,11 @@ TRAIN = ("import torch\nfrom pkg import timers\nfrom pkg.timers import Clock, Re
          "sync_with, timer\n\n" + "\n".join(line for line, _ in LINES) + "\n")
 
 
-def _gpu2npu(*args: str, cwd=None):
-    return subprocess.run([sys.executable, "-m", "gpu2npu", *args], capture_output=True, text=True, timeout=120,
-                          cwd=cwd)
-
-
 @pytest.fixture(scope="module")
 def migrated(tmp_path_factory):
     root = tmp_path_factory.mktemp("enum_values")
     source = write_project(root / "proj", {"pkg/__init__.py": "", "pkg/timers.py": TIMERS, "train.py": TRAIN})
-    result = _gpu2npu("-i", str(source), "-o", str(root / "out"), "-v", "2.1.0", "--no-cache")
+    result = console_script("-i", str(source), "-o", str(root / "out"), "-v", "2.1.0", "--no-cache")
     assert result.returncode == 0, result.stderr
     return source, root / "out" / "proj_msft"
 
@@ -88,7 +81,7 @@ def test_rows_name_the_renamed_devices_only(migrated):
 
 def test_check_reports_the_devices_and_not_the_labels(migrated):
     source, _ = migrated
-    checked = _gpu2npu("check", ".", "-v", "2.1.0", "--format", "json", "--no-cache", cwd=source)
+    checked = console_script("check", ".", "-v", "2.1.0", "--format", "json", "--no-cache", cwd=source)
     lines = sorted({finding["start_line"] for finding in json.loads(checked.stdout)["findings"]
                     if finding["path"].endswith("train.py") and finding["rule"] == "NPU103"})
     assert lines == sorted(4 + number for number, (written, after) in enumerate(LINES, 1) if written != after)
@@ -102,6 +95,6 @@ def test_a_project_method_named_as_torchs_device_calls_leaves_torchs_calls_to_mo
              f"class Box:\n    def {method}(self, device: Kind):\n        return self\n")
     train = "import torch\nfrom pkg.kinds import Box\n\nx = torch.ones(2).to('cuda')\nb = Box()\n"
     source = write_project(tmp_path / "proj", {"pkg/__init__.py": "", "pkg/kinds.py": enums, "train.py": train})
-    result = _gpu2npu("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-cache")
+    result = console_script("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-cache")
     assert result.returncode == 0, result.stderr
     assert "x = torch.ones(2).to('npu')" in (tmp_path / "out" / "proj_msft" / "train.py").read_text()

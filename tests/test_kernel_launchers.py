@@ -162,13 +162,9 @@ class TestAFolderOfTritonAscendKernels:
     CALLER = "import torch\nfrom fla.add import add\n\n\ndef step(x):\n    if x.is_cuda:\n        return add(x)\n    return x\n"
 
     def _run(self, tmp_path, files):
-        import subprocess
-        import sys
-
-        from helpers import read_csv, write_project
+        from helpers import console_script, read_csv, write_project
         source = write_project(tmp_path / "proj", files)
-        result = subprocess.run([sys.executable, "-m", "gpu2npu", "-i", str(source), "-o", str(tmp_path / "out"), "-v",
-                                 "2.1.0", "--no-cache"], capture_output=True, text=True, timeout=120)
+        result = console_script("-i", str(source), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-cache")
         assert result.returncode == 0, result.stderr
         out = tmp_path / "out" / "proj_msft"
         return read_csv(out / "unsupported_api.csv"), (out / "train.py").read_text()
