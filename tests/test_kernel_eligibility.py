@@ -115,3 +115,49 @@ class TestAnImplementationThatCallsACudaOnlyPackage:
                   "def op(x: torch.Tensor) -> torch.Tensor:\n    return _buffer.combine(x)\n")
         output, _ = _migrate(source)
         assert 'device_types="npu"' in output
+
+
+class TestAnImplementationThatCallsAnotherModulesLauncher:
+    """Registered for CUDA where its implementation calls a launcher that another module of the
+    project defines (imported in any form): the device type stays, as for a launcher of its own
+    file; the kernel's row in the other module says what to do.  Through the console script, as a
+    project is migrated."""
+
+    KERNELS = ("import torch\nimport triton\n\n\n@triton.jit\ndef _rope_kernel(x_ptr):\n    pass\n\n\n"
+               "def rope_forward(x):\n    _rope_kernel[(1,)](x)\n    return x\n\n\ndef rope_reference(x):\n    return x * 2\n")
+
+    def _migrate_project(self, tmp_path, imports: str, call: str) -> str:
+        from tests.helpers import console_script
+
+        package = tmp_path / "proj" / "proj"
+        (package / "kernels").mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        (package / "kernels" / "__init__.py").write_text("from .rope import rope_forward, rope_reference\n")
+        (package / "kernels" / "rope.py").write_text(self.KERNELS)
+        (package / "ops.py").write_text(
+            f"import torch\n{imports}\n\n\n"
+            '@torch.library.custom_op("proj::rope", mutates_args=(), device_types="cuda")\n'
+            f"def rope(x: torch.Tensor) -> torch.Tensor:\n    return {call}(x.clone())\n\n\n"
+            "def run(x):\n    return rope(x.cuda())\n")
+        done = console_script("-i", str(tmp_path / "proj"), "-o", str(tmp_path / "out"), "-v", "2.1.0")
+        assert done.returncode == 0, done.stderr
+        return (tmp_path / "out" / "proj_msft" / "proj" / "ops.py").read_text()
+
+    @pytest.mark.parametrize("imports, call", [
+        ("from proj.kernels.rope import rope_forward", "rope_forward"),
+        ("from .kernels.rope import rope_forward", "rope_forward"),
+        ("from .kernels import rope_forward", "rope_forward"),  # handed on by the package
+        ("from proj.kernels import rope", "rope.rope_forward"),
+        ("import proj.kernels.rope as kernels", "kernels.rope_forward"),
+    ])
+    def test_stays(self, tmp_path, imports, call):
+        output = self._migrate_project(tmp_path, imports, call)
+        assert 'device_types="cuda"' in output and "rope(x.npu())" in output
+
+    @pytest.mark.parametrize("imports, call", [
+        ("from proj.kernels.rope import rope_reference", "rope_reference"),
+        ("from .kernels import rope_reference", "rope_reference"),
+    ])
+    def test_one_that_calls_torch_code_of_another_module_is_migrated(self, tmp_path, imports, call):
+        output = self._migrate_project(tmp_path, imports, call)
+        assert 'device_types="npu"' in output

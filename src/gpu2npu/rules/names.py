@@ -764,14 +764,19 @@ def registers_a_launcher(rule, call: cst.Call, argument: cst.Arg) -> bool:
         launchers |= launcher_names(context.options.kernel_launchers)
     if implementation in launchers:
         return True
-    # (or it calls a CUDA-only package: DeepEP's dispatch, imported in the function itself, or a
-    # method of what the file made with one: `_buffer = HybridEPBuffer(...)`, `_buffer.combine(...)`)
+    # (or it calls a launcher that another module of the project defines, `from .kernels import
+    # rope_forward`, whose kernel the file's own reading cannot see; or a CUDA-only package:
+    # DeepEP's dispatch, imported in the function itself, or a method of what the file made with
+    # one: `_buffer = HybridEPBuffer(...)`, `_buffer.combine(...)`)
     if function is None:
         return False
     own = _own_packages(rule)
     holders = None
     for inner in nodes_within(function.body, cst.Call):
-        if any(cuda_only_package(name, own) for name in qualified_names(rule, inner.func)):
+        called = qualified_names(rule, inner.func)
+        if any(name.rsplit(".", 1)[-1] in launchers for name in called):
+            return True
+        if any(cuda_only_package(name, own) for name in called):
             return True
         if isinstance(inner.func, cst.Attribute):
             holders = _cuda_only_holders(rule, function, own) if holders is None else holders
