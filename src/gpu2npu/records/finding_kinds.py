@@ -307,12 +307,17 @@ LEFT_ON_PURPOSE = _kind(
     "Code that already chooses between the NPU and CUDA, a framework's CUDA implementation of its device "
     "interface (which the framework chooses where it finds CUDA: on the NPU it needs its NPU implementation), a "
     "part of an installable package imported only to read its version, a CUDA backend setting that has no effect on the NPU, a private "
-    "name of torch's device-neutral code (torch.utils._pytree): gpu2npu leaves it and says so in the log.",
-    "nothing.",
+    "name of torch's device-neutral code (torch.utils._pytree), a test double of a torch.cuda attribute given the "
+    "module (monkeypatch.setattr(torch.cuda, ...), left as patch(\"torch.cuda...\") is: the code under test keeps "
+    "torch.cuda where it asks about CUDA itself): gpu2npu leaves it and says so in the log.",
+    "nothing (a test double whose code under test now reads torch_npu.npu patches torch_npu.npu instead).",
     (("import torch\nimport torch_npu\n\nif torch.npu.is_available():\n    d = 'npu'\nelif torch.cuda.is_available():\n"
       "    d = 'cuda'\n", "NPU-aware code", LOG),
      ("import torch\nfrom lightning.fabric.accelerators import Accelerator\n\n\nclass CUDAAccelerator(Accelerator):\n"
-      "    def setup_device(self, device):\n        torch.cuda.set_device(device)\n", "class CUDAAccelerator", LOG)),
+      "    def setup_device(self, device):\n        torch.cuda.set_device(device)\n", "class CUDAAccelerator", LOG),
+     ("import torch\n\n\ndef test_capability(monkeypatch):\n"
+      "    monkeypatch.setattr(torch.cuda, 'get_device_capability', lambda: (9, 0))\n",
+      "torch.cuda.get_device_capability", LOG)),
 )
 
 CUDA_ONLY_PACKAGE = _kind(

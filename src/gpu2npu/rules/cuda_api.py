@@ -13,7 +13,7 @@ from libcst.metadata import PositionProvider
 from ..knowledge import npu_keywords
 from ..knowledge.tips import migratable_cuda_path
 from ..records.change import Finding, Report
-from ..records.finding_kinds import CUDA_API
+from ..records.finding_kinds import CUDA_API, LEFT_ON_PURPOSE
 from .base import Example, Rule, code_of
 from .cuda_amp import TorchCudaAmpToNpu
 from .cuda_memory import TorchCudaMemoryToNpu
@@ -36,6 +36,11 @@ def kind_of(path: List[str]):
     """The kind of edit that renaming torch.cuda.<path> is (None: NPU101's own)."""
     return _KIND_OF_NAME.get(path[0]) if path else None
 
+
+# Why torch.cuda stays where a test double patches an attribute of it (_patched_module).
+PATCHED_TIP = ("a test double of {name}: left as written, as patch(\"{name}\") is: it replaces what the code under "
+               "test reads, which keeps torch.cuda where it asks about CUDA itself; where that code now reads "
+               "torch_npu.npu instead, patch torch_npu.npu")
 
 # Why torch.cuda.get_device_properties stays in a file that reads CUDA-only fields of it
 # (names.properties_query_stays).
@@ -161,6 +166,8 @@ class TorchCudaApiToNpu(Rule):
         originals = _chain(original_node)
         depth = originals.index(root)  # how many attributes stand above torch.cuda
         path = [part.attr.value for part in reversed(originals[:depth])]
+        if self._patched_module(original_node, path):
+            return updated_node
         new_path = npu_path(self.context.api, path)
         if new_path is None:
             return updated_node  # left for the analysis to report, with a tip
@@ -185,6 +192,29 @@ class TorchCudaApiToNpu(Rule):
         self.record(original_node, f"change {old_name} to {'.'.join([NPU, *new_path])}", kind=kind_of(path))
         self.context.needs_torch_npu = True
         return new_node
+
+    def _patched_module(self, module: cst.CSTNode, path: List[str]) -> bool:
+        """Whether `module` (torch.cuda, or torch.cuda.<path>) is what a test double patches an attribute of
+        (`monkeypatch.setattr(torch.cuda, "is_available", lambda: True)`, `mock.patch.object(torch.cuda,
+        ...)`).  It stays, reported, as the same patch written `patch("torch.cuda.is_available")` does:
+        the test double replaces what the code under test reads, and that code keeps torch.cuda where
+        it asks about CUDA itself (a capability, a CUDA-only branch)."""
+        argument = self.get_metadata(ParentNodeProvider, module, None)
+        if not isinstance(argument, cst.Arg) or argument.keyword is not None:
+            return False
+        call = self.get_metadata(ParentNodeProvider, argument, None)
+        if not (isinstance(call, cst.Call) and call.args and call.args[0] is argument
+                and isinstance(call.func, cst.Attribute)):
+            return False
+        function = dotted_name(call.func) or ""
+        if not (call.func.attr.value in ("setattr", "delattr") or function.endswith("patch.object")):
+            return False
+        name = call.args[1].value if len(call.args) > 1 else None
+        patched = ".".join([CUDA, *path, *([name.evaluated_value] if isinstance(name, cst.SimpleString) else [])])
+        start, end = self.lines_of(module)
+        self.findings.append(Finding(self.context.path, start, end, Report.NOTE, patched,
+                                     PATCHED_TIP.format(name=patched), LEFT_ON_PURPOSE.code))
+        return True
 
     def _call_of(self, function: cst.CSTNode) -> Tuple[Optional[cst.Call], int]:
         """The call that gives `function` its arguments, and how many of its arguments stand before
