@@ -1250,6 +1250,28 @@ class TestASkipDecoratorGuardsItsTest:
         output, guards = _migrate(source)
         assert "torch_npu.npu.is_available()" in output and "x = torch.ones(2).npu()" in output and not guards
 
+    @pytest.mark.parametrize("reason", [
+        "flex_attention requires CUDA", "FlexAttention needs an NVIDIA GPU", "CUDA required for flash-attn",
+        "xformers requires CUDA", "the Triton kernels require CUDA",
+    ])
+    def test_left_as_written_where_the_reason_names_what_needs_cuda_and_has_no_npu_form(self, reason):
+        """The test's CUDA-only code is in another module of the project (the test imports it), and
+        the reason says a thing that has no NPU form needs CUDA."""
+        decorator = f'@unittest.skipUnless(torch.cuda.is_available(), "{reason}")'
+        source = (f"import torch\nimport unittest\n\n\n{decorator}\nclass T(unittest.TestCase):\n"
+                  "    def test_a(self):\n        from proj.model import attend\n        attend(torch.ones(2).cuda())\n")
+        output, guards = _migrate(source)
+        assert decorator in output and [g.start_line for g in guards] == [5] and reason in guards[0].tip
+
+    @pytest.mark.parametrize("reason", [
+        "CUDA required", "CUDA required for MoE forward", "requires two CUDA devices", "attention requires CUDA",
+    ])
+    def test_switched_where_the_reason_names_nothing_without_an_npu_form(self, reason):
+        source = (f'import torch\nimport unittest\n\n\n@unittest.skipUnless(torch.cuda.is_available(), "{reason}")\n'
+                  "class T(unittest.TestCase):\n    def test_a(self):\n        x = torch.ones(2).cuda()\n")
+        output, guards = _migrate(source)
+        assert "torch_npu.npu.is_available()" in output and not guards
+
     def test_a_test_class_skipped_as_a_whole(self):
         source = ('import torch\nimport unittest\n\n\n@unittest.skipUnless(torch.cuda.is_available(), '
                   '"the fused op is CUDA-only")\nclass T(unittest.TestCase):\n    def test_a(self):\n'

@@ -290,7 +290,8 @@ DEAD_GUARD = _kind(
     "framework call (Lightning's devices= beside its accelerator=) is left with it. CUDA-only code is a name of "
     "a CUDA-only package or API, a GPU kernel the project writes (Triton, Helion, CuTe DSL, cuTile) or a function, class "
     "or registered operator of the project that launches one, in any of its files, an operator the release has "
-    "no NPU kernel for, or code a message of the test says runs on (or needs) CUDA only.",
+    "no NPU kernel for, or code a message of the test says runs on (or needs) CUDA only, or says needs CUDA "
+    "where it names a thing without an NPU form (\"flex_attention requires CUDA\", a CUDA-only package).",
     "port the guarded code (its own rows say how), then switch the test to the NPU.",
     (("import torch\nimport cupy\n\nif torch.cuda.is_available():\n    x = cupy.zeros(3)\n",
       "device test torch.cuda.is_available()", UNSUPPORTED_CSV),

@@ -940,8 +940,25 @@ def _may_declare_cuda_only(code: str) -> bool:
 
 
 def _declared_cuda_only(message: Optional[cst.CSTNode]) -> Optional[str]:
-    """The text of a message that says the code it stops is CUDA-only, or None."""
-    return _message_saying([message], _CUDA_ONLY_MESSAGE) if message is not None else None
+    """The text of a message that says the code it stops is CUDA-only, or None: that it runs on
+    CUDA only, or that a thing it names, which has no NPU form, needs CUDA ("flex_attention requires
+    CUDA"; "requires CUDA" alone asks for an accelerator, which the NPU is)."""
+    if message is None:
+        return None
+    declared = _message_saying([message], _CUDA_ONLY_MESSAGE)
+    if declared is None:
+        needs = _message_saying([message], _NEEDS_CUDA_MESSAGE)
+        declared = needs if needs is not None and _CUDA_ONLY_THING.search(needs) else None
+    return declared
+
+
+# What a message may name as the thing that needs CUDA where that thing has no NPU form: a CUDA-only
+# package (flash_attn, xformers, "flash-attn") or torch's flex_attention, which refuses NPU tensors.
+_CUDA_ONLY_THING = re.compile(
+    r"(?<![\w.-])(" + "|".join(sorted({re.escape(name.split(".")[0]).replace("_", "[_ -]?")
+                                         for name in CUDA_ONLY_PACKAGES if name.split(".")[0] != "cuda"}
+                                        | {"flex[_ -]?attention", "nvshmem"}, key=len, reverse=True))
+    + r")(?![\w-])", re.IGNORECASE)
 
 
 def _message_saying(parts: Sequence[cst.CSTNode], saying: "re.Pattern") -> Optional[str]:
