@@ -61,7 +61,8 @@ class Engine:
                                       kernel_launchers=kernels.launchers, python_operators=kernels.operators,
                                       npu_constants=kernels.constants, kernel_questions=kernels.kernel_questions,
                                       foreign_backends=kernels.foreign_backends,
-                                      enum_parameters=kernels.enum_parameters, npu_marks=kernels.npu_marks)
+                                      enum_parameters=kernels.enum_parameters, npu_marks=kernels.npu_marks,
+                                      environment_reads=kernels.environment_reads)
         if self.cache is not None:
             self.cache.salt = cache.salt_for(options)
         computed = migrate_all(entries, options, self.jobs, self.cache)

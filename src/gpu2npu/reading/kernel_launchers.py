@@ -29,6 +29,7 @@ from ..knowledge.tips import KERNEL_DECORATORS, handed_on
 from .collective_backends import BackendHolders, backend_holders_in, project_foreign_backends
 from .discover import Entry, Kind
 from .enum_parameters import EnumParameters, enum_parameters_in, project_enum_parameters
+from .environment_reads import environment_reads_in, project_environment_reads
 
 # The packages of the kernel languages, as the decorators' names start (triton, cutlass, cuda).
 _LANGUAGE_PACKAGES = tuple(sorted({decorator.split(".", 1)[0] for decorator in KERNEL_DECORATORS}))
@@ -386,7 +387,8 @@ def module_name(relative: str) -> Optional[str]:
 # its functions and classes that take its Enums' values: enum_parameters.EnumParameters; the pytest
 # marks it gives "npu": npu_marks_in; whether its Triton is Triton-Ascend's: writes_for_triton_ascend).
 FileKernels = Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str], FrozenSet[str], Tuple[Tuple[str, str], ...],
-                    Tuple[Tuple[str, Tuple[str, ...]], ...], BackendHolders, EnumParameters, FrozenSet[str], bool]
+                    Tuple[Tuple[str, Tuple[str, ...]], ...], BackendHolders, EnumParameters, FrozenSet[str], bool,
+                    FrozenSet[str]]
 
 
 class ProjectKernels(NamedTuple):
@@ -412,6 +414,9 @@ class ProjectKernels(NamedTuple):
     # (writes_for_triton_ascend): the folder's kernels are Triton-Ascend's, the project's own NPU
     # backend as a folder named for the NPU is (discover.npu_backend_files)
     triton_ascend_files: FrozenSet[str] = frozenset()
+    # (an environment variable that a file reads and sets nowhere: the first such file), sorted
+    # (environment_reads.project_environment_reads)
+    environment_reads: Tuple[Tuple[str, str], ...] = ()
 
 
 # A call, by the dotted name called (`ops.fused_gemv(`, `self._ok(`).
@@ -525,6 +530,7 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
     enum_parameters: List[EnumParameters] = []
     npu_marks: Set[str] = set()
     ascend_folders: Set[str] = set()
+    environment_by_file: List[Tuple[str, FrozenSet[str]]] = []
     for entry in entries:
         if entry.kind != Kind.PYTHON or entry.relative in skipped:
             continue
@@ -543,7 +549,9 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
             if facts is None:
                 continue
         read[entry.relative] = (status.st_size, status.st_mtime_ns, facts)
-        launchers, registered, compared, handed_on_here, asked, holders, enums, marks, for_ascend = facts
+        launchers, registered, compared, handed_on_here, asked, holders, enums, marks, for_ascend, environment = facts
+        if environment:
+            environment_by_file.append((entry.relative, environment))
         npu_marks |= marks
         if for_ascend:
             ascend_folders.add(entry.relative.rpartition("/")[0])
@@ -573,7 +581,8 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
     kernel_questions = _kernel_questions(asked_by_file, found, handed_on_names) if found else {}
     return ProjectKernels(tuple(sorted(found.items())), frozenset(operators), frozenset(constants), read,
                           tuple(sorted(kernel_questions.items())), project_foreign_backends(backend_holders),
-                          project_enum_parameters(enum_parameters), frozenset(npu_marks), ascend_files)
+                          project_enum_parameters(enum_parameters), frozenset(npu_marks), ascend_files,
+                          project_environment_reads(environment_by_file))
 
 
 # A pytest mark given "npu" among its arguments (`@pytest.mark.runs_on(["cuda", "npu"])`).
@@ -639,7 +648,8 @@ def _file_kernels(entry: Entry, module: str) -> Optional[FileKernels]:
     launchers = tuple((name if name.startswith(OPERATOR_KEY) else f"{module}.{name}", kernel)
                       for name, kernel in launchers_in(text).items())
     return (launchers, registered_operators(text), npu_constants(text), handed_on_here, asked_questions(text),
-            backend_holders_in(text), enum_parameters_in(text), npu_marks_in(text), writes_for_triton_ascend(text))
+            backend_holders_in(text), enum_parameters_in(text), npu_marks_in(text), writes_for_triton_ascend(text),
+            environment_reads_in(text))
 
 
 def resolved(name: str, module: Optional[str], package: bool = False) -> str:

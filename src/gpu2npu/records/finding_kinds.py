@@ -307,7 +307,9 @@ LEFT_ON_PURPOSE = _kind(
     "NPU915", "LeftOnPurpose", "left as written on purpose: nothing to do", NOT_CHECKED,
     "Code that already chooses between the NPU and CUDA, a framework's CUDA implementation of its device "
     "interface (which the framework chooses where it finds CUDA: on the NPU it needs its NPU implementation), a "
-    "part of an installable package imported only to read its version, a CUDA backend setting that has no effect on the NPU, a private "
+    "part of an installable package imported only to read its version, a CUDA backend setting that has no effect on the NPU, a CUDA "
+    "or NCCL environment variable that a file of the project reads and sets nowhere (set where it is, it has its "
+    "effect on that code), a private "
     "name of torch's device-neutral code (torch.utils._pytree), a test double of a torch.cuda attribute given the "
     "module (monkeypatch.setattr(torch.cuda, ...), left as patch(\"torch.cuda...\") is: the code under test keeps "
     "torch.cuda where it asks about CUDA itself): gpu2npu leaves it and says so in the log.",

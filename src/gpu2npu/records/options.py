@@ -114,6 +114,10 @@ class Options:
     # its conftest selects tests by device with them, so a "cuda" given to one (`runs_on(["cuda"])`)
     # says the test is CUDA's only, and stays (reading.kernel_launchers.npu_marks_in).
     npu_marks: FrozenSet[str] = frozenset()
+    # The environment variables that a file of the project reads and sets nowhere, with the first
+    # such file: a CUDA or NCCL setting that has no effect on Ascend has one on that code, and stays
+    # noted where it is set (reading.environment_reads).
+    environment_reads: Tuple[Tuple[str, str], ...] = ()
 
     def project_modules_of(self, path: str) -> FrozenSet[str]:
         """The modules that the file at `path` (as Entry.relative writes it) imports as the

@@ -182,11 +182,23 @@ class CudaEnvironmentVariables(DocstringTracker, Rule):
             # (a read of what the file sets, `if os.getenv(NAME) is None: os.environ[NAME] = "1"`,
             # is left with the setting, whose row says what to do)
             if not self._only_read(original_node):
-                self.report(original_node, Report.UNSUPPORTED, name, tip)
+                self._report_kept(original_node, name, tip)
             return updated_node
         self.record(original_node, f"change {name} to {counterpart.name} (the Ascend variable; the values "
                     "this file gives it carry over)")
         return with_string_text(updated_node, counterpart.name)
+
+    def _report_kept(self, node: cst.CSTNode, name: str, tip: str) -> None:
+        """The row of a variable set here that stays: reported, or noted where a file of the project
+        that sets it nowhere reads it (Options.environment_reads): it has its effect on that code."""
+        reads = {variable: reader for variable, reader in self.context.options.environment_reads
+                 if reader != self.context.path}
+        note = env_vars.kept_for_project(name, reads)
+        if note is not None:
+            start, end = self.lines_of(node)
+            self.findings.append(Finding(self.context.path, start, end, Report.NOTE, name, note, LEFT_ON_PURPOSE.code))
+            return
+        self.report(node, Report.UNSUPPORTED, name, tip)
 
     def _verdict(self, name: str) -> Tuple[Optional[env_vars.Counterpart], str]:
         """(the Ascend variable that `name` becomes, or None and the tip of its row): it becomes its
@@ -214,7 +226,7 @@ class CudaEnvironmentVariables(DocstringTracker, Rule):
                 continue
             counterpart, tip = self._verdict(name)
             if counterpart is None:
-                self.report(arg.keyword, Report.UNSUPPORTED, name, tip)
+                self._report_kept(arg.keyword, name, tip)
                 continue
             self.record(arg.keyword, f"change {name} to {counterpart.name} (the Ascend variable; the values "
                         "this file gives it carry over)")

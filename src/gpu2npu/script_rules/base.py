@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import ClassVar, FrozenSet, List, Optional, Tuple, Type
+from typing import ClassVar, Dict, FrozenSet, List, Optional, Tuple, Type
 
+from ..knowledge import env_vars
 from ..records.change import Report
+from ..records.finding_kinds import LEFT_ON_PURPOSE
 from ..records.options import Options
 from ..rules.base import Example
 from ..reading.shell_syntax import Dialect, ScannedLine
@@ -45,6 +47,15 @@ class LineReport:
     tip: str
     # the finding kind's code where the Python code's same finding has one (NPU927): else the rule's
     kind: Optional[str] = None
+
+
+def kept_variable(name: str, tip: str, project_reads: Dict[str, str]) -> LineReport:
+    """The row of an environment variable a script sets that stays: reported with `tip`, or noted
+    where a file of the project reads it (Options.environment_reads): it has its effect on that code."""
+    note = env_vars.kept_for_project(name, project_reads)
+    if note is not None:
+        return LineReport(Report.NOTE, name, note, LEFT_ON_PURPOSE.code)
+    return LineReport(Report.UNSUPPORTED, name, tip)
 
 
 LITERAL_TIP = "left as written inside a single-quoted string or here-document: change it by hand if it reaches the Ascend runtime"

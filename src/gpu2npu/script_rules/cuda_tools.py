@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import re
-from typing import ClassVar, FrozenSet
+from typing import ClassVar, Dict, FrozenSet
 
 from ..records.change import Report
 from ..knowledge import env_vars
 from ..reading.shell_syntax import Dialect
-from .base import LITERAL_TIP, LineEdit, LineReport, ScriptExample, ScriptRule
+from .base import LITERAL_TIP, LineEdit, LineReport, ScriptExample, ScriptRule, kept_variable
 
 TOOL_TIPS = {
     "nvcc": "no NPU equivalent: CUDA kernels do not build for Ascend; port them to Ascend C custom operators "
@@ -79,11 +79,15 @@ class CudaToolsAndSettings(ScriptRule):
     # The project's scripts that declare --tf32 themselves (Options.scripts_with_own_tf32).
     own_tf32: ClassVar[FrozenSet[str]] = frozenset()
 
+    # The variables a file of the project reads and sets nowhere (Options.environment_reads).
+    project_reads: ClassVar[Dict[str, str]] = {}
+
     @classmethod
     def for_project(cls, options):
-        if not options.scripts_with_own_tf32:
+        if not options.scripts_with_own_tf32 and not options.environment_reads:
             return cls
-        return cls.with_settings(own_tf32=frozenset(options.scripts_with_own_tf32))
+        return cls.with_settings(own_tf32=frozenset(options.scripts_with_own_tf32),
+                                 project_reads=dict(options.environment_reads))
 
     @classmethod
     def _own_option(cls, before: str) -> bool:
@@ -106,7 +110,7 @@ class CudaToolsAndSettings(ScriptRule):
             if new_name is not None:
                 edits.append(LineEdit(match.start(), match.end(), new_name, f"change {name} to {new_name}"))
             else:
-                reports.append(LineReport(Report.UNSUPPORTED, name, tip))
+                reports.append(kept_variable(name, tip, cls.project_reads))
         reports += [LineReport(Report.UNSUPPORTED, m.group(0), GPU_RESOURCE_TIP) for m in GPU_RESOURCE.finditer(line.code)]
         for match in TF32_FLAG.finditer(line.code):
             value = (match.group(1) or "").strip("'\"\\")

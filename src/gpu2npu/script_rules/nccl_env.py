@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import re
+from typing import ClassVar, Dict
 
 from ..knowledge import env_vars
 from ..records.change import Report
-from .base import LITERAL_TIP, LineEdit, LineReport, ScriptExample, ScriptRule
+from .base import LITERAL_TIP, LineEdit, LineReport, ScriptExample, ScriptRule, kept_variable
 
 PATTERN = re.compile(r"(?<![\w])(?:TORCH_)?NCCL_[A-Z0-9_]+(?![\w])")
 
@@ -36,6 +37,8 @@ class NcclEnvironment(ScriptRule):
         ScriptExample("env:\n  NCCL_SOCKET_IFNAME: ib0\n", "env:\n  HCCL_SOCKET_IFNAME: ib0\n", path="job.yml"),
     )
     unchanged = ("export HCCL_SOCKET_IFNAME=eth0\n",)
+    # The variables a file of the project reads and sets nowhere (Options.environment_reads).
+    project_reads: ClassVar[Dict[str, str]] = {}
 
     @classmethod
     def apply(cls, line, dialect):
@@ -48,5 +51,9 @@ class NcclEnvironment(ScriptRule):
             if new_name is not None:
                 edits.append(LineEdit(match.start(), match.end(), new_name, f"change {name} to {new_name}"))
             else:
-                reports.append(LineReport(Report.UNSUPPORTED, name, tip))
+                reports.append(kept_variable(name, tip, cls.project_reads))
         return edits, reports
+
+    @classmethod
+    def for_project(cls, options):
+        return cls.with_settings(project_reads=dict(options.environment_reads)) if options.environment_reads else cls
