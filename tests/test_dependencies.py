@@ -412,3 +412,27 @@ class TestAProjectThatPinsTorchNpuItself:
                 if row["File"] == "requirements/npu.txt" and row["Operation Type"] == "INSERT"]
         assert rows and all(row["Message"].startswith("add packaging: torch_npu ") and "imports packaging without "
                             "declaring it" in row["Message"] and "NPU build" not in row["Message"] for row in rows), rows
+
+
+class TestWhatTorchBuildTorchNpuRunsOn:
+    """torch_npu runs on torch's CPU build on x86 (from https://download.pytorch.org/whl/cpu; PyPI's
+    x86 wheels are CUDA builds) and on PyPI's on aarch64.  A torch line re-pinned says so; a torch
+    line that already asks for the release says so where torch_npu is added, unless it names the CPU
+    build already or installs only on aarch64."""
+
+    @staticmethod
+    def _messages(text):
+        return [change.message for change in run("requirements.txt", text).changes]
+
+    @pytest.mark.parametrize("text", ["torch==2.1.0\n", "torch == 2.1.0 ; sys_platform == 'linux'\n"])
+    def test_said_where_torch_npu_is_added_beside_the_projects_own_pin(self, text):
+        messages = self._messages(text)
+        assert [m for m in messages if m.startswith("add torch_npu") and "CPU build on x86" in m], messages
+
+    @pytest.mark.parametrize("text", ["torch==2.1.0+cpu\n", "torch==2.1.0; platform_machine == 'aarch64'\n"])
+    def test_not_where_the_line_names_the_cpu_build_or_installs_on_aarch64_only(self, text):
+        assert not [m for m in self._messages(text) if "CPU build" in m]
+
+    def test_said_once_where_torch_is_re_pinned(self):
+        messages = self._messages("torch>=2.0\n")
+        assert [m for m in messages if "CPU build on x86" in m] == [m for m in messages if m.startswith("torch >=2.0")]

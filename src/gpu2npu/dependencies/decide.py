@@ -119,6 +119,12 @@ ASCEND_HOSTS = tuple({"sys_platform": "linux", "platform_system": "Linux", "os_n
                      for machine in ("x86_64", "aarch64"))
 
 
+# (ASCEND_HOSTS' index of the x86 machine, on which torch_npu runs on torch's CPU build)
+X86_64 = 0
+# What torch build torch_npu runs on (its install guide: the CPU build on x86, PyPI's on aarch64).
+CPU_BUILD = "(torch's CPU build on x86, from https://download.pytorch.org/whl/cpu; PyPI's on aarch64)"
+
+
 def ascend_hosts_of(marker: str) -> Tuple[int, ...]:
     """The ASCEND_HOSTS (by index) a requirement with this marker ("; sys_platform == 'darwin'")
     may install on.  Only the platform variables are known; a comparison of anything else
@@ -173,8 +179,7 @@ def _torch(requirement: Requirement, context: Context) -> Decision:
     if not _pinned_to(requirement, target):
         decision.write = [f"{requirement.name}{requirement.extras}=={target}{requirement.marker}"]
         was = requirement.url or requirement.spec or "(any version)"
-        decision.message = (f"torch {was} -> =={target}: torch_npu {release} is built for torch {target} "
-                            "(the CPU build on x86, from PyPI or https://download.pytorch.org/whl/cpu)")
+        decision.message = f"torch {was} -> =={target}: torch_npu {release} is built for torch {target} {CPU_BUILD}"
     # (what the release the line asks for imports undeclared, where the table knows it; else the run's)
     needs_of = release if release in context.table.torch_npu else api.torch_npu_version
     for needed in ["torch_npu"] + context.table.runtime_needs(needs_of):
@@ -195,7 +200,11 @@ def _torch(requirement: Requirement, context: Context) -> Decision:
         else:
             own = (f" (the release {context.project_torch_npu[1]} pins, for the same torch)"
                    if release != api.torch_npu_version else "")
-            decision.insert_message = (f"add {added}: the NPU build of torch for torch {target}{own}"
+            # (the torch line is the project's own, as it was: where it may install on x86 and names
+            # no CPU build, what torch_npu runs on there is said here, as a re-pinned line says it)
+            build = (f" {CPU_BUILD}" if decision.write is None and X86_64 in hosts
+                     and not requirement.spec.endswith("+cpu") and not requirement.url else "")
+            decision.insert_message = (f"add {added}: the NPU build of torch for torch {target}{own}{build}"
                                        + (f" ({imported})" if imported else ""))
     if decision.write is None and not decision.insert:
         return Decision(torch_pin=decision.torch_pin)
