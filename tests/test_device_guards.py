@@ -1265,6 +1265,7 @@ class TestASkipDecoratorGuardsItsTest:
 
     @pytest.mark.parametrize("reason", [
         "CUDA required", "CUDA required for MoE forward", "requires two CUDA devices", "attention requires CUDA",
+        "the trainer needs an NVIDIA GPU",
     ])
     def test_switched_where_the_reason_names_nothing_without_an_npu_form(self, reason):
         source = (f'import torch\nimport unittest\n\n\n@unittest.skipUnless(torch.cuda.is_available(), "{reason}")\n'

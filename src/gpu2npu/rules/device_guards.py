@@ -953,10 +953,12 @@ def _declared_cuda_only(message: Optional[cst.CSTNode]) -> Optional[str]:
 
 
 # What a message may name as the thing that needs CUDA where that thing has no NPU form: a CUDA-only
-# package (flash_attn, xformers, "flash-attn") or torch's flex_attention, which refuses NPU tensors.
+# package (flash_attn, xformers, "flash-attn"; not the packages of which only a part is, nor NVIDIA
+# CUDA Python's `cuda`, whose names are words of every such message) or torch's flex_attention,
+# which refuses NPU tensors.
 _CUDA_ONLY_THING = re.compile(
-    r"(?<![\w.-])(" + "|".join(sorted({re.escape(name.split(".")[0]).replace("_", "[_ -]?")
-                                         for name in CUDA_ONLY_PACKAGES if name.split(".")[0] != "cuda"}
+    r"(?<![\w.-])(" + "|".join(sorted({re.escape(name).replace("_", "[_ -]?")
+                                         for name in CUDA_ONLY_PACKAGES if "." not in name and name != "cuda"}
                                         | {"flex[_ -]?attention", "nvshmem"}, key=len, reverse=True))
     + r")(?![\w-])", re.IGNORECASE)
 
