@@ -100,6 +100,8 @@ def test_dockerfiles_are_reported_never_rewritten():
 @pytest.mark.parametrize("version, spec, expected", [
     ("2.1.0", ">=2.1,<2.3", True), ("2.1.0", "==2.2.2+cu121", False), ("2.1.0", "~=2.1", True),
     ("2.1.0", "==2.1.*", True), ("2.1.0", ">2.1.0", False), ("2.1.0", "!=2.1.0", False),
+    # PEP 440 reads a leading "v" as nothing
+    ("4.51.0", ">=v4.51.0,<4.52", True), ("4.50.0", ">=v4.51.0,<4.52", False), ("2.1.0", "==v2.1.0", True),
 ])
 def test_torch_specs_are_compared_with_the_chosen_release(version, spec, expected):
     assert satisfies(version, spec) is expected

@@ -29,6 +29,7 @@ def test_the_releases_that_run_it_on_the_npu(version, runs):
     ("==4.45.0", False), ("<4.51", False), (">=4.54,<4.55", False), ("==4.55.1", False),
     ("==4.52.4", True), (">=4.51,<4.54", True), (">=4.55.3", True), ("~=4.56", True),
     (None, None), (">=4.40", None), (">=4.51", None), ("<4.56", None),
+    (">=v4.51.0,<4.52", True), ("==v4.45.0", False),  # (a leading "v", as PEP 440 allows)
 ])
 def test_a_pin_decides_only_where_every_release_it_allows_agrees(spec, decided):
     assert verdict(spec) is decided

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Optional, Tuple
 
-_VERSION = re.compile(r"(\d+(?:\.\d+)*)")
+# (PEP 440 reads a leading "v" as nothing: `transformers>=v4.51.0` asks for 4.51.0 on)
+_VERSION = re.compile(r"[vV]?(\d+(?:\.\d+)*)")
 _CLAUSE = re.compile(r"\s*(===|==|!=|~=|<=|>=|<|>)\s*([^\s,;]+)\s*")
 
 
