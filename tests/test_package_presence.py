@@ -56,6 +56,17 @@ class TestOnlyWhereThePackageIsThere:
         assert unsupported == []
         assert [(line, api) for line, api, _ in notes] == [(2, "triton")]
 
+    @pytest.mark.parametrize("handler", [
+        "except Exception as e:\n    raise e\n",
+        "except ImportError:\n    raise\n",
+        "except ImportError as error:\n    log('install triton')\n    raise RuntimeError('install triton') from error\n",
+    ])
+    def test_an_import_in_a_try_whose_handler_raises_again_keeps_its_row(self, handler):
+        """A handler that ends by raising stops the program where the import fails, as no `try`
+        would: it expects nothing to fail."""
+        unsupported, notes = _rows("try:\n    import triton\n" + handler)
+        assert (2, "triton") in unsupported and notes == []
+
     @pytest.mark.parametrize("source, line", [
         ("import bitsandbytes as bnb\nlayer = bnb.nn.Linear4bit(16, 16)\n", 2),  # nothing asked
         ("def q(w):\n    if not is_bnb_available():\n        import bitsandbytes as bnb\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpu2npu.knowledge.transformers_attention import runs_on_npu, verdict
+from gpu2npu.knowledge.transformers_attention import runs_on_npu, sdpa_runs, verdict
 from helpers import read_csv
 
 GPU2NPU = str(Path(sys.executable).parent / "gpu2npu")
@@ -47,19 +47,34 @@ def _run(*args):
     return subprocess.run([GPU2NPU, *map(str, args)], capture_output=True, text=True, timeout=120)
 
 
-def test_a_pin_that_cannot_run_it_gets_sdpa_and_a_change_row(tmp_path):
-    source = _project(tmp_path / "old", "transformers==4.45.0")
-    done = _run("-i", source, "-o", tmp_path / "out", "-v", "2.1.0", "--no-html")
+@pytest.mark.parametrize("version, pin, value", [
+    ("2.1.0", "==4.50.0", "sdpa"),  # 4.48 on runs sdpa with torch 2.1.0 on an NPU
+    # before 4.48, sdpa wants torch 2.1.1, and torch_npu 2.1.0 is built for 2.1.0: torch's own attention
+    ("2.1.0", "==4.45.0", "eager"),
+    ("2.2.0", "==4.45.0", "sdpa"),
+])
+def test_a_pin_that_cannot_run_it_gets_what_runs_with_the_runs_torch_and_a_change_row(tmp_path, version, pin, value):
+    source = _project(tmp_path / "old", f"transformers{pin}")
+    done = _run("-i", source, "-o", tmp_path / "out", "-v", version, "--no-html")
     assert done.returncode == 0, done.stderr
     migrated = (tmp_path / "out" / "old_msft" / "train.py").read_text()
-    assert "attn_implementation='sdpa'" in migrated
+    assert f"attn_implementation='{value}'" in migrated
     assert "== 'flash_attention_2'" in migrated  # a comparison reads it: left as written
     [row] = [r for r in read_csv(tmp_path / "out" / "old_msft" / "change_list.csv") if r["Rule"] == "NPU266"]
-    assert row["Start Line"] == "3" and "transformers ==4.45.0 needs the flash-attn package" in row["Message"]
+    assert row["Start Line"] == "3" and f"-> {value}: transformers {pin} needs the flash-attn package" in row["Message"]
     assert not read_csv(tmp_path / "out" / "old_msft" / "unsupported_api.csv")
     # check says the same of the original project: a finding the migration fixes
-    done = _run("check", "-v", "2.1.0", source)
+    done = _run("check", "-v", version, source)
     assert done.returncode == 1 and f"{source / 'train.py'}:3: NPU266" in done.stdout
+
+
+@pytest.mark.parametrize("spec, torch, runs", [
+    ("==4.45.0", "2.1.0", False), ("==4.47.1", "2.1.0", False), (">=4.40,<4.50", "2.1.0", False),
+    ("==4.48.0", "2.1.0", True), (">=4.54,<4.55", "2.1.0", True), ("==4.45.0", "2.1.1", True),
+    ("==4.45.0", "2.2.0", True), ("==4.45.0", "2.10.0", True),
+])
+def test_sdpa_runs_where_every_release_the_pin_allows_runs_it_with_the_runs_torch(spec, torch, runs):
+    assert sdpa_runs(spec, torch) is runs
 
 
 def test_a_pin_that_runs_it_leaves_it_and_the_log_says_why(tmp_path):
@@ -109,21 +124,22 @@ LAUNCH = "#!/bin/bash\ntorchrun --nproc_per_node 8 train.py --attn_implementatio
 CONFIG = "model_name: m\nattn_implementation: flash_attention_2\n"
 
 
-@pytest.mark.parametrize("requirement, changed, row", [
-    ("transformers==4.45.0", True, None),  # none of its releases runs it: sdpa, as in the Python code
-    ("transformers>=4.55.3", False, None),  # every one runs it: left, a note in the log
-    ("", False, "NPU927"),  # not pinned: left and reported, as in the Python code
+@pytest.mark.parametrize("requirement, value, row", [
+    ("transformers==4.50.0", "sdpa", None),  # none of its releases runs it: sdpa, as in the Python code
+    ("transformers==4.45.0", "eager", None),  # ... nor sdpa with torch 2.1.0: eager, as in the Python code
+    ("transformers>=4.55.3", None, None),  # every one runs it: left, a note in the log
+    ("", None, "NPU927"),  # not pinned: left and reported, as in the Python code
 ])
-def test_a_launch_script_and_a_config_choose_it_as_the_python_code_does(tmp_path, requirement, changed, row):
+def test_a_launch_script_and_a_config_choose_it_as_the_python_code_does(tmp_path, requirement, value, row):
     source = _project(tmp_path / "p", requirement)
     (source / "run.sh").write_text(LAUNCH)
     (source / "config.yaml").write_text(CONFIG)
     done = _run("-i", source, "-o", tmp_path / "out", "-v", "2.1.0", "--no-html")
     assert done.returncode == 0, done.stderr
     target = tmp_path / "out" / "p_msft"
-    python = "attn_implementation='sdpa'" in (target / "train.py").read_text()
+    python = (target / "train.py").read_text()
     for name, text in (("run.sh", LAUNCH), ("config.yaml", CONFIG)):
-        assert (target / name).read_text() == (text.replace("flash_attention_2", "sdpa") if changed else text)
-        assert python == changed
+        assert (target / name).read_text() == (text.replace("flash_attention_2", value) if value else text)
+        assert (f"attn_implementation='{value}'" in python) if value else (python == TRAIN)
     rows = [(r["File"], r["Rule"]) for r in read_csv(target / "unsupported_api.csv")]
     assert rows == ([("config.yaml", row), ("run.sh", row), ("train.py", row)] if row else [])

@@ -16,6 +16,11 @@ _TRIED = tuple(f"4.{minor}.0" for minor in range(30, 58)) + (
     "4.50.3", "4.53.3", "4.54.1", "4.55.2", "4.55.3", "4.55.4", "4.57.6", "5.0.0", "5.23.0", "6.0.0")
 
 
+# transformers runs attn_implementation="sdpa" with torch 2.1.1 or later; from 4.48.0 on, with torch
+# 2.1.0 too on an NPU (before, it raises ImportError there: torch_npu 2.1.0 is built for 2.1.0).
+_SDPA_TORCH, _SDPA_ON_NPU_WITH_2_1_0 = (2, 1, 1), (4, 48)
+
+
 def _version(text: str):
     return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
@@ -40,3 +45,15 @@ def verdict(spec: Optional[str]) -> Optional[bool]:
     answers = {runs_on_npu(version) for version in allowed}
     return answers.pop() if len(answers) == 1 else None
 
+
+
+def sdpa_runs(spec: Optional[str], torch_version: str) -> bool:
+    """Whether every transformers release `spec` allows runs attn_implementation="sdpa" on an NPU
+    with torch `torch_version`."""
+    if _version(torch_version) >= _SDPA_TORCH:
+        return True
+    from ..knowledge.versions import satisfies
+
+    named = tuple(re.findall(r"\d+(?:\.\d+){1,2}", spec or ""))
+    allowed = [version for version in _TRIED + named if spec is None or satisfies(version, spec)]
+    return bool(allowed) and all(_version(version) >= _SDPA_ON_NPU_WITH_2_1_0 for version in allowed)

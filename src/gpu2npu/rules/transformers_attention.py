@@ -9,7 +9,7 @@ from libcst.metadata import PositionProvider
 from ..records.change import Finding, Report
 from ..records.finding_kinds import LEFT_ON_PURPOSE, TRANSFORMERS_FLASH_ATTENTION, TRANSFORMERS_FLEX_ATTENTION
 from ..knowledge.tips import FLEX_ATTENTION_CHOICE, TRANSFORMERS_ATTENTION_VALUES, tip_for
-from ..knowledge.transformers_attention import verdict
+from ..knowledge.transformers_attention import sdpa_runs, verdict
 from .base import Example, Rule
 from .walk import ParentNodeProvider
 
@@ -25,7 +25,8 @@ class TransformersFlashAttention(Rule):
     (requirements files, pyproject.toml, setup.py/setup.cfg, environment files of the input)
     decides: where every release it allows runs it, the value stays (the log says why); where
     none does, it becomes `"sdpa"` (scaled_dot_product_attention, which torch_npu runs with its
-    fused attention); where the pin does not decide (none, or a range across both), it stays and
+    fused attention), or `"eager"` (torch's own attention) where the pin allows releases before
+    4.48, which run sdpa only from torch 2.1.1 on, and the run's torch is older; where the pin does not decide (none, or a range across both), it stays and
     is reported (NPU927).  The value counts where it is given to transformers: the
     `attn_implementation` keyword, a dict entry of that key, an assignment to a name or attribute
     of that name, or the default of such an option (dataclass field, argparse), or one of the
@@ -44,6 +45,13 @@ class TransformersFlashAttention(Rule):
             "model = AutoModelForCausalLM.from_pretrained(name, attn_implementation=\"flash_attention_2\")\n",
             "from transformers import AutoModelForCausalLM\n"
             "model = AutoModelForCausalLM.from_pretrained(name, attn_implementation=\"sdpa\")\n",
+            transformers="==4.50.0",
+        ),
+        # before 4.48, transformers runs sdpa from torch 2.1.1 on: with torch 2.1.0 (the examples'
+        # -v 2.1.0), torch's own attention
+        Example(
+            "model = AutoModelForCausalLM.from_pretrained(name, attn_implementation='flash_attention_2')\n",
+            "model = AutoModelForCausalLM.from_pretrained(name, attn_implementation='eager')\n",
             transformers="==4.45.0",
         ),
         Example(
@@ -59,7 +67,7 @@ class TransformersFlashAttention(Rule):
         Example(
             "model = AutoModel.from_pretrained(name, attn_implementation='flash_attention_2' if fast else 'eager')\n",
             "model = AutoModel.from_pretrained(name, attn_implementation='sdpa' if fast else 'eager')\n",
-            transformers="==4.45.0",
+            transformers="==4.50.0",
         ),
     )
     unchanged = (
@@ -80,29 +88,32 @@ class TransformersFlashAttention(Rule):
         value = original_node.evaluated_value
         if value not in (FLASH, FLEX) or not chooses_attention(self, original_node):
             return updated_node
-        choice = attention_choice(value, self.context.options.transformers)
+        choice = attention_choice(value, self.context.options.transformers, self.context.api.torch_version)
         if choice.report is not None:
             start, end = self.lines_of(original_node)
             self.findings.append(Finding(self.context.path, start, end, choice.report, choice.api, choice.text, choice.kind))
             return updated_node
         self.record(original_node, choice.text)
         quote = original_node.quote
-        return updated_node.with_changes(value=f"{original_node.prefix}{quote}sdpa{quote}")
+        return updated_node.with_changes(value=f"{original_node.prefix}{quote}{choice.value}{quote}")
 
 
 class AttentionChoice(NamedTuple):
     """What becomes of an attention option's value: a finding (`report`, `api`, `text` its tip,
-    `kind` its code) where it stays, or `"sdpa"` (report None, `text` the change's message)."""
+    `kind` its code) where it stays, or the value it becomes (report None, `text` the change's
+    message, `value` "sdpa" or "eager")."""
 
     report: Optional[Report]
     api: str
     text: str
     kind: str = ""
+    value: str = "sdpa"
 
 
-def attention_choice(value: str, spec: Optional[str]) -> AttentionChoice:
+def attention_choice(value: str, spec: Optional[str], torch_version: str) -> AttentionChoice:
     """The decision for `attn_implementation=value` (FLASH or FLEX) under the transformers
-    requirement `spec` the project pins: the Python code's (NPU266) and its launch scripts' (NPU506)."""
+    requirement `spec` the project pins and the run's torch: the Python code's (NPU266) and its
+    launch scripts' (NPU506)."""
     if value == FLEX:  # no transformers runs it on the NPU: reported, left as written
         return AttentionChoice(Report.UNSUPPORTED, FLEX_ATTENTION_CHOICE, tip_for(FLEX_ATTENTION_CHOICE),
                                TRANSFORMERS_FLEX_ATTENTION.code)
@@ -117,6 +128,11 @@ def attention_choice(value: str, spec: Optional[str]) -> AttentionChoice:
             "on the NPU (4.51-4.53, 4.55.3 on) and releases that need the flash-attn package, which Ascend "
             "does not have (before 4.51, 4.54.0-4.55.2): pin transformers>=4.55.3, or use "
             "attn_implementation=\"sdpa\""), TRANSFORMERS_FLASH_ATTENTION.code)
+    if not sdpa_runs(spec, torch_version):  # (-v 2.1.0: transformers before 4.48 runs sdpa from torch 2.1.1 on)
+        return AttentionChoice(None, api, f"flash_attention_2 -> eager: transformers {spec} needs the flash-attn "
+                               f"package for it, which does not install on Ascend, and runs sdpa with torch {torch_version} "
+                               "only from 4.48.0 on (before, it raises ImportError below torch 2.1.1); eager is torch's "
+                               "own attention (transformers>=4.55.3 runs flash_attention_2 on the NPU)", value="eager")
     return AttentionChoice(None, api, f"flash_attention_2 -> sdpa: transformers {spec} needs the flash-attn package "
                            "for it, which does not install on Ascend (sdpa runs torch_npu's fused attention; "
                            "transformers>=4.55.3 runs flash_attention_2 on the NPU)")

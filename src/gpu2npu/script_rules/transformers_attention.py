@@ -33,9 +33,12 @@ class TransformersAttentionOption(ScriptRule):
     triggers = ("flash_attention_2", "flex_attention")
     examples = (
         ScriptExample("torchrun train.py --attn_implementation flash_attention_2 --bf16 True\n",
-                      "torchrun train.py --attn_implementation sdpa --bf16 True\n", transformers="==4.45.0"),
+                      "torchrun train.py --attn_implementation sdpa --bf16 True\n", transformers="==4.50.0"),
+        # (before 4.48 sdpa wants torch 2.1.1; the examples' torch is 2.1.0)
+        ScriptExample("torchrun train.py --attn_implementation flash_attention_2\n",
+                      "torchrun train.py --attn_implementation eager\n", transformers="==4.45.0"),
         ScriptExample("model:\n  attn_implementation: flash_attention_2\n", "model:\n  attn_implementation: sdpa\n",
-                      path="config.yaml", transformers="==4.45.0"),
+                      path="config.yaml", transformers="==4.50.0"),
         ScriptExample("python train.py --attn_implementation=flash_attention_2\n",
                       "python train.py --attn_implementation=flash_attention_2\n",
                       reported=('attn_implementation="flash_attention_2"',)),
@@ -45,20 +48,21 @@ class TransformersAttentionOption(ScriptRule):
     # (the same findings as the Python code's: NPU927 undecided, NPU931 flex_attention, NPU915 the note)
     finding_kinds = (TRANSFORMERS_FLASH_ATTENTION.code, TRANSFORMERS_FLEX_ATTENTION.code, LEFT_ON_PURPOSE.code)
     transformers: ClassVar[Optional[str]] = None  # the project's transformers requirement (Options.transformers)
+    torch_version: ClassVar[str] = "2.1.0"  # the run's torch (what runs "sdpa" depends on it)
 
     @classmethod
     def for_project(cls, options):
         if options.transformers is None:
             return cls
-        return cls.with_settings(transformers=options.transformers)
+        return cls.with_settings(transformers=options.transformers, torch_version=options.api.torch_version)
 
     @classmethod
     def apply(cls, line, dialect):
         edits, reports = [], []
         for match in option_values(PATTERN, line, reports):
-            choice = attention_choice(match.group("value"), cls.transformers)
+            choice = attention_choice(match.group("value"), cls.transformers, cls.torch_version)
             if choice.report is None:
-                edits.append(LineEdit(match.start("value"), match.end("value"), "sdpa", choice.text))
+                edits.append(LineEdit(match.start("value"), match.end("value"), choice.value, choice.text))
             else:
                 reports.append(LineReport(choice.report, choice.api, choice.text, choice.kind))
         return edits, reports

@@ -62,9 +62,14 @@ def nodes_by_class(tree: ast.AST) -> Dict[type, List[ast.AST]]:
 
 
 def caught_names(node: ast.Try) -> FrozenSet[str]:
-    """The names of the exceptions a `try` catches (a bare `except:` catches BaseException)."""
+    """The names of the exceptions a `try` catches and goes on from (a bare `except:` catches
+    BaseException): not those of a handler that ends by raising (`except Exception as e: raise e`,
+    `except ImportError: raise RuntimeError("install flash-attn")`), which stops where the error
+    came as surely as no `try` would."""
     names = set()
     for handler in node.handlers:
+        if handler.body and isinstance(handler.body[-1], ast.Raise):
+            continue
         kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
         for kind in kinds:
             names.add("BaseException" if kind is None else kind.id if isinstance(kind, ast.Name)
