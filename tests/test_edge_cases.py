@@ -805,6 +805,11 @@ FOREIGN_NCCL = [
     "import torchft\n\n\ndef make(cfg):\n    if cfg.process_group == 'gloo':\n        return torchft.ProcessGroupGloo()\n"
     "    elif cfg.process_group == 'nccl':\n        return torchft.ProcessGroupNCCL()\n\n\n"
     "FT = FaultTolerance(enable=True, process_group='nccl')\n",
+    # vLLM's weight-transfer settings, as vllm.config exports them, given one value of a choice
+    "from vllm.config import WeightTransferConfig\n\n\ndef make(hybrid):\n"
+    "    return WeightTransferConfig(backend='ipc' if hybrid else 'nccl')\n",
+    "import ray.util.collective as col\n\n\ndef join(world, args):\n"
+    "    col.init_collective_group(world, 0, backend=args.sync_backend or 'nccl')\n",
 ]
 
 
@@ -819,6 +824,10 @@ def test_an_nccl_name_for_another_collective_library_stays_and_is_reported(sourc
 @pytest.mark.parametrize("source", [
     # a field set by keyword that nothing hands to another library
     "import torch.distributed as dist\nCFG = Config(backend='nccl')\ndist.init_process_group(backend=CFG.backend)\n",
+    # one value of a choice handed to torch's process groups
+    "import torch\nimport torch.distributed as dist\n"
+    "dist.init_process_group(backend='nccl' if torch.cuda.is_available() else 'gloo')\n",
+    "import torch.distributed as dist\n\n\ndef init(args):\n    dist.init_process_group(backend=args.backend or 'nccl')\n",
     # torch's own makers of process groups, given the name by keyword beside a foreign field of that name
     "import torch.distributed as dist\nimport torchft\n\n\ndef make(cfg):\n    if cfg.backend == 'nccl':\n"
     "        return torchft.ProcessGroupNCCL()\n\n\ndist.new_group(ranks=[0, 1], backend='nccl')\n",

@@ -21,12 +21,15 @@ from .scan.reading import last_name
 # run NCCL themselves: "nccl" handed to them is theirs, and they have no HCCL.
 FOREIGN_COLLECTIVES = ("ray.util.collective", "cupy.cuda.nccl", "vllm.distributed.device_communicators",
                        "vllm.distributed.utils.StatelessProcessGroup", "vllm.distributed.weight_transfer", "pynccl",
+                       # vLLM's weight-transfer settings (backend "nccl" or "ipc"), as vllm.config exports them
+                       "vllm.config.WeightTransferConfig", "vllm.config.weight_transfer",
                        # torchft's fault-tolerant process groups (ProcessGroupNCCL, ProcessGroupGloo): no HCCL one
                        "torchft")
 NCCL_NAMES = ("nccl", "NCCL")
 # (a file naming none of these words hands no backend's name to another library: the first parts of
 # their modules as imported, `from ray.util import collective` too)
 _FOREIGN_WORDS = ("ray.util", "cupy", "device_communicators", "StatelessProcessGroup", "weight_transfer", "pynccl",
+                  "WeightTransferConfig",
                   "torchft")
 # What a maker of torch's process groups is given as its backend, read from the text (cheaper than
 # parsing every file that makes a group): `init_process_group(backend=args.dist_backend`,

@@ -1141,6 +1141,10 @@ def foreign_collective(rule, node: cst.CSTNode) -> Optional[str]:
         return f"the program that reads what {serializer} writes (a config of another program, not torch's)"
     names = file_facts(rule, node).foreign_backends
     parent = parent_of(node)
+    # (one of the values a choice gives, `"ipc" if hybrid else "nccl"`, `args.backend or "nccl"`, goes
+    # where the choice goes)
+    while (isinstance(parent, cst.IfExp) and parent.test is not node) or isinstance(parent, cst.BooleanOperation):
+        node, parent = parent, parent_of(parent)
     holder = None
     if isinstance(parent, cst.Element):  # one of an option's choices (`choices=["nccl", "gloo"]`)
         container = parent_of(parent)
