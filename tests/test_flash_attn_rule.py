@@ -2,6 +2,8 @@
 with it (device tests around flash-attn calls, report rows), what stays, where the package goes."""
 import textwrap
 
+import pytest
+
 from gpu2npu.knowledge import apidata
 from gpu2npu.records.change import Report
 from gpu2npu.migration.pipeline import migrate_source
@@ -276,3 +278,46 @@ class TestAPackageImportedOnlyForItsVersion:
             print(gds.__version__)
             """)
         assert [(line, report) for line, report, _ in rows] == [(2, Report.NOTE), (6, Report.NOTE)]
+
+
+class TestAProbeAnswersForEveryFileThatAsksIt:
+    """`is_flash_v2_installed()` (a probe: `import flash_attn` for its version) in a module whose own
+    imports go to ascend_flash_attn follows them, answering yes on the NPU, only where no file of the
+    project keeps an import the generated package has not (`from flash_attn.layers.rotary import
+    RotaryEmbedding`): another module asks the probe before that import, which would then run and
+    fail on an Ascend machine.  Through the console script, as a project is migrated."""
+
+    PROBE = ("from packaging import version\n\n\ndef is_flash_v2_installed():\n    try:\n        import flash_attn\n"
+             "    except ImportError:\n        return False\n"
+             "    return version.parse(flash_attn.__version__) >= version.parse('2.0.0')\n\n\n"
+             "def attend(q, k, v):\n    from flash_attn import flash_attn_func\n    return flash_attn_func(q, k, v)\n")
+
+    @staticmethod
+    def _migrate(tmp_path, model):
+        from helpers import console_script
+
+        (tmp_path / "proj" / "pkg").mkdir(parents=True)
+        (tmp_path / "proj" / "pkg" / "__init__.py").write_text("")
+        (tmp_path / "proj" / "pkg" / "attention.py").write_text(TestAProbeAnswersForEveryFileThatAsksIt.PROBE)
+        (tmp_path / "proj" / "pkg" / "model.py").write_text(model)
+        done = console_script("-i", str(tmp_path / "proj"), "-o", str(tmp_path / "out"), "-v", "2.1.0")
+        assert done.returncode == 0, done.stderr
+        return (tmp_path / "out" / "proj_msft" / "pkg" / "attention.py").read_text()
+
+    @pytest.mark.parametrize("kept", [
+        "    from flash_attn.layers.rotary import RotaryEmbedding\n",
+        "    from flash_attn.layers.rotary import \\\n        RotaryEmbedding as Rotary\n",
+        "    import flash_attn.ops.fused_dense\n",
+        "    from flash_attn import bert_padding, flash_attn_with_kvcache_paged_unknown\n",
+    ])
+    def test_it_stays_where_another_file_keeps_an_import(self, tmp_path, kept):
+        model = "from pkg.attention import is_flash_v2_installed\n\nif is_flash_v2_installed():\n" + kept
+        output = self._migrate(tmp_path, model)
+        assert "        import flash_attn\n" in output  # the probe: False on an Ascend machine
+        assert "from ascend_flash_attn import flash_attn_func" in output  # the file's own import still goes
+
+    def test_it_follows_where_every_file_s_imports_go(self, tmp_path):
+        model = ("from pkg.attention import is_flash_v2_installed\n\nif is_flash_v2_installed():\n"
+                 "    from flash_attn.bert_padding import pad_input, unpad_input\n")
+        output = self._migrate(tmp_path, model)
+        assert "        import ascend_flash_attn as flash_attn\n" in output

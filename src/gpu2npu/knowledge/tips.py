@@ -267,6 +267,11 @@ TIPS = {
 PROFILER_CUDA_ACTIVITY = frozenset({"torch.profiler.ProfilerActivity.CUDA", "torch.autograd.profiler.ProfilerActivity.CUDA",
                                     "torch._C._profiler.ProfilerActivity.CUDA"})
 
+# The CUDA-only packages whose imports gpu2npu can point at a package it generates (rules.reroute:
+# ascend_flash_attn, ascend_xformers, ascend_bitsandbytes, ascend_apex), where the package has
+# every name a file imports.
+REROUTED_PACKAGES = ("flash_attn", "xformers", "bitsandbytes", "apex")
+
 # Third-party modules that only work with NVIDIA GPUs: importing one is reported.
 CUDA_ONLY_PACKAGES = (
     "apex", "amp_C", "cupy", "pycuda", "pynvml", "nvidia_smi", "GPUtil", "triton", "flash_attn",

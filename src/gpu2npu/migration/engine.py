@@ -62,7 +62,8 @@ class Engine:
                                       npu_constants=kernels.constants, kernel_questions=kernels.kernel_questions,
                                       foreign_backends=kernels.foreign_backends,
                                       enum_parameters=kernels.enum_parameters, npu_marks=kernels.npu_marks,
-                                      environment_reads=kernels.environment_reads)
+                                      environment_reads=kernels.environment_reads,
+                                      reroute_kept=_kept_by_some_file(kernels.package_imports))
         if self.cache is not None:
             self.cache.salt = cache.salt_for(options)
         computed = migrate_all(entries, options, self.jobs, self.cache)
@@ -225,3 +226,15 @@ def _compute(entries: Sequence[Entry], options: Options, jobs: int, salt: Option
         yield from pool.imap(_work, entries, chunksize=2)
 
 
+
+
+def _kept_by_some_file(package_imports) -> frozenset:
+    """The packages of REROUTING_RULES of which some file imports a part that the generated package
+    has not (Options.reroute_kept)."""
+    if not package_imports:
+        return frozenset()
+    from ..rules import REROUTING_RULES  # (libcst's rules: only for a project that imports such a package)
+
+    return frozenset(rule.ROOT for rule in REROUTING_RULES
+                     if any(module.split(".")[0] == rule.ROOT and not rule.serves(module, names)
+                            for module, names in package_imports))

@@ -363,7 +363,7 @@ def _apply_rules(module: cst.Module, code: str, path: str, options: Options, rul
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     aliases = ImportAliases.of(module)
     own = options.own_packages_of(path)
-    plans = {rule.code: rule.plan_for(module, code, own) for rule in REROUTING_RULES}
+    plans = {rule.code: rule.plan_for(module, code, own, options.reroute_kept) for rule in REROUTING_RULES}
     rerouted = set().union(*(plan.names for plan in plans.values()))
     aware, dead = device_guards.guarded_spans(wrapper, options.api, code, aliases, rerouted, scopes, facts, own=own,
                                               npu_backend=path in options.npu_backend_files,

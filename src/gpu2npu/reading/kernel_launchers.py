@@ -30,6 +30,7 @@ from .collective_backends import BackendHolders, backend_holders_in, project_for
 from .discover import Entry, Kind
 from .enum_parameters import EnumParameters, enum_parameters_in, project_enum_parameters
 from .environment_reads import environment_reads_in, project_environment_reads
+from .package_imports import PackageImports, package_imports_in
 
 # The packages of the kernel languages, as the decorators' names start (triton, cutlass, cuda).
 _LANGUAGE_PACKAGES = tuple(sorted({decorator.split(".", 1)[0] for decorator in KERNEL_DECORATORS}))
@@ -388,7 +389,7 @@ def module_name(relative: str) -> Optional[str]:
 # marks it gives "npu": npu_marks_in; whether its Triton is Triton-Ascend's: writes_for_triton_ascend).
 FileKernels = Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str], FrozenSet[str], Tuple[Tuple[str, str], ...],
                     Tuple[Tuple[str, Tuple[str, ...]], ...], BackendHolders, EnumParameters, FrozenSet[str], bool,
-                    FrozenSet[str]]
+                    FrozenSet[str], PackageImports]
 
 
 class ProjectKernels(NamedTuple):
@@ -417,6 +418,9 @@ class ProjectKernels(NamedTuple):
     # (an environment variable that a file reads and sets nowhere: the first such file), sorted
     # (environment_reads.project_environment_reads)
     environment_reads: Tuple[Tuple[str, str], ...] = ()
+    # what the files import of the packages gpu2npu can point at generated ones, all together
+    # (package_imports.package_imports_in), sorted
+    package_imports: PackageImports = ()
 
 
 # A call, by the dotted name called (`ops.fused_gemv(`, `self._ok(`).
@@ -531,6 +535,7 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
     npu_marks: Set[str] = set()
     ascend_folders: Set[str] = set()
     environment_by_file: List[Tuple[str, FrozenSet[str]]] = []
+    package_imports: Set[Tuple[str, Tuple[str, ...]]] = set()
     for entry in entries:
         if entry.kind != Kind.PYTHON or entry.relative in skipped:
             continue
@@ -549,7 +554,9 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
             if facts is None:
                 continue
         read[entry.relative] = (status.st_size, status.st_mtime_ns, facts)
-        launchers, registered, compared, handed_on_here, asked, holders, enums, marks, for_ascend, environment = facts
+        (launchers, registered, compared, handed_on_here, asked, holders, enums, marks, for_ascend, environment,
+         imported) = facts
+        package_imports.update(imported)
         if environment:
             environment_by_file.append((entry.relative, environment))
         npu_marks |= marks
@@ -582,7 +589,7 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
     return ProjectKernels(tuple(sorted(found.items())), frozenset(operators), frozenset(constants), read,
                           tuple(sorted(kernel_questions.items())), project_foreign_backends(backend_holders),
                           project_enum_parameters(enum_parameters), frozenset(npu_marks), ascend_files,
-                          project_environment_reads(environment_by_file))
+                          project_environment_reads(environment_by_file), tuple(sorted(package_imports)))
 
 
 # A pytest mark given "npu" among its arguments (`@pytest.mark.runs_on(["cuda", "npu"])`).
@@ -649,7 +656,7 @@ def _file_kernels(entry: Entry, module: str) -> Optional[FileKernels]:
                       for name, kernel in launchers_in(text).items())
     return (launchers, registered_operators(text), npu_constants(text), handed_on_here, asked_questions(text),
             backend_holders_in(text), enum_parameters_in(text), npu_marks_in(text), writes_for_triton_ascend(text),
-            environment_reads_in(text))
+            environment_reads_in(text), package_imports_in(text))
 
 
 def resolved(name: str, module: Optional[str], package: bool = False) -> str:

@@ -118,6 +118,10 @@ class Options:
     # such file: a CUDA or NCCL setting that has no effect on Ascend has one on that code, and stays
     # noted where it is set (reading.environment_reads).
     environment_reads: Tuple[Tuple[str, str], ...] = ()
+    # The packages gpu2npu points at generated ones (knowledge.tips.REROUTED_PACKAGES) of which some
+    # file of the project imports a part the generated package has not: a probe whether one is
+    # installed answers for those files too, and stays (rules.reroute.ReroutePlan).
+    reroute_kept: FrozenSet[str] = frozenset()
 
     def project_modules_of(self, path: str) -> FrozenSet[str]:
         """The modules that the file at `path` (as Entry.relative writes it) imports as the

@@ -25,10 +25,13 @@ class ReroutePlan(cst.CSTVisitor):
     that keeps one import of `root` (of a name the package lacks) needs the package anyway, and
     half of its imports rerouted would be edits that change nothing.  What stays is reported."""
 
-    def __init__(self, root: str, provided: Dict[str, FrozenSet[str]]) -> None:
+    def __init__(self, root: str, provided: Dict[str, FrozenSet[str]], probes_follow: bool = True) -> None:
         super().__init__()
         self.root = root
         self.provided = provided
+        # whether the probes may follow the imports: not where some file of the project keeps an
+        # import of root (Options.reroute_kept), whose code a probe answering yes would let run
+        self.probes_follow = probes_follow
         self.statements: Set[int] = set()  # ids of the Import/ImportFrom nodes to rewrite
         self.names: Set[str] = set()  # the qualified names that then mean the package's
         self._imports: List[Tuple[str, str, cst.Import]] = []  # (local name, module it binds, statement)
@@ -50,8 +53,9 @@ class ReroutePlan(cst.CSTVisitor):
         self._root_strings = 0
 
     @classmethod
-    def of(cls, module: cst.Module, code: str, root: str, provided: Dict[str, FrozenSet[str]]) -> "ReroutePlan":
-        plan = cls(root, provided)
+    def of(cls, module: cst.Module, code: str, root: str, provided: Dict[str, FrozenSet[str]],
+           probes_follow: bool = True) -> "ReroutePlan":
+        plan = cls(root, provided, probes_follow)
         if _may_import(code, root):
             walk(plan, module)
             plan._settle()
@@ -162,7 +166,7 @@ class ReroutePlan(cst.CSTVisitor):
         if self._keeps_root or not self.statements:
             self.statements.clear()
             self.names.clear()
-        else:
+        elif self.probes_follow:
             self.statements.update(id(node) for node in self._probes)
             if self._root_strings == len(self._spec_strings):
                 self.spec_probes.update(id(string) for string in self._spec_strings)
@@ -220,12 +224,21 @@ class RerouteToGenerated(Rule):
     REEXPORTED: ClassVar[Dict[str, str]] = {}
 
     @classmethod
-    def plan_for(cls, module: cst.Module, code: str, own: FrozenSet[str] = frozenset()) -> ReroutePlan:
+    def plan_for(cls, module: cst.Module, code: str, own: FrozenSet[str] = frozenset(),
+                 kept: FrozenSet[str] = frozenset()) -> ReroutePlan:
         """The file's plan; an empty one where the package is the project's own (`own`,
-        Options.own_packages): its imports load the project's code, migrated here."""
+        Options.own_packages): its imports load the project's code, migrated here.  `kept`
+        (Options.reroute_kept): the packages some file of the project keeps, whose probes stay."""
         if cls.ROOT in own:
             return ReroutePlan(cls.ROOT, cls.PROVIDED)
-        return ReroutePlan.of(module, code, cls.ROOT, cls.PROVIDED)
+        return ReroutePlan.of(module, code, cls.ROOT, cls.PROVIDED, probes_follow=cls.ROOT not in kept)
+
+    @classmethod
+    def serves(cls, module: str, names) -> bool:
+        """Whether the generated package has what `from module import names` imports (`import
+        module` where `names` is empty): as the file's plan judges a `from` import or a submodule's."""
+        provided = cls.PROVIDED.get(module)
+        return provided is not None and all(name in provided for name in names)
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -234,7 +247,8 @@ class RerouteToGenerated(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         # the pipeline made the plan already (the device guards need it before any rule runs)
         plan = self.context.reroute_plans.get(self.code)
-        self.plan = plan if plan is not None else self.plan_for(node, node.code, self.context.options.own_packages_of(self.context.path))
+        self.plan = plan if plan is not None else self.plan_for(
+            node, node.code, self.context.options.own_packages_of(self.context.path), self.context.options.reroute_kept)
 
     @classmethod
     def what(cls, module: str) -> str:
