@@ -438,3 +438,35 @@ class TestWhatTorchBuildTorchNpuRunsOn:
     def test_said_once_where_torch_is_re_pinned(self):
         messages = self._messages("torch>=2.0\n")
         assert [m for m in messages if "CPU build on x86" in m] == [m for m in messages if m.startswith("torch >=2.0")]
+
+
+class TestAProjectWhoseDependencyFilesNameNoTorch:
+    """A requirements file that lists neither torch (torch_npu is added beside each torch line) nor
+    torch_npu installs no torch_npu, and the migrated code's first `import torch_npu` fails: the run
+    says so, with the two lines to add.  Not where a file lists either, nor where no file of
+    dependencies exists, nor where no migrated file imports torch_npu."""
+
+    @staticmethod
+    def _warnings(tmp_path, requirements, code="import torch\nx = torch.ones(2).cuda()\n"):
+        project = tmp_path / "project"
+        project.mkdir()
+        if requirements is not None:
+            (project / "requirements.txt").write_text(requirements)
+        (project / "train.py").write_text(code)
+        done = console_script("-i", str(project), "-o", str(tmp_path / "out"), "-v", "2.1.0", "--no-cache")
+        assert done.returncode == 0, done.stderr
+        return [line for line in done.stderr.splitlines() if "import torch_npu" in line and "no dependency" in line]
+
+    def test_the_run_says_what_to_add(self, tmp_path):
+        [warning] = self._warnings(tmp_path, "transformers>=4.28.0\naccelerate\n")
+        assert "1 migrated file import torch_npu (train.py)" in warning
+        assert f"torch==2.1.0 and torch_npu=={API.torch_npu_version}" in warning and "CPU build on x86" in warning
+
+    @pytest.mark.parametrize("requirements, code", [
+        ("torch\ntransformers\n", "import torch\nx = torch.ones(2).cuda()\n"),  # torch_npu is added beside it
+        ("torch-npu==2.1.0.post17\n", "import torch\nx = torch.ones(2).cuda()\n"),
+        (None, "import torch\nx = torch.ones(2).cuda()\n"),
+        ("numpy\n", "import numpy\nx = numpy.ones(2)\n"),
+    ])
+    def test_not_where_torch_or_torch_npu_is_listed_or_nothing_needs_it(self, tmp_path, requirements, code):
+        assert self._warnings(tmp_path, requirements, code) == []

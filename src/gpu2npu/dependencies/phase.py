@@ -17,7 +17,7 @@ from ..records.change import Change, Finding
 from ..reading.discover import Entry, Kind
 from ..reading.linemap import LineMap
 from . import SETUP_PY, REQUIREMENTS, Context, dependency_format, load_table, migrate_dependencies, satisfies
-from .decide import torch_npu_pin_in
+from .decide import CPU_BUILD, torch_npu_pin_in
 from .table import normalise
 
 
@@ -123,6 +123,7 @@ def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Se
     pins: List[Tuple[str, int, str]] = []
     listed = _listed_with_includes(found, by_relative)
     own_pin = _project_torch_npu_pin(found)
+    torch_npu_listed = False  # (some file lists torch_npu, pinned or not)
     while queue:
         entry, form = queue.pop(0)
         try:
@@ -133,6 +134,7 @@ def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Se
             run.files.append(DependencyFile(entry, error=f"not read as UTF-8 text ({error}): its dependencies "
                                                          "are not migrated"))
             continue
+        torch_npu_listed = torch_npu_listed or _TORCH_NPU.search(text) is not None
         # what a requirements file installs with its includes (-r common.txt holding numpy)
         context = Context(api, table, importers, present=set(listed.get(entry.relative, ())), project_torch_npu=own_pin)
         outcome = migrate_dependencies(form, text, entry.relative, context)
@@ -155,6 +157,9 @@ def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Se
                 queue.append((included, REQUIREMENTS))
     declared = {normalise(finding.api) for file in run.files for finding in file.findings}
     run.warnings.extend(undeclared_plugins(code_files, declared, _project_packages(all_entries)))
+    if found and not torch_npu_listed and not any(change.message.startswith("add torch_npu")
+                                                  for file in run.files for change in file.changes):
+        run.warnings.extend(_torch_npu_nowhere(code_files, api))
     target = api.torch_version
     for relative, line, spec in pins:
         if spec and not spec.startswith(("git+", "http", "file:")) and satisfies(target, spec) is False:
@@ -162,6 +167,24 @@ def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Se
                                 f"(torch_npu {api.torch_npu_version}): the reports and the pinned versions are for that "
                                 f"release; {_nearer_release(spec)}")
     return run
+
+
+# torch_npu named in a dependency file (`torch-npu`, `torch_npu==2.1.0.post17`)
+_TORCH_NPU = re.compile(r"(?<![\w.-])torch[-_]npu(?![\w-])", re.IGNORECASE)
+
+
+def _torch_npu_nowhere(code_files, api: ApiData) -> List[str]:
+    """The warning of a project whose migrated code imports torch_npu while none of its dependency
+    files lists torch (the line torch_npu is added beside) nor torch_npu: installed from them, it
+    has no torch_npu, and the first `import torch_npu` fails."""
+    users = Importers([(relative, read, kind) for relative, read, kind in code_files
+                       if b"torch_npu" in _text_of(read)])(["torch_npu"])
+    if not users:
+        return []
+    shown = ", ".join(users[:3]) + (", ..." if len(users) > 3 else "")
+    return [f"{len(users)} migrated file{'s' if len(users) != 1 else ''} import torch_npu ({shown}), which no dependency "
+            f"file lists, nor torch beside which it would be added: add torch=={api.torch_version} and "
+            f"torch_npu=={api.torch_npu_version} to the project's requirements {CPU_BUILD}"]
 
 
 def _project_torch_npu_pin(found: List[Tuple[Entry, str]]) -> Optional[Tuple[str, str]]:
