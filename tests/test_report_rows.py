@@ -494,3 +494,23 @@ class TestALoaderOverTheSamplesItsFunctionIsGiven:
                   f"    {loop}\n        for batch in train_loader:\n            model(batch)\n")
         output, _ = _migrate(source)
         assert "shuffle=True, drop_last=True)" in output
+
+
+class TestAnExceptionClassTorchNpuRaisesItself:
+    """torch_npu's caching allocator raises torch.OutOfMemoryError (the class torch.cuda.OutOfMemoryError
+    names) from 2.6.0 on, RuntimeError before: `except torch.cuda.OutOfMemoryError` catches the NPU's
+    out-of-memory as written there, a note; before, the row says to catch RuntimeError."""
+
+    SOURCE = ("import torch\n\n\ndef step(model, x):\n    try:\n        return model(x.cuda())\n"
+              "    except torch.cuda.OutOfMemoryError:\n        return None\n    finally:\n"
+              "        raised = torch.cuda.OutOfMemoryError\n")
+
+    @pytest.mark.parametrize("version, report", [
+        ("2.1.0", Report.UNSUPPORTED), ("2.5.1", Report.UNSUPPORTED), ("2.6.0", Report.NOTE), ("2.10.0", Report.NOTE),
+    ])
+    def test_a_row_where_the_release_raises_runtimeerror_and_a_note_where_it_raises_the_class(self, version, report):
+        options = Options(api=apidata.load(version))
+        result = migrate_source(self.SOURCE.encode(), "m.py", options, rules_for(options))
+        rows = [f for f in result.findings if f.api == "torch.cuda.OutOfMemoryError"]
+        assert [(f.start_line, f.report) for f in rows] == [(7, report), (10, report)]
+        assert all(("catch RuntimeError" in f.tip) == (report == Report.UNSUPPORTED) for f in rows)

@@ -36,7 +36,7 @@ from ..rules.tensor_cuda import torchs_cuda_takes
 from ..rules.walk import ClassHooks, ParentNodeProvider, walk, walk_wrapped
 from ..knowledge.tips import (CUDA_BUILD_STRING, CUDA_PROPERTY_FIELDS, KERNEL_DECORATORS, KERNEL_LANGUAGE_PACKAGES, KERNEL_PACKAGES, NVIDIA_MANAGEMENT_PACKAGES,
                               REDUCE_TENSOR, TIPS, ascend_backend_note, cuda_only_package, kernel_language, kernel_tip,
-                              migratable_cuda_path, private_path, tip_for)
+                              migratable_cuda_path, private_path, raised_by_torch_npu, tip_for)
 
 DEVICE_NEUTRAL = ("torch.backends.cudnn", "torch.backends.cuda")
 # The kernel languages, whose host-side calls only serve their kernels (grid sizes, autotuning
@@ -375,6 +375,8 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                 lacking = self._arguments_the_npu_lacks(node, name) if migratable else []
                 if lacking:
                     self._add(node, CUDA_API, Report.UNSUPPORTED, name, lacking_arguments_tip(name.rsplit(".", 1)[-1], lacking))
+                elif not migratable and raised_by_torch_npu(name, self.api) is not None:
+                    self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, raised_by_torch_npu(name, self.api))
                 elif not migratable and not self._in_test_guarding(name):
                     tip = TF32_TIP if name.endswith(".get_device_capability") and _gates_tf32(self, node) else None
                     self._add(node, CUDA_API, Report.UNSUPPORTED, name, tip or tip_for(name, self.api))

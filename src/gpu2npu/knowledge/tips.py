@@ -78,7 +78,8 @@ TIPS = {
     "torch.cuda.jiterator": "no NPU equivalent: write the elementwise op with torch operators",
     "torch.cuda.get_arch_list": "no NPU equivalent: CUDA architectures do not apply",
     "torch.cuda.cudart": "no NPU equivalent: the CUDA runtime is not present",
-    "torch.cuda.OutOfMemoryError": "catch RuntimeError: torch_npu raises it for out-of-memory",
+    "torch.cuda.OutOfMemoryError": "catch RuntimeError: torch_npu before 2.6.0 raises it for out-of-memory (2.6.0 on "
+    "raise torch.OutOfMemoryError, the class this names)",
     "torch.cuda.is_tf32_supported": "no NPU equivalent: TF32 is a CUDA setting",
     "torch.utils.cpp_extension.CUDAExtension": "CUDA C++ extensions do not build for Ascend: port the kernels "
     "to Ascend C custom operators or use torch_npu operators (see cuda_op_list.csv)",
@@ -478,6 +479,21 @@ def tip_for(name: str, api: Optional[ApiData] = None) -> str:
     if short is not None and api is not None:
         return f"torch_npu {api.torch_npu_version} has no torch_npu.npu.{short}: no NPU equivalent, rework or guard it"
     return "no NPU equivalent known"
+
+
+# torch.cuda names of classes that torch_npu raises itself from a release on (its caching
+# allocator's TORCH_CHECK_WITH(OutOfMemoryError, ...), where it raised RuntimeError before 2.6.0):
+# `except torch.cuda.OutOfMemoryError` catches the NPU's error there as written.
+RAISED_BY_TORCH_NPU = {"torch.cuda.OutOfMemoryError": (2, 6)}
+
+
+def raised_by_torch_npu(name: str, api: ApiData) -> Optional[str]:
+    """The note of a torch.cuda exception class that the release's torch_npu raises itself, or None."""
+    since = RAISED_BY_TORCH_NPU.get(name)
+    if since is None or api.version_tuple[:2] < since:
+        return None
+    return (f"left as written: torch_npu {api.torch_npu_version} raises the class this names for the NPU's errors "
+            f"too (torch.OutOfMemoryError), so the code catches them as written")
 
 
 def private_path(path: str) -> bool:
