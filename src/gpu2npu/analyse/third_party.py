@@ -26,6 +26,7 @@ from ..records.change import Operation, Report
 from ..findings.cuda_ops import operators_in
 from ..reading.discover import CUDA_SOURCE_SUFFIXES, Entry, Kind
 from ..reading.scan import FileScan, dotted
+from ..knowledge.generated_packages import serves
 from ..knowledge.tips import ascend_backend_note, cuda_only_package, tip_for
 from .call_graph import instance_call, resolve
 from .library import CLASS, FUNCTION, METHOD, MODULE, Library
@@ -229,10 +230,8 @@ def _custom_calls(path: str, tree: ast.Module, operators: Set[str], extension_mo
 
 
 def _package_tip(name: str, package: str, api) -> str:
-    from ..rules.flash_attn import PROVIDED
-
     module, _, function = name.rpartition(".")
-    if function in PROVIDED.get(module, ()):
+    if module.split(".")[0] == "flash_attn" and serves(module, (function,)):
         return (f"CUDA-only package {package}: the library's call fails on the NPU; migrating the library's source "
                 "(gpu2npu -i LIBRARY ...) points it at the generated ascend_flash_attn (torch_npu.npu_fusion_attention)")
     return f"CUDA-only package {package}: {tip_for(name, api)}"

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Generator, Iterator, List, Optional, Sequence, Tuple
 
 from . import cache
+from ..knowledge.generated_packages import kept_by_some_file
 from ..reading.discover import Entry, modules_beside, npu_backend_files, packages_held, project_modules
 from ..reading.kernel_launchers import project_launchers
 from ..reading.project_options import backend_options_kept_in, scripts_with_own_option
@@ -63,7 +64,7 @@ class Engine:
                                       foreign_backends=kernels.foreign_backends,
                                       enum_parameters=kernels.enum_parameters, npu_marks=kernels.npu_marks,
                                       environment_reads=kernels.environment_reads,
-                                      reroute_kept=_kept_by_some_file(kernels.package_imports))
+                                      reroute_kept=kept_by_some_file(kernels.package_imports))
         if self.cache is not None:
             self.cache.salt = cache.salt_for(options)
         computed = migrate_all(entries, options, self.jobs, self.cache)
@@ -227,14 +228,3 @@ def _compute(entries: Sequence[Entry], options: Options, jobs: int, salt: Option
 
 
 
-
-def _kept_by_some_file(package_imports) -> frozenset:
-    """The packages of REROUTING_RULES of which some file imports a part that the generated package
-    has not (Options.reroute_kept)."""
-    if not package_imports:
-        return frozenset()
-    from ..rules import REROUTING_RULES  # (libcst's rules: only for a project that imports such a package)
-
-    return frozenset(rule.ROOT for rule in REROUTING_RULES
-                     if any(module.split(".")[0] == rule.ROOT and not rule.serves(module, names)
-                            for module, names in package_imports))

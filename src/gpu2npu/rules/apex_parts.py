@@ -1,15 +1,13 @@
 """apex's normalization modules, optimizers and parallel wrappers -> the generated ascend_apex package."""
 from __future__ import annotations
 
+from ..knowledge.generated_packages import PROVIDED as GENERATED
 from .base import Example
 from .placement import top_folder_on_sys_path
 from .reroute import RerouteToGenerated, comment_line
 
 PACKAGE = "ascend_apex"
 SHORT = "apex normalization, optimizers and parallel on the NPU"
-_NORMALIZATION = frozenset({"FusedRMSNorm", "MixedFusedRMSNorm", "FusedLayerNorm"})
-_OPTIMIZERS = frozenset({"FusedAdam", "FusedSGD", "FusedAdagrad"})
-_PARALLEL = frozenset({"DistributedDataParallel", "SyncBatchNorm", "convert_syncbn_model"})
 
 
 class ApexPartsToGenerated(RerouteToGenerated):
@@ -35,8 +33,7 @@ class ApexPartsToGenerated(RerouteToGenerated):
 
     ROOT = "apex"
     PACKAGE = PACKAGE
-    PROVIDED = {"apex": frozenset({"normalization", "optimizers", "parallel"}), "apex.normalization": _NORMALIZATION,
-                "apex.optimizers": _OPTIMIZERS, "apex.parallel": _PARALLEL}
+    PROVIDED = GENERATED["apex"]
     FILES = ("__init__.py", "normalization.py", "optimizers.py", "parallel.py")
     WHAT = "apex's fused normalization on torch_npu.npu_rms_norm, its optimizers on torch.optim, its parallel on torch"
     WHAT_OF = {"apex.normalization": "apex's FusedRMSNorm and MixedFusedRMSNorm on torch_npu.npu_rms_norm",

@@ -1,16 +1,13 @@
 """bitsandbytes' optimizers -> the generated ascend_bitsandbytes package (torch optimizers)."""
 from __future__ import annotations
 
+from ..knowledge.generated_packages import PROVIDED as GENERATED
 from .base import Example
 from .placement import top_folder_on_sys_path
 from .reroute import RerouteToGenerated, comment_line
 
 PACKAGE = "ascend_bitsandbytes"
 SHORT = "bitsandbytes optimizers on the NPU"
-_OPTIMIZERS = frozenset(
-    f"{prefix}{family}{bits}" for prefix in ("", "Paged") for family in ("Adam", "AdamW") for bits in ("", "8bit", "32bit")
-) | frozenset(f"{family}{bits}" for family in ("SGD", "RMSprop", "Adagrad") for bits in ("", "8bit", "32bit"))
-
 
 class BitsandbytesOptimizers(RerouteToGenerated):
     """bitsandbytes' optimizers keep 8-bit (or paged) states with CUDA kernels.  A file that uses
@@ -26,7 +23,7 @@ class BitsandbytesOptimizers(RerouteToGenerated):
 
     ROOT = "bitsandbytes"
     PACKAGE = PACKAGE
-    PROVIDED = {"bitsandbytes": frozenset({"optim", "__version__"}), "bitsandbytes.optim": _OPTIMIZERS}
+    PROVIDED = GENERATED["bitsandbytes"]
     FILES = ("__init__.py", "optim.py")
     WHAT = "bitsandbytes' optimizers as torch optimizers with 32-bit states (more optimizer memory)"
     SHORT = SHORT

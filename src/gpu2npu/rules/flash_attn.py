@@ -5,6 +5,7 @@ from typing import Dict, FrozenSet, List
 
 import libcst as cst
 
+from ..knowledge.generated_packages import PROVIDED as GENERATED
 from ..knowledge.tips import FLASH_ATTN_FUNCTIONS
 from .base import Example
 from .names import qualified_names
@@ -16,18 +17,8 @@ SHORT = "flash-attn on the NPU"
 COMMENT = comment_line(PACKAGE, SHORT)
 
 _FUNCTIONS = FLASH_ATTN_FUNCTIONS
-_PADDING = frozenset({"index_first_axis", "index_put_first_axis", "pad_input", "unpad_input"})
-# The attention functions flash-attn 2's layers module imports from the package, which an import
-# from it names (`from flash_attn.modules.mha import flash_attn_varlen_kvpacked_func`).
-_MHA_FUNCTIONS = frozenset({"flash_attn_kvpacked_func", "flash_attn_qkvpacked_func", "flash_attn_varlen_kvpacked_func",
-                            "flash_attn_varlen_qkvpacked_func"})
 # flash-attn's modules the package mirrors -> the names each one provides.
-PROVIDED: Dict[str, FrozenSet[str]] = {
-    "flash_attn": _FUNCTIONS | {"__version__", "flash_attn_interface", "bert_padding"},
-    "flash_attn.flash_attn_interface": _FUNCTIONS,
-    "flash_attn.bert_padding": _PADDING,
-    "flash_attn.modules.mha": _MHA_FUNCTIONS,
-}
+PROVIDED: Dict[str, FrozenSet[str]] = GENERATED["flash_attn"]
 # Arguments the NPU operator has no counterpart for: the values that mean "not used", and what
 # to do instead.
 REFUSED = {

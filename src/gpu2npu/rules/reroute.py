@@ -233,13 +233,6 @@ class RerouteToGenerated(Rule):
             return ReroutePlan(cls.ROOT, cls.PROVIDED)
         return ReroutePlan.of(module, code, cls.ROOT, cls.PROVIDED, probes_follow=cls.ROOT not in kept)
 
-    @classmethod
-    def serves(cls, module: str, names) -> bool:
-        """Whether the generated package has what `from module import names` imports (`import
-        module` where `names` is empty): as the file's plan judges a `from` import or a submodule's."""
-        provided = cls.PROVIDED.get(module)
-        return provided is not None and all(name in provided for name in names)
-
     def __init__(self, context) -> None:
         super().__init__(context)
         self.plan: Optional[ReroutePlan] = None

@@ -1,14 +1,13 @@
 """xformers -> the generated ascend_xformers package (memory-efficient attention on SDPA)."""
 from __future__ import annotations
 
+from ..knowledge.generated_packages import PROVIDED as GENERATED
 from .base import Example
 from .placement import top_folder_on_sys_path
 from .reroute import RerouteToGenerated, comment_line
 
 PACKAGE = "ascend_xformers"
 SHORT = "xformers on the NPU"
-_OPS = frozenset({"memory_efficient_attention", "LowerTriangularMask", "LowerTriangularFromBottomRightMask",
-                  "SwiGLU", "swiglu"})
 
 
 class XformersToSdpa(RerouteToGenerated):
@@ -28,7 +27,7 @@ class XformersToSdpa(RerouteToGenerated):
 
     ROOT = "xformers"
     PACKAGE = PACKAGE
-    PROVIDED = {"xformers": frozenset({"ops", "__version__"}), "xformers.ops": _OPS}
+    PROVIDED = GENERATED["xformers"]
     FILES = ("__init__.py", "ops.py")
     WHAT = "xformers' attention on torch.nn.functional.scaled_dot_product_attention, SwiGLU on torch_npu.npu_swiglu"
     SHORT = SHORT
