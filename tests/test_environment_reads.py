@@ -49,7 +49,7 @@ def _migrate(tmp_path, files):
 
 
 class TestASettingTheProjectReads:
-    @pytest.mark.parametrize("name", ["CUDA_DEVICE_MAX_CONNECTIONS", "NCCL_ALGO"])
+    @pytest.mark.parametrize("name", ["CUDA_DEVICE_MAX_CONNECTIONS", "NCCL_NVLS_ENABLE"])
     def test_is_noted_where_it_is_set(self, tmp_path, name):
         rows, log = _migrate(tmp_path, {
             "src/tp/layers.py": READER.format(name=name),
@@ -67,6 +67,15 @@ class TestASettingTheProjectReads:
             "examples/train.sh": "#!/bin/bash\nexport NCCL_ALGO=Ring\ntorchrun train.py\n",
         })
         assert "src/setup_env.py,4,4,NCCL_ALGO" in rows and "examples/train.sh,2,2,NCCL_ALGO" in rows
+
+    @pytest.mark.parametrize("name", ["NCCL_ALGO", "NCCL_DEBUG", "CUDA_HOME"])
+    def test_one_whose_row_says_what_to_do_instead_keeps_it(self, tmp_path, name):
+        # (HCCL_DETERMINISTIC, Ascend's logging, the toolkit that is not there: true wherever it is read)
+        rows, _ = _migrate(tmp_path, {
+            "src/tp/layers.py": READER.format(name=name),
+            "examples/train.sh": f"#!/bin/bash\nexport {name}=1\ntorchrun train.py\n",
+        })
+        assert f"examples/train.sh,2,2,{name}" in rows
 
     def test_one_with_an_ascend_counterpart_keeps_its_row(self, tmp_path):
         # (3 does not carry over to HCCL_ASYNC_ERROR_HANDLING on torch_npu 2.1.0: what to do stays said)

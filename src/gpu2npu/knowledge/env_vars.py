@@ -81,6 +81,9 @@ REPORTED: Dict[str, str] = {
     "CUDA_HOME": "no CUDA toolkit on Ascend machines",
     "CUDA_PATH": "no CUDA toolkit on Ascend machines",
 }
+# Of those, the settings that only have no effect on Ascend (the others' rows say what to do instead:
+# Ascend's logging, its deterministic switch, the toolkit that is not there).
+NO_EFFECT = frozenset({"CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_DEVICE_ORDER"})
 NCCL_TIP = "NCCL setting: no effect on Ascend; HCCL has its own HCCL_* environment variables (see the CANN documentation)"
 CUDA_TIP = "CUDA setting: no effect on Ascend"
 
@@ -113,9 +116,11 @@ def read_by_project_tip(name: str, where: str) -> str:
 
 
 def kept_for_project(name: str, reads: Dict[str, str]) -> Optional[str]:
-    """The note of a variable without an Ascend counterpart where a file of the project reads it
-    (`reads`: Options.environment_reads as a mapping), or None."""
-    where = reads.get(name) if name not in RENAMED else None
+    """The note of a setting without an Ascend counterpart, which has no effect there, where a file of
+    the project reads it (`reads`: Options.environment_reads as a mapping), or None.  Not for one
+    whose row says what to do instead (REPORTED: NCCL_DEBUG's Ascend logging, CUDA_HOME's toolkit)."""
+    advised = name in REPORTED and name not in NO_EFFECT
+    where = reads.get(name) if name not in RENAMED and not advised else None
     return read_by_project_tip(name, where) if where is not None else None
 
 
