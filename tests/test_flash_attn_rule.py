@@ -306,6 +306,9 @@ class TestAProbeAnswersForEveryFileThatAsksIt:
 
     @pytest.mark.parametrize("kept", [
         "    from flash_attn.layers.rotary import RotaryEmbedding\n",
+        # (asked as an attribute of its module: `attention.is_flash_v2_installed()`)
+        "    from flash_attn.layers.rotary import RotaryEmbedding\nimport pkg.attention as attention\n"
+        "USE = attention.is_flash_v2_installed()\n",
         "    from flash_attn.layers.rotary import \\\n        RotaryEmbedding as Rotary\n",
         "    import flash_attn.ops.fused_dense\n",
         "    from flash_attn import bert_padding, flash_attn_with_kvcache_paged_unknown\n",
@@ -315,6 +318,15 @@ class TestAProbeAnswersForEveryFileThatAsksIt:
         output = self._migrate(tmp_path, model)
         assert "        import flash_attn\n" in output  # the probe: False on an Ascend machine
         assert "from ascend_flash_attn import flash_attn_func" in output  # the file's own import still goes
+
+    @pytest.mark.parametrize("model", [
+        # a file keeps flash_attn but asks nothing of the probe's module
+        "from flash_attn.layers.rotary import RotaryEmbedding\n",
+        "from pkg.attention import attend\nfrom flash_attn.layers.rotary import RotaryEmbedding\n",
+    ])
+    def test_it_follows_where_no_file_that_keeps_an_import_asks_it(self, tmp_path, model):
+        output = self._migrate(tmp_path, model)
+        assert "        import ascend_flash_attn as flash_attn\n" in output
 
     def test_it_follows_where_every_file_s_imports_go(self, tmp_path):
         model = ("from pkg.attention import is_flash_v2_installed\n\nif is_flash_v2_installed():\n"

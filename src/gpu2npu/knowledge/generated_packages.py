@@ -5,7 +5,7 @@ files keep an import none of them has (migration.engine, Options.reroute_kept), 
 libcst."""
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, Sequence
+from typing import Dict, FrozenSet, Sequence, Set, Tuple
 
 from .tips import FLASH_ATTN_FUNCTIONS, REROUTED_PACKAGES
 
@@ -45,6 +45,12 @@ def serves(module: str, names: Sequence[str]) -> bool:
     return provided is not None and all(name in provided for name in names)
 
 
-def kept_by_some_file(package_imports) -> FrozenSet[str]:
-    """The packages of which some import (module, names) is one the generated package has not."""
-    return frozenset(module.split(".")[0] for module, names in package_imports if not serves(module, names))
+def kept_by_some_file(package_imports) -> Tuple[Tuple[str, FrozenSet[str]], ...]:
+    """For each package of which some file keeps an import the generated package has not (`from
+    flash_attn.layers.rotary import RotaryEmbedding`), the names those files ask of other modules
+    (kernel_launchers.ProjectKernels.package_imports: (path, imports, asked) of each file), sorted."""
+    asked: Dict[str, Set[str]] = {}
+    for _, imports, names in package_imports:
+        for package in {module.split(".")[0] for module, imported in imports if not serves(module, imported)}:
+            asked.setdefault(package, set()).update(names)
+    return tuple(sorted((package, frozenset(names)) for package, names in asked.items()))

@@ -30,7 +30,7 @@ from .collective_backends import BackendHolders, backend_holders_in, project_for
 from .discover import Entry, Kind
 from .enum_parameters import EnumParameters, enum_parameters_in, project_enum_parameters
 from .environment_reads import environment_reads_in, project_environment_reads
-from .package_imports import PackageImports, package_imports_in
+from .package_imports import PackageImports, names_asked_in, package_imports_in
 
 # The packages of the kernel languages, as the decorators' names start (triton, cutlass, cuda).
 _LANGUAGE_PACKAGES = tuple(sorted({decorator.split(".", 1)[0] for decorator in KERNEL_DECORATORS}))
@@ -389,7 +389,7 @@ def module_name(relative: str) -> Optional[str]:
 # marks it gives "npu": npu_marks_in; whether its Triton is Triton-Ascend's: writes_for_triton_ascend).
 FileKernels = Tuple[Tuple[Tuple[str, str], ...], FrozenSet[str], FrozenSet[str], Tuple[Tuple[str, str], ...],
                     Tuple[Tuple[str, Tuple[str, ...]], ...], BackendHolders, EnumParameters, FrozenSet[str], bool,
-                    FrozenSet[str], PackageImports]
+                    FrozenSet[str], Tuple[PackageImports, FrozenSet[str]]]
 
 
 class ProjectKernels(NamedTuple):
@@ -418,9 +418,9 @@ class ProjectKernels(NamedTuple):
     # (an environment variable that a file reads and sets nowhere: the first such file), sorted
     # (environment_reads.project_environment_reads)
     environment_reads: Tuple[Tuple[str, str], ...] = ()
-    # what the files import of the packages gpu2npu can point at generated ones, all together
-    # (package_imports.package_imports_in), sorted
-    package_imports: PackageImports = ()
+    # what each file that imports one of the packages gpu2npu can point at generated ones imports of
+    # them, with the names it asks of other modules (package_imports), by the file's path, sorted
+    package_imports: Tuple[Tuple[str, PackageImports, FrozenSet[str]], ...] = ()
 
 
 # A call, by the dotted name called (`ops.fused_gemv(`, `self._ok(`).
@@ -535,7 +535,7 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
     npu_marks: Set[str] = set()
     ascend_folders: Set[str] = set()
     environment_by_file: List[Tuple[str, FrozenSet[str]]] = []
-    package_imports: Set[Tuple[str, Tuple[str, ...]]] = set()
+    package_imports: List[Tuple[str, PackageImports, FrozenSet[str]]] = []
     for entry in entries:
         if entry.kind != Kind.PYTHON or entry.relative in skipped:
             continue
@@ -556,7 +556,8 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
         read[entry.relative] = (status.st_size, status.st_mtime_ns, facts)
         (launchers, registered, compared, handed_on_here, asked, holders, enums, marks, for_ascend, environment,
          imported) = facts
-        package_imports.update(imported)
+        if imported[0]:
+            package_imports.append((entry.relative, *imported))
         if environment:
             environment_by_file.append((entry.relative, environment))
         npu_marks |= marks
@@ -631,6 +632,13 @@ def launchers_by_name(launchers: Tuple[Tuple[str, str], ...]) -> Tuple[Dict[str,
     return dict(launchers), frozenset(name.rsplit(".", 1)[-1] for name, _ in launchers)
 
 
+def _package_imports(text: str) -> Tuple[PackageImports, FrozenSet[str]]:
+    """What the file imports of the packages gpu2npu reroutes, and, where it imports any, the names
+    it asks of other modules (package_imports)."""
+    imported = package_imports_in(text)
+    return (imported, names_asked_in(text)) if imported else ((), frozenset())
+
+
 def launcher_names(launchers: Tuple[Tuple[str, str], ...]) -> FrozenSet[str]:
     """The last parts of the names of Options.kernel_launchers (`scale` of `pkg.ops.scale`)."""
     return launchers_by_name(launchers)[1]
@@ -656,7 +664,7 @@ def _file_kernels(entry: Entry, module: str) -> Optional[FileKernels]:
                       for name, kernel in launchers_in(text).items())
     return (launchers, registered_operators(text), npu_constants(text), handed_on_here, asked_questions(text),
             backend_holders_in(text), enum_parameters_in(text), npu_marks_in(text), writes_for_triton_ascend(text),
-            environment_reads_in(text), package_imports_in(text))
+            environment_reads_in(text), _package_imports(text))
 
 
 def resolved(name: str, module: Optional[str], package: bool = False) -> str:

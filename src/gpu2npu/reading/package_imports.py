@@ -7,7 +7,7 @@ the probe would otherwise let run and fail (rules.reroute.ReroutePlan)."""
 from __future__ import annotations
 
 import re
-from typing import Tuple
+from typing import FrozenSet, Tuple
 
 from ..knowledge.tips import REROUTED_PACKAGES
 
@@ -19,6 +19,10 @@ _IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n#;]+)", re.MULTILINE)
 _NAME = re.compile(r"([\w.]+)(?:\s+as\s+\w+)?")
 
 PackageImports = Tuple[Tuple[str, Tuple[str, ...]], ...]
+# the names a file imports from any module (`from pkg.attention import is_flash_v2_installed`) or calls
+# as an attribute (`attention.is_flash_v2_installed()`): the project's functions it may ask
+_ASKED = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)|(?:[^\n#;\\]|\\\r?\n)+)|\.(\w+)\(",
+                    re.MULTILINE)
 
 
 def package_imports_in(text: str) -> PackageImports:
@@ -38,3 +42,16 @@ def package_imports_in(text: str) -> PackageImports:
             if "." in module and module.split(".")[0] in REROUTED_PACKAGES:
                 found.add((module, ()))
     return tuple(sorted(found))
+
+
+def names_asked_in(text: str) -> FrozenSet[str]:
+    """The names `text` imports from any module or calls as an attribute (_ASKED): where the file
+    keeps an import of a package, a probe of the package that another file defines in a function of
+    one of these names answers for this file's code too."""
+    names = set()
+    for match in _ASKED.finditer(text):
+        if match.group(2):
+            names.add(match.group(2))
+        else:
+            names.update(name.group(1).rsplit(".", 1)[-1] for name in _NAME.finditer(match.group(1).strip("()")))
+    return frozenset(names)

@@ -119,9 +119,10 @@ class Options:
     # noted where it is set (reading.environment_reads).
     environment_reads: Tuple[Tuple[str, str], ...] = ()
     # The packages gpu2npu points at generated ones (knowledge.tips.REROUTED_PACKAGES) of which some
-    # file of the project imports a part the generated package has not: a probe whether one is
-    # installed answers for those files too, and stays (rules.reroute.ReroutePlan).
-    reroute_kept: FrozenSet[str] = frozenset()
+    # file of the project imports a part the generated package has not, with the names those files
+    # ask of other modules: a probe whether the package is installed, in a function of one of those
+    # names, answers for their code too, and stays (rules.reroute.ReroutePlan).
+    reroute_kept: Tuple[Tuple[str, FrozenSet[str]], ...] = ()
 
     def project_modules_of(self, path: str) -> FrozenSet[str]:
         """The modules that the file at `path` (as Entry.relative writes it) imports as the

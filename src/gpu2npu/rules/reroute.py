@@ -25,13 +25,16 @@ class ReroutePlan(cst.CSTVisitor):
     that keeps one import of `root` (of a name the package lacks) needs the package anyway, and
     half of its imports rerouted would be edits that change nothing.  What stays is reported."""
 
-    def __init__(self, root: str, provided: Dict[str, FrozenSet[str]], probes_follow: bool = True) -> None:
+    def __init__(self, root: str, provided: Dict[str, FrozenSet[str]], asked: Optional[FrozenSet[str]] = None) -> None:
         super().__init__()
         self.root = root
         self.provided = provided
-        # whether the probes may follow the imports: not where some file of the project keeps an
-        # import of root (Options.reroute_kept), whose code a probe answering yes would let run
-        self.probes_follow = probes_follow
+        # where some file of the project keeps an import of root (Options.reroute_kept): the names it
+        # asks of other modules.  A probe in a function of one of those names, or at module level,
+        # answers for that file's code, which yes would let run: it stays (None: no file keeps one)
+        self.asked = asked
+        self._functions: List[str] = []  # the functions the visit is in, innermost last
+        self._answering: Set[int] = set()  # ids of the probes that answer for a file that keeps root
         self.statements: Set[int] = set()  # ids of the Import/ImportFrom nodes to rewrite
         self.names: Set[str] = set()  # the qualified names that then mean the package's
         self._imports: List[Tuple[str, str, cst.Import]] = []  # (local name, module it binds, statement)
@@ -54,8 +57,8 @@ class ReroutePlan(cst.CSTVisitor):
 
     @classmethod
     def of(cls, module: cst.Module, code: str, root: str, provided: Dict[str, FrozenSet[str]],
-           probes_follow: bool = True) -> "ReroutePlan":
-        plan = cls(root, provided, probes_follow)
+           asked: Optional[FrozenSet[str]] = None) -> "ReroutePlan":
+        plan = cls(root, provided, asked)
         if _may_import(code, root):
             walk(plan, module)
             plan._settle()
@@ -70,11 +73,12 @@ class ReroutePlan(cst.CSTVisitor):
         module = dotted_name(node.module) or ""
         if not self._of_root(module):
             return False
+        self._note_where(node)
         provided = self.provided.get(module)
         if (provided is not None and not isinstance(node.names, cst.ImportStar)
                 and all(dotted_name(alias.name) in provided for alias in node.names)):
             if all(_is_metadata(dotted_name(alias.name)) for alias in node.names):
-                self._probes.append(node)  # `from flash_attn import __version__`
+                self._probe(node)  # `from flash_attn import __version__`
             else:
                 self.statements.add(id(node))
             self.names.update(f"{module}.{dotted_name(alias.name)}" for alias in node.names)
@@ -92,7 +96,23 @@ class ReroutePlan(cst.CSTVisitor):
                 continue
             local = dotted_name(alias.asname.name) if alias.asname else self.root
             self._imports.append((local, name if alias.asname else self.root, node))
+            self._note_where(node)
         return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions.append(node.name.value)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._functions.pop()
+
+    def _note_where(self, node: cst.CSTNode) -> None:
+        """Note an import of root as answering for another file's code where, as a probe, it would
+        (`asked`): at module level, or in a function of a name such a file asks."""
+        if self.asked is not None and (not self._functions or self._functions[0] in self.asked):
+            self._answering.add(id(node))
+
+    def _probe(self, node: cst.CSTNode) -> None:
+        self._probes.append(node)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         chain = dotted_name(node)
@@ -159,16 +179,17 @@ class ReroutePlan(cst.CSTVisitor):
                 self._keeps_root = True
                 continue
             if all(_is_metadata(name.rsplit(".", 1)[-1]) for name in qualified):
-                self._probes.append(node)  # `import flash_attn` to see whether it is installed
+                self._probe(node)  # `import flash_attn` to see whether it is installed
             else:
                 self.statements.add(id(node))
             self.names.update(qualified)
         if self._keeps_root or not self.statements:
             self.statements.clear()
             self.names.clear()
-        elif self.probes_follow:
-            self.statements.update(id(node) for node in self._probes)
-            if self._root_strings == len(self._spec_strings):
+        else:
+            follow = [node for node in self._probes if id(node) not in self._answering]
+            self.statements.update(id(node) for node in follow)
+            if self._root_strings == len(self._spec_strings) and len(follow) == len(self._probes):
                 self.spec_probes.update(id(string) for string in self._spec_strings)
 
 
@@ -225,13 +246,14 @@ class RerouteToGenerated(Rule):
 
     @classmethod
     def plan_for(cls, module: cst.Module, code: str, own: FrozenSet[str] = frozenset(),
-                 kept: FrozenSet[str] = frozenset()) -> ReroutePlan:
+                 kept: Tuple[Tuple[str, FrozenSet[str]], ...] = ()) -> ReroutePlan:
         """The file's plan; an empty one where the package is the project's own (`own`,
         Options.own_packages): its imports load the project's code, migrated here.  `kept`
-        (Options.reroute_kept): the packages some file of the project keeps, whose probes stay."""
+        (Options.reroute_kept): the packages some file of the project keeps, with the names those
+        files ask, whose probes stay."""
         if cls.ROOT in own:
             return ReroutePlan(cls.ROOT, cls.PROVIDED)
-        return ReroutePlan.of(module, code, cls.ROOT, cls.PROVIDED, probes_follow=cls.ROOT not in kept)
+        return ReroutePlan.of(module, code, cls.ROOT, cls.PROVIDED, asked=dict(kept).get(cls.ROOT))
 
     def __init__(self, context) -> None:
         super().__init__(context)
