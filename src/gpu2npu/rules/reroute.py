@@ -44,7 +44,9 @@ class ReroutePlan(cst.CSTVisitor):
         self._harmless: Set[int] = set()  # names bound to None or tested against it (an optional import)
         # imports that only probe for the package (nothing read, or only its __version__): they
         # follow the file's other imports; alone they stay (an environment report must not
-        # print the generated package's version)
+        # print the generated package's version), and so do those that answer for a file that
+        # keeps an import of root (`asked`: `is_flash_v2_installed()` asked before `from
+        # flash_attn.layers.rotary import ...`, which yes would let run)
         self._probes: List[cst.CSTNode] = []
         self._keeps_root = False  # some import of root cannot be rerouted
         # `find_spec("flash_attn")` calls: they guard the imports that now go to the generated
@@ -78,7 +80,7 @@ class ReroutePlan(cst.CSTVisitor):
         if (provided is not None and not isinstance(node.names, cst.ImportStar)
                 and all(dotted_name(alias.name) in provided for alias in node.names)):
             if all(_is_metadata(dotted_name(alias.name)) for alias in node.names):
-                self._probe(node)  # `from flash_attn import __version__`
+                self._probes.append(node)  # `from flash_attn import __version__`
             else:
                 self.statements.add(id(node))
             self.names.update(f"{module}.{dotted_name(alias.name)}" for alias in node.names)
@@ -110,9 +112,6 @@ class ReroutePlan(cst.CSTVisitor):
         (`asked`): at module level, or in a function of a name such a file asks."""
         if self.asked is not None and (not self._functions or self._functions[0] in self.asked):
             self._answering.add(id(node))
-
-    def _probe(self, node: cst.CSTNode) -> None:
-        self._probes.append(node)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         chain = dotted_name(node)
@@ -179,7 +178,7 @@ class ReroutePlan(cst.CSTVisitor):
                 self._keeps_root = True
                 continue
             if all(_is_metadata(name.rsplit(".", 1)[-1]) for name in qualified):
-                self._probe(node)  # `import flash_attn` to see whether it is installed
+                self._probes.append(node)  # `import flash_attn` to see whether it is installed
             else:
                 self.statements.add(id(node))
             self.names.update(qualified)
