@@ -216,3 +216,25 @@ class TestATableOfFunctionsReadingTheEnvironment:
     def test_a_list_of_variables_in_a_file_without_such_a_table_moves(self):
         output, _ = _migrate("import os\nCLEARED = ['CUDA_VISIBLE_DEVICES']\nfor name in CLEARED:\n    os.environ.pop(name)\n")
         assert "CLEARED = ['ASCEND_RT_VISIBLE_DEVICES']" in output
+
+
+class TestTheVisibleDevicesSetFromRaysGpuIds:
+    """CUDA_VISIBLE_DEVICES set from the GPU ids Ray gave the task (an RL trainer's vLLM worker where
+    RAY_EXPERIMENTAL_NOSET_* keeps Ray from setting it) stays: an Ascend node has no GPU ids, and the
+    empty value, renamed to ASCEND_RT_VISIBLE_DEVICES, would hide every NPU.  The call's row (NPU911)
+    says where the NPU ids are and which variable they set.  Every other setting is renamed."""
+
+    @pytest.mark.parametrize("setting, stays", [
+        ('os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in ray.get_gpu_ids())\n', True),
+        ('os.environ["CUDA_VISIBLE_DEVICES"] = str(ray.get_gpu_ids()[0])\n', True),
+        ("env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(ray.get_gpu_ids()[0]))\n", True),
+        # any other value is renamed
+        ('os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu_ids))\n', False),
+        ('os.environ["CUDA_VISIBLE_DEVICES"] = str(ray.get_runtime_context().get_accelerator_ids()["GPU"][0])\n', False),
+        ("env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(rank))\n", False),
+    ])
+    def test_stays_with_the_calls_row_where_its_value_is_them(self, setting, stays):
+        output, result = _migrate("import os\nimport ray\n\n" + setting)
+        assert ("CUDA_VISIBLE_DEVICES" in output) == stays and ("ASCEND_RT_VISIBLE_DEVICES" in output) != stays
+        rows = [f for f in result.findings if f.api == "ray.get_gpu_ids"]
+        assert len(rows) == stays and all("ASCEND_RT_VISIBLE_DEVICES" in row.tip for row in rows)

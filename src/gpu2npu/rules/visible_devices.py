@@ -6,9 +6,11 @@ from typing import Optional
 import libcst as cst
 
 from .base import Example, Rule
-from .names import DocstringTracker, environment_keywords, string_text, with_keywords_renamed, with_string_text
+from .names import (DocstringTracker, environment_keywords, nodes_within, qualified_names, string_text,
+                    with_keywords_renamed, with_string_text)
 
 CUDA_VARIABLE = "CUDA_VISIBLE_DEVICES"
+RAY_GPU_IDS = "ray.get_gpu_ids"
 NPU_VARIABLE = "ASCEND_RT_VISIBLE_DEVICES"
 
 
@@ -23,7 +25,10 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
     is the name the program reads the value by (`envs.CUDA_VISIBLE_DEVICES`), and stays with its
     readers; the variable the function reads is renamed.  So do the same name's other mentions as
     an entry of a list, set or tuple in a file with such a table at its top (`IGNORED = {"LOCAL_RANK",
-    "CUDA_VISIBLE_DEVICES"}`): they name the table's entries, not the variable.
+    "CUDA_VISIBLE_DEVICES"}`): they name the table's entries, not the variable.  Nor the variable set
+    from the GPU ids Ray gave the task (`os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str,
+    ray.get_gpu_ids()))`): an Ascend node has none, and the empty value, renamed, would hide every NPU;
+    the call's row says where the NPU ids are (NPU911).
     """
 
     code = "NPU106"
@@ -53,6 +58,7 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
         self._reader_tables: set = set()  # the names of such tables
         self._table_keys: set = set()  # the keys of such tables at the module's top
         self._listed: set = set()  # ids of strings standing as entries of a list, set or tuple
+        self._gpu_ids_keys: set = set()  # ids of the keys of variables set from ray.get_gpu_ids()
 
     def visit_Module(self, node: cst.Module) -> None:
         for statement in node.body:
@@ -70,6 +76,15 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
         # (the table's name: a lookup in it by the key is a reader's too)
         if _a_table_of_readers(node.value):
             self._reader_tables.update(target.target.value for target in node.targets if isinstance(target.target, cst.Name))
+        if self._from_ray_gpu_ids(node.value):
+            for target in node.targets:
+                if isinstance(target.target, cst.Subscript):
+                    self._gpu_ids_keys.update(id(string) for element in target.target.slice
+                                              for string in nodes_within(element, cst.SimpleString))
+
+    def _from_ray_gpu_ids(self, value: cst.BaseExpression) -> bool:
+        """Whether `value` is computed from the GPU ids Ray gave the task (`ray.get_gpu_ids()`)."""
+        return any(RAY_GPU_IDS in qualified_names(self, call.func) for call in nodes_within(value, cst.Call))
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         # (`environment_variables: dict[str, Callable[[], Any]] = {...}`, as vLLM's envs.py writes it)
@@ -89,7 +104,7 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
     def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString):
         text = string_text(original_node)
         if (self.is_documentation(original_node) or text is None or CUDA_VARIABLE not in text
-                or id(original_node) in self._reader_names
+                or id(original_node) in self._reader_names or id(original_node) in self._gpu_ids_keys
                 or (id(original_node) in self._listed and text in self._table_keys)):
             return updated_node
         self.record(original_node, f"change {CUDA_VARIABLE} to {NPU_VARIABLE}")
@@ -103,7 +118,7 @@ class VisibleDevicesEnv(DocstringTracker, Rule):
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call):
         renamed = {id(arg): NPU_VARIABLE for arg in environment_keywords(original_node)
-                   if arg.keyword.value == CUDA_VARIABLE}
+                   if arg.keyword.value == CUDA_VARIABLE and not self._from_ray_gpu_ids(arg.value)}
         for arg in original_node.args:
             if id(arg) in renamed:
                 self.record(arg.keyword, f"change {CUDA_VARIABLE} to {NPU_VARIABLE}")

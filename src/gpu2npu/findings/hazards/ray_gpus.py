@@ -21,7 +21,8 @@ class Detector:
         if "ray.get_gpu_ids" in names:
             self.view.add(call.func, RAY_GPUS.code, Report.UNSUPPORTED, "ray.get_gpu_ids",
                           "the GPU ids Ray gave the task: none on an Ascend node; the NPU ids are "
-                          "ray.get_runtime_context().get_accelerator_ids()['NPU'] (ids as strings)")
+                          "ray.get_runtime_context().get_accelerator_ids()['NPU'] (ids as strings; a "
+                          "CUDA_VISIBLE_DEVICES set from them becomes ASCEND_RT_VISIBLE_DEVICES)")
         elif names & RAY_SCALING_CONFIGS and any(
                 k.arg == "use_gpu" and not (isinstance(k.value, ast.Constant) and not k.value.value) for k in call.keywords):
             self.view.add(call.func, RAY_GPUS.code, Report.UNSUPPORTED, "ScalingConfig(use_gpu=...)",
