@@ -159,7 +159,7 @@ def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Se
     run.warnings.extend(undeclared_plugins(code_files, declared, _project_packages(all_entries)))
     if found and not torch_npu_listed and not any(change.message.startswith("add torch_npu")
                                                   for file in run.files for change in file.changes):
-        run.warnings.extend(_torch_npu_nowhere(code_files, api))
+        run.warnings.extend(_torch_npu_nowhere(importers, api))
     target = api.torch_version
     for relative, line, spec in pins:
         if spec and not spec.startswith(("git+", "http", "file:")) and satisfies(target, spec) is False:
@@ -173,12 +173,12 @@ def migrate_project_dependencies(found: List[Tuple[Entry, str]], all_entries: Se
 _TORCH_NPU = re.compile(r"(?<![\w.-])torch[-_]npu(?![\w-])", re.IGNORECASE)
 
 
-def _torch_npu_nowhere(code_files, api: ApiData) -> List[str]:
+def _torch_npu_nowhere(importers: Importers, api: ApiData) -> List[str]:
     """The warning of a project whose migrated code imports torch_npu while none of its dependency
     files lists torch (the line torch_npu is added beside) nor torch_npu: installed from them, it
-    has no torch_npu, and the first `import torch_npu` fails."""
-    users = Importers([(relative, read, kind) for relative, read, kind in code_files
-                       if b"torch_npu" in _text_of(read)])(["torch_npu"])
+    has no torch_npu, and the first `import torch_npu` fails.  (`importers`: the run's, which has
+    read the migrated files already.)"""
+    users = importers(["torch_npu"])
     if not users:
         return []
     shown = ", ".join(users[:3]) + (", ..." if len(users) > 3 else "")

@@ -375,8 +375,8 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
                 lacking = self._arguments_the_npu_lacks(node, name) if migratable else []
                 if lacking:
                     self._add(node, CUDA_API, Report.UNSUPPORTED, name, lacking_arguments_tip(name.rsplit(".", 1)[-1], lacking))
-                elif not migratable and raised_by_torch_npu(name, self.api) is not None:
-                    self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, raised_by_torch_npu(name, self.api))
+                elif not migratable and (note := raised_by_torch_npu(name, self.api)) is not None:
+                    self._add(node, LEFT_ON_PURPOSE, Report.NOTE, name, note)
                 elif not migratable and not self._in_test_guarding(name):
                     tip = TF32_TIP if name.endswith(".get_device_capability") and _gates_tf32(self, node) else None
                     self._add(node, CUDA_API, Report.UNSUPPORTED, name, tip or tip_for(name, self.api))

@@ -108,20 +108,16 @@ def read_by_cuda(name: str) -> bool:
     return name in RENAMED or name in REPORTED or not name.startswith("CUDA_") or bool(_READ_BY_CUDA.match(name))
 
 
-def read_by_project_tip(name: str, where: str) -> str:
-    """The note of a setting that has no effect on Ascend where the project's own code reads it
-    (Options.environment_reads)."""
-    return (f"{tip_for(name)}; but the project's own code reads it ({where}), which expects what is set here: "
-            "left as written, nothing to change")
-
-
 def kept_for_project(name: str, reads: Dict[str, str]) -> Optional[str]:
     """The note of a setting without an Ascend counterpart, which has no effect there, where a file of
     the project reads it (`reads`: Options.environment_reads as a mapping), or None.  Not for one
     whose row says what to do instead (REPORTED: NCCL_DEBUG's Ascend logging, CUDA_HOME's toolkit)."""
     advised = name in REPORTED and name not in NO_EFFECT
     where = reads.get(name) if name not in RENAMED and not advised else None
-    return read_by_project_tip(name, where) if where is not None else None
+    if where is None:
+        return None
+    return (f"{tip_for(name)}; but the project's own code reads it ({where}), which expects what is set here: "
+            "left as written, nothing to change")
 
 
 def tip_for(name: str, value: Optional[str] = None) -> str:

@@ -36,15 +36,11 @@ def verdict(spec: Optional[str]) -> Optional[bool]:
     (no pin, or a range across both)."""
     if spec is None:
         return None
-    from ..knowledge.versions import satisfies
-
-    named = tuple(re.findall(r"\d+(?:\.\d+){1,2}", spec))
-    allowed = [version for version in _TRIED + named if satisfies(version, spec)]
+    allowed = _allowed(spec)
     if not allowed:
         return None
     answers = {runs_on_npu(version) for version in allowed}
     return answers.pop() if len(answers) == 1 else None
-
 
 
 def sdpa_runs(spec: Optional[str], torch_version: str) -> bool:
@@ -52,8 +48,13 @@ def sdpa_runs(spec: Optional[str], torch_version: str) -> bool:
     with torch `torch_version`."""
     if _version(torch_version) >= _SDPA_TORCH:
         return True
+    allowed = _allowed(spec) if spec is not None else list(_TRIED)
+    return bool(allowed) and all(_version(version) >= _SDPA_ON_NPU_WITH_2_1_0 for version in allowed)
+
+
+def _allowed(spec: str) -> list:
+    """The releases (_TRIED, and those `spec` names itself) that `spec` allows."""
     from ..knowledge.versions import satisfies
 
-    named = tuple(re.findall(r"\d+(?:\.\d+){1,2}", spec or ""))
-    allowed = [version for version in _TRIED + named if spec is None or satisfies(version, spec)]
-    return bool(allowed) and all(_version(version) >= _SDPA_ON_NPU_WITH_2_1_0 for version in allowed)
+    named = tuple(re.findall(r"\d+(?:\.\d+){1,2}", spec))
+    return [version for version in _TRIED + named if satisfies(version, spec)]

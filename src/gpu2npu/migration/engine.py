@@ -225,6 +225,3 @@ def _compute(entries: Sequence[Entry], options: Options, jobs: int, salt: Option
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     with context.Pool(jobs, initializer=_init_worker, initargs=(options, salt)) as pool:
         yield from pool.imap(_work, entries, chunksize=2)
-
-
-

@@ -26,8 +26,8 @@ class TransformersFlashAttention(Rule):
     decides: where every release it allows runs it, the value stays (the log says why); where
     none does, it becomes `"sdpa"` (scaled_dot_product_attention, which torch_npu runs with its
     fused attention), or `"eager"` (torch's own attention) where the pin allows releases before
-    4.48, which run sdpa only from torch 2.1.1 on, and the run's torch is older; where the pin does not decide (none, or a range across both), it stays and
-    is reported (NPU927).  The value counts where it is given to transformers: the
+    4.48, which run sdpa only from torch 2.1.1 on, and the run's torch is older; where the pin
+    does not decide (none, or a range across both), it stays and is reported (NPU927).  The value counts where it is given to transformers: the
     `attn_implementation` keyword, a dict entry of that key, an assignment to a name or attribute
     of that name, or the default of such an option (dataclass field, argparse), or one of the
     values a conditional expression gives it; comparisons with it are left as they are.
