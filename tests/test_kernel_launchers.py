@@ -72,6 +72,41 @@ def test_the_questions_a_module_asks_before_its_calls():
     assert dict(asked_questions(source)) == {"ops.gemv": ("can_use", "x.dim"), "local": ("is_ready",)}
 
 
+@pytest.mark.parametrize("source, expected", [
+    ("x = 1\nelif can_use(x):\n    gemv(x)\n", {"gemv": ("can_use",)}),
+    ("x = 1\n\tif ready():\n\t\tgo()\n", {"go": ("ready",)}),
+    # not a test that begins its line: a comment, a conditional expression, a word ending in "if"
+    ("x = 1\n# if can_use(x):\n    gemv(x)\n", {}),
+    ("x = 1\ny = f(x) if can_use(x) else 0\n    gemv(x)\n", {}),
+    ("x = 1\nmotif (can_use(x))\n    gemv(x)\n", {}),
+    # the first line has no line before it (a module's first statement is not a guarded call's test)
+    ("if can_use(x):\n    gemv(x)\n", {}),
+])
+def test_which_lines_are_tests(source, expected):
+    from gpu2npu.reading.kernel_launchers import asked_questions
+
+    assert dict(asked_questions(source)) == expected
+
+
+def test_a_project_read_in_several_processes_gives_what_one_process_finds(tmp_path, monkeypatch):
+    from gpu2npu.reading import parallel
+    from gpu2npu.reading.discover import Kind, walk
+
+    for number in range(12):
+        (tmp_path / f"ops{number}.py").write_text(HEAD + f"def add{number}(x):\n    _k[(1,)](x)\n")
+        (tmp_path / f"model{number}.py").write_text(f"DEVICE_{number} = 'cuda'\nif DEVICE_{number} == 'npu':\n    pass\n")
+    entries = [e for e in walk(tmp_path) if e.kind == Kind.PYTHON]
+    alone = project_launchers(entries)
+    monkeypatch.setattr(parallel, "PARALLEL_FROM", 4)
+    forked = []
+    real_pool = parallel.multiprocessing.get_context("fork").Pool
+    monkeypatch.setattr(parallel.multiprocessing, "get_context",
+                        lambda method: type("Context", (), {"Pool": lambda self, *a, **k: forked.append(a) or real_pool(*a, **k)})())
+    together = project_launchers(entries, jobs=2)
+    assert forked, "the files were read in this process alone"
+    assert together == alone and len(dict(together.launchers)) == 24 and len(together.constants) == 12  # (kernel, launcher)
+
+
 def test_a_question_asked_before_a_launcher_is_known_by_its_module_s_name(tmp_path):
     from gpu2npu.reading.discover import Kind, walk
 

@@ -50,7 +50,7 @@ class Engine:
         backend = npu_backend_files(entries)
         # (a file read by an earlier run, of the same size and time, is not read again)
         known = self.cache.project_kernels(entries) if self.cache is not None else None
-        kernels = project_launchers(entries, backend, known)
+        kernels = project_launchers(entries, backend, known, self.jobs or os.cpu_count() or 1)
         if self.cache is not None:
             self.cache.put_project_kernels(entries, kernels.read)
         options = dataclasses.replace(self.options, packages_held=packages_held(entries),

@@ -53,13 +53,17 @@ def foreign_backends(file_scan: FileScan) -> Dict[str, str]:
     and classes that hands a parameter on to one -> that library."""
     qualified = file_scan.imports.qualified
     foreign: Dict[str, str] = {}
+    calls_one = False
     for call in file_scan.calls:
         library = foreign_library(qualified(call.func))
         if library is not None:
+            calls_one = True
             for value in [*call.args, *(keyword.value for keyword in call.keywords)]:
                 name = last_name(value)
                 if name:
                     foreign.setdefault(name, library)
+    if not calls_one:  # (what follows finds names on their way to a call of one)
+        return foreign
     for node in file_scan.groups.get(ast.If, ()):
         library = _nccl_test_before_foreign(node, lambda call: foreign_library(qualified(call.func)))
         if library is not None:

@@ -41,7 +41,7 @@ _TORCH_DEVICE_CALLS = frozenset({"to", "cuda", "type", "device", "set_device", "
 
 def enum_parameters_in(text: str) -> EnumParameters:
     """EnumParameters of one file's text (see the module)."""
-    if not any(word in text for word in _DEVICE_WORDS) or _ENUM_CLASS.search(text) is None:
+    if not any(word in text for word in _DEVICE_WORDS) or "Enum" not in text or _ENUM_CLASS.search(text) is None:
         return ()
     try:
         tree = ast.parse(text)

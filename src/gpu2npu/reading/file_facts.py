@@ -399,9 +399,13 @@ def _label_holders(file_scan: "FileScan") -> FrozenSet[str]:
     for node in file_scan.groups.get(ast.For, ()):  # (`for line in ("cuda13", "cuda12")`)
         if _labels_in(node.iter, collections=True):
             found.update(key for key in [holder_key(node.target)] if key)
-    for function in file_scan.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef):
-        if any(isinstance(inner, ast.Return) and _labels_in(inner.value) for inner in ast.walk(function)):
-            found.add(f"{function.name}()")
+    # (a function holds such a return where one lies within its lines: the returns are few, the
+    # functions many, and walking each function's body again would cost the file's nodes times its depth)
+    returned = [node.lineno for node in file_scan.groups.get(ast.Return, ()) if _labels_in(node.value)]
+    if returned:
+        for function in file_scan.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef):
+            if any(function.lineno <= line <= function.end_lineno for line in returned):
+                found.add(f"{function.name}()")
     found = {key for key in found if not _holds_a_device(key)}
     # and what the file sets from them (`line = artifact.runtime_line`, `preferred =
     # runtime_line_for(version)`), a few steps on: (what is copied, where to), each read once

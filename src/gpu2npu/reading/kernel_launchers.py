@@ -31,6 +31,7 @@ from .discover import Entry, Kind
 from .enum_parameters import EnumParameters, enum_parameters_in, project_enum_parameters
 from .environment_reads import environment_reads_in, project_environment_reads
 from .package_imports import PackageImports, names_asked_in, package_imports_in
+from .parallel import mapped
 
 # The packages of the kernel languages, as the decorators' names start (triton, cutlass, cuda).
 _LANGUAGE_PACKAGES = tuple(sorted({decorator.split(".", 1)[0] for decorator in KERNEL_DECORATORS}))
@@ -358,7 +359,7 @@ def npu_constants(text: str) -> FrozenSet[str]:
     """The upper-case names the text compares with "npu" (the project's own device constants):
     looked for just before each "npu" string, not over the whole text."""
     found: Set[str] = set()
-    for match in _NPU_STRING.finditer(text) if "npu" in text else ():
+    for match in _NPU_STRING.finditer(text) if "'npu" in text or '"npu' in text else ():
         before = _COMPARED_BEFORE.search(text, max(0, match.start() - 120), match.start())
         if before is not None:
             found.add(before.group(1) or before.group(2))
@@ -428,8 +429,10 @@ _CALL = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\s*\(")
 # Functions whose calls in a test ask nothing of the project.
 _NOT_QUESTIONS = frozenset({"isinstance", "hasattr", "getattr", "len", "callable", "any", "all", "issubclass", "str",
                             "int", "bool", "type", "id", "print", "min", "max", "sum", "tuple", "list", "set", "dict"})
-# An `if` or `elif` line whose test calls something: (its indentation, the test's line).
-_TEST_LINE = re.compile(r"\n([ \t]*)(?:el)?if ([^\n]*\([^\n]*)")
+# What follows the `if` of an `if` or `elif` line whose test calls something: the test's line.
+# (Found from the word, then checked to begin its line: a regular expression anchored at every
+# line start tries each line of the file, six times slower.)
+_TEST = re.compile(r"if ([^\n]*\([^\n]*)")
 # How many lines after a test are read for the calls it guards (a question is asked just before).
 _GUARDED_LINES = 8
 
@@ -441,15 +444,28 @@ def asked_questions(text: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
     ("gemv", ("can_use_gemv",)).  Resolved against the project's launchers once all are known
     (project_launchers)."""
     found: Dict[str, Set[str]] = {}
-    for match in _TEST_LINE.finditer(text):
-        test = match.group(2)
+    for indentation, test, end in _test_lines(text):
         if "cuda" in test.lower():
             continue
         asked = [name for name in _CALL.findall(test) if name.split(".", 1)[0] not in _NOT_QUESTIONS]
         if asked:
-            for called in _guarded_calls(text, match.end(), len(match.group(1).expandtabs())):
+            for called in _guarded_calls(text, end, len(indentation.expandtabs())):
                 found.setdefault(called, set()).update(name for name in asked if name != called)
     return tuple(sorted((called, tuple(sorted(asked))) for called, asked in found.items() if asked))
+
+
+def _test_lines(text: str):
+    """(indentation, test, where its line ends) of each `if` or `elif` line whose test calls
+    something, after the first line."""
+    for match in _TEST.finditer(text):
+        start = text.rfind("\n", 0, match.start()) + 1
+        if start == 0:
+            continue
+        indentation = text[start:match.start()]
+        if indentation.endswith("el"):
+            indentation = indentation[:-2]
+        if not indentation.strip(" \t"):
+            yield indentation, match.group(1), match.end()
 
 
 def _guarded_calls(text: str, end: int, indent: int) -> List[str]:
@@ -464,7 +480,7 @@ def _guarded_calls(text: str, end: int, indent: int) -> List[str]:
         line = text[start:end]
         stripped = line.lstrip()
         if stripped and not stripped.startswith("#"):
-            if len(line) - len(stripped) <= indent:
+            if len(line[:len(line) - len(stripped)].expandtabs()) <= indent:  # (as the test's, tabs expanded)
                 break
             called.extend(_CALL.findall(stripped))
     return called
@@ -508,7 +524,7 @@ def _resolved_call(name: str, aliases: Dict[str, Set[str]], module: Optional[str
 
 
 def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
-                      known: Optional[Dict[str, Tuple[int, int, FileKernels]]] = None) -> ProjectKernels:
+                      known: Optional[Dict[str, Tuple[int, int, FileKernels]]] = None, jobs: int = 1) -> ProjectKernels:
     """(qualified name, the kernel it runs) of every kernel and launcher of the project's Python
     files (`pkg.ops.add.add`), sorted, none from the project's own NPU backend (Triton-Ascend's);
     the names of the operators its Python code registers (whose kernels are Python functions,
@@ -522,7 +538,8 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
     own device tests answer whether the kernel runs (device_guards).  The same reading of each
     file also gives the names the project hands to a collective library other than torch's
     (`foreign_backends`: a config module's "nccl" default for a trainer's Ray group stays), and the
-    parameters that take its Enums' values (`enum_parameters`: `TimerType("cuda")` stays)."""
+    parameters that take its Enums' values (`enum_parameters`: `TimerType("cuda")` stays).  The
+    files are read in `jobs` processes."""
     skipped = frozenset(npu_backend)
     asked_by_file: Dict[str, tuple] = {}
     found: Dict[str, str] = {}
@@ -536,6 +553,9 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
     ascend_folders: Set[str] = set()
     environment_by_file: List[Tuple[str, FrozenSet[str]]] = []
     package_imports: List[Tuple[str, PackageImports, FrozenSet[str]]] = []
+    # (each file of the project, with its status, and what an earlier run found there if the
+    # file has not changed since)
+    files: List[Tuple[Entry, str, tuple, Optional[FileKernels]]] = []
     for entry in entries:
         if entry.kind != Kind.PYTHON or entry.relative in skipped:
             continue
@@ -547,13 +567,15 @@ def project_launchers(entries: Iterable[Entry], npu_backend: Iterable[str] = (),
         except OSError:
             continue  # (its reading error is reported where it is migrated)
         earlier = (known or {}).get(entry.relative)
-        if earlier is not None and earlier[:2] == (status.st_size, status.st_mtime_ns):
-            facts = earlier[2]
-        else:
-            facts = _file_kernels(entry, module)
-            if facts is None:
-                continue
-        read[entry.relative] = (status.st_size, status.st_mtime_ns, facts)
+        unchanged = earlier is not None and earlier[:2] == (status.st_size, status.st_mtime_ns)
+        files.append((entry, module, (status.st_size, status.st_mtime_ns), earlier[2] if unchanged else None))
+    to_read = [(entry, module) for entry, module, _, earlier in files if earlier is None]
+    fresh = iter(mapped(_file_kernels_of, to_read, jobs))
+    for entry, module, status, earlier in files:
+        facts = next(fresh) if earlier is None else earlier
+        if facts is None:
+            continue
+        read[entry.relative] = (*status, facts)
         (launchers, registered, compared, handed_on_here, asked, holders, enums, marks, for_ascend, environment,
          imported) = facts
         if imported[0]:
@@ -648,6 +670,10 @@ def what_it_launches(name: str, kernel: str) -> str:
     """What a guard guards where it refers to `name` (a last name), the kernel `kernel` or a
     launcher of it."""
     return kernel if kernel.endswith(f" kernel {name}") else f"{name}(), which launches {kernel}"
+
+
+def _file_kernels_of(entry_and_module: Tuple[Entry, str]) -> Optional[FileKernels]:
+    return _file_kernels(*entry_and_module)
 
 
 def _file_kernels(entry: Entry, module: str) -> Optional[FileKernels]:

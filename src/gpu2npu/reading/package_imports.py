@@ -16,6 +16,8 @@ _ROOTS = "|".join(re.escape(root) for root in REROUTED_PACKAGES)
 _FROM = re.compile(r"^[ \t]*from[ \t]+((?:%s)(?:\.\w+)*)[ \t]+import[ \t]+(\([^)]*\)|(?:[^\n#;\\]|\\\r?\n)+)"
                    % _ROOTS, re.MULTILINE)
 _IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n#;]+)", re.MULTILINE)
+# what begins a line that imports a package, up to its name
+_IMPORT_BEFORE = re.compile(r"[ \t]*(?:from[ \t]+|import[ \t](?:[^#;]*[ \t,])?)$")
 _NAME = re.compile(r"([\w.]+)(?:\s+as\s+\w+)?")
 
 PackageImports = Tuple[Tuple[str, Tuple[str, ...]], ...]
@@ -30,7 +32,7 @@ def package_imports_in(text: str) -> PackageImports:
     `text`, and (module, ()) of each `import` of one of its submodules (`import flash_attn.layers`);
     sorted, each once.  A plain `import flash_attn` names no part: what the file reads of it is its
     own plan's to judge."""
-    if not any(root in text for root in REROUTED_PACKAGES):
+    if not any(root in text for root in REROUTED_PACKAGES) or not _imports_one(text):
         return ()
     found = set()
     for match in _FROM.finditer(text):
@@ -42,6 +44,19 @@ def package_imports_in(text: str) -> PackageImports:
             if "." in module and module.split(".")[0] in REROUTED_PACKAGES:
                 found.add((module, ()))
     return tuple(sorted(found))
+
+
+def _imports_one(text: str) -> bool:
+    """Whether an import statement of `text` names one of the packages: looked for from their
+    names, which few lines hold (the expressions above, anchored at line starts, try every line)."""
+    for root in REROUTED_PACKAGES:
+        found = text.find(root)
+        while found >= 0:
+            line_start = text.rfind("\n", 0, found) + 1
+            if _IMPORT_BEFORE.match(text, line_start, found):
+                return True
+            found = text.find(root, found + len(root))
+    return False
 
 
 def names_asked_in(text: str) -> FrozenSet[str]:
