@@ -422,7 +422,8 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
 
     try:
         options = Options(api=apidata.load(version), third_party_apis=read_api_files(api_files),
-                          transformers=pinned_requirement(root, "transformers"), own_packages=own_packages(root))
+                          transformers=pinned_requirement(root, "transformers"),
+                          bitsandbytes=pinned_requirement(root, "bitsandbytes"), own_packages=own_packages(root))
     except ApiFileError as error:  # (the version is resolved above)
         _fail(str(error))
     try:

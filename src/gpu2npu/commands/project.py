@@ -310,8 +310,8 @@ def _migrate_dependencies(found, entries, python, destination_of, options: Optio
             continue
         for change in outcome.changes:
             logger.info(run_log.change_line(change))
-        for finding in outcome.findings:
-            logger.warning(run_log.finding_line(finding))
+        for finding in outcome.findings:  # (a note is no warning: nothing to do)
+            (logger.info if finding.report == Report.NOTE else logger.warning)(run_log.finding_line(finding))
         if outcome.output is not None and outcome.path not in result.migrated:
             result.migrated.append(outcome.path)
         result.changes.extend(outcome.changes)

@@ -85,7 +85,7 @@ def check_request(request: RunRequest, writes: bool = True) -> Tuple[Path, Path,
                                    amp_model=modes.apex_amp.settings(request, source),
                                    similar=modes.similar.settings(request, source),
                                    third_party_apis=third_party_apis, transformers=pinned_transformers(source),
-                                   own_packages=own_packages(source))
+                                   bitsandbytes=pinned_bitsandbytes(source), own_packages=own_packages(source))
 
 
 def pinned_transformers(source: Path) -> Optional[str]:
@@ -93,6 +93,13 @@ def pinned_transformers(source: Path) -> Optional[str]:
     from ..dependencies.pins import pinned_requirement
 
     return pinned_requirement(source if source.is_dir() else source.parent, "transformers")
+
+
+def pinned_bitsandbytes(source: Path) -> Optional[str]:
+    """The bitsandbytes the project at `source` (a folder, or a file's folder) pins, if any."""
+    from ..dependencies.pins import pinned_requirement
+
+    return pinned_requirement(source if source.is_dir() else source.parent, "bitsandbytes")
 
 
 def _check_output(request: RunRequest, source: Path) -> Path:

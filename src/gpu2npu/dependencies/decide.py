@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence, Set, Tuple
 
 from ..knowledge.apidata import ApiData
+from ..knowledge.bitsandbytes_devices import requirement_note
 from ..records.change import Report
+from ..records.finding_kinds import LEFT_ON_PURPOSE
 from .table import DependencyTable, PackageRule, normalise
 
 TORCH_RULE = "NPU851"
@@ -282,15 +284,26 @@ def _cuda_only(requirement: Requirement, rule: PackageRule, context: Context) ->
     modules = ", ".join(rule.imports)
     if rule.action == "report":
         return Decision(rule=CUDA_ONLY_RULE, report=(Report.UNSUPPORTED, shown, rule.why))
-    if context.importers is None:  # `check`: no migration to ask
+    # (a release range whose every release runs on the NPU after all stays where a file uses it)
+    note = requirement_note(normalise(requirement.name), requirement.spec) if requirement.name else None
+    users = context.importers(rule.imports) if context.importers is not None else None
+    if note is not None and users is None:
+        return Decision(rule=LEFT_ON_PURPOSE.code, report=(Report.NOTE, shown, note))
+    if note is not None and users:
+        return Decision(rule=LEFT_ON_PURPOSE.code, report=(Report.NOTE, shown, f"{note}; kept: {_listed(users)} "
+                                                                             f"import{'s' if len(users) == 1 else ''} "
+                                                                             f"{modules}"))
+    if users is None:  # `check`: no migration to ask
         return Decision(rule=CUDA_ONLY_RULE, report=(
             Report.UNSUPPORTED, shown, f"CUDA-only: {rule.why}; the migration removes it where no migrated file "
                                        f"imports {modules}"))
-    users = context.importers(rule.imports)
     if users:
-        listed = ", ".join(users[:3]) + (f" and {len(users) - 3} more" if len(users) > 3 else "")
         return Decision(rule=CUDA_ONLY_RULE, report=(
-            Report.UNSUPPORTED, shown, f"CUDA-only ({rule.why}), kept: {listed} still import{'s' if len(users) == 1 else ''} "
-                                       f"{modules} after the migration"))
+            Report.UNSUPPORTED, shown, f"CUDA-only ({rule.why}), kept: {_listed(users)} still "
+                                       f"import{'s' if len(users) == 1 else ''} {modules} after the migration"))
     return Decision(rule=CUDA_ONLY_RULE, write=[],
                     message=f"remove {shown}: CUDA-only ({rule.why}); no migrated file imports {modules}")
+
+
+def _listed(users: Sequence[str]) -> str:
+    return ", ".join(users[:3]) + (f" and {len(users) - 3} more" if len(users) > 3 else "")

@@ -16,6 +16,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from . import extension_builds, package_presence
 from ..dependencies.table import load as dependency_table
 from ..knowledge.apidata import ApiData, first_release_with_npu_inductor
+from ..knowledge.bitsandbytes_devices import package_note
 from ..knowledge.library_devices import library_device_api
 from ..reading.kernel_launchers import COMPILED_OPERATOR
 from ..reading.package_tests import PackageTests
@@ -126,7 +127,9 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         package = None
         if report == Report.UNSUPPORTED and kind in _PACKAGE_ROWS:
             package = cuda_only_package(api_name.split(" ")[0])
-            note = ascend_backend_note(package, self.api)
+            note = ascend_backend_note(package, self.api) or (
+                package_note(api_name.split(" ")[0], self.context.options.bitsandbytes) if package == "bitsandbytes"
+                else None)
             if note is not None:
                 kind, report, tip = LEFT_ON_PURPOSE, Report.NOTE, note
             elif package:

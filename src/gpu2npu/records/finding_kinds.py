@@ -258,10 +258,12 @@ LIBRARY_DEVICE = _kind(
 
 QUANTIZATION = _kind(
     "NPU912", "Quantization", "quantization through bitsandbytes", ERROR,
-    "bitsandbytes' 4-bit and 8-bit layers are CUDA kernels: loading a model with load_in_4bit or a "
-    "BitsAndBytesConfig fails on an NPU machine (importing bitsandbytes itself is NPU916).",
-    "load the model in bf16/fp16, or quantize with an NPU method (the msModelSlim tools, torch_npu's quantized "
-    "matmuls).",
+    "bitsandbytes' 4-bit and 8-bit layers are CUDA kernels before bitsandbytes 0.47: loading a model with "
+    "load_in_4bit or a BitsAndBytesConfig fails on an NPU machine (importing bitsandbytes itself is NPU916).  Where "
+    "the project pins bitsandbytes 0.47 or later (plain PyTorch kernels for any device) and a transformers that "
+    "quantizes onto the NPU (4.48 on; 5.0 for 8-bit), the rows are notes.",
+    "pin bitsandbytes>=0.47 and transformers>=4.48 (5.0 for 8-bit; unfused, slower), load the model in bf16/fp16, "
+    "or quantize with an NPU method (the msModelSlim tools, torch_npu's quantized matmuls).",
     (("from transformers import AutoModelForCausalLM\n"
       "model = AutoModelForCausalLM.from_pretrained(name, load_in_4bit=True)\n", "load_in_4bit", UNSUPPORTED_CSV),),
     ("from transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained(name)\n",),
@@ -327,7 +329,8 @@ CUDA_ONLY_PACKAGE = _kind(
     "NPU916", "CUDAOnlyPackage", "a package of CUDA kernels (CuPy, NVIDIA apex, bitsandbytes, Liger, mamba_ssm)",
     ERROR,
     "Packages such as CuPy, NVIDIA apex, bitsandbytes, mamba_ssm or TensorRT are built for CUDA and do not install "
-    "or run on an NPU machine; Liger's kernels run there only through its Ascend backend (liger-kernel 0.6.5 on), "
+    "or run on an NPU machine (bitsandbytes' layers and functions do from 0.47, with plain PyTorch kernels: where "
+    "the project pins such a release, their rows are notes); Liger's kernels run there only through its Ascend backend (liger-kernel 0.6.5 on), "
     "with triton-ascend, which torch_npu 2.6.0 and later pair with (there its rows are notes). The import has the "
     "row, which names the calls of the package that the same advice covers; a call with advice of its own has its "
     "own row.",

@@ -57,6 +57,10 @@ class Options:
     # The transformers requirement the project pins ("==4.45.0", ">=4.51,<4.54"; None: none found),
     # which decides whether its attn_implementation="flash_attention_2" runs on the NPU (NPU266).
     transformers: Optional[str] = None
+    # The bitsandbytes requirement the project pins (None: none found), which decides whether
+    # bitsandbytes' layers and transformers' quantized loading run on the NPU (0.47 and later:
+    # knowledge.bitsandbytes_devices).
+    bitsandbytes: Optional[str] = None
     # The CUDA-only packages (top-level names) that are the project's own modules: run from the
     # project, its imports of them load its own code, which is migrated here, not the CUDA
     # package (migrating liger_kernel or flash-attn itself).  No row calls them CUDA-only and no

@@ -23,7 +23,7 @@ line numbers are the input's.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Tuple
 
 from ...knowledge.apidata import ApiData
 from ...records.change import Finding
@@ -73,14 +73,16 @@ def _active(data: bytes, file_scan: "FileScan"):
 
 
 def hazards_for_source(data: bytes, file_scan: Optional["FileScan"], path: str, api: ApiData,
-                       similar: bool = False, npu_backend: bool = False) -> List[Finding]:
+                       similar: bool = False, npu_backend: bool = False,
+                       quantized_loading_note: Callable[[bool], Optional[str]] = lambda eight_bit: None) -> List[Finding]:
     """The rows for one parsed file ([] when nothing in its bytes can be one), from its scan
     (None: the file could not be parsed); `similar`: a -sim run; `npu_backend`: the file is part
-    of the project's own NPU backend (reading.discover.npu_backend_files)."""
+    of the project's own NPU backend (reading.discover.npu_backend_files); `quantized_loading_note`:
+    see FileView."""
     if file_scan is None or not (might_have_hazard(data) or local_torch_cuda.might_be_in(data, file_scan)):
         return []
     try:
-        view = FileView(file_scan, path, api, similar, npu_backend)
+        view = FileView(file_scan, path, api, similar, npu_backend, quantized_loading_note)
         return sorted(set(_walk(view, file_scan, list(_active(data, file_scan)))))
     except RecursionError:
         return []

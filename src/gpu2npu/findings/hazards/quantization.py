@@ -5,13 +5,15 @@ from __future__ import annotations
 import ast
 
 from ...records.change import Report
-from ...records.finding_kinds import QUANTIZATION
+from ...records.finding_kinds import LEFT_ON_PURPOSE, QUANTIZATION
 from ...reading.scan.reading import last_name
 from .view import FileView
 
 QUANTIZED_LOADING_TIP = (
-    "4/8-bit loading quantizes the weights with bitsandbytes' CUDA kernels, which the NPU does not have: "
-    "load the model in bfloat16 (torch_dtype=torch.bfloat16) and fine-tune it with LoRA without "
+    "4/8-bit loading quantizes the weights with bitsandbytes' kernels, CUDA's only before bitsandbytes 0.47: pin "
+    "bitsandbytes>=0.47 and transformers>=4.48 (5.0 for 8-bit: bitsandbytes' plain PyTorch kernels then run on the "
+    "NPU, unfused), "
+    "or load the model in bfloat16 (torch_dtype=torch.bfloat16) and fine-tune it with LoRA without "
     "quantization (more device memory: about 2 bytes per weight instead of 0.5-1)")
 _LIGHTNING_TIP = ("Lightning's bitsandbytes precision quantizes the linear layers with CUDA kernels: use "
                   "precision=\"bf16-true\" or \"bf16-mixed\" on the NPU")
@@ -43,13 +45,22 @@ class Detector:
         for name in sorted(self.view.qualified(call.func)):
             tip = BITSANDBYTES_FRONT_DOORS.get(name)
             if tip is not None:
-                self.view.add(call.func, QUANTIZATION.code, Report.UNSUPPORTED, name.rsplit(".", 1)[-1], tip)
+                self._add(call.func, name.rsplit(".", 1)[-1], tip, _eight_bit(call))
                 return  # its load_in_4bit is part of the same row
         for keyword in call.keywords:
-            if keyword.arg in LOADING_KEYWORDS and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value):
+            if keyword.arg in LOADING_KEYWORDS and _may_be_true(keyword.value):
                 if self._handed_on_to_the_project(call, keyword):
                     continue
-                self.view.add(keyword.value, QUANTIZATION.code, Report.UNSUPPORTED, keyword.arg, QUANTIZED_LOADING_TIP)
+                self._add(keyword.value, keyword.arg, QUANTIZED_LOADING_TIP, keyword.arg == "load_in_8bit")
+
+    def _add(self, node: ast.AST, api_name: str, tip: str, eight_bit: bool) -> None:
+        """The row of a front door: a note where the project's pins run transformers' loading on the
+        NPU (Lightning's precision is not known to)."""
+        note = self.view.quantized_loading_note(eight_bit) if tip == QUANTIZED_LOADING_TIP else None
+        if note is not None:
+            self.view.add(node, LEFT_ON_PURPOSE.code, Report.NOTE, api_name, note)
+        else:
+            self.view.add(node, QUANTIZATION.code, Report.UNSUPPORTED, api_name, tip)
 
     def _handed_on_to_the_project(self, call: ast.Call, keyword: ast.keyword) -> bool:
         """An option handed on under its own name (`Actor(path, load_in_4bit=args.load_in_4bit)`) to
@@ -58,3 +69,14 @@ class Detector:
         if last_name(keyword.value) != keyword.arg or last_name(call.func) in LOADERS:
             return False
         return not any(name.split(".", 1)[0] in LOADING_LIBRARIES for name in self.view.qualified(call.func))
+
+
+def _may_be_true(value: ast.AST) -> bool:
+    return not (isinstance(value, ast.Constant) and not value.value)
+
+
+def _eight_bit(call: ast.Call) -> bool:
+    """Whether a BitsAndBytesConfig may ask for 8-bit weights (`load_in_8bit=True`, or a value not
+    written out; `**settings`, which may hold it)."""
+    return any((keyword.arg == "load_in_8bit" and _may_be_true(keyword.value)) or keyword.arg is None
+               for keyword in call.keywords)

@@ -3,7 +3,7 @@ where a row is added.  Built once per file and handed to each detector."""
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Dict, List, Optional, Set
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set
 
 from ...knowledge.apidata import ApiData
 from ...reading.package_tests import PackageTests
@@ -14,8 +14,12 @@ if TYPE_CHECKING:
 
 
 class FileView:
-    def __init__(self, file_scan: "FileScan", path: str, api: ApiData, similar: bool, npu_backend: bool = False) -> None:
+    def __init__(self, file_scan: "FileScan", path: str, api: ApiData, similar: bool, npu_backend: bool = False,
+                 quantized_loading_note: Callable[[bool], Optional[str]] = lambda eight_bit: None) -> None:
         self.path = path
+        # where the project's pins run transformers' bitsandbytes loading on the NPU (4-bit, or with
+        # `eight_bit` 8-bit too): the note its rows get (knowledge.bitsandbytes_devices.loading_note)
+        self.quantized_loading_note = quantized_loading_note
         self.npu_backend = npu_backend  # a file of the project's own NPU backend (its Triton is Triton-Ascend)
         self.api = api
         # -sim answers torch.cuda.get_device_properties(...).major/.minor (ascend_function)

@@ -1,0 +1,96 @@
+"""Which bitsandbytes releases run on an NPU, and through which transformers releases (read by the
+rows of bitsandbytes' imports and calls, NPU916, and of its front doors, NPU912).
+
+Read off the released wheels: bitsandbytes lists "npu" among its `supported_torch_devices` from
+0.46.0, and registers plain PyTorch implementations ("default" kernels, for any device it has no
+kernels of its own for) of its int8 operators from 0.46.0, of its 4-bit and blockwise
+quantization from 0.47.0 and of its 32-bit optimizer step from 0.48.0.  Its 8-bit and paged
+optimizers have CUDA (and XPU) kernels only, in every release up to 0.49.1.  transformers checks a
+bitsandbytes of that kind against the devices it supports from 4.45.0 on (4.44 and earlier raise
+"No GPU found" without CUDA before loading anything), and loads a 4-bit model given no device_map
+onto the NPU from 4.48.0 on, an 8-bit one from 5.0.0 on (before, onto the CPU, where it would
+train).
+"""
+from __future__ import annotations
+
+import functools
+import re
+from typing import Optional
+
+# The first bitsandbytes whose 4-bit and 8-bit layers and functions all have plain PyTorch kernels.
+PYTORCH_KERNELS_FROM = (0, 47)
+# The first transformers that quantizes with such a bitsandbytes onto the NPU: 4-bit, 8-bit.
+TRANSFORMERS_FROM = {False: (4, 48), True: (5, 0)}
+
+# The releases a requirement is tried on, with any it names itself.
+_BITSANDBYTES_TRIED = ("0.37.0", "0.39.0", "0.41.3", "0.42.0", "0.43.1", "0.43.3", "0.44.1", "0.45.5", "0.46.0",
+                       "0.46.1", "0.47.0", "0.48.2", "0.49.1", "1.0.0")
+_TRANSFORMERS_TRIED = tuple(f"4.{minor}.0" for minor in range(30, 58)) + ("4.44.2", "4.47.1", "4.57.6", "5.0.0",
+                                                                          "6.0.0")
+
+# The parts of bitsandbytes those kernels serve: its layers, its functions and the package itself
+# (`bnb.matmul_4bit`); not its optimizers (bitsandbytes.optim: the 8-bit and paged ones are CUDA's),
+# its Triton kernels or its research code.
+_SERVED = re.compile(r"bitsandbytes(?:\.(?:nn|functional|autograd)(?:\..*)?|\.matmul(?:_4bit)?|\.MatmulLtState)?$")
+
+PIN_ADVICE = "pin bitsandbytes>=0.47 (its plain PyTorch kernels run on the NPU, unfused)"
+
+
+def _version(text: str):
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+
+
+def _every_allowed_from(spec: Optional[str], tried, first) -> bool:
+    """Whether every release that `spec` allows (of `tried`, and those it names) is `first` or later."""
+    from .versions import satisfies
+
+    if spec is None:
+        return False
+    named = tuple(re.findall(r"\d+(?:\.\d+){1,2}", spec))
+    allowed = [version for version in tried + named if satisfies(version, spec)]
+    return bool(allowed) and all(_version(version) >= first for version in allowed)
+
+
+@functools.lru_cache(maxsize=8)
+def runs_on_npu(bitsandbytes: Optional[str]) -> bool:
+    """Whether every bitsandbytes release the project's requirement `bitsandbytes` allows runs its
+    layers and functions on the NPU (None: no pin, which decides nothing)."""
+    return _every_allowed_from(bitsandbytes, _BITSANDBYTES_TRIED, PYTORCH_KERNELS_FROM)
+
+
+def served(name: str) -> bool:
+    """Whether the qualified `name` of bitsandbytes is one that its plain PyTorch kernels serve."""
+    return _SERVED.match(name) is not None
+
+
+def package_note(name: str, bitsandbytes: Optional[str]) -> Optional[str]:
+    """The note for a use of bitsandbytes' `name` where the project's pin runs it on the NPU; None
+    where it does not (the row stays a CUDA-only package's)."""
+    if not served(name) or not runs_on_npu(bitsandbytes):
+        return None
+    return (f"bitsandbytes{bitsandbytes}, which the project pins, runs its 4-bit and 8-bit layers and functions on "
+            "the NPU with plain PyTorch kernels (0.47 and later): it works unfused, slower than bf16 weights; its "
+            "8-bit and paged optimizers still need CUDA")
+
+
+def requirement_note(name: str, spec: Optional[str]) -> Optional[str]:
+    """The note for a requirement on bitsandbytes (`name` normalised) whose every release `spec`
+    allows runs on the NPU; None for any other."""
+    if name != "bitsandbytes" or not runs_on_npu(spec or None):
+        return None
+    return (f"bitsandbytes{spec}: every release it allows runs its 4-bit and 8-bit layers and functions on the NPU "
+            "with plain PyTorch kernels (0.47 and later), unfused; its 8-bit and paged optimizers still need CUDA")
+
+
+@functools.lru_cache(maxsize=16)
+def loading_note(bitsandbytes: Optional[str], transformers: Optional[str], eight_bit: bool = False) -> Optional[str]:
+    """The note for transformers' quantized loading (BitsAndBytesConfig, load_in_4bit; `eight_bit`:
+    load_in_8bit, or either) where the project's pins run it on the NPU; None where they do not,
+    or do not say."""
+    first = TRANSFORMERS_FROM[eight_bit]
+    if not runs_on_npu(bitsandbytes) or not _every_allowed_from(transformers, _TRANSFORMERS_TRIED, first):
+        return None
+    return (f"bitsandbytes{bitsandbytes} and transformers{transformers}, which the project pins, quantize the "
+            f"weights on the NPU with bitsandbytes' plain PyTorch kernels (bitsandbytes 0.47 and transformers "
+            f"{'.'.join(map(str, first))} on): it runs, unfused, slower than bf16 weights with LoRA where the memory "
+            "allows them")
