@@ -594,6 +594,34 @@ class TestATableOfGpusLookedUpByTheDevicesName:
         output, guards = _migrate(source)
         assert "if torch_npu.npu.is_available()" in output and guards == []
 
+    # a function of the file that normalizes the name it is given and searches the table with it,
+    # raising where none matches (open-instruct's MFU helper): the name reaches it as an argument
+    _NORMALIZER = ("import torch\nGPU_SPECS = {'a100': 312e12, 'h100': 989e12}\n\n\n"
+                   "def device_key(device_name: str) -> str:\n    normalized = device_name.lower()\n"
+                   "    for key in GPU_SPECS:\n        if key in normalized:\n            return key\n"
+                   "    raise ValueError(device_name)\n\n\n")
+
+    @pytest.mark.parametrize("caller", [
+        "def dims():\n    return device_key(torch.cuda.get_device_name(0)) if torch.cuda.is_available() else None\n",
+        "def dims(name=None):\n    if name is None and torch.cuda.is_available():\n"
+        "        name = device_key(device_name=torch.cuda.get_device_name(0))\n    return name\n",
+        "def dims():\n    if torch.cuda.is_available():\n        raw = torch.cuda.get_device_name()\n"
+        "        return device_key(raw.strip())\n",
+    ])
+    def test_a_name_handed_to_a_function_of_the_file_that_searches_keeps_the_test(self, caller):
+        output, guards = _migrate(self._NORMALIZER + caller)
+        assert "torch.cuda.is_available()" in output and "torch_npu.npu.is_available" not in output
+        assert guards and all("raises where none matches" in guard.tip for guard in guards)
+
+    @pytest.mark.parametrize("caller", [
+        # the function is given something else, or is another file's (not read here)
+        "def dims():\n    if torch.cuda.is_available():\n        return device_key(ARGS.chip)\n",
+        "def dims():\n    if torch.cuda.is_available():\n        return other.device_key(torch.cuda.get_device_name())\n",
+    ])
+    def test_a_function_given_no_device_name_or_of_another_module_is_migrated(self, caller):
+        output, guards = _migrate(self._NORMALIZER + caller)
+        assert "torch_npu.npu.is_available()" in output and guards == []
+
     def test_a_raise_after_a_loop_over_something_else_is_migrated(self):
         source = ("import torch\n\n\ndef check(shapes):\n    if not torch.cuda.is_available():\n        return\n"
                   "    name = torch.cuda.get_device_name()\n    for shape in shapes:\n        if shape[0] > 8:\n"

@@ -158,6 +158,7 @@ class _Resolver(cst.CSTVisitor):
         self.catching_tries: List[cst.Try] = []  # `try`s that catch a missing key (KeyError)
         self.fors: List[cst.For] = []
         self.next_calls: List[cst.Call] = []  # `next(generator)` without a default
+        self.calls_by_name: List[cst.Call] = []  # calls of a plain name (`normalized(name)`: maybe the file's own)
         self.fused_flags: List[cst.CSTNode] = []  # `fused=True`, `{"fused": True}`
         self.optimizers: Set[str] = set()  # the torch optimizers with a fused form the file names
         self.framework_choices: Set[str] = set()  # what cuda_only says of a framework's CUDA option
@@ -342,6 +343,8 @@ class _Resolver(cst.CSTVisitor):
         if (isinstance(node.func, cst.Name) and node.func.value == "next" and len(node.args) == 1
                 and isinstance(node.args[0].value, cst.GeneratorExp)):
             self.next_calls.append(node)
+        if isinstance(node.func, cst.Name):
+            self.calls_by_name.append(node)
 
     def visit_Try(self, node: cst.Try) -> None:
         if any(handler.type is None or {dotted_name(name) for name in nodes_within(handler.type, cst.Name)}
@@ -434,11 +437,18 @@ class _Resolver(cst.CSTVisitor):
                 for read in self.reads):
             return  # (no lookup, or the file never asks for the device's name)
         # the names that hold the device's name or a part of it (`name = get_device_name()`, `key =
-        # name.split()[-1]`), over as many steps as the file takes
+        # name.split()[-1]`, the parameter of a function of the file that is given it: `def
+        # normalized(device_name)` called as `normalized(torch.cuda.get_device_name(0))`), over as
+        # many steps as the file takes
         names: Set[str] = set()
+        given: Dict[str, List[cst.BaseExpression]] = {}  # such a parameter -> the arguments it is given
         while True:
             found = {dotted_name(target.target) for node in self.assigns if self._from_the_name(node.value, names)
                      for target in node.targets} - {None} - names
+            for parameter, argument in self._arguments_given(names):
+                given.setdefault(parameter, []).append(argument)
+                found.add(parameter)
+            found -= names
             if not found:
                 break
             names |= found
@@ -473,13 +483,32 @@ class _Resolver(cst.CSTVisitor):
                    for loop in loops for condition in loop.ifs):
                 self.cuda_only[id(call)] = GPU_NAME_SEARCH
                 readers.append((call, GPU_NAME_SEARCH))
-        self._mark_the_names_read(names, readers)
+        self._mark_the_names_read(names, readers, given)
 
-    def _mark_the_names_read(self, names: Set[str], readers: List[Tuple[cst.CSTNode, str]]) -> None:
+    def _arguments_given(self, names: Set[str]):
+        """(parameter, argument) of each call of a function of the file (by its plain name) that
+        hands it the device's name or a part of it (`_from_the_name`)."""
+        defined = {function.name.value: function for function in self.functions}
+        for call in self.calls_by_name:
+            function = defined.get(call.func.value)
+            if function is None:
+                continue
+            positional = [param.name.value for param in (*function.params.posonly_params, *function.params.params)]
+            for index, argument in enumerate(call.args):
+                if argument.star or not self._from_the_name(argument.value, names):
+                    continue
+                if argument.keyword is not None:
+                    yield argument.keyword.value, argument.value
+                elif index < len(positional) and not any(earlier.keyword or earlier.star for earlier in call.args[:index]):
+                    yield positional[index], argument.value
+
+    def _mark_the_names_read(self, names: Set[str], readers: List[Tuple[cst.CSTNode, str]],
+                             given: Dict[str, List[cst.BaseExpression]]) -> None:
         """`name = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"` read by a
         lookup or search that raises (`readers`): the test chooses the key, so it guards the lookup
         though the lookup stands after it; the device's name asked there goes with the lookup (in an
-        `if`'s branch as well), over every step from the name to the key."""
+        `if`'s branch as well), over every step from the name to the key, through the calls that
+        give a function of the file the name (`given`: parameter -> arguments)."""
         # (a variable of `names`, the function it is read in) -> the lookup or search it reaches
         what_reads: Dict[Tuple[str, int], str] = {}
         pending = [(node, what, self._function_of(node)) for node, what in readers]
@@ -496,6 +525,11 @@ class _Resolver(cst.CSTVisitor):
                                 if self._names_a_device(call):
                                     self.cuda_only.setdefault(id(call), what)
                             pending.append((assign.value, what, function))
+                    for argument in given.get(name, ()):  # (where the function is called)
+                        for call in nodes_within(argument, cst.Call):
+                            if self._names_a_device(call):
+                                self.cuda_only.setdefault(id(call), what)
+                        pending.append((argument, what, self._function_of(argument)))
 
     def _function_of(self, node: cst.CSTNode) -> int:
         """id of the function `node` stands in (0: the module's code)."""
