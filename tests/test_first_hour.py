@@ -54,7 +54,7 @@ def test_every_code_is_listed_and_explained():
 def _rows(report, source: str, api):
     if report.kind == "advice":
         return find_affinity(FileScan(ast.parse(source)), "example.py", api)
-    options = Options(api=api, third_party_apis=report.example_apis)
+    options = Options(api=api, third_party_apis=report.example_apis, **dict(report.example_pins))
     return migrate_file(Kind.PYTHON, source.encode(), "example.py", options).findings
 
 

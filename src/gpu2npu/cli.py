@@ -413,7 +413,7 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
     if ignore_codes:
         config = dataclasses.replace(config, ignore=tuple(code.strip().upper() for codes in ignore_codes
                                                           for code in codes.split(",") if code.strip()))
-    from .dependencies.pins import pinned_requirement
+    from .dependencies.pins import project_pins
     from .reading.discover import own_packages
 
     root = _project_folder(config, paths)
@@ -422,8 +422,7 @@ def check(paths, torch_version, output_format, config_file, exclude, ignore_code
 
     try:
         options = Options(api=apidata.load(version), third_party_apis=read_api_files(api_files),
-                          transformers=pinned_requirement(root, "transformers"),
-                          bitsandbytes=pinned_requirement(root, "bitsandbytes"), own_packages=own_packages(root))
+                          **project_pins(root)._asdict(), own_packages=own_packages(root))
     except ApiFileError as error:  # (the version is resolved above)
         _fail(str(error))
     try:
@@ -701,7 +700,8 @@ def explain(code):
         if report.level:
             click.echo(f"gpu2npu check: {'an error (it fails the check)' if report.level == 'error' else 'not reported'}\n")
         for number, (source, name, where) in enumerate(report.examples, 1):
-            given = "".join(f" (with -api listing {api}: {why})" for api, why in report.example_apis)
+            given = "".join(f" (with -api listing {api}: {why})" for api, why in report.example_apis) + "".join(
+                f" (in a project that pins {library}{requirement})" for library, requirement in report.example_pins)
             click.echo(f"Example {number}{given}:\n{_indent(source)}\nreported in {where}: {name}\n")
         for source in report.unchanged:
             click.echo(f"Not reported:\n{_indent(source)}")

@@ -30,7 +30,7 @@ from ..migration.engine import Engine
 from ..records.results import Status
 from ..reports import csv_reports, log as run_log
 from ..reports.console import counted
-from ..commands.request import UsageError, checked_inputs, pinned_bitsandbytes, pinned_transformers
+from ..commands.request import UsageError, checked_inputs, pinned_libraries
 from ..records.options import Options
 from ..records.project_config import NO_TABLE, ProjectConfig
 from ..reading.discover import MIGRATED_KINDS
@@ -84,8 +84,8 @@ def check_analyse_request(request: AnalyseRequest) -> Tuple[Path, Path, Options]
     if target.exists() and not request.force:
         raise UsageError(f"{target} already exists: remove it, choose another output folder, or pass --force to "
                          "replace it (it is kept until the new one is complete)")
-    return source, target, Options(api=api, third_party_apis=apis, transformers=pinned_transformers(source),
-                                   bitsandbytes=pinned_bitsandbytes(source), own_packages=own_packages(source))
+    return source, target, Options(api=api, third_party_apis=apis, **pinned_libraries(source)._asdict(),
+                                   own_packages=own_packages(source))
 
 
 def env_folder(folder: Path, source: Path) -> Path:

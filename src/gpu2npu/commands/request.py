@@ -11,7 +11,7 @@ from ..knowledge import apidata
 from .. import modes
 from ..reading.discover import inside, own_packages
 from ..reports import csv_reports, html_report, log as run_log
-from ..records.options import Options
+from ..records.options import Options, ProjectPins
 from ..records.project_config import NO_TABLE, ProjectConfig
 from ..records.usage import UsageError
 
@@ -84,22 +84,16 @@ def check_request(request: RunRequest, writes: bool = True) -> Tuple[Path, Path,
                                    custom_rules=custom_rules, modelarts=modelarts,
                                    amp_model=modes.apex_amp.settings(request, source),
                                    similar=modes.similar.settings(request, source),
-                                   third_party_apis=third_party_apis, transformers=pinned_transformers(source),
-                                   bitsandbytes=pinned_bitsandbytes(source), own_packages=own_packages(source))
+                                   third_party_apis=third_party_apis, **pinned_libraries(source)._asdict(),
+                                   own_packages=own_packages(source))
 
 
-def pinned_transformers(source: Path) -> Optional[str]:
-    """The transformers the project at `source` (a folder, or a file's folder) pins, if any."""
-    from ..dependencies.pins import pinned_requirement
+def pinned_libraries(source: Path) -> ProjectPins:
+    """What the project at `source` (a folder, or a file's folder) pins of the libraries whose
+    releases decide what runs on the NPU (transformers, bitsandbytes, accelerate)."""
+    from ..dependencies.pins import project_pins
 
-    return pinned_requirement(source if source.is_dir() else source.parent, "transformers")
-
-
-def pinned_bitsandbytes(source: Path) -> Optional[str]:
-    """The bitsandbytes the project at `source` (a folder, or a file's folder) pins, if any."""
-    from ..dependencies.pins import pinned_requirement
-
-    return pinned_requirement(source if source.is_dir() else source.parent, "bitsandbytes")
+    return project_pins(source if source.is_dir() else source.parent)
 
 
 def _check_output(request: RunRequest, source: Path) -> Path:

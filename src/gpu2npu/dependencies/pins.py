@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from ..reading.dependency_files import DOCKERFILE, dependency_format
+from ..records.options import ProjectPins
 
 
 @dataclass(frozen=True)
@@ -89,3 +90,8 @@ def pinned_requirement(root: Path, name: str) -> Optional[str]:
             if match:
                 return re.sub(r"(?<![<>=!~])=(?!=)", "==", re.sub(r"\s+", "", match.group(1)))
     return None
+
+
+def project_pins(root: Path) -> ProjectPins:
+    """What the project at `root` pins of the libraries whose releases decide what runs on the NPU."""
+    return ProjectPins(*(pinned_requirement(root, name) for name in ProjectPins._fields))

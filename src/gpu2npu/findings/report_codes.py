@@ -24,6 +24,7 @@ class ReportCode:
     level: str = ""  # what `check` makes of its rows (finding_kinds.ERROR, NOT_CHECKED); advice: nothing
     name: str = "Advice"
     example_apis: Tuple[Tuple[str, str], ...] = ()  # -api rows the examples are read with
+    example_pins: Tuple[Tuple[str, str], ...] = ()  # what the project pins where they stand (library, requirement)
 
 
 _ADVICE_FILES = "affinity_api_call.csv"
@@ -62,7 +63,7 @@ _EXAMPLES: Dict[str, Tuple[Tuple[str, str, str], ...]] = {
 
 REPORT_CODES: Dict[str, ReportCode] = {
     code: ReportCode(code, "report", kind.title, kind.description, kind.examples, kind.unchanged, kind.level, kind.name,
-                     kind.example_apis)
+                     kind.example_apis, kind.example_pins)
     for code, kind in KINDS.items()}
 for _code, _summary in ADVICE.items():
     REPORT_CODES[_code] = ReportCode(

@@ -37,7 +37,6 @@ from ..rules.batch import run_batch
 from ..rules.cuda_implementations import cuda_implementations
 from ..rules.custom import apply_custom_rules
 from ..rules.names import ImportAliases, top_level_statements
-from ..knowledge.bitsandbytes_devices import loading_note
 from ..knowledge.tips import CUDA_ONLY_PACKAGES, TRANSFORMERS_ATTENTION_VALUES
 
 # When Python's `ast` cannot read a file (newer syntax, broken code), a file containing none of
@@ -92,9 +91,7 @@ def _migrate_and_advise(data: bytes, path: str, options: Options, rules: Sequenc
         # and so do the CUDA questions the rules leave (torch.version.cuda, torch.compile, ...)
         advice = _unanswered((advice_for_source(data, path, options.api, file_scan) if options.advice else [])
                              + hazards_for_source(data, file_scan, path, options.api, options.similar,
-                                                  path in options.npu_backend_files,
-                                                  functools.partial(loading_note, options.bitsandbytes,
-                                                                    options.transformers)),
+                                                  path in options.npu_backend_files, options.pins),
                              result.changes)
         if options.third_party_apis and file_scan is not None:
             from ..findings.affected_apis import affected_calls

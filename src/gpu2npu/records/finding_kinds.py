@@ -38,6 +38,8 @@ class FindingKind:
     unchanged: Tuple[str, ...] = ()
     # the affected library APIs (-api: API, why) the examples are checked with
     example_apis: Tuple[Tuple[str, str], ...] = ()
+    # what the project pins where the examples stand (records.options.ProjectPins: library, requirement)
+    example_pins: Tuple[Tuple[str, str], ...] = ()
 
     @property
     def description(self) -> str:
@@ -254,6 +256,24 @@ LIBRARY_DEVICE = _kind(
     ("from torchcodec.decoders import VideoDecoder\ndecoder = VideoDecoder(data)\n",
      "from torchcodec.decoders import VideoDecoder\ndecoder = VideoDecoder(data, device=\"cpu\")\n",
      "import torch\nfrom torchvision.io import decode_jpeg\nimage = decode_jpeg(data).to(\"cuda\")\n"),
+)
+
+AUTO_DEVICE_MAP = _kind(
+    "NPU935", "AutoDeviceMap", "device_map=\"auto\" where the project pins an accelerate that counts no NPU", ERROR,
+    "accelerate splits a model over the devices it counts for device_map=\"auto\" (\"balanced\", "
+    "\"balanced_low_0\", \"sequential\"; transformers' from_pretrained asks it). Before 0.26 it counts CUDA and XPU "
+    "devices only: on an Ascend machine every layer is loaded onto the CPU, and the program trains or generates "
+    "there without an error. A project that pins such a release has the row; one that pins none gets a release "
+    "that counts NPUs.",
+    "pin accelerate>=0.26, or give the device itself (device_map={\"\": \"npu:0\"}).",
+    (("from transformers import AutoModelForCausalLM\n"
+      "model = AutoModelForCausalLM.from_pretrained(name, device_map=\"auto\")\n", 'device_map="auto"', UNSUPPORTED_CSV),
+     ("def load_pretrained_model(path, device_map=\"auto\", device=\"cuda\"):\n    return path, device_map, device\n",
+      'device_map="auto"', UNSUPPORTED_CSV)),
+    ("from transformers import AutoModelForCausalLM\n"
+     "model = AutoModelForCausalLM.from_pretrained(name, device_map={\"\": 0})\n",
+     "from transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained(name)\n"),
+    example_pins=(("accelerate", "==0.21.0"),),
 )
 
 QUANTIZATION = _kind(

@@ -7,7 +7,7 @@ pass options without importing libcst: a re-run served by the cache never needs 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, FrozenSet, Optional, Tuple, Union
+from typing import TYPE_CHECKING, FrozenSet, NamedTuple, Optional, Tuple, Union
 
 if TYPE_CHECKING:
     from ..knowledge.apidata import ApiData
@@ -33,6 +33,15 @@ class SpecifyDeviceSettings:
 
     # Files that start a program (`if __name__ == "__main__":`): the device is set there, once.
     entry_files: FrozenSet[str] = frozenset()
+
+
+class ProjectPins(NamedTuple):
+    """The requirements the project pins on the libraries whose releases decide what runs on the
+    NPU (the version clauses as written, ">=4.51,<4.54"; None: none found)."""
+
+    transformers: Optional[str] = None
+    bitsandbytes: Optional[str] = None
+    accelerate: Optional[str] = None
 
 
 @dataclass
@@ -61,6 +70,9 @@ class Options:
     # bitsandbytes' layers and transformers' quantized loading run on the NPU (0.47 and later:
     # knowledge.bitsandbytes_devices).
     bitsandbytes: Optional[str] = None
+    # The accelerate requirement the project pins (None: none found): before 0.26 its
+    # device_map="auto" counts no NPU (knowledge.accelerate_devices).
+    accelerate: Optional[str] = None
     # The CUDA-only packages (top-level names) that are the project's own modules: run from the
     # project, its imports of them load its own code, which is migrated here, not the CUDA
     # package (migrating liger_kernel or flash-attn itself).  No row calls them CUDA-only and no
@@ -133,6 +145,10 @@ class Options:
         project's: those of the root (and src/), and those beside it in a folder of scripts."""
         folder = path.rsplit("/", 1)[0] if "/" in path else None
         return self.project_modules | next((names for where, names in self.modules_beside if where == folder), frozenset())
+
+    @property
+    def pins(self) -> ProjectPins:
+        return ProjectPins(self.transformers, self.bitsandbytes, self.accelerate)
 
     def own_packages_of(self, path: str) -> FrozenSet[str]:
         """The CUDA-only packages that the file at `path` (as Entry.relative writes it) loads

@@ -23,13 +23,14 @@ line numbers are the input's.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Callable, List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from ...knowledge.apidata import ApiData
 from ...records.change import Finding
-from . import (compiler, cuda_handles, framework_options, fused_optimizers, gpu_identity, gpu_kernels, library_devices,
-               lightning_accelerator, local_torch_cuda, npu_dtypes, nvidia_tools, package_probes, profiler, quantization,
-               ray_gpus, tf32, torch_refusal)
+from ...records.options import ProjectPins
+from . import (auto_device_map, compiler, cuda_handles, framework_options, fused_optimizers, gpu_identity, gpu_kernels,
+               library_devices, lightning_accelerator, local_torch_cuda, npu_dtypes, nvidia_tools, package_probes,
+               profiler, quantization, ray_gpus, tf32, torch_refusal)
 from .compiler import compile_tip
 from .view import FileView
 
@@ -40,7 +41,7 @@ __all__ = ["DETECTORS", "compile_tip", "hazards_for_source", "might_have_hazard"
 
 DETECTORS = (local_torch_cuda, profiler, gpu_identity, compiler, cuda_handles, tf32, gpu_kernels, fused_optimizers,
              ray_gpus, package_probes, quantization, nvidia_tools, framework_options, lightning_accelerator, npu_dtypes,
-             torch_refusal, library_devices)
+             torch_refusal, library_devices, auto_device_map)
 
 TRIGGERS: Tuple[bytes, ...] = tuple(dict.fromkeys(word for detector in DETECTORS for word in detector.TRIGGERS))
 
@@ -74,15 +75,15 @@ def _active(data: bytes, file_scan: "FileScan"):
 
 def hazards_for_source(data: bytes, file_scan: Optional["FileScan"], path: str, api: ApiData,
                        similar: bool = False, npu_backend: bool = False,
-                       quantized_loading_note: Callable[[bool], Optional[str]] = lambda eight_bit: None) -> List[Finding]:
+                       pins: ProjectPins = ProjectPins()) -> List[Finding]:
     """The rows for one parsed file ([] when nothing in its bytes can be one), from its scan
     (None: the file could not be parsed); `similar`: a -sim run; `npu_backend`: the file is part
-    of the project's own NPU backend (reading.discover.npu_backend_files); `quantized_loading_note`:
-    see FileView."""
+    of the project's own NPU backend (reading.discover.npu_backend_files); `pins`: what the project
+    pins of the libraries whose releases decide what runs on the NPU."""
     if file_scan is None or not (might_have_hazard(data) or local_torch_cuda.might_be_in(data, file_scan)):
         return []
     try:
-        view = FileView(file_scan, path, api, similar, npu_backend, quantized_loading_note)
+        view = FileView(file_scan, path, api, similar, npu_backend, pins)
         return sorted(set(_walk(view, file_scan, list(_active(data, file_scan)))))
     except RecursionError:
         return []

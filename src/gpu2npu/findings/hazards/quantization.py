@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ...knowledge.bitsandbytes_devices import loading_note
 from ...records.change import Report
 from ...records.finding_kinds import LEFT_ON_PURPOSE, QUANTIZATION
 from ...reading.scan.reading import last_name
@@ -56,7 +57,8 @@ class Detector:
     def _add(self, node: ast.AST, api_name: str, tip: str, eight_bit: bool) -> None:
         """The row of a front door: a note where the project's pins run transformers' loading on the
         NPU (Lightning's precision is not known to)."""
-        note = self.view.quantized_loading_note(eight_bit) if tip == QUANTIZED_LOADING_TIP else None
+        pins = self.view.pins
+        note = loading_note(pins.bitsandbytes, pins.transformers, eight_bit) if tip == QUANTIZED_LOADING_TIP else None
         if note is not None:
             self.view.add(node, LEFT_ON_PURPOSE.code, Report.NOTE, api_name, note)
         else:

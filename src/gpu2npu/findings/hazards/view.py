@@ -3,11 +3,12 @@ where a row is added.  Built once per file and handed to each detector."""
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set
+from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 from ...knowledge.apidata import ApiData
 from ...reading.package_tests import PackageTests
 from ...records.change import Finding, Report
+from ...records.options import ProjectPins
 
 if TYPE_CHECKING:
     from ...reading.scan import FileScan
@@ -15,11 +16,10 @@ if TYPE_CHECKING:
 
 class FileView:
     def __init__(self, file_scan: "FileScan", path: str, api: ApiData, similar: bool, npu_backend: bool = False,
-                 quantized_loading_note: Callable[[bool], Optional[str]] = lambda eight_bit: None) -> None:
+                 pins: ProjectPins = ProjectPins()) -> None:
         self.path = path
-        # where the project's pins run transformers' bitsandbytes loading on the NPU (4-bit, or with
-        # `eight_bit` 8-bit too): the note its rows get (knowledge.bitsandbytes_devices.loading_note)
-        self.quantized_loading_note = quantized_loading_note
+        # what the project pins of the libraries whose releases decide what runs on the NPU
+        self.pins = pins
         self.npu_backend = npu_backend  # a file of the project's own NPU backend (its Triton is Triton-Ascend)
         self.api = api
         # -sim answers torch.cuda.get_device_properties(...).major/.minor (ascend_function)
