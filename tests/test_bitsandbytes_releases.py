@@ -1,7 +1,8 @@
-"""bitsandbytes runs on an NPU from 0.47 on (plain PyTorch kernels for its layers and functions),
-through transformers from 4.45 on: where the project's pins allow only such releases, its uses are
-notes, not CUDA-only rows; its 8-bit and paged optimizers stay CUDA's; where the pins allow older
-releases (or there is none), the rows stay and say what to pin."""
+"""bitsandbytes runs on an NPU from 0.47 on (plain PyTorch kernels for its layers and functions;
+it needs torch 2.2, 0.48 on torch 2.3), through transformers from 4.48 on (8-bit: 5.0): where the
+project's pins allow only such releases and the chosen torch installs one, its uses are notes, not
+CUDA-only rows; its 8-bit and paged optimizers stay CUDA's; where the pins allow older releases
+(or there is none), the rows stay and say what to pin."""
 import json
 
 import pytest
@@ -19,7 +20,17 @@ from helpers import console_script
     (None, False), ("", False),
 ])
 def test_the_releases_a_pin_allows(spec, expected):
-    assert runs_on_npu(spec or None) is expected
+    assert runs_on_npu(spec or None, "2.6.0") is expected
+
+
+@pytest.mark.parametrize("spec, torch, expected", [
+    ("==0.47.0", "2.2.0", True), ("==0.47.0", "2.1.0", False), ("==0.48.0", "2.2.0", False),
+    ("==0.48.0", "2.3.1", True), (">=0.47", "2.2.0", True), (">=0.48", "2.1.0", False),
+])
+def test_a_release_the_chosen_torch_cannot_install_beside_runs_nothing(spec, torch, expected):
+    # (bitsandbytes 0.47 asks for torch>=2.2, 0.48 and later for torch>=2.3: with the release's
+    # torch pinned, pip installs none of them)
+    assert runs_on_npu(spec, torch) is expected
 
 
 @pytest.mark.parametrize("name, expected", [
@@ -31,8 +42,8 @@ def test_the_releases_a_pin_allows(spec, expected):
 ])
 def test_the_parts_its_pytorch_kernels_serve(name, expected):
     assert served(name) is expected
-    assert (package_note(name, "==0.49.1") is not None) is expected
-    assert package_note(name, ">=0.45") is None
+    assert (package_note(name, "==0.49.1", "2.6.0") is not None) is expected
+    assert package_note(name, ">=0.45", "2.6.0") is None
 
 
 @pytest.mark.parametrize("transformers, four_bit, eight_bit", [
@@ -43,15 +54,15 @@ def test_the_parts_its_pytorch_kernels_serve(name, expected):
     ("==4.44.2", False, False), ("==4.46.0", False, False), (">=4.40", False, False), (None, False, False),
 ])
 def test_transformers_loading_needs_both_pins(transformers, four_bit, eight_bit):
-    assert (loading_note("==0.47.0", transformers) is not None) is four_bit
-    assert (loading_note("==0.47.0", transformers, eight_bit=True) is not None) is eight_bit
-    assert loading_note(">=0.45", transformers) is None
+    assert (loading_note("==0.47.0", transformers, "2.6.0") is not None) is four_bit
+    assert (loading_note("==0.47.0", transformers, "2.6.0", eight_bit=True) is not None) is eight_bit
+    assert loading_note(">=0.45", transformers, "2.6.0") is None
 
 
 def test_only_bitsandbytes_requirements_get_the_note():
-    assert requirement_note("bitsandbytes", "==0.48.0") is not None
-    assert requirement_note("bitsandbytes", ">=0.44") is None
-    assert requirement_note("apex", "==0.47.0") is None
+    assert requirement_note("bitsandbytes", "==0.48.0", "2.6.0") is not None
+    assert requirement_note("bitsandbytes", ">=0.44", "2.6.0") is None
+    assert requirement_note("apex", "==0.47.0", "2.6.0") is None
 
 
 SOURCE = """import torch
@@ -76,20 +87,20 @@ def _project(tmp_path, requirements: str):
     return project
 
 
-def _check(project):
-    result = console_script("check", str(project), "-v", "2.1.0", "--format", "json")
+def _check(project, version="2.6.0"):
+    result = console_script("check", str(project), "-v", version, "--format", "json")
     findings = json.loads(result.stdout)["findings"]
     return result.returncode, {(f["path"].rsplit("/", 1)[-1], f["start_line"], f["rule"]) for f in findings}
 
 
 class TestThroughTheConsoleScript:
     def test_pins_that_run_it_leave_only_the_optimizer(self, tmp_path):
-        project = _project(tmp_path, "torch==2.1.0\ntransformers==4.48.0\nbitsandbytes==0.47.0\n")
+        project = _project(tmp_path, "torch==2.6.0\ntransformers==4.48.0\nbitsandbytes==0.47.0\n")
         status, found = _check(project)
         assert status == 1
         assert found == {("train.py", 11, "NPU916")}, found  # the paged 8-bit optimizer alone
         out = tmp_path / "out"
-        result = console_script("-i", str(project), "-o", str(out), "-v", "2.1.0")
+        result = console_script("-i", str(project), "-o", str(out), "-v", "2.6.0")
         assert result.returncode == 0, result.stderr
         migrated = out / "project_msft"
         assert "bitsandbytes==0.47.0" in (migrated / "requirements.txt").read_text()  # kept: it runs there
@@ -101,20 +112,21 @@ class TestThroughTheConsoleScript:
         assert "[INFO] requirements.txt line: 3" in log and "[WARNING] requirements.txt line: 3" not in log
 
     @pytest.mark.parametrize("requirements", [
-        "torch==2.1.0\ntransformers==4.46.0\nbitsandbytes>=0.45\n",  # some release it allows has no NPU kernels
-        "torch==2.1.0\ntransformers==4.44.2\nbitsandbytes==0.47.0\n",  # its transformers needs CUDA to quantize
-        "torch==2.1.0\ntransformers==4.46.0\nbitsandbytes==0.47.0\n",  # and this one loads onto the CPU
-        "torch==2.1.0\n",  # nothing pinned
+        "torch==2.6.0\ntransformers==4.46.0\nbitsandbytes>=0.45\n",  # some release it allows has no NPU kernels
+        "torch==2.6.0\ntransformers==4.44.2\nbitsandbytes==0.47.0\n",  # its transformers needs CUDA to quantize
+        "torch==2.6.0\ntransformers==4.46.0\nbitsandbytes==0.47.0\n",  # and this one loads onto the CPU
+        "torch==2.6.0\n",  # nothing pinned
+        "torch==2.1.0\ntransformers==4.48.0\nbitsandbytes==0.47.0\n",  # torch 2.1 installs no such bitsandbytes
     ])
     def test_other_pins_keep_the_rows_and_say_what_to_pin(self, tmp_path, requirements):
         project = _project(tmp_path, requirements)
-        status, found = _check(project)
+        status, found = _check(project, version="2.1.0" if "torch==2.1.0" in requirements else "2.6.0")
         assert status == 1
         codes = {(line, code) for _, line, code in found}
         assert {(6, "NPU912"), (8, "NPU912"), (11, "NPU916")} <= codes, found
         result = console_script("check", str(project), "-v", "2.1.0")
         assert "pin bitsandbytes>=0.47" in result.stdout
-        if "bitsandbytes>=0.45" in requirements or "transformers" not in requirements:
+        if "bitsandbytes>=0.45" in requirements or "transformers" not in requirements or "2.1.0" in requirements:
             assert {(2, "NPU916"), (9, "NPU916")} <= codes  # the layers have CUDA kernels only
         else:
             assert (2, "NPU916") not in codes  # the package itself runs; its transformers does not

@@ -285,7 +285,8 @@ def _cuda_only(requirement: Requirement, rule: PackageRule, context: Context) ->
     if rule.action == "report":
         return Decision(rule=CUDA_ONLY_RULE, report=(Report.UNSUPPORTED, shown, rule.why))
     # (a release range whose every release runs on the NPU after all stays where a file uses it)
-    note = requirement_note(normalise(requirement.name), requirement.spec) if requirement.name else None
+    note = (requirement_note(normalise(requirement.name), requirement.spec, context.api.torch_version)
+            if requirement.name else None)
     users = context.importers(rule.imports) if context.importers is not None else None
     if note is not None and users is None:
         return Decision(rule=LEFT_ON_PURPOSE.code, report=(Report.NOTE, shown, note))

@@ -128,7 +128,8 @@ class CudaLeftovers(DocstringTracker, ClassHooks, cst.CSTVisitor):
         if report == Report.UNSUPPORTED and kind in _PACKAGE_ROWS:
             package = cuda_only_package(api_name.split(" ")[0])
             note = ascend_backend_note(package, self.api) or (
-                package_note(api_name.split(" ")[0], self.context.options.bitsandbytes) if package == "bitsandbytes"
+                package_note(api_name.split(" ")[0], self.context.options.bitsandbytes, self.api.torch_version)
+                if package == "bitsandbytes"
                 else None)
             if note is not None:
                 kind, report, tip = LEFT_ON_PURPOSE, Report.NOTE, note

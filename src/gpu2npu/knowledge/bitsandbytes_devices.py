@@ -5,7 +5,8 @@ Read off the released wheels: bitsandbytes lists "npu" among its `supported_torc
 0.46.0, and registers plain PyTorch implementations ("default" kernels, for any device it has no
 kernels of its own for) of its int8 operators from 0.46.0, of its 4-bit and blockwise
 quantization from 0.47.0 and of its 32-bit optimizer step from 0.48.0.  Its 8-bit and paged
-optimizers have CUDA (and XPU) kernels only, in every release up to 0.49.1.  transformers checks a
+optimizers have CUDA (and XPU) kernels only, in every release up to 0.49.1.  Those releases need
+torch 2.2 (0.47) or 2.3 (0.48 on): with an older torch, pip installs none.  transformers checks a
 bitsandbytes of that kind against the devices it supports from 4.45.0 on (4.44 and earlier raise
 "No GPU found" without CUDA before loading anything), and loads a 4-bit model given no device_map
 onto the NPU from 4.48.0 on, an 8-bit one from 5.0.0 on (before, onto the CPU, where it would
@@ -19,6 +20,8 @@ from typing import Optional
 
 # The first bitsandbytes whose 4-bit and 8-bit layers and functions all have plain PyTorch kernels.
 PYTORCH_KERNELS_FROM = (0, 47)
+# The torch each release from there needs (its Requires-Dist): (release from, torch from), newest first.
+_TORCH_NEEDED = (((0, 48), (2, 3)), ((0, 47), (2, 2)))
 # The first transformers that quantizes with such a bitsandbytes onto the NPU: 4-bit, 8-bit.
 TRANSFORMERS_FROM = {False: (4, 48), True: (5, 0)}
 
@@ -33,29 +36,40 @@ _TRANSFORMERS_TRIED = tuple(f"4.{minor}.0" for minor in range(30, 58)) + ("4.44.
 # its Triton kernels or its research code.
 _SERVED = re.compile(r"bitsandbytes(?:\.(?:nn|functional|autograd)(?:\..*)?|\.matmul(?:_4bit)?|\.MatmulLtState)?$")
 
-PIN_ADVICE = "pin bitsandbytes>=0.47 (its plain PyTorch kernels run on the NPU, unfused)"
 
 
 def _version(text: str):
     return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
 
-def _every_allowed_from(spec: Optional[str], tried, first) -> bool:
-    """Whether every release that `spec` allows (of `tried`, and those it names) is `first` or later."""
+def _allowed(spec: Optional[str], tried) -> list:
+    """The releases that `spec` allows, of `tried` and those it names (none without a spec)."""
     from .versions import satisfies
 
-    if spec is None:
-        return False
+    if not spec:
+        return []
     named = tuple(re.findall(r"\d+(?:\.\d+){1,2}", spec))
-    allowed = [version for version in tried + named if satisfies(version, spec)]
+    return [version for version in tried + named if satisfies(version, spec)]
+
+
+def _every_allowed_from(spec: Optional[str], tried, first) -> bool:
+    """Whether every release that `spec` allows (of `tried`, and those it names) is `first` or later."""
+    allowed = _allowed(spec, tried)
     return bool(allowed) and all(_version(version) >= first for version in allowed)
 
 
+def _installs_with(release: str, torch_version: str) -> bool:
+    number = _version(release)
+    return next((_version(torch_version)[:2] >= torch for since, torch in _TORCH_NEEDED if number >= since), True)
+
+
 @functools.lru_cache(maxsize=8)
-def runs_on_npu(bitsandbytes: Optional[str]) -> bool:
+def runs_on_npu(bitsandbytes: Optional[str], torch_version: str) -> bool:
     """Whether every bitsandbytes release the project's requirement `bitsandbytes` allows runs its
-    layers and functions on the NPU (None: no pin, which decides nothing)."""
-    return _every_allowed_from(bitsandbytes, _BITSANDBYTES_TRIED, PYTORCH_KERNELS_FROM)
+    layers and functions on the NPU, and one of them installs beside torch `torch_version` (None:
+    no pin, which decides nothing)."""
+    return (_every_allowed_from(bitsandbytes, _BITSANDBYTES_TRIED, PYTORCH_KERNELS_FROM)
+            and any(_installs_with(release, torch_version) for release in _allowed(bitsandbytes, _BITSANDBYTES_TRIED)))
 
 
 def served(name: str) -> bool:
@@ -63,32 +77,33 @@ def served(name: str) -> bool:
     return _SERVED.match(name) is not None
 
 
-def package_note(name: str, bitsandbytes: Optional[str]) -> Optional[str]:
-    """The note for a use of bitsandbytes' `name` where the project's pin runs it on the NPU; None
-    where it does not (the row stays a CUDA-only package's)."""
-    if not served(name) or not runs_on_npu(bitsandbytes):
+def package_note(name: str, bitsandbytes: Optional[str], torch_version: str) -> Optional[str]:
+    """The note for a use of bitsandbytes' `name` where the project's pin runs it on the NPU beside
+    torch `torch_version`; None where it does not (the row stays a CUDA-only package's)."""
+    if not served(name) or not runs_on_npu(bitsandbytes, torch_version):
         return None
     return (f"bitsandbytes{bitsandbytes}, which the project pins, runs its 4-bit and 8-bit layers and functions on "
             "the NPU with plain PyTorch kernels (0.47 and later): it works unfused, slower than bf16 weights; its "
             "8-bit and paged optimizers still need CUDA")
 
 
-def requirement_note(name: str, spec: Optional[str]) -> Optional[str]:
+def requirement_note(name: str, spec: Optional[str], torch_version: str) -> Optional[str]:
     """The note for a requirement on bitsandbytes (`name` normalised) whose every release `spec`
-    allows runs on the NPU; None for any other."""
-    if name != "bitsandbytes" or not runs_on_npu(spec or None):
+    allows runs on the NPU (beside torch `torch_version`); None for any other."""
+    if name != "bitsandbytes" or not runs_on_npu(spec or None, torch_version):
         return None
     return (f"bitsandbytes{spec}: every release it allows runs its 4-bit and 8-bit layers and functions on the NPU "
             "with plain PyTorch kernels (0.47 and later), unfused; its 8-bit and paged optimizers still need CUDA")
 
 
 @functools.lru_cache(maxsize=16)
-def loading_note(bitsandbytes: Optional[str], transformers: Optional[str], eight_bit: bool = False) -> Optional[str]:
+def loading_note(bitsandbytes: Optional[str], transformers: Optional[str], torch_version: str,
+                 eight_bit: bool = False) -> Optional[str]:
     """The note for transformers' quantized loading (BitsAndBytesConfig, load_in_4bit; `eight_bit`:
-    load_in_8bit, or either) where the project's pins run it on the NPU; None where they do not,
-    or do not say."""
+    load_in_8bit, or either) where the project's pins run it on the NPU beside torch
+    `torch_version`; None where they do not, or do not say."""
     first = TRANSFORMERS_FROM[eight_bit]
-    if not runs_on_npu(bitsandbytes) or not _every_allowed_from(transformers, _TRANSFORMERS_TRIED, first):
+    if not runs_on_npu(bitsandbytes, torch_version) or not _every_allowed_from(transformers, _TRANSFORMERS_TRIED, first):
         return None
     return (f"bitsandbytes{bitsandbytes} and transformers{transformers}, which the project pins, quantize the "
             f"weights on the NPU with bitsandbytes' plain PyTorch kernels (bitsandbytes 0.47 and transformers "

@@ -155,13 +155,13 @@ TIPS = {
     "input_layout='TND' and actual_seq_qlen/actual_seq_kvlen (the cumulative lengths), or pad the batch",
     "xformers": "use torch.nn.functional.scaled_dot_product_attention or torch_npu.npu_fusion_attention",
     "bitsandbytes.nn": "4/8-bit quantized layers with CUDA kernels only before bitsandbytes 0.47: pin "
-    "bitsandbytes>=0.47 (its plain PyTorch kernels run them on the NPU, unfused), or fine-tune a bf16 base model "
+    "bitsandbytes>=0.47 (with torch 2.2 or later; its plain PyTorch kernels run them on the NPU, unfused), or fine-tune a bf16 base model "
     "(LoRA without load_in_4bit / BitsAndBytesConfig)",
     "bitsandbytes.optim": "a file that uses only bitsandbytes' Adam, AdamW, SGD, RMSprop or Adagrad optimizers is "
     "migrated to torch optimizers (ascend_bitsandbytes); for the others use the torch optimizer of the same algorithm "
     "(32-bit states: more optimizer memory)",
-    "bitsandbytes": "quantization kernels for CUDA only before bitsandbytes 0.47: pin bitsandbytes>=0.47 (its plain "
-    "PyTorch kernels run its layers and functions on the NPU, unfused; its 8-bit and paged optimizers still need "
+    "bitsandbytes": "quantization kernels for CUDA only before bitsandbytes 0.47: pin bitsandbytes>=0.47 (with torch "
+    "2.2 or later; its plain PyTorch kernels run its layers and functions on the NPU, unfused; its 8-bit and paged optimizers still need "
     "CUDA), or keep the weights in bf16",
     "liger_kernel.transformers.apply_liger_kernel_to_": "drop the call (the model's own torch code runs on the "
     "NPU); for speed, torch_npu.npu_rms_norm, npu_swiglu and npu_rotary_mul replace its RMSNorm, SwiGLU MLP and "

@@ -12,8 +12,8 @@ from .view import FileView
 
 QUANTIZED_LOADING_TIP = (
     "4/8-bit loading quantizes the weights with bitsandbytes' kernels, CUDA's only before bitsandbytes 0.47: pin "
-    "bitsandbytes>=0.47 and transformers>=4.48 (5.0 for 8-bit: bitsandbytes' plain PyTorch kernels then run on the "
-    "NPU, unfused), "
+    "bitsandbytes>=0.47 and transformers>=4.48 (5.0 for 8-bit; bitsandbytes 0.47 needs torch 2.2: its plain PyTorch "
+    "kernels then run on the NPU, unfused), "
     "or load the model in bfloat16 (torch_dtype=torch.bfloat16) and fine-tune it with LoRA without "
     "quantization (more device memory: about 2 bytes per weight instead of 0.5-1)")
 _LIGHTNING_TIP = ("Lightning's bitsandbytes precision quantizes the linear layers with CUDA kernels: use "
@@ -58,7 +58,8 @@ class Detector:
         """The row of a front door: a note where the project's pins run transformers' loading on the
         NPU (Lightning's precision is not known to)."""
         pins = self.view.pins
-        note = loading_note(pins.bitsandbytes, pins.transformers, eight_bit) if tip == QUANTIZED_LOADING_TIP else None
+        note = (loading_note(pins.bitsandbytes, pins.transformers, self.view.api.torch_version, eight_bit)
+                if tip == QUANTIZED_LOADING_TIP else None)
         if note is not None:
             self.view.add(node, LEFT_ON_PURPOSE.code, Report.NOTE, api_name, note)
         else:
