@@ -613,6 +613,17 @@ class TestATableOfGpusLookedUpByTheDevicesName:
         assert "torch.cuda.is_available()" in output and "torch_npu.npu.is_available" not in output
         assert guards and all("raises where none matches" in guard.tip for guard in guards)
 
+    def test_in_a_long_file_migrated_through_its_relevant_statements_too(self):
+        # (a file of 200 lines or more is migrated through the statements that matter: the
+        # function that searches is one of them, though it names no CUDA)
+        padding = "".join(f"def helper_{number}(x):\n    return x + {number}\n\n\n" for number in range(120))
+        caller = "def dims():\n    return device_key(torch.cuda.get_device_name(0)) if torch.cuda.is_available() else None\n"
+        output, guards = _migrate(self._NORMALIZER.replace("\n\n\ndef device_key", "\n\n\n" + padding + "def device_key")
+                                  + caller)
+        assert len(output.splitlines()) > 400
+        assert "torch.cuda.is_available()" in output and "torch_npu.npu.is_available" not in output
+        assert guards and all("raises where none matches" in guard.tip for guard in guards)
+
     @pytest.mark.parametrize("caller", [
         # the function is given something else, or is another file's (not read here)
         "def dims():\n    if torch.cuda.is_available():\n        return device_key(ARGS.chip)\n",

@@ -27,6 +27,7 @@ from ..records.change import Change, Finding, Operation
 from ..reading.file_facts import FactsOfScan
 from ..reading.kernel_launchers import launcher_names, module_name
 from ..reading.linemap import LineMap, source_lines
+from ..reading.scan.reading import last_name
 from ..records.results import FileResult, Status
 from ..rules import positions
 from ..rules import (REROUTING_RULES, COMMON_RULES, SINGLE_CARD_RULES, Bf16CapabilityGateToNpu, Bf16ReadinessWithoutCudaVersion, FileContext, Options, Rule,
@@ -242,13 +243,26 @@ def _relevant_lines(file_scan: "scan.FileScan", facts: FactsOfScan, options: Opt
     launcher of one, the file's or the project's: a test around such a call may ask a question
     of the file (`if _fused_ok(p): scale(p)`) whose own device test answers for CUDA only where
     the question is seen asked (device_guards), though no word of CUDA is on the test's line."""
-    lines = file_scan.relevant_lines()
+    lines = set(file_scan.relevant_lines()) | _searchers_of_the_device_name(file_scan)
     launchers = (facts.kernel_launchers or {}).keys() | launcher_names(options.kernel_launchers)
     if not launchers:
-        return lines
+        return sorted(lines)
     named = {node.lineno for node in file_scan.groups.get(ast.Name, ()) if node.id in launchers}
     named.update(node.lineno for node in file_scan.groups.get(ast.Attribute, ()) if node.attr in launchers)
-    return sorted(set(lines) | named)
+    return sorted(lines | named)
+
+
+def _searchers_of_the_device_name(file_scan: "scan.FileScan") -> Set[int]:
+    """The first lines of the file's functions that a call hands the device's name
+    (`normalized(torch.cuda.get_device_name(0))`): the device test around the call answers for what
+    the function does with it (a search of a table of NVIDIA GPUs: device_guards), so a cut file
+    keeps the function."""
+    handed = {call.func.id for call in file_scan.calls if call.func.__class__ is ast.Name and any(
+        inner.__class__ is ast.Call and last_name(inner.func) == "get_device_name"
+        for argument in (*call.args, *(keyword.value for keyword in call.keywords)) for inner in ast.walk(argument))}
+    if not handed:
+        return set()
+    return {node.lineno for node in file_scan.nodes_of_class(ast.FunctionDef, ast.AsyncFunctionDef) if node.name in handed}
 
 
 def _in_original_lines(result: FileResult, reduction: "partial.Reduction"):
