@@ -169,3 +169,55 @@ class TestTrainerSettingsInConfigs:
                                            "args = TrainingArguments(output_dir='o', optim='paged_adamw_8bit')\n")
         found = run_cli("check", "-v", "2.1.0", "--no-cache", str(tmp_path)).output
         assert [line.split()[1] for line in found.splitlines() if "paged_adamw_8bit" in line] == ["NPU910", "NPU910"]
+
+
+def _migrate_script(tmp_path, script: str):
+    """(output, changes, findings) of `script` as train.sh, with the options of a -v 2.1.0 run."""
+    from gpu2npu.knowledge import apidata
+    from gpu2npu.records.options import Options
+
+    result = migrate_script(script.encode(), "train.sh", options=Options(api=apidata.load("2.1.0")))
+    output = result.output.decode() if result.output is not None else script
+    return output, result.changes, result.findings
+
+
+class TestPythonRunFromAScript:
+    """`python -c CODE` in a launch script runs Python: its torch.cuda calls whose NPU answer
+    means the same to the script (a count, a yes or no) are migrated as a Python file's, with
+    torch_npu imported first in the code; other calls are reported, not edited."""
+
+    @pytest.mark.parametrize("script, expected", [
+        ("GPUS=$(python -c 'import torch; print(torch.cuda.device_count())')\n",
+         "GPUS=$(python -c 'import torch_npu; import torch; print(torch_npu.npu.device_count())')\n"),
+        ('N=`python3 -c "import torch; print(torch.cuda.device_count())"`\n',
+         'N=`python3 -c "import torch_npu; import torch; print(torch_npu.npu.device_count())"`\n'),
+        ("/usr/bin/python3.10 -u -c 'import torch; assert torch.cuda.is_available()' && torchrun train.py\n",
+         "/usr/bin/python3.10 -u -c 'import torch_npu; import torch; assert torch_npu.npu.is_available()' && "
+         "torchrun train.py\n"),
+        # (torch_npu imported already: not again)
+        ("python -c 'import torch, torch_npu; print(torch.cuda.device_count())'\n",
+         "python -c 'import torch, torch_npu; print(torch_npu.npu.device_count())'\n"),
+    ])
+    def test_the_code_is_migrated(self, tmp_path, script, expected):
+        output, changes, _ = _migrate_script(tmp_path, script)
+        assert output == expected
+        assert changes and all(change.rule == "NPU508" for change in changes)
+
+    @pytest.mark.parametrize("script, reported", [
+        # an answer the script may read otherwise (None on the NPU), a name the release lacks
+        ("CAP=$(python -c 'import torch; print(torch.cuda.get_device_capability())')\n", "torch.cuda.get_device_capability"),
+        ("python -c 'import torch; print(torch.cuda.get_arch_list())'\n", "torch.cuda.get_arch_list"),
+    ])
+    def test_other_calls_are_reported_and_left(self, tmp_path, script, reported):
+        output, changes, findings = _migrate_script(tmp_path, script)
+        assert output == script and not changes
+        assert reported in {finding.api for finding in findings}
+
+    @pytest.mark.parametrize("script", [
+        "python -c 'import torch; print(torch.__version__)'\n",
+        "python train.py --note torch.cuda.device_count\n",
+        "echo 'python -c torch.cuda.device_count()'\n",
+    ])
+    def test_no_code_asking_cuda_is_left(self, tmp_path, script):
+        output, changes, _ = _migrate_script(tmp_path, script)
+        assert output == script and not changes

@@ -19,6 +19,7 @@ from .magic_code import CudaInMagics
 from .nccl_env import NcclEnvironment
 from .nvidia_smi import NvidiaSmiToNpuSmi
 from .optimizer_option import BitsandbytesOptimizerOption
+from .python_one_liner import PythonOneLiner
 from .transformers_attention import TransformersAttentionOption
 from .visible_devices import VisibleDevicesVariable
 
@@ -31,6 +32,7 @@ LAUNCH_SCRIPT_RULES: Tuple[Type[ScriptRule], ...] = (
     CudaToolsAndSettings,
     TransformersAttentionOption,
     BitsandbytesOptimizerOption,
+    PythonOneLiner,
 )
 
 NOTEBOOK_MAGIC_RULES: Tuple[Type[ScriptRule], ...] = (EnvMagicVisibleDevices, CudaInMagics)
