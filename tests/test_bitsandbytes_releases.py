@@ -146,3 +146,40 @@ def test_eight_bit_loading_needs_a_newer_transformers(tmp_path):
     (project / "requirements.txt").write_text("transformers==4.57.0\nbitsandbytes==0.49.1\n")
     _, found = _check(project)
     assert {line for _, line, code in found if code == "NPU912"} == {3, 4, 5}, found
+
+
+class TestLaunchScriptsAndConfigs:
+    """`--load_in_4bit True` or a YAML `load_in_4bit: true` quantizes as the Python code's keyword
+    does: the same row (NPU912), or the same note where the pins run it (NPU915)."""
+
+    @staticmethod
+    def _findings(text: str, path: str, **pins):
+        from gpu2npu.knowledge import apidata
+        from gpu2npu.migration.launch_scripts import migrate_script
+        from gpu2npu.records.options import Options
+
+        result = migrate_script(text.encode(), path, options=Options(api=apidata.load("2.6.0"), **pins))
+        assert result.output is None or result.output == text.encode()  # (nothing is edited)
+        return {(finding.api, finding.rule) for finding in result.findings}
+
+    @pytest.mark.parametrize("text, path, api", [
+        ("model_name_or_path: org/model\nload_in_4bit: true\n", "recipes/config_qlora.yaml", "load_in_4bit"),
+        ("model:\n  load_in_8bit: True\n", "config.yaml", "load_in_8bit"),
+        ("torchrun train.py --load_in_4bit True --lora_r 16\n", "train.sh", "load_in_4bit"),
+        ("torchrun train.py --load-in-8bit --lora_r 16\n", "train.sh", "load_in_8bit"),
+        ("python train.py --load_in_4bit=true\n", "train.sh", "load_in_4bit"),
+    ])
+    def test_a_request_for_quantized_weights_is_reported(self, text, path, api):
+        assert self._findings(text, path) == {(api, "NPU912")}
+        # where the pins run it on the NPU: a note, as for the Python code
+        running = self._findings(text, path, bitsandbytes="==0.49.1", transformers="==5.4.0")
+        assert running == {(api, "NPU915")}
+
+    @pytest.mark.parametrize("text, path", [
+        ("load_in_4bit: false\n", "config.yaml"),
+        ("python train.py --load_in_4bit False\n", "train.sh"),
+        ("# load_in_4bit: true saves memory\n", "config.yaml"),
+        ("python train.py --no_load_in_4bit_warning\n", "train.sh"),
+    ])
+    def test_no_request_says_nothing(self, text, path):
+        assert self._findings(text, path) == set()

@@ -25,6 +25,15 @@ _TORCH_NEEDED = (((0, 48), (2, 3)), ((0, 47), (2, 2)))
 # The first transformers that quantizes with such a bitsandbytes onto the NPU: 4-bit, 8-bit.
 TRANSFORMERS_FROM = {False: (4, 48), True: (5, 0)}
 
+# The row of a quantized loading where the pins do not run it on the NPU (NPU912: the Python
+# code's load_in_4bit=True and BitsAndBytesConfig, a launch script's --load_in_4bit).
+QUANTIZED_LOADING_TIP = (
+    "4/8-bit loading quantizes the weights with bitsandbytes' kernels, CUDA's only before bitsandbytes 0.47: pin "
+    "bitsandbytes>=0.47 and transformers>=4.48 (5.0 for 8-bit; bitsandbytes 0.47 needs torch 2.2: its plain PyTorch "
+    "kernels then run on the NPU, unfused), "
+    "or load the model in bfloat16 (torch_dtype=torch.bfloat16) and fine-tune it with LoRA without "
+    "quantization (more device memory: about 2 bytes per weight instead of 0.5-1)")
+
 # The releases a requirement is tried on, with any it names itself.
 _BITSANDBYTES_TRIED = ("0.37.0", "0.39.0", "0.41.3", "0.42.0", "0.43.1", "0.43.3", "0.44.1", "0.45.5", "0.46.0",
                        "0.46.1", "0.47.0", "0.48.2", "0.49.1", "1.0.0")

@@ -20,6 +20,7 @@ from .nccl_env import NcclEnvironment
 from .nvidia_smi import NvidiaSmiToNpuSmi
 from .optimizer_option import BitsandbytesOptimizerOption
 from .python_one_liner import PythonOneLiner
+from .quantized_loading import QuantizedLoadingOption
 from .transformers_attention import TransformersAttentionOption
 from .visible_devices import VisibleDevicesVariable
 
@@ -33,6 +34,7 @@ LAUNCH_SCRIPT_RULES: Tuple[Type[ScriptRule], ...] = (
     TransformersAttentionOption,
     BitsandbytesOptimizerOption,
     PythonOneLiner,
+    QuantizedLoadingOption,
 )
 
 NOTEBOOK_MAGIC_RULES: Tuple[Type[ScriptRule], ...] = (EnvMagicVisibleDevices, CudaInMagics)

@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import ast
 
-from ...knowledge.bitsandbytes_devices import loading_note
+from ...knowledge.bitsandbytes_devices import QUANTIZED_LOADING_TIP, loading_note
 from ...records.change import Report
 from ...records.finding_kinds import LEFT_ON_PURPOSE, QUANTIZATION
 from ...reading.scan.reading import last_name
 from .view import FileView
 
-QUANTIZED_LOADING_TIP = (
-    "4/8-bit loading quantizes the weights with bitsandbytes' kernels, CUDA's only before bitsandbytes 0.47: pin "
-    "bitsandbytes>=0.47 and transformers>=4.48 (5.0 for 8-bit; bitsandbytes 0.47 needs torch 2.2: its plain PyTorch "
-    "kernels then run on the NPU, unfused), "
-    "or load the model in bfloat16 (torch_dtype=torch.bfloat16) and fine-tune it with LoRA without "
-    "quantization (more device memory: about 2 bytes per weight instead of 0.5-1)")
 _LIGHTNING_TIP = ("Lightning's bitsandbytes precision quantizes the linear layers with CUDA kernels: use "
                   "precision=\"bf16-true\" or \"bf16-mixed\" on the NPU")
 
