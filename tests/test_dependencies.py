@@ -97,6 +97,31 @@ def test_dockerfiles_are_reported_never_rewritten():
                                                  "pip install xformers"]
 
 
+@pytest.mark.parametrize("name", ["Dockerfile-cu121", "Dockerfile_cuda", "Dockerfile.gpu", "gpu.Dockerfile"])
+def test_a_dockerfile_variant_is_read_as_a_dockerfile(name):
+    text = "FROM nvidia/cuda:12.1.0-devel-ubuntu22.04\nRUN pip install torch\n"
+    assert [f.api for f in run(name, text).findings] == ["FROM nvidia/cuda:12.1.0-devel-ubuntu22.04"]
+
+
+@pytest.mark.parametrize("text, image", [
+    # the image named by an ARG's default (itself read from another), as FROM reads it
+    ("ARG CUDA_VERSION=11.7.1\nARG from=nvidia/cuda:${CUDA_VERSION}-cudnn8-devel-ubuntu20.04\nFROM ${from} as base\n",
+     "FROM nvidia/cuda:11.7.1-cudnn8-devel-ubuntu20.04"),
+    ("ARG BASE=pytorch/pytorch:2.2.2-cuda12.1-cudnn8-runtime\nFROM $BASE\n",
+     "FROM pytorch/pytorch:2.2.2-cuda12.1-cudnn8-runtime"),
+])
+def test_a_cuda_image_chosen_by_an_arg_default_is_reported(text, image):
+    assert [f.api for f in run("Dockerfile", text).findings] == [image]
+
+
+@pytest.mark.parametrize("text", [
+    "ARG from=ubuntu:22.04\nFROM ${from}\n",
+    "FROM ${BASE_IMAGE}\n",  # no default: not known
+])
+def test_an_image_of_no_cuda_or_unknown_is_not_reported(text):
+    assert run("Dockerfile", text).findings == []
+
+
 @pytest.mark.parametrize("version, spec, expected", [
     ("2.1.0", ">=2.1,<2.3", True), ("2.1.0", "==2.2.2+cu121", False), ("2.1.0", "~=2.1", True),
     ("2.1.0", "==2.1.*", True), ("2.1.0", ">2.1.0", False), ("2.1.0", "!=2.1.0", False),

@@ -17,6 +17,9 @@ IMAGE_TIP = ("a CUDA image: on Ascend, build FROM an image with the CANN toolkit
              "install torch and torch_npu of the release the migration chose; run it with the NPU devices mounted "
              "(--device /dev/davinci0 --device /dev/davinci_manager --device /dev/devmm_svm --device /dev/hisi_hdc "
              "and the driver folder)")
+# `ARG from=nvidia/cuda:${CUDA_VERSION}-devel` (a default that FROM ${from} reads), `$name` or `${name}` read
+_ARG = re.compile(r"^\s*ARG\s+(?P<name>\w+)=(?P<value>\S+)", re.IGNORECASE)
+_ARG_READ = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 _PIP = re.compile(r"\bpip3?\s+install\s+(?P<args>[^&;|]+)")
 _ENV_DEVICES = re.compile(r"^\s*ENV\s+.*\b(?P<name>NVIDIA_VISIBLE_DEVICES|NVIDIA_DRIVER_CAPABILITIES|CUDA_VISIBLE_DEVICES)\b")
 
@@ -38,10 +41,15 @@ def report_dockerfile(text: str, path: str, context: Context) -> FileOutcome:
         first, parts = None, []
     if parts:
         logical.append((first, len(lines), " ".join(parts)))
+    arguments = {}  # the ARG defaults declared so far, as FROM reads them (themselves expanded)
     for start, end, instruction in logical:
         if instruction.lstrip().startswith("#"):
             continue
-        image = CUDA_IMAGE.match(instruction)
+        declared = _ARG.match(instruction)
+        if declared:
+            arguments[declared.group("name")] = _expanded(declared.group("value").strip("'\""), arguments)
+            continue
+        image = CUDA_IMAGE.match(_expanded(instruction, arguments) if instruction.lstrip()[:4].upper() == "FROM" else instruction)
         if image:
             outcome.findings.append(Finding(path, start, start, Report.UNSUPPORTED, f"FROM {image.group('image')}",
                                             IMAGE_TIP, DOCKER_RULE))
@@ -72,3 +80,8 @@ def report_dockerfile(text: str, path: str, context: Context) -> FileOutcome:
                     outcome.findings.append(Finding(path, start, end, Report.UNSUPPORTED, f"pip install {what}",
                                                     f"in the image: {tip}", DOCKER_RULE))
     return outcome
+
+
+def _expanded(text: str, arguments) -> str:
+    """`text` with the ARG defaults it reads put in (one it does not know stays as written)."""
+    return _ARG_READ.sub(lambda read: arguments.get(read.group(1) or read.group(2), read.group(0)), text)

@@ -41,6 +41,8 @@ def dependency_format(relative: str) -> Optional[str]:
         return SETUP_CFG
     if name == "setup.py":
         return SETUP_PY
-    if name in ("dockerfile", "containerfile") or name.startswith("dockerfile.") or name.endswith(".dockerfile"):
+    # (a variant beside it: Dockerfile.gpu, Dockerfile-cu121, Dockerfile_cuda, gpu.Dockerfile)
+    if name in ("dockerfile", "containerfile") or name.startswith(("dockerfile.", "dockerfile-", "dockerfile_")) \
+            or name.endswith(".dockerfile"):
         return DOCKERFILE
     return None
