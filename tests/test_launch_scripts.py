@@ -221,3 +221,29 @@ class TestPythonRunFromAScript:
     def test_no_code_asking_cuda_is_left(self, tmp_path, script):
         output, changes, _ = _migrate_script(tmp_path, script)
         assert output == script and not changes
+
+
+class TestContainersGivenNvidiaGpus:
+    """`docker run --gpus all` (or --runtime=nvidia) asks NVIDIA's container runtime for the GPUs,
+    which an Ascend machine has not: reported with how its NPUs are given to a container."""
+
+    @pytest.mark.parametrize("script, reported", [
+        ("docker run --gpus all -it qwenllm/qwen:cu117 python cli_demo.py\n", "--gpus all"),
+        ("sudo docker run -d --gpus \"device=0\" --rm image\n", "--gpus device=0"),
+        ("podman run --gpus=all image\n", "--gpus all"),
+        ("docker run --runtime=nvidia image\n", "--runtime nvidia"),
+    ])
+    def test_the_option_is_reported(self, tmp_path, script, reported):
+        output, changes, findings = _migrate_script(tmp_path, script)
+        assert output == script and not changes
+        assert reported in {finding.api for finding in findings}
+
+    @pytest.mark.parametrize("script", [
+        "python train.py --gpus 8\n",  # a program's own option
+        "docker run image python train.py --gpus 8\n",  # the containerized program's
+        "docker run --runtime=runc image\n",
+        "docker ps --gpus\n",
+    ])
+    def test_other_gpus_options_are_not(self, tmp_path, script):
+        _, _, findings = _migrate_script(tmp_path, script)
+        assert not any(finding.api.startswith(("--gpus", "--runtime")) for finding in findings)

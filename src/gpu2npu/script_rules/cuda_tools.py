@@ -33,6 +33,16 @@ TF32_KEY_TIP = ("the trainer hands tf32: true to transformers, which raises Valu
 GPU_RESOURCE = re.compile(r"(?<![\w.-])nvidia\.com/gpu(?![\w-])")
 GPU_RESOURCE_TIP = ("NVIDIA device-plugin resource: on an Ascend cluster request the resource its Ascend device "
                     "plugin registers (e.g. huawei.com/Ascend910)")
+# `docker run --gpus all`, `--runtime=nvidia` (NVIDIA's container runtime), on a container command's line.
+CONTAINER_GPUS = re.compile(r"(?<![\w-])(?P<option>--gpus|--runtime)(?:[=\s]+)(?P<quote>[\"']?)(?P<value>[^\s\"']+)(?P=quote)"
+                            r"(?![\w-])")
+# A program the container runs (after the image): an option after it is the program's (`python train.py --gpus 8`).
+CONTAINER_PROGRAM = re.compile(r"\s(?:python3?|bash|sh|torchrun|accelerate|deepspeed|llamafactory-cli)\s")
+CONTAINER_COMMAND = re.compile(r"(?<![\w-])(?:docker|podman|nerdctl|nvidia-docker)\s+(?:container\s+)?(?:run|create)\b")
+CONTAINER_GPUS_TIP = ("NVIDIA's container runtime option: on an Ascend machine mount the NPU devices instead (--device "
+                      "/dev/davinci0 --device /dev/davinci_manager --device /dev/devmm_svm --device /dev/hisi_hdc and the "
+                      "driver folder) or use the Ascend Docker runtime (-e ASCEND_VISIBLE_DEVICES=0), with an image that "
+                      "holds CANN and torch_npu")
 TOOLS = re.compile(r"(?<![\w./-])(?:[\w.~-]*/)*(" + "|".join(re.escape(t) for t in TOOL_TIPS) + r")(?![\w-])")
 # Handled by their own rules: CUDA_VISIBLE_DEVICES (NPU501).
 # PYTORCH_ALLOC_CONF is the allocator's device-neutral name (torch 2.9 on): on CUDA machines, CUDA's.
@@ -55,7 +65,7 @@ class CudaToolsAndSettings(ScriptRule):
     code = "NPU590"
     summary = ("launch scripts: nvcc, nsys, CUDA_*, transformers' --tf32 reported; CUDA_LAUNCH_BLOCKING, "
                "PYTORCH_CUDA_ALLOC_CONF renamed")
-    triggers = (*TOOL_TIPS, "CUDA_", "PYTORCH_ALLOC_CONF", "nvidia.com/gpu", "--tf32", "tf32:")
+    triggers = (*TOOL_TIPS, "CUDA_", "PYTORCH_ALLOC_CONF", "nvidia.com/gpu", "--tf32", "tf32:", "--gpus", "--runtime")
     examples = (
         ScriptExample("nvcc --version\n", "nvcc --version\n", reported=("nvcc",)),
         ScriptExample("CUDA_LAUNCH_BLOCKING=1 nsys profile python train.py\n",
@@ -71,8 +81,11 @@ class CudaToolsAndSettings(ScriptRule):
         ScriptExample("resources:\n  limits:\n    nvidia.com/gpu: 8\n", "resources:\n  limits:\n    nvidia.com/gpu: 8\n",
                       path="job.yaml", reported=("nvidia.com/gpu",)),
         ScriptExample("bf16: true\ntf32: true\n", "bf16: true\ntf32: true\n", path="config.yaml", reported=("tf32: true",)),
+        ScriptExample("docker run --gpus all -it qwenllm/qwen:cu117 python cli_demo.py\n",
+                      "docker run --gpus all -it qwenllm/qwen:cu117 python cli_demo.py\n", reported=("--gpus all",)),
     )
-    unchanged = ("# nvcc is not needed\n", "torchrun train.py --tf32 False --bf16 True\n")
+    unchanged = ("# nvcc is not needed\n", "torchrun train.py --tf32 False --bf16 True\n",
+                 "python train.py --gpus 8\n")  # (a program's own option: no container's)
     # (a Makefile's own variables are no CUDA settings; unchanged sources are shell scripts, so
     # that case is tested in tests/test_launch_scripts.py)
 
@@ -112,6 +125,12 @@ class CudaToolsAndSettings(ScriptRule):
             else:
                 reports.append(kept_variable(name, tip, cls.project_reads))
         reports += [LineReport(Report.UNSUPPORTED, m.group(0), GPU_RESOURCE_TIP) for m in GPU_RESOURCE.finditer(line.code)]
+        container = CONTAINER_COMMAND.search(line.code)
+        for match in CONTAINER_GPUS.finditer(line.code) if container is not None else ():
+            if (match.start() > container.end() and not CONTAINER_PROGRAM.search(line.code, container.end(), match.start())
+                    and (match.group("option") == "--gpus" or match.group("value") == "nvidia")):
+                reports.append(LineReport(Report.UNSUPPORTED, f"{match.group('option')} {match.group('value')}",
+                                          CONTAINER_GPUS_TIP))
         for match in TF32_FLAG.finditer(line.code):
             value = (match.group(1) or "").strip("'\"\\")
             if (not value or value.startswith("-") or value.lower() in ("true", "1", "yes")) and not cls._own_option(
