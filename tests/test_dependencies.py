@@ -495,3 +495,29 @@ class TestAProjectWhoseDependencyFilesNameNoTorch:
     ])
     def test_not_where_torch_or_torch_npu_is_listed_or_nothing_needs_it(self, tmp_path, requirements, code):
         assert self._warnings(tmp_path, requirements, code) == []
+
+    @staticmethod
+    def _autoload_warnings(tmp_path, requirements, code, version):
+        project = tmp_path / "project"
+        project.mkdir()
+        (project / "requirements.txt").write_text(requirements)
+        (project / "train.py").write_text(code)
+        done = console_script("-i", str(project), "-o", str(tmp_path / "out"), "-v", version, "--no-cache")
+        assert done.returncode == 0, done.stderr
+        return [line for line in done.stderr.splitlines() if "loads torch_npu itself" in line]
+
+    # Code that migrates to nothing (transformers chooses the device) imports only torch: from torch
+    # 2.5 torch_npu loads itself where it is installed, and where it is not there is no NPU.
+    TRAINER = "import torch\nfrom transformers import Trainer\nTrainer(model=torch.nn.Linear(2, 2)).train()\n"
+
+    def test_where_torch_loads_torch_npu_itself_code_importing_torch_needs_it_listed(self, tmp_path):
+        [warning] = self._autoload_warnings(tmp_path, "transformers>=4.50\n", self.TRAINER, "2.6.0")
+        assert "imports torch (train.py)" in warning and "add torch_npu==2.6.0" in warning
+
+    @pytest.mark.parametrize("requirements, code, version", [
+        ("transformers>=4.50\n", TRAINER, "2.1.0"),  # (before torch 2.5 only an import of torch_npu needs it: above)
+        ("transformers>=4.50\ntorch_npu==2.6.0\n", TRAINER, "2.6.0"),
+        ("numpy\n", "import numpy\nx = numpy.ones(2)\n", "2.6.0"),
+    ])
+    def test_not_before_that_torch_nor_where_listed_or_torch_unused(self, tmp_path, requirements, code, version):
+        assert self._autoload_warnings(tmp_path, requirements, code, version) == []

@@ -51,11 +51,14 @@ class Importers:
         self._imports: Dict[str, Optional[frozenset]] = {}
         self._data: Dict[str, bytes] = {}
 
-    def __call__(self, modules: Sequence[str]) -> List[str]:
+    def __call__(self, modules: Sequence[str], limit: Optional[int] = None) -> List[str]:
+        """The files that import one of `modules`, in order; the first `limit` of them where given."""
         users = []
         for relative, read, kind in self.files:
             if any(self._imports_module(relative, read, kind, module) for module in modules):
                 users.append(relative)
+                if limit is not None and len(users) >= limit:
+                    break
         return users
 
     def _imports_module(self, relative: str, read: Callable[[], bytes], kind: Kind, module: str) -> bool:
@@ -179,12 +182,29 @@ def _torch_npu_nowhere(importers: Importers, api: ApiData) -> List[str]:
     has no torch_npu, and the first `import torch_npu` fails.  (`importers`: the run's, which has
     read the migrated files already.)"""
     users = importers(["torch_npu"])
+    if users:
+        return [f"{len(users)} migrated file{'s' if len(users) != 1 else ''} import torch_npu ({_shown(users)}), which "
+                f"no dependency file lists, nor torch beside which it would be added: add torch=={api.torch_version} "
+                f"and torch_npu=={api.torch_npu_version} to the project's requirements {CPU_BUILD}"]
+    # From torch_npu 2.5.1 on, torch loads torch_npu itself where it is installed (its torch.backends
+    # entry point): code that imports only torch needs it all the same.
+    # (the first few files that do: every file of a large project imports torch)
+    users = importers(["torch"], limit=4) if api.version_tuple[:2] >= AUTOLOADED_FROM else []
     if not users:
         return []
-    shown = ", ".join(users[:3]) + (", ..." if len(users) > 3 else "")
-    return [f"{len(users)} migrated file{'s' if len(users) != 1 else ''} import torch_npu ({shown}), which no dependency "
-            f"file lists, nor torch beside which it would be added: add torch=={api.torch_version} and "
-            f"torch_npu=={api.torch_npu_version} to the project's requirements {CPU_BUILD}"]
+    return [f"the project's code imports torch ({_shown(users)}), and no dependency file lists torch_npu (the "
+            f"migration added it to none): torch {api.torch_version} loads torch_npu "
+            f"itself where it is installed, and without it there is no NPU (code that names one fails; what chooses "
+            f"the device itself, transformers or accelerate, runs on the CPU): add torch_npu=={api.torch_npu_version} "
+            f"to the project's requirements"]
+
+
+# The first torch whose torch_npu loads itself when torch is imported.
+AUTOLOADED_FROM = (2, 5)
+
+
+def _shown(users: List[str]) -> str:
+    return ", ".join(users[:3]) + (", ..." if len(users) > 3 else "")
 
 
 def _project_torch_npu_pin(found: List[Tuple[Entry, str]]) -> Optional[Tuple[str, str]]:
