@@ -181,6 +181,12 @@ def _migrate_script(tmp_path, script: str):
     return output, result.changes, result.findings
 
 
+def _assert_reported_and_left(tmp_path, script: str, reported: str) -> None:
+    output, changes, findings = _migrate_script(tmp_path, script)
+    assert output == script and not changes
+    assert reported in {finding.api for finding in findings}
+
+
 class TestPythonRunFromAScript:
     """`python -c CODE` in a launch script runs Python: its torch.cuda calls whose NPU answer
     means the same to the script (a count, a yes or no) are migrated as a Python file's, with
@@ -209,9 +215,7 @@ class TestPythonRunFromAScript:
         ("python -c 'import torch; print(torch.cuda.get_arch_list())'\n", "torch.cuda.get_arch_list"),
     ])
     def test_other_calls_are_reported_and_left(self, tmp_path, script, reported):
-        output, changes, findings = _migrate_script(tmp_path, script)
-        assert output == script and not changes
-        assert reported in {finding.api for finding in findings}
+        _assert_reported_and_left(tmp_path, script, reported)
 
     @pytest.mark.parametrize("script", [
         "python -c 'import torch; print(torch.__version__)'\n",
@@ -234,9 +238,7 @@ class TestContainersGivenNvidiaGpus:
         ("docker run --runtime=nvidia image\n", "--runtime nvidia"),
     ])
     def test_the_option_is_reported(self, tmp_path, script, reported):
-        output, changes, findings = _migrate_script(tmp_path, script)
-        assert output == script and not changes
-        assert reported in {finding.api for finding in findings}
+        _assert_reported_and_left(tmp_path, script, reported)
 
     @pytest.mark.parametrize("script", [
         "python train.py --gpus 8\n",  # a program's own option
