@@ -114,6 +114,13 @@ def test_a_cuda_image_chosen_by_an_arg_default_is_reported(text, image):
     assert [f.api for f in run("Dockerfile", text).findings] == [image]
 
 
+def test_a_stage_built_on_a_cuda_stage_has_no_row_of_its_own():
+    text = ("ARG CUDA_VERSION=12\nFROM nvidia/cuda:12.8.1-devel-ubuntu22.04 AS cuda12\n"
+            "FROM nvidia/cuda:13.0.3-devel-ubuntu22.04 AS cuda13\nFROM cuda${CUDA_VERSION}\n")
+    assert [(f.start_line, f.api) for f in run("Dockerfile", text).findings] == [
+        (2, "FROM nvidia/cuda:12.8.1-devel-ubuntu22.04"), (3, "FROM nvidia/cuda:13.0.3-devel-ubuntu22.04")]
+
+
 @pytest.mark.parametrize("text", [
     "ARG from=ubuntu:22.04\nFROM ${from}\n",
     "FROM ${BASE_IMAGE}\n",  # no default: not known
