@@ -28,8 +28,10 @@ class PythonOneLiner(ScriptRule):
     """A launch script that runs a line of Python (`GPUS=$(python -c 'import torch;
     print(torch.cuda.device_count())')`) asks CUDA for what the program is given: on an Ascend
     machine torch.cuda counts no device, and `torchrun --nproc_per_node 0` refuses to start.  The
-    code's torch.cuda calls become torch_npu.npu's, with `import torch_npu` put first in the code,
-    as in a migrated Python file; a call the release has no counterpart of is reported.
+    code's torch.cuda calls whose NPU answer reads the same to the script (a count, a yes or no, a
+    name, bytes: SAME_ANSWER) become torch_npu.npu's, with `import torch_npu` put first in the code,
+    as in a migrated Python file; where the code asks anything else (get_device_capability, None on
+    the NPU where the script may parse "(8, 0)") or what the release lacks, it is reported instead.
     """
 
     code = "NPU508"
