@@ -46,7 +46,6 @@ _TRANSFORMERS_TRIED = tuple(f"4.{minor}.0" for minor in range(30, 58)) + ("4.44.
 _SERVED = re.compile(r"bitsandbytes(?:\.(?:nn|functional|autograd)(?:\..*)?|\.matmul(?:_4bit)?|\.MatmulLtState)?$")
 
 
-
 def _version(text: str):
     return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
