@@ -9,8 +9,9 @@ only: on an Ascend machine it offers the CPU alone, and every layer is loaded th
 from __future__ import annotations
 
 import functools
-import re
 from typing import Optional
+
+from .versions import allowed_releases, release_numbers
 
 # The first accelerate whose device maps count NPUs.
 NPU_DEVICE_MAPS_FROM = (0, 26)
@@ -22,22 +23,15 @@ _TRIED = ("0.18.0", "0.20.3", "0.21.0", "0.22.0", "0.23.0", "0.24.1", "0.25.0", 
           "0.30.1", "0.34.2", "1.0.0", "1.10.0")
 
 
-def _version(text: str):
-    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
-
-
 @functools.lru_cache(maxsize=8)
 def places_on_the_cpu(accelerate: Optional[str]) -> bool:
     """Whether every accelerate release the project's requirement `accelerate` allows loads a model
     given a counted device_map onto the CPU on an NPU machine (None: no pin, which decides nothing:
     pip installs a release that counts NPUs)."""
-    from .versions import satisfies
-
     if not accelerate:
         return False
-    named = tuple(re.findall(r"\d+(?:\.\d+){1,2}", accelerate))
-    allowed = [version for version in _TRIED + named if satisfies(version, accelerate)]
-    return bool(allowed) and all(_version(version) < NPU_DEVICE_MAPS_FROM for version in allowed)
+    allowed = allowed_releases(accelerate, _TRIED)
+    return bool(allowed) and all(release_numbers(version) < NPU_DEVICE_MAPS_FROM for version in allowed)
 
 
 def tip(accelerate: str, value: str) -> str:

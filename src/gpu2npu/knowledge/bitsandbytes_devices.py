@@ -18,6 +18,8 @@ import functools
 import re
 from typing import Optional
 
+from .versions import allowed_releases, release_numbers
+
 # The first bitsandbytes whose 4-bit and 8-bit layers and functions all have plain PyTorch kernels.
 PYTORCH_KERNELS_FROM = (0, 47)
 # The torch each release from there needs (its Requires-Dist): (release from, torch from), newest first.
@@ -46,29 +48,15 @@ _TRANSFORMERS_TRIED = tuple(f"4.{minor}.0" for minor in range(30, 58)) + ("4.44.
 _SERVED = re.compile(r"bitsandbytes(?:\.(?:nn|functional|autograd)(?:\..*)?|\.matmul(?:_4bit)?|\.MatmulLtState)?$")
 
 
-def _version(text: str):
-    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
-
-
-def _allowed(spec: Optional[str], tried) -> list:
-    """The releases that `spec` allows, of `tried` and those it names (none without a spec)."""
-    from .versions import satisfies
-
-    if not spec:
-        return []
-    named = tuple(re.findall(r"\d+(?:\.\d+){1,2}", spec))
-    return [version for version in tried + named if satisfies(version, spec)]
-
-
 def _every_allowed_from(spec: Optional[str], tried, first) -> bool:
     """Whether every release that `spec` allows (of `tried`, and those it names) is `first` or later."""
-    allowed = _allowed(spec, tried)
-    return bool(allowed) and all(_version(version) >= first for version in allowed)
+    allowed = allowed_releases(spec, tried)
+    return bool(allowed) and all(release_numbers(version) >= first for version in allowed)
 
 
 def _installs_with(release: str, torch_version: str) -> bool:
-    number = _version(release)
-    return next((_version(torch_version)[:2] >= torch for since, torch in _TORCH_NEEDED if number >= since), True)
+    number = release_numbers(release)
+    return next((release_numbers(torch_version)[:2] >= torch for since, torch in _TORCH_NEEDED if number >= since), True)
 
 
 @functools.lru_cache(maxsize=8)
@@ -77,7 +65,7 @@ def runs_on_npu(bitsandbytes: Optional[str], torch_version: str) -> bool:
     layers and functions on the NPU, and one of them installs beside torch `torch_version` (None:
     no pin, which decides nothing)."""
     return (_every_allowed_from(bitsandbytes, _BITSANDBYTES_TRIED, PYTORCH_KERNELS_FROM)
-            and any(_installs_with(release, torch_version) for release in _allowed(bitsandbytes, _BITSANDBYTES_TRIED)))
+            and any(_installs_with(release, torch_version) for release in allowed_releases(bitsandbytes, _BITSANDBYTES_TRIED)))
 
 
 def served(name: str) -> bool:

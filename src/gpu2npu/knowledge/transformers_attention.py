@@ -2,8 +2,9 @@
 rules.transformers_attention, for the Python code and the launch scripts alike)."""
 from __future__ import annotations
 
-import re
 from typing import Optional
+
+from .versions import allowed_releases, release_numbers
 
 # The transformers releases whose flash_attention_2 runs on an NPU: 4.51.0 brought
 # integrations/npu_flash_attention.py (torch_npu.npu_fusion_attention); 4.54.0 to 4.55.2 read the
@@ -21,13 +22,9 @@ _TRIED = tuple(f"4.{minor}.0" for minor in range(30, 58)) + (
 _SDPA_TORCH, _SDPA_ON_NPU_WITH_2_1_0 = (2, 1, 1), (4, 48)
 
 
-def _version(text: str):
-    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
-
-
 def runs_on_npu(version: str) -> bool:
     """Whether this transformers release runs flash_attention_2 on an NPU."""
-    number = _version(version)
+    number = release_numbers(version)
     return _RUNS_FROM <= number < _BROKEN_FROM or number >= _MENDED_FROM
 
 
@@ -36,7 +33,7 @@ def verdict(spec: Optional[str]) -> Optional[bool]:
     (no pin, or a range across both)."""
     if spec is None:
         return None
-    allowed = _allowed(spec)
+    allowed = allowed_releases(spec, _TRIED)
     if not allowed:
         return None
     answers = {runs_on_npu(version) for version in allowed}
@@ -46,15 +43,7 @@ def verdict(spec: Optional[str]) -> Optional[bool]:
 def sdpa_runs(spec: Optional[str], torch_version: str) -> bool:
     """Whether every transformers release `spec` allows runs attn_implementation="sdpa" on an NPU
     with torch `torch_version`."""
-    if _version(torch_version) >= _SDPA_TORCH:
+    if release_numbers(torch_version) >= _SDPA_TORCH:
         return True
-    allowed = _allowed(spec) if spec is not None else list(_TRIED)
-    return bool(allowed) and all(_version(version) >= _SDPA_ON_NPU_WITH_2_1_0 for version in allowed)
-
-
-def _allowed(spec: str) -> list:
-    """The releases (_TRIED, and those `spec` names itself) that `spec` allows."""
-    from ..knowledge.versions import satisfies
-
-    named = tuple(re.findall(r"\d+(?:\.\d+){1,2}", spec))
-    return [version for version in _TRIED + named if satisfies(version, spec)]
+    allowed = allowed_releases(spec, _TRIED) if spec is not None else list(_TRIED)
+    return bool(allowed) and all(release_numbers(version) >= _SDPA_ON_NPU_WITH_2_1_0 for version in allowed)

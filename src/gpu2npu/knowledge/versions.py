@@ -3,7 +3,7 @@ dependency rules, the torch pin and the transformers pin ask, read without packa
 from __future__ import annotations
 
 import re
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 # (PEP 440 reads a leading "v" as nothing: `transformers>=v4.51.0` asks for 4.51.0 on)
 _VERSION = re.compile(r"[vV]?(\d+(?:\.\d+)*)")
@@ -42,6 +42,15 @@ def satisfies(version: str, spec: str) -> Optional[bool]:
         if not ok:
             return False
     return True
+
+
+def allowed_releases(spec: Optional[str], tried: Tuple[str, ...]) -> List[str]:
+    """The releases of `tried`, and those `spec` names itself, that `spec` allows ([] without one):
+    what a library's requirement can install, tried on the releases around what decides a verdict."""
+    if spec is None:
+        return []
+    named = tuple(re.findall(r"\d+(?:\.\d+){1,2}", spec))
+    return [version for version in tried + named if satisfies(version, spec)]
 
 
 def major_minor(version: str) -> Tuple[str, ...]:
