@@ -18,7 +18,6 @@ import dataclasses
 import gc
 import multiprocessing
 import os
-import signal
 from pathlib import Path
 from typing import Generator, Iterator, List, Optional, Sequence, Tuple
 
@@ -26,6 +25,7 @@ from . import cache
 from ..knowledge.generated_packages import kept_by_some_file
 from ..reading.discover import Entry, modules_beside, npu_backend_files, packages_held, project_modules
 from ..reading.kernel_launchers import project_launchers
+from ..reading.parallel import ignore_interrupts
 from ..reading.project_options import backend_options_kept_in, scripts_with_own_option
 from ..records.results import FileResult, Status, with_not_migrated_row
 from ..reading.suppressions import suppressions_in
@@ -116,10 +116,7 @@ _WORKER_SALT: Optional[str] = None
 def _init_worker(options: Options, salt: Optional[str]) -> None:
     global _WORKER_OPTIONS, _WORKER_SALT, _freezing_survivors
     _WORKER_OPTIONS, _WORKER_SALT = options, salt
-    # Ctrl-C reaches every process of the terminal's group: the parent alone handles it (and
-    # stops the workers); the parent's SIGTERM handler must not run here either.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    ignore_interrupts()
     _freezing_survivors = True  # (until the worker ends)
     gc.freeze()  # see _long_lived_frozen
 

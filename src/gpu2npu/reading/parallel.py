@@ -21,12 +21,13 @@ def mapped(function: Callable[[T], R], items: Sequence[T], jobs: int) -> List[R]
     if jobs <= 1 or len(items) < PARALLEL_FROM or "fork" not in multiprocessing.get_all_start_methods():
         return [function(item) for item in items]
     # (forked: the workers have the parent's modules already, and start in milliseconds)
-    with multiprocessing.get_context("fork").Pool(jobs, initializer=_ignore_interrupts) as pool:
+    with multiprocessing.get_context("fork").Pool(jobs, initializer=ignore_interrupts) as pool:
         return pool.map(function, items, chunksize=max(1, len(items) // (jobs * 8)))
 
 
-def _ignore_interrupts() -> None:
-    # Ctrl-C reaches every process of the terminal's group: the parent alone handles it (and
-    # stops the workers); the parent's SIGTERM handler must not run here either.
+def ignore_interrupts() -> None:
+    """What a forked worker does first: Ctrl-C reaches every process of the terminal's group, and
+    the parent alone handles it (and stops the workers); the parent's SIGTERM handler, which the
+    fork copied, must not run here either."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
