@@ -20,9 +20,9 @@ IMAGE_TIP = ("a CUDA image: on Ascend, build FROM an image with the CANN toolkit
 # `ARG from=nvidia/cuda:${CUDA_VERSION}-devel` (a default that FROM ${from} reads), `$name` or `${name}` read
 _ARG = re.compile(r"^\s*ARG\s+(?P<name>\w+)=(?P<value>\S+)", re.IGNORECASE)
 _ARG_READ = re.compile(r"\$\{(\w+)\}|\$(\w+)")
-# `FROM image AS name`: a later `FROM name` builds on that stage, whose own FROM has the row
-_STAGE = re.compile(r"^\s*FROM\s+\S+(?:\s+\S+)*?\s+AS\s+(?P<name>[\w.-]+)\s*$", re.IGNORECASE)
-_FROM_IMAGE = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(?P<image>\S+)", re.IGNORECASE)
+# `FROM [--platform=...] image [AS name]`: a later `FROM name` builds on that stage, whose own FROM has the row
+_FROM = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(?P<image>\S+)(?:\s+AS\s+(?P<stage>[\w.-]+))?\s*$",
+                   re.IGNORECASE)
 _PIP = re.compile(r"\bpip3?\s+install\s+(?P<args>[^&;|]+)")
 _ENV_DEVICES = re.compile(r"^\s*ENV\s+.*\b(?P<name>NVIDIA_VISIBLE_DEVICES|NVIDIA_DRIVER_CAPABILITIES|CUDA_VISIBLE_DEVICES)\b")
 
@@ -55,11 +55,10 @@ def report_dockerfile(text: str, path: str, context: Context) -> FileOutcome:
             continue
         if instruction.lstrip()[:4].upper() == "FROM":
             instruction = _expanded(instruction, arguments)
-            stage = _STAGE.match(instruction)
-            built_on = _FROM_IMAGE.match(instruction)
-            if stage is not None:
-                stages.add(stage.group("name").lower())
-            if built_on is not None and built_on.group("image").lower() in stages:
+            built = _FROM.match(instruction)
+            if built is not None and built.group("stage"):
+                stages.add(built.group("stage").lower())
+            if built is not None and built.group("image").lower() in stages:
                 continue  # (a stage of this file, reported where it names its image)
         image = CUDA_IMAGE.match(instruction)
         if image:
