@@ -257,6 +257,8 @@ def _searchers_of_the_device_name(file_scan: "scan.FileScan") -> Set[int]:
     (`normalized(torch.cuda.get_device_name(0))`): the device test around the call answers for what
     the function does with it (a search of a table of NVIDIA GPUs: device_guards), so a cut file
     keeps the function."""
+    if not any(last_name(call.func) == "get_device_name" for call in file_scan.calls):
+        return set()  # (most files never ask for the name: their calls' arguments are not walked)
     handed = {call.func.id for call in file_scan.calls if call.func.__class__ is ast.Name and any(
         inner.__class__ is ast.Call and last_name(inner.func) == "get_device_name"
         for argument in (*call.args, *(keyword.value for keyword in call.keywords)) for inner in ast.walk(argument))}
