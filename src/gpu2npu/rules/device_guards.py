@@ -441,17 +441,16 @@ class _Resolver(cst.CSTVisitor):
         # normalized(device_name)` called as `normalized(torch.cuda.get_device_name(0))`), over as
         # many steps as the file takes
         names: Set[str] = set()
-        given: Dict[str, List[cst.BaseExpression]] = {}  # such a parameter -> the arguments it is given
         while True:
             found = {dotted_name(target.target) for node in self.assigns if self._from_the_name(node.value, names)
-                     for target in node.targets} - {None} - names
-            for parameter, argument in self._arguments_given(names):
-                given.setdefault(parameter, []).append(argument)
-                found.add(parameter)
-            found -= names
+                     for target in node.targets} | {parameter for parameter, _ in self._arguments_given(names)}
+            found -= {None} | names
             if not found:
                 break
             names |= found
+        given: Dict[str, List[cst.BaseExpression]] = {}  # such a parameter -> the arguments it is given
+        for parameter, argument in self._arguments_given(names):
+            given.setdefault(parameter, []).append(argument)
         lookups = [node for node in self.subscripts if self._from_the_name(node.slice[0].slice.value, names)
                    and (dotted_name(node.slice[0].slice.value), dotted_name(node.value)) not in self.membership_tests]
         caught = self._caught_lookups() if lookups else set()
