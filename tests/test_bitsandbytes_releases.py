@@ -79,10 +79,10 @@ optimizer = bnb.optim.PagedAdamW8bit(model.parameters(), lr=1e-4)
 """
 
 
-def _project(tmp_path, requirements: str):
+def _project(tmp_path, requirements: str, source: str = SOURCE):
     project = tmp_path / "project"
     project.mkdir()
-    (project / "train.py").write_text(SOURCE)
+    (project / "train.py").write_text(source)
     (project / "requirements.txt").write_text(requirements)
     return project
 
@@ -134,16 +134,13 @@ class TestThroughTheConsoleScript:
 
 def test_eight_bit_loading_needs_a_newer_transformers(tmp_path):
     """transformers 4.48 to 4.57 load a 4-bit model onto the NPU, an 8-bit one onto the CPU."""
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "train.py").write_text(
-        "from transformers import AutoModelForCausalLM, BitsAndBytesConfig\n"
-        "four = AutoModelForCausalLM.from_pretrained('m', load_in_4bit=True)\n"
-        "eight = AutoModelForCausalLM.from_pretrained('m', load_in_8bit=True)\n"
-        "config = BitsAndBytesConfig(load_in_8bit=True)\n"
-        "settings = BitsAndBytesConfig(**choices)\n"
-        "plain = BitsAndBytesConfig(load_in_4bit=True, load_in_8bit=False)\n")
-    (project / "requirements.txt").write_text("transformers==4.57.0\nbitsandbytes==0.49.1\n")
+    project = _project(tmp_path, "transformers==4.57.0\nbitsandbytes==0.49.1\n",
+                       "from transformers import AutoModelForCausalLM, BitsAndBytesConfig\n"
+                       "four = AutoModelForCausalLM.from_pretrained('m', load_in_4bit=True)\n"
+                       "eight = AutoModelForCausalLM.from_pretrained('m', load_in_8bit=True)\n"
+                       "config = BitsAndBytesConfig(load_in_8bit=True)\n"
+                       "settings = BitsAndBytesConfig(**choices)\n"
+                       "plain = BitsAndBytesConfig(load_in_4bit=True, load_in_8bit=False)\n")
     _, found = _check(project)
     assert {line for _, line, code in found if code == "NPU912"} == {3, 4, 5}, found
 
