@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from ..findings.hazards.quantization import loading_row
+from ..knowledge.bitsandbytes_devices import QUANTIZED_LOADING_TIP, loading_note
+from ..records.change import Report
 from ..records.finding_kinds import LEFT_ON_PURPOSE, QUANTIZATION
 from ..records.options import ProjectPins
 from .base import LineReport, ScriptExample, ScriptRule, option_values
@@ -52,6 +53,8 @@ class QuantizedLoadingOption(ScriptRule):
         found = [match.group("bits") for match in option_values(WITH_VALUE, line, reports)]
         found += [match.group("bits") for match in FLAG.finditer(line.code) if not line.in_literal(match.start())]
         for bits in found:
-            code, report, text = loading_row(cls.pins, cls.torch_version, eight_bit=bits == "8")
-            reports.append(LineReport(report, f"load_in_{bits}bit", text, code))
+            api = f"load_in_{bits}bit"
+            note = loading_note(cls.pins.bitsandbytes, cls.pins.transformers, cls.torch_version, bits == "8")
+            reports.append(LineReport(Report.NOTE, api, note, LEFT_ON_PURPOSE.code) if note is not None
+                           else LineReport(Report.UNSUPPORTED, api, QUANTIZED_LOADING_TIP, QUANTIZATION.code))
         return [], reports

@@ -3,12 +3,10 @@ BitsAndBytesConfig, Lightning's bitsandbytes precision, `load_in_4bit=True`/`loa
 from __future__ import annotations
 
 import ast
-from typing import Tuple
 
 from ...knowledge.bitsandbytes_devices import QUANTIZED_LOADING_TIP, loading_note
 from ...records.change import Report
 from ...records.finding_kinds import LEFT_ON_PURPOSE, QUANTIZATION
-from ...records.options import ProjectPins
 from ...reading.scan.reading import last_name
 from .view import FileView
 
@@ -51,13 +49,15 @@ class Detector:
                 self._add(keyword.value, keyword.arg, QUANTIZED_LOADING_TIP, keyword.arg == "load_in_8bit")
 
     def _add(self, node: ast.AST, api_name: str, tip: str, eight_bit: bool) -> None:
-        """The row of a front door: transformers' loading as loading_row decides it (Lightning's
-        precision is not known to run on the NPU)."""
-        if tip == QUANTIZED_LOADING_TIP:
-            code, report, tip = loading_row(self.view.pins, self.view.api.torch_version, eight_bit)
+        """The row of a front door: a note where the project's pins run transformers' loading on the
+        NPU (Lightning's precision is not known to)."""
+        pins = self.view.pins
+        note = (loading_note(pins.bitsandbytes, pins.transformers, self.view.api.torch_version, eight_bit)
+                if tip == QUANTIZED_LOADING_TIP else None)
+        if note is not None:
+            self.view.add(node, LEFT_ON_PURPOSE.code, Report.NOTE, api_name, note)
         else:
-            code, report = QUANTIZATION.code, Report.UNSUPPORTED
-        self.view.add(node, code, report, api_name, tip)
+            self.view.add(node, QUANTIZATION.code, Report.UNSUPPORTED, api_name, tip)
 
     def _handed_on_to_the_project(self, call: ast.Call, keyword: ast.keyword) -> bool:
         """An option handed on under its own name (`Actor(path, load_in_4bit=args.load_in_4bit)`) to
@@ -77,13 +77,3 @@ def _eight_bit(call: ast.Call) -> bool:
     written out; `**settings`, which may hold it)."""
     return any((keyword.arg == "load_in_8bit" and _may_be_true(keyword.value)) or keyword.arg is None
                for keyword in call.keywords)
-
-
-def loading_row(pins: ProjectPins, torch_version: str, eight_bit: bool) -> Tuple[str, Report, str]:
-    """(code, report, text) of a request for 4-bit (`eight_bit`: 8-bit) weights through transformers,
-    in the Python code or a launch script's option: a note where the project's pins run it on the
-    NPU beside torch `torch_version`, else the NPU912 row."""
-    note = loading_note(pins.bitsandbytes, pins.transformers, torch_version, eight_bit)
-    if note is not None:
-        return LEFT_ON_PURPOSE.code, Report.NOTE, note
-    return QUANTIZATION.code, Report.UNSUPPORTED, QUANTIZED_LOADING_TIP
